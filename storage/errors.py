@@ -1,0 +1,72 @@
+"""The engine's exception hierarchy.
+
+Every error the engine raises on purpose is a :class:`StorageError`.  Classes
+that describe a caller's mistake also subclass the builtin a Python caller
+would catch (``InvalidArgument`` is a ``ValueError``, ``TableNotFound`` a
+``LookupError``), so code written against plain Python keeps working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "StorageError",
+    "CorruptionError",
+    "InvalidArgument",
+    "TableNotFound",
+    "TableExists",
+    "TableLocked",
+    "RegionNotFound",
+    "ScannerError",
+]
+
+
+class StorageError(Exception):
+    """Base class of every error raised by the storage engine."""
+
+
+class CorruptionError(StorageError):
+    """Stored bytes failed a check (checksum, magic, length, version).
+
+    ``path`` names the file and ``offset`` the byte position where the bad
+    data starts, when they are known.
+    """
+
+    def __init__(self, message: str, path: str | None = None, offset: int | None = None):
+        self.path = path
+        self.offset = offset
+        where = ""
+        if path is not None:
+            where = f" in {path}"
+            if offset is not None:
+                where += f" at offset {offset}"
+        super().__init__(f"{message}{where}")
+
+
+class InvalidArgument(StorageError, ValueError):
+    """A caller passed a value the engine cannot accept; the message names it."""
+
+
+class TableNotFound(StorageError, LookupError):
+    """The named table does not exist under the connection's root."""
+
+    def __str__(self) -> str:  # LookupError would quote the message like a key
+        return str(self.args[0]) if self.args else "table not found"
+
+
+class TableExists(StorageError):
+    """create_table was asked for a name that is already taken."""
+
+
+class TableLocked(StorageError):
+    """Another process holds the writer lock of the table directory."""
+
+
+class RegionNotFound(StorageError, LookupError):
+    """No region of the table covers the requested key or name."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "region not found"
+
+
+class ScannerError(StorageError):
+    """A scanner was used after close, after expiry, or out of order."""
