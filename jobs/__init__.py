@@ -1,0 +1,1 @@
+"""Entry points people run: the ``regionscan`` CLI and the spark-submit jobs."""

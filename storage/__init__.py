@@ -1,0 +1,41 @@
+"""regionscan's storage engine: an HBase-style table store.
+
+``connect(path)`` returns a :class:`Connection` whose API follows happybase:
+``create_table``, ``table(name)``, and on a table ``put``, ``row``, ``rows``,
+``cells``, ``scan``, ``delete``, ``batch``, ``counter_inc`` and the batch path
+``scan_batches`` that yields Arrow record batches.
+"""
+
+from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType
+from .connection import Connection, connect, uniform_split_keys
+from .errors import (
+    CorruptionError,
+    InvalidArgument,
+    RegionNotFound,
+    ScannerError,
+    StorageError,
+    TableExists,
+    TableLocked,
+    TableNotFound,
+)
+from .table import Batch, Table
+
+__all__ = [
+    "connect",
+    "Connection",
+    "Table",
+    "Batch",
+    "Cell",
+    "CellType",
+    "CELL_SCHEMA",
+    "LATEST_TIMESTAMP",
+    "uniform_split_keys",
+    "StorageError",
+    "CorruptionError",
+    "InvalidArgument",
+    "TableNotFound",
+    "TableExists",
+    "TableLocked",
+    "RegionNotFound",
+    "ScannerError",
+]

@@ -1,0 +1,68 @@
+"""Row structure and order of cell tables: row boundaries, reversal, sortedness."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._arrays import as_cell_table, key_array, numpy_column, row_starts
+
+__all__ = ["row_boundaries", "reverse_rows", "is_sorted"]
+
+
+def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
+    """Index of the first cell of each row (int64, ascending; empty for no cells).
+
+    Rows are runs of equal row keys, so the cells must be grouped by row
+    (cell order guarantees it).
+    """
+    return np.flatnonzero(row_starts(as_cell_table(cells)))
+
+
+def reverse_rows(cells: pa.Table | pa.RecordBatch) -> pa.Table:
+    """The rows of ``cells`` in reverse order, cells within each row in forward order.
+
+    This is the order a reverse scan returns: last row first, but each row's
+    cells still sorted by family, qualifier and timestamp.
+    """
+    table = as_cell_table(cells)
+    n = table.num_rows
+    if n == 0:
+        return table
+    starts = np.flatnonzero(row_starts(table))
+    if len(starts) == 1:
+        return table
+    lengths = np.diff(np.append(starts, n))
+    rev_starts, rev_lengths = starts[::-1], lengths[::-1]
+    # Output position p inside reversed row r reads rev_starts[r] + (p - begin_r).
+    begins = np.cumsum(rev_lengths) - rev_lengths
+    indices = np.arange(n, dtype=np.int64) + np.repeat(rev_starts - begins, rev_lengths)
+    return table.take(indices)
+
+
+def is_sorted(cells: pa.Table | pa.RecordBatch, *, strict: bool = False) -> bool:
+    """True when the cells are in cell order.
+
+    Cell order is row, family, qualifier ascending, timestamp descending,
+    type descending.  With ``strict`` two cells with the same (row, family,
+    qualifier, timestamp, type) also count as out of order, as they must not
+    both sit in one store file.
+    """
+    table = as_cell_table(cells)
+    n = table.num_rows
+    if n < 2:
+        return True
+    # Walk the key from its last part to its first: "in order from here on"
+    # for each adjacent pair, refined by each more significant column.
+    ts = numpy_column(table, "timestamp")
+    types = numpy_column(table, "type")
+    ok = types[1:] < types[:-1] if strict else types[1:] <= types[:-1]
+    ok = (ts[1:] < ts[:-1]) | ((ts[1:] == ts[:-1]) & ok)
+    for name in ("qualifier", "family", "row"):
+        values = key_array(table, name)
+        here, before = values.slice(1), values.slice(0, n - 1)
+        greater = pc.greater(here, before).to_numpy(zero_copy_only=False)
+        equal = pc.equal(here, before).to_numpy(zero_copy_only=False)
+        ok = greater | (equal & ok)
+    return bool(ok.all())

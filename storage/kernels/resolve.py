@@ -1,0 +1,166 @@
+"""Resolve versions, delete markers, TTL and time range over a merged table.
+
+The batch counterpart of HBase's scan query matcher.  Groups are found from
+adjacent inequality of the key columns: a *column* is one (row, family,
+qualifier), a *family group* one (row, family).  Per group the newest
+marker timestamp is reduced with ``np.maximum.reduceat`` and broadcast back
+to the cells by group id; version ranks come from a cumulative count of
+visible puts minus the count at the group's start.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from ..cells import LATEST_TIMESTAMP, CellType
+from ..errors import InvalidArgument
+from ._arrays import (
+    adjacent_ne,
+    as_cell_table,
+    column_starts,
+    family_starts,
+    group_ids,
+    numpy_column,
+)
+
+__all__ = ["resolve"]
+
+_NO_MARKER = np.iinfo(np.int64).min
+_KNOWN_TYPES = np.array([int(t) for t in CellType], dtype=np.uint8)
+
+
+def resolve(
+    cells: pa.Table,
+    *,
+    max_versions: int = 1,
+    min_timestamp: int = 0,
+    max_timestamp: int = LATEST_TIMESTAMP,
+    ttl_cutoff: int | None = None,
+    keep_deletes: bool = False,
+    timestamps: Sequence[int] | None = None,
+) -> pa.Table:
+    """Return the cells a reader sees, in cell order.
+
+    ``cells`` is merged (see :func:`merge_sources`) and in cell order.  With
+    ``keep_deletes=False`` (scans, gets, major compaction):
+
+    * a DeleteFamily marker hides the puts of its family in its row with a
+      timestamp <= the marker's; a DeleteColumn marker the puts of its column
+      with a timestamp <= the marker's; a Delete marker the put of its column
+      with exactly its timestamp.  Markers act whatever the time range: a
+      marker outside ``[min_timestamp, max_timestamp)`` still hides puts
+      inside it, as in HBase.
+    * puts with ``timestamp < ttl_cutoff`` are expired and dropped;
+    * only puts with ``min_timestamp <= timestamp < max_timestamp`` (HBase's
+      TimeRange) and, when ``timestamps`` is given, a timestamp in it are kept;
+    * of the puts left, the ``max_versions`` newest per column are kept;
+    * the markers themselves are removed.
+
+    Hidden, expired and out-of-range puts do not count as versions.  Major
+    compaction calls this with the family's max versions and TTL cutoff.
+
+    ``keep_deletes=True`` is the raw mode, in which nothing is resolved:
+    markers neither hide puts nor are removed, and every version is kept
+    (``max_versions`` is not applied).  Only the TTL, time range and
+    ``timestamps`` filters apply, to markers and puts alike.  With the default
+    bounds the input comes back unchanged.  (A minor compaction, which must
+    keep markers and versions because older files are not part of it, needs
+    no resolve at all: :func:`merge_sources` alone.)
+
+    When nothing is dropped the input table is returned as is, without
+    copying; a table without markers whose columns hold one cell each skips
+    the group work entirely.
+    """
+    table = as_cell_table(cells)
+    if not isinstance(max_versions, (int, np.integer)) or max_versions < 1:
+        raise InvalidArgument(f"max_versions must be an integer >= 1, got {max_versions!r}")
+    if min_timestamp > max_timestamp:
+        raise InvalidArgument(
+            f"min_timestamp {min_timestamp} is greater than max_timestamp {max_timestamp}"
+        )
+    n = table.num_rows
+    if n == 0:
+        return table
+
+    ts = numpy_column(table, "timestamp")
+    types = numpy_column(table, "type")
+    in_range = _in_range(ts, min_timestamp, max_timestamp, ttl_cutoff, timestamps)
+    has_markers = int(types.max()) != CellType.PUT or int(types.min()) != CellType.PUT
+    if has_markers and not np.isin(types, _KNOWN_TYPES).all():
+        bad = sorted(set(np.unique(types).tolist()) - set(_KNOWN_TYPES.tolist()))
+        raise InvalidArgument(f"cells: unknown cell type codes {bad}")
+
+    if keep_deletes:
+        return _select(table, in_range)
+
+    if not has_markers:
+        keep = in_range
+        if max_versions < n:
+            starts = column_starts(table)
+            if not starts.all():
+                visible = np.ones(n, dtype=bool) if keep is None else keep
+                keep = _newest_versions(visible, starts, max_versions)
+        return _select(table, keep)
+
+    starts = column_starts(table)
+    hidden = np.zeros(n, dtype=bool)
+    if (types == CellType.DELETE_FAMILY).any():
+        hidden |= _covered(ts, types == CellType.DELETE_FAMILY, family_starts(table))
+    if (types == CellType.DELETE_COLUMN).any():
+        hidden |= _covered(ts, types == CellType.DELETE_COLUMN, starts)
+    point = types == CellType.DELETE
+    if point.any():
+        # A Delete marker sorts just before the put of the same column and
+        # timestamp (type descending), so group by (column, timestamp).
+        version_starts = starts | adjacent_ne(ts)
+        first = np.flatnonzero(version_starts)
+        hidden |= np.logical_or.reduceat(point, first)[group_ids(version_starts)]
+    visible = (types == CellType.PUT) & ~hidden
+    if in_range is not None:
+        visible &= in_range
+    return _select(table, _newest_versions(visible, starts, max_versions))
+
+
+def _in_range(
+    ts: np.ndarray,
+    min_timestamp: int,
+    max_timestamp: int,
+    ttl_cutoff: int | None,
+    timestamps: Sequence[int] | None,
+) -> np.ndarray | None:
+    """Mask of the cells inside the time range, TTL and timestamp set; None if all are."""
+    low = min_timestamp if ttl_cutoff is None else max(min_timestamp, ttl_cutoff)
+    mask = None
+    if int(ts.min()) < low or int(ts.max()) >= max_timestamp:
+        mask = (ts >= low) & (ts < max_timestamp)
+    if timestamps is not None:
+        wanted = np.fromiter((int(t) for t in timestamps), dtype=np.int64)
+        listed = np.isin(ts, wanted)
+        mask = listed if mask is None else mask & listed
+    return mask
+
+
+def _covered(ts: np.ndarray, is_marker: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Cells whose timestamp is <= the newest marker of their group."""
+    first = np.flatnonzero(starts)
+    newest = np.maximum.reduceat(np.where(is_marker, ts, _NO_MARKER), first)[group_ids(starts)]
+    return (ts <= newest) & (newest != _NO_MARKER)
+
+
+def _newest_versions(visible: np.ndarray, starts: np.ndarray, max_versions: int) -> np.ndarray:
+    """Keep the first ``max_versions`` visible cells of each group."""
+    seen = np.cumsum(visible, dtype=np.int64)
+    first = np.flatnonzero(starts)
+    before = seen[first] - visible[first]
+    rank = seen - before[group_ids(starts)]
+    return visible & (rank <= max_versions)
+
+
+def _select(table: pa.Table, keep: np.ndarray | None) -> pa.Table:
+    """Filter ``table`` by ``keep``; the table itself when everything is kept."""
+    if keep is None or keep.all():
+        return table
+    return table.filter(pa.array(keep, type=pa.bool_()))

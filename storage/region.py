@@ -1,0 +1,415 @@
+"""A region: the cells of one key range [start, end) of a table.
+
+Write path: a group of mutations gets the next sequence id, is appended to
+the region's write-ahead log as one record (synced by the table's policy),
+then added to the memstores.  A flush writes each family's memstore to a new
+store file, then records the files and the flushed sequence id in the region
+manifest with one atomic replace, then starts a new WAL and drops the old
+ones.  On open, WAL records newer than the flushed sequence id are replayed.
+
+Store files not named in the manifest are leftovers of a flush or compaction
+that crashed before its manifest commit; a writer deletes them on open.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Iterable, Sequence
+
+import pyarrow as pa
+
+from . import kernels
+from .cells import CELL_SCHEMA, Cell
+from .errors import InvalidArgument, StorageError
+from .fs import FileSystem
+from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
+from .schema import FamilySettings, TableSettings
+from .store import Store, StoreFile, StoreView
+from .storefile import BlockCache
+from .wal import WalWriter, replay_wal
+
+__all__ = ["Region", "RegionView", "chunk_bounds"]
+
+_WAL_DIR = "wal"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RegionView:
+    """A consistent read view of a region: its key range and one StoreView per family."""
+
+    def __init__(self, info: RegionInfo, stores: dict[str, StoreView], table_name: str):
+        self.info = info
+        self.stores = stores
+        self.table_name = table_name
+
+    @property
+    def start(self) -> bytes:
+        return self.info.start
+
+    @property
+    def end(self) -> bytes | None:
+        return self.info.end
+
+
+def chunk_bounds(views: Iterable[StoreView], start: bytes, stop: bytes | None, blocks_per_chunk: int = 16) -> list[bytes]:
+    """Row keys that cut [start, stop) into chunks of about ``blocks_per_chunk`` blocks.
+
+    Cuts come from the block index of the largest file, so each chunk reads a
+    bounded number of blocks from every source.  Cuts are row keys, so no row
+    straddles two chunks (resolution and filters need whole rows).
+    """
+    largest = None
+    for view in views:
+        for f in view.files:
+            if largest is None or f.reader.block_count > largest.block_count:
+                largest = f.reader
+    if largest is None or largest.block_count <= blocks_per_chunk:
+        return []
+    cuts = []
+    keys = largest.block_first_keys
+    for i in range(blocks_per_chunk, len(keys), blocks_per_chunk):
+        row = keys[i][0]
+        if row > start and (stop is None or row < stop) and (not cuts or row > cuts[-1]):
+            cuts.append(row)
+    return cuts
+
+
+class Region:
+    """One region of a table; see the module docstring for its life cycle."""
+
+    def __init__(
+        self,
+        table_fs: FileSystem,
+        table_name: str,
+        info: RegionInfo,
+        families: dict[str, FamilySettings],
+        settings: TableSettings,
+        cache: BlockCache | None,
+        read_only: bool = False,
+    ):
+        self.table_name = table_name
+        self.info = info
+        self.families = families
+        self.settings = settings
+        self.read_only = read_only
+        self.fs = table_fs.sub(f"regions/{info.region_id}")
+        self.stores = {name: Store(self.fs, name, fam, cache) for name, fam in families.items()}
+        self._lock = threading.RLock()
+        self._wal: WalWriter | None = None
+        self._wal_name: str | None = None
+        self._next_seq = 1
+        self.manifest = RegionManifest(info.region_id)
+        self.closed = False
+        self.replayed_records = 0
+
+    # -- life cycle ------------------------------------------------------
+    def open(self) -> "Region":
+        if not self.read_only:
+            self.fs.makedirs(_WAL_DIR)
+        if self.fs.exists(REGION_MANIFEST):
+            self.manifest = RegionManifest.load(self.fs)
+        elif not self.read_only:
+            self.manifest.save(self.fs)
+        for name, store in self.stores.items():
+            store.open_files(self.manifest.files.get(name, []))
+        if not self.read_only:
+            self._delete_orphan_files()
+        self._replay()
+        if not self.read_only:
+            self._roll_wal(delete_old=False)
+        return self
+
+    def _delete_orphan_files(self) -> None:
+        for name, store in self.stores.items():
+            live = set(self.manifest.files.get(name, []))
+            for entry in self.fs.listdir(name):
+                if entry not in live:
+                    self.fs.delete(f"{name}/{entry}", missing_ok=True)
+        for entry in self.fs.listdir(""):
+            if ".tmp-" in entry:
+                self.fs.delete(entry, missing_ok=True)
+
+    def _wal_files(self) -> list[str]:
+        return [n for n in self.fs.listdir(_WAL_DIR) if n.endswith(".wal")]
+
+    def _replay(self) -> None:
+        max_seq = self.manifest.flushed_seq_id
+        for name in self._wal_files():
+            replay = replay_wal(self.fs, f"{_WAL_DIR}/{name}")
+            for seq_id, cells in replay.records:
+                if seq_id <= self.manifest.flushed_seq_id:
+                    continue
+                self._apply_to_memstores(cells)
+                self.replayed_records += 1
+                max_seq = max(max_seq, seq_id)
+        self._next_seq = max_seq + 1
+
+    def _roll_wal(self, delete_old: bool) -> None:
+        old = self._wal_files()
+        if self._wal is not None:
+            self._wal.close()
+        name = f"{self._next_seq:020d}.wal"
+        if name in old:  # never append to a file that may end in a torn record
+            name = f"{self._next_seq:020d}-{_now_ms()}.wal"
+        self._wal = WalWriter(self.fs, f"{_WAL_DIR}/{name}", sync=self.settings.wal_sync)
+        self._wal_name = name
+        self.fs.sync_dir(_WAL_DIR)
+        if delete_old:
+            for entry in old:
+                if entry != name:
+                    self.fs.delete(f"{_WAL_DIR}/{entry}", missing_ok=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            if self._wal is not None:
+                self._wal.close()
+                self._wal = None
+            for store in self.stores.values():
+                store.close()
+            self.closed = True
+
+    # -- writes ----------------------------------------------------------
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StorageError(f"region {self.info.region_id} of {self.table_name} is open read-only")
+        if self.closed:
+            raise StorageError(f"region {self.info.region_id} of {self.table_name} is closed")
+
+    def _apply_to_memstores(self, cells: Sequence[Cell]) -> None:
+        by_family: dict[bytes, list] = {}
+        for cell in cells:
+            by_family.setdefault(cell[1], []).append(cell)
+        for family, group in by_family.items():
+            store = self.stores.get(family.decode("ascii", "replace"))
+            if store is None:
+                raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
+            store.memstore.add_many(group)
+
+    def mutate(self, cells: Sequence[Cell]) -> int:
+        """Log and apply one atomic group of cells; returns its sequence id."""
+        with self._lock:
+            self._check_writable()
+            for cell in cells:
+                if not self.info.contains(cell[0]):
+                    raise InvalidArgument(f"row {cell[0]!r} is outside region {self.info.region_id}")
+                if cell[1].decode("ascii", "replace") not in self.stores:
+                    raise InvalidArgument(f"table {self.table_name} has no column family {cell[1]!r}")
+            seq = self._next_seq
+            self._wal.append(seq, cells)
+            self._next_seq = seq + 1
+            self._apply_to_memstores(cells)
+            return seq
+
+    @property
+    def memstore_size(self) -> int:
+        return sum(s.memstore.heap_size for s in self.stores.values())
+
+    @property
+    def size(self) -> int:
+        """Bytes of the region's store files."""
+        return sum(s.size for s in self.stores.values())
+
+    def needs_flush(self) -> bool:
+        return self.memstore_size >= self.settings.memstore_flush_size
+
+    def needs_compaction(self) -> bool:
+        return any(len(s.files) >= self.settings.compaction_threshold for s in self.stores.values())
+
+    def needs_split(self) -> bool:
+        return self.size >= self.settings.max_filesize
+
+    def flush(self) -> bool:
+        """Write every non-empty memstore to a store file; True if anything was written."""
+        with self._lock:
+            self._check_writable()
+            dirty = [s for s in self.stores.values() if s.memstore.cell_count]
+            if not dirty:
+                return False
+            flushed_seq = self._next_seq - 1
+            new_manifest = RegionManifest(
+                self.manifest.region_id,
+                {k: list(v) for k, v in self.manifest.files.items()},
+                flushed_seq,
+                self.manifest.next_file_id,
+                self.manifest.generation,
+            )
+            written: list[tuple[Store, StoreFile]] = []
+            try:
+                for store in dirty:
+                    store.memstore.snapshot()
+                    batch = store.memstore.snapshot_batch()
+                    name = new_manifest.new_file_name()
+                    writer = store.new_writer(name)
+                    try:
+                        writer.append_batch(batch)
+                        writer.finish(max_seq_id=flushed_seq)
+                    except BaseException:
+                        writer.abandon()
+                        raise
+                    new_manifest.files.setdefault(store.family, []).append(name)
+                    written.append((store, store.open_reader(name)))
+                new_manifest.save(self.fs)
+            except BaseException:
+                for store in dirty:
+                    store.memstore.restore_snapshot()
+                raise
+            self.manifest = new_manifest
+            for store, sf in written:
+                store.replace_files((sf,) + store.files)
+                store.memstore.clear_snapshot()
+            self._roll_wal(delete_old=True)
+            return True
+
+    # -- compaction ------------------------------------------------------
+    def compact(self, major: bool = True, families: Sequence[str] | None = None) -> int:
+        """Merge store files; returns how many files were merged away.
+
+        Minor (major=False): merge the newest ``compaction_max_files`` files of
+        each store that has at least ``compaction_threshold`` of them, keeping
+        every version and delete marker.  Major: merge all files of each store,
+        dropping deleted cells, the markers, cells past the TTL and versions
+        past max_versions.
+        """
+        with self._lock:
+            self._check_writable()
+            merged = 0
+            for name in families or list(self.stores):
+                store = self.stores[name]
+                files = store.files
+                if major:
+                    chosen = files
+                    if not chosen:
+                        continue
+                else:
+                    if len(files) < self.settings.compaction_threshold:
+                        continue
+                    chosen = files[: self.settings.compaction_max_files]
+                merged += self._compact_store(store, chosen, major)
+            return merged
+
+    def _compact_store(self, store: Store, chosen: tuple[StoreFile, ...], major: bool) -> int:
+        view = StoreView(store.family, store.settings, store.memstore, chosen)
+        new_manifest = RegionManifest(
+            self.manifest.region_id,
+            {k: list(v) for k, v in self.manifest.files.items()},
+            self.manifest.flushed_seq_id,
+            self.manifest.next_file_id,
+            self.manifest.generation,
+        )
+        name = new_manifest.new_file_name()
+        writer = store.new_writer(name)
+        ttl_cutoff = None
+        if major and store.settings.ttl is not None:
+            ttl_cutoff = _now_ms() - store.settings.ttl * 1000
+        try:
+            max_seq = max(f.reader.info.max_seq_id for f in chosen)
+            cuts = chunk_bounds([view], b"", None)
+            bounds = [b""] + cuts + [None]
+            for lo, hi in zip(bounds, bounds[1:]):
+                sources = [t for t in view.file_batches(lo, hi) if t.num_rows]
+                if not sources:
+                    continue
+                cells = kernels.merge_sources(sources)
+                if major:
+                    cells = kernels.resolve(
+                        cells, max_versions=store.settings.max_versions, ttl_cutoff=ttl_cutoff
+                    )
+                else:
+                    cells = kernels.resolve(cells, keep_deletes=True)
+                if cells.num_rows:
+                    writer.append_batch(cells)
+            info = writer.finish(max_seq_id=max_seq)
+        except BaseException:
+            writer.abandon()
+            raise
+        chosen_names = {f.name for f in chosen}
+        old = new_manifest.files.get(store.family, [])
+        # Files are listed oldest first; the merged file takes the place of the
+        # newest merged file so age order among the rest is kept.
+        positions = [i for i, n in enumerate(old) if n in chosen_names]
+        keep = [n for n in old if n not in chosen_names]
+        insert_at = positions[-1] - (len(positions) - 1)
+        if info.cell_count:
+            keep.insert(insert_at, name)
+        new_manifest.files[store.family] = keep
+        new_manifest.save(self.fs)
+        self.manifest = new_manifest
+        new_reader = store.open_reader(name) if info.cell_count else None
+        newest_first = []
+        for n in reversed(keep):
+            if n == name:
+                newest_first.append(new_reader)
+            else:
+                newest_first.append(next(f for f in store.files if f.name == n))
+        store.replace_files(tuple(newest_first))
+        if not info.cell_count:
+            self.fs.delete(store.path(name), missing_ok=True)
+        for f in chosen:
+            f.reader.close()
+            self.fs.delete(store.path(f.name), missing_ok=True)
+        return len(chosen)
+
+    # -- reads -----------------------------------------------------------
+    def view(self) -> RegionView:
+        """A read view that later flushes and compactions do not change."""
+        with self._lock:
+            return RegionView(self.info, {n: s.view() for n, s in self.stores.items()}, self.table_name)
+
+    def midkey(self) -> bytes | None:
+        """A row key near the middle of the region's data, for splitting."""
+        largest = None
+        for store in self.stores.values():
+            for f in store.files:
+                if largest is None or f.size > largest.size:
+                    largest = f
+        if largest is None:
+            return None
+        keys = largest.reader.block_first_keys
+        if len(keys) >= 2:
+            row = keys[len(keys) // 2][0]
+        else:
+            row = largest.reader.info.last_cell[0] if largest.reader.info.last_cell else None
+        if row is None or row <= self.info.start or (self.info.end is not None and row >= self.info.end):
+            return None
+        return row
+
+    def write_daughter(self, info: RegionInfo, table_fs: FileSystem) -> None:
+        """Write the cells of ``info``'s range into a new region directory.
+
+        Each family's files are merged into one (a minor-compaction merge that
+        keeps versions and markers).  The daughter's manifest carries the
+        parent's flushed sequence id, so its sequence ids keep increasing.
+        """
+        daughter = Region(table_fs, self.table_name, info, self.families, self.settings, None)
+        daughter.fs.makedirs("")
+        manifest = RegionManifest(info.region_id, {}, self.manifest.flushed_seq_id, 1)
+        view = self.view()
+        for name, sview in view.stores.items():
+            sources = [t for t in sview.sources(info.start, info.end) if t.num_rows]
+            if not sources:
+                continue
+            cells = kernels.resolve(kernels.merge_sources(sources), keep_deletes=True)
+            if not cells.num_rows:
+                continue
+            fname = manifest.new_file_name()
+            writer = daughter.stores[name].new_writer(fname)
+            try:
+                writer.append_batch(cells)
+                writer.finish(max_seq_id=self.manifest.flushed_seq_id)
+            except BaseException:
+                writer.abandon()
+                raise
+            manifest.files[name] = [fname]
+        manifest.save(daughter.fs)
+
+    def check(self) -> None:
+        """Verify the region's invariants: manifest files exist and pass their checks."""
+        for store in self.stores.values():
+            for f in store.files:
+                f.reader.check()

@@ -1,0 +1,135 @@
+"""A store: one column family of one region (memstore plus store files).
+
+The store knows its sources in age order, newest first: the memstore, then
+its store files from the newest to the oldest.  Scans and compactions take a
+:class:`StoreView` (an immutable list of open readers plus the memstore), so
+a flush or compaction that swaps files does not disturb a scan under way.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import pyarrow as pa
+
+from .cells import CELL_SCHEMA
+from .fs import FileSystem
+from .memstore import MemStore
+from .schema import FamilySettings
+from .storefile import BlockCache, StoreFileReader, StoreFileWriter
+
+__all__ = ["Store", "StoreView"]
+
+
+@dataclass(frozen=True)
+class StoreFile:
+    """A live store file of a store: its name in the manifest and its open reader."""
+
+    name: str
+    reader: StoreFileReader
+
+    @property
+    def size(self) -> int:
+        return self.reader.info.file_size
+
+
+@dataclass(frozen=True)
+class StoreView:
+    """What one scan of a store reads: the memstore and the files, newest first."""
+
+    family: str
+    settings: FamilySettings
+    memstore: MemStore
+    files: tuple[StoreFile, ...]  # newest first
+
+    def memstore_batch(self, start_row: bytes, stop_row: bytes | None) -> pa.Table:
+        """Memstore cells with start_row <= row < stop_row, in cell order."""
+        return self.memstore.to_batch(start_row, stop_row)
+
+    def file_batches(self, start_row: bytes, stop_row: bytes | None) -> list[pa.Table]:
+        """Each file's cells in the range as one table, newest file first."""
+        out = []
+        for f in self.files:
+            batches = list(f.reader.scan_batches(start_row, stop_row))
+            out.append(pa.Table.from_batches(batches, schema=CELL_SCHEMA) if batches else CELL_SCHEMA.empty_table())
+        return out
+
+    def sources(self, start_row: bytes, stop_row: bytes | None) -> list[pa.Table]:
+        """All sources' cells in the range, newest first; empty sources left out."""
+        tables = [self.memstore_batch(start_row, stop_row)] + self.file_batches(start_row, stop_row)
+        return [t for t in tables if t.num_rows]
+
+    def scanners(self) -> list:
+        """Cell scanners over every source, newest first (the heap's rank order)."""
+        return [self.memstore.scanner()] + [f.reader.scanner() for f in self.files]
+
+
+class Store:
+    """One family of one region.  The region serializes writes, flushes and compactions."""
+
+    def __init__(self, fs: FileSystem, family: str, settings: FamilySettings, cache: BlockCache | None):
+        self.fs = fs  # the region's filesystem; files live under <family>/
+        self.family = family
+        self.family_bytes = family.encode()
+        self.settings = settings
+        self.cache = cache
+        self.memstore = MemStore()
+        self._files: tuple[StoreFile, ...] = ()  # newest first
+        self._lock = threading.Lock()
+
+    # -- files -----------------------------------------------------------
+    def path(self, name: str) -> str:
+        return f"{self.family}/{name}"
+
+    def open_files(self, names_oldest_first: Sequence[str]) -> None:
+        """Open the manifest's files (replacing any open set)."""
+        files = tuple(
+            StoreFile(name, StoreFileReader(self.fs, self.path(name), cache=self.cache))
+            for name in reversed(list(names_oldest_first))
+        )
+        self._files = files
+
+    @property
+    def files(self) -> tuple[StoreFile, ...]:
+        return self._files
+
+    def file_names_oldest_first(self) -> list[str]:
+        return [f.name for f in reversed(self._files)]
+
+    def replace_files(self, new_files_newest_first: tuple[StoreFile, ...]) -> None:
+        self._files = new_files_newest_first
+
+    def view(self) -> StoreView:
+        return StoreView(self.family, self.settings, self.memstore, self._files)
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk of the live store files."""
+        return sum(f.size for f in self._files)
+
+    def new_writer(self, name: str) -> StoreFileWriter:
+        self.fs.makedirs(self.family)
+        return StoreFileWriter(
+            self.fs,
+            self.path(name),
+            family=self.family_bytes,
+            block_size=self.settings.block_size,
+            compression=self.settings.compression,
+            bloom=self.settings.bloom_filter,
+        )
+
+    def open_reader(self, name: str) -> StoreFile:
+        return StoreFile(name, StoreFileReader(self.fs, self.path(name), cache=self.cache))
+
+    def close(self) -> None:
+        for f in self._files:
+            f.reader.close()
+        self._files = ()
+
+
+def iter_tables(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
+    """Wrap record batches as tables (the kernels take either)."""
+    for b in batches:
+        yield pa.Table.from_batches([b])

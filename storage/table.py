@@ -1,0 +1,614 @@
+"""Tables: the happybase-shaped embedded API over an ordered list of regions.
+
+Rows are routed to the region whose [start, end) holds them.  Row data is a
+dict of ``b"family:qualifier" -> bytes`` as in happybase.  Writes go through
+each region's WAL; a region is flushed past the memstore flush size,
+compacted past the compaction threshold and split past max_filesize.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import kernels
+from .batch_scan import BatchScan, scan_region_batches
+from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType
+from .errors import InvalidArgument, RegionNotFound, StorageError
+from .filters import coerce_filter
+from .fs import FileSystem
+from .manifest import RegionInfo, TableManifest
+from .region import Region
+from .scanner.metrics import ScanMetrics
+from .schema import FamilySettings, TableSettings, parse_column
+
+__all__ = ["Table", "Batch", "row_range"]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _check_bytes(value: Any, what: str) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidArgument(f"{what} must be bytes, got {type(value).__name__} {value!r:.60}")
+
+
+def prefix_stop(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix`` (None: unbounded)."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes([trimmed[-1] + 1])
+
+
+def row_range(
+    row_start: bytes | None, row_stop: bytes | None, row_prefix: bytes | None, reverse: bool
+) -> tuple[bytes, bytes | None]:
+    """Turn happybase/HBase scan bounds into [low, high).
+
+    Forward: row_start inclusive, row_stop exclusive.  Reverse (as HBase's
+    reversed Scan): row_start is the highest row, inclusive, and row_stop the
+    lower bound, exclusive.
+    """
+    if row_prefix is not None:
+        if row_start is not None or row_stop is not None:
+            raise InvalidArgument("row_prefix cannot be combined with row_start or row_stop")
+        row_prefix = _check_bytes(row_prefix, "row_prefix")
+        return row_prefix, prefix_stop(row_prefix)
+    if row_start is not None:
+        row_start = _check_bytes(row_start, "row_start")
+    if row_stop is not None:
+        row_stop = _check_bytes(row_stop, "row_stop")
+    if not reverse:
+        return row_start or b"", row_stop or None
+    low = b"" if not row_stop else row_stop + b"\x00"
+    high = None if not row_start else row_start + b"\x00"
+    return low, high
+
+
+class Table:
+    """A table of a :class:`storage.connection.Connection`; get one from ``connection.table(name)``."""
+
+    def __init__(self, name: str, fs: FileSystem, manifest: TableManifest, cache, read_only: bool, lock=None):
+        self.name = name
+        self.fs = fs
+        self.read_only = read_only
+        self._manifest = manifest
+        self._cache = cache
+        self._lock = lock
+        self._mutex = threading.RLock()
+        self.families_settings = {
+            name: FamilySettings(**opts) for name, opts in manifest.families.items()
+        }
+        self.settings = TableSettings(**{k: v for k, v in manifest.settings.items()})
+        self._regions: list[Region] = []
+        self._starts: list[bytes] = []
+        self.closed = False
+        self._open_regions()
+
+    # -- regions ---------------------------------------------------------
+    def _open_regions(self) -> None:
+        regions = []
+        for info in self._manifest.regions:
+            regions.append(self._new_region(info).open())
+        self._set_regions(regions)
+        if not self.read_only:
+            live = {r.region_id for r in self._manifest.regions}
+            for entry in self.fs.listdir("regions"):
+                if entry not in live:  # a split that crashed before or after its commit
+                    self.fs.delete_dir(f"regions/{entry}")
+
+    def _new_region(self, info: RegionInfo) -> Region:
+        return Region(self.fs, self.name, info, self.families_settings, self.settings, self._cache, self.read_only)
+
+    def _set_regions(self, regions: list[Region]) -> None:
+        self._regions = regions
+        self._starts = [r.info.start for r in regions]
+
+    def _region_for(self, row: bytes) -> Region:
+        i = bisect.bisect_right(self._starts, row) - 1
+        if i < 0:
+            raise RegionNotFound(f"no region of {self.name} holds row {row!r}")
+        return self._regions[i]
+
+    def _regions_for_range(self, low: bytes, high: bytes | None) -> list[Region]:
+        regions = self._regions
+        out = []
+        for r in regions:
+            if high is not None and r.info.start >= high:
+                break
+            if r.info.end is not None and r.info.end <= low:
+                continue
+            out.append(r)
+        return out
+
+    def regions(self) -> list[dict]:
+        """The table's regions in key order, as happybase's ``Table.regions()``."""
+        return [
+            {
+                "name": f"{self.name},{r.info.name}".encode(),
+                "id": r.info.region_id,
+                "start_key": r.info.start,
+                "end_key": r.info.end or b"",
+                "version": 1,
+                "size": r.size,
+                "memstore_size": r.memstore_size,
+                "store_files": sum(len(s.files) for s in r.stores.values()),
+            }
+            for r in self._regions
+        ]
+
+    def region_infos(self) -> list[RegionInfo]:
+        return [r.info for r in self._regions]
+
+    def families(self) -> dict[bytes, dict]:
+        """Column families and their settings, as happybase's ``Table.families()``."""
+        return {name.encode(): s.to_dict() for name, s in self.families_settings.items()}
+
+    # -- writes ----------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise StorageError(f"table {self.name} is closed")
+        if self.read_only:
+            raise StorageError(f"table {self.name} is open read-only")
+
+    def _put_cells(self, row: bytes, data: dict, timestamp: int | None) -> list[Cell]:
+        row = _check_bytes(row, "row key")
+        if not row:
+            raise InvalidArgument("row key must not be empty")
+        if not isinstance(data, dict):
+            raise InvalidArgument(f"put data must be a dict of b'family:qualifier' -> bytes, got {type(data).__name__}")
+        ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
+        cells = []
+        for column, value in data.items():
+            family, qualifier = parse_column(column)
+            if qualifier is None:
+                raise InvalidArgument(f"column {column!r} needs a qualifier (b'family:qualifier')")
+            self._check_family(family)
+            cells.append(Cell(row, family, qualifier, ts, CellType.PUT, _check_bytes(value, f"value of {column!r}")))
+        return cells
+
+    def _check_family(self, family: bytes) -> None:
+        if family.decode("ascii", "replace") not in self.families_settings:
+            raise InvalidArgument(f"table {self.name} has no column family {family!r}")
+
+    @staticmethod
+    def _check_ts(timestamp: Any) -> int:
+        if not isinstance(timestamp, int) or isinstance(timestamp, bool) or not 0 <= timestamp < LATEST_TIMESTAMP:
+            raise InvalidArgument(f"timestamp must be an int in [0, 2**63-1), got {timestamp!r}")
+        return timestamp
+
+    def _delete_cells(self, row: bytes, columns: Iterable | None, timestamp: int | None) -> list[Cell]:
+        row = _check_bytes(row, "row key")
+        ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
+        cells = []
+        if columns is None:
+            for family in self.families_settings:
+                cells.append(Cell(row, family.encode(), b"", ts, CellType.DELETE_FAMILY, b""))
+            return cells
+        for column in columns:
+            family, qualifier = parse_column(column)
+            self._check_family(family)
+            if qualifier is None:
+                cells.append(Cell(row, family, b"", ts, CellType.DELETE_FAMILY, b""))
+            else:
+                cells.append(Cell(row, family, qualifier, ts, CellType.DELETE_COLUMN, b""))
+        return cells
+
+    def _write(self, cells: Sequence[Cell]) -> None:
+        self._check_open()
+        if not cells:
+            return
+        with self._mutex:
+            by_region: dict[int, list] = {}
+            for cell in cells:
+                i = bisect.bisect_right(self._starts, cell[0]) - 1
+                by_region.setdefault(i, []).append(cell)
+            for i, group in by_region.items():
+                self._regions[i].mutate(group)
+            for i in by_region:
+                self._maintain(self._regions[i])
+
+    def _maintain(self, region: Region) -> None:
+        """Flush, compact and split a region past its thresholds (HBase's automatic policies)."""
+        if region.needs_flush():
+            region.flush()
+            if region.needs_compaction():
+                region.compact(major=False)
+            if region.needs_split():
+                key = region.midkey()
+                if key is not None:
+                    self._split_region(region, key)
+
+    def put(self, row: bytes, data: dict, timestamp: int | None = None, wal: bool = True) -> None:
+        """Store ``data`` (``{b"cf:q": value}``) in ``row``, at ``timestamp`` (ms; now by default)."""
+        self._write(self._put_cells(row, data, timestamp))
+
+    def delete(self, row: bytes, columns: Iterable | None = None, timestamp: int | None = None, wal: bool = True) -> None:
+        """Delete a whole row, or the given columns (``b"cf:q"``: all versions; ``b"cf"``: the family).
+
+        With ``timestamp``, only versions at or before it are deleted.
+        """
+        self._write(self._delete_cells(row, columns, timestamp))
+
+    def delete_version(self, row: bytes, column: bytes, timestamp: int) -> None:
+        """Delete exactly one version of a column (HBase ``Delete.addColumn(f, q, ts)``)."""
+        family, qualifier = parse_column(column)
+        if qualifier is None:
+            raise InvalidArgument(f"column {column!r} needs a qualifier")
+        self._check_family(family)
+        self._write([Cell(_check_bytes(row, "row key"), family, qualifier, self._check_ts(timestamp), CellType.DELETE, b"")])
+
+    def batch(self, timestamp: int | None = None, batch_size: int | None = None, transaction: bool = False, wal: bool = True) -> "Batch":
+        """A happybase-style batch: mutations are sent together (one WAL record per region)."""
+        return Batch(self, timestamp, batch_size, transaction)
+
+    def put_cells(self, cells: Sequence[Cell]) -> None:
+        """Write raw cells (puts and delete markers) as one group per region."""
+        for cell in cells:
+            self._check_family(cell[1])
+        self._write(list(cells))
+
+    # -- counters --------------------------------------------------------
+    def counter_get(self, row: bytes, column: bytes) -> int:
+        """The 8-byte big-endian counter in ``column`` (0 if unset), as HBase stores it."""
+        value = self.row(row, columns=[column]).get(column)
+        if value is None:
+            return 0
+        if len(value) != 8:
+            raise InvalidArgument(f"column {column!r} of row {row!r} holds {len(value)} bytes, not an 8-byte counter")
+        return struct.unpack(">q", value)[0]
+
+    def counter_set(self, row: bytes, column: bytes, value: int = 0) -> None:
+        self.put(row, {column: struct.pack(">q", value)})
+
+    def counter_inc(self, row: bytes, column: bytes, value: int = 1) -> int:
+        """Atomically add ``value`` to the counter and return the new value."""
+        with self._mutex:
+            new = self.counter_get(row, column) + value
+            self.counter_set(row, column, new)
+            return new
+
+    def counter_dec(self, row: bytes, column: bytes, value: int = 1) -> int:
+        return self.counter_inc(row, column, -value)
+
+    # -- reads -----------------------------------------------------------
+    def _batch_scan(
+        self,
+        row_start=None,
+        row_stop=None,
+        row_prefix=None,
+        columns=None,
+        filter=None,
+        timestamp=None,
+        time_range=None,
+        timestamps=None,
+        max_versions=1,
+        limit=None,
+        reverse=False,
+        output="cells",
+        include_timestamp=False,
+        batch_cells=65536,
+    ) -> tuple[BatchScan, list[Region]]:
+        low, high = row_range(row_start, row_stop, row_prefix, reverse)
+        min_ts, max_ts = 0, LATEST_TIMESTAMP
+        if time_range is not None:
+            min_ts, max_ts = time_range
+        if timestamp is not None:
+            max_ts = min(max_ts, self._check_ts(timestamp))
+        if columns is not None:
+            columns = [c.encode() if isinstance(c, str) else _check_bytes(c, "column") for c in columns]
+            for c in columns:
+                self._check_family(parse_column(c)[0])
+        if not isinstance(max_versions, int) or max_versions < 1:
+            raise InvalidArgument(f"max_versions must be a positive int, got {max_versions!r}")
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise InvalidArgument(f"limit must be a non-negative int, got {limit!r}")
+        flt = coerce_filter(filter)
+        if flt is not None:
+            flt = flt.copy()
+            flt.reset()
+            ranges = flt.row_ranges()
+            if ranges is not None:
+                lows = [r[0] for r in ranges]
+                highs = [r[1] for r in ranges]
+                low = max(low, min(lows)) if lows else low
+                if all(h is not None for h in highs):
+                    top = max(highs)
+                    high = top if high is None else min(high, top)
+        scan = BatchScan(
+            low=low,
+            high=high,
+            reverse=reverse,
+            columns=columns,
+            min_timestamp=min_ts,
+            max_timestamp=max_ts,
+            timestamps=timestamps,
+            max_versions=max_versions,
+            filter=flt,
+            limit=limit,
+            batch_cells=batch_cells,
+            output=output,
+            include_timestamp=include_timestamp,
+        )
+        regions = self._regions_for_range(low, high)
+        if reverse:
+            regions = regions[::-1]
+        return scan, regions
+
+    def scan_batches(
+        self,
+        row_start: bytes | None = None,
+        row_stop: bytes | None = None,
+        row_prefix: bytes | None = None,
+        columns: Sequence[bytes] | None = None,
+        filter: Any = None,
+        timestamp: int | None = None,
+        time_range: tuple[int, int] | None = None,
+        max_versions: int = 1,
+        limit: int | None = None,
+        reverse: bool = False,
+        output: str = "rows",
+        include_timestamp: bool = False,
+        batch_size: int = 65536,
+        metrics: ScanMetrics | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Scan as Arrow record batches: ``output="rows"`` (key + one column per
+        requested column) or ``"cells"`` (the six cell columns).  The vectorized path."""
+        if output not in ("rows", "cells"):
+            raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
+        scan, regions = self._batch_scan(
+            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
+            max_versions, limit, reverse, output, include_timestamp, batch_size,
+        )
+        started = time.perf_counter()
+        try:
+            for region in regions:
+                view = region.view()
+                if metrics is not None:
+                    metrics.regions_scanned += 1
+                for batch in scan_region_batches(view, scan, metrics):
+                    yield batch
+                    if metrics is not None:
+                        metrics.rows_scanned += batch.num_rows if output == "rows" else 0
+                if scan.limit is not None and scan.limit is not None and self._limit_reached(scan):
+                    break
+        finally:
+            if metrics is not None:
+                metrics.time_ms += (time.perf_counter() - started) * 1000
+
+    @staticmethod
+    def _limit_reached(scan: BatchScan) -> bool:
+        return False
+
+    def scan(
+        self,
+        row_start: bytes | None = None,
+        row_stop: bytes | None = None,
+        row_prefix: bytes | None = None,
+        columns: Sequence[bytes] | None = None,
+        filter: Any = None,
+        timestamp: int | None = None,
+        include_timestamp: bool = False,
+        batch_size: int = 1000,
+        scan_batching: int | None = None,
+        limit: int | None = None,
+        sorted_columns: bool = False,
+        reverse: bool = False,
+        time_range: tuple[int, int] | None = None,
+        max_versions: int = 1,
+    ) -> Iterator[tuple[bytes, dict]]:
+        """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as happybase does.
+
+        ``include_timestamp`` makes values ``(value, timestamp)`` pairs;
+        ``sorted_columns`` gives OrderedDicts in column order; ``reverse``
+        scans from ``row_start`` (highest, inclusive) down to ``row_stop``
+        (exclusive); ``scan_batching`` caps cells per yielded chunk of a wide row.
+        """
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+            raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
+        if scan_batching is not None and (not isinstance(scan_batching, int) or scan_batching < 1):
+            raise InvalidArgument(f"scan_batching must be a positive int, got {scan_batching!r}")
+        for batch in self.scan_batches(
+            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
+            limit, reverse, "cells", include_timestamp,
+        ):
+            yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
+
+    def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> dict:
+        """One row as ``{b"cf:q": value}`` ({} if absent)."""
+        row = _check_bytes(row, "row key")
+        for _, data in self.scan(row_start=row, row_stop=row + b"\x00", columns=columns, timestamp=timestamp, include_timestamp=include_timestamp):
+            return data
+        return {}
+
+    def rows(self, rows: Sequence[bytes], columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> list[tuple[bytes, dict]]:
+        """Several rows, as ``[(row, data)]`` for the rows that exist, in the order asked."""
+        out = []
+        for r in rows:
+            data = self.row(r, columns, timestamp, include_timestamp)
+            if data:
+                out.append((r, data))
+        return out
+
+    def cells(self, row: bytes, column: bytes, versions: int | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> list:
+        """The versions of one cell, newest first (values, or (value, ts) pairs)."""
+        family, qualifier = parse_column(column)
+        if qualifier is None:
+            raise InvalidArgument(f"column {column!r} needs a qualifier")
+        if versions is not None and (not isinstance(versions, int) or versions < 1):
+            raise InvalidArgument(f"versions must be a positive int, got {versions!r}")
+        row = _check_bytes(row, "row key")
+        out = []
+        for batch in self.scan_batches(
+            row_start=row, row_stop=row + b"\x00", columns=[column], timestamp=timestamp,
+            max_versions=versions or (1 << 31), output="cells",
+        ):
+            values = batch.column("value").to_pylist()
+            stamps = batch.column("timestamp").to_pylist()
+            out.extend(zip(values, stamps) if include_timestamp else values)
+        return out
+
+    # -- maintenance -----------------------------------------------------
+    def flush(self) -> None:
+        """Flush every region's memstore to store files."""
+        self._check_open()
+        with self._mutex:
+            for r in self._regions:
+                r.flush()
+
+    def compact(self, major: bool = True) -> None:
+        """Compact every region (major by default, as ``major_compact`` in the HBase shell)."""
+        self._check_open()
+        with self._mutex:
+            for r in self._regions:
+                r.flush()
+                r.compact(major=major)
+
+    def split(self, split_key: bytes | None = None) -> list[RegionInfo]:
+        """Split the region holding ``split_key`` at it, or every region at its midkey."""
+        self._check_open()
+        with self._mutex:
+            if split_key is not None:
+                split_key = _check_bytes(split_key, "split_key")
+                region = self._region_for(split_key)
+                if split_key == region.info.start:
+                    raise InvalidArgument(f"split key {split_key!r} is the start of region {region.info.region_id}")
+                self._split_region(region, split_key)
+            else:
+                for region in list(self._regions):
+                    region.flush()
+                    key = region.midkey()
+                    if key is not None:
+                        self._split_region(region, key)
+            return self.region_infos()
+
+    def _split_region(self, region: Region, key: bytes) -> None:
+        region.flush()
+        manifest = self._manifest
+        lo_id = f"{manifest.next_region_id:08d}"
+        hi_id = f"{manifest.next_region_id + 1:08d}"
+        lo = RegionInfo(lo_id, region.info.start, key)
+        hi = RegionInfo(hi_id, key, region.info.end)
+        region.write_daughter(lo, self.fs)
+        region.write_daughter(hi, self.fs)
+        index = self._regions.index(region)
+        new_infos = list(manifest.regions)
+        new_infos[index : index + 1] = [lo, hi]
+        new_manifest = TableManifest(
+            manifest.name, manifest.families, manifest.settings, new_infos,
+            manifest.next_region_id + 2, manifest.generation,
+        )
+        new_manifest.save(self.fs)  # the commit point of the split
+        self._manifest = new_manifest
+        daughters = [self._new_region(lo).open(), self._new_region(hi).open()]
+        regions = list(self._regions)
+        regions[index : index + 1] = daughters
+        self._set_regions(regions)
+        region.close()
+        self.fs.delete_dir(f"regions/{region.info.region_id}")
+
+    def check(self) -> None:
+        """Verify every invariant of the table's manifests and store files."""
+        self._manifest.check()
+        for r in self._regions:
+            r.check()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        for r in self._regions:
+            r.close()
+        if self._lock is not None:
+            self._lock.release()
+        self.closed = True
+
+    def __repr__(self) -> str:
+        return f"<Table {self.name!r} regions={len(self._regions)}>"
+
+
+def cells_to_dicts(
+    batch: pa.RecordBatch, include_timestamp: bool = False, sorted_columns: bool = False,
+    scan_batching: int | None = None, all_versions: bool = False,
+) -> Iterator[tuple[bytes, dict]]:
+    """Turn a cell batch into happybase row pairs; one Python step per row, not per cell."""
+    if batch.num_rows == 0:
+        return
+    rows = batch.column(0)
+    starts = kernels.row_boundaries(pa.Table.from_batches([batch]))
+    ends = np.append(starts[1:], batch.num_rows)
+    keys = rows.take(pa.array(starts)).to_pylist()
+    names = pc.binary_join_element_wise(batch.column(1), batch.column(2), b":").to_pylist()
+    values = batch.column(5).to_pylist()
+    if include_timestamp:
+        values = list(zip(values, batch.column(3).to_pylist()))
+    make = OrderedDict if sorted_columns else dict
+    for key, s, e in zip(keys, starts.tolist(), ends.tolist()):
+        if scan_batching is None:
+            if all_versions:
+                # dict() keeps the last duplicate; the first (newest) version must win
+                yield key, make(reversed(list(zip(names[s:e], values[s:e]))))
+            else:
+                yield key, make(zip(names[s:e], values[s:e]))
+        else:
+            for c in range(s, e, scan_batching):
+                hi = min(c + scan_batching, e)
+                yield key, make(zip(names[c:hi], values[c:hi]))
+
+
+class Batch:
+    """Collects puts and deletes and sends them together; usable as a context manager.
+
+    ``batch_size`` sends automatically every that many mutations.  With
+    ``transaction=True`` nothing is sent if the ``with`` block raises.
+    """
+
+    def __init__(self, table: Table, timestamp: int | None, batch_size: int | None, transaction: bool):
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+            raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
+        if transaction and batch_size is not None:
+            raise InvalidArgument("transaction and batch_size cannot be combined")
+        self._table = table
+        self._timestamp = timestamp
+        self._batch_size = batch_size
+        self._transaction = transaction
+        self._cells: list[Cell] = []
+        self._count = 0
+
+    def put(self, row: bytes, data: dict, wal: bool = True) -> None:
+        self._cells.extend(self._table._put_cells(row, data, self._timestamp))
+        self._added()
+
+    def delete(self, row: bytes, columns: Iterable | None = None, wal: bool = True) -> None:
+        self._cells.extend(self._table._delete_cells(row, columns, self._timestamp))
+        self._added()
+
+    def _added(self) -> None:
+        self._count += 1
+        if self._batch_size is not None and self._count >= self._batch_size:
+            self.send()
+
+    def send(self) -> None:
+        """Write what was collected."""
+        cells, self._cells, self._count = self._cells, [], 0
+        self._table._write(cells)
+
+    def __enter__(self) -> "Batch":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._transaction and exc_type is not None:
+            return
+        self.send()
