@@ -8,7 +8,7 @@ Layout (spec in ``docs/formats/manifest.md``)::
 All integers are little-endian.  ``crc`` is the CRC-32 of bytes 0..16 (kind,
 version, flags, length) followed by the payload, so a damaged header field is
 caught as surely as a damaged payload.  ``kind`` is an 8-byte magic that names
-the document type (``b"TBLMANIF"``); ``version`` is that document type's
+the document type (``b"RSTABLE1"``); ``version`` is that document type's
 format version, chosen by its owner.
 
 Payload values are JSON values plus ``bytes``: a ``bytes`` (or ``bytearray``,
@@ -34,6 +34,7 @@ from .fs import FileSystem
 __all__ = [
     "FRAME_HEADER_SIZE",
     "BYTES_KEY",
+    "MAX_PAYLOAD_BYTES",
     "Document",
     "encode_document",
     "decode_document",
@@ -117,9 +118,11 @@ def encode_document(kind: bytes, version: int, payload: dict) -> bytes:
         raise InvalidArgument(f"document version must be an int in [1, 65535], got {version!r}")
     if not isinstance(payload, dict):
         raise InvalidArgument(f"document payload must be a dict, got {type(payload).__name__}")
-    body = json.dumps(
-        _to_json(payload, "$"), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    text = json.dumps(_to_json(payload, "$"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        body = text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates have no UTF-8 form
+        raise InvalidArgument(f"document strings must be valid Unicode ({exc})") from None
     if len(body) > MAX_PAYLOAD_BYTES:
         raise InvalidArgument(f"document payload of {len(body)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     head = struct.pack("<8sHHI", kind, version, 0, len(body))
@@ -149,9 +152,15 @@ def decode_frame(
         raise CorruptionError(f"bad document magic {found!r}, expected {kind!r}", path, 0)
     end = FRAME_HEADER_SIZE + length
     if end > size:
-        raise CorruptionError(f"document truncated: header promises {length} payload bytes, {size - FRAME_HEADER_SIZE} present", path, size)
+        raise CorruptionError(
+            f"document truncated: header promises {length} payload bytes, {size - FRAME_HEADER_SIZE} present",
+            path,
+            size,
+        )
     if end < size:
-        raise CorruptionError(f"document length mismatch: {size - end} bytes after the {length}-byte payload", path, end)
+        raise CorruptionError(
+            f"document length mismatch: {size - end} bytes after the {length}-byte payload", path, end
+        )
     if zlib.crc32(data[FRAME_HEADER_SIZE:], zlib.crc32(data[:_CRC_OFFSET])) != crc:
         raise CorruptionError("document checksum mismatch", path, 0)
     if version not in supported_versions:

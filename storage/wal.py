@@ -166,7 +166,9 @@ def encode_record(seq_id: int, cells: Sequence[tuple]) -> bytes:
             # strict zip: every cell must have as many fields as the first one
             columns = tuple(zip(*cells, strict=True))
         except (TypeError, ValueError):
-            raise InvalidArgument("cells must all be 6-field tuples (row, family, qualifier, timestamp, type, value)") from None
+            raise InvalidArgument(
+                "cells must all be 6-field tuples (row, family, qualifier, timestamp, type, value)"
+            ) from None
         if len(columns) != 6:
             raise InvalidArgument(f"cells must be 6-field tuples, got {len(columns)} fields")
         rows, families, qualifiers, timestamps, types, values = columns
@@ -328,14 +330,17 @@ class WalWriter:
             self._synced = self._size
         else:
             self._file = fs.create(path)
-            self._file.write(_HEADER_BYTES)
-            self._size = FILE_HEADER_SIZE
-            self._synced = 0
-            if self._policy.mode != "none":
-                # a new file is only durable once its directory entry is
-                self._sync_to(self._size)
-                parent = path.rsplit("/", 1)[0] if "/" in path else ""
-                fs.sync_dir(parent)
+            self._size = self._synced = 0
+            try:
+                self._file.write(_HEADER_BYTES)
+                self._size = FILE_HEADER_SIZE
+                if self._policy.mode != "none":
+                    # a new file is only durable once its directory entry is
+                    self._sync_to(self._size)
+                    fs.sync_dir(path.rsplit("/", 1)[0] if "/" in path else "")
+            except BaseException:
+                self._file.close()
+                raise
         if self._policy.mode == "interval":
             self._flusher = threading.Thread(
                 target=self._flush_loop, name=f"wal-flusher:{path}", daemon=True

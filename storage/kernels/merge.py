@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._arrays import adjacent_ne, as_cell_table, empty_cells, key_array, numpy_column
+from ._arrays import CellColumns, as_cell_table, empty_cells, take_cells
 
 __all__ = ["merge_sources", "CELL_SORT_KEYS"]
 
@@ -83,19 +83,18 @@ def merge_sources(sources: Sequence[pa.Table | pa.RecordBatch]) -> pa.Table:
 def _sort_merge(newest_first: list[pa.Table]) -> pa.Table:
     """Sort the concatenation of overlapping sources and drop duplicates."""
     combined = pa.concat_tables(newest_first)
-    keys = combined.select([name for name, _ in CELL_SORT_KEYS])
+    keys = combined.select([name for name, _ in CELL_SORT_KEYS]).combine_chunks()
     # sort_indices is documented stable: equal keys keep their order in the
     # concatenation, which lists the newest source first.
     order = pc.sort_indices(keys, sort_keys=CELL_SORT_KEYS).to_numpy()
-    ordered = keys.take(order)
-    differs = adjacent_ne(numpy_column(ordered, "timestamp"))
-    differs |= adjacent_ne(numpy_column(ordered, "type"))
+    ordered = CellColumns(keys.take(order))
+    differs = ordered.adjacent_ne("timestamp") | ordered.adjacent_ne("type")
     for name in ("qualifier", "family", "row"):
         if differs.all():
             break
-        differs |= adjacent_ne(key_array(ordered, name))
+        differs |= ordered.adjacent_ne(name)
     if not differs.all():
         order = order[differs]
     if np.array_equal(order, np.arange(combined.num_rows)):
         return combined
-    return combined.take(order)
+    return take_cells(combined, order)

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from ._arrays import as_cell_table, key_array, numpy_column, row_starts
+from ._arrays import CellColumns, as_cell_table, take_cells
 
 __all__ = ["row_boundaries", "reverse_rows", "is_sorted"]
 
@@ -17,7 +16,7 @@ def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
     Rows are runs of equal row keys, so the cells must be grouped by row
     (cell order guarantees it).
     """
-    return np.flatnonzero(row_starts(as_cell_table(cells)))
+    return np.flatnonzero(CellColumns(as_cell_table(cells)).row_starts())
 
 
 def reverse_rows(cells: pa.Table | pa.RecordBatch) -> pa.Table:
@@ -30,7 +29,7 @@ def reverse_rows(cells: pa.Table | pa.RecordBatch) -> pa.Table:
     n = table.num_rows
     if n == 0:
         return table
-    starts = np.flatnonzero(row_starts(table))
+    starts = np.flatnonzero(CellColumns(table).row_starts())
     if len(starts) == 1:
         return table
     lengths = np.diff(np.append(starts, n))
@@ -38,7 +37,7 @@ def reverse_rows(cells: pa.Table | pa.RecordBatch) -> pa.Table:
     # Output position p inside reversed row r reads rev_starts[r] + (p - begin_r).
     begins = np.cumsum(rev_lengths) - rev_lengths
     indices = np.arange(n, dtype=np.int64) + np.repeat(rev_starts - begins, rev_lengths)
-    return table.take(indices)
+    return take_cells(table, indices)
 
 
 def is_sorted(cells: pa.Table | pa.RecordBatch, *, strict: bool = False) -> bool:
@@ -55,14 +54,12 @@ def is_sorted(cells: pa.Table | pa.RecordBatch, *, strict: bool = False) -> bool
         return True
     # Walk the key from its last part to its first: "in order from here on"
     # for each adjacent pair, refined by each more significant column.
-    ts = numpy_column(table, "timestamp")
-    types = numpy_column(table, "type")
+    columns = CellColumns(table)
+    ts = columns.numpy("timestamp")
+    types = columns.numpy("type")
     ok = types[1:] < types[:-1] if strict else types[1:] <= types[:-1]
     ok = (ts[1:] < ts[:-1]) | ((ts[1:] == ts[:-1]) & ok)
     for name in ("qualifier", "family", "row"):
-        values = key_array(table, name)
-        here, before = values.slice(1), values.slice(0, n - 1)
-        greater = pc.greater(here, before).to_numpy(zero_copy_only=False)
-        equal = pc.equal(here, before).to_numpy(zero_copy_only=False)
+        greater, equal = columns.adjacent_order(name)
         ok = greater | (equal & ok)
     return bool(ok.all())

@@ -10,11 +10,10 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..cells import CellType
 from ..errors import InvalidArgument
-from ._arrays import as_cell_table, column_starts, group_ids, key_array, numpy_column, row_starts
+from ._arrays import CellColumns, as_cell_table, group_ids
 
 __all__ = ["cells_to_rows", "ColumnSpec", "parse_column", "FAMILY_MAP_TYPE"]
 
@@ -33,8 +32,11 @@ class ColumnSpec(NamedTuple):
 def parse_column(spec: bytes | str) -> ColumnSpec:
     """Parse ``b"family:qualifier"``, ``b"family:"`` or ``b"family"``.
 
-    The column name is the spec decoded as UTF-8 with ``surrogateescape``
-    (``"family:qualifier"``, or ``"family"`` for a whole family).
+    The column name is ``"family:qualifier"`` (``"family"`` for a whole
+    family) decoded as UTF-8.  Bytes that are not UTF-8 are written as
+    ``\\xNN`` escapes (``backslashreplace``): Arrow field names must be
+    valid UTF-8, so the lone surrogates of ``surrogateescape`` cannot be
+    used.  A ``str`` spec is encoded with ``surrogateescape`` first.
     """
     if isinstance(spec, str):
         spec = spec.encode("utf-8", "surrogateescape")
@@ -44,10 +46,15 @@ def parse_column(spec: bytes | str) -> ColumnSpec:
     family, sep, qualifier = spec.partition(b":")
     if not family:
         raise InvalidArgument(f"column spec {spec!r} has an empty family")
-    family_name = family.decode("utf-8", "surrogateescape")
+    family_name = _column_name(family)
     if not sep or not qualifier:
         return ColumnSpec(family, None, family_name)
-    return ColumnSpec(family, qualifier, f"{family_name}:{qualifier.decode('utf-8', 'surrogateescape')}")
+    return ColumnSpec(family, qualifier, f"{family_name}:{_column_name(qualifier)}")
+
+
+def _column_name(part: bytes) -> str:
+    """A family or qualifier as (valid UTF-8) text for an Arrow field name."""
+    return part.decode("utf-8", "backslashreplace")
 
 
 def cells_to_rows(
@@ -71,6 +78,8 @@ def cells_to_rows(
     only through its cells.
     """
     table = as_cell_table(cells)
+    if isinstance(columns, (bytes, str)):
+        raise InvalidArgument(f"columns must be a sequence of column specs, got {columns!r}")
     specs = [parse_column(spec) for spec in columns]
     if not specs:
         raise InvalidArgument("columns must name at least one column")
@@ -79,98 +88,104 @@ def cells_to_rows(
         duplicates = sorted({name for name in names if names.count(name) > 1})
         raise InvalidArgument(f"columns names a column more than once: {duplicates}")
 
-    types = numpy_column(table, "type")
+    cols = CellColumns(table)
+    types = cols.numpy("type")
     if len(types) and (int(types.max()) != CellType.PUT or int(types.min()) != CellType.PUT):
         table = table.filter(pa.array(types == CellType.PUT))
-    n = table.num_rows
-
-    row = key_array(table, "row")
-    family = key_array(table, "family")
-    qualifier = key_array(table, "qualifier")
-    row_start = row_starts(table)
+        cols = CellColumns(table)
+    row_start = cols.row_starts()
+    row_first = np.flatnonzero(row_start)  # first cell of each row
+    row_count = len(row_first)
     row_id = group_ids(row_start)
 
-    # Which cells each spec matches; family comparisons are shared by specs.
+    # The cells each spec takes and the rows they belong to; family
+    # comparisons are shared by the specs of one family.
     family_masks: dict[bytes, np.ndarray] = {}
-    matches = []
+    picks = []
     for spec in specs:
         if spec.family not in family_masks:
-            family_masks[spec.family] = _equals(family, spec.family)
+            family_masks[spec.family] = cols.equals("family", spec.family)
         mask = family_masks[spec.family]
-        if spec.qualifier is not None:
-            mask = mask & _equals(qualifier, spec.qualifier)
-        matches.append(mask)
+        if spec.qualifier is None:
+            # The first (newest) cell of each column of the family.
+            picked = np.flatnonzero(mask & cols.column_starts())
+            rows = row_id[picked]
+            row_hits = _distinct_count(rows)
+        else:
+            picked = np.flatnonzero(mask & cols.equals("qualifier", spec.qualifier))
+            rows = row_id[picked]
+            # Versions of one column are adjacent, newest first: keep the
+            # first match in each row.
+            first = np.ones(len(picked), dtype=bool)
+            np.not_equal(rows[1:], rows[:-1], out=first[1:])
+            if not first.all():
+                picked, rows = picked[first], rows[first]
+            row_hits = len(rows)
+        picks.append((picked, rows, row_hits))
 
-    # Rows that hold at least one requested column, and their output position.
-    any_match = np.logical_or.reduce(matches) if len(matches) > 1 else matches[0]
-    present = np.zeros(int(row_id[-1]) + 1 if n else 0, dtype=bool)
-    present[row_id[any_match]] = True
-    out_rows = np.flatnonzero(present)
-    out_count = len(out_rows)
-    out_position = np.cumsum(present, dtype=np.int64) - 1
+    # Output rows: those holding at least one requested column.
+    if any(row_hits == row_count for _, _, row_hits in picks):
+        out_count, out_first, position = row_count, row_first, None
+    else:
+        present = np.zeros(row_count, dtype=bool)
+        for _, rows, _ in picks:
+            present[rows] = True
+        out_first = row_first[present]
+        out_count = len(out_first)
+        position = group_ids(present)
 
     fields = [pa.field("key", pa.binary(), nullable=False)]
-    arrays = [row.take(np.flatnonzero(row_start)[out_rows])]
+    arrays = [cols.array("row") if out_count == cols.n else cols.take_binary("row", out_first)]
     value = table.column("value")
-    column_start = None
-    for spec, mask in zip(specs, matches):
+    value = value.chunk(0) if value.num_chunks == 1 else value.combine_chunks()
+    for spec, (picked, rows, _) in zip(specs, picks):
+        slots = rows if position is None else position[rows]
         if spec.qualifier is None:
-            if column_start is None:
-                column_start = column_starts(table)
-            # The newest cell of each column of the family.
-            picked = np.flatnonzero(mask & column_start)
             fields.append(pa.field(spec.name, FAMILY_MAP_TYPE))
-            arrays.append(
-                _family_map(qualifier, value, picked, out_position[row_id[picked]], out_count)
-            )
+            arrays.append(_family_map(cols, value, picked, slots, out_count))
             continue
-        matched = np.flatnonzero(mask)
-        matched_rows = row_id[matched]
-        # Versions of one column are adjacent, newest first: keep the first
-        # match of each row.
-        first = np.ones(len(matched), dtype=bool)
-        np.not_equal(matched_rows[1:], matched_rows[:-1], out=first[1:])
-        picked = matched[first]
-        slots = out_position[matched_rows[first]]
         fields.append(pa.field(spec.name, pa.binary()))
         arrays.append(_scatter(value, picked, slots, out_count))
         if include_timestamp:
-            ts = numpy_column(table, "timestamp")
             fields.append(pa.field(f"{spec.name}@ts", pa.int64()))
-            arrays.append(_scatter(pa.array(ts), picked, slots, out_count))
+            arrays.append(_scatter(cols.numpy("timestamp"), picked, slots, out_count))
     return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _equals(values: pa.Array, wanted: bytes) -> np.ndarray:
-    """Mask of the elements equal to ``wanted``."""
-    return pc.equal(values, pa.scalar(wanted, pa.binary())).to_numpy(zero_copy_only=False)
-
-
-def _gather(values: pa.Array | pa.ChunkedArray, indices: np.ndarray) -> pa.Array:
-    """``values.take(indices)`` as one Array."""
-    taken = values.take(indices)
-    if isinstance(taken, pa.ChunkedArray):
-        taken = taken.combine_chunks()
-    return taken
+def _distinct_count(sorted_values: np.ndarray) -> int:
+    """Number of distinct values in an ascending array."""
+    if len(sorted_values) == 0:
+        return 0
+    return int(np.count_nonzero(sorted_values[1:] != sorted_values[:-1])) + 1
 
 
 def _scatter(
-    values: pa.Array | pa.ChunkedArray, picked: np.ndarray, slots: np.ndarray, size: int
+    values: pa.Array | np.ndarray, picked: np.ndarray, slots: np.ndarray, size: int
 ) -> pa.Array:
-    """An array of ``size`` with ``values[picked[i]]`` at ``slots[i]`` and nulls elsewhere."""
+    """An array of ``size`` with ``values[picked[i]]`` at ``slots[i]`` and nulls elsewhere.
+
+    ``slots`` ascends, so when every output row has a value it is 0..size-1.
+    """
+    if isinstance(values, np.ndarray):
+        if len(picked) == size:
+            return pa.array(values[picked])
+        out = np.zeros(size, dtype=values.dtype)
+        out[slots] = values[picked]
+        missing = np.ones(size, dtype=bool)
+        missing[slots] = False
+        return pa.array(out, mask=missing)
     if len(picked) == size:
-        # Every output row has the column: slots is 0..size-1 in order.
-        return _gather(values, picked)
+        return values.take(picked)
     indices = np.zeros(size, dtype=np.int64)
     indices[slots] = picked
     missing = np.ones(size, dtype=bool)
     missing[slots] = False
-    return _gather(values, pa.array(indices, mask=missing))
+    return values.take(pa.array(indices, mask=missing))
 
 
 def _family_map(
-    qualifier: pa.Array,
-    value: pa.ChunkedArray,
+    cols: CellColumns,
+    value: pa.Array,
     picked: np.ndarray,
     slots: np.ndarray,
     size: int,
@@ -179,11 +194,11 @@ def _family_map(
     counts = np.bincount(slots, minlength=size)
     offsets = np.zeros(size + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
-    if len(picked) == len(qualifier) and value.num_chunks == 1:
+    if len(picked) == cols.n:
         # Every cell belongs to the map (one family, one version each): reuse
         # the cell columns as the map's keys and items without copying.
-        keys, items = qualifier, value.chunk(0)
+        keys, items = cols.array("qualifier"), value
     else:
-        keys, items = qualifier.take(picked), _gather(value, picked)
+        keys, items = cols.take_binary("qualifier", picked), value.take(picked)
     mask = None if len(picked) and counts.all() else pa.array(counts == 0)
     return pa.MapArray.from_arrays(pa.array(offsets), keys, items, type=FAMILY_MAP_TYPE, mask=mask)

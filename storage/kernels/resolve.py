@@ -17,19 +17,14 @@ import pyarrow as pa
 
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
-from ._arrays import (
-    adjacent_ne,
-    as_cell_table,
-    column_starts,
-    family_starts,
-    group_ids,
-    numpy_column,
-)
+from ._arrays import CellColumns, as_cell_table, group_ids
 
 __all__ = ["resolve"]
 
-_NO_MARKER = np.iinfo(np.int64).min
-_KNOWN_TYPES = np.array([int(t) for t in CellType], dtype=np.uint8)
+_INT64 = np.iinfo(np.int64)
+_NO_MARKER = _INT64.min
+_KNOWN_TYPE = np.zeros(256, dtype=bool)
+_KNOWN_TYPE[[int(t) for t in CellType]] = True
 
 
 def resolve(
@@ -85,12 +80,13 @@ def resolve(
     if n == 0:
         return table
 
-    ts = numpy_column(table, "timestamp")
-    types = numpy_column(table, "type")
+    columns = CellColumns(table)
+    ts = columns.numpy("timestamp")
+    types = columns.numpy("type")
     in_range = _in_range(ts, min_timestamp, max_timestamp, ttl_cutoff, timestamps)
     has_markers = int(types.max()) != CellType.PUT or int(types.min()) != CellType.PUT
-    if has_markers and not np.isin(types, _KNOWN_TYPES).all():
-        bad = sorted(set(np.unique(types).tolist()) - set(_KNOWN_TYPES.tolist()))
+    if has_markers and not _KNOWN_TYPE[types].all():
+        bad = np.unique(types[~_KNOWN_TYPE[types]]).tolist()
         raise InvalidArgument(f"cells: unknown cell type codes {bad}")
 
     if keep_deletes:
@@ -99,29 +95,32 @@ def resolve(
     if not has_markers:
         keep = in_range
         if max_versions < n:
-            starts = column_starts(table)
+            starts = columns.column_starts()
             if not starts.all():
                 visible = np.ones(n, dtype=bool) if keep is None else keep
-                keep = _newest_versions(visible, starts, max_versions)
+                keep = _newest_versions(visible, starts, group_ids(starts), max_versions)
         return _select(table, keep)
 
-    starts = column_starts(table)
+    starts = columns.column_starts()
+    column_ids = group_ids(starts)
     hidden = np.zeros(n, dtype=bool)
     if (types == CellType.DELETE_FAMILY).any():
-        hidden |= _covered(ts, types == CellType.DELETE_FAMILY, family_starts(table))
+        family_starts = columns.family_starts()
+        is_marker = types == CellType.DELETE_FAMILY
+        hidden |= _covered(ts, is_marker, family_starts, group_ids(family_starts))
     if (types == CellType.DELETE_COLUMN).any():
-        hidden |= _covered(ts, types == CellType.DELETE_COLUMN, starts)
+        hidden |= _covered(ts, types == CellType.DELETE_COLUMN, starts, column_ids)
     point = types == CellType.DELETE
     if point.any():
         # A Delete marker sorts just before the put of the same column and
         # timestamp (type descending), so group by (column, timestamp).
-        version_starts = starts | adjacent_ne(ts)
+        version_starts = starts | columns.adjacent_ne("timestamp")
         first = np.flatnonzero(version_starts)
         hidden |= np.logical_or.reduceat(point, first)[group_ids(version_starts)]
     visible = (types == CellType.PUT) & ~hidden
     if in_range is not None:
         visible &= in_range
-    return _select(table, _newest_versions(visible, starts, max_versions))
+    return _select(table, _newest_versions(visible, starts, column_ids, max_versions))
 
 
 def _in_range(
@@ -133,9 +132,15 @@ def _in_range(
 ) -> np.ndarray | None:
     """Mask of the cells inside the time range, TTL and timestamp set; None if all are."""
     low = min_timestamp if ttl_cutoff is None else max(min_timestamp, ttl_cutoff)
+    # Keep the comparisons within int64: bounds beyond it exclude nothing on
+    # that side (a low bound above it excludes everything, as it should).
+    low = max(low, _INT64.min)
     mask = None
-    if int(ts.min()) < low or int(ts.max()) >= max_timestamp:
-        mask = (ts >= low) & (ts < max_timestamp)
+    if max_timestamp <= _INT64.max and int(ts.max()) >= max_timestamp:
+        mask = ts < max_timestamp
+    if int(ts.min()) < low:
+        at_least = ts >= low
+        mask = at_least if mask is None else mask & at_least
     if timestamps is not None:
         wanted = np.fromiter((int(t) for t in timestamps), dtype=np.int64)
         listed = np.isin(ts, wanted)
@@ -143,19 +148,25 @@ def _in_range(
     return mask
 
 
-def _covered(ts: np.ndarray, is_marker: np.ndarray, starts: np.ndarray) -> np.ndarray:
+def _covered(
+    ts: np.ndarray, is_marker: np.ndarray, starts: np.ndarray, ids: np.ndarray
+) -> np.ndarray:
     """Cells whose timestamp is <= the newest marker of their group."""
     first = np.flatnonzero(starts)
-    newest = np.maximum.reduceat(np.where(is_marker, ts, _NO_MARKER), first)[group_ids(starts)]
+    newest = np.maximum.reduceat(np.where(is_marker, ts, _NO_MARKER), first)[ids]
     return (ts <= newest) & (newest != _NO_MARKER)
 
 
-def _newest_versions(visible: np.ndarray, starts: np.ndarray, max_versions: int) -> np.ndarray:
+def _newest_versions(
+    visible: np.ndarray, starts: np.ndarray, ids: np.ndarray, max_versions: int
+) -> np.ndarray:
     """Keep the first ``max_versions`` visible cells of each group."""
-    seen = np.cumsum(visible, dtype=np.int64)
+    # Rank of a visible cell in its group: visible cells up to and including
+    # it, minus those before the group's first cell.
+    seen = np.cumsum(visible, dtype=ids.dtype)
     first = np.flatnonzero(starts)
     before = seen[first] - visible[first]
-    rank = seen - before[group_ids(starts)]
+    rank = seen - before[ids]
     return visible & (rank <= max_versions)
 
 

@@ -1,0 +1,469 @@
+"""Scan benchmark: regionscan's scan paths against peer stores on the same rows.
+
+Data (the sample table of ``regionscan demo``): ``--rows`` rows (1M by
+default), a 4-byte big-endian int key, an int column ``cf:n`` (4-byte
+big-endian) and a 100-byte string column ``cf:s``, in 10 regions, flushed
+and major-compacted to one store file per region.  The same rows go into an
+uncompressed Parquet file, a sqlite3 table (INTEGER PRIMARY KEY), an LMDB
+environment and a RocksDB (rocksdict) database; LMDB and RocksDB hold one
+entry per cell (``row + column -> value``), as a key-value store holds
+cells.
+
+Every measurement is the best of ``--repeat`` runs.  Ratios are "ours
+divided by the peer" in speed (above 1: regionscan is faster).  Run from the
+repository root::
+
+    python benchmarks/bench_scan.py --rows 1000000 --repeat 3 --json bench.json
+
+Needs the ``bench`` extra (``pip install -e '.[bench]'``: rocksdict, lmdb).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import pstats
+import random
+import shutil
+import sqlite3
+import struct
+import sys
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+# Run as a script from a checkout: the packages sit at the repository root.
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import storage  # noqa: E402
+from jobs.demo import load_sample_table, sample_row  # noqa: E402
+from storage.scanner.metrics import ScanMetrics  # noqa: E402
+
+__all__ = ["Measurement", "main", "run_benchmark"]
+
+TABLE = "bench_scan"
+COLUMNS = [b"cf:n", b"cf:s"]
+COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
+
+
+@dataclass
+class Measurement:
+    """One line of the report: our figure, the peer's, and what we aimed for."""
+
+    name: str
+    ours: float  # rate, in ``unit``
+    unit: str
+    peer: str | None = None
+    peer_rate: float | None = None
+    target: str | None = None
+    met: bool | None = None
+    note: str = ""
+
+    @property
+    def ratio(self) -> float | None:
+        if self.peer_rate is None or not self.peer_rate:
+            return None
+        return self.ours / self.peer_rate
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["ratio"] = self.ratio
+        return d
+
+
+def best_of(repeat: int, fn: Callable[[], int], warmup: bool = True) -> tuple[float, int]:
+    """Run ``fn`` ``repeat`` times; return the shortest time and what it returned (a count).
+
+    One untimed run first (``warmup``) fills the block cache and the OS page
+    cache, so every path is measured warm and alike.
+    """
+    if warmup:
+        fn()
+    best = float("inf")
+    count = 0
+    for _ in range(repeat):
+        gc.collect()
+        t0 = time.perf_counter()
+        count = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, count
+
+
+# -- data -----------------------------------------------------------------
+def _columns(rows: int, value_size: int) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    keys, ns, ss = [], [], []
+    for i in range(rows):
+        key, data = sample_row(i, value_size)
+        keys.append(key)
+        ns.append(data[b"cf:n"])
+        ss.append(data[b"cf:s"])
+    return keys, ns, ss
+
+
+def build_table(conn: storage.Connection, rows: int, regions: int, value_size: int, say) -> storage.Table:
+    if conn.is_table_available(TABLE):
+        table = conn.table(TABLE)
+        count = sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells"))
+        if count == rows and len(table.regions()) == regions:
+            say(f"reusing table {TABLE} ({rows:,} rows, {regions} regions)")
+            return table
+        conn.delete_table(TABLE)
+    t0 = time.perf_counter()
+    table = load_sample_table(conn, TABLE, rows, regions, value_size)
+    table.compact(major=True)
+    say(f"loaded, flushed and compacted {rows:,} rows into {regions} regions in {time.perf_counter() - t0:.1f}s")
+    return table
+
+
+class Peers:
+    """The same rows in Parquet, sqlite3, LMDB and RocksDB under one folder."""
+
+    def __init__(self, folder: str, rows: int, value_size: int, say):
+        self.folder = folder
+        self.rows = rows
+        marker = os.path.join(folder, "rows.json")
+        want = {"rows": rows, "value_size": value_size}
+        fresh = True
+        if os.path.exists(marker):
+            with open(marker) as f:
+                fresh = json.load(f) != want
+        self.parquet = os.path.join(folder, "rows.parquet")
+        self.sqlite = os.path.join(folder, "rows.sqlite")
+        self.lmdb_path = os.path.join(folder, "rows.lmdb")
+        self.rocks_path = os.path.join(folder, "rows.rocksdb")
+        if fresh:
+            shutil.rmtree(folder, ignore_errors=True)
+            os.makedirs(folder)
+            t0 = time.perf_counter()
+            self._build(rows, value_size)
+            with open(marker, "w") as f:
+                json.dump(want, f)
+            say(f"built Parquet, sqlite3, LMDB and RocksDB copies in {time.perf_counter() - t0:.1f}s")
+        else:
+            say("reusing the peer stores")
+
+    def _build(self, rows: int, value_size: int) -> None:
+        import lmdb
+        from rocksdict import Options, Rdict, WriteBatch
+
+        keys, ns, ss = _columns(rows, value_size)
+        # The Parquet file holds exactly what our row scan returns: binary key and columns.
+        arrow = pa.table({"key": pa.array(keys, pa.binary()), "cf:n": pa.array(ns, pa.binary()),
+                          "cf:s": pa.array(ss, pa.binary())})
+        pq.write_table(arrow, self.parquet, compression="NONE")
+        db = sqlite3.connect(self.sqlite)
+        db.execute("CREATE TABLE t (k INTEGER PRIMARY KEY, n INTEGER, s BLOB)")
+        db.executemany("INSERT INTO t VALUES (?, ?, ?)",
+                       ((i, struct.unpack(">i", n)[0], s) for i, (n, s) in enumerate(zip(ns, ss))))
+        db.commit()
+        db.close()
+        env = lmdb.open(self.lmdb_path, map_size=max(1 << 30, rows * 600), subdir=True, lock=False)
+        with env.begin(write=True) as txn:
+            cur = txn.cursor()
+            cur.putmulti(((k + c, v) for k, n, s in zip(keys, ns, ss) for c, v in ((b"cf:n", n), (b"cf:s", s))),
+                         append=True)
+        env.close()
+        opts = Options(raw_mode=True)
+        rdb = Rdict(self.rocks_path, opts)
+        wb = WriteBatch(raw_mode=True)
+        for k, n, s in zip(keys, ns, ss):
+            wb.put(k + b"cf:n", n)
+            wb.put(k + b"cf:s", s)
+        rdb.write(wb)
+        rdb.flush()
+        rdb.compact_range(None, None)
+        rdb.close()
+
+
+# -- the peers' reads -----------------------------------------------------
+def _group_cells(items) -> int:
+    """Turn (row + column, value) pairs into (row, {column: value}) the way table.scan() yields them."""
+    rows = 0
+    current = None
+    data: dict = {}
+    for k, v in items:
+        r = k[:4]
+        if r != current:
+            if current is not None:
+                rows += 1
+            current = r
+            data = {}
+        data[k[4:]] = v
+    return rows + (current is not None)
+
+
+def lmdb_rows(path: str) -> Callable[[], int]:
+    import lmdb
+
+    env = lmdb.open(path, readonly=True, lock=False, subdir=True)
+
+    def fn() -> int:
+        with env.begin(buffers=False) as txn:
+            return _group_cells(txn.cursor().iternext())
+
+    return fn
+
+
+def lmdb_cells(path: str) -> Callable[[], int]:
+    import lmdb
+
+    env = lmdb.open(path, readonly=True, lock=False, subdir=True)
+
+    def fn() -> int:
+        with env.begin(buffers=False) as txn:
+            return sum(1 for _ in txn.cursor().iternext())
+
+    return fn
+
+
+def rocks_open(path: str):
+    from rocksdict import AccessType, Options, Rdict
+
+    return Rdict(path, Options(raw_mode=True), access_type=AccessType.read_only())
+
+
+# -- the benchmark --------------------------------------------------------
+def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
+    rows, repeat = args.rows, args.repeat
+    os.makedirs(args.root, exist_ok=True)
+    conn = storage.connect(os.path.join(args.root, "tables"))
+    table = build_table(conn, rows, args.regions, args.value_size, say)
+    peers = Peers(os.path.join(args.root, "peers"), rows, args.value_size, say)
+    out: list[Measurement] = []
+
+    def rate(seconds: float, count: int) -> float:
+        return count / seconds if seconds > 0 else 0.0
+
+    def check(count: int, what: str) -> None:
+        if count != rows:
+            raise RuntimeError(f"{what} returned {count} rows, expected {rows}")
+
+    # 1. full scan into Arrow rows vs pyarrow.parquet.read_table (one thread each)
+    def ours_arrow() -> int:
+        return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
+
+    t_ours, n = best_of(repeat, ours_arrow)
+    check(n, "scan_batches")
+    t_pq, n_pq = best_of(repeat, lambda: pq.read_table(peers.parquet, use_threads=False).num_rows)
+    check(n_pq, "parquet")
+    t_pq_mt, _ = best_of(repeat, lambda: pq.read_table(peers.parquet).num_rows)
+    forward_arrow = rate(t_ours, n)
+    out.append(Measurement(
+        "full scan -> Arrow rows (scan_batches)", forward_arrow, "rows/s", "pyarrow.parquet.read_table (1 thread)",
+        rate(t_pq, n_pq), ">= 1.0x", forward_arrow >= rate(t_pq, n_pq),
+        f"Parquet with threads: {rate(t_pq_mt, rows):,.0f} rows/s",
+    ))
+
+    # 2. full scan into Python rows vs iterating the same cells in LMDB and RocksDB
+    def ours_python() -> int:
+        return sum(1 for _ in table.scan())
+
+    t_py, n = best_of(repeat, ours_python)
+    check(n, "scan")
+    forward_py = rate(t_py, n)
+    t_lm, n_lm = best_of(repeat, lmdb_rows(peers.lmdb_path))
+    check(n_lm, "lmdb")
+    t_lm_raw, c_lm = best_of(repeat, lmdb_cells(peers.lmdb_path))
+    out.append(Measurement(
+        "full scan -> Python (row, dict) (scan)", forward_py, "rows/s", "LMDB cursor, cells grouped into dicts",
+        rate(t_lm, n_lm), None, None, f"LMDB raw cell iteration: {rate(t_lm_raw, c_lm):,.0f} cells/s",
+    ))
+    rdb = rocks_open(peers.rocks_path)
+    t_rk, n_rk = best_of(repeat, lambda: _group_cells(rdb.items()))
+    check(n_rk, "rocksdict")
+    t_rk_raw, c_rk = best_of(repeat, lambda: sum(1 for _ in rdb.items()))
+    rdb.close()
+    out.append(Measurement(
+        "full scan -> Python (row, dict) (scan)", forward_py, "rows/s", "rocksdict items(), cells grouped into dicts",
+        rate(t_rk, n_rk), None, None, f"rocksdict raw cell iteration: {rate(t_rk_raw, c_rk):,.0f} cells/s",
+    ))
+
+    # 3. row count with FirstKeyOnly + KeyOnly, one core
+    def ours_count() -> int:
+        return sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells"))
+
+    t_cnt, n = best_of(repeat, ours_count)
+    check(n, "row count")
+    sq = sqlite3.connect(peers.sqlite)
+    t_sq_cnt, n_sq = best_of(repeat, lambda: sq.execute("SELECT count(*) FROM t").fetchone()[0])
+    count_rate = rate(t_cnt, n)
+    out.append(Measurement(
+        "row count (FirstKeyOnlyFilter + KeyOnlyFilter)", count_rate, "rows/s", "sqlite3 SELECT count(*)",
+        rate(t_sq_cnt, n_sq), ">= 10M rows/s", count_rate >= 10e6,
+    ))
+
+    # 4. reverse full scans against the forward ones
+    t_rev_arrow, n = best_of(repeat, lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, reverse=True)))
+    check(n, "reverse scan_batches")
+    rev_arrow = rate(t_rev_arrow, n)
+    out.append(Measurement(
+        "reverse full scan -> Arrow rows", rev_arrow, "rows/s", "our forward scan_batches", forward_arrow,
+        ">= 0.7x forward", rev_arrow >= 0.7 * forward_arrow,
+    ))
+    t_rev_py, n = best_of(repeat, lambda: sum(1 for _ in table.scan(reverse=True)))
+    check(n, "reverse scan")
+    rev_py = rate(t_rev_py, n)
+    out.append(Measurement(
+        "reverse full scan -> Python rows", rev_py, "rows/s", "our forward scan", forward_py,
+        ">= 0.7x forward", rev_py >= 0.7 * forward_py,
+    ))
+
+    # 5. random point reads vs sqlite3's primary-key lookups
+    rnd = random.Random(42)
+    picks = [rnd.randrange(rows) for _ in range(args.gets)]
+    keys = [struct.pack(">I", i) for i in picks]
+
+    def ours_gets() -> int:
+        row = table.row
+        return sum(1 for k in keys if row(k))
+
+    t_get, n_get = best_of(repeat, ours_gets)
+    if n_get != len(keys):
+        raise RuntimeError(f"table.row found {n_get} of {len(keys)} rows")
+
+    def sqlite_gets() -> int:
+        cur = sq.cursor()
+        q = "SELECT n, s FROM t WHERE k = ?"
+        return sum(1 for i in picks if cur.execute(q, (i,)).fetchone() is not None)
+
+    t_sq_get, n_sq_get = best_of(repeat, sqlite_gets)
+    sq.close()
+    out.append(Measurement(
+        "random point reads (table.row)", rate(t_get, n_get), "gets/s", "sqlite3 primary-key SELECT",
+        rate(t_sq_get, n_sq_get), None, None, f"{len(keys):,} random keys",
+    ))
+
+    # 6. the batch path with metrics on vs off, runs interleaved so drift hits both alike
+    off, on = float("inf"), float("inf")
+    for _ in range(max(repeat, 3)):
+        t_off, _ = best_of(1, ours_arrow, warmup=False)
+        metrics = ScanMetrics()
+        t_on, _ = best_of(1, lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, metrics=metrics)),
+                          warmup=False)
+        off, on = min(off, t_off), min(on, t_on)
+    out.append(Measurement(
+        "scan_batches with ScanMetrics", rate(on, rows), "rows/s", "scan_batches without metrics", rate(off, rows),
+        ">= 0.95x (within 5%)", on <= off * 1.05,
+    ))
+
+    # 7. a raw store file scan: cells/s straight off the files, batch path and cell-at-a-time path
+    files = store_file_readers(table)
+    t_raw, cells = best_of(repeat, lambda: sum(b.num_rows for r in files for b in r.scan_batches(b"", None)))
+    out.append(Measurement(
+        "raw store file scan (batch path)", rate(t_raw, cells), "cells/s", None, None, None, None,
+        f"{len(files)} files, {cells:,} cells",
+    ))
+    one = files[0]
+    t_cell, cells_one = best_of(repeat, lambda: count_cells_one_at_a_time(one))
+    out.append(Measurement(
+        "raw store file scan (cell-at-a-time next())", rate(t_cell, cells_one), "cells/s", "batch path",
+        rate(t_raw, cells), None, None, f"one file, {cells_one:,} cells",
+    ))
+    conn.close()
+    return out
+
+
+def store_file_readers(table: storage.Table) -> list:
+    """Every store file reader of the table's regions (one per region after a major compaction)."""
+    readers = []
+    for region in table._regions:  # the benchmark reads below the table API on purpose
+        for view in region.view().stores.values():
+            readers.extend(f.reader for f in view.files)
+    return readers
+
+
+def count_cells_one_at_a_time(reader) -> int:
+    """Walk a store file with its cell scanner: the per-cell path, one Python call per cell."""
+    scanner = reader.scanner()
+    try:
+        scanner.seek((b"",))
+        n = 0
+        nxt = scanner.next
+        while nxt() is not None:
+            n += 1
+        return n
+    finally:
+        scanner.close()
+
+
+# -- report ---------------------------------------------------------------
+def format_table(results: list[Measurement]) -> str:
+    """The measurements as a fixed-width table: ours, the peer's, their ratio and the target."""
+    head = f"{'measurement':<46} {'ours':>22} {'peer':>22} {'ratio':>7}  {'target':<20} {'met':<4} peer / note"
+    lines = [head, "-" * len(head)]
+    for m in results:
+        ratio = f"{m.ratio:.2f}x" if m.ratio is not None else "-"
+        ours = f"{m.ours:,.0f} {m.unit}"
+        peer = f"{m.peer_rate:,.0f} {m.unit}" if m.peer_rate is not None else "-"
+        met = "-" if m.met is None else ("yes" if m.met else "NO")
+        tail = "; ".join(x for x in (m.peer, m.note) if x)
+        lines.append(f"{m.name:<46} {ours:>22} {peer:>22} {ratio:>7}  {m.target or '-':<20} {met:<4} {tail}")
+    return "\n".join(lines)
+
+
+def profile_slowest(args: argparse.Namespace, what: str, limit: int = 25) -> str:
+    """cProfile one of our scan paths and return the top functions by cumulative and own time."""
+    conn = storage.connect(os.path.join(args.root, "tables"))
+    table = conn.table(TABLE)
+    paths = {
+        "scan": lambda: sum(1 for _ in table.scan()),
+        "reverse": lambda: sum(1 for _ in table.scan(reverse=True)),
+        "arrow": lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS)),
+        "count": lambda: sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells")),
+        "get": lambda: sum(1 for i in range(0, args.rows, max(1, args.rows // args.gets)) if table.row(struct.pack(">I", i))),
+    }
+    prof = cProfile.Profile()
+    prof.enable()
+    paths[what]()
+    prof.disable()
+    conn.close()
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf).strip_dirs()
+    stats.sort_stats("cumulative").print_stats(limit)
+    stats.sort_stats("tottime").print_stats(limit)
+    return buf.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000, help="rows (default 1,000,000)")
+    parser.add_argument("--regions", type=int, default=10, help="regions (default 10)")
+    parser.add_argument("--value-size", type=int, default=100, help="bytes of the string column (default 100)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts (default 3)")
+    parser.add_argument("--gets", type=int, default=5_000, help="random point reads (default 5,000)")
+    parser.add_argument("--root", default="./bench-data", help="folder for the table and the peer stores")
+    parser.add_argument("--json", default=None, metavar="PATH", help="write the measurements as JSON")
+    parser.add_argument("--profile", default=None, choices=["scan", "reverse", "arrow", "count", "get"],
+                        help="after the run, cProfile this path of ours and print the top functions")
+    args = parser.parse_args(argv)
+    for name in ("rows", "regions", "value_size", "repeat", "gets"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
+    if args.regions > args.rows:
+        parser.error("--regions must not exceed --rows")
+    print(f"bench_scan: {args.rows:,} rows, {args.regions} regions, best of {args.repeat}, under {args.root}")
+    results = run_benchmark(args)
+    print()
+    print(format_table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": args.rows, "regions": args.regions, "repeat": args.repeat,
+                       "results": [m.to_dict() for m in results]}, f, indent=2)
+        print(f"\nwritten to {args.json}")
+    if args.profile:
+        print()
+        print(profile_slowest(args, args.profile))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

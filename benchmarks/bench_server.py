@@ -1,0 +1,153 @@
+"""Streaming scan against RPC scan of a region server over loopback, and both against the embedded scan.
+
+Data: the sample table of ``regionscan demo`` (``--rows`` rows, 1M by
+default, a 4-byte big-endian int key, an int column and a 100-byte string
+column, ``--regions`` regions), flushed.  A region server runs in a child
+process on a loopback port; the client reads the whole table as Arrow row
+batches (the vectorized path) and, with ``--dicts``, as happybase dicts.
+
+Measured, each the best of ``--repeat`` runs, in the same run:
+
+* embedded: ``Table.scan_batches`` in this process (no server);
+* stream: one do_get, batches streamed by the server;
+* rpc caching=100 and caching=1000: open, next(caching) round trips, close.
+
+Ratios are "stream speed / other speed".  Run from the repository root::
+
+    python benchmarks/bench_server.py --rows 1000000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Callable
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import storage  # noqa: E402
+from jobs.demo import load_sample_table  # noqa: E402
+from storage.scanner.metrics import ScanMetrics  # noqa: E402
+from storage.server.process import ServerProcess  # noqa: E402
+
+__all__ = ["main", "prepare_table"]
+
+TABLE = "bench_server"
+COLUMNS = [b"cf:n", b"cf:s"]
+
+
+def prepare_table(root: str, rows: int, regions: int) -> None:
+    """Create, load and flush the sample table under ``root`` unless it is already there with ``rows`` rows."""
+    conn = storage.connect(root)
+    try:
+        if conn.is_table_available(TABLE):
+            table = conn.table(TABLE)
+            if sum(b.num_rows for b in table.scan_batches(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()",
+                                                          output="cells")) == rows:
+                return
+            conn.delete_table(TABLE)
+        started = time.perf_counter()
+        table = load_sample_table(conn, TABLE, rows, regions)
+        table.flush()
+        print(f"loaded {rows:,} rows in {regions} regions in {time.perf_counter() - started:.1f} s", flush=True)
+    finally:
+        conn.close()
+
+
+def _best(fn: Callable[[], tuple[int, int]], repeat: int) -> tuple[float, int, int]:
+    """Best wall time of ``repeat`` runs of ``fn`` (which returns rows and calls)."""
+    best = float("inf")
+    rows = calls = 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        rows, calls = fn()
+        best = min(best, time.perf_counter() - started)
+    return best, rows, calls
+
+
+def _arrow_scan(table, **kwargs) -> Callable[[], tuple[int, int]]:
+    def run() -> tuple[int, int]:
+        metrics = ScanMetrics() if kwargs else None
+        extra = {"metrics": metrics} if metrics is not None else {}
+        rows = sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, **kwargs, **extra))
+        return rows, metrics.rpc_calls if metrics is not None else 0
+    return run
+
+
+def _dict_scan(table, **kwargs) -> Callable[[], tuple[int, int]]:
+    def run() -> tuple[int, int]:
+        return sum(1 for _ in table.scan(columns=COLUMNS, **kwargs)), 0
+    return run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--regions", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--root", help="table root to reuse (default: a temporary directory, removed after)")
+    parser.add_argument("--dicts", action="store_true", help="also measure the happybase-dict scan")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args(argv)
+    root = args.root or tempfile.mkdtemp(prefix="bench-server-")
+    try:
+        prepare_table(root, args.rows, args.regions)
+        results = run_benchmark(root, args.repeat, args.dicts)
+    finally:
+        if not args.root:
+            shutil.rmtree(root, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+def run_benchmark(root: str, repeat: int, dicts: bool) -> dict:
+    """Measure every scan API on the table under ``root``; print and return the figures."""
+    results: dict = {}
+    with ServerProcess(root) as server, storage.connect(root, read_only=True) as local, \
+            storage.connect(server.location) as conn:
+        embedded = local.table(TABLE)
+        remote = conn.table(TABLE)
+        cases = {
+            "embedded": _arrow_scan(embedded),
+            "stream": _arrow_scan(remote, mode="stream"),
+            "rpc caching=1000": _arrow_scan(remote, mode="rpc", caching=1000),
+            "rpc caching=100": _arrow_scan(remote, mode="rpc", caching=100),
+        }
+        if dicts:
+            cases.update({
+                "dicts embedded": _dict_scan(embedded),
+                "dicts stream": _dict_scan(remote, mode="stream"),
+                "dicts rpc caching=1000": _dict_scan(remote, mode="rpc", caching=1000),
+                "dicts rpc caching=100": _dict_scan(remote, mode="rpc", caching=100),
+            })
+        print(f"{'scan':<26} {'rows':>10} {'calls':>7} {'seconds':>8} {'rows/s':>12}")
+        for name, fn in cases.items():
+            seconds, rows, calls = _best(fn, repeat)
+            results[name] = {"seconds": seconds, "rows": rows, "calls": calls, "rows_per_s": rows / seconds}
+            print(f"{name:<26} {rows:>10,} {calls:>7} {seconds:>8.3f} {rows / seconds:>12,.0f}", flush=True)
+    print()
+    prefix_sets = [""] + (["dicts "] if dicts else [])
+    for prefix in prefix_sets:
+        stream = results[f"{prefix}stream"]["rows_per_s"]
+        for other in ("rpc caching=100", "rpc caching=1000", "embedded"):
+            ratio = stream / results[f"{prefix}{other}"]["rows_per_s"]
+            results[f"ratio {prefix}stream/{other}"] = ratio
+            print(f"{prefix}stream vs {other:<18} {ratio:6.2f}x")
+        for other in ("rpc caching=100", "rpc caching=1000"):
+            ratio = results[f"{prefix}embedded"]["rows_per_s"] / results[f"{prefix}{other}"]["rows_per_s"]
+            results[f"ratio {prefix}embedded/{other}"] = ratio
+            print(f"{prefix}embedded vs {other:<16} {ratio:6.2f}x")
+    return results
+
+
+if __name__ == "__main__":
+    sys.exit(main())

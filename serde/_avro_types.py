@@ -1,0 +1,199 @@
+"""Avro schemas and column types, both ways, and value converters.
+
+* :func:`avro_to_type` reads an Avro schema (JSON text or dict) into a
+  :class:`~serde.types.DataType`: records become structs, ``[null, T]``
+  unions become a nullable T, logical types date / timestamp-millis /
+  timestamp-micros / local-timestamp-* / decimal map to date, timestamp and
+  decimal.
+* :func:`type_to_avro` derives a schema for a declared column type, used
+  when a column has no ``avro.schema.literal``.
+* :func:`reader_converter` builds, once per column, the function that turns
+  fastavro's decoded value into the row-wise form (aware UTC datetimes
+  become naive, small ints are range-checked); None when nothing needs
+  converting, so the common case costs nothing per row.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import itertools
+import json
+from typing import Any, Callable
+
+from serde.errors import MappingError
+from serde.types import INTEGER_RANGES, DataType, decimal
+
+__all__ = ["load_schema", "avro_to_type", "type_to_avro", "reader_converter", "writer_converter"]
+
+_PRIMITIVE = {
+    "boolean": DataType("boolean"),
+    "int": DataType("int"),
+    "long": DataType("bigint"),
+    "float": DataType("float"),
+    "double": DataType("double"),
+    "bytes": DataType("binary"),
+    "string": DataType("string"),
+}
+
+
+def load_schema(literal: Any) -> Any:
+    """An Avro schema from a dict/list or JSON text (a bare primitive name is accepted)."""
+    if isinstance(literal, (dict, list)):
+        return literal
+    if not isinstance(literal, str):
+        raise MappingError("an Avro schema must be JSON text or a dict", literal)
+    try:
+        return json.loads(literal)
+    except json.JSONDecodeError as exc:
+        if literal.strip() in _PRIMITIVE:
+            return literal.strip()
+        raise MappingError(f"invalid Avro schema JSON ({exc.msg})", literal[exc.pos : exc.pos + 20] or "<end>", exc.pos) from None
+
+
+def avro_to_type(schema: Any, named: "dict[str, DataType | None] | None" = None) -> DataType:
+    """The column type of an Avro schema."""
+    named = {} if named is None else named
+    if isinstance(schema, str):
+        if schema in _PRIMITIVE:
+            return _PRIMITIVE[schema]
+        if schema in named:
+            if named[schema] is None:
+                raise MappingError("recursive Avro records are not supported", schema)
+            return named[schema]
+        raise MappingError("unknown Avro type name", schema)
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        if len(branches) != 1:
+            raise MappingError("only [null, T] Avro unions are supported", json.dumps(schema))
+        return avro_to_type(branches[0], named)
+    if not isinstance(schema, dict) or "type" not in schema:
+        raise MappingError("an Avro schema object needs a type", json.dumps(schema, default=str)[:60])
+    kind = schema["type"]
+    logical = schema.get("logicalType")
+    if logical == "date" and kind == "int":
+        return DataType("date")
+    if logical in ("timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros") and kind == "long":
+        return DataType("timestamp")
+    if logical == "decimal" and kind in ("bytes", "fixed"):
+        precision = schema.get("precision")
+        if not isinstance(precision, int) or precision > 38:
+            raise MappingError("Avro decimals need a precision of at most 38", precision)
+        result = decimal(precision, schema.get("scale", 0))
+    elif kind == "record":
+        fields = []
+        named[schema.get("name", "")] = None  # in progress: a reference to it is recursion
+        for field in schema.get("fields", []):
+            fields.append((field["name"], avro_to_type(field["type"], named)))
+        result = DataType("struct", fields=tuple(fields))
+    elif kind == "array":
+        result = DataType("array", element=avro_to_type(schema["items"], named))
+    elif kind == "map":
+        result = DataType("map", key=DataType("string"), value=avro_to_type(schema["values"], named))
+    elif kind == "enum":
+        result = DataType("string")
+    elif kind == "fixed":
+        result = DataType("binary")
+    elif isinstance(kind, (str, list, dict)) and kind not in ("record", "enum", "fixed", "array", "map"):
+        result = avro_to_type(kind, named)
+    else:
+        raise MappingError("unsupported Avro type", kind)
+    if isinstance(schema.get("name"), str):
+        named[schema["name"]] = result
+    return result
+
+
+_names = itertools.count()
+
+
+def type_to_avro(data_type: DataType) -> Any:
+    """A (non-null) Avro schema for a column type; nested values are nullable."""
+    name = data_type.name
+    simple = {
+        "string": "string",
+        "binary": "bytes",
+        "boolean": "boolean",
+        "tinyint": "int",
+        "smallint": "int",
+        "int": "int",
+        "bigint": "long",
+        "float": "float",
+        "double": "double",
+    }
+    if name in simple:
+        return simple[name]
+    if name == "decimal":
+        return {"type": "bytes", "logicalType": "decimal", "precision": data_type.precision, "scale": data_type.scale}
+    if name == "date":
+        return {"type": "int", "logicalType": "date"}
+    if name == "timestamp":
+        return {"type": "long", "logicalType": "timestamp-micros"}
+    if name == "array":
+        return {"type": "array", "items": ["null", type_to_avro(data_type.element)]}
+    if name == "map":
+        if data_type.key.name != "string":
+            raise MappingError("Avro map keys are strings", str(data_type))
+        return {"type": "map", "values": ["null", type_to_avro(data_type.value)]}
+    return {
+        "type": "record",
+        "name": f"struct_{next(_names)}",
+        "fields": [{"name": n, "type": ["null", type_to_avro(t)], "default": None} for n, t in data_type.fields],
+    }
+
+
+def reader_converter(data_type: DataType) -> Callable[[Any], Any] | None:
+    """fastavro value -> row-wise value, or None when they are the same."""
+    name = data_type.name
+    if name == "timestamp":
+        def stamp(v):
+            return v.astimezone(_dt.timezone.utc).replace(tzinfo=None) if v.tzinfo is not None else v
+        return stamp
+    if name in ("tinyint", "smallint"):
+        low, high = INTEGER_RANGES[name]
+
+        def small(v):
+            if not low <= v <= high:
+                raise ValueError(f"{v} is out of range for {name}")
+            return v
+        return small
+    if name == "array":
+        inner = reader_converter(data_type.element)
+        if inner is None:
+            return None
+        return lambda v: [None if x is None else inner(x) for x in v]
+    if name == "map":
+        inner = reader_converter(data_type.value)
+        if inner is None:
+            return None
+        return lambda v: {k: None if x is None else inner(x) for k, x in v.items()}
+    if name == "struct":
+        convs = [(n, reader_converter(t)) for n, t in data_type.fields]
+        if all(c is None for _, c in convs):
+            return None
+        return lambda v: {n: (v.get(n) if c is None or v.get(n) is None else c(v.get(n))) for n, c in convs}
+    return None
+
+
+def writer_converter(data_type: DataType) -> Callable[[Any], Any] | None:
+    """Row-wise value (or Arrow ``to_pylist`` value) -> fastavro datum, or None when the same."""
+    name = data_type.name
+    if name == "map":
+        inner = writer_converter(data_type.value)
+
+        def to_map(v):
+            items = v.items() if isinstance(v, dict) else v  # dict, or Arrow's list of pairs
+            if inner is None:
+                return dict(items)
+            return {k: None if x is None else inner(x) for k, x in items}
+
+        return to_map
+    if name == "array":
+        inner = writer_converter(data_type.element)
+        if inner is None:
+            return None
+        return lambda v: [None if x is None else inner(x) for x in v]
+    if name == "struct":
+        convs = [(n, writer_converter(t)) for n, t in data_type.fields]
+        if all(c is None for _, c in convs):
+            return None
+        return lambda v: {n: (v.get(n) if c is None or v.get(n) is None else c(v.get(n))) for n, c in convs}
+    return None

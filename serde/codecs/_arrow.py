@@ -1,0 +1,113 @@
+"""NumPy views of Arrow binary arrays, and the way back.
+
+The vectorized decoders read a binary column's offsets and value buffer as
+NumPy arrays (no copy) and gather fixed-width values into an ``(n, width)``
+byte matrix, so decoding a column is a handful of whole-array operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = [
+    "as_binary",
+    "valid_mask",
+    "binary_layout",
+    "fixed_width_rows",
+    "binary_from_rows",
+    "binary_from_parts",
+    "from_numpy",
+]
+
+
+def as_binary(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The array as ``pa.binary()`` (zero-copy for string; cast for large/view types)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    if arr.type == pa.binary():
+        return arr
+    if arr.type == pa.string():
+        return arr.view(pa.binary())
+    return arr.cast(pa.binary())
+
+
+def valid_mask(arr: pa.Array) -> np.ndarray:
+    """Boolean NumPy array, True where ``arr`` is not null."""
+    if arr.null_count == 0:
+        return np.ones(len(arr), dtype=bool)
+    return arr.is_valid().to_numpy(zero_copy_only=False)
+
+
+def binary_layout(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(offsets, data, valid)`` of a binary array, as NumPy views.
+
+    ``offsets`` has ``len(arr) + 1`` entries indexing into ``data``.
+    """
+    n = len(arr)
+    buffers = arr.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4) if n else np.zeros(1, np.int32)
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+    return offsets.astype(np.int64, copy=False), data, valid_mask(arr)
+
+
+def fixed_width_rows(arr: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gather the values of a binary array whose values should be ``width`` bytes.
+
+    Returns ``(matrix, good, bad)``: ``matrix`` is ``(n, width)`` uint8 with
+    the value bytes of every good row (zeros elsewhere), ``good`` marks
+    non-null rows of the right length, ``bad`` non-null rows of another length.
+    """
+    n = len(arr)
+    offsets, data, valid = binary_layout(arr)
+    lengths = np.diff(offsets)
+    right = lengths == width
+    good = valid & right
+    bad = valid & ~right
+    first = int(offsets[0]) if n else 0
+    if good.all() and int(offsets[-1]) - first == n * width:
+        # Dense and all of the right width: a zero-copy reshape of the value buffer.
+        return data[first : first + n * width].reshape(n, width), good, bad
+    matrix = np.zeros((n, width), dtype=np.uint8)
+    starts = offsets[:-1][good]
+    if len(starts):
+        matrix[good] = data[starts[:, None] + np.arange(width)]
+    return matrix, good, bad
+
+
+def binary_from_rows(matrix: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:
+    """A binary array whose row i is ``matrix[i]`` (``(n, width)`` uint8), null where not valid."""
+    n, width = matrix.shape
+    if valid is None or valid.all():
+        offsets = np.arange(n + 1, dtype=np.int32) * width
+        data = np.ascontiguousarray(matrix).reshape(-1)
+        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    lengths = np.where(valid, width, 0).astype(np.int32)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.ascontiguousarray(matrix[valid]).reshape(-1)
+    bitmap = np.packbits(valid, bitorder="little")
+    return pa.Array.from_buffers(
+        pa.binary(), n, [pa.py_buffer(bitmap), pa.py_buffer(offsets), pa.py_buffer(data)], null_count=int(n - valid.sum())
+    )
+
+
+def binary_from_parts(matrix: np.ndarray, keep: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """A binary array whose row i is ``matrix[i][keep[i]]`` (variable length), null where not valid."""
+    n = matrix.shape[0]
+    keep = keep & valid[:, None]
+    lengths = keep.sum(axis=1).astype(np.int32)
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    data = np.ascontiguousarray(matrix[keep])
+    bitmap = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(
+        pa.binary(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=int(n - valid.sum())
+    )
+
+
+def from_numpy(values: np.ndarray, arrow_type: pa.DataType, valid: np.ndarray | None) -> pa.Array:
+    """An Arrow array of ``values`` (already in the storage dtype), null where not valid."""
+    if valid is None or valid.all():
+        return pa.array(values, type=arrow_type)
+    return pa.array(values, type=arrow_type, mask=~valid)

@@ -1,0 +1,121 @@
+"""The value codec protocol: one type, one stored form, scalar and vectorized.
+
+A :class:`Codec` turns the bytes of one cell (or key part) into a typed value
+and back.  Every codec has both paths and they must agree value for value:
+
+* ``decode(raw) -> value`` / ``encode(value) -> bytes``: the row-wise path;
+  ``decode`` raises (any exception) on bad bytes and may return None for a
+  stored null marker.
+* ``decode_array(arr) -> (values, bad)`` / ``encode_array(arr)``: the batch
+  path over a whole Arrow binary column.  ``bad`` is a NumPy bool mask (or
+  None when nothing was bad) of the non-null inputs that did not decode;
+  ``values`` is null there.
+
+Vectorized codecs follow one pattern: a fast kernel decodes the rows it can
+prove it handles exactly as ``decode`` would, and the remaining non-null rows
+(normally none) go through ``decode`` one by one.  That keeps the two paths
+equal by construction and finds the offending rows of a bad batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from serde.codecs._arrow import as_binary, valid_mask
+from serde.types import DataType
+
+__all__ = ["Codec", "decode_rows", "merge_fallback"]
+
+
+class Codec:
+    """Encodes and decodes the values of one :class:`~serde.types.DataType`.
+
+    ``fixed_width`` is the byte length of every encoded value when it is
+    constant (used to split fixed-length composite row keys), else None.
+    """
+
+    fixed_width: int | None = None
+
+    def __init__(self, data_type: DataType):
+        self.data_type = data_type
+        self.arrow_type = data_type.arrow()
+
+    def decode(self, raw: bytes) -> Any:
+        """Decode one stored value; raise on bad bytes."""
+        raise NotImplementedError
+
+    def encode(self, value: Any) -> bytes:
+        """Encode one non-null value; raise ``ValueError``/``TypeError`` on a bad one."""
+        raise NotImplementedError
+
+    def decode_array(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
+        """Decode a binary column; the default loops over :meth:`decode`."""
+        return decode_rows(self, as_binary(arr))
+
+    def encode_array(self, arr: pa.Array) -> pa.Array:
+        """Encode a typed column into a binary column; the default loops over :meth:`encode`."""
+        encode = self.encode
+        return pa.array([None if v is None else encode(v) for v in arr.to_pylist()], type=pa.binary())
+
+    def explain(self, raw: bytes) -> str:
+        """Why ``raw`` does not decode (the scalar decoder's error message)."""
+        try:
+            self.decode(raw)
+        except Exception as exc:  # the message is the point; any decoder error counts
+            return f"{type(exc).__name__}: {exc}"
+        return "the batch decoder rejected the value"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.data_type})"
+
+
+def decode_rows(codec: Codec, arr: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
+    """Decode a binary array with ``codec.decode`` one row at a time.
+
+    Used by codecs that have no batch kernel (Avro, JSON) and for the rare
+    rows a kernel cannot prove it handles.
+    """
+    decode = codec.decode
+    out = []
+    append = out.append
+    bad_rows = []
+    for i, raw in enumerate(arr.to_pylist()):
+        if raw is None:
+            append(None)
+            continue
+        try:
+            append(decode(raw))
+        except Exception:  # any decoder failure is a bad value, reported by the caller
+            append(None)
+            bad_rows.append(i)
+    values = pa.array(out, type=codec.arrow_type)
+    if not bad_rows:
+        return values, None
+    bad = np.zeros(len(arr), dtype=bool)
+    bad[bad_rows] = True
+    return values, bad
+
+
+def merge_fallback(
+    codec: Codec, arr: pa.Array, values: pa.Array, handled: np.ndarray
+) -> tuple[pa.Array, np.ndarray | None]:
+    """Finish a kernel's result: decode the non-null rows it did not handle with ``codec.decode``.
+
+    ``values`` is the kernel's output (anything at unhandled rows), ``handled``
+    marks the rows it decoded (null input rows count as handled).
+    """
+    todo = valid_mask(arr) & ~handled
+    if not todo.any():
+        return values, None
+    rows = np.flatnonzero(todo)
+    sub, bad_sub = decode_rows(codec, arr.take(pa.array(rows)))
+    values = pc.replace_with_mask(values, pa.array(todo), sub)
+    if bad_sub is None:
+        return values, None
+    bad = np.zeros(len(arr), dtype=bool)
+    bad[rows[bad_sub]] = True
+    return values, bad

@@ -1,0 +1,188 @@
+"""A JSON catalog in the hbase-spark connector's shape.
+
+::
+
+    {"table": {"namespace": "default", "name": "t"},
+     "rowkey": "k1:k2",
+     "columns": {
+       "col0": {"cf": "rowkey", "col": "k1", "type": "string", "length": 4},
+       "col1": {"cf": "rowkey", "col": "k2", "type": "int"},
+       "col2": {"cf": "cf1", "col": "c1", "type": "int"},
+       "col3": {"cf": "cf1", "col": "", "type": "map<string,string>"},
+       "col4": {"col": ":timestamp", "type": "bigint"}}}
+
+Columns appear in the output in catalog order.  ``cf: "rowkey"`` columns
+are the parts of the row key, in the order ``rowkey`` names them (split on
+``:``).  A single part is the plain row key; several parts make a composite
+key: fixed-length by default (every part but the last needs a byte length,
+from ``length`` or from a fixed-width binary type; the last may be
+variable), or delimited when the top-level ``rowkey_delimiter`` is given.
+
+Per-column extras beyond hbase-spark: ``storage`` (``binary``/``string``),
+``encoding`` (``ordered``), ``avro`` (an Avro schema, as a JSON string or
+object), ``col: ""`` for a whole family, ``col: ":timestamp"``.  Values default to
+the binary encoding, as in hbase-spark.  Errors name the offending token and
+its JSON path.
+"""
+
+from __future__ import annotations
+
+import json
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from serde.errors import MappingError
+from serde.mapping.model import ColumnKind, ColumnMapping, ColumnSpec, RowKeySpec
+from serde.types import parse_type
+
+__all__ = ["parse_catalog"]
+
+_TOP_KEYS = {"table", "rowkey", "columns", "rowkey_delimiter"}
+_TABLE_KEYS = {"namespace", "name", "tableCoder", "version"}
+_COLUMN_KEYS = {"cf", "col", "type", "length", "storage", "encoding", "avro"}
+
+
+def _load(catalog: str | Mapping[str, Any]) -> Mapping[str, Any]:
+    if isinstance(catalog, Mapping):
+        return catalog
+    if not isinstance(catalog, str):
+        raise MappingError("a catalog must be a JSON string or a dict", type(catalog).__name__)
+    try:
+        doc = json.loads(catalog)
+    except json.JSONDecodeError as exc:
+        raise MappingError(f"invalid JSON catalog ({exc.msg})", catalog[exc.pos : exc.pos + 20] or "<end>", exc.pos) from None
+    if not isinstance(doc, dict):
+        raise MappingError("a catalog must be a JSON object", catalog[:20], 0)
+    return doc
+
+
+def _check_keys(obj: Any, allowed: set[str], path: str) -> None:
+    if not isinstance(obj, Mapping):
+        raise MappingError("expected a JSON object", obj, path)
+    for key in obj:
+        if key not in allowed:
+            raise MappingError(f"unknown catalog key (expected one of {sorted(allowed)})", key, f"{path}.{key}" if path else key)
+
+
+def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[ColumnSpec, str | None]:
+    """Build one column; returns it and, for a key part, its rowkey part name."""
+    path = f"columns.{name}"
+    _check_keys(spec, _COLUMN_KEYS, path)
+    type_text = spec.get("type", "string")
+    if not isinstance(type_text, str):
+        raise MappingError("a column type must be a string", type_text, f"{path}.type")
+    try:
+        data_type = parse_type(type_text)
+    except MappingError as exc:
+        raise MappingError(f"bad type in {path}.type", exc.token, f"{path}.type:{exc.position}") from None
+    cf = spec.get("cf", "")
+    col = spec.get("col")
+    if not isinstance(cf, str):
+        raise MappingError("cf must be a string", cf, f"{path}.cf")
+    if col is None or not isinstance(col, str):
+        raise MappingError("col must be a string", col, f"{path}.col")
+    storage = spec.get("storage")
+    encoding = spec.get("encoding")
+    if encoding == "binary":  # accepted as "no special encoding"
+        encoding = None
+    length = spec.get("length")
+    if isinstance(length, str) and length.isdigit():
+        length = int(length)
+    options: dict[str, Any] = {}
+    if "avro" in spec:
+        options["avro.schema"] = spec["avro"]
+    part = None
+    if cf == "rowkey":
+        if col not in keys:
+            raise MappingError("rowkey column not named in the rowkey spec", col, f"{path}.col")
+        part = col
+        kind = ColumnKind.KEY_PART
+        family = qualifier = None
+    elif col == ":timestamp":
+        kind, family, qualifier = ColumnKind.TIMESTAMP, None, None
+    elif col in ("", "*"):
+        if not cf:
+            raise MappingError("a whole-family column needs cf", name, f"{path}.cf")
+        kind, family, qualifier = ColumnKind.FAMILY, cf, None
+    else:
+        if not cf:
+            raise MappingError("missing column family", name, f"{path}.cf")
+        kind, family, qualifier = ColumnKind.CELL, cf, col
+    try:
+        column = ColumnSpec(
+            name=name,
+            type=data_type,
+            kind=kind,
+            family=family,
+            qualifier=qualifier,
+            storage=storage,
+            key_storage=storage if kind == ColumnKind.FAMILY else None,
+            encoding=encoding,
+            length=length,
+            options=MappingProxyType(options),
+        )
+    except MappingError as exc:
+        raise MappingError(str(exc), exc.token, path) from None
+    return column, part
+
+
+def parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
+    """Parse a JSON catalog (string or already-loaded dict) into a :class:`ColumnMapping`."""
+    doc = _load(catalog)
+    _check_keys(doc, _TOP_KEYS, "")
+    table = doc.get("table", {})
+    _check_keys(table, _TABLE_KEYS, "table")
+    coder = table.get("tableCoder", "PrimitiveType")
+    if coder != "PrimitiveType":
+        raise MappingError("unsupported tableCoder (only PrimitiveType)", coder, "table.tableCoder")
+    rowkey = doc.get("rowkey")
+    if not isinstance(rowkey, str) or not rowkey:
+        raise MappingError("the catalog needs a rowkey naming its key columns", rowkey, "rowkey")
+    keys = rowkey.split(":")
+    for k in keys:
+        if not k:
+            raise MappingError("empty part in rowkey", rowkey, "rowkey")
+    if len(set(keys)) != len(keys):
+        raise MappingError("a rowkey part is named twice", rowkey, "rowkey")
+    columns = doc.get("columns")
+    if not isinstance(columns, Mapping) or not columns:
+        raise MappingError("the catalog needs a non-empty columns object", columns, "columns")
+    delimiter = doc.get("rowkey_delimiter")
+    if delimiter is not None:
+        if not isinstance(delimiter, str) or not delimiter:
+            raise MappingError("rowkey_delimiter must be a non-empty string", delimiter, "rowkey_delimiter")
+        delimiter = delimiter.encode("utf-8")
+
+    cols: list[ColumnSpec] = []
+    part_columns: dict[str, str] = {}
+    for name, spec in columns.items():
+        column, part = _column(name, spec, keys)
+        if part is not None:
+            if part in part_columns:
+                raise MappingError("two columns map the same rowkey part", part, f"columns.{name}.col")
+            part_columns[part] = name
+        cols.append(column)
+    missing = [k for k in keys if k not in part_columns]
+    if missing:
+        raise MappingError("rowkey part has no column", missing[0], "rowkey")
+
+    spec_rowkey = None
+    if len(keys) == 1:
+        # One part: it is the plain row key.
+        only = part_columns[keys[0]]
+        cols = [
+            ColumnSpec(c.name, c.type, ColumnKind.KEY, storage=c.storage, encoding=c.encoding, options=c.options)
+            if c.name == only
+            else c
+            for c in cols
+        ]
+    else:
+        spec_rowkey = RowKeySpec(tuple(part_columns[k] for k in keys), delimiter)
+    return ColumnMapping(
+        tuple(cols),
+        rowkey=spec_rowkey,
+        default_storage="binary",
+        namespace=table.get("namespace"),
+        table=table.get("name"),
+        source="catalog",
+    )

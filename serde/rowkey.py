@@ -1,0 +1,144 @@
+"""Composite row keys: split a key into its parts and join parts into a key.
+
+Fixed-length layout (no delimiter)::
+
+    | part 1 (w1 bytes) | part 2 (w2 bytes) | ... | last part (wN bytes, or the rest) |
+
+Every part but the last has a width (its ``length``, or the fixed width of a
+binary-encoded type such as int = 4); the last part is either fixed or takes
+the rest of the key.  With ordered encodings the key sorts by its parts.
+
+Delimited layout: ``part1 <d> part2 <d> ... <d> last``; the key splits on the
+first N-1 delimiters, so only the last part may contain the delimiter.
+
+The batch path slices whole key columns with ``pc.binary_slice`` or
+``pc.split_pattern``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from serde.codecs._arrow import as_binary, valid_mask
+from serde.errors import MappingError
+
+__all__ = ["CompositeKey"]
+
+_END = 2**31 - 1
+
+
+class CompositeKey:
+    """Splits and joins the row key of a mapping with key-part columns.
+
+    ``widths[i]`` is the byte width of part i (None = variable, only allowed
+    for the last part of a fixed-length key); ``delimiter`` selects the
+    delimited layout.
+    """
+
+    def __init__(self, names: Sequence[str], widths: Sequence[int | None], delimiter: bytes | None = None):
+        self.names = list(names)
+        self.widths = list(widths)
+        self.delimiter = delimiter
+        self.count = len(self.names)
+        if delimiter is None:
+            for name, width in zip(self.names[:-1], self.widths[:-1]):
+                if width is None:
+                    raise MappingError(
+                        "a fixed-length composite key part needs a length (only the last part may be variable)",
+                        name,
+                    )
+            self.prefix = sum(self.widths[:-1])
+            self.total = None if self.widths[-1] is None else self.prefix + self.widths[-1]
+
+    def describe(self) -> str:
+        """A short description of the layout, for error messages."""
+        if self.delimiter is not None:
+            return f"{self.count} parts separated by {self.delimiter!r}"
+        widths = ", ".join("rest" if w is None else str(w) for w in self.widths)
+        return f"fixed widths ({widths})"
+
+    # -- row-wise --------------------------------------------------------
+    def split(self, key: bytes) -> list[bytes]:
+        """The parts of ``key``; raises ``ValueError`` when it does not fit the layout."""
+        if self.delimiter is not None:
+            parts = key.split(self.delimiter, self.count - 1)
+            if len(parts) != self.count:
+                raise ValueError(f"row key has {len(parts)} parts, expected {self.describe()}")
+            return parts
+        size = len(key)
+        if (self.total is not None and size != self.total) or size < self.prefix:
+            raise ValueError(f"row key is {size} bytes, expected {self.describe()}")
+        parts = []
+        start = 0
+        for width in self.widths:
+            end = size if width is None else start + width
+            parts.append(key[start:end])
+            start = end
+        return parts
+
+    def join(self, parts: Sequence[bytes]) -> bytes:
+        """The key made of ``parts``; raises ``ValueError`` when a part does not fit."""
+        if self.delimiter is not None:
+            for name, part in zip(self.names[:-1], parts[:-1]):
+                if self.delimiter in part:
+                    raise ValueError(f"key part {name!r} = {part!r} contains the delimiter {self.delimiter!r}")
+            return self.delimiter.join(parts)
+        for name, part, width in zip(self.names, parts, self.widths):
+            if width is not None and len(part) != width:
+                raise ValueError(f"key part {name!r} = {part!r} is {len(part)} bytes, expected {width}")
+        return b"".join(parts)
+
+    # -- batch -----------------------------------------------------------
+    def split_array(self, keys: pa.Array) -> tuple[list[pa.Array], np.ndarray]:
+        """Split a key column; returns the part columns and the mask of keys that do not fit."""
+        keys = as_binary(keys)
+        n = len(keys)
+        valid = valid_mask(keys)
+        if self.delimiter is not None:
+            lists = pc.split_pattern(keys, self.delimiter, max_splits=self.count - 1)
+            fits = pc.equal(pc.list_value_length(lists), self.count).fill_null(False)
+            lists = pc.if_else(fits, lists, pa.nulls(n, lists.type))
+            parts = [pc.list_element(lists, i) for i in range(self.count)]
+            return parts, valid & ~fits.to_numpy(zero_copy_only=False)
+        sizes = pc.binary_length(keys).fill_null(0).to_numpy(zero_copy_only=False)
+        fits = sizes >= self.prefix
+        if self.total is not None:
+            fits &= sizes == self.total
+        mask = pa.array(fits & valid)
+        kept = pc.if_else(mask, keys, pa.nulls(n, pa.binary()))
+        parts = []
+        start = 0
+        for width in self.widths:
+            stop = None if width is None else start + width
+            # An explicit stop: binary_slice with stop=None mis-sizes its output
+            # when null slots are non-empty (pyarrow 26).
+            parts.append(pc.binary_slice(kept, start, _END if stop is None else stop))
+            if stop is not None:
+                start = stop
+        return parts, valid & ~fits
+
+    def join_arrays(self, parts: Sequence[pa.Array]) -> tuple[pa.Array, np.ndarray]:
+        """Join part columns into a key column; returns it and the mask of rows whose parts do not fit."""
+        parts = [as_binary(p) for p in parts]
+        n = len(parts[0]) if parts else 0
+        bad = np.zeros(n, dtype=bool)
+        if self.delimiter is not None:
+            for part in parts[:-1]:
+                bad |= _contains(part, self.delimiter)
+            joined = pc.binary_join_element_wise(*parts, self.delimiter)
+        else:
+            for part, width in zip(parts, self.widths):
+                if width is not None:
+                    size = pc.binary_length(part).fill_null(width).to_numpy(zero_copy_only=False)
+                    bad |= size != width
+            joined = pc.binary_join_element_wise(*parts, b"")
+        return joined, bad
+
+
+def _contains(part: pa.Array, needle: bytes) -> np.ndarray:
+    """Rows of a binary column that contain ``needle`` (find_substring works on bytes)."""
+    return pc.greater_equal(pc.find_substring(part, needle), 0).fill_null(False).to_numpy(zero_copy_only=False)

@@ -1,0 +1,365 @@
+"""The logical column types of the SerDe layer and their type-string parser.
+
+A :class:`DataType` is what a mapping declares for a column (``int``,
+``decimal(10,2)``, ``map<string,int>`` ...).  It knows its Arrow type, its
+Spark DDL spelling and its Hive spelling.  Type strings are read
+case-insensitively with the aliases Hive, Spark and the hbase-spark catalog
+use (``long`` = ``bigint``, ``short`` = ``smallint``, ``byte`` = ``tinyint``,
+``integer`` = ``int``, ``varchar(n)`` = ``string`` ...).
+
+Timestamps are naive (UTC wall clock) microseconds: Arrow ``timestamp[us]``,
+Spark ``TIMESTAMP_NTZ``.  Dates are Arrow ``date32``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+
+from serde.errors import MappingError
+
+__all__ = [
+    "DataType",
+    "PRIMITIVE_NAMES",
+    "INTEGER_RANGES",
+    "DEFAULT_DECIMAL",
+    "parse_type",
+    "parse_type_at",
+    "decimal",
+    "walk",
+    "STRING",
+    "BINARY",
+    "BOOLEAN",
+    "TINYINT",
+    "SMALLINT",
+    "INT",
+    "BIGINT",
+    "FLOAT",
+    "DOUBLE",
+    "DATE",
+    "TIMESTAMP",
+]
+
+PRIMITIVE_NAMES = (
+    "string",
+    "binary",
+    "boolean",
+    "tinyint",
+    "smallint",
+    "int",
+    "bigint",
+    "float",
+    "double",
+    "decimal",
+    "date",
+    "timestamp",
+)
+
+INTEGER_RANGES = {
+    "tinyint": (-(1 << 7), (1 << 7) - 1),
+    "smallint": (-(1 << 15), (1 << 15) - 1),
+    "int": (-(1 << 31), (1 << 31) - 1),
+    "bigint": (-(1 << 63), (1 << 63) - 1),
+}
+"""Inclusive value range of each integer type."""
+
+DEFAULT_DECIMAL = (10, 0)
+"""Precision and scale of a bare ``decimal``, as Hive and Spark default it."""
+
+_ALIASES = {
+    "string": "string",
+    "varchar": "string",
+    "char": "string",
+    "text": "string",
+    "binary": "binary",
+    "bytes": "binary",
+    "boolean": "boolean",
+    "bool": "boolean",
+    "tinyint": "tinyint",
+    "byte": "tinyint",
+    "smallint": "smallint",
+    "short": "smallint",
+    "int": "int",
+    "integer": "int",
+    "bigint": "bigint",
+    "long": "bigint",
+    "float": "float",
+    "real": "float",
+    "double": "double",
+    "decimal": "decimal",
+    "numeric": "decimal",
+    "dec": "decimal",
+    "date": "date",
+    "timestamp": "timestamp",
+    "timestamp_ntz": "timestamp",
+    "array": "array",
+    "map": "map",
+    "struct": "struct",
+}
+
+_ARROW = {
+    "string": pa.string(),
+    "binary": pa.binary(),
+    "boolean": pa.bool_(),
+    "tinyint": pa.int8(),
+    "smallint": pa.int16(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us"),
+}
+
+_DDL = {
+    "string": "STRING",
+    "binary": "BINARY",
+    "boolean": "BOOLEAN",
+    "tinyint": "TINYINT",
+    "smallint": "SMALLINT",
+    "int": "INT",
+    "bigint": "BIGINT",
+    "float": "FLOAT",
+    "double": "DOUBLE",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP_NTZ",
+}
+
+
+@dataclass(frozen=True)
+class DataType:
+    """A column type.
+
+    ``name`` is one of :data:`PRIMITIVE_NAMES` or ``array`` / ``map`` /
+    ``struct``; ``precision``/``scale`` are set for decimals, ``element`` for
+    arrays, ``key``/``value`` for maps and ``fields`` for structs.
+    """
+
+    name: str
+    precision: int | None = None
+    scale: int | None = None
+    element: "DataType | None" = None
+    key: "DataType | None" = None
+    value: "DataType | None" = None
+    fields: tuple[tuple[str, "DataType"], ...] = ()
+
+    @property
+    def is_primitive(self) -> bool:
+        """True for every type that is not an array, map or struct."""
+        return self.name in PRIMITIVE_NAMES
+
+    @property
+    def is_integer(self) -> bool:
+        """True for tinyint, smallint, int and bigint."""
+        return self.name in INTEGER_RANGES
+
+    def arrow(self) -> pa.DataType:
+        """The Arrow type of values of this type."""
+        if self.name in _ARROW:
+            return _ARROW[self.name]
+        if self.name == "decimal":
+            return pa.decimal128(self.precision, self.scale)
+        if self.name == "array":
+            return pa.list_(self.element.arrow())
+        if self.name == "map":
+            return pa.map_(self.key.arrow(), self.value.arrow())
+        return pa.struct([pa.field(n, t.arrow()) for n, t in self.fields])
+
+    def ddl(self) -> str:
+        """The Spark DDL spelling (``DECIMAL(10,2)``, ``MAP<STRING, INT>``)."""
+        if self.name in _DDL:
+            return _DDL[self.name]
+        if self.name == "decimal":
+            return f"DECIMAL({self.precision},{self.scale})"
+        if self.name == "array":
+            return f"ARRAY<{self.element.ddl()}>"
+        if self.name == "map":
+            return f"MAP<{self.key.ddl()}, {self.value.ddl()}>"
+        inner = ", ".join(f"`{n}`: {t.ddl()}" for n, t in self.fields)
+        return f"STRUCT<{inner}>"
+
+    def __str__(self) -> str:
+        """The Hive spelling (``decimal(10,2)``, ``map<string,int>``)."""
+        if self.name == "decimal":
+            return f"decimal({self.precision},{self.scale})"
+        if self.name == "array":
+            return f"array<{self.element}>"
+        if self.name == "map":
+            return f"map<{self.key},{self.value}>"
+        if self.name == "struct":
+            return "struct<" + ",".join(f"{n}:{t}" for n, t in self.fields) + ">"
+        return self.name
+
+
+STRING = DataType("string")
+BINARY = DataType("binary")
+BOOLEAN = DataType("boolean")
+TINYINT = DataType("tinyint")
+SMALLINT = DataType("smallint")
+INT = DataType("int")
+BIGINT = DataType("bigint")
+FLOAT = DataType("float")
+DOUBLE = DataType("double")
+DATE = DataType("date")
+TIMESTAMP = DataType("timestamp")
+
+
+def decimal(precision: int, scale: int) -> DataType:
+    """A decimal type; checks 1 <= precision <= 38 and 0 <= scale <= precision."""
+    if not 1 <= precision <= 38 or not 0 <= scale <= precision:
+        raise MappingError("decimal precision must be 1..38 and scale 0..precision", f"decimal({precision},{scale})")
+    return DataType("decimal", precision=precision, scale=scale)
+
+
+class _TypeReader:
+    """Recursive-descent reader of one type string; positions are absolute."""
+
+    def __init__(self, text: str, base: int):
+        self.text = text
+        self.base = base
+        self.pos = 0
+
+    def fail(self, message: str, start: int | None = None) -> MappingError:
+        start = self.pos if start is None else start
+        end = start
+        while end < len(self.text) and (self.text[end].isalnum() or self.text[end] == "_"):
+            end += 1
+        token = self.text[start:end] or self.text[start : start + 1] or "<end>"
+        return MappingError(message, token, self.base + start)
+
+    def skip_ws(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def word(self) -> str:
+        self.skip_ws()
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] == "_"):
+            self.pos += 1
+        return self.text[start : self.pos]
+
+    def expect(self, char: str) -> None:
+        self.skip_ws()
+        if not self.text.startswith(char, self.pos):
+            raise self.fail(f"expected {char!r} in type")
+        self.pos += 1
+
+    def peek(self, char: str) -> bool:
+        self.skip_ws()
+        return self.text.startswith(char, self.pos)
+
+    def integer(self) -> int:
+        self.skip_ws()
+        start = self.pos
+        while self.pos < len(self.text) and self.text[self.pos].isdigit():
+            self.pos += 1
+        if start == self.pos:
+            raise self.fail("expected a number in type")
+        return int(self.text[start : self.pos])
+
+    def read(self) -> DataType:
+        self.skip_ws()
+        start = self.pos
+        raw = self.word()
+        name = _ALIASES.get(raw.lower())
+        if name is None:
+            raise self.fail("unknown type", start)
+        if name == "string":
+            if self.peek("("):  # varchar(n) / char(n): length is not enforced
+                self.expect("(")
+                self.integer()
+                self.expect(")")
+            return STRING
+        if name == "decimal":
+            precision, scale = DEFAULT_DECIMAL
+            if self.peek("("):
+                self.expect("(")
+                precision = self.integer()
+                scale = 0
+                if self.peek(","):
+                    self.expect(",")
+                    scale = self.integer()
+                self.expect(")")
+            try:
+                return decimal(precision, scale)
+            except MappingError:
+                raise MappingError(
+                    "decimal precision must be 1..38 and scale 0..precision",
+                    self.text[start : self.pos],
+                    self.base + start,
+                ) from None
+        if name == "array":
+            self.expect("<")
+            element = self.read()
+            self.expect(">")
+            return DataType("array", element=element)
+        if name == "map":
+            self.expect("<")
+            key_start = self.pos
+            key = self.read()
+            if not key.is_primitive:
+                raise MappingError("map keys must be a primitive type", str(key), self.base + key_start)
+            self.expect(",")
+            value = self.read()
+            self.expect(">")
+            return DataType("map", key=key, value=value)
+        if name == "struct":
+            self.expect("<")
+            fields = []
+            while True:
+                field_start = self.pos
+                field_name = self.word()
+                if not field_name:
+                    raise self.fail("expected a struct field name")
+                if any(field_name == n for n, _ in fields):
+                    raise MappingError("duplicate struct field", field_name, self.base + field_start)
+                self.skip_ws()
+                if self.peek(":"):
+                    self.expect(":")
+                fields.append((field_name, self.read()))
+                if self.peek(","):
+                    self.expect(",")
+                    continue
+                self.expect(">")
+                return DataType("struct", fields=tuple(fields))
+        return DataType(name)
+
+
+def parse_type_at(text: str, pos: int = 0, base: int = 0) -> tuple[DataType, int]:
+    """Read one type starting at ``text[pos]``; return it and the end offset.
+
+    ``base`` is added to positions in error messages, so a caller that cut
+    ``text`` out of a longer string reports positions in the longer one.
+    """
+    reader = _TypeReader(text, base)
+    reader.pos = pos
+    result = reader.read()
+    return result, reader.pos
+
+
+def parse_type(text: str, base: int = 0) -> DataType:
+    """Parse a whole type string such as ``"map<string,decimal(10,2)>"``.
+
+    Raises :class:`~serde.errors.MappingError` naming the offending token and
+    its position.
+    """
+    if not isinstance(text, str):
+        raise MappingError("a type must be a string", text)
+    result, end = parse_type_at(text, 0, base)
+    rest = text[end:]
+    if rest.strip():
+        offset = end + (len(rest) - len(rest.lstrip()))
+        raise MappingError("unexpected text after type", text[offset:].split()[0], base + offset)
+    return result
+
+
+def walk(data_type: DataType) -> Iterator[DataType]:
+    """Yield a type and every type nested in it."""
+    yield data_type
+    for child in (data_type.element, data_type.key, data_type.value):
+        if child is not None:
+            yield from walk(child)
+    for _, child in data_type.fields:
+        yield from walk(child)

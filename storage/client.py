@@ -1,0 +1,587 @@
+"""The region server's client: the embedded Connection / Table API over Arrow Flight.
+
+``storage.connect("grpc://host:port", token=...)`` returns a
+:class:`RemoteConnection`; its tables (:class:`RemoteTable`) take the same
+calls as the embedded ones, and errors raised by the server arrive as the
+same exception classes (:mod:`storage.server.remote_errors`).
+
+Scans choose their API with ``mode``:
+
+* ``"stream"`` (default): one do_get call; the server streams Arrow batches
+  and gRPC flow control keeps the pipe full without round trips.
+* ``"rpc"``: HBase's scanner protocol: open, then ``next(caching)`` calls
+  of up to ``caching`` rows each, each one a round trip, then close.  Calls
+  carry sequence numbers, so a retried call after a lost answer gets the
+  same rows again instead of skipping them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from .errors import InvalidArgument, TableNotFound
+from .manifest import RegionInfo
+from .schema import validate_table_name
+from .server.auth import AUTH_HEADER, bearer
+from .server.remote_errors import from_flight_error
+from .server.wire import Message, decode_message, encode_message, ipc_to_batches
+from .table import cells_to_dicts
+
+__all__ = ["connect_remote", "RemoteConnection", "RemoteTable", "RemoteBatch", "RemoteScanner", "SCAN_MODES"]
+
+SCAN_MODES = ("stream", "rpc")
+_RETRYABLE = (flight.FlightUnavailableError, flight.FlightTimedOutError)
+
+
+def _filter_string(flt: Any) -> str | None:
+    """Filters travel in the filter language: strings as they are, Filter objects by their repr."""
+    if flt is None or isinstance(flt, str):
+        return flt
+    if isinstance(flt, bytes):
+        return flt.decode("utf-8")
+    from .filters.base import Filter
+
+    if isinstance(flt, Filter):
+        return repr(flt)  # Filter's repr is its filter-language form
+    raise InvalidArgument(f"filter must be a filter string or a storage.filters Filter, got {type(flt).__name__}")
+
+
+class _Channel:
+    """One Flight client plus the call options (token, timeout); maps errors back to engine classes."""
+
+    def __init__(self, location: str, token: str | None, timeout: float | None):
+        headers = [(AUTH_HEADER.encode(), bearer(token))] if token else []
+        self.location = location
+        self.options = flight.FlightCallOptions(headers=headers, timeout=timeout)
+        try:
+            self.client = flight.FlightClient(location)
+        except (flight.FlightError, pa.ArrowException) as exc:
+            raise InvalidArgument(f"cannot connect to {location}: {exc}") from None
+        self.rpc_calls = 0
+
+    def call(self, action: str, header: dict, retries: int = 0) -> Message:
+        """One request/response action; server errors are re-raised as their engine class.
+
+        A transport failure (server unreachable, deadline passed) is retried
+        ``retries`` times with the same body; only idempotent calls retry.
+        """
+        body = encode_message(header)
+        for attempt in range(retries + 1):
+            self.rpc_calls += 1
+            try:
+                results = list(self.client.do_action(flight.Action(action, body), self.options))
+                break
+            except _RETRYABLE as exc:
+                if attempt == retries:
+                    raise from_flight_error(exc) from None
+            except flight.FlightError as exc:
+                raise from_flight_error(exc) from None
+        if len(results) != 1:
+            raise InvalidArgument(f"{action} answered with {len(results)} results, expected 1")
+        return decode_message(results[0].body, f"{action} answer")
+
+    def stream(self, header: dict) -> flight.FlightStreamReader:
+        try:
+            return self.client.do_get(flight.Ticket(encode_message(header)), self.options)
+        except flight.FlightError as exc:
+            raise from_flight_error(exc) from None
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def connect_remote(root: str, token: str | None = None, timeout: float | None = None, **options: Any) -> "RemoteConnection":
+    """Connect to the region server at ``root`` (``grpc://host:port``).
+
+    ``token`` is sent with every call when the server requires one;
+    ``timeout`` (seconds) bounds each call.  The embedded-only options
+    (``read_only``, ``block_cache_size``, ``wal_sync``) belong to the server.
+    """
+    if options:
+        raise InvalidArgument(
+            f"unknown options for a remote connection: {sorted(options)}; a remote connection takes token and timeout"
+        )
+    return RemoteConnection(root, token=token, timeout=timeout)
+
+
+class RemoteConnection:
+    """A connection to a region server; same calls as :class:`storage.connection.Connection`."""
+
+    def __init__(self, location: str, *, token: str | None = None, timeout: float | None = None):
+        if not isinstance(location, str) or "://" not in location:
+            raise InvalidArgument(f"location must be a URI like grpc://host:port, got {location!r}")
+        if token is not None and (not isinstance(token, str) or not token):
+            raise InvalidArgument("token must be a non-empty string")
+        self.root = location
+        self._channel = _Channel(location, token, timeout)
+        self._info: dict | None = None
+        self.closed = False
+
+    def _call(self, action: str, header: dict | None = None) -> Message:
+        if self.closed:
+            raise InvalidArgument("connection is closed")
+        return self._channel.call(action, header or {})
+
+    # -- admin -----------------------------------------------------------
+    def server_info(self) -> dict:
+        """The server's protocol version and limits (cached after the first call)."""
+        if self._info is None:
+            self._info = self._call("server_info").header
+        return self._info
+
+    def tables(self) -> list[bytes]:
+        """Names of the tables the server hosts (bytes, as happybase returns them)."""
+        return list(self._call("list_tables").header["tables"])
+
+    def is_table_available(self, name: str | bytes) -> bool:
+        return bool(self._call("is_table_available", {"name": validate_table_name(name)}).header["available"])
+
+    def create_table(self, name: str | bytes, families: dict, split_keys: Sequence[bytes] | None = None,
+                     num_regions: int | None = None, settings: dict | None = None) -> "RemoteTable":
+        """Create a pre-split table on the server (arguments as the embedded ``create_table``)."""
+        name = validate_table_name(name)
+        self._call("create_table", {
+            "name": name, "families": families,
+            "split_keys": list(split_keys) if split_keys is not None else None,
+            "num_regions": num_regions, "settings": settings,
+        })
+        return RemoteTable(self, name)
+
+    def delete_table(self, name: str | bytes, disable: bool = False) -> None:
+        self._call("delete_table", {"name": validate_table_name(name), "disable": disable})
+
+    def table(self, name: str | bytes) -> "RemoteTable":
+        """The named table; raises TableNotFound if the server has no such table."""
+        name = validate_table_name(name)
+        if not self.is_table_available(name):
+            raise TableNotFound(f"table {name} does not exist on {self.root}")
+        return RemoteTable(self, name)
+
+    def list_scanners(self) -> dict:
+        """Admin: the server's open RPC scanners and streams (``{"scanners": [...], "streams": [...]}``)."""
+        return self._call("list_scanners").header
+
+    def read_counters(self, table: str, reset: bool = False) -> dict:
+        """Admin: the table's store file read counters summed over its files, with file and block counts."""
+        return self._call("read_counters", {"table": validate_table_name(table), "reset": reset}).header
+
+    @property
+    def rpc_calls(self) -> int:
+        """Calls made on this connection so far (every action and stream counts one)."""
+        return self._channel.rpc_calls
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._channel.close()
+
+    def __enter__(self) -> "RemoteConnection":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<RemoteConnection {self.root}>"
+
+
+class RemoteScanner:
+    """A server-side scanner of the RPC scan API: ``next()`` calls, then ``close()``.
+
+    Each :meth:`next` sends the next sequence number; ``next(seq=s)`` sends
+    ``s`` instead (a retry of the last call sends the same number again and
+    gets the same rows).  The server closes a scanner idle past its lease;
+    a later call raises :class:`~storage.server.remote_errors.LeaseExpired`.
+    """
+
+    def __init__(self, table: "RemoteTable", spec: dict, caching: int, max_bytes: int | None):
+        self.table = table
+        self.caching = caching
+        self.max_bytes = max_bytes
+        answer = table.connection._call("scan_open", {"table": table.name, "scan": spec}).header
+        self.scanner_id: str = answer["scanner_id"]
+        self.lease_ms: int = answer["lease_ms"]
+        self.seq = 0
+        self.more = True
+        self.closed = False
+        self.bytes_received = 0
+
+    def next(self, rows: int | None = None, *, seq: int | None = None, retries: int = 1) -> list[pa.RecordBatch]:
+        """Up to ``rows`` rows (default: ``caching``) as record batches of whole rows.
+
+        A call that fails in transport (server unreachable, deadline) is
+        retried ``retries`` times with the same sequence number.
+        """
+        send = self.seq if seq is None else seq
+        header = {"scanner_id": self.scanner_id, "seq": send, "rows": rows or self.caching,
+                  "max_bytes": self.max_bytes}
+        # Same seq on a retry: the server answers it again from its cache.
+        answer = self.table.connection._channel.call("scan_next", header, retries=retries)
+        self.seq = max(self.seq, send + 1)
+        self.more = bool(answer.header["more"])
+        self.bytes_received += len(answer.payload)
+        return ipc_to_batches(answer.payload)
+
+    def renew(self) -> None:
+        """Renew the lease without reading (HBase's renewLease)."""
+        self.table.connection._call("scan_renew", {"scanner_id": self.scanner_id})
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        try:
+            while self.more:
+                yield from self.next()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the scanner on the server (harmless if the server already dropped it)."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.table.connection._call("scan_close", {"scanner_id": self.scanner_id})
+        except Exception:  # noqa: BLE001 - the lease frees it anyway; never mask the caller's error
+            pass
+
+    def __enter__(self) -> "RemoteScanner":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+class RemoteTable:
+    """A table on a region server; same calls as :class:`storage.table.Table`, plus scan modes."""
+
+    def __init__(self, connection: RemoteConnection, name: str):
+        self.connection = connection
+        self.name = name
+
+    def _call(self, action: str, header: dict | None = None) -> dict:
+        h = {"table": self.name}
+        h.update(header or {})
+        return self.connection._call(action, h).header
+
+    # -- metadata -------------------------------------------------------
+    def regions(self) -> list[dict]:
+        """The table's regions in key order, as happybase's ``Table.regions()``."""
+        return self._call("table_regions")["regions"]
+
+    def region_infos(self) -> list[RegionInfo]:
+        return [RegionInfo(r["id"], r["start_key"], r["end_key"] or None) for r in self.regions()]
+
+    def families(self) -> dict[bytes, dict]:
+        return self._call("table_families")["families"]
+
+    # -- writes -----------------------------------------------------------
+    def _mutate(self, ops: list) -> None:
+        if not ops:
+            return
+        limit = max(1024, self.connection.server_info().get("max_request_bytes", 16 << 20) // 2)
+        chunk: list = []
+        size = 0
+        for op in ops:
+            cost = _op_size(op)
+            if chunk and size + cost > limit:
+                self._call("mutate", {"ops": chunk})
+                chunk, size = [], 0
+            chunk.append(op)
+            size += cost
+        self._call("mutate", {"ops": chunk})
+
+    def put(self, row: bytes, data: dict, timestamp: int | None = None, wal: bool = True) -> None:
+        """Store ``data`` (``{b"cf:q": value}``) in ``row`` at ``timestamp`` (server time by default)."""
+        self._mutate([["put", row, data, timestamp]])
+
+    def delete(self, row: bytes, columns: Iterable | None = None, timestamp: int | None = None, wal: bool = True) -> None:
+        self._mutate([["delete", row, list(columns) if columns is not None else None, timestamp]])
+
+    def delete_version(self, row: bytes, column: bytes, timestamp: int) -> None:
+        self._mutate([["delete_version", row, column, timestamp]])
+
+    def batch(self, timestamp: int | None = None, batch_size: int | None = None, transaction: bool = False,
+              wal: bool = True) -> "RemoteBatch":
+        """A batch of puts and deletes sent together (one request per ``batch_size`` mutations)."""
+        return RemoteBatch(self, timestamp, batch_size, transaction)
+
+    # -- counters -----------------------------------------------------------
+    def counter_get(self, row: bytes, column: bytes) -> int:
+        return self._call("counter_get", {"row": row, "column": column})["value"]
+
+    def counter_set(self, row: bytes, column: bytes, value: int = 0) -> None:
+        self._call("counter_set", {"row": row, "column": column, "value": value})
+
+    def counter_inc(self, row: bytes, column: bytes, value: int = 1) -> int:
+        """Add ``value`` atomically on the server and return the new value."""
+        return self._call("counter_inc", {"row": row, "column": column, "value": value})["value"]
+
+    def counter_dec(self, row: bytes, column: bytes, value: int = 1) -> int:
+        return self.counter_inc(row, column, -value)
+
+    # -- point reads ----------------------------------------------------------
+    def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None,
+            include_timestamp: bool = False) -> dict:
+        data = self._call("row", {"row": row, "columns": _columns(columns), "timestamp": timestamp,
+                                  "include_timestamp": include_timestamp})["data"]
+        return _pairs(data) if include_timestamp else data
+
+    def rows(self, rows: Sequence[bytes], columns: Sequence[bytes] | None = None, timestamp: int | None = None,
+             include_timestamp: bool = False) -> list[tuple[bytes, dict]]:
+        out = self._call("rows", {"rows": list(rows), "columns": _columns(columns), "timestamp": timestamp,
+                                  "include_timestamp": include_timestamp})["rows"]
+        return [(key, _pairs(data) if include_timestamp else data) for key, data in out]
+
+    def cells(self, row: bytes, column: bytes, versions: int | None = None, timestamp: int | None = None,
+              include_timestamp: bool = False) -> list:
+        out = self._call("cells", {"row": row, "column": column, "versions": versions, "timestamp": timestamp,
+                                   "include_timestamp": include_timestamp})["cells"]
+        return [tuple(c) for c in out] if include_timestamp else out
+
+    # -- scans ------------------------------------------------------------------
+    def open_scanner(self, row_start: bytes | None = None, row_stop: bytes | None = None,
+                     row_prefix: bytes | None = None, columns: Sequence[bytes] | None = None, filter: Any = None,
+                     timestamp: int | None = None, time_range: tuple[int, int] | None = None,
+                     max_versions: int = 1, limit: int | None = None, reverse: bool = False, output: str = "rows",
+                     include_timestamp: bool = False, batch_size: int = 65536, caching: int = 1000,
+                     max_bytes: int | None = None) -> RemoteScanner:
+        """Open a server-side scanner of the RPC scan API (scan options as :meth:`scan_batches`)."""
+        spec = _scan_spec(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
+                          limit, reverse, output, include_timestamp, batch_size)
+        _check_positive(caching, "caching")
+        return RemoteScanner(self, spec, caching, max_bytes)
+
+    def scan_batches(
+        self,
+        row_start: bytes | None = None,
+        row_stop: bytes | None = None,
+        row_prefix: bytes | None = None,
+        columns: Sequence[bytes] | None = None,
+        filter: Any = None,
+        timestamp: int | None = None,
+        time_range: tuple[int, int] | None = None,
+        max_versions: int = 1,
+        limit: int | None = None,
+        reverse: bool = False,
+        output: str = "rows",
+        include_timestamp: bool = False,
+        batch_size: int = 65536,
+        metrics: Any = None,
+        *,
+        mode: str = "stream",
+        caching: int = 1000,
+        max_bytes: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Scan as Arrow record batches, as the embedded ``scan_batches``.
+
+        ``mode="stream"`` streams batches in one call; ``mode="rpc"`` pulls
+        ``caching`` rows per next() call (at most ``max_bytes`` bytes each).
+        ``metrics`` (a ScanMetrics) gets ``rpc_calls``, ``bytes_in_results``
+        and ``time_ms`` as the client sees them.
+        """
+        if mode not in SCAN_MODES:
+            raise InvalidArgument(f"mode must be one of {SCAN_MODES}, got {mode!r}")
+        spec = _scan_spec(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
+                          limit, reverse, output, include_timestamp, batch_size)
+        _check_positive(caching, "caching")
+        if mode == "stream":
+            return self._stream(spec, metrics)
+        return self._rpc(spec, caching, max_bytes, metrics)
+
+    def _stream(self, spec: dict, metrics: Any) -> Iterator[pa.RecordBatch]:
+        started = time.perf_counter()
+        channel = self.connection._channel
+        reader = channel.stream({"table": self.name, "scan": spec})
+        channel.rpc_calls += 1
+        finished = False
+        try:
+            while True:
+                try:
+                    chunk = reader.read_chunk()
+                except StopIteration:
+                    finished = True
+                    return
+                except flight.FlightError as exc:
+                    finished = True
+                    raise from_flight_error(exc) from None
+                if metrics is not None:
+                    metrics.bytes_in_results += chunk.data.nbytes
+                yield chunk.data
+        finally:
+            if not finished:
+                reader.cancel()  # tell the server to stop producing
+            if metrics is not None:
+                metrics.rpc_calls += 1
+                metrics.time_ms += (time.perf_counter() - started) * 1000
+
+    def _rpc(self, spec: dict, caching: int, max_bytes: int | None, metrics: Any) -> Iterator[pa.RecordBatch]:
+        started = time.perf_counter()
+        scanner = RemoteScanner(self, spec, caching, max_bytes)
+        try:
+            while scanner.more:
+                batches = scanner.next()
+                yield from batches
+        finally:
+            scanner.close()
+            if metrics is not None:
+                metrics.rpc_calls += scanner.seq + 2  # open, the next() calls, close
+                metrics.bytes_in_results += scanner.bytes_received
+                metrics.time_ms += (time.perf_counter() - started) * 1000
+
+    def scan(
+        self,
+        row_start: bytes | None = None,
+        row_stop: bytes | None = None,
+        row_prefix: bytes | None = None,
+        columns: Sequence[bytes] | None = None,
+        filter: Any = None,
+        timestamp: int | None = None,
+        include_timestamp: bool = False,
+        batch_size: int = 1000,
+        scan_batching: int | None = None,
+        limit: int | None = None,
+        sorted_columns: bool = False,
+        reverse: bool = False,
+        time_range: tuple[int, int] | None = None,
+        max_versions: int = 1,
+        *,
+        mode: str = "stream",
+        caching: int | None = None,
+    ) -> Iterator[tuple[bytes, dict]]:
+        """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as the embedded ``scan``.
+
+        ``caching`` (rows per next() call in ``mode="rpc"``) defaults to
+        ``batch_size``, which is what happybase's ``batch_size`` means.
+        """
+        _check_positive(batch_size, "batch_size")
+        if scan_batching is not None:
+            _check_positive(scan_batching, "scan_batching")
+        batches = self.scan_batches(
+            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions, limit, reverse,
+            "cells", include_timestamp, mode=mode, caching=caching or batch_size,
+        )
+        try:
+            for batch in batches:
+                yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
+        finally:
+            batches.close()
+
+    # -- maintenance --------------------------------------------------------------
+    def flush(self) -> None:
+        self._call("flush")
+
+    def compact(self, major: bool = True) -> None:
+        self._call("compact", {"major": major})
+
+    def split(self, split_key: bytes | None = None) -> list[RegionInfo]:
+        self._call("split", {"split_key": split_key})
+        return self.region_infos()
+
+    def close(self) -> None:
+        """Nothing to release on the client; the server keeps the table open."""
+
+    def __repr__(self) -> str:
+        return f"<RemoteTable {self.name!r} on {self.connection.root}>"
+
+
+class RemoteBatch:
+    """Collects puts and deletes and sends them in one request; usable as a context manager.
+
+    As the embedded batch: ``batch_size`` sends every that many mutations,
+    and with ``transaction=True`` nothing is sent if the ``with`` block
+    raises.  Values are checked by the server, when the batch is sent.
+    """
+
+    def __init__(self, table: RemoteTable, timestamp: int | None, batch_size: int | None, transaction: bool):
+        if batch_size is not None:
+            _check_positive(batch_size, "batch_size")
+        if transaction and batch_size is not None:
+            raise InvalidArgument("transaction and batch_size cannot be combined")
+        self._table = table
+        self._timestamp = timestamp
+        self._batch_size = batch_size
+        self._transaction = transaction
+        self._ops: list = []
+
+    def put(self, row: bytes, data: dict, wal: bool = True) -> None:
+        self._ops.append(["put", row, data, self._timestamp])
+        self._added()
+
+    def delete(self, row: bytes, columns: Iterable | None = None, wal: bool = True) -> None:
+        self._ops.append(["delete", row, list(columns) if columns is not None else None, self._timestamp])
+        self._added()
+
+    def _added(self) -> None:
+        if self._batch_size is not None and len(self._ops) >= self._batch_size:
+            self.send()
+
+    def send(self) -> None:
+        """Send what was collected."""
+        ops, self._ops = self._ops, []
+        self._table._mutate(ops)
+
+    def __enter__(self) -> "RemoteBatch":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._transaction and exc_type is not None:
+            return
+        self.send()
+
+
+# -- helpers ------------------------------------------------------------------------
+def _check_positive(value: Any, name: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
+
+
+def _columns(columns: Sequence | None) -> list | None:
+    if columns is None:
+        return None
+    return [c.encode() if isinstance(c, str) else c for c in columns]
+
+
+def _pairs(data: dict) -> dict:
+    """Values that crossed the wire as [value, ts] lists become (value, ts) tuples again."""
+    return {k: tuple(v) for k, v in data.items()}
+
+
+def _scan_spec(row_start, row_stop, row_prefix, columns, flt, timestamp, time_range, max_versions, limit, reverse,
+               output, include_timestamp, batch_size) -> dict:
+    if output not in ("rows", "cells"):
+        raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
+    return {
+        "row_start": row_start,
+        "row_stop": row_stop,
+        "row_prefix": row_prefix,
+        "columns": _columns(columns),
+        "filter": _filter_string(flt),
+        "timestamp": timestamp,
+        "time_range": list(time_range) if time_range is not None else None,
+        "max_versions": max_versions,
+        "limit": limit,
+        "reverse": reverse,
+        "output": output,
+        "include_timestamp": include_timestamp,
+        "batch_size": batch_size,
+    }
+
+
+_OP_OVERHEAD = 48
+
+
+def _op_size(op: list) -> int:
+    """Rough encoded size of one mutation (base64 grows bytes by 4/3)."""
+    size = _OP_OVERHEAD + len(op[1]) if isinstance(op[1], (bytes, str)) else _OP_OVERHEAD
+    arg = op[2]
+    if isinstance(arg, dict):
+        for k, v in arg.items():
+            size += _OP_OVERHEAD // 4 + (len(k) if isinstance(k, (bytes, str)) else 8)
+            size += len(v) if isinstance(v, (bytes, bytearray, str)) else 8
+    elif isinstance(arg, (list, tuple)):
+        size += sum(len(c) if isinstance(c, (bytes, str)) else 8 for c in arg)
+    return size * 4 // 3
+

@@ -1,0 +1,67 @@
+"""HBase filters for both scan paths, and the filter-string parser.
+
+Every filter implements :class:`Filter`: a cell-at-a-time path
+(``filter_row_key`` / ``filter_row_cells``), a vectorized batch path
+(``filter_batch``) that gives the same answers, and hints for scanners
+(``row_ranges``, ``filter_all_remaining``, ``columns_needed``).  See
+``docs/filters.md`` for the list, the filter language and the differences
+from HBase.
+"""
+
+from .base import Filter
+from .cell_filters import (
+    ColumnPrefixFilter,
+    FirstKeyOnlyFilter,
+    KeyOnlyFilter,
+    QualifierFilter,
+    TimestampsFilter,
+    ValueFilter,
+)
+from .column_value import SingleColumnValueFilter
+from .comparators import (
+    BinaryComparator,
+    BinaryPrefixComparator,
+    Comparator,
+    RegexStringComparator,
+    SubstringComparator,
+    comparator_from_string,
+)
+from .compare import CompareOperator
+from .filter_list import FilterList, FilterListOperator
+from .page import PageFilter
+from .parser import FILTER_NAMES, FilterSyntaxError, coerce_filter, parse_filter_string
+from .ranges import KeyRange
+from .row_filters import MultiRowRangeFilter, PrefixFilter, RowFilter, RowRange
+from .wrappers import SkipFilter, WhileMatchFilter
+
+__all__ = [
+    "Filter",
+    "PrefixFilter",
+    "RowFilter",
+    "MultiRowRangeFilter",
+    "RowRange",
+    "FirstKeyOnlyFilter",
+    "KeyOnlyFilter",
+    "ColumnPrefixFilter",
+    "QualifierFilter",
+    "SingleColumnValueFilter",
+    "ValueFilter",
+    "PageFilter",
+    "TimestampsFilter",
+    "FilterList",
+    "FilterListOperator",
+    "SkipFilter",
+    "WhileMatchFilter",
+    "CompareOperator",
+    "Comparator",
+    "BinaryComparator",
+    "BinaryPrefixComparator",
+    "SubstringComparator",
+    "RegexStringComparator",
+    "comparator_from_string",
+    "KeyRange",
+    "FilterSyntaxError",
+    "parse_filter_string",
+    "coerce_filter",
+    "FILTER_NAMES",
+]

@@ -1,0 +1,248 @@
+"""Comparators: how a filter compares stored bytes with its value.
+
+Each comparator answers for one operator in two forms that must agree:
+:meth:`Comparator.predicate` gives a ``bytes -> bool`` function for the
+cell path, :meth:`Comparator.mask` a NumPy boolean mask over a whole Arrow
+binary array for the batch path.
+
+HBase names and meaning:
+
+* ``binary:`` -- :class:`BinaryComparator`, lexicographic order of unsigned bytes.
+* ``binaryprefix:`` -- :class:`BinaryPrefixComparator`, the same on the stored
+  bytes cut to the length of the comparator's value.
+* ``substring:`` -- :class:`SubstringComparator`, "equal" when the value
+  contains the substring, ignoring ASCII case.
+* ``regexstring:`` -- :class:`RegexStringComparator`, "equal" when the regex
+  matches anywhere in the value (see :mod:`storage.filters._regex`).
+
+For the two matching comparators, as in HBase, a match compares "equal" and
+a miss compares "less", so ``=``/``>=`` select matches, ``!=``/``<`` misses,
+``<=`` everything and ``>`` nothing.
+"""
+
+from __future__ import annotations
+
+import operator
+from functools import partial
+from typing import Callable, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InvalidArgument
+from ._regex import compile_regex, re2_pattern
+from ._text import to_bytes, to_text
+from .compare import CompareOperator, to_operator
+
+__all__ = [
+    "Comparator",
+    "BinaryComparator",
+    "BinaryPrefixComparator",
+    "SubstringComparator",
+    "RegexStringComparator",
+    "comparator_from_string",
+    "COMPARATORS",
+]
+
+Predicate = Callable[[bytes], bool]
+
+# predicate(op) for binary order, built from C-level operator functions with
+# the comparator's value bound first: ``value > x`` is ``x < value``.
+_BOUND = {
+    CompareOperator.LESS: operator.gt,
+    CompareOperator.LESS_OR_EQUAL: operator.ge,
+    CompareOperator.EQUAL: operator.eq,
+    CompareOperator.NOT_EQUAL: operator.ne,
+    CompareOperator.GREATER_OR_EQUAL: operator.le,
+    CompareOperator.GREATER: operator.lt,
+}
+_KERNEL = {
+    CompareOperator.LESS: pc.less,
+    CompareOperator.LESS_OR_EQUAL: pc.less_equal,
+    CompareOperator.EQUAL: pc.equal,
+    CompareOperator.NOT_EQUAL: pc.not_equal,
+    CompareOperator.GREATER_OR_EQUAL: pc.greater_equal,
+    CompareOperator.GREATER: pc.greater,
+}
+
+
+def _never(_: bytes) -> bool:
+    return False
+
+
+def _always(_: bytes) -> bool:
+    return True
+
+
+def _to_numpy(mask: pa.Array) -> np.ndarray:
+    return mask.to_numpy(zero_copy_only=False)
+
+
+class Comparator:
+    """Base class: a value and a way to compare stored bytes with it."""
+
+    prefix: ClassVar[str]  # the filter-language prefix, e.g. "binary"
+
+    def __init__(self, value: bytes | str):
+        self.value = to_bytes(value, f"{type(self).__name__} value")
+
+    def predicate(self, op: CompareOperator | str) -> Predicate:
+        """A function telling whether stored bytes ``x`` satisfy ``x <op> self``."""
+        raise NotImplementedError
+
+    def mask(self, data: pa.Array, op: CompareOperator | str) -> np.ndarray:
+        """Boolean mask of the elements of the binary array ``data`` satisfying ``op``."""
+        raise NotImplementedError
+
+    def to_string(self) -> str:
+        """The filter-language form, e.g. ``binary:abc``."""
+        return f"{self.prefix}:{to_text(self.value)}"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.value))
+
+    def __deepcopy__(self, memo: dict) -> "Comparator":
+        return self  # immutable, so filter copies share it (and its compiled regex)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+
+class BinaryComparator(Comparator):
+    """Lexicographic comparison of unsigned bytes (HBase ``BinaryComparator``)."""
+
+    prefix = "binary"
+
+    def predicate(self, op: CompareOperator | str) -> Predicate:
+        op = to_operator(op)
+        if op is CompareOperator.NO_OP:
+            return _never
+        return partial(_BOUND[op], self.value)
+
+    def mask(self, data: pa.Array, op: CompareOperator | str) -> np.ndarray:
+        op = to_operator(op)
+        if op is CompareOperator.NO_OP:
+            return np.zeros(len(data), dtype=bool)
+        return _to_numpy(_KERNEL[op](data, pa.scalar(self.value, pa.binary())))
+
+
+class BinaryPrefixComparator(Comparator):
+    """Binary comparison of the stored bytes cut to the value's length."""
+
+    prefix = "binaryprefix"
+
+    def predicate(self, op: CompareOperator | str) -> Predicate:
+        op = to_operator(op)
+        if op is CompareOperator.NO_OP:
+            return _never
+        n = len(self.value)
+        test = partial(_BOUND[op], self.value)
+        return lambda x: test(x[:n])
+
+    def mask(self, data: pa.Array, op: CompareOperator | str) -> np.ndarray:
+        op = to_operator(op)
+        if op is CompareOperator.NO_OP:
+            return np.zeros(len(data), dtype=bool)
+        head = pc.binary_slice(data, 0, len(self.value))
+        return _to_numpy(_KERNEL[op](head, pa.scalar(self.value, pa.binary())))
+
+
+class _MatchComparator(Comparator):
+    """A comparator that only knows "matches" (compares equal) or not (less)."""
+
+    def _matches(self, x: bytes) -> bool:
+        raise NotImplementedError
+
+    def _match_mask(self, data: pa.Array) -> np.ndarray:
+        raise NotImplementedError
+
+    def _selects(self, op: CompareOperator | str) -> tuple[bool, bool]:
+        op = to_operator(op)
+        return op.holds(0), op.holds(-1)  # (passes matches, passes misses)
+
+    def predicate(self, op: CompareOperator | str) -> Predicate:
+        on_match, on_miss = self._selects(op)
+        if on_match and on_miss:
+            return _always
+        if on_match:
+            return self._matches
+        if on_miss:
+            return lambda x: not self._matches(x)
+        return _never
+
+    def mask(self, data: pa.Array, op: CompareOperator | str) -> np.ndarray:
+        on_match, on_miss = self._selects(op)
+        if on_match == on_miss:
+            return np.full(len(data), on_match, dtype=bool)
+        found = self._match_mask(data)
+        return found if on_match else ~found
+
+
+class SubstringComparator(_MatchComparator):
+    """Matches values containing the substring, ignoring ASCII case.
+
+    HBase lower-cases with Java's Unicode rules; here only ``A-Z`` fold, the
+    same in both scan paths.  The value is stored lower-cased, as in HBase.
+    """
+
+    prefix = "substring"
+
+    def __init__(self, value: bytes | str):
+        super().__init__(value)
+        self.value = self.value.lower()  # bytes.lower() folds ASCII only
+
+    def _matches(self, x: bytes) -> bool:
+        return self.value in x.lower()
+
+    def _match_mask(self, data: pa.Array) -> np.ndarray:
+        # ascii_lower only rewrites bytes A-Z, so viewing binary data as
+        # string (no UTF-8 validation happens on a view) is safe here.
+        lowered = pc.ascii_lower(data.view(pa.string())).view(pa.binary())
+        return _to_numpy(pc.match_substring(lowered, self.value))
+
+
+class RegexStringComparator(_MatchComparator):
+    """Matches values in which the regular expression finds a match.
+
+    The pattern must be valid for both RE2 and Python's re (see
+    :mod:`storage.filters._regex`); a pattern either refuses raises
+    InvalidArgument.
+    """
+
+    prefix = "regexstring"
+
+    def __init__(self, value: bytes | str):
+        super().__init__(value)
+        self._compiled = compile_regex(self.value)
+        self._search = self._compiled.search
+
+    def _matches(self, x: bytes) -> bool:
+        return self._search(x) is not None
+
+    def _match_mask(self, data: pa.Array) -> np.ndarray:
+        return _to_numpy(pc.match_substring_regex(data, re2_pattern(self.value)))
+
+
+
+COMPARATORS: dict[str, type[Comparator]] = {
+    c.prefix: c
+    for c in (BinaryComparator, BinaryPrefixComparator, SubstringComparator, RegexStringComparator)
+}
+"""Filter-language prefix -> comparator class."""
+
+
+def comparator_from_string(spec: bytes | str) -> Comparator:
+    """Build a comparator from ``prefix:value`` (``binary:abc``, ``substring:x``...)."""
+    raw = to_bytes(spec, "comparator")
+    prefix, sep, value = raw.partition(b":")
+    cls = COMPARATORS.get(prefix.decode("ascii", "replace").lower()) if sep else None
+    if cls is None:
+        raise InvalidArgument(
+            f"comparator {to_text(raw)!r} must start with one of "
+            + ", ".join(f"{p}:" for p in COMPARATORS)
+        )
+    return cls(value)

@@ -1,0 +1,69 @@
+"""Row-key ranges: what a filter tells a scanner it may seek to.
+
+A range is ``(start, stop)`` covering keys ``start <= key < stop``; a stop of
+``None`` is unbounded.  A filter's :meth:`~storage.filters.Filter.row_ranges`
+returns a sorted list of disjoint, non-empty ranges outside which no row can
+pass, or ``None`` when it restricts nothing.  An empty list means no row
+can pass.  Rows inside the ranges still go through the filter.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Optional
+
+__all__ = ["KeyRange", "normalize", "intersect", "union", "key_after", "prefix_stop"]
+
+KeyRange = tuple[bytes, Optional[bytes]]
+
+
+def key_after(key: bytes) -> bytes:
+    """The smallest key greater than ``key``."""
+    return key + b"\x00"
+
+
+def prefix_stop(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix``.
+
+    ``None`` when there is none (empty prefix or all ``0xff`` bytes).
+    """
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def _before(a: bytes | None, b: bytes | None) -> bool:
+    """``a < b`` where None is +infinity."""
+    if a is None:
+        return False
+    return b is None or a < b
+
+
+def normalize(ranges: Iterable[KeyRange]) -> list[KeyRange]:
+    """Sort, drop empty ranges and merge overlapping or touching ones."""
+    items = sorted((r for r in ranges if _before(r[0], r[1])), key=lambda r: r[0])
+    out: list[KeyRange] = []
+    for start, stop in items:
+        if out and not _before(out[-1][1], start):  # overlaps or touches the previous one
+            prev_start, prev_stop = out[-1]
+            out[-1] = (prev_start, stop if _before(prev_stop, stop) else prev_stop)
+        else:
+            out.append((start, stop))
+    return out
+
+
+def intersect(a: list[KeyRange], b: list[KeyRange]) -> list[KeyRange]:
+    """Keys in both normalized range lists."""
+    out: list[KeyRange] = []
+    for s1, e1 in a:
+        for s2, e2 in b:
+            start = max(s1, s2)
+            stop = e1 if _before(e1, e2) else e2
+            if _before(start, stop):
+                out.append((start, stop))
+    return normalize(out)
+
+
+def union(a: list[KeyRange], b: list[KeyRange]) -> list[KeyRange]:
+    """Keys in either normalized range list."""
+    return normalize(list(a) + list(b))

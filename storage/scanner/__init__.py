@@ -1,0 +1,32 @@
+"""The cell-at-a-time scanner stack.
+
+Sources (memstore and store file scanners) follow the protocol in
+:mod:`.protocol`; :mod:`.heap` merges them; :class:`StoreScanner` resolves
+versions, deletes, TTL and the time range of one family;
+:class:`RegionScanner` joins families into rows and applies the filter and
+the result limits; :class:`TableScanner` walks regions.
+"""
+
+from .heap import KeyValueHeap, ReversedKeyValueHeap, merge_scanners
+from .metrics import ScanMetrics
+from .protocol import CellScanner, next_row_key
+from .region_scanner import RegionScanner, result_size
+from .scan_spec import ScanSpec, parse_column
+from .store_scanner import StoreScanner
+from .table_scanner import RegionScannerFactory, TableScanner
+
+__all__ = [
+    "CellScanner",
+    "next_row_key",
+    "KeyValueHeap",
+    "ReversedKeyValueHeap",
+    "merge_scanners",
+    "ScanMetrics",
+    "ScanSpec",
+    "parse_column",
+    "StoreScanner",
+    "RegionScanner",
+    "result_size",
+    "TableScanner",
+    "RegionScannerFactory",
+]

@@ -1,0 +1,153 @@
+"""What a scan asks for: row range, direction, columns, time range, versions,
+filter and the limits that shape its results (HBase's ``Scan``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ..cells import LATEST_TIMESTAMP
+from ..errors import InvalidArgument
+
+__all__ = ["ScanSpec", "parse_column"]
+
+_FILTER_METHODS = ("copy", "reset", "filter_row_key", "filter_row_cells", "filter_all_remaining")
+
+
+def parse_column(spec: Any) -> tuple[bytes, bytes | None]:
+    """Turn a column spec into ``(family, qualifier or None)``.
+
+    Accepts ``(family, qualifier)`` / ``(family, None)`` tuples and the
+    happybase strings ``b"family:qualifier"`` and ``b"family"`` (bytes or
+    str; str is UTF-8 encoded).  ``b"family:"`` selects the empty qualifier,
+    as in HBase.
+    """
+    if isinstance(spec, str):
+        spec = spec.encode()
+    if isinstance(spec, bytes):
+        family, sep, qualifier = spec.partition(b":")
+        result: tuple[bytes, bytes | None] = (family, qualifier if sep else None)
+    elif isinstance(spec, tuple) and len(spec) == 2:
+        family, qualifier = spec
+        if isinstance(family, str):
+            family = family.encode()
+        if isinstance(qualifier, str):
+            qualifier = qualifier.encode()
+        if not isinstance(family, bytes) or not (qualifier is None or isinstance(qualifier, bytes)):
+            raise InvalidArgument(f"columns: {spec!r} must be (bytes family, bytes qualifier or None)")
+        result = (family, qualifier)
+    else:
+        raise InvalidArgument(
+            f"columns: {spec!r} is neither b'family', b'family:qualifier' nor a (family, qualifier) tuple"
+        )
+    if not result[0]:
+        raise InvalidArgument(f"columns: {spec!r} has an empty family")
+    return result
+
+
+def _check_int(name: str, value: Any, minimum: int, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise InvalidArgument(f"{name}={value!r}: expected an integer >= {minimum}")
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """A scan request, validated on construction.
+
+    Forward scans return rows in ``[start_row, stop_row)`` (``stop_row``
+    ``None`` or ``b""`` = to the end).  Reverse scans follow HBase's reversed
+    ``Scan``: ``start_row`` is the highest row returned (inclusive; ``b""``
+    = from the last row) and ``stop_row`` the exclusive lower bound.
+
+    ``columns`` selects ``(family, qualifier)`` pairs or whole families
+    (``(family, None)``, ``b"family"``); ``None`` selects everything.  A
+    whole family wins over single qualifiers of the same family.
+    ``[min_timestamp, max_timestamp)`` is the time range, ``max_versions``
+    the versions per column (capped by the family's own setting).
+    ``filter`` is a :mod:`storage.filters` filter (a prototype: each region
+    scanner works on its own ``copy()``).  ``limit`` caps the rows returned,
+    ``batch`` the cells per result (a wider row is returned in chunks, as
+    HBase's ``setBatch``), ``max_result_size`` the approximate bytes per
+    ``next_rows`` call (the result that crosses it is still returned) and
+    ``caching`` the results per ``next_rows`` call by default.
+    """
+
+    start_row: bytes = b""
+    stop_row: bytes | None = None
+    reverse: bool = False
+    columns: Sequence[Any] | None = None
+    min_timestamp: int = 0
+    max_timestamp: int = LATEST_TIMESTAMP
+    max_versions: int = 1
+    filter: Any = None
+    limit: int | None = None
+    batch: int | None = None
+    max_result_size: int | None = None
+    caching: int = 100
+    _families: dict | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.start_row, bytes):
+            raise InvalidArgument(f"start_row={self.start_row!r}: expected bytes")
+        if self.stop_row is not None and not isinstance(self.stop_row, bytes):
+            raise InvalidArgument(f"stop_row={self.stop_row!r}: expected bytes or None")
+        if self.stop_row == b"":
+            object.__setattr__(self, "stop_row", None)
+        if not isinstance(self.reverse, bool):
+            raise InvalidArgument(f"reverse={self.reverse!r}: expected a bool")
+        if self.start_row and self.stop_row is not None:
+            if not self.reverse and self.start_row > self.stop_row:
+                raise InvalidArgument(
+                    f"start_row={self.start_row!r} sorts after stop_row={self.stop_row!r} in a forward scan"
+                )
+            if self.reverse and self.start_row < self.stop_row:
+                raise InvalidArgument(
+                    f"start_row={self.start_row!r} sorts before stop_row={self.stop_row!r} in a reverse scan"
+                )
+        _check_int("min_timestamp", self.min_timestamp, 0)
+        _check_int("max_timestamp", self.max_timestamp, 0)
+        if self.max_timestamp <= self.min_timestamp:
+            raise InvalidArgument(
+                f"max_timestamp={self.max_timestamp} must be greater than min_timestamp={self.min_timestamp}"
+            )
+        _check_int("max_versions", self.max_versions, 1)
+        _check_int("limit", self.limit, 1, optional=True)
+        _check_int("batch", self.batch, 1, optional=True)
+        _check_int("max_result_size", self.max_result_size, 1, optional=True)
+        _check_int("caching", self.caching, 1)
+        if self.filter is not None:
+            missing = [m for m in _FILTER_METHODS if not callable(getattr(self.filter, m, None))]
+            if missing:
+                raise InvalidArgument(f"filter={self.filter!r}: not a filter, lacks {', '.join(missing)}")
+        if self.columns is not None:
+            if isinstance(self.columns, (bytes, str)):
+                raise InvalidArgument(f"columns={self.columns!r}: expected a list of column specs")
+            parsed = tuple(parse_column(c) for c in self.columns)
+            families: dict[bytes, frozenset | None] = {}
+            for family, qualifier in parsed:
+                if qualifier is None:
+                    families[family] = None
+                elif family not in families:
+                    families[family] = frozenset([qualifier])
+                elif families[family] is not None:
+                    families[family] = families[family] | {qualifier}
+            object.__setattr__(self, "columns", parsed)
+            object.__setattr__(self, "_families", families)
+
+    def families(self) -> list[bytes] | None:
+        """The selected families in sorted order, or ``None`` for all."""
+        return None if self._families is None else sorted(self._families)
+
+    def wants_family(self, family: bytes) -> bool:
+        """True when the scan reads ``family``."""
+        return self._families is None or family in self._families
+
+    def qualifiers(self, family: bytes) -> frozenset[bytes] | None:
+        """The qualifiers selected in ``family`` (``None`` = all of them)."""
+        if self._families is None:
+            return None
+        if family not in self._families:
+            raise InvalidArgument(f"family={family!r} is not among the scan's columns")
+        return self._families[family]

@@ -1,0 +1,102 @@
+"""``regionscan serve`` / ``python -m storage.server``: run a region server in the foreground.
+
+On startup it prints ``listening on grpc://HOST:PORT`` (the bound port, so
+``--port 0`` works for tests); SIGINT or SIGTERM shut it down cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+from ..errors import InvalidArgument
+from .config import ServerConfig
+
+__all__ = ["add_arguments", "run", "serve_main", "read_token_file"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``serve`` options to ``parser``."""
+    defaults = ServerConfig()
+    parser.add_argument("--root", required=True, help="the directory (or filesystem URI) whose tables are served")
+    parser.add_argument("--host", default=defaults.host, help="address to bind (default: loopback only)")
+    parser.add_argument("--port", type=int, default=defaults.port, help="port to bind (0: any free port)")
+    parser.add_argument("--token-file", help="file holding the token every call must present")
+    parser.add_argument("--lease-timeout", type=float, default=defaults.lease_timeout,
+                        help="seconds an idle RPC scanner lives (default %(default)s)")
+    parser.add_argument("--max-request-bytes", type=int, default=defaults.max_request_bytes,
+                        help="largest request body accepted (default %(default)s)")
+    parser.add_argument("--max-next-rows", type=int, default=defaults.max_next_rows,
+                        help="most rows one next() call may ask for (default %(default)s)")
+    parser.add_argument("--max-scanners-per-client", type=int, default=defaults.max_scanners_per_client,
+                        help="open scanners and streams allowed per client connection (default %(default)s)")
+    parser.add_argument("--max-scanners", type=int, default=defaults.max_scanners,
+                        help="open scanners and streams allowed in all (default %(default)s)")
+    parser.add_argument("--block-cache-size", type=int, default=defaults.block_cache_size,
+                        help="block cache bytes (0 disables it; default %(default)s)")
+    parser.add_argument("--read-only", action="store_true", help="serve reads only (takes no table locks)")
+
+
+def read_token_file(path: str) -> str:
+    """The token in ``path`` (surrounding whitespace stripped); an empty file is an error."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            token = f.read().strip()
+    except OSError as exc:
+        raise InvalidArgument(f"cannot read token file {path}: {exc.strerror}") from None
+    if not token:
+        raise InvalidArgument(f"token file {path} is empty")
+    return token
+
+
+def _config(args: argparse.Namespace) -> ServerConfig:
+    return ServerConfig(
+        host=args.host,
+        port=args.port,
+        token=read_token_file(args.token_file) if args.token_file else None,
+        lease_timeout=args.lease_timeout,
+        max_request_bytes=args.max_request_bytes,
+        max_next_rows=args.max_next_rows,
+        max_scanners_per_client=args.max_scanners_per_client,
+        max_scanners=args.max_scanners,
+        block_cache_size=args.block_cache_size,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until SIGINT or SIGTERM; return the exit status."""
+    from .service import RegionServer  # pulls in Flight only when serving
+
+    config = _config(args)
+    if not config.loopback and config.token is None:
+        print(f"warning: serving on {config.host} without a token: anyone who can reach it can read and write",
+              file=sys.stderr, flush=True)
+    server = RegionServer(args.root, config, read_only=args.read_only)
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    print(f"listening on {server.location}", flush=True)
+    try:
+        server.serve()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.shutdown()
+    print("region server stopped", flush=True)
+    return 0
+
+
+def serve_main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m storage.server``."""
+    parser = argparse.ArgumentParser(prog="python -m storage.server", description="Run a regionscan region server.")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except ValueError as exc:  # InvalidArgument: a clear message, no traceback
+        print(f"regionscan serve: error: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,70 @@
+"""Settings and limits of the region server."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ..errors import InvalidArgument
+
+__all__ = ["ServerConfig", "LOOPBACK_HOSTS"]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """How a :class:`~storage.server.service.RegionServer` binds, authenticates and bounds work.
+
+    ``lease_timeout`` (seconds) is how long an RPC scanner may sit idle
+    before the server closes it (HBase's ``hbase.client.scanner.timeout.period``).
+    A request body above ``max_request_bytes``, a next() asking for more than
+    ``max_next_rows`` rows, or an open scanner or stream beyond
+    ``max_scanners_per_client`` (per client connection) or ``max_scanners``
+    (in all) is refused with :class:`~storage.server.remote_errors.LimitExceeded`.
+    ``max_next_bytes`` caps the size of one next() answer, whatever the
+    client asks for (HBase's ``hbase.server.scanner.max.result.size``).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    token: str | None = None
+    lease_timeout: float = 60.0
+    max_request_bytes: int = 16 << 20
+    max_next_rows: int = 100_000
+    max_next_bytes: int = 64 << 20
+    max_scanners_per_client: int = 64
+    max_scanners: int = 1024
+    block_cache_size: int = 256 << 20
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.host, str) or not self.host:
+            raise InvalidArgument(f"host must be a non-empty string, got {self.host!r}")
+        if not isinstance(self.port, int) or not 0 <= self.port < 65536:
+            raise InvalidArgument(f"port must be an int in [0, 65535], got {self.port!r}")
+        if self.token is not None and (not isinstance(self.token, str) or not self.token.strip()):
+            raise InvalidArgument("token must be a non-empty string when given")
+        if not isinstance(self.lease_timeout, (int, float)) or self.lease_timeout <= 0:
+            raise InvalidArgument(f"lease_timeout must be a positive number of seconds, got {self.lease_timeout!r}")
+        for f in fields(self):
+            if f.name.startswith("max_"):
+                value = getattr(self, f.name)
+                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                    raise InvalidArgument(f"{f.name} must be a positive int, got {value!r}")
+        if not isinstance(self.block_cache_size, int) or self.block_cache_size < 0:
+            raise InvalidArgument(f"block_cache_size must be a non-negative int, got {self.block_cache_size!r}")
+
+    @property
+    def loopback(self) -> bool:
+        """True when the server only accepts connections from this machine."""
+        return self.host in LOOPBACK_HOSTS or self.host.startswith("127.")
+
+    def limits(self) -> dict:
+        """The limits a client may want to know (sent by the server_info action)."""
+        return {
+            "lease_timeout_ms": int(self.lease_timeout * 1000),
+            "max_request_bytes": self.max_request_bytes,
+            "max_next_rows": self.max_next_rows,
+            "max_next_bytes": self.max_next_bytes,
+            "max_scanners_per_client": self.max_scanners_per_client,
+            "max_scanners": self.max_scanners,
+        }

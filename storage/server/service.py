@@ -1,0 +1,369 @@
+"""The region server: the tables under one root, served over Arrow Flight.
+
+* ``do_action`` answers request/response calls (admin, mutations, point
+  reads, and the RPC scan API ``scan_open`` / ``scan_next`` / ``scan_close``);
+  each body and answer is one message of :mod:`storage.server.wire`.
+* ``do_get`` is the streaming scan: the ticket encodes a scan, and the server
+  streams its Arrow record batches until the scan ends.  The stream is a
+  ``GeneratorStream`` over ``Table.scan_batches``: a batch is produced only
+  when gRPC can send it (a slow client holds the server back instead of
+  making it buffer the table), and when the client goes away the generator
+  is closed, which frees the scan.
+
+See docs/server.md for the protocol and its limits.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable, Iterator
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from ..cells import CELL_SCHEMA
+from ..connection import Connection
+from ..errors import InvalidArgument
+from ..storefile.counters import ReadCounters
+from ..table import Table
+from .auth import TokenMiddlewareFactory
+from .config import ServerConfig
+from .remote_errors import LimitExceeded, to_flight_error
+from .scanners import ScannerRegistry
+from .wire import ACTIONS, PROTOCOL_VERSION, SCAN_OPTIONS, decode_message, encode_message
+
+__all__ = ["RegionServer", "scan_kwargs", "table_read_counters"]
+
+_MUTATIONS = ("put", "delete", "delete_version")
+
+
+def _field(header: dict, name: str, kind: type | tuple, required: bool = True, default: Any = None) -> Any:
+    if name not in header or header[name] is None:
+        if required:
+            raise InvalidArgument(f"request is missing {name!r}")
+        return default
+    value = header[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise InvalidArgument(f"request field {name!r} has the wrong type: {type(value).__name__}")
+    return value
+
+
+def scan_kwargs(raw: Any) -> dict:
+    """Check a wire scan description and turn it into ``Table.scan_batches`` keywords."""
+    if not isinstance(raw, dict):
+        raise InvalidArgument(f"scan must be an object of scan options, got {type(raw).__name__}")
+    unknown = sorted(set(raw) - set(SCAN_OPTIONS))
+    if unknown:
+        raise InvalidArgument(f"unknown scan options {unknown}; accepted: {', '.join(SCAN_OPTIONS)}")
+    kwargs = {k: v for k, v in raw.items() if v is not None}
+    if "time_range" in kwargs:
+        tr = kwargs["time_range"]
+        if not isinstance(tr, list) or len(tr) != 2:
+            raise InvalidArgument(f"time_range must be a [min, max) pair, got {tr!r}")
+        kwargs["time_range"] = tuple(tr)
+    flt = kwargs.get("filter")
+    if flt is not None and not isinstance(flt, str):
+        raise InvalidArgument("filter must travel as a filter string")
+    return kwargs
+
+
+def table_read_counters(table: Table, reset: bool = False) -> dict:
+    """The read counters of every store file reader of ``table``, summed, with file and block counts.
+
+    ``reset`` zeroes the counters after reading them (between benchmark runs).
+    """
+    totals = dict.fromkeys(ReadCounters.FIELDS, 0)
+    blocks = files = 0
+    for region in table._regions:  # the engine has no public listing of its readers
+        for store in region.stores.values():
+            for f in store.files:
+                files += 1
+                blocks += f.reader.block_count
+                for name, value in f.reader.counters.snapshot().items():
+                    totals[name] += value
+                if reset:
+                    f.reader.counters.reset()
+    return {"counters": totals, "files": files, "blocks": blocks}
+
+
+class RegionServer(flight.FlightServerBase):
+    """Serves the tables under ``root`` (see the module docstring).
+
+    ``serve()`` blocks until :meth:`shutdown`; :attr:`port` is the bound
+    port (useful with port 0).  The server owns a writable
+    :class:`~storage.connection.Connection`, so it holds the writer lock of
+    every table it has opened.
+    """
+
+    def __init__(self, root: str, config: ServerConfig | None = None, *, read_only: bool = False):
+        self.config = config = config or ServerConfig()
+        host = f"[{config.host}]" if ":" in config.host else config.host
+        middleware = {"auth": TokenMiddlewareFactory(config.token)} if config.token else {}
+        super().__init__(f"grpc://{host}:{config.port}", middleware=middleware)
+        self.connection = Connection(root, read_only=read_only, block_cache_size=config.block_cache_size)
+        self.registry = ScannerRegistry(config.lease_timeout, config.max_scanners_per_client, config.max_scanners)
+        self.registry.start()
+        self._host = host
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._handlers: dict[str, Callable[[str, dict], tuple[dict, bytes]]] = {
+            name: getattr(self, f"_do_{name}") for name in ACTIONS
+        }
+
+    @property
+    def location(self) -> str:
+        """The URI clients connect to, ``grpc://host:port``."""
+        return f"grpc://{self._host}:{self.port}"
+
+    # -- Flight entry points --------------------------------------------------
+    def list_actions(self, context):
+        return list(ACTIONS.items())
+
+    def do_action(self, context, action):
+        try:
+            body = action.body
+            if body is not None and body.size > self.config.max_request_bytes:
+                raise LimitExceeded(
+                    f"request of {body.size} bytes is over the server's limit of"
+                    f" {self.config.max_request_bytes} bytes (max_request_bytes)"
+                )
+            handler = self._handlers.get(action.type)
+            if handler is None:
+                raise InvalidArgument(f"unknown action {action.type!r}; known: {', '.join(ACTIONS)}")
+            request = decode_message(body if body is not None else b"", f"{action.type} request")
+            header, payload = handler(context.peer(), request.header)
+            return [encode_message(header, payload)]
+        except flight.FlightError:
+            raise
+        except Exception as exc:  # every failure crosses the wire as its own class
+            raise to_flight_error(exc) from exc
+
+    def do_get(self, context, ticket):
+        try:
+            raw = ticket.ticket
+            if len(raw) > self.config.max_request_bytes:
+                raise LimitExceeded(f"ticket of {len(raw)} bytes is over max_request_bytes")
+            request = decode_message(raw, "scan ticket").header
+            return self._stream(context, request)
+        except flight.FlightError:
+            raise
+        except Exception as exc:
+            raise to_flight_error(exc) from exc
+
+    # -- streaming scan -------------------------------------------------------
+    def _stream(self, context, request: dict) -> flight.GeneratorStream:
+        table = self._table(request)
+        kwargs = scan_kwargs(request.get("scan", {}))
+        entry = self.registry.add_stream(context.peer(), table.name)
+        try:
+            batches = table.scan_batches(**kwargs)
+            first = next(batches, None)  # fails here, not mid-stream, on a bad scan
+        except BaseException:
+            self.registry.remove_stream(entry.stream_id)
+            raise
+        if first is not None:
+            schema = first.schema
+        elif kwargs.get("output", "rows") == "cells":
+            schema = CELL_SCHEMA
+        else:
+            schema = pa.schema([pa.field("key", pa.binary())])
+        registry = self.registry
+
+        def produce() -> Iterator[pa.RecordBatch]:
+            try:
+                batch = first
+                while batch is not None:
+                    if batch.schema != schema:
+                        batch = batch.cast(schema)
+                    entry.batches += 1
+                    entry.rows += batch.num_rows
+                    yield batch
+                    if context.is_cancelled():
+                        return
+                    batch = next(batches, None)
+            finally:
+                batches.close()
+                registry.remove_stream(entry.stream_id)
+
+        gen = produce()
+        # If gRPC drops the call before the generator ever runs, its finally
+        # never runs either: forget the stream when the generator is collected.
+        weakref.finalize(gen, registry.remove_stream, entry.stream_id)
+        weakref.finalize(gen, batches.close)
+        return flight.GeneratorStream(schema, gen)
+
+    # -- helpers ----------------------------------------------------------------
+    def _table(self, header: dict, key: str = "table") -> Table:
+        name = header.get(key)
+        if not isinstance(name, (str, bytes)):
+            raise InvalidArgument(f"request field {key!r} must name a table, got {name!r:.60}")
+        return self.connection.table(name)  # validates the name: nothing outside the root
+
+    # -- admin actions ----------------------------------------------------------
+    def _do_server_info(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {
+            "server": "regionscan",
+            "protocol": PROTOCOL_VERSION,
+            "read_only": self.connection.read_only,
+            "auth": bool(self.config.token),
+            "peer": peer,
+            **self.config.limits(),
+        }, b""
+
+    def _do_list_tables(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {"tables": self.connection.tables()}, b""
+
+    def _do_create_table(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self.connection.create_table(
+            _field(h, "name", (str, bytes)),
+            _field(h, "families", dict),
+            split_keys=_field(h, "split_keys", list, required=False),
+            num_regions=_field(h, "num_regions", int, required=False),
+            settings=_field(h, "settings", dict, required=False),
+        )
+        return {}, b""
+
+    def _do_delete_table(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self.connection.delete_table(_field(h, "name", (str, bytes)), disable=bool(h.get("disable")))
+        return {}, b""
+
+    def _do_is_table_available(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {"available": self.connection.is_table_available(_field(h, "name", (str, bytes)))}, b""
+
+    def _do_table_regions(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {"regions": self._table(h).regions()}, b""
+
+    def _do_table_families(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {"families": self._table(h).families()}, b""
+
+    def _do_flush(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self._table(h).flush()
+        return {}, b""
+
+    def _do_compact(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self._table(h).compact(major=bool(h.get("major", True)))
+        return {}, b""
+
+    def _do_split(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        table = self._table(h)
+        table.split(_field(h, "split_key", bytes, required=False))
+        return {"regions": table.regions()}, b""
+
+    def _do_list_scanners(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return self.registry.describe(), b""
+
+    def _do_read_counters(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return table_read_counters(self._table(h), reset=bool(h.get("reset"))), b""
+
+    # -- mutations --------------------------------------------------------------
+    def _do_mutate(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        """Apply ``ops``: ``[kind, row, arg, timestamp]`` with kind put (arg: data dict),
+        delete (arg: column list or None) or delete_version (arg: column).
+
+        Consecutive puts and deletes with one timestamp go to the engine as
+        one batch (one WAL record per region), in the order given.
+        """
+        table = self._table(h)
+        ops = _field(h, "ops", list)
+        group: list = []
+        group_ts: Any = None
+
+        def send() -> None:
+            if group:
+                batch = table.batch(timestamp=group_ts)
+                for kind, row, arg in group:
+                    if kind == "put":
+                        batch.put(row, arg)
+                    else:
+                        batch.delete(row, arg)
+                batch.send()
+                group.clear()
+
+        for i, op in enumerate(ops):
+            if not isinstance(op, list) or len(op) != 4 or op[0] not in _MUTATIONS:
+                raise InvalidArgument(f"mutation {i} must be [kind, row, arg, timestamp] with kind in {_MUTATIONS}")
+            kind, row, arg, ts = op
+            if kind == "delete_version":
+                send()
+                table.delete_version(row, arg, ts)
+                continue
+            if group and ts != group_ts:
+                send()
+            group_ts = ts
+            group.append((kind, row, arg))
+        send()
+        return {"applied": len(ops)}, b""
+
+    # -- point reads ------------------------------------------------------------
+    def _do_row(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        data = self._table(h).row(
+            _field(h, "row", bytes), columns=h.get("columns"), timestamp=h.get("timestamp"),
+            include_timestamp=bool(h.get("include_timestamp")),
+        )
+        return {"data": data}, b""
+
+    def _do_rows(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        rows = self._table(h).rows(
+            _field(h, "rows", list), columns=h.get("columns"), timestamp=h.get("timestamp"),
+            include_timestamp=bool(h.get("include_timestamp")),
+        )
+        return {"rows": rows}, b""
+
+    def _do_cells(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        cells = self._table(h).cells(
+            _field(h, "row", bytes), _field(h, "column", (bytes, str)), versions=h.get("versions"),
+            timestamp=h.get("timestamp"), include_timestamp=bool(h.get("include_timestamp")),
+        )
+        return {"cells": cells}, b""
+
+    def _do_counter_get(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {"value": self._table(h).counter_get(_field(h, "row", bytes), _field(h, "column", (bytes, str)))}, b""
+
+    def _do_counter_set(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self._table(h).counter_set(_field(h, "row", bytes), _field(h, "column", (bytes, str)), _field(h, "value", int))
+        return {}, b""
+
+    def _do_counter_inc(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        value = self._table(h).counter_inc(
+            _field(h, "row", bytes), _field(h, "column", (bytes, str)), _field(h, "value", int)
+        )
+        return {"value": value}, b""
+
+    # -- RPC scan ---------------------------------------------------------------
+    def _do_scan_open(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        table = self._table(h)
+        kwargs = scan_kwargs(h.get("scan", {}))
+        cells = kwargs.get("output", "rows") == "cells"
+        scanner = self.registry.open_scanner(peer, table.name, lambda: table.scan_batches(**kwargs), cells)
+        return {"scanner_id": scanner.scanner_id, "lease_ms": int(self.config.lease_timeout * 1000)}, b""
+
+    def _do_scan_next(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        rows = _field(h, "rows", int)
+        if not 1 <= rows <= self.config.max_next_rows:
+            raise LimitExceeded(
+                f"next() asked for {rows} rows; the server answers 1 to {self.config.max_next_rows} (max_next_rows)"
+            )
+        max_bytes = _field(h, "max_bytes", int, required=False, default=self.config.max_next_bytes)
+        if max_bytes < 1:
+            raise InvalidArgument(f"max_bytes must be positive, got {max_bytes}")
+        max_bytes = min(max_bytes, self.config.max_next_bytes)
+        return self.registry.next(_field(h, "scanner_id", str), _field(h, "seq", int), rows, max_bytes)
+
+    def _do_scan_close(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {"closed": self.registry.close_scanner(_field(h, "scanner_id", str))}, b""
+
+    def _do_scan_renew(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self.registry.renew(_field(h, "scanner_id", str))
+        return {"lease_ms": int(self.config.lease_timeout * 1000)}, b""
+
+    # -- lifecycle --------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Stop serving, close every scanner and the connection (releasing the table locks)."""
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        super().shutdown()
+        self.registry.stop()
+        self.connection.close()

@@ -1,0 +1,194 @@
+"""The region server's wire format: framed messages of a tagged-JSON header and Arrow IPC.
+
+Every action body, action result and do_get ticket is one *message*
+(specified in docs/formats/wire.md)::
+
+    | magic "RSWP" (4B) | version u16 BE | flags u16 BE | header_len u32 BE |
+    | header (header_len bytes, UTF-8 JSON) | payload (rest: Arrow IPC stream or empty) |
+
+The header is JSON in which the values JSON cannot carry are tagged:
+``{"$b": "<base64>"}`` is ``bytes`` and ``{"$m": [[key, value], ...]}`` a
+dict whose keys are not plain strings (row data ``{b"cf:q": b"v"}``).
+Tuples travel as lists.  Scan results travel in the payload as an Arrow IPC
+stream, so a batch is never turned into Python objects on either side.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+from ..errors import InvalidArgument
+
+__all__ = [
+    "MAGIC",
+    "PROTOCOL_VERSION",
+    "PRELUDE",
+    "Message",
+    "encode_message",
+    "decode_message",
+    "to_wire",
+    "from_wire",
+    "batches_to_ipc",
+    "ipc_to_batches",
+    "ACTIONS",
+    "SCAN_OPTIONS",
+]
+
+# DO NOT CHANGE: these bytes are the protocol; bump PROTOCOL_VERSION instead.
+MAGIC = b"RSWP"
+PROTOCOL_VERSION = 1
+PRELUDE = struct.Struct(">4sHHI")  # magic, version, flags, header_len
+
+_BYTES_TAG = "$b"
+_MAP_TAG = "$m"
+
+ACTIONS: dict[str, str] = {
+    "server_info": "protocol version, server limits and lease timeout",
+    "list_tables": "names of the tables under the root",
+    "create_table": "create a pre-split table",
+    "delete_table": "drop a table",
+    "is_table_available": "whether a table exists",
+    "table_regions": "the table's regions (Table.regions())",
+    "table_families": "the table's column families (Table.families())",
+    "mutate": "a batch of puts and deletes",
+    "row": "one row",
+    "rows": "several rows",
+    "cells": "the versions of one cell",
+    "counter_get": "read a counter",
+    "counter_set": "set a counter",
+    "counter_inc": "add to a counter atomically, return the new value",
+    "flush": "flush every region's memstore",
+    "compact": "compact every region",
+    "split": "split one region or every region",
+    "scan_open": "open a server-side scanner; returns its id and lease",
+    "scan_next": "up to n rows of an open scanner (sequence-numbered)",
+    "scan_close": "close a scanner",
+    "scan_renew": "renew a scanner's lease without reading",
+    "list_scanners": "open RPC scanners and streams (admin)",
+    "read_counters": "store file read counters of a table (admin)",
+}
+"""Every action type the server answers, with what it does."""
+
+SCAN_OPTIONS = (
+    "row_start",
+    "row_stop",
+    "row_prefix",
+    "columns",
+    "filter",
+    "timestamp",
+    "time_range",
+    "max_versions",
+    "limit",
+    "reverse",
+    "output",
+    "include_timestamp",
+    "batch_size",
+)
+"""Scan options accepted by scan_open and do_get: the keywords of Table.scan_batches."""
+
+
+class Message:
+    """A decoded message: a header dict and an optional Arrow IPC payload."""
+
+    __slots__ = ("header", "payload")
+
+    def __init__(self, header: dict, payload: memoryview | bytes = b""):
+        self.header = header
+        self.payload = payload
+
+    def batches(self) -> list[pa.RecordBatch]:
+        """The payload's record batches ([] when there is none)."""
+        return ipc_to_batches(self.payload)
+
+
+def to_wire(value: Any) -> Any:
+    """Turn a Python value into JSON-ready data, tagging bytes and non-string-keyed dicts."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {_BYTES_TAG: base64.b64encode(value).decode("ascii")}
+    if isinstance(value, (list, tuple)):
+        return [to_wire(v) for v in value]
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("$") for k in value):
+            return {k: to_wire(v) for k, v in value.items()}
+        return {_MAP_TAG: [[to_wire(k), to_wire(v)] for k, v in value.items()]}
+    raise InvalidArgument(f"cannot send a {type(value).__name__} over the wire: {value!r:.80}")
+
+
+def from_wire(value: Any) -> Any:
+    """Undo :func:`to_wire`."""
+    if isinstance(value, list):
+        return [from_wire(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            if _BYTES_TAG in value:
+                return base64.b64decode(value[_BYTES_TAG], validate=True)
+            if _MAP_TAG in value:
+                return {_hashable(from_wire(k)): from_wire(v) for k, v in value[_MAP_TAG]}
+        return {k: from_wire(v) for k, v in value.items()}
+    return value
+
+
+def _hashable(key: Any) -> Any:
+    return tuple(key) if isinstance(key, list) else key
+
+
+def encode_message(header: dict, payload: bytes | pa.Buffer = b"") -> bytes:
+    """Frame ``header`` (tagged JSON) and ``payload`` (an IPC stream or b"") into one message."""
+    text = json.dumps(to_wire(header), separators=(",", ":")).encode("utf-8")
+    prelude = PRELUDE.pack(MAGIC, PROTOCOL_VERSION, 0, len(text))
+    if isinstance(payload, pa.Buffer):
+        payload = payload.to_pybytes()
+    return b"".join((prelude, text, payload))
+
+
+def decode_message(data: bytes | memoryview | pa.Buffer, what: str = "message") -> Message:
+    """Parse one message, naming ``what`` in the error when it is malformed."""
+    view = memoryview(data) if not isinstance(data, memoryview) else data
+    if len(view) < PRELUDE.size:
+        raise InvalidArgument(f"{what} is {len(view)} bytes, shorter than the {PRELUDE.size}-byte prelude")
+    magic, version, _flags, header_len = PRELUDE.unpack_from(view, 0)
+    if magic != MAGIC:
+        raise InvalidArgument(f"{what} does not start with the {MAGIC!r} magic (got {bytes(magic)!r})")
+    if version != PROTOCOL_VERSION:
+        raise InvalidArgument(
+            f"{what} uses wire protocol version {version}; this side speaks version {PROTOCOL_VERSION}"
+        )
+    end = PRELUDE.size + header_len
+    if end > len(view):
+        raise InvalidArgument(f"{what} header length {header_len} runs past the end ({len(view)} bytes)")
+    try:
+        header = from_wire(json.loads(bytes(view[PRELUDE.size:end]).decode("utf-8")))
+    except (ValueError, TypeError) as exc:
+        raise InvalidArgument(f"{what} header is not valid tagged JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise InvalidArgument(f"{what} header must be a JSON object, got {type(header).__name__}")
+    return Message(header, view[end:])
+
+
+def batches_to_ipc(batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> bytes:
+    """Write record batches as one Arrow IPC stream (b"" when there are none and no schema)."""
+    batches = list(batches)
+    if schema is None:
+        if not batches:
+            return b""
+        schema = batches[0].schema
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def ipc_to_batches(payload: bytes | memoryview) -> list[pa.RecordBatch]:
+    """Read every record batch of an IPC stream payload (zero-copy over ``payload``)."""
+    if len(payload) == 0:
+        return []
+    reader = pa.ipc.open_stream(pa.py_buffer(payload))
+    return list(reader)

@@ -1,0 +1,78 @@
+"""Encoding and verified decoding of one data block.
+
+A block is a 40-byte :class:`BlockHeader` followed by its body: an Arrow IPC
+record batch message of ``CELL_SCHEMA``, compressed as a whole by the file's
+codec.  Decoding is ``pyarrow.ipc.read_record_batch`` on the (decompressed)
+buffer, so the cells become Arrow arrays without a Python loop; for an
+uncompressed local file the arrays point into the memory-mapped file.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from ..cells import CELL_SCHEMA
+from ..errors import CorruptionError, StorageError
+from .codecs import BlockCodec
+from .format import BLOCK_HEADER_SIZE, BlockHeader, checksum
+
+__all__ = ["Block", "encode_block", "decode_body"]
+
+
+class Block:
+    """A decoded data block with its place in the file (immutable once built)."""
+
+    __slots__ = ("index", "offset", "length", "next_offset", "batch")
+
+    def __init__(self, index: int, offset: int, length: int, batch: pa.RecordBatch):
+        self.index = index
+        self.offset = offset
+        self.length = length  # header + on-disk body
+        self.next_offset = offset + length
+        self.batch = batch
+
+
+def encode_block(batch: pa.RecordBatch, prev_offset: int, codec: BlockCodec) -> tuple[bytes, pa.Buffer, int]:
+    """Header bytes, stored body and uncompressed body size of a block."""
+    body = batch.serialize()
+    stored = codec.compress(body)
+    header = BlockHeader(
+        on_disk_size=stored.size,
+        uncompressed_size=body.size,
+        prev_offset=prev_offset,
+        cell_count=batch.num_rows,
+        compression=codec.code,
+        body_checksum=checksum(stored),
+    )
+    return header.encode(), stored, body.size
+
+
+def decode_body(header: BlockHeader, stored: pa.Buffer, codec: BlockCodec, path: str, offset: int) -> pa.RecordBatch:
+    """Verify a block body read at ``offset`` (the header's offset) and decode it."""
+    body_offset = offset + BLOCK_HEADER_SIZE
+    if stored.size != header.on_disk_size:
+        raise CorruptionError(f"truncated data block body ({stored.size} of {header.on_disk_size} bytes)", path, body_offset)
+    if checksum(stored) != header.body_checksum:
+        raise CorruptionError("data block body checksum mismatch", path, body_offset)
+    if header.compression != codec.code:
+        raise CorruptionError(
+            f"data block compression code {header.compression} differs from the file's ({int(codec.code)})", path, offset
+        )
+    try:
+        body = codec.decompress(stored, header.uncompressed_size)
+    except StorageError:
+        raise
+    except (pa.ArrowException, ValueError, OSError) as exc:
+        raise CorruptionError(f"data block body does not decompress ({exc})", path, body_offset) from None
+    if body.size != header.uncompressed_size:
+        raise CorruptionError("data block body decompressed to the wrong size", path, body_offset)
+    try:
+        batch = pa.ipc.read_record_batch(body, CELL_SCHEMA)
+        batch.validate()
+    except (pa.ArrowException, ValueError) as exc:
+        raise CorruptionError(f"data block body is not a cell batch ({exc})", path, body_offset) from None
+    if batch.num_rows != header.cell_count:
+        raise CorruptionError(
+            f"data block holds {batch.num_rows} cells, its header says {header.cell_count}", path, offset
+        )
+    return batch

@@ -1,0 +1,103 @@
+"""The block cache: decoded data blocks shared by every reader of a connection.
+
+An LRU map bounded in bytes: each entry is charged its Arrow ``nbytes`` and
+the least recently used entries are evicted when the total passes the
+capacity.  Keys are ``(file identity, block offset)``.  The cache is
+consulted once per block, never per cell, so one lock around an
+``OrderedDict`` costs nothing measurable.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any, Hashable
+
+from ..errors import InvalidArgument
+
+__all__ = ["BlockCache"]
+
+
+class BlockCache:
+    """A thread-safe LRU cache of blocks bounded by ``capacity_bytes``.
+
+    ``hits``, ``misses`` and ``evictions`` count lookups and removals over the
+    cache's life; ``used_bytes`` is the current total charge.
+    """
+
+    def __init__(self, capacity_bytes: int):
+        if not isinstance(capacity_bytes, int) or isinstance(capacity_bytes, bool) or capacity_bytes < 0:
+            raise InvalidArgument(f"capacity_bytes must be a non-negative int, got {capacity_bytes!r}")
+        self.capacity_bytes = capacity_bytes
+        self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.used_bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+
+    def get(self, key: Hashable) -> Any | None:
+        """The cached value for ``key`` (now most recently used), or None."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return entry[0]
+
+    def put(self, key: Hashable, value: Any, charge: int) -> bool:
+        """Insert or replace ``key``; returns False if ``charge`` exceeds the capacity.
+
+        An entry larger than the whole cache is not stored: it would only
+        evict everything else and then itself.
+        """
+        if charge < 0:
+            raise InvalidArgument(f"charge must be non-negative, got {charge!r}")
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.used_bytes -= old[1]
+            if charge > self.capacity_bytes:
+                return False
+            self._entries[key] = (value, charge)
+            self.used_bytes += charge
+            while self.used_bytes > self.capacity_bytes:
+                _, (_, evicted) = self._entries.popitem(last=False)
+                self.used_bytes -= evicted
+                self.evictions += 1
+            return True
+
+    def evict_file(self, file_id: Hashable) -> int:
+        """Drop every block of one file (keys ``(file_id, offset)``); returns how many."""
+        with self._lock:
+            doomed = [k for k in self._entries if isinstance(k, tuple) and k and k[0] == file_id]
+            for key in doomed:
+                self.used_bytes -= self._entries.pop(key)[1]
+            return len(doomed)
+
+    def clear(self) -> None:
+        """Drop every entry (the counters are kept)."""
+        with self._lock:
+            self._entries.clear()
+            self.used_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    def stats(self) -> dict[str, int]:
+        """A snapshot of the counters and the current size."""
+        with self._lock:
+            return {
+                "capacity_bytes": self.capacity_bytes,
+                "used_bytes": self.used_bytes,
+                "entries": len(self._entries),
+                "hits": self.hits,
+                "misses": self.misses,
+                "evictions": self.evictions,
+            }

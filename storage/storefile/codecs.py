@@ -1,0 +1,118 @@
+"""Compression codecs for data block bodies: a registry from name to codec.
+
+The name a family is configured with (``"lz4"``, ``"zstd"``...) is written
+into the file info, and the matching :class:`CompressionType` code into the
+trailer and every block header.  Codecs come from ``pyarrow.Codec``; a pyarrow
+built without one gets a stub that raises an error naming what is missing
+when a file needs it, so files that do not use it stay readable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pyarrow as pa
+
+from ..errors import InvalidArgument, StorageError
+from .format import CompressionType
+
+__all__ = ["BlockCodec", "CODECS", "codec_names", "get_codec", "codec_for_code", "normalize_compression"]
+
+
+@lru_cache(maxsize=None)
+def _arrow_codec(name: str) -> pa.Codec:
+    # One-shot compress/decompress calls keep no state, so one Codec object
+    # serves every thread.
+    return pa.Codec(name)
+
+
+@dataclass(frozen=True)
+class BlockCodec:
+    """Compresses and decompresses whole block bodies."""
+
+    name: str
+    code: CompressionType
+    arrow_name: str | None  # the pyarrow.Codec name; None for no compression
+
+    @property
+    def available(self) -> bool:
+        """True when this pyarrow can run the codec."""
+        if self.arrow_name is None:
+            return True
+        try:
+            return pa.Codec.is_available(self.arrow_name)
+        except ValueError:  # a name this pyarrow does not even know
+            return False
+
+    def require(self) -> None:
+        """Raise :class:`StorageError` naming what is missing if the codec cannot run here."""
+        if not self.available:
+            raise StorageError(
+                f"compression {self.name!r} is not available: this pyarrow was built without "
+                f"{self.arrow_name} support (pyarrow.Codec.is_available({self.arrow_name!r}) is False); "
+                f"install a pyarrow wheel that includes it"
+            )
+
+    def _codec(self) -> pa.Codec:
+        self.require()
+        return _arrow_codec(self.arrow_name)
+
+    def compress(self, body: pa.Buffer) -> pa.Buffer:
+        """The stored form of ``body``."""
+        if self.arrow_name is None:
+            return body
+        out = self._codec().compress(body, asbytes=False)
+        # A ResizableBuffer exports its capacity through the buffer protocol;
+        # a plain slice exports exactly the compressed bytes.
+        return out.slice(0, out.size)
+
+    def decompress(self, stored: pa.Buffer, size: int) -> pa.Buffer:
+        """The body of ``size`` bytes from its stored form."""
+        if self.arrow_name is None:
+            return stored
+        return self._codec().decompress(stored, decompressed_size=size, asbytes=False)
+
+
+CODECS: dict[str, BlockCodec] = {
+    c.name: c
+    for c in (
+        BlockCodec("none", CompressionType.NONE, None),
+        BlockCodec("lz4", CompressionType.LZ4, "lz4"),
+        BlockCodec("zstd", CompressionType.ZSTD, "zstd"),
+        BlockCodec("snappy", CompressionType.SNAPPY, "snappy"),
+        BlockCodec("gzip", CompressionType.GZIP, "gzip"),
+    )
+}
+"""Every codec a store file may name, by name (lower case)."""
+
+_BY_CODE = {c.code: c for c in CODECS.values()}
+
+
+def codec_names() -> list[str]:
+    """Names of the codecs this installation can write (``"none"`` included)."""
+    return [name for name, c in CODECS.items() if c.available]
+
+
+def normalize_compression(name: str | None) -> str:
+    """Map a user spelling (``None``, ``"NONE"``, ``"LZ4"``) to a registry name."""
+    if name is None:
+        return "none"
+    if not isinstance(name, str) or name.lower() not in CODECS:
+        raise InvalidArgument(f"compression must be one of {sorted(CODECS)} or None, got {name!r}")
+    return name.lower()
+
+
+def get_codec(name: str | None) -> BlockCodec:
+    """The codec for a configured name; raises if unknown or unavailable here."""
+    codec = CODECS[normalize_compression(name)]
+    codec.require()  # fail when the writer is created, not at its first block
+    return codec
+
+
+def codec_for_code(code: int) -> BlockCodec | None:
+    """The codec for an on-disk code, or None when the code is unknown."""
+    try:
+        return _BY_CODE[CompressionType(code)]
+    except ValueError:
+        return None

@@ -1,0 +1,283 @@
+"""On-disk constants and fixed-size structures of a store file.
+
+The byte layout is specified in ``docs/formats/storefile.md``; this module is
+its executable half.  A store file is::
+
+    | data block 0 | data block 1 | ... | index | bloom (optional) | info | trailer |
+
+Every data block is ``| header (40 B) | body |`` and every meta section is
+``| section header (28 B) | body |``; the trailer is the last 72 bytes.
+All integers are little-endian.  Every byte of the file is covered by one
+checksum (a block header, a block body, a section header, a section body or
+the trailer).
+
+DO NOT CHANGE the magics, the struct layouts or the enum values below: they
+are embedded in files already written.  A new layout needs a new
+``FORMAT_VERSION``.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+from enum import IntEnum
+
+import pyarrow as pa
+
+from ..errors import CorruptionError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SUPPORTED_VERSIONS",
+    "ChecksumType",
+    "CompressionType",
+    "DATA_BLOCK_MAGIC",
+    "INDEX_MAGIC",
+    "BLOOM_MAGIC",
+    "INFO_MAGIC",
+    "TRAILER_MAGIC",
+    "BLOCK_HEADER_SIZE",
+    "SECTION_HEADER_SIZE",
+    "TRAILER_SIZE",
+    "INDEX_SCHEMA",
+    "BlockHeader",
+    "SectionHeader",
+    "Trailer",
+    "checksum",
+]
+
+FORMAT_VERSION = 1
+"""Version written into the trailer of every new file."""
+
+SUPPORTED_VERSIONS = frozenset({1})
+"""Versions this reader understands; any other is refused as corrupt."""
+
+
+class ChecksumType(IntEnum):
+    """Checksum algorithm of a block or section.
+
+    DO NOT CHANGE THESE VALUES: they are written into block headers, section
+    headers and the trailer.
+    """
+
+    CRC32 = 1  # zlib.crc32 (the IEEE polynomial)
+
+
+class CompressionType(IntEnum):
+    """Compression of data block bodies; the codec names live in ``codecs.py``.
+
+    DO NOT CHANGE THESE VALUES: they are written into block headers and the
+    trailer.
+    """
+
+    NONE = 0
+    LZ4 = 1  # LZ4 frame format
+    ZSTD = 2
+    SNAPPY = 3
+    GZIP = 4
+
+
+DATA_BLOCK_MAGIC = b"RSFDATA*"
+INDEX_MAGIC = b"RSFINDEX"
+BLOOM_MAGIC = b"RSFBLOOM"
+INFO_MAGIC = b"RSFINFO*"
+TRAILER_MAGIC = b"RSFTRAIL"
+
+# magic, on-disk body size, uncompressed body size, previous block offset,
+# cell count, checksum type, compression, reserved, body checksum | header checksum
+_BLOCK_HEADER = struct.Struct("<8sIIqIBBHI")
+BLOCK_HEADER_SIZE = _BLOCK_HEADER.size + 4  # 36 + header checksum = 40
+
+# magic, body length, checksum type, 3 reserved bytes, body checksum | header checksum
+_SECTION_HEADER = struct.Struct("<8sQB3xI")
+SECTION_HEADER_SIZE = _SECTION_HEADER.size + 4  # 24 + header checksum = 28
+
+# magic, checksum type, compression, reserved, block count, index offset,
+# index length, bloom offset, bloom length, info offset, info length,
+# format version | trailer checksum
+_TRAILER = struct.Struct("<8sBBHIQQQQQQI")
+TRAILER_SIZE = _TRAILER.size + 4  # 68 + trailer checksum = 72
+
+_U32 = struct.Struct("<I")
+
+INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("offset", pa.int64(), nullable=False),  # file offset of the block header
+        pa.field("length", pa.int64(), nullable=False),  # header + on-disk body bytes
+        pa.field("cell_count", pa.int64(), nullable=False),
+        pa.field("row", pa.binary(), nullable=False),  # first cell of the block
+        pa.field("family", pa.binary(), nullable=False),
+        pa.field("qualifier", pa.binary(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("type", pa.uint8(), nullable=False),
+    ]
+)
+"""Arrow schema of the block index body (one row per data block).
+
+DO NOT CHANGE: the index body is an Arrow IPC message read with this schema.
+"""
+
+
+def checksum(data) -> int:
+    """CRC32 of ``data`` (bytes, memoryview or ``pyarrow.Buffer``)."""
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def _check_header_crc(raw: memoryview, size: int, what: str, path: str, offset: int) -> None:
+    stored = _U32.unpack_from(raw, size - 4)[0]
+    if checksum(raw[: size - 4]) != stored:
+        raise CorruptionError(f"{what} checksum mismatch", path, offset)
+
+
+def _check_checksum_type(code: int, what: str, path: str, offset: int) -> None:
+    if code != ChecksumType.CRC32:
+        raise CorruptionError(f"{what} names unknown checksum type {code}", path, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockHeader:
+    """The fixed 40-byte header in front of every data block body."""
+
+    on_disk_size: int  # body bytes as stored (compressed)
+    uncompressed_size: int  # body bytes after decompression
+    prev_offset: int  # file offset of the previous block's header, -1 for the first
+    cell_count: int
+    compression: int
+    body_checksum: int
+
+    def encode(self) -> bytes:
+        """The 40 header bytes, header checksum included."""
+        head = _BLOCK_HEADER.pack(
+            DATA_BLOCK_MAGIC,
+            self.on_disk_size,
+            self.uncompressed_size,
+            self.prev_offset,
+            self.cell_count,
+            ChecksumType.CRC32,
+            self.compression,
+            0,
+            self.body_checksum,
+        )
+        return head + _U32.pack(checksum(head))
+
+    @classmethod
+    def decode(cls, raw, path: str, offset: int) -> "BlockHeader":
+        """Parse and verify a header read at ``offset`` (magic, checksum, sizes)."""
+        view = memoryview(raw)
+        if len(view) != BLOCK_HEADER_SIZE:
+            raise CorruptionError(f"truncated data block header ({len(view)} bytes)", path, offset)
+        magic, disk, raw_size, prev, cells, ctype, comp, reserved, body_crc = _BLOCK_HEADER.unpack_from(view, 0)
+        if magic != DATA_BLOCK_MAGIC:
+            raise CorruptionError(f"bad data block magic {magic!r}", path, offset)
+        _check_header_crc(view, BLOCK_HEADER_SIZE, "data block header", path, offset)
+        _check_checksum_type(ctype, "data block header", path, offset)
+        if reserved != 0 or cells == 0 or prev < -1 or prev >= offset:
+            raise CorruptionError("inconsistent data block header", path, offset)
+        return cls(disk, raw_size, prev, cells, comp, body_crc)
+
+
+@dataclass(frozen=True, slots=True)
+class SectionHeader:
+    """The fixed 28-byte header of a meta section (index, bloom, info)."""
+
+    magic: bytes
+    body_length: int
+    body_checksum: int
+
+    def encode(self) -> bytes:
+        head = _SECTION_HEADER.pack(self.magic, self.body_length, ChecksumType.CRC32, self.body_checksum)
+        return head + _U32.pack(checksum(head))
+
+    @classmethod
+    def frame(cls, magic: bytes, body: bytes) -> bytes:
+        """Header plus body: the section as written to the file."""
+        return cls(magic, len(body), checksum(body)).encode() + body
+
+    @classmethod
+    def unframe(cls, raw, magic: bytes, path: str, offset: int) -> memoryview:
+        """Verify a whole section read at ``offset`` and return its body."""
+        view = memoryview(raw)
+        what = f"{magic.decode('ascii', 'replace')} section"
+        if len(view) < SECTION_HEADER_SIZE:
+            raise CorruptionError(f"truncated {what} header", path, offset)
+        found, length, ctype, body_crc = _SECTION_HEADER.unpack_from(view, 0)
+        if found != magic:
+            raise CorruptionError(f"bad {what} magic {found!r}", path, offset)
+        _check_header_crc(view[:SECTION_HEADER_SIZE], SECTION_HEADER_SIZE, f"{what} header", path, offset)
+        _check_checksum_type(ctype, f"{what} header", path, offset)
+        if length != len(view) - SECTION_HEADER_SIZE:
+            raise CorruptionError(
+                f"{what} body length {length} disagrees with the trailer ({len(view) - SECTION_HEADER_SIZE})",
+                path,
+                offset,
+            )
+        body = view[SECTION_HEADER_SIZE:]
+        if checksum(body) != body_crc:
+            raise CorruptionError(f"{what} body checksum mismatch", path, offset + SECTION_HEADER_SIZE)
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class Trailer:
+    """The fixed 72-byte trailer at the end of every store file."""
+
+    compression: int
+    block_count: int
+    index_offset: int  # also the end of the data blocks
+    index_length: int
+    bloom_offset: int  # 0 with bloom_length 0 when the file has no bloom filter
+    bloom_length: int
+    info_offset: int
+    info_length: int
+    format_version: int = FORMAT_VERSION
+
+    def encode(self) -> bytes:
+        head = _TRAILER.pack(
+            TRAILER_MAGIC,
+            ChecksumType.CRC32,
+            self.compression,
+            0,
+            self.block_count,
+            self.index_offset,
+            self.index_length,
+            self.bloom_offset,
+            self.bloom_length,
+            self.info_offset,
+            self.info_length,
+            self.format_version,
+        )
+        return head + _U32.pack(checksum(head))
+
+    @classmethod
+    def decode(cls, raw, path: str, file_size: int) -> "Trailer":
+        """Parse and verify the trailer and the section layout it describes."""
+        offset = file_size - TRAILER_SIZE
+        view = memoryview(raw)
+        if len(view) != TRAILER_SIZE:
+            raise CorruptionError(f"truncated trailer ({len(view)} bytes)", path, offset)
+        (magic, ctype, comp, reserved, blocks, idx_off, idx_len, bl_off, bl_len, inf_off, inf_len, version) = (
+            _TRAILER.unpack_from(view, 0)
+        )
+        if magic != TRAILER_MAGIC:
+            raise CorruptionError(f"bad trailer magic {magic!r} (truncated or not a store file)", path, offset)
+        _check_header_crc(view, TRAILER_SIZE, "trailer", path, offset)
+        _check_checksum_type(ctype, "trailer", path, offset)
+        if version not in SUPPORTED_VERSIONS:
+            raise CorruptionError(f"unsupported store file format version {version}", path, offset)
+        # The sections must tile the file exactly: data, index, [bloom], info, trailer.
+        after_index = idx_off + idx_len
+        if bl_len:
+            layout_ok = bl_off == after_index and inf_off == bl_off + bl_len and bl_len >= SECTION_HEADER_SIZE
+        else:
+            layout_ok = bl_off == 0 and inf_off == after_index
+        layout_ok = (
+            layout_ok
+            and reserved == 0
+            and idx_len >= SECTION_HEADER_SIZE
+            and inf_len >= SECTION_HEADER_SIZE
+            and inf_off + inf_len == offset
+        )
+        if not layout_ok:
+            raise CorruptionError("trailer section offsets do not tile the file", path, offset)
+        return cls(comp, blocks, idx_off, idx_len, bl_off, bl_len, inf_off, inf_len, version)

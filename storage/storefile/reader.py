@@ -1,0 +1,439 @@
+"""StoreFileReader: verified, cached, thread-safe reads of one store file.
+
+Opening reads the trailer and the meta sections (index, bloom filter, file
+info) in two reads and verifies all of them.  Data blocks are read on
+demand, verified (header and body checksums, agreement with the index) and
+decoded into Arrow record batches, through the block cache when there is one.
+
+Sequential reading follows the chain of blocks the way HBase's
+``readNextDataBlock`` does: reading block N also reads block N+1's header in
+the same ``read_at`` call, and the reader keeps that prefetched header.  The
+next sequential read takes block N+1's size from it and reads N+1 (plus
+N+2's header) in one call.  With ``prefetch="shared"`` the prefetched header
+is one attribute holding an immutable ``(offset, header bytes)`` tuple,
+replaced atomically, so it serves whichever thread reads next (a scanner
+whose calls hop between threads still reads sequentially, HBASE-10676).
+``prefetch="thread_local"`` keeps it per thread, the old HBase behaviour,
+for benchmarks; a miss costs one extra header read, counted in
+``counters.extra_header_reads``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import CorruptionError, InvalidArgument, StorageError
+from ..fs import FileSystem
+from ._block import Block, decode_body
+from ._kernels import count_rows_below, first_unsorted, key_at, reverse_rows_order, row_starts
+from .bloom import RowBloomFilter, decode_bloom
+from .cache import BlockCache
+from .codecs import codec_for_code
+from .counters import ReadCounters
+from .fileinfo import FileInfo
+from .format import (
+    BLOCK_HEADER_SIZE,
+    BLOOM_MAGIC,
+    INDEX_MAGIC,
+    INFO_MAGIC,
+    SECTION_HEADER_SIZE,
+    TRAILER_SIZE,
+    BlockHeader,
+    SectionHeader,
+    Trailer,
+)
+from .index import BlockIndex
+
+if TYPE_CHECKING:
+    from .scanner import StoreFileScanner
+
+__all__ = ["StoreFileReader", "PREFETCH_MODES"]
+
+PREFETCH_MODES = ("shared", "thread_local")
+
+
+class StoreFileReader:
+    """Reads one store file; safe to share between threads.
+
+    ``info`` (:class:`FileInfo`), ``block_count`` and ``block_first_keys``
+    (sort keys of each block's first cell) come from the verified meta
+    sections.  ``counters`` (:class:`ReadCounters`) is shared by every
+    thread and scanner of this reader.  ``cache`` is the connection's
+    :class:`BlockCache`, or None.
+    """
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        path: str,
+        *,
+        cache: BlockCache | None = None,
+        prefetch: str = "shared",
+    ):
+        if prefetch not in PREFETCH_MODES:
+            raise InvalidArgument(f"prefetch must be one of {PREFETCH_MODES}, got {prefetch!r}")
+        self.fs = fs
+        self.path = path
+        self.prefetch = prefetch
+        self.counters = ReadCounters()
+        self._where = fs.uri(path)
+        self._cache = cache
+        self._shared_prefetch = prefetch == "shared"
+        self._prefetched: tuple[int, bytes] | None = None
+        self._local = threading.local()
+        self._closed = False
+        size = fs.size(path)
+        if size < TRAILER_SIZE:
+            raise CorruptionError(f"file of {size} bytes is too short for a store file (truncated?)", self._where, 0)
+        self._file = fs.open_read(path)
+        self._size = size
+        self._mapped: pa.Buffer | None = None
+        try:
+            if isinstance(self._file, pa.MemoryMappedFile):
+                # The whole mapping as one buffer: block reads become zero-copy
+                # slices of it, safe from any thread.
+                self._file.seek(0)
+                self._mapped = self._file.read_buffer(size)
+            self._open(size)
+        except BaseException:
+            self._file.close()
+            raise
+
+    # -- opening -----------------------------------------------------------
+    def _open(self, size: int) -> None:
+        where = self._where
+        raw = self._read(size - TRAILER_SIZE, TRAILER_SIZE)
+        trailer = Trailer.decode(raw, where, size)
+        meta = memoryview(self._read(trailer.index_offset, size - TRAILER_SIZE - trailer.index_offset))
+
+        def section(offset: int, length: int, magic: bytes) -> memoryview:
+            rel = offset - trailer.index_offset
+            return SectionHeader.unframe(meta[rel : rel + length], magic, where, offset)
+
+        codec = codec_for_code(trailer.compression)
+        if codec is None:
+            raise CorruptionError(f"unknown compression code {trailer.compression}", where, size - TRAILER_SIZE)
+        codec.require()
+        info_body = section(trailer.info_offset, trailer.info_length, INFO_MAGIC)
+        info = FileInfo.from_json(info_body, size, where, trailer.info_offset + SECTION_HEADER_SIZE)
+        if (
+            info.block_count != trailer.block_count
+            or info.format_version != trailer.format_version
+            or info.data_size != trailer.index_offset
+            or (info.compression or "none") != codec.name
+            or info.has_bloom != bool(trailer.bloom_length)
+        ):
+            raise CorruptionError("file info disagrees with the trailer", where, trailer.info_offset)
+        index_body = section(trailer.index_offset, trailer.index_length, INDEX_MAGIC)
+        index = BlockIndex.decode(
+            index_body, where, trailer.index_offset + SECTION_HEADER_SIZE, trailer.index_offset, trailer.block_count
+        )
+        if sum(index.cell_counts) != info.cell_count:
+            raise CorruptionError("block index cell counts disagree with the file info", where, trailer.index_offset)
+        bloom = None
+        if trailer.bloom_length:
+            bloom_body = section(trailer.bloom_offset, trailer.bloom_length, BLOOM_MAGIC)
+            bloom = decode_bloom(bloom_body, where, trailer.bloom_offset + SECTION_HEADER_SIZE)
+        self.info: FileInfo = info
+        self.block_count: int = len(index)
+        self.block_first_keys: list[tuple] = index.first_keys
+        self.file_id = (where, size, bytes(memoryview(raw)[-4:]).hex())  # block cache identity
+        self._index = index
+        self._codec = codec
+        self._bloom: RowBloomFilter | None = bloom
+        self._data_end = trailer.index_offset
+
+    # -- raw reads ---------------------------------------------------------
+    def _read(self, offset: int, nbytes: int, block: bool = False) -> pa.Buffer:
+        if self._closed:
+            raise StorageError(f"store file reader of {self._where} is closed")
+        if self._mapped is not None:
+            end = min(offset + nbytes, self._size)
+            buf = self._mapped.slice(offset, max(end - offset, 0))
+        else:
+            buf = pa.py_buffer(self._file.read_at(nbytes, offset))
+        self.counters.add_read(buf.size, block)
+        if buf.size != nbytes:
+            raise CorruptionError(f"short read ({buf.size} of {nbytes} bytes; truncated file?)", self._where, offset)
+        return buf
+
+    def _get_prefetched(self) -> tuple[int, bytes] | None:
+        if self._shared_prefetch:
+            return self._prefetched
+        return getattr(self._local, "prefetched", None)
+
+    def _set_prefetched(self, value: tuple[int, bytes]) -> None:
+        if self._shared_prefetch:
+            self._prefetched = value  # one atomic attribute store: no lock needed
+        else:
+            self._local.prefetched = value
+
+    # -- blocks ------------------------------------------------------------
+    def _load(self, i: int, header_raw, use_cache: bool, cache_blocks: bool) -> Block:
+        """Block ``i``: from the cache, or read, verified and decoded.
+
+        ``header_raw`` is the block's header when the caller already has it
+        (sequential read after a prefetch), else None: for a random access
+        the index gives the size; for a sequential one without a prefetched
+        header the caller passes ``"read"`` to read the header separately.
+        """
+        idx = self._index
+        offset = idx.offsets[i]
+        length = idx.lengths[i]
+        key = (self.file_id, offset)
+        cache = self._cache
+        if use_cache and cache is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                self.counters.add("cache_hits")
+                return hit
+            self.counters.add("cache_misses")
+        has_next = i + 1 < len(idx)
+        tail = BLOCK_HEADER_SIZE if has_next else 0
+        if header_raw == "read":
+            header_raw = self._read(offset, BLOCK_HEADER_SIZE)
+            self.counters.add("extra_header_reads")
+        if header_raw is None:
+            # Random access: header, body and the next header in one read.
+            buf = self._read(offset, length + tail, block=True)
+            header = BlockHeader.decode(buf.slice(0, BLOCK_HEADER_SIZE), self._where, offset)
+            self._check_header(header, i, offset, length)
+            body = buf.slice(BLOCK_HEADER_SIZE, length - BLOCK_HEADER_SIZE)
+        else:
+            # Sequential: the size comes from the header; body and next header in one read.
+            header = BlockHeader.decode(header_raw, self._where, offset)
+            self._check_header(header, i, offset, length)
+            buf = self._read(offset + BLOCK_HEADER_SIZE, header.on_disk_size + tail, block=True)
+            body = buf.slice(0, header.on_disk_size)
+        if has_next:
+            self._set_prefetched((offset + length, buf.slice(buf.size - tail).to_pybytes()))
+        batch = decode_body(header, body, self._codec, self._where, offset)
+        block = Block(i, offset, length, batch)
+        if cache_blocks and cache is not None:
+            cache.put(key, block, batch.nbytes)
+        return block
+
+    def _check_header(self, header: BlockHeader, i: int, offset: int, length: int) -> None:
+        idx = self._index
+        prev = idx.offsets[i - 1] if i else -1
+        if BLOCK_HEADER_SIZE + header.on_disk_size != length or header.prev_offset != prev:
+            raise CorruptionError("data block header disagrees with the block index", self._where, offset)
+        if header.cell_count != idx.cell_counts[i]:
+            raise CorruptionError("data block cell count disagrees with the block index", self._where, offset)
+
+    def _block(self, i: int, cache_blocks: bool = True, use_cache: bool = True) -> Block:
+        """Block ``i`` by random access through the index."""
+        return self._load(i, None, use_cache, cache_blocks)
+
+    def _next_block(self, block: Block, cache_blocks: bool = True, use_cache: bool = True) -> Block | None:
+        """The block after ``block``, read sequentially; None at the end of the data."""
+        offset = block.next_offset
+        if offset >= self._data_end:
+            return None
+        i = block.index + 1
+        if use_cache and self._cache is not None and (self.file_id, offset) in self._cache:
+            return self._load(i, None, True, cache_blocks)  # a hit: no read at all
+        prefetched = self._get_prefetched()
+        header_raw = prefetched[1] if prefetched is not None and prefetched[0] == offset else "read"
+        return self._load(i, header_raw, use_cache, cache_blocks)
+
+    def find_block(self, key: tuple) -> int:
+        """Index of the block that may hold the first cell with sort key >= ``key``
+        (a bisect on the block index; -1 for a file without blocks).
+
+        ``key`` is a :func:`storage.cells.sort_key` tuple or a prefix of one
+        (``(row,)`` sorts before every cell of ``row``).
+        """
+        return self._index.find_block(key)
+
+    def read_block(self, i: int) -> pa.RecordBatch:
+        """Data block ``i`` as a ``CELL_SCHEMA`` batch (verified, decompressed, cached)."""
+        if not isinstance(i, int) or not 0 <= i < self.block_count:
+            raise InvalidArgument(f"block number must be in [0, {self.block_count}), got {i!r}")
+        return self._block(i).batch
+
+    # -- scans -------------------------------------------------------------
+    def scan_batches(
+        self,
+        start_row: bytes | None = None,
+        stop_row: bytes | None = None,
+        reverse: bool = False,
+        *,
+        cache_blocks: bool = True,
+    ) -> Iterator[pa.RecordBatch]:
+        """Cells of rows in ``[start_row, stop_row)`` as block-sized batches.
+
+        Forward: blocks in file order, read sequentially (prefetched headers),
+        each sliced to the range.  Reverse: rows in descending order, each
+        row's cells still in ascending (cell) order; a row that spans blocks
+        comes out whole in one batch, so a batch may hold cells of two
+        blocks.  Either way no Python loop runs per cell.  ``cache_blocks``
+        False reads through the cache without adding to it (big scans).
+        """
+        for name, value in (("start_row", start_row), ("stop_row", stop_row)):
+            if value is not None and not isinstance(value, bytes):
+                raise InvalidArgument(f"{name} must be bytes or None, got {value!r}")
+        if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):
+            return iter(())
+        if reverse:
+            return self._scan_reverse(start_row, stop_row, cache_blocks)
+        return self._scan_forward(start_row, stop_row, cache_blocks)
+
+    def _scan_forward(self, start_row, stop_row, cache_blocks) -> Iterator[pa.RecordBatch]:
+        keys = self.block_first_keys
+        first = self.find_block((start_row,)) if start_row is not None else 0
+        block = self._block(first, cache_blocks)
+        while block is not None:
+            batch = block.batch
+            rows = batch.column(0)
+            n = batch.num_rows
+            lo, hi = 0, n
+            if start_row is not None and block.index == first and keys[first][0] < start_row:
+                lo = count_rows_below(rows, start_row)
+            last_block = block.index + 1 >= self.block_count or (
+                stop_row is not None and keys[block.index + 1][0] >= stop_row
+            )
+            if stop_row is not None and rows[n - 1].as_py() >= stop_row:
+                hi = count_rows_below(rows, stop_row)
+                last_block = True
+            if hi > lo:
+                yield batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
+            if last_block:
+                return
+            block = self._next_block(block, cache_blocks)
+
+    def _scan_reverse(self, start_row, stop_row, cache_blocks) -> Iterator[pa.RecordBatch]:
+        keys = self.block_first_keys
+        j = self.find_block((stop_row,)) if stop_row is not None else self.block_count - 1
+        carry: pa.RecordBatch | None = None  # the lowest row seen so far, which may continue in block j-1
+        while j >= 0:
+            batch = self._block(j, cache_blocks).batch
+            rows = batch.column(0)
+            n = batch.num_rows
+            lo, hi = 0, n
+            done = j == 0
+            if start_row is not None and keys[j][0] < start_row:
+                lo = count_rows_below(rows, start_row)
+                done = True
+            if stop_row is not None and rows[n - 1].as_py() >= stop_row:
+                hi = count_rows_below(rows, stop_row)
+            part = batch.slice(lo, hi - lo)
+            if carry is not None:
+                part = pa.concat_batches([part, carry])
+                carry = None
+            starts = row_starts(part.column(0))
+            if not done and len(starts):
+                head = int(starts[1]) if len(starts) > 1 else part.num_rows
+                carry = part.slice(0, head)
+                part = part.slice(head)
+                starts = starts[1:] - head
+            if part.num_rows:
+                yield part.take(pa.array(reverse_rows_order(starts, part.num_rows)))
+            if done:
+                return
+            j -= 1
+
+    # -- point lookups -----------------------------------------------------
+    @property
+    def has_bloom(self) -> bool:
+        """True when the file has a bloom filter this reader can use."""
+        return self._bloom is not None
+
+    def might_contain_row(self, row: bytes) -> bool:
+        """False only if the file certainly has no cell of ``row`` (range check, then bloom filter)."""
+        info = self.info
+        if info.cell_count == 0 or row < info.first_cell[0] or row > info.last_cell[0]:
+            return False
+        return self._bloom is None or self._bloom.might_contain(row)
+
+    def scanner(self, *, cache_blocks: bool = True) -> "StoreFileScanner":
+        """A new cell-at-a-time :class:`StoreFileScanner` over this file."""
+        from .scanner import StoreFileScanner  # scanner imports this module
+
+        return StoreFileScanner(self, cache_blocks=cache_blocks)
+
+    # -- verification ------------------------------------------------------
+    def check(self) -> None:
+        """Verify every invariant of the file, reading every block from disk.
+
+        Checksums of all blocks (the meta sections were verified at open),
+        block order and agreement with the index, cell order within and
+        across blocks, family, cell/row/block counts, first/last cell,
+        timestamp bounds and that the bloom filter holds every row.
+        Raises :class:`CorruptionError` naming the file and offset.
+        """
+        info = self.info
+        where = self._where
+        count = rows_seen = blocks = 0
+        prev_key = prev_row = None
+        min_ts = max_ts = None
+        first_cell = last_cell = None
+        block = self._block(0, cache_blocks=False, use_cache=False) if self.block_count else None
+        while block is not None:
+            batch = block.batch
+            n = batch.num_rows
+            at = block.offset
+            if first_unsorted(batch) is not None:
+                raise CorruptionError("cells of a data block are out of order", where, at)
+            families = batch.column(1).unique()
+            if len(families) != 1 or families[0].as_py() != info.family:
+                raise CorruptionError("data block holds cells of another family", where, at)
+            first_key = key_at(batch, 0)
+            if first_key != self.block_first_keys[block.index]:
+                raise CorruptionError("data block first key disagrees with the index", where, at)
+            if prev_key is not None and not prev_key < first_key:
+                raise CorruptionError("data block does not sort after the previous block", where, at)
+            prev_key = key_at(batch, n - 1)
+            ts = batch.column(3)
+            lo_ts, hi_ts = pc.min(ts).as_py(), pc.max(ts).as_py()
+            min_ts = lo_ts if min_ts is None else min(min_ts, lo_ts)
+            max_ts = hi_ts if max_ts is None else max(max_ts, hi_ts)
+            row_col = batch.column(0)
+            starts = row_starts(row_col)
+            rows_seen += len(starts) - (1 if row_col[0].as_py() == prev_row else 0)
+            prev_row = row_col[n - 1].as_py()
+            if self._bloom is not None and not self._bloom.might_contain_many(row_col.take(pa.array(starts))).all():
+                raise CorruptionError("bloom filter misses a row of the data block", where, at)
+            if first_cell is None:
+                first_cell = tuple(c[0].as_py() for c in batch.slice(0, 1).columns)
+            last_cell = tuple(c[0].as_py() for c in batch.slice(n - 1, 1).columns)
+            count += n
+            blocks += 1
+            block = self._next_block(block, cache_blocks=False, use_cache=False)
+        expected = (
+            info.cell_count,
+            info.row_count,
+            info.block_count,
+            info.min_timestamp,
+            info.max_timestamp,
+            None if info.first_cell is None else tuple(info.first_cell),
+            None if info.last_cell is None else tuple(info.last_cell),
+        )
+        found = (count, rows_seen, blocks, min_ts, max_ts, first_cell, last_cell)
+        if found != expected:
+            raise CorruptionError(f"data blocks disagree with the file info ({found} != {expected})", where, self._data_end)
+
+    # -- lifecycle ---------------------------------------------------------
+    def close(self) -> None:
+        """Close the file.  Batches already returned stay valid."""
+        if not self._closed:
+            self._closed = True
+            self._mapped = None
+            self._file.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "StoreFileReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"StoreFileReader({self._where!r}, blocks={self.block_count}, cells={self.info.cell_count})"

@@ -1,0 +1,355 @@
+"""StoreFileWriter: builds one immutable store file.
+
+Cells arrive in sort order, one at a time (:meth:`StoreFileWriter.append`)
+or as Arrow batches (:meth:`StoreFileWriter.append_batch`).  They are cut
+into data blocks of about ``block_size`` uncompressed bytes at cell
+boundaries and written as they fill; :meth:`StoreFileWriter.finish` adds the
+index, the bloom filter, the file info and the trailer.
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..cells import CELL_SCHEMA, Cell, cells_to_batch
+from ..errors import InvalidArgument
+from ..fs import FileSystem
+from ._block import encode_block
+from ._kernels import CELL_OVERHEAD, cell_at, cell_sizes, first_unsorted, key_at, key_run_end, row_starts
+from .bloom import RowBloomFilter, row_hash_pairs
+from .codecs import get_codec
+from .fileinfo import FileInfo
+from .format import BLOOM_MAGIC, FORMAT_VERSION, INDEX_MAGIC, INFO_MAGIC, SectionHeader, Trailer
+from .index import IndexBuilder
+
+__all__ = ["StoreFileWriter"]
+
+_MAX_BODY = (1 << 32) - 1  # block header sizes are 32-bit
+
+
+class StoreFileWriter:
+    """Writes one store file of one column family.
+
+    Contract:
+
+    * cells are added in :func:`storage.cells.sort_key` order (equal keys are
+      allowed; a key that sorts before the previous one raises
+      :class:`InvalidArgument` and leaves the writer as it was);
+    * every cell's family is ``family``;
+    * then call :meth:`finish` (writes the index, bloom filter, file info and
+      trailer, fsyncs and closes) or :meth:`abandon` (closes and deletes the
+      partial file).  Until ``finish`` returns the file is not a store file.
+      After either, the writer accepts no more calls (``abandon`` after
+      ``finish`` does nothing, so ``try: ... finish() except: abandon()``
+      is safe).
+
+    ``block_size`` is the target uncompressed bytes per data block: a block
+    is closed after the cell that reaches it (so one large cell makes one
+    large block), and never between two cells with equal keys.
+    ``compression`` is a codec name from :data:`codecs.CODECS` or None.
+    ``bloom`` adds a row bloom filter (files without rows get none).
+    """
+
+    def __init__(
+        self,
+        fs: FileSystem,
+        path: str,
+        *,
+        family: bytes,
+        block_size: int = 65536,
+        compression: str | None = None,
+        bloom: bool = True,
+    ):
+        if not isinstance(family, bytes):
+            raise InvalidArgument(f"family must be bytes, got {family!r}")
+        if not isinstance(block_size, int) or isinstance(block_size, bool) or not 1 <= block_size <= _MAX_BODY // 2:
+            raise InvalidArgument(f"block_size must be an int in [1, {_MAX_BODY // 2}], got {block_size!r}")
+        self._codec = get_codec(compression)
+        self.fs = fs
+        self.path = path
+        self.family = family
+        self.block_size = block_size
+        self._bloom = bool(bloom)
+        self._file = fs.create(path)
+        self._state = "open"
+        # Cells appended one by one wait here until they fill a block.
+        self._py_cells: list[tuple] = []
+        self._py_bytes = 0
+        # Arrow chunks not yet written, with the byte size of each cell.
+        self._chunks: list[pa.RecordBatch] = []
+        self._chunk_sizes: list[np.ndarray] = []
+        self._chunk_bytes = 0
+        self._last_key: tuple | None = None
+        self._appended = 0
+        # What has been written.
+        self._index = IndexBuilder()
+        self._offset = 0
+        self._prev_offset = -1
+        self._cell_count = 0
+        self._row_count = 0
+        self._last_row: bytes | None = None
+        self._first_cell: Cell | None = None
+        self._last_cell: Cell | None = None
+        self._min_ts: int | None = None
+        self._max_ts: int | None = None
+        self._uncompressed = 0
+        self._hashes: list[tuple[np.ndarray, np.ndarray]] = []
+        self._family_scalar = pa.scalar(family, pa.binary())
+
+    # -- appending -------------------------------------------------------
+    @property
+    def cell_count(self) -> int:
+        """Cells appended so far."""
+        return self._appended
+
+    def append(self, cell: tuple) -> None:
+        """Add one cell ``(row, family, qualifier, timestamp, type, value)``."""
+        self._check_open()
+        if len(cell) != 6:
+            raise InvalidArgument(f"a cell is a 6-tuple (row, family, qualifier, timestamp, type, value), got {cell!r}")
+        row, family, qualifier, ts, kind, value = cell
+        if family != self.family:
+            raise InvalidArgument(f"cell family {family!r} differs from the file's family {self.family!r}")
+        if not (type(row) is bytes and type(qualifier) is bytes and type(value) is bytes):
+            raise InvalidArgument(f"row, qualifier and value must be bytes, got {cell!r}")
+        if not (isinstance(ts, int) and isinstance(kind, int) and 0 <= kind <= 255):
+            raise InvalidArgument(f"timestamp must be an int and type an int in [0, 255], got {cell!r}")
+        key = (row, family, qualifier, -ts, -kind)
+        if self._last_key is not None and key < self._last_key:
+            raise InvalidArgument(f"cell {cell!r} sorts before the previous cell (key {self._last_key!r})")
+        self._py_cells.append(cell)
+        self._last_key = key
+        self._appended += 1
+        self._py_bytes += len(row) + len(family) + len(qualifier) + len(value) + CELL_OVERHEAD
+        if self._chunk_bytes + self._py_bytes >= self.block_size:
+            self._flush_py()
+            self._cut(final=False)
+
+    def append_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
+        """Add a batch of cells with ``CELL_SCHEMA`` columns, in sort order.
+
+        Order, family and nulls are checked with vectorized kernels over the
+        whole batch, plus one comparison at the boundary with what came
+        before; on any violation nothing of the batch is added.
+        """
+        self._check_open()
+        if isinstance(batch, pa.Table):
+            for part in batch.to_batches():
+                self.append_batch(part)
+            return
+        if not isinstance(batch, pa.RecordBatch):
+            raise InvalidArgument(f"append_batch takes a pyarrow RecordBatch or Table, got {type(batch).__name__}")
+        batch = _conform(batch)
+        n = batch.num_rows
+        if n == 0:
+            return
+        fam = batch.column("family")
+        same = pc.equal(fam, self._family_scalar)
+        if not pc.all(same).as_py():
+            bad = int(np.flatnonzero(~same.to_numpy(zero_copy_only=False))[0])
+            raise InvalidArgument(
+                f"cell {bad} of the batch has family {fam[bad].as_py()!r}, the file's family is {self.family!r}"
+            )
+        bad = first_unsorted(batch)
+        if bad is not None:
+            raise InvalidArgument(
+                f"batch is not sorted: cell {bad} (key {key_at(batch, bad)!r}) sorts before cell {bad - 1} "
+                f"(key {key_at(batch, bad - 1)!r})"
+            )
+        first = key_at(batch, 0)
+        if self._last_key is not None and first < self._last_key:
+            raise InvalidArgument(
+                f"batch starts with key {first!r}, which sorts before the previous cell (key {self._last_key!r})"
+            )
+        self._flush_py()
+        sizes = cell_sizes(batch)
+        self._chunks.append(batch)
+        self._chunk_sizes.append(sizes)
+        self._chunk_bytes += int(sizes.sum())
+        self._last_key = key_at(batch, n - 1)
+        self._appended += n
+        if self._chunk_bytes >= self.block_size:
+            self._cut(final=False)
+
+    # -- block cutting ---------------------------------------------------
+    def _flush_py(self) -> None:
+        if not self._py_cells:
+            return
+        batch = cells_to_batch(self._py_cells)
+        self._chunks.append(batch)
+        self._chunk_sizes.append(cell_sizes(batch))
+        self._chunk_bytes += self._py_bytes
+        self._py_cells = []
+        self._py_bytes = 0
+
+    def _cut(self, final: bool) -> None:
+        """Write every full block of the pending cells (and the rest if ``final``)."""
+        if not self._chunks:
+            return
+        combined = self._chunks[0] if len(self._chunks) == 1 else pa.concat_batches(self._chunks)
+        sizes = self._chunk_sizes[0] if len(self._chunk_sizes) == 1 else np.concatenate(self._chunk_sizes)
+        cum = np.cumsum(sizes)
+        n = combined.num_rows
+        start, base = 0, 0
+        while start < n:
+            # The block ends with the first cell whose running size reaches the target.
+            end = int(np.searchsorted(cum, base + self.block_size, side="left")) + 1
+            if end > n:
+                if not final:
+                    break
+                end = n
+            elif end < n and key_at(combined, end - 1) == key_at(combined, end):
+                end = key_run_end(combined, end)  # equal keys stay in one block
+                if end == n and not final:
+                    break
+            self._write_block(combined.slice(start, end - start))
+            start, base = end, int(cum[end - 1])
+        if start < n:
+            self._chunks = [combined.slice(start)]
+            self._chunk_sizes = [sizes[start:]]
+            self._chunk_bytes = int(cum[-1]) - base
+        else:
+            self._chunks, self._chunk_sizes, self._chunk_bytes = [], [], 0
+
+    def _write_block(self, block: pa.RecordBatch) -> None:
+        header, stored, raw_size = encode_block(block, self._prev_offset, self._codec)
+        if raw_size > _MAX_BODY or stored.size > _MAX_BODY:
+            raise InvalidArgument(f"a data block of {raw_size} bytes is too large (cells over 4 GiB?)")
+        n = block.num_rows
+        offset = self._offset
+        self._file.write(header)
+        self._file.write(stored)
+        length = len(header) + stored.size
+        first = cell_at(block, 0)
+        self._index.add(offset, length, n, first)
+        self._prev_offset = offset
+        self._offset += length
+        self._uncompressed += raw_size
+        self._cell_count += n
+        if self._first_cell is None:
+            self._first_cell = first
+        self._last_cell = cell_at(block, n - 1)
+        bounds = pc.min_max(block.column("timestamp")).as_py()
+        self._min_ts = bounds["min"] if self._min_ts is None else min(self._min_ts, bounds["min"])
+        self._max_ts = bounds["max"] if self._max_ts is None else max(self._max_ts, bounds["max"])
+        rows = block.column("row")
+        distinct = rows.take(pa.array(row_starts(rows)))
+        if self._last_row is not None and distinct[0].as_py() == self._last_row:
+            distinct = distinct.slice(1)  # the row continues from the previous block
+        self._row_count += len(distinct)
+        if self._bloom and len(distinct):
+            self._hashes.append(row_hash_pairs(distinct))
+        self._last_row = self._last_cell[0]
+
+    # -- lifecycle ---------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise InvalidArgument(f"store file writer for {self.path} is already {self._state}")
+
+    def finish(self, max_seq_id: int = 0) -> FileInfo:
+        """Write the remaining blocks, index, bloom filter, file info and trailer;
+        fsync and close.  Returns the file's :class:`FileInfo`.
+
+        If writing fails the partial file is deleted (as by :meth:`abandon`).
+        """
+        self._check_open()
+        if not isinstance(max_seq_id, int) or isinstance(max_seq_id, bool) or max_seq_id < 0:
+            raise InvalidArgument(f"max_seq_id must be a non-negative int, got {max_seq_id!r}")
+        try:
+            self._flush_py()
+            self._cut(final=True)
+            data_end = self._offset
+            index = SectionHeader.frame(INDEX_MAGIC, self._index.encode())
+            bloom_section = b""
+            policy = None
+            if self._bloom and self._row_count:
+                h1 = np.concatenate([h[0] for h in self._hashes])
+                h2 = np.concatenate([h[1] for h in self._hashes])
+                filt = RowBloomFilter.build(h1, h2)
+                policy = filt.POLICY
+                bloom_section = SectionHeader.frame(BLOOM_MAGIC, filt.encode())
+            info = FileInfo(
+                first_cell=self._first_cell,
+                last_cell=self._last_cell,
+                cell_count=self._cell_count,
+                row_count=self._row_count,
+                min_timestamp=self._min_ts,
+                max_timestamp=self._max_ts,
+                max_seq_id=max_seq_id,
+                family=self.family,
+                compression=None if self._codec.name == "none" else self._codec.name,
+                block_count=len(self._index),
+                block_size=self.block_size,
+                format_version=FORMAT_VERSION,
+                file_size=0,
+                has_bloom=policy is not None,
+                bloom_policy=policy,
+                data_size=data_end,
+                uncompressed_size=self._uncompressed,
+            )
+            info_section = SectionHeader.frame(INFO_MAGIC, info.to_json())
+            bloom_offset = data_end + len(index) if bloom_section else 0
+            info_offset = data_end + len(index) + len(bloom_section)
+            trailer = Trailer(
+                compression=self._codec.code,
+                block_count=len(self._index),
+                index_offset=data_end,
+                index_length=len(index),
+                bloom_offset=bloom_offset,
+                bloom_length=len(bloom_section),
+                info_offset=info_offset,
+                info_length=len(info_section),
+            ).encode()
+            self._file.write(index + bloom_section + info_section + trailer)
+            self._file.sync()
+            self._file.close()
+            # The new directory entry must be durable before a manifest names it.
+            self.fs.sync_dir(posixpath.dirname(self.path))
+        except BaseException:
+            self.abandon()
+            raise
+        self._state = "finished"
+        self._chunks, self._chunk_sizes, self._hashes = [], [], []
+        return info.with_file_size(info_offset + len(info_section) + len(trailer))
+
+    def abandon(self) -> None:
+        """Close and delete the partial file.  Does nothing after finish or a first abandon."""
+        if self._state != "open":
+            return
+        self._state = "abandoned"
+        self._chunks, self._chunk_sizes, self._hashes, self._py_cells = [], [], [], []
+        try:
+            self._file.close()
+        finally:
+            self.fs.delete(self.path, missing_ok=True)
+
+    def __enter__(self) -> "StoreFileWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abandon()
+        elif self._state == "open":
+            self.abandon()
+            raise InvalidArgument(f"store file writer for {self.path} left without finish(); the file was deleted")
+
+
+def _conform(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch with exactly ``CELL_SCHEMA`` (casting compatible types), no nulls."""
+    if batch.schema.names != CELL_SCHEMA.names:
+        raise InvalidArgument(f"batch columns must be {CELL_SCHEMA.names}, got {batch.schema.names}")
+    columns = []
+    for field, col in zip(CELL_SCHEMA, batch.columns):
+        if col.null_count:
+            raise InvalidArgument(f"column {field.name!r} of the batch has nulls")
+        if col.type != field.type:
+            try:
+                col = col.cast(field.type)
+            except (pa.ArrowException, ValueError) as exc:
+                raise InvalidArgument(f"column {field.name!r} has type {col.type}, expected {field.type} ({exc})") from None
+        columns.append(col)
+    return pa.RecordBatch.from_arrays(columns, schema=CELL_SCHEMA)

@@ -1,0 +1,585 @@
+"""The batch kernels against straightforward Python models over cell tuples."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from storage.cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType, batch_to_cells, cells_to_batch, sort_key
+from storage.errors import InvalidArgument
+from storage.kernels import (
+    FAMILY_MAP_TYPE,
+    cells_to_rows,
+    is_sorted,
+    merge_sources,
+    parse_column,
+    resolve,
+    reverse_rows,
+    row_boundaries,
+)
+
+PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in CellType)
+
+SETTINGS = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+# ---------------------------------------------------------------------------
+# Python models
+
+
+def model_merge(sources: list[list[Cell]]) -> list[Cell]:
+    """Union of the sources (newest first), newest winning identical keys, sorted."""
+    kept: dict[tuple, Cell] = {}
+    for source in sources:
+        for cell in source:
+            kept.setdefault(cell[:5], cell)
+    return sorted(kept.values(), key=sort_key)
+
+
+def model_resolve(
+    cells: list[Cell],
+    max_versions: int = 1,
+    min_timestamp: int = 0,
+    max_timestamp: int = LATEST_TIMESTAMP,
+    ttl_cutoff: int | None = None,
+    keep_deletes: bool = False,
+    timestamps=None,
+) -> list[Cell]:
+    def passes(ts: int) -> bool:
+        return (
+            min_timestamp <= ts < max_timestamp
+            and (ttl_cutoff is None or ts >= ttl_cutoff)
+            and (timestamps is None or ts in set(timestamps))
+        )
+
+    if keep_deletes:
+        return [c for c in cells if passes(c.timestamp)]
+    family_deleted: dict[tuple, int] = {}
+    column_deleted: dict[tuple, int] = {}
+    version_deleted: set[tuple] = set()
+    for c in cells:
+        if c.type == DELETE_FAMILY:
+            key = (c.row, c.family)
+            family_deleted[key] = max(family_deleted.get(key, c.timestamp), c.timestamp)
+        elif c.type == DELETE_COLUMN:
+            key = (c.row, c.family, c.qualifier)
+            column_deleted[key] = max(column_deleted.get(key, c.timestamp), c.timestamp)
+        elif c.type == DELETE:
+            version_deleted.add((c.row, c.family, c.qualifier, c.timestamp))
+    out = []
+    versions: Counter = Counter()
+    for c in cells:
+        if c.type != PUT:
+            continue
+        if c.timestamp <= family_deleted.get((c.row, c.family), -1):
+            continue
+        if c.timestamp <= column_deleted.get((c.row, c.family, c.qualifier), -1):
+            continue
+        if (c.row, c.family, c.qualifier, c.timestamp) in version_deleted:
+            continue
+        if not passes(c.timestamp):
+            continue
+        versions[c[:3]] += 1
+        if versions[c[:3]] <= max_versions:
+            out.append(c)
+    return out
+
+
+def model_rows(cells: list[Cell], columns: list[bytes], include_timestamp: bool) -> list[dict]:
+    rows: dict[bytes, list[Cell]] = {}
+    for c in cells:
+        if c.type == PUT:
+            rows.setdefault(c.row, []).append(c)
+    out = []
+    for row_key, row_cells in rows.items():
+        record = {"key": row_key}
+        found = False
+        for spec in columns:
+            family, _, qualifier = spec.partition(b":")
+            name = family.decode("utf-8", "backslashreplace")
+            if qualifier:
+                name += ":" + qualifier.decode("utf-8", "backslashreplace")
+            if qualifier:
+                match = [c for c in row_cells if c.family == family and c.qualifier == qualifier]
+                record[name] = match[0].value if match else None
+                if include_timestamp:
+                    record[name + "@ts"] = match[0].timestamp if match else None
+                found |= bool(match)
+            else:
+                entries: dict[bytes, bytes] = {}
+                for c in row_cells:
+                    if c.family == family:
+                        entries.setdefault(c.qualifier, c.value)
+                record[name] = list(entries.items()) if entries else None
+                found |= bool(entries)
+        if found:
+            out.append(record)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Strategies
+
+# Key pools of different shapes: variable widths go through Arrow's string
+# kernels, one common width of 1/2/4/8 bytes through integer views (with
+# high bytes to check unsigned big-endian order), other widths through Arrow.
+ROW_POOLS = [
+    [b"", b"\x00", b"a", b"a\x00", b"ab", b"b", b"\xff"],
+    [b"\x00\x00\x00\x01", b"\x00\x00\x01\x00", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\xff\xff\xff\xfe"],
+    [b"row-1", b"row-2", b"rox-0"],
+]
+FAMILY_POOLS = [[b"f", b"g"], [b"f", b"gg"], [b"f"]]
+QUALIFIER_POOLS = [[b"", b"a", b"b", b"b\x00"], [b"aa", b"ab", b"\xffz"], [b"q"]]
+
+
+class Universe(NamedTuple):
+    """The keys one example draws its cells from."""
+
+    rows: list[bytes]
+    families: list[bytes]
+    qualifiers: list[bytes]
+
+
+universes = st.builds(
+    Universe,
+    st.sampled_from(ROW_POOLS),
+    st.sampled_from(FAMILY_POOLS),
+    st.sampled_from(QUALIFIER_POOLS),
+)
+
+ALL_TYPES = (PUT, PUT, PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY)
+
+
+@st.composite
+def cell_st(draw, universe: Universe, types=ALL_TYPES, max_ts=8):
+    kind = draw(st.sampled_from(types))
+    qualifier = b"" if kind == DELETE_FAMILY else draw(st.sampled_from(universe.qualifiers))
+    value = draw(st.binary(max_size=3)) if kind == PUT else b""
+    return Cell(
+        draw(st.sampled_from(universe.rows)),
+        draw(st.sampled_from(universe.families)),
+        qualifier,
+        draw(st.integers(0, max_ts)),
+        kind,
+        value,
+    )
+
+
+def unique_sorted(cells) -> list[Cell]:
+    """One cell per key (the first drawn), in cell order: what a sorted source holds."""
+    kept: dict[tuple, Cell] = {}
+    for c in cells:
+        kept.setdefault(c[:5], c)
+    return sorted(kept.values(), key=sort_key)
+
+
+@st.composite
+def chunked_table(draw, cells: list[Cell]):
+    """``cells`` as a RecordBatch, a Table, or a Table split into random chunks."""
+    batch = cells_to_batch(cells)
+    shape = draw(st.sampled_from(["batch", "table", "chunks"]))
+    if shape == "batch":
+        return batch
+    if shape == "table" or len(cells) < 2:
+        return pa.Table.from_batches([batch])
+    cuts = sorted(draw(st.lists(st.integers(1, len(cells) - 1), max_size=3)))
+    bounds = [0] + cuts + [len(cells)]
+    return pa.Table.from_batches(
+        [batch.slice(a, b - a) for a, b in zip(bounds, bounds[1:])], schema=CELL_SCHEMA
+    )
+
+
+@st.composite
+def sources_st(draw, universe: Universe, types=ALL_TYPES):
+    """1-4 sorted sources drawn from a shared pool so that keys collide across sources."""
+    pool = draw(st.lists(cell_st(universe, types), max_size=30))
+    count = draw(st.integers(1, 4))
+    sources = []
+    for _ in range(count):
+        picked = draw(st.lists(st.sampled_from(pool), max_size=20)) if pool else []
+        extra = draw(st.lists(cell_st(universe, types), max_size=5))
+        # Same key, different value per source: the newest value must win.
+        tag = bytes([len(sources)])
+        picked = [c._replace(value=c.value + tag) if c.type == PUT else c for c in picked]
+        sources.append(unique_sorted(picked + extra))
+    return sources
+
+
+def to_cells(table) -> list[Cell]:
+    return batch_to_cells(table)
+
+
+# ---------------------------------------------------------------------------
+# merge_sources
+
+
+@SETTINGS
+@given(universes.flatmap(sources_st), st.data())
+def test_merge_matches_model(sources, data):
+    tables = [data.draw(chunked_table(s)) for s in sources]
+    merged = merge_sources(tables)
+    assert isinstance(merged, pa.Table)
+    assert merged.schema.equals(CELL_SCHEMA)
+    assert to_cells(merged) == model_merge(sources)
+    assert is_sorted(merged, strict=True)
+
+
+def test_merge_single_source_is_returned_as_is():
+    table = pa.Table.from_batches([cells_to_batch([Cell(b"r", b"f", b"q", 1, PUT, b"v")])])
+    assert merge_sources([table]) is table
+    batch = cells_to_batch([Cell(b"r", b"f", b"q", 1, PUT, b"v")])
+    assert to_cells(merge_sources([batch])) == to_cells(batch)
+
+
+def test_merge_disjoint_sources_are_concatenated_in_row_order():
+    newer = cells_to_batch([Cell(b"m", b"f", b"q", 5, PUT, b"2"), Cell(b"z", b"f", b"q", 5, PUT, b"3")])
+    older = cells_to_batch([Cell(b"a", b"f", b"q", 1, PUT, b"1"), Cell(b"c", b"f", b"q", 1, PUT, b"1")])
+    merged = merge_sources([newer, older])
+    assert [c.row for c in to_cells(merged)] == [b"a", b"c", b"m", b"z"]
+
+
+def test_merge_newest_source_wins_exact_duplicate():
+    newest = cells_to_batch([Cell(b"r", b"f", b"q", 7, PUT, b"new")])
+    oldest = cells_to_batch([Cell(b"r", b"f", b"q", 7, PUT, b"old"), Cell(b"r", b"f", b"q", 6, PUT, b"older")])
+    assert [c.value for c in to_cells(merge_sources([newest, oldest]))] == [b"new", b"older"]
+    assert [c.value for c in to_cells(merge_sources([oldest, newest]))] == [b"old", b"older"]
+
+
+def test_merge_empty_inputs():
+    assert merge_sources([]).num_rows == 0
+    assert merge_sources([]).schema.equals(CELL_SCHEMA)
+    empty = CELL_SCHEMA.empty_table()
+    one = cells_to_batch([Cell(b"r", b"f", b"q", 1, PUT, b"v")])
+    assert merge_sources([empty, empty]).num_rows == 0
+    assert to_cells(merge_sources([empty, one, empty])) == to_cells(one)
+
+
+def test_merge_rejects_wrong_schema():
+    with pytest.raises(InvalidArgument, match=r"sources\[1\]"):
+        merge_sources([CELL_SCHEMA.empty_table(), pa.table({"row": [b"a"]})])
+    with pytest.raises(InvalidArgument, match="sources"):
+        merge_sources([[("r", "f", "q", 1, 4, "v")]])
+
+
+# ---------------------------------------------------------------------------
+# resolve
+
+
+@st.composite
+def resolve_args(draw):
+    args = {}
+    if draw(st.booleans()):
+        args["max_versions"] = draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        low = draw(st.integers(0, 8))
+        args["min_timestamp"] = low
+        args["max_timestamp"] = draw(st.integers(low, 10))
+    if draw(st.booleans()):
+        args["ttl_cutoff"] = draw(st.integers(0, 8))
+    if draw(st.integers(0, 4)) == 0:
+        args["keep_deletes"] = True
+    if draw(st.integers(0, 3)) == 0:
+        args["timestamps"] = draw(st.lists(st.integers(0, 8), max_size=4))
+    return args
+
+
+@SETTINGS
+@given(universes.flatmap(sources_st), resolve_args(), st.data())
+def test_resolve_matches_model(sources, args, data):
+    merged = model_merge(sources)
+    table = data.draw(chunked_table(merged))
+    got = resolve(table, **args)
+    assert isinstance(got, pa.Table)
+    assert to_cells(got) == model_resolve(merged, **args)
+
+
+@SETTINGS
+@given(
+    universes.flatmap(lambda u: st.lists(cell_st(u, types=(PUT,), max_ts=3), max_size=40)),
+    st.integers(1, 3),
+    st.data(),
+)
+def test_resolve_puts_only_matches_model(cells, max_versions, data):
+    cells = unique_sorted(cells)
+    table = data.draw(chunked_table(cells))
+    assert to_cells(resolve(table, max_versions=max_versions)) == model_resolve(cells, max_versions)
+
+
+def test_resolve_returns_input_when_nothing_is_dropped():
+    table = pa.Table.from_batches(
+        [cells_to_batch([Cell(b"a", b"f", b"x", 3, PUT, b"1"), Cell(b"a", b"f", b"y", 3, PUT, b"2"), Cell(b"b", b"f", b"x", 2, PUT, b"3")])]
+    )
+    assert resolve(table) is table
+    assert resolve(table, keep_deletes=True) is table
+    assert resolve(table, max_versions=5, min_timestamp=2, max_timestamp=4) is table
+
+
+def test_resolve_markers_outside_time_range_still_hide():
+    cells = [
+        Cell(b"r", b"f", b"", 9, DELETE_FAMILY, b""),
+        Cell(b"r", b"f", b"q", 5, PUT, b"hidden"),
+        Cell(b"s", b"f", b"q", 9, DELETE_COLUMN, b""),
+        Cell(b"s", b"f", b"q", 5, PUT, b"hidden"),
+        Cell(b"t", b"f", b"q", 9, DELETE, b""),
+        Cell(b"t", b"f", b"q", 9, PUT, b"hidden"),
+        Cell(b"t", b"f", b"q", 5, PUT, b"shown"),
+    ]
+    got = resolve(cells_to_batch(cells), max_versions=3, min_timestamp=0, max_timestamp=6)
+    assert [c.value for c in to_cells(got)] == [b"shown"]
+
+
+def test_resolve_family_delete_spans_columns_but_not_families_or_newer():
+    cells = unique_sorted(
+        [
+            Cell(b"r", b"f", b"", 5, DELETE_FAMILY, b""),
+            Cell(b"r", b"f", b"", 5, PUT, b"empty-qualifier-hidden"),
+            Cell(b"r", b"f", b"a", 6, PUT, b"newer"),
+            Cell(b"r", b"f", b"a", 4, PUT, b"hidden"),
+            Cell(b"r", b"f", b"z", 1, PUT, b"hidden"),
+            Cell(b"r", b"g", b"a", 1, PUT, b"other-family"),
+            Cell(b"s", b"f", b"a", 1, PUT, b"other-row"),
+        ]
+    )
+    got = resolve(cells_to_batch(cells), max_versions=10)
+    assert [c.value for c in to_cells(got)] == [b"newer", b"other-family", b"other-row"]
+
+
+def test_resolve_edge_cases():
+    empty = CELL_SCHEMA.empty_table()
+    assert resolve(empty).num_rows == 0
+    markers_only = cells_to_batch(
+        [Cell(b"r", b"f", b"", 3, DELETE_FAMILY, b""), Cell(b"r", b"f", b"q", 3, DELETE_COLUMN, b""), Cell(b"r", b"f", b"q", 2, DELETE, b"")]
+    )
+    assert resolve(markers_only).num_rows == 0
+    assert resolve(markers_only, keep_deletes=True).num_rows == 3
+    single = cells_to_batch([Cell(b"r", b"f", b"q", 3, PUT, b"v")])
+    assert to_cells(resolve(single)) == to_cells(single)
+    assert resolve(single, ttl_cutoff=4).num_rows == 0
+    assert resolve(single, timestamps=[]).num_rows == 0
+    assert resolve(single, timestamps=[3]).num_rows == 1
+    assert resolve(single, min_timestamp=3, max_timestamp=3).num_rows == 0
+
+
+def test_resolve_rejects_bad_arguments():
+    single = cells_to_batch([Cell(b"r", b"f", b"q", 3, PUT, b"v")])
+    with pytest.raises(InvalidArgument, match="max_versions"):
+        resolve(single, max_versions=0)
+    with pytest.raises(InvalidArgument, match="min_timestamp"):
+        resolve(single, min_timestamp=5, max_timestamp=4)
+    bad = cells_to_batch([Cell(b"r", b"f", b"q", 3, 7, b"v")])
+    with pytest.raises(InvalidArgument, match="unknown cell type"):
+        resolve(bad)
+    with pytest.raises(InvalidArgument, match="cells"):
+        resolve(pa.table({"row": pa.array([b"a"])}))
+
+
+# ---------------------------------------------------------------------------
+# cells_to_rows
+
+@st.composite
+def column_lists(draw, universe: Universe):
+    """Column specs over the universe's families and qualifiers, plus absent ones."""
+    families = universe.families + [b"h"]
+    qualified = [f + b":" + q for f in families for q in universe.qualifiers + [b"zz"] if q]
+    whole = [f + b":" for f in families] + families
+    chosen = draw(st.lists(st.sampled_from(qualified + whole), min_size=1, max_size=4))
+    unique, names = [], set()
+    for spec in chosen:
+        name = parse_column(spec).name
+        if name not in names:
+            names.add(name)
+            unique.append(spec)
+    return unique
+
+
+def assert_rows(batch: pa.RecordBatch, expected: list[dict], columns, include_timestamp):
+    names = ["key"]
+    for spec in columns:
+        parsed = parse_column(spec)
+        names.append(parsed.name)
+        if parsed.qualifier is None:
+            assert batch.schema.field(parsed.name).type == FAMILY_MAP_TYPE
+        elif include_timestamp:
+            names.append(parsed.name + "@ts")
+            assert batch.schema.field(parsed.name + "@ts").type == pa.int64()
+    assert batch.schema.names == names
+    assert batch.schema.field("key").type == pa.binary()
+    assert not batch.schema.field("key").nullable
+    assert batch.to_pylist() == expected
+
+
+@st.composite
+def pivot_case(draw):
+    universe = draw(universes)
+    return draw(sources_st(universe)), draw(column_lists(universe))
+
+
+@SETTINGS
+@given(pivot_case(), st.booleans(), st.booleans(), st.data())
+def test_cells_to_rows_matches_model(case, include_timestamp, resolved, data):
+    sources, columns = case
+    cells = model_merge(sources)
+    if resolved:
+        cells = model_resolve(cells, max_versions=data.draw(st.integers(1, 3)))
+    table = data.draw(chunked_table(cells))
+    batch = cells_to_rows(table, columns, include_timestamp=include_timestamp)
+    assert isinstance(batch, pa.RecordBatch)
+    assert_rows(batch, model_rows(cells, columns, include_timestamp), columns, include_timestamp)
+
+
+def test_cells_to_rows_single_family_map_and_columns():
+    cells = [
+        Cell(b"r1", b"f", b"a", 2, PUT, b"1"),
+        Cell(b"r1", b"f", b"b", 2, PUT, b"2"),
+        Cell(b"r2", b"f", b"b", 3, PUT, b"3"),
+    ]
+    batch = cells_to_rows(pa.Table.from_batches([cells_to_batch(cells)]), [b"f", b"f:a"], include_timestamp=True)
+    assert batch.to_pylist() == [
+        {"key": b"r1", "f": [(b"a", b"1"), (b"b", b"2")], "f:a": b"1", "f:a@ts": 2},
+        {"key": b"r2", "f": [(b"b", b"3")], "f:a": None, "f:a@ts": None},
+    ]
+
+
+def test_cells_to_rows_names_are_utf8_with_escapes_for_other_bytes():
+    cells = [Cell(b"r", b"f\xff", b"q\xfe", 1, PUT, b"v"), Cell(b"r", "é".encode(), b"q", 1, PUT, b"w")]
+    batch = cells_to_rows(pa.Table.from_batches([cells_to_batch(cells)]).sort_by("family"), [b"f\xff:q\xfe", "f\udcff", "é:q".encode()])
+    assert batch.schema.names == ["key", "f\\xff:q\\xfe", "f\\xff", "é:q"]
+    assert batch.column(1).to_pylist() == [b"v"]
+
+
+def test_cells_to_rows_edge_cases():
+    empty = cells_to_rows(CELL_SCHEMA.empty_table(), [b"f:a", b"g"], include_timestamp=True)
+    assert empty.num_rows == 0
+    assert empty.schema.names == ["key", "f:a", "f:a@ts", "g"]
+    only_other = cells_to_rows(cells_to_batch([Cell(b"r", b"x", b"a", 1, PUT, b"v")]), [b"f:a"])
+    assert only_other.num_rows == 0
+    markers = cells_to_batch([Cell(b"r", b"f", b"", 1, DELETE_FAMILY, b""), Cell(b"r", b"f", b"a", 1, DELETE_COLUMN, b"")])
+    assert cells_to_rows(markers, [b"f", b"f:a"]).num_rows == 0
+
+
+def test_cells_to_rows_rejects_bad_columns():
+    one = cells_to_batch([Cell(b"r", b"f", b"a", 1, PUT, b"v")])
+    with pytest.raises(InvalidArgument, match="at least one"):
+        cells_to_rows(one, [])
+    with pytest.raises(InvalidArgument, match="more than once"):
+        cells_to_rows(one, [b"f", b"f:"])
+    with pytest.raises(InvalidArgument, match="empty family"):
+        cells_to_rows(one, [b":a"])
+    with pytest.raises(InvalidArgument, match="column spec"):
+        cells_to_rows(one, [3])
+
+
+# ---------------------------------------------------------------------------
+# row_boundaries, reverse_rows, is_sorted
+
+
+@SETTINGS
+@given(universes.flatmap(sources_st), st.data())
+def test_row_structure_matches_model(sources, data):
+    cells = model_merge(sources)
+    table = data.draw(chunked_table(cells))
+    starts = row_boundaries(table)
+    expected_starts = [i for i, c in enumerate(cells) if i == 0 or c.row != cells[i - 1].row]
+    assert starts.tolist() == expected_starts
+    assert starts.dtype == np.int64 or len(starts) == 0
+    groups: dict[bytes, list[Cell]] = {}
+    for c in cells:
+        groups.setdefault(c.row, []).append(c)
+    expected_reverse = [c for row in reversed(list(groups)) for c in groups[row]]
+    assert to_cells(reverse_rows(table)) == expected_reverse
+
+
+@SETTINGS
+@given(universes.flatmap(lambda u: st.lists(cell_st(u), min_size=2, max_size=25)), st.data())
+def test_is_sorted_matches_model(cells, data):
+    order = data.draw(st.permutations(cells))
+    keys = [sort_key(c) for c in order]
+    table = data.draw(chunked_table(list(order)))
+    assert is_sorted(table) == all(a <= b for a, b in zip(keys, keys[1:]))
+    assert is_sorted(table, strict=True) == all(a < b for a, b in zip(keys, keys[1:]))
+
+
+def test_is_sorted_cell_order_details():
+    forward = [Cell(b"a", b"f", b"q", 5, DELETE_COLUMN, b""), Cell(b"a", b"f", b"q", 5, PUT, b"")]
+    assert is_sorted(cells_to_batch(forward))
+    assert not is_sorted(cells_to_batch(forward[::-1]))
+    newer_first = [Cell(b"a", b"f", b"q", 6, PUT, b""), Cell(b"a", b"f", b"q", 5, PUT, b"")]
+    assert is_sorted(cells_to_batch(newer_first))
+    assert not is_sorted(cells_to_batch(newer_first[::-1]))
+    prefix = [Cell(b"a", b"f", b"q", 1, PUT, b""), Cell(b"a\x00", b"f", b"q", 9, PUT, b"")]
+    assert is_sorted(cells_to_batch(prefix))
+    assert is_sorted(CELL_SCHEMA.empty_table())
+    duplicate = [forward[1], forward[1]]
+    assert is_sorted(cells_to_batch(duplicate)) and not is_sorted(cells_to_batch(duplicate), strict=True)
+
+
+def test_row_structure_edge_cases():
+    empty = CELL_SCHEMA.empty_table()
+    assert row_boundaries(empty).tolist() == []
+    assert reverse_rows(empty).num_rows == 0
+    one_row = cells_to_batch([Cell(b"r", b"f", b"a", 1, PUT, b"1"), Cell(b"r", b"f", b"b", 1, PUT, b"2")])
+    assert row_boundaries(one_row).tolist() == [0]
+    assert to_cells(reverse_rows(one_row)) == to_cells(one_row)
+
+
+# ---------------------------------------------------------------------------
+# Larger tables and input checks
+
+
+def test_scan_pipeline_on_larger_tables_matches_model():
+    """Thousands of cells over fixed-width keys: merge, resolve, pivot, reverse."""
+    rng = random.Random(7)
+    rows = [i.to_bytes(4, "big") for i in rng.sample(range(2**32), 300)]
+    kinds = [PUT] * 12 + [DELETE, DELETE_COLUMN, DELETE_FAMILY]
+    sources = []
+    for age in range(3):
+        cells = []
+        for _ in range(1500):
+            kind = rng.choice(kinds)
+            qualifier = b"" if kind == DELETE_FAMILY else rng.choice([b"a", b"b", b"c"])
+            value = bytes([age]) * rng.randint(0, 5) if kind == PUT else b""
+            cells.append(Cell(rng.choice(rows), rng.choice([b"f", b"g"]), qualifier, rng.randint(0, 20), kind, value))
+        sources.append(unique_sorted(cells))
+    merged_model = model_merge(sources)
+    merged = merge_sources([pa.Table.from_batches([cells_to_batch(s)]) for s in sources])
+    assert to_cells(merged) == merged_model
+    for args in ({}, {"max_versions": 3, "ttl_cutoff": 4}, {"min_timestamp": 5, "max_timestamp": 15}):
+        resolved = resolve(merged, **args)
+        assert to_cells(resolved) == model_resolve(merged_model, **args)
+        columns = [b"f:a", b"g", b"f:c"]
+        expected = model_rows(to_cells(resolved), columns, True)
+        assert_rows(cells_to_rows(resolved, columns, include_timestamp=True), expected, columns, True)
+    assert to_cells(reverse_rows(merged)) == sorted(merged_model, key=lambda c: (_desc(c.row), sort_key(c)))
+    assert is_sorted(merged, strict=True)
+
+
+def _desc(key: bytes) -> tuple:
+    """A key that sorts byte strings in descending order."""
+    return tuple(255 - b for b in key) + (256,)
+
+
+def test_nullable_schema_is_accepted_and_nulls_are_rejected():
+    nullable = pa.schema([pa.field(f.name, f.type) for f in CELL_SCHEMA])
+    table = pa.Table.from_pylist([{"row": b"r", "family": b"f", "qualifier": b"q", "timestamp": 1, "type": PUT, "value": b"v"}], schema=nullable)
+    assert to_cells(resolve(table)) == [Cell(b"r", b"f", b"q", 1, PUT, b"v")]
+    assert resolve(table).schema.equals(CELL_SCHEMA)
+    with_null = pa.Table.from_pylist([{"row": b"r", "family": b"f", "qualifier": b"q", "timestamp": 1, "type": PUT, "value": None}], schema=nullable)
+    with pytest.raises(InvalidArgument, match="value"):
+        resolve(with_null)
+
+
+def test_resolve_time_bounds_beyond_int64():
+    cells = cells_to_batch([Cell(b"r", b"f", b"q", LATEST_TIMESTAMP, PUT, b"v"), Cell(b"r", b"f", b"q", 1, PUT, b"w")])
+    assert resolve(cells, max_versions=2, max_timestamp=2**64).num_rows == 2
+    assert resolve(cells, max_versions=2).num_rows == 1
+    assert resolve(cells, max_versions=2, min_timestamp=-(2**64), max_timestamp=2**64).num_rows == 2
+    assert resolve(cells, max_versions=2, min_timestamp=2**64, max_timestamp=2**65).num_rows == 0
