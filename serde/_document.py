@@ -15,10 +15,12 @@ import numpy as np
 import pyarrow as pa
 
 from serde._columns import ColumnReader, ColumnWriter, ErrorPolicy, RowFn, batch_column
+from serde.base import SerDe
 from serde.codecs._arrow import as_binary
-from serde.errors import EncodeError
+from serde.errors import EncodeError, MappingError
+from serde.mapping import ColumnKind, ColumnSpec
 
-__all__ = ["DocumentReader", "DocumentWriter"]
+__all__ = ["DocumentReader", "DocumentWriter", "RowDocumentSerDe"]
 
 
 def _reason(decode: Callable[[bytes], Any], raw: bytes) -> str:
@@ -146,3 +148,51 @@ class DocumentWriter(ColumnWriter):
             else:
                 out.append(self._encode(dict(zip(self.fields, row))))
         return {self.cell: pa.array(out, type=pa.binary())}
+
+
+class RowDocumentSerDe(SerDe):
+    """Base of SerDes that can store a whole row as one document in one cell.
+
+    Subclasses set ``row_cell`` (None for the per-column layout) and
+    ``_doc_columns`` in ``_configure`` and provide :meth:`_document_codec`.
+    """
+
+    row_cell: str | None = None
+    _doc_columns: list = []
+
+    def _document_codec(self) -> tuple[Callable[[bytes], dict], Callable[[dict], bytes]]:
+        """``(decode, encode)`` of the row document."""
+        raise NotImplementedError
+
+    def _check_mapping(self) -> None:
+        docs = {c.name for c in self._doc_columns}
+        seen: dict[str, str] = {}
+        for col in self._cell_columns():
+            if col.kind == ColumnKind.CELL and col.name not in docs:
+                if col.cell in seen or col.cell == self.row_cell:
+                    raise MappingError(f"cell mapped by two columns ({seen.get(col.cell)!r} and {col.name!r})", col.cell)
+                seen[col.cell] = col.name
+
+    def _split(self, columns: list[ColumnSpec]) -> tuple[list[ColumnSpec], list[ColumnSpec]]:
+        docs = {c.name for c in self._doc_columns}
+        return [c for c in columns if c.name not in docs], [c for c in columns if c.name in docs]
+
+    def _value_readers(self, columns: list[ColumnSpec]) -> list[ColumnReader]:
+        plain, docs = self._split(columns)
+        readers = super()._value_readers(plain)
+        if docs:
+            names = [c.name for c in docs]
+            types = [self.column_type(n).arrow() for n in names]
+            decode, _ = self._document_codec()
+            readers.append(DocumentReader(names, names, self.row_cell, decode, types, self._policy))
+        return readers
+
+    def _value_writers(self, columns: list[ColumnSpec]) -> list[ColumnWriter]:
+        plain, docs = self._split(columns)
+        writers = super()._value_writers(plain)
+        if docs:
+            index = {n: i for i, n in enumerate(self.mapping.names)}
+            names = [c.name for c in docs]
+            _, encode = self._document_codec()
+            writers.append(DocumentWriter([index[n] for n in names], names, self.row_cell, encode))
+        return writers

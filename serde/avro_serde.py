@@ -27,9 +27,7 @@ import io
 from typing import Any
 
 from serde._avro_types import avro_to_type, load_schema, reader_converter, type_to_avro, writer_converter
-from serde._columns import ColumnReader, ColumnWriter
-from serde._document import DocumentReader, DocumentWriter
-from serde.base import SerDe
+from serde._document import RowDocumentSerDe
 from serde.codecs.base import Codec
 from serde.errors import MappingError
 from serde.mapping import ColumnKind, ColumnSpec
@@ -116,7 +114,7 @@ class _AvroRecord:
         return stream.getvalue()
 
 
-class AvroSerDe(SerDe):
+class AvroSerDe(RowDocumentSerDe):
     """Avro cell values, per column or one record per row."""
 
     name = "avro"
@@ -195,33 +193,5 @@ class AvroSerDe(SerDe):
             value_type = value_type.value
         return AvroCodec(value_type, schema, column.name)
 
-    def _check_mapping(self) -> None:
-        docs = {c.name for c in self._doc_columns}
-        seen: dict[str, str] = {}
-        for col in self._cell_columns():
-            if col.kind == ColumnKind.CELL and col.name not in docs:
-                if col.cell in seen or col.cell == self.row_cell:
-                    raise MappingError(f"cell mapped by two columns ({seen.get(col.cell)!r} and {col.name!r})", col.cell)
-                seen[col.cell] = col.name
-
-    def _split(self, columns: list[ColumnSpec]) -> tuple[list[ColumnSpec], list[ColumnSpec]]:
-        docs = {c.name for c in self._doc_columns}
-        return [c for c in columns if c.name not in docs], [c for c in columns if c.name in docs]
-
-    def _value_readers(self, columns: list[ColumnSpec]) -> list[ColumnReader]:
-        plain, docs = self._split(columns)
-        readers = super()._value_readers(plain)
-        if docs:
-            names = [c.name for c in docs]
-            types = [self.column_type(n).arrow() for n in names]
-            readers.append(DocumentReader(names, names, self.row_cell, self._record.decode, types, self._policy))
-        return readers
-
-    def _value_writers(self, columns: list[ColumnSpec]) -> list[ColumnWriter]:
-        plain, docs = self._split(columns)
-        writers = super()._value_writers(plain)
-        if docs:
-            index = {n: i for i, n in enumerate(self.mapping.names)}
-            names = [c.name for c in docs]
-            writers.append(DocumentWriter([index[n] for n in names], names, self.row_cell, self._record.encode))
-        return writers
+    def _document_codec(self):
+        return self._record.decode, self._record.encode

@@ -9,6 +9,7 @@ compacted past the compaction threshold and split past max_filesize.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import struct
 import threading
 import time
@@ -317,17 +318,14 @@ class Table:
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise InvalidArgument(f"limit must be a non-negative int, got {limit!r}")
         flt = coerce_filter(filter)
+        spans = [(low, high)]
         if flt is not None:
             flt = flt.copy()
             flt.reset()
             ranges = flt.row_ranges()
             if ranges is not None:
-                lows = [r[0] for r in ranges]
-                highs = [r[1] for r in ranges]
-                low = max(low, min(lows)) if lows else low
-                if all(h is not None for h in highs):
-                    top = max(highs)
-                    high = top if high is None else min(high, top)
+                # seek to each range the filter allows instead of filtering the gaps
+                spans = _intersect_spans(low, high, ranges)
         scan = BatchScan(
             low=low,
             high=high,
@@ -343,10 +341,13 @@ class Table:
             output=output,
             include_timestamp=include_timestamp,
         )
-        regions = self._regions_for_range(low, high)
+        plan = []
+        for lo, hi in spans:
+            for region in self._regions_for_range(lo, hi):
+                plan.append((region, lo, hi))
         if reverse:
-            regions = regions[::-1]
-        return scan, regions
+            plan.reverse()
+        return scan, plan
 
     def scan_batches(
         self,
@@ -374,24 +375,24 @@ class Table:
             max_versions, limit, reverse, output, include_timestamp, batch_size,
         )
         started = time.perf_counter()
+        remaining = scan.limit
         try:
-            for region in regions:
+            for region, lo, hi in regions:
                 view = region.view()
                 if metrics is not None:
                     metrics.regions_scanned += 1
-                for batch in scan_region_batches(view, scan, metrics):
+                region_scan = dataclasses.replace(scan, low=lo, high=hi, limit=remaining)
+                for batch in scan_region_batches(view, region_scan, metrics):
                     yield batch
-                    if metrics is not None:
-                        metrics.rows_scanned += batch.num_rows if output == "rows" else 0
-                if scan.limit is not None and scan.limit is not None and self._limit_reached(scan):
+                    if remaining is not None:
+                        remaining -= batch.num_rows if output == "rows" else len(kernels.row_boundaries(batch))
+                if remaining is not None and remaining <= 0:
+                    break
+                if scan.filter is not None and scan.filter.filter_all_remaining():
                     break
         finally:
             if metrics is not None:
                 metrics.time_ms += (time.perf_counter() - started) * 1000
-
-    @staticmethod
-    def _limit_reached(scan: BatchScan) -> bool:
-        return False
 
     def scan(
         self,
@@ -537,6 +538,27 @@ class Table:
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} regions={len(self._regions)}>"
+
+
+def _intersect_spans(low: bytes, high: bytes | None, ranges) -> list[tuple[bytes, bytes | None]]:
+    """[low, high) intersected with a filter's sorted, disjoint row ranges."""
+    spans = []
+    for start, stop in sorted(ranges, key=lambda r: r[0]):
+        lo = max(low, start)
+        if stop is None:
+            hi = high
+        elif high is None:
+            hi = stop
+        else:
+            hi = min(high, stop)
+        if hi is not None and lo >= hi:
+            continue
+        if spans and (spans[-1][1] is None or lo <= spans[-1][1]):
+            prev_lo, prev_hi = spans[-1]
+            spans[-1] = (prev_lo, None if hi is None or prev_hi is None else max(prev_hi, hi))
+        else:
+            spans.append((lo, hi))
+    return spans
 
 
 def cells_to_dicts(

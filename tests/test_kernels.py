@@ -12,7 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from storage.cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType, batch_to_cells, cells_to_batch, sort_key
+from storage.cells import (
+    CELL_SCHEMA,
+    LATEST_TIMESTAMP,
+    Cell,
+    CellType,
+    batch_to_cells,
+    cells_to_batch,
+    sort_key,
+)
 from storage.errors import InvalidArgument
 from storage.kernels import (
     FAMILY_MAP_TYPE,
@@ -26,6 +34,20 @@ from storage.kernels import (
 )
 
 PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in CellType)
+
+
+
+def put(row: bytes, qualifier: bytes, ts: int, value: bytes, family: bytes = b"f") -> Cell:
+    return Cell(row, family, qualifier, ts, PUT, value)
+
+
+def marker(row: bytes, qualifier: bytes, ts: int, kind: int, family: bytes = b"f") -> Cell:
+    return Cell(row, family, qualifier, ts, kind, b"")
+
+
+def batch(*cells: Cell) -> pa.RecordBatch:
+    return cells_to_batch(cells)
+
 
 SETTINGS = settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -134,7 +156,7 @@ def model_rows(cells: list[Cell], columns: list[bytes], include_timestamp: bool)
 # high bytes to check unsigned big-endian order), other widths through Arrow.
 ROW_POOLS = [
     [b"", b"\x00", b"a", b"a\x00", b"ab", b"b", b"\xff"],
-    [b"\x00\x00\x00\x01", b"\x00\x00\x01\x00", b"\x7f\xff\xff\xff", b"\x80\x00\x00\x00", b"\xff\xff\xff\xfe"],
+    [i.to_bytes(4, "big") for i in (1, 256, 2**31 - 1, 2**31, 2**32 - 2)],
     [b"row-1", b"row-2", b"rox-0"],
 ]
 FAMILY_POOLS = [[b"f", b"g"], [b"f", b"gg"], [b"f"]]
@@ -234,22 +256,22 @@ def test_merge_matches_model(sources, data):
 
 
 def test_merge_single_source_is_returned_as_is():
-    table = pa.Table.from_batches([cells_to_batch([Cell(b"r", b"f", b"q", 1, PUT, b"v")])])
+    table = pa.Table.from_batches([batch(put(b"r", b"q", 1, b"v"))])
     assert merge_sources([table]) is table
-    batch = cells_to_batch([Cell(b"r", b"f", b"q", 1, PUT, b"v")])
-    assert to_cells(merge_sources([batch])) == to_cells(batch)
+    one = batch(put(b"r", b"q", 1, b"v"))
+    assert to_cells(merge_sources([one])) == to_cells(one)
 
 
 def test_merge_disjoint_sources_are_concatenated_in_row_order():
-    newer = cells_to_batch([Cell(b"m", b"f", b"q", 5, PUT, b"2"), Cell(b"z", b"f", b"q", 5, PUT, b"3")])
-    older = cells_to_batch([Cell(b"a", b"f", b"q", 1, PUT, b"1"), Cell(b"c", b"f", b"q", 1, PUT, b"1")])
+    newer = batch(put(b"m", b"q", 5, b"2"), put(b"z", b"q", 5, b"3"))
+    older = batch(put(b"a", b"q", 1, b"1"), put(b"c", b"q", 1, b"1"))
     merged = merge_sources([newer, older])
     assert [c.row for c in to_cells(merged)] == [b"a", b"c", b"m", b"z"]
 
 
 def test_merge_newest_source_wins_exact_duplicate():
-    newest = cells_to_batch([Cell(b"r", b"f", b"q", 7, PUT, b"new")])
-    oldest = cells_to_batch([Cell(b"r", b"f", b"q", 7, PUT, b"old"), Cell(b"r", b"f", b"q", 6, PUT, b"older")])
+    newest = batch(put(b"r", b"q", 7, b"new"))
+    oldest = batch(put(b"r", b"q", 7, b"old"), put(b"r", b"q", 6, b"older"))
     assert [c.value for c in to_cells(merge_sources([newest, oldest]))] == [b"new", b"older"]
     assert [c.value for c in to_cells(merge_sources([oldest, newest]))] == [b"old", b"older"]
 
@@ -258,7 +280,7 @@ def test_merge_empty_inputs():
     assert merge_sources([]).num_rows == 0
     assert merge_sources([]).schema.equals(CELL_SCHEMA)
     empty = CELL_SCHEMA.empty_table()
-    one = cells_to_batch([Cell(b"r", b"f", b"q", 1, PUT, b"v")])
+    one = batch(put(b"r", b"q", 1, b"v"))
     assert merge_sources([empty, empty]).num_rows == 0
     assert to_cells(merge_sources([empty, one, empty])) == to_cells(one)
 
@@ -316,7 +338,7 @@ def test_resolve_puts_only_matches_model(cells, max_versions, data):
 
 def test_resolve_returns_input_when_nothing_is_dropped():
     table = pa.Table.from_batches(
-        [cells_to_batch([Cell(b"a", b"f", b"x", 3, PUT, b"1"), Cell(b"a", b"f", b"y", 3, PUT, b"2"), Cell(b"b", b"f", b"x", 2, PUT, b"3")])]
+        [batch(put(b"a", b"x", 3, b"1"), put(b"a", b"y", 3, b"2"), put(b"b", b"x", 2, b"3"))]
     )
     assert resolve(table) is table
     assert resolve(table, keep_deletes=True) is table
@@ -356,8 +378,10 @@ def test_resolve_family_delete_spans_columns_but_not_families_or_newer():
 def test_resolve_edge_cases():
     empty = CELL_SCHEMA.empty_table()
     assert resolve(empty).num_rows == 0
-    markers_only = cells_to_batch(
-        [Cell(b"r", b"f", b"", 3, DELETE_FAMILY, b""), Cell(b"r", b"f", b"q", 3, DELETE_COLUMN, b""), Cell(b"r", b"f", b"q", 2, DELETE, b"")]
+    markers_only = batch(
+        marker(b"r", b"", 3, DELETE_FAMILY),
+        marker(b"r", b"q", 3, DELETE_COLUMN),
+        marker(b"r", b"q", 2, DELETE),
     )
     assert resolve(markers_only).num_rows == 0
     assert resolve(markers_only, keep_deletes=True).num_rows == 3
@@ -442,18 +466,21 @@ def test_cells_to_rows_single_family_map_and_columns():
         Cell(b"r1", b"f", b"b", 2, PUT, b"2"),
         Cell(b"r2", b"f", b"b", 3, PUT, b"3"),
     ]
-    batch = cells_to_rows(pa.Table.from_batches([cells_to_batch(cells)]), [b"f", b"f:a"], include_timestamp=True)
-    assert batch.to_pylist() == [
+    table = pa.Table.from_batches([cells_to_batch(cells)])
+    rows = cells_to_rows(table, [b"f", b"f:a"], include_timestamp=True)
+    assert rows.to_pylist() == [
         {"key": b"r1", "f": [(b"a", b"1"), (b"b", b"2")], "f:a": b"1", "f:a@ts": 2},
         {"key": b"r2", "f": [(b"b", b"3")], "f:a": None, "f:a@ts": None},
     ]
 
 
 def test_cells_to_rows_names_are_utf8_with_escapes_for_other_bytes():
-    cells = [Cell(b"r", b"f\xff", b"q\xfe", 1, PUT, b"v"), Cell(b"r", "é".encode(), b"q", 1, PUT, b"w")]
-    batch = cells_to_rows(pa.Table.from_batches([cells_to_batch(cells)]).sort_by("family"), [b"f\xff:q\xfe", "f\udcff", "é:q".encode()])
-    assert batch.schema.names == ["key", "f\\xff:q\\xfe", "f\\xff", "é:q"]
-    assert batch.column(1).to_pylist() == [b"v"]
+    cells = batch(put(b"r", b"q\xfe", 1, b"v", b"f\xff"), put(b"r", b"q", 1, b"w", "é".encode()))
+    table = pa.Table.from_batches([cells]).sort_by("family")
+    rows = cells_to_rows(table, [b"f\xff:q\xfe", "f\udcff", "é:q".encode()])
+    assert rows.schema.names == ["key", "f\\xff:q\\xfe", "f\\xff", "é:q"]
+    assert rows.column(1).to_pylist() == [b"v"]
+    assert rows.column(3).to_pylist() == [b"w"]
 
 
 def test_cells_to_rows_edge_cases():
@@ -462,7 +489,7 @@ def test_cells_to_rows_edge_cases():
     assert empty.schema.names == ["key", "f:a", "f:a@ts", "g"]
     only_other = cells_to_rows(cells_to_batch([Cell(b"r", b"x", b"a", 1, PUT, b"v")]), [b"f:a"])
     assert only_other.num_rows == 0
-    markers = cells_to_batch([Cell(b"r", b"f", b"", 1, DELETE_FAMILY, b""), Cell(b"r", b"f", b"a", 1, DELETE_COLUMN, b"")])
+    markers = batch(marker(b"r", b"", 1, DELETE_FAMILY), marker(b"r", b"a", 1, DELETE_COLUMN))
     assert cells_to_rows(markers, [b"f", b"f:a"]).num_rows == 0
 
 
@@ -519,14 +546,15 @@ def test_is_sorted_cell_order_details():
     assert is_sorted(cells_to_batch(prefix))
     assert is_sorted(CELL_SCHEMA.empty_table())
     duplicate = [forward[1], forward[1]]
-    assert is_sorted(cells_to_batch(duplicate)) and not is_sorted(cells_to_batch(duplicate), strict=True)
+    assert is_sorted(cells_to_batch(duplicate))
+    assert not is_sorted(cells_to_batch(duplicate), strict=True)
 
 
 def test_row_structure_edge_cases():
     empty = CELL_SCHEMA.empty_table()
     assert row_boundaries(empty).tolist() == []
     assert reverse_rows(empty).num_rows == 0
-    one_row = cells_to_batch([Cell(b"r", b"f", b"a", 1, PUT, b"1"), Cell(b"r", b"f", b"b", 1, PUT, b"2")])
+    one_row = batch(put(b"r", b"a", 1, b"1"), put(b"r", b"b", 1, b"2"))
     assert row_boundaries(one_row).tolist() == [0]
     assert to_cells(reverse_rows(one_row)) == to_cells(one_row)
 
@@ -547,18 +575,22 @@ def test_scan_pipeline_on_larger_tables_matches_model():
             kind = rng.choice(kinds)
             qualifier = b"" if kind == DELETE_FAMILY else rng.choice([b"a", b"b", b"c"])
             value = bytes([age]) * rng.randint(0, 5) if kind == PUT else b""
-            cells.append(Cell(rng.choice(rows), rng.choice([b"f", b"g"]), qualifier, rng.randint(0, 20), kind, value))
+            row, family = rng.choice(rows), rng.choice([b"f", b"g"])
+            cells.append(Cell(row, family, qualifier, rng.randint(0, 20), kind, value))
         sources.append(unique_sorted(cells))
     merged_model = model_merge(sources)
     merged = merge_sources([pa.Table.from_batches([cells_to_batch(s)]) for s in sources])
     assert to_cells(merged) == merged_model
-    for args in ({}, {"max_versions": 3, "ttl_cutoff": 4}, {"min_timestamp": 5, "max_timestamp": 15}):
+    cases = ({}, {"max_versions": 3, "ttl_cutoff": 4}, {"min_timestamp": 5, "max_timestamp": 15})
+    for args in cases:
         resolved = resolve(merged, **args)
         assert to_cells(resolved) == model_resolve(merged_model, **args)
         columns = [b"f:a", b"g", b"f:c"]
         expected = model_rows(to_cells(resolved), columns, True)
-        assert_rows(cells_to_rows(resolved, columns, include_timestamp=True), expected, columns, True)
-    assert to_cells(reverse_rows(merged)) == sorted(merged_model, key=lambda c: (_desc(c.row), sort_key(c)))
+        got = cells_to_rows(resolved, columns, include_timestamp=True)
+        assert_rows(got, expected, columns, True)
+    expected_reverse = sorted(merged_model, key=lambda c: (_desc(c.row), sort_key(c)))
+    assert to_cells(reverse_rows(merged)) == expected_reverse
     assert is_sorted(merged, strict=True)
 
 
@@ -569,16 +601,17 @@ def _desc(key: bytes) -> tuple:
 
 def test_nullable_schema_is_accepted_and_nulls_are_rejected():
     nullable = pa.schema([pa.field(f.name, f.type) for f in CELL_SCHEMA])
-    table = pa.Table.from_pylist([{"row": b"r", "family": b"f", "qualifier": b"q", "timestamp": 1, "type": PUT, "value": b"v"}], schema=nullable)
-    assert to_cells(resolve(table)) == [Cell(b"r", b"f", b"q", 1, PUT, b"v")]
+    record = dict(zip(CELL_SCHEMA.names, put(b"r", b"q", 1, b"v")))
+    table = pa.Table.from_pylist([record], schema=nullable)
+    assert to_cells(resolve(table)) == [put(b"r", b"q", 1, b"v")]
     assert resolve(table).schema.equals(CELL_SCHEMA)
-    with_null = pa.Table.from_pylist([{"row": b"r", "family": b"f", "qualifier": b"q", "timestamp": 1, "type": PUT, "value": None}], schema=nullable)
+    with_null = pa.Table.from_pylist([{**record, "value": None}], schema=nullable)
     with pytest.raises(InvalidArgument, match="value"):
         resolve(with_null)
 
 
 def test_resolve_time_bounds_beyond_int64():
-    cells = cells_to_batch([Cell(b"r", b"f", b"q", LATEST_TIMESTAMP, PUT, b"v"), Cell(b"r", b"f", b"q", 1, PUT, b"w")])
+    cells = batch(put(b"r", b"q", LATEST_TIMESTAMP, b"v"), put(b"r", b"q", 1, b"w"))
     assert resolve(cells, max_versions=2, max_timestamp=2**64).num_rows == 2
     assert resolve(cells, max_versions=2).num_rows == 1
     assert resolve(cells, max_versions=2, min_timestamp=-(2**64), max_timestamp=2**64).num_rows == 2

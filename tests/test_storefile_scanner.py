@@ -112,9 +112,12 @@ def test_forward_scan_matches_list_and_batch_path(fs, compression, with_cache):
             assert r.counters.cache_hits >= r.block_count
 
 
-def test_seek_at_random_positions(fs):
-    cells = make_cells(seed=2)
-    write(fs, "s.sf", cells, block_size=500)
+@pytest.mark.parametrize("block_size", [500, 1 << 20])
+def test_seek_at_random_positions(fs, block_size):
+    """Small blocks exercise block edges; one large block exercises the
+    windows in which the scanner decodes cells."""
+    cells = make_cells(seed=2, rows=300)
+    write(fs, "s.sf", cells, block_size=block_size)
     model = Model(cells)
     rng = random.Random(3)
     with StoreFileReader(fs, "s.sf") as r:
@@ -138,14 +141,15 @@ def test_seek_at_random_positions(fs):
                 ]
             )
             assert s.seek(key) == model.seek(key), key
-            for _ in range(rng.randrange(4)):
+            for _ in range(rng.choice([0, 1, 3, 70])):
                 assert s.next() == model.next()
             assert s.peek() == model.cur()
 
 
-def test_reseek_moves_forward_only(fs):
-    cells = make_cells(seed=4)
-    write(fs, "r.sf", cells, block_size=400)
+@pytest.mark.parametrize("block_size", [400, 1 << 20])
+def test_reseek_moves_forward_only(fs, block_size):
+    cells = make_cells(seed=4, rows=250)
+    write(fs, "r.sf", cells, block_size=block_size)
     keys = [sort_key(c) for c in cells]
     with StoreFileReader(fs, "r.sf") as r:
         s = r.scanner()
@@ -178,9 +182,10 @@ def test_reseek_counts_a_seek_only_when_it_jumps_over_blocks(fs):
         assert r.counters.seeks == 2
 
 
-def test_reverse_scan_matches_list(fs):
-    cells = make_cells(seed=7)
-    write(fs, "b.sf", cells, block_size=450)
+@pytest.mark.parametrize("block_size", [450, 1 << 20])
+def test_reverse_scan_matches_list(fs, block_size):
+    cells = make_cells(seed=7, rows=250)
+    write(fs, "b.sf", cells, block_size=block_size)
     by_row: dict[bytes, list] = {}
     for c in cells:
         by_row.setdefault(c.row, []).append(c)

@@ -41,7 +41,9 @@ def merge_sources(sources: Sequence[pa.Table | pa.RecordBatch]) -> pa.Table:
     copying).  Sources whose row ranges do not overlap are concatenated in
     row order without sorting; only groups of sources with overlapping row
     ranges are sorted, with a stable sort of their concatenation (newest
-    first, so that ties keep the newest source's cell first).
+    first, so that ties keep the newest source's cell first), and within a
+    group only the part of the largest source that the others' row range
+    covers.
     """
     tables = [as_cell_table(source, f"sources[{i}]") for i, source in enumerate(sources)]
     if len(tables) == 1:
@@ -81,7 +83,45 @@ def merge_sources(sources: Sequence[pa.Table | pa.RecordBatch]) -> pa.Table:
 
 
 def _sort_merge(newest_first: list[pa.Table]) -> pa.Table:
-    """Sort the concatenation of overlapping sources and drop duplicates."""
+    """Merge overlapping sources: sort only where the largest meets the others.
+
+    The largest source's cells with rows before or after every other
+    source's row range pass through as zero-copy slices (a memstore holding
+    a narrow key range, such as recent time-series rows, then costs a sort
+    of that range only).
+    """
+    largest = max(range(len(newest_first)), key=lambda i: newest_first[i].num_rows)
+    big = newest_first[largest]
+    others = [t for i, t in enumerate(newest_first) if i != largest]
+    low = min(t.column("row")[0].as_py() for t in others)
+    high = max(t.column("row")[-1].as_py() for t in others)
+    rows = big.column("row")
+    start = _bisect(rows, low, right=False)
+    stop = _bisect(rows, high, right=True)
+    middle = list(newest_first)
+    middle[largest] = big.slice(start, stop - start)
+    merged = _sort_all(middle)
+    if start == 0 and stop == big.num_rows:
+        return merged
+    return pa.concat_tables([big.slice(0, start), merged, big.slice(stop)])
+
+
+def _bisect(rows: pa.ChunkedArray, key: bytes, right: bool) -> int:
+    """Index of the first row > key (right) or >= key (left) in a sorted column."""
+    # A binary search of about log2(n) probes, once per merge, not per cell.
+    lo, hi = 0, len(rows)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        value = rows[mid].as_py()
+        if value < key or (right and value == key):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _sort_all(newest_first: list[pa.Table]) -> pa.Table:
+    """Sort the concatenation of sources and drop exact duplicates."""
     combined = pa.concat_tables(newest_first)
     keys = combined.select([name for name, _ in CELL_SORT_KEYS]).combine_chunks()
     # sort_indices is documented stable: equal keys keep their order in the

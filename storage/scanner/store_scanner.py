@@ -171,7 +171,7 @@ class StoreScanner:
             if cell is None or cell[0] != row:
                 return cell
         if self._reverse:
-            return heap.seek_to_previous_row(row)
+            return heap.seek_to_previous_row(row + b"\x00")
         return heap.reseek(next_row_key(row))
 
     def _skip_column(self, row: bytes, qualifier: bytes) -> Cell | None:
@@ -181,7 +181,7 @@ class StoreScanner:
         if wanted is None:
             target = qualifier + b"\x00"
         else:
-            i = bisect_right(wanted, qualifier) + 1
+            i = bisect_right(wanted, qualifier)
             if i == len(wanted):
                 return self._skip_row_rest(row)
             target = wanted[i]

@@ -55,6 +55,8 @@ __all__ = ["StoreFileReader", "PREFETCH_MODES"]
 
 PREFETCH_MODES = ("shared", "thread_local")
 
+_READ_HEADER = object()  # "no prefetched header: read it separately"
+
 
 class StoreFileReader:
     """Reads one store file; safe to share between threads.
@@ -179,7 +181,7 @@ class StoreFileReader:
         ``header_raw`` is the block's header when the caller already has it
         (sequential read after a prefetch), else None: for a random access
         the index gives the size; for a sequential one without a prefetched
-        header the caller passes ``"read"`` to read the header separately.
+        header the caller passes ``_READ_HEADER`` to read the header separately.
         """
         idx = self._index
         offset = idx.offsets[i]
@@ -194,7 +196,7 @@ class StoreFileReader:
             self.counters.add("cache_misses")
         has_next = i + 1 < len(idx)
         tail = BLOCK_HEADER_SIZE if has_next else 0
-        if header_raw == "read":
+        if header_raw is _READ_HEADER:
             header_raw = self._read(offset, BLOCK_HEADER_SIZE)
             self.counters.add("extra_header_reads")
         if header_raw is None:
@@ -238,7 +240,7 @@ class StoreFileReader:
         if use_cache and self._cache is not None and (self.file_id, offset) in self._cache:
             return self._load(i, None, True, cache_blocks)  # a hit: no read at all
         prefetched = self._get_prefetched()
-        header_raw = prefetched[1] if prefetched is not None and prefetched[0] == offset else "read"
+        header_raw = prefetched[1] if prefetched is not None and prefetched[0] == offset else _READ_HEADER
         return self._load(i, header_raw, use_cache, cache_blocks)
 
     def find_block(self, key: tuple) -> int:

@@ -1,11 +1,17 @@
 """StoreFileScanner: the cell-at-a-time path over one store file.
 
 It follows the engine's scanner protocol (``docs/architecture.md``): seek,
-reseek, peek, next, seek_to_previous_row, seek_to_last_row, close.  The
-current block is decoded once into Python lists (one ``to_pylist`` per
-column per block) and positions are found with ``bisect`` in them; ``next``
-is a list index and an attribute store.  Moving forward past a block reads
-the next one sequentially (with the reader's prefetched header).
+reseek, peek, next, seek_to_previous_row, seek_to_last_row, close.  For the
+current block the scanner keeps the row keys as one bytes copy plus offsets
+(positions are found with ``bisect`` on them) and turns cells into Python
+tuples a window at a time, with one ``to_pylist`` per column per window,
+never per cell: ``next`` is a list index and an attribute store.  Moving
+forward past a block reads the next one sequentially (with the reader's
+prefetched header).  The block decoded before the current one is kept too,
+since reverse steps and reseeks around a block boundary revisit it.
+
+``reseek`` never moves backwards; on a scanner past the end (or after a get
+that the bloom filter skipped) it behaves as ``seek``.
 
 Reverse scans (HBASE-28043): stepping to the previous row needs the first
 cell of the row before ``row``.  Done naively that is two seeks, one to find
@@ -39,10 +45,13 @@ __all__ = ["StoreFileScanner"]
 _make_cell = partial(tuple.__new__, Cell)
 
 # Cells are turned into Python objects a window at a time: a get touches one
-# window of one block instead of paying for the whole block (profiled: making
-# Cell tuples for a 64 KiB block costs about ten times the rest of a get).
-_WINDOW_SHIFT = 6
-_WINDOW = 1 << _WINDOW_SHIFT
+# small window of one block instead of paying for the whole block (profiled:
+# making Cell tuples for a 64 KiB block costs several times the rest of a
+# get), while reading on sequentially takes large windows, which amortize the
+# per-call cost of to_pylist.  Windows start at multiples of _UNIT cells.
+_UNIT_SHIFT = 6
+_UNIT = 1 << _UNIT_SHIFT
+_SEQUENTIAL_WINDOW = 512
 
 
 def _key_after_row(cell: tuple) -> tuple:
@@ -88,17 +97,23 @@ class _Decoded:
         self.n = len(self.rows)
         self._windows: dict[int, list] = {}
 
-    def window(self, k: int) -> list:
-        """Cells ``k * _WINDOW`` up to ``(k + 1) * _WINDOW`` (one to_pylist per column)."""
-        cells = self._windows.get(k)
-        if cells is None:
-            part = self.batch.slice(k << _WINDOW_SHIFT, _WINDOW)
-            cells = list(map(_make_cell, zip(*(part.column(i).to_pylist() for i in range(6)))))
-            self._windows[k] = cells
-        return cells
+    def window(self, p: int, size: int) -> tuple[int, list]:
+        """``(start, cells)`` of a decoded window holding position ``p``; a new
+        window starts at ``p``'s unit and spans ``size`` cells (one to_pylist
+        per column)."""
+        unit = p >> _UNIT_SHIFT
+        found = self._windows.get(unit)
+        if found is None:
+            start = unit << _UNIT_SHIFT
+            part = self.batch.slice(start, size)
+            found = (start, list(map(_make_cell, zip(*(part.column(i).to_pylist() for i in range(6))))))
+            for u in range(unit, unit + -(-len(found[1]) // _UNIT)):
+                self._windows[u] = found
+        return found
 
     def cell(self, p: int) -> Cell:
-        return self.window(p >> _WINDOW_SHIFT)[p & (_WINDOW - 1)]
+        start, cells = self.window(p, _UNIT)
+        return cells[p - start]
 
 
 class StoreFileScanner:
@@ -117,7 +132,7 @@ class StoreFileScanner:
         self._cache_blocks = cache_blocks
         self._dec: _Decoded | None = None  # the current block
         self._other: _Decoded | None = None  # the block decoded before it (reverse steps revisit it)
-        self._rows: list = []
+        self._rows: _RowKeys | list = []
         self._n = 0
         self._pos = 0
         # The window of decoded cells holding the current position: next()
@@ -162,12 +177,13 @@ class StoreFileScanner:
                 self._pos, self._cur = self._n, None
                 return None
             p = 0
-        start = p & ~(_WINDOW - 1)
         if not self._win_start <= p < self._win_end:
-            self._win = self._dec.window(p >> _WINDOW_SHIFT)
-            self._win_start, self._win_end = start, start + len(self._win)
+            # Reading on from the end of the last window: a large one.
+            size = _SEQUENTIAL_WINDOW if p == self._win_end else _UNIT
+            self._win_start, self._win = self._dec.window(p, size)
+            self._win_end = self._win_start + len(self._win)
         self._pos = p
-        self._cur = self._win[p - start]
+        self._cur = self._win[p - self._win_start]
         return self._cur
 
     def _lower_bound(self, key: tuple, lo: int) -> int:

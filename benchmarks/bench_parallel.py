@@ -1,0 +1,221 @@
+"""The parallel scanner (threads) against one process per region, doing the same per-row work.
+
+This is the comparison of the Trafodion investigation (HBASE-9272): a
+client-side parallel scanner against process-level parallelism (ESPs there,
+one Spark task per region here) on a 10-region table.  Every variant scans
+the whole table (``cf:n`` and ``cf:s``) and runs the same work on each row:
+decode the 4-byte big-endian int, keep rows whose int is divisible by 3 and
+whose string holds "5", and sum the kept ints.  The work comes in two forms:
+
+* ``arrow``: one NumPy / Arrow compute call per batch (releases the GIL);
+* ``python``: a Python loop per row (holds the GIL), as a row-wise SerDe does.
+
+Variants, each the best of ``--repeat`` runs:
+
+* ``plain``: one thread, ``scan_batches`` then the work, no scanner machinery;
+* ``threads=1/2/4``: :class:`storage.parallel.ParallelScanner` (arrival order);
+* ``processes``: a warm pool of one process per region (``spawn``, started
+  before timing), each scanning its region and returning its two sums.
+
+``--server`` runs the same against a region server in a child process (the
+threads share one client; each process opens its own).  Run from the
+repository root::
+
+    python benchmarks/bench_parallel.py --rows 1000000 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+
+import storage  # noqa: E402
+from storage.parallel import ParallelScanner, region_tasks  # noqa: E402
+
+__all__ = ["main", "arrow_work", "python_work"]
+
+TABLE = "bench_server"  # shared with bench_server.py, so one --root serves both
+COLUMNS = [b"cf:n", b"cf:s"]
+_UNPACK = struct.Struct(">i").unpack
+
+
+def _ints(col: pa.Array) -> np.ndarray:
+    """The 4-byte big-endian values of a binary column, as int64 (no Python loop)."""
+    data = np.frombuffer(col.buffers()[2], dtype=">i4", count=len(col) + col.offset)[col.offset:]
+    return data.astype(np.int64)
+
+
+def arrow_work(batch: pa.RecordBatch) -> tuple[int, int]:
+    """The per-row work as batch kernels: decode, predicate, sum."""
+    n = _ints(batch.column(1))
+    keep = (n % 3 == 0) & pc.match_substring(batch.column(2).cast(pa.binary()), "5").to_numpy(zero_copy_only=False)
+    kept = n[keep]
+    return int(kept.size), int(kept.sum())
+
+
+def python_work(batch: pa.RecordBatch) -> tuple[int, int]:
+    """The same work row by row in Python, as a row-wise SerDe does it."""
+    count = total = 0
+    for raw, text in zip(batch.column(1).to_pylist(), batch.column(2).to_pylist()):
+        n = _UNPACK(raw)[0]
+        if n % 3 == 0 and b"5" in text:
+            count += 1
+            total += n
+    return count, total
+
+
+WORKS: dict[str, Callable[[pa.RecordBatch], tuple[int, int]]] = {"arrow": arrow_work, "python": python_work}
+
+# -- process workers ----------------------------------------------------------------
+_table: Any = None
+
+
+def _open(location: str) -> None:
+    global _table
+    if location.startswith("grpc://"):
+        _table = storage.connect(location).table(TABLE)
+    else:
+        _table = storage.connect(location, read_only=True).table(TABLE)
+
+
+def _scan_region(task: tuple[bytes, bytes | None, str]) -> tuple[int, int]:
+    lo, hi, work = task
+    fn = WORKS[work]
+    count = total = 0
+    for batch in _table.scan_batches(row_start=lo, row_stop=hi, columns=COLUMNS):
+        c, t = fn(batch)
+        count += c
+        total += t
+    return count, total
+
+
+def _ping(_: int) -> int:
+    return os.getpid()
+
+
+# -- variants ------------------------------------------------------------------------
+def _plain(table, work: str) -> tuple[int, int]:
+    fn = WORKS[work]
+    count = total = 0
+    for batch in table.scan_batches(columns=COLUMNS):
+        c, t = fn(batch)
+        count += c
+        total += t
+    return count, total
+
+
+def _threads(table, threads: int, work: str) -> tuple[int, int]:
+    count = total = 0
+    scanner = ParallelScanner(table, threads, ordered=False, transform=WORKS[work])
+    for c, t in scanner.scan(columns=COLUMNS):
+        count += c
+        total += t
+    return count, total
+
+
+def _processes(pool, tasks: list, work: str) -> tuple[int, int]:
+    parts = pool.map(_scan_region, [(lo, hi, work) for lo, hi in tasks], chunksize=1)
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+
+def _best(fn: Callable[[], tuple[int, int]], repeat: int) -> tuple[float, tuple[int, int]]:
+    best, answer = float("inf"), (0, 0)
+    for _ in range(repeat):
+        started = time.perf_counter()
+        answer = fn()
+        best = min(best, time.perf_counter() - started)
+    return best, answer
+
+
+def run_benchmark(location: str, table, repeat: int, works: list[str]) -> dict:
+    """Measure every variant for every work form; print and return the figures."""
+    tasks = region_tasks(table.regions(), b"", None)
+    ctx = multiprocessing.get_context("spawn")
+    started = time.perf_counter()
+    pool = ctx.Pool(len(tasks), initializer=_open, initargs=(location,))
+    pool.map(_ping, range(len(tasks)), chunksize=1)
+    startup = time.perf_counter() - started
+    print(f"{len(tasks)} regions; process pool of {len(tasks)} started in {startup:.2f} s (not timed below);"
+          f" {os.cpu_count()} CPUs", flush=True)
+    results: dict = {"pool_startup_s": startup, "cpus": os.cpu_count(), "regions": len(tasks)}
+    try:
+        for work in works:
+            cases = {
+                "plain": lambda: _plain(table, work),
+                "threads=1": lambda: _threads(table, 1, work),
+                "threads=2": lambda: _threads(table, 2, work),
+                "threads=4": lambda: _threads(table, 4, work),
+                "processes": lambda: _processes(pool, tasks, work),
+            }
+            answers = set()
+            print(f"\nwork={work}")
+            for name, fn in cases.items():
+                seconds, answer = _best(fn, repeat)
+                answers.add(answer)
+                results[f"{work} {name}"] = seconds
+                print(f"  {name:<12} {seconds:8.3f} s", flush=True)
+            if len(answers) != 1:
+                raise SystemExit(f"variants disagree on the answer: {answers}")
+            base = results[f"{work} plain"]
+            for name in ("threads=1", "threads=2", "threads=4", "processes"):
+                print(f"  speed-up {name:<10} {base / results[f'{work} {name}']:5.2f}x over plain")
+            ratio = results[f"{work} processes"] / results[f"{work} threads=4"]
+            results[f"{work} threads=4 vs processes"] = ratio
+            print(f"  threads=4 vs processes: {ratio:5.2f}x ({'threads' if ratio > 1 else 'processes'} faster)")
+    finally:
+        pool.close()
+        pool.join()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--regions", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--root", help="table root to reuse (default: a temporary directory, removed after)")
+    parser.add_argument("--work", choices=sorted(WORKS), action="append", help="work forms (default: both)")
+    parser.add_argument("--server", action="store_true", help="scan through a region server instead")
+    parser.add_argument("--json", help="write the figures to this file")
+    args = parser.parse_args(argv)
+    from bench_server import prepare_table  # the same table
+
+    root = args.root or tempfile.mkdtemp(prefix="bench-parallel-")
+    try:
+        prepare_table(root, args.rows, args.regions)
+        works = args.work or ["arrow", "python"]
+        if args.server:
+            from storage.server.process import ServerProcess
+
+            with ServerProcess(root) as server, storage.connect(server.location) as conn:
+                results = run_benchmark(server.location, conn.table(TABLE), args.repeat, works)
+        else:
+            with storage.connect(root, read_only=True) as conn:
+                results = run_benchmark(root, conn.table(TABLE), args.repeat, works)
+    finally:
+        if not args.root:
+            shutil.rmtree(root, ignore_errors=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
