@@ -616,3 +616,20 @@ def test_resolve_time_bounds_beyond_int64():
     assert resolve(cells, max_versions=2).num_rows == 1
     assert resolve(cells, max_versions=2, min_timestamp=-(2**64), max_timestamp=2**64).num_rows == 2
     assert resolve(cells, max_versions=2, min_timestamp=2**64, max_timestamp=2**65).num_rows == 0
+
+
+def test_merge_narrow_newer_source_into_large_one():
+    """A memstore over a narrow key range inside a large file, sharing edge rows."""
+    file_cells = [put(i.to_bytes(4, "big"), q, 5, b"file") for i in range(1000) for q in (b"a", b"b")]
+    memstore = [
+        put((400).to_bytes(4, "big"), b"a", 5, b"mem"),  # same key: replaces the file's cell
+        put((400).to_bytes(4, "big"), b"a", 6, b"mem"),
+        put((400).to_bytes(4, "big"), b"c", 1, b"mem"),
+        marker((450).to_bytes(4, "big"), b"b", 9, DELETE_COLUMN),
+        put((600).to_bytes(4, "big"), b"0", 1, b"mem"),
+    ]
+    sources = [unique_sorted(memstore), file_cells]
+    merged = merge_sources([cells_to_batch(s) for s in sources])
+    assert to_cells(merged) == model_merge(sources)
+    older_first = merge_sources([cells_to_batch(s) for s in sources[::-1]])
+    assert to_cells(older_first) == model_merge(sources[::-1])

@@ -9,10 +9,13 @@ truncated), then each of ``timestamp.formats`` in order; ``millis`` there
 means epoch milliseconds.  Writing uses the first of ``timestamp.formats``,
 or Hive's default (fraction trimmed of trailing zeros, omitted when zero).
 
-Batch kernels: ``pc.strptime`` parses the column, then ``pc.strftime``
-formats the result back; a row is taken only when it reproduces its input
-exactly (this rejects dates that strptime normalises, such as Feb 30) and
-lies in Python's date range.  Other rows go to the scalar parser.  The
+Batch kernels: canonical ISO text (``yyyy-MM-dd``, Hive's timestamp form)
+is parsed with Arrow's validating ISO-8601 cast after a regex gate.  Other
+formats, and columns where that cast fails, go through ``pc.strptime``
+followed by ``pc.strftime`` of the result: a row is taken only when it
+reproduces its input exactly (this rejects dates that strptime normalises,
+such as Feb 30).  Rows must also lie in Python's date range.  Anything else
+goes to the scalar parser.  The
 row-wise parser uses ``date.fromisoformat`` for the canonical ISO forms and
 ``datetime.strptime`` otherwise; with ``serde.row.dates=naive`` it always
 calls ``datetime.strptime``, the classic per-row hotspot.
@@ -75,6 +78,7 @@ def to_strftime(pattern: str) -> str:
 
 
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_ISO_DATE_GATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 _HIVE_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?")
 _HIVE_TS_GATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?$"
 _MILLIS_RE = re.compile(r"-?[0-9]{1,18}")
@@ -122,6 +126,19 @@ class DateText(TextCodec):
         return value.isoformat() if self.iso else value.strftime(self.fmt)
 
     def parse_array(self, strings):
+        if self.iso:
+            # Arrow's ISO-8601 parser validates month and day lengths itself and is
+            # far cheaper than a strftime round trip; it fails the whole column on a
+            # bad date, and then the strptime kernel below sorts the rows out.
+            gate = pc.match_substring_regex(strings, _ISO_DATE_GATE).fill_null(False)
+            try:
+                dates = pc.cast(pc.if_else(gate, strings, None), pa.date32())
+            except pa.ArrowInvalid:
+                pass
+            else:
+                days = _np(dates.cast(pa.int32()), 0)
+                handled = _np(gate, False) & (days >= MIN_DAYS) & (days <= MAX_DAYS)
+                return pc.if_else(pa.array(handled), dates, None), handled
         seconds, _, exact = _round_trip(strings, self.fmt)
         days = np.floor_divide(seconds, 86_400)
         handled = exact & (days >= MIN_DAYS) & (days <= MAX_DAYS)
@@ -186,7 +203,18 @@ class TimestampText(TextCodec):
 
     # -- batch -----------------------------------------------------------
     def _hive_kernel(self, strings: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        gate = _np(pc.match_substring_regex(strings, _HIVE_TS_GATE), False)
+        gate_arr = pc.match_substring_regex(strings, _HIVE_TS_GATE).fill_null(False)
+        gate = _np(gate_arr, False)
+        # Fast case: Arrow's ISO-8601 cast (it validates every field) on the text cut
+        # to microseconds.  A single invalid value fails the cast; then the
+        # strptime + round-trip kernel below decides row by row.
+        head26 = pc.utf8_slice_codeunits(pc.if_else(gate_arr, strings, None), 0, 26)
+        try:
+            stamps = pc.cast(head26, pa.timestamp("us"))
+        except pa.ArrowInvalid:
+            pass
+        else:
+            return _np(stamps.cast(pa.int64()), 0), gate, np.zeros(len(gate), dtype=bool)
         head = pc.utf8_slice_codeunits(strings, 0, 19)
         seconds, parsed, exact = _round_trip(head, "%Y-%m-%d %H:%M:%S")
         fraction = pc.utf8_rpad(pc.utf8_slice_codeunits(strings, 20, 26), width=6, padding="0")

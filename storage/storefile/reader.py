@@ -416,8 +416,10 @@ class StoreFileReader:
             None if info.last_cell is None else tuple(info.last_cell),
         )
         found = (count, rows_seen, blocks, min_ts, max_ts, first_cell, last_cell)
-        if found != expected:
-            raise CorruptionError(f"data blocks disagree with the file info ({found} != {expected})", where, self._data_end)
+        names = ("cell_count", "row_count", "block_count", "min_timestamp", "max_timestamp", "first_cell", "last_cell")
+        wrong = [name for name, f, e in zip(names, found, expected) if f != e]
+        if wrong:
+            raise CorruptionError(f"data blocks disagree with the file info on {', '.join(wrong)}", where, self._data_end)
 
     # -- lifecycle ---------------------------------------------------------
     def close(self) -> None:
