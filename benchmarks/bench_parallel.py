@@ -10,7 +10,7 @@ whose string holds "5", and sum the kept ints.  The work comes in two forms:
 * ``arrow``: one NumPy / Arrow compute call per batch (releases the GIL);
 * ``python``: a Python loop per row (holds the GIL), as a row-wise SerDe does.
 
-Variants, each the best of ``--repeat`` runs:
+Variants, each the best of ``--repeat`` interleaved rounds:
 
 * ``plain``: one thread, ``scan_batches`` then the work, no scanner machinery;
 * ``threads=1/2/4``: :class:`storage.parallel.ParallelScanner` (arrival order);
@@ -134,13 +134,17 @@ def _processes(pool, tasks: list, work: str) -> tuple[int, int]:
     return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
 
-def _best(fn: Callable[[], tuple[int, int]], repeat: int) -> tuple[float, tuple[int, int]]:
-    best, answer = float("inf"), (0, 0)
+def _interleaved(cases: dict[str, Callable[[], tuple[int, int]]], repeat: int) -> tuple[dict, set]:
+    """Best time of each case over ``repeat`` rounds; each round runs every case once, so a
+    change in machine load over time hits all cases alike."""
+    best = dict.fromkeys(cases, float("inf"))
+    answers = set()
     for _ in range(repeat):
-        started = time.perf_counter()
-        answer = fn()
-        best = min(best, time.perf_counter() - started)
-    return best, answer
+        for name, fn in cases.items():
+            started = time.perf_counter()
+            answers.add(fn())
+            best[name] = min(best[name], time.perf_counter() - started)
+    return best, answers
 
 
 def run_benchmark(location: str, table, repeat: int, works: list[str]) -> dict:
@@ -163,11 +167,9 @@ def run_benchmark(location: str, table, repeat: int, works: list[str]) -> dict:
                 "threads=4": lambda: _threads(table, 4, work),
                 "processes": lambda: _processes(pool, tasks, work),
             }
-            answers = set()
             print(f"\nwork={work}")
-            for name, fn in cases.items():
-                seconds, answer = _best(fn, repeat)
-                answers.add(answer)
+            best, answers = _interleaved(cases, repeat)
+            for name, seconds in best.items():
                 results[f"{work} {name}"] = seconds
                 print(f"  {name:<12} {seconds:8.3f} s", flush=True)
             if len(answers) != 1:

@@ -6,7 +6,7 @@ column, ``--regions`` regions), flushed.  A region server runs in a child
 process on a loopback port; the client reads the whole table as Arrow row
 batches (the vectorized path) and, with ``--dicts``, as happybase dicts.
 
-Measured, each the best of ``--repeat`` runs, in the same run:
+Measured in the same run, each the best of ``--repeat`` interleaved rounds:
 
 * embedded: ``Table.scan_batches`` in this process (no server);
 * stream: one do_get, batches streamed by the server;
@@ -61,15 +61,18 @@ def prepare_table(root: str, rows: int, regions: int) -> None:
         conn.close()
 
 
-def _best(fn: Callable[[], tuple[int, int]], repeat: int) -> tuple[float, int, int]:
-    """Best wall time of ``repeat`` runs of ``fn`` (which returns rows and calls)."""
-    best = float("inf")
-    rows = calls = 0
+def _interleaved(cases: dict[str, Callable[[], tuple[int, int]]], repeat: int) -> dict:
+    """Best (seconds, rows, calls) of each case over ``repeat`` rounds; each round runs every
+    case once, so a change in machine load over time hits all cases alike."""
+    best: dict = {name: (float("inf"), 0, 0) for name in cases}
     for _ in range(repeat):
-        started = time.perf_counter()
-        rows, calls = fn()
-        best = min(best, time.perf_counter() - started)
-    return best, rows, calls
+        for name, fn in cases.items():
+            started = time.perf_counter()
+            rows, calls = fn()
+            seconds = time.perf_counter() - started
+            if seconds < best[name][0]:
+                best[name] = (seconds, rows, calls)
+    return best
 
 
 def _arrow_scan(table, **kwargs) -> Callable[[], tuple[int, int]]:
@@ -130,8 +133,7 @@ def run_benchmark(root: str, repeat: int, dicts: bool) -> dict:
                 "dicts rpc caching=100": _dict_scan(remote, mode="rpc", caching=100),
             })
         print(f"{'scan':<26} {'rows':>10} {'calls':>7} {'seconds':>8} {'rows/s':>12}")
-        for name, fn in cases.items():
-            seconds, rows, calls = _best(fn, repeat)
+        for name, (seconds, rows, calls) in _interleaved(cases, repeat).items():
             results[name] = {"seconds": seconds, "rows": rows, "calls": calls, "rows_per_s": rows / seconds}
             print(f"{name:<26} {rows:>10,} {calls:>7} {seconds:>8.3f} {rows / seconds:>12,.0f}", flush=True)
     print()

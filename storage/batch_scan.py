@@ -129,7 +129,8 @@ class _Processor:
             return None
         if self.metrics is not None:
             self.metrics.add_cells(cells)
-        if self.select is not None:
+        if self.select is not None and (scan.output != "rows" or scan.filter is not None):
+            # rows output without a filter needs no mask: the pivot picks its columns
             mask = _column_mask(cells, self.select_with_needed)
             if mask is not None:
                 cells = cells.filter(mask)
@@ -179,43 +180,52 @@ def _streamable(views: dict[str, StoreView], low: bytes, high: bytes | None, sca
 
 
 def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> Iterator[pa.RecordBatch]:
-    reader = view.files[0].reader
-    pending: list = []
-    pending_cells = 0
-    carry: pa.Table | None = None
-    target = proc.scan.batch_cells
+    """Stream one store file's blocks through the kernels, a group of blocks at a time.
 
-    def flush(final: bool) -> Iterator[pa.RecordBatch]:
-        nonlocal pending, pending_cells, carry
-        tables = [carry] if carry is not None else []
-        if pending:
-            tables.append(pa.Table.from_batches(pending, schema=CELL_SCHEMA))
-        pending, pending_cells = [], 0
-        if not tables:
-            return
-        cells = pa.concat_tables(tables).combine_chunks() if len(tables) > 1 else tables[0]
-        if not final:
-            starts = kernels.row_boundaries(cells)
-            cut = int(starts[-1]) if len(starts) else 0
-            carry = cells.slice(cut) if cut < cells.num_rows else None
-            if cut == 0:
-                # one wide row so far: keep gathering
-                return
-            cells = cells.slice(0, cut)
-        else:
-            carry = None
-        out = proc.finish(proc.resolve_family(view.family, [cells]))
+    A block is processed as it is (no copy) once the next block shows that
+    its last row is complete; the writer cuts blocks at row boundaries, so
+    only a row wider than a block makes a carry-over and a concatenation.
+    Blocks smaller than ``_MIN_GROUP_CELLS`` are grouped first, because the
+    kernels' fixed cost per call dominates for small batches.
+    """
+    reader = view.files[0].reader
+    group: list[pa.RecordBatch] = []
+    group_cells = 0
+    held: pa.RecordBatch | None = None  # complete rows, except maybe the last
+
+    def emit(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+        out = proc.finish(proc.resolve_family(view.family, [pa.Table.from_batches([batch])]))
         if out is not None and out.num_rows:
             yield out
 
     for batch in reader.scan_batches(low, high):
-        pending.append(batch)
-        pending_cells += batch.num_rows
-        if pending_cells >= target:
-            yield from flush(final=False)
+        if held is None:
+            held = batch
+            continue
+        if batch.column(0)[0].as_py() == held.column(0)[-1].as_py():
+            starts = kernels.row_boundaries(pa.Table.from_batches([held]))
+            cut = int(starts[-1])
+            if cut:
+                group.append(held.slice(0, cut))
+                group_cells += cut
+            held = pa.concat_batches([held.slice(cut), batch])
+        else:
+            group.append(held)
+            group_cells += held.num_rows
+            held = batch
+        if group_cells >= _MIN_GROUP_CELLS:
+            yield from emit(group)
+            group, group_cells = [], 0
             if proc.done:
                 return
-    yield from flush(final=True)
+    if held is not None:
+        group.append(held)
+    if group:
+        yield from emit(group)
+
+
+_MIN_GROUP_CELLS = 16384
 
 
 def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:

@@ -303,3 +303,5 @@ def test_token_and_limits(tmp_path, root):
         assert sum(b.num_rows for b in table.scan_batches(mode="stream")) == 200
         second.close()
         conn.close()
+        assert proc.stop() == 0  # SIGTERM: a clean shutdown
+        assert "region server stopped" in "".join(proc.output)

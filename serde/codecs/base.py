@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from serde.codecs._arrow import as_binary, valid_mask
 from serde.types import DataType
@@ -113,7 +112,11 @@ def merge_fallback(
         return values, None
     rows = np.flatnonzero(todo)
     sub, bad_sub = decode_rows(codec, arr.take(pa.array(rows)))
-    values = pc.replace_with_mask(values, pa.array(todo), sub)
+    # Splice by a take over [values | sub]: works for every type, nested ones too
+    # (replace_with_mask has no kernels for maps and lists).
+    index = np.arange(len(arr), dtype=np.int64)
+    index[rows] = len(arr) + np.arange(len(rows), dtype=np.int64)
+    values = pa.concat_arrays([values, sub.cast(values.type)]).take(pa.array(index))
     if bad_sub is None:
         return values, None
     bad = np.zeros(len(arr), dtype=bool)

@@ -57,7 +57,9 @@ def decimal_at_scale(value: Any, precision: int, scale: int) -> Decimal:
     if not value.is_finite():
         raise ValueError(f"{value} is not a finite decimal")
     result = value.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=DECIMAL_CONTEXT)
-    if len(result.as_tuple().digits) > precision and result != 0:
+    if result.is_zero():
+        return result.copy_abs()  # no negative zero: Arrow decimals cannot hold one
+    if len(result.as_tuple().digits) > precision:
         raise ValueError(f"{value} does not fit decimal({precision},{scale})")
     return result
 

@@ -128,8 +128,12 @@ class TextCodec(Codec):
         fmt = self.format
         return pa.array([None if v is None else fmt(v) for v in arr.to_pylist()], type=pa.string())
 
+    # Whether a whole cell equal to the null sequence reads as null.  Collections
+    # say no: their text "\N" is a one-item array holding a null.
+    reads_null_sequence = True
+
     def decode(self, raw: bytes) -> Any:
-        if raw == self.null:
+        if raw == self.null and self.reads_null_sequence:
             return None
         return self.parse(raw.decode("utf-8"))
 
@@ -143,6 +147,8 @@ class TextCodec(Codec):
         except pa.ArrowInvalid:  # invalid UTF-8 somewhere: let the scalar path find it
             return decode_rows(self, arr)
         values, handled = self.parse_array(strings)
+        if not self.reads_null_sequence:
+            return merge_fallback(self, arr, values, handled | ~valid_mask(arr))
         is_null = pc.equal(strings, self.null_text).fill_null(False)
         if is_null.true_count:
             values = pc.if_else(is_null, pa.nulls(len(arr), self.arrow_type), values)
@@ -296,7 +302,8 @@ class FloatText(TextCodec):
             return "NaN"
         if value in (float("inf"), float("-inf")):
             return "Infinity" if value > 0 else "-Infinity"
-        return str(np.float32(value)) if self.single else repr(value)
+        # repr of the double is exact for float values too (no second rounding on read).
+        return repr(value)
 
     def parse_array(self, strings):
         gate = pc.match_substring_regex(strings, _FLOAT_GATE).fill_null(False)

@@ -6,7 +6,8 @@
     map<string,int>     a\\x031\\x02b\\x032           entries by collection.delim, key/value by mapkey.delim
 
 An empty cell is an empty array or map; an item equal to the null sequence
-is a null item (map keys cannot be null).  An item that does not decode makes
+is a null item (map keys cannot be null), so a whole cell ``\\N`` is an
+array of one null (a null column is a missing cell).  An item that does not decode makes
 the whole value bad.  The batch path splits the column with
 ``pc.split_pattern``, decodes all items of all rows with the element codec's
 kernel, and rebuilds the list/map arrays from offsets.
@@ -75,6 +76,8 @@ def _check_delims(text: str, delims: tuple[str, ...]) -> str:
 class ArrayText(TextCodec):
     """``array<primitive>`` as delimited text."""
 
+    reads_null_sequence = False
+
     def __init__(self, data_type: DataType, options: TextOptions, element: TextCodec):
         super().__init__(data_type, options)
         self.element = element
@@ -123,6 +126,8 @@ class ArrayText(TextCodec):
 
 class MapText(TextCodec):
     """``map<primitive, primitive>`` as delimited text."""
+
+    reads_null_sequence = False
 
     def __init__(self, data_type: DataType, options: TextOptions, key: TextCodec, value: TextCodec):
         super().__init__(data_type, options)

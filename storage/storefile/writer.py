@@ -194,6 +194,7 @@ class StoreFileWriter:
         sizes = self._chunk_sizes[0] if len(self._chunk_sizes) == 1 else np.concatenate(self._chunk_sizes)
         cum = np.cumsum(sizes)
         n = combined.num_rows
+        starts = row_starts(combined.column("row"))
         start, base = 0, 0
         while start < n:
             # The block ends with the first cell whose running size reaches the target.
@@ -202,6 +203,17 @@ class StoreFileWriter:
                 if not final:
                     break
                 end = n
+                row_end = n
+            else:
+                # Prefer to end the block with its last row, so scans can hand
+                # blocks to the kernels whole; only a row far wider than a
+                # block is cut inside (at a key boundary, below).
+                k = int(np.searchsorted(starts, end, side="left"))
+                row_end = int(starts[k]) if k < len(starts) else n
+            if end < n and row_end != end and cum[row_end - 1] - base <= _ROW_SPAN_LIMIT * self.block_size:
+                if row_end == n and not final:
+                    break
+                end = row_end
             elif end < n and key_at(combined, end - 1) == key_at(combined, end):
                 end = key_run_end(combined, end)  # equal keys stay in one block
                 if end == n and not final:
@@ -336,6 +348,9 @@ class StoreFileWriter:
         elif self._state == "open":
             self.abandon()
             raise InvalidArgument(f"store file writer for {self.path} left without finish(); the file was deleted")
+
+
+_ROW_SPAN_LIMIT = 4  # a block may grow to this many times block_size to end at a row boundary
 
 
 def _conform(batch: pa.RecordBatch) -> pa.RecordBatch:
