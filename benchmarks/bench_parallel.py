@@ -17,6 +17,11 @@ Variants, each the best of ``--repeat`` interleaved rounds:
 * ``processes``: a warm pool of one process per region (``spawn``, started
   before timing), each scanning its region and returning its two sums.
 
+Embedded connections have no block cache, so every variant reads and
+decodes every block on every run (as one Spark task per region would).
+Wall time is the figure; CPU time (all threads, and the pool's processes)
+shows what each form costs in total, which the machine's load does not blur.
+
 ``--server`` runs the same against a region server in a child process (the
 threads share one client; each process opens its own).  Run from the
 repository root::
@@ -48,7 +53,7 @@ import pyarrow.compute as pc  # noqa: E402
 import storage  # noqa: E402
 from storage.parallel import ParallelScanner, region_tasks  # noqa: E402
 
-__all__ = ["main", "arrow_work", "python_work"]
+__all__ = ["main", "arrow_work", "python_work", "open_table", "run_benchmark"]
 
 TABLE = "bench_server"  # shared with bench_server.py, so one --root serves both
 COLUMNS = [b"cf:n", b"cf:s"]
@@ -86,23 +91,29 @@ WORKS: dict[str, Callable[[pa.RecordBatch], tuple[int, int]]] = {"arrow": arrow_
 _table: Any = None
 
 
+def open_table(location: str) -> Any:
+    """The benchmark table at ``location`` (a server URI, or a root opened read-only without a
+    block cache, so every variant reads and decodes every block as a Spark task would)."""
+    if location.startswith("grpc://"):
+        return storage.connect(location).table(TABLE)
+    return storage.connect(location, read_only=True, block_cache_size=0).table(TABLE)
+
+
 def _open(location: str) -> None:
     global _table
-    if location.startswith("grpc://"):
-        _table = storage.connect(location).table(TABLE)
-    else:
-        _table = storage.connect(location, read_only=True).table(TABLE)
+    _table = open_table(location)
 
 
-def _scan_region(task: tuple[bytes, bytes | None, str]) -> tuple[int, int]:
+def _scan_region(task: tuple[bytes, bytes | None, str]) -> tuple[int, int, float]:
     lo, hi, work = task
     fn = WORKS[work]
+    cpu = time.process_time()
     count = total = 0
     for batch in _table.scan_batches(row_start=lo, row_stop=hi, columns=COLUMNS):
         c, t = fn(batch)
         count += c
         total += t
-    return count, total
+    return count, total, time.process_time() - cpu
 
 
 def _ping(_: int) -> int:
@@ -129,22 +140,33 @@ def _threads(table, threads: int, work: str) -> tuple[int, int]:
     return count, total
 
 
-def _processes(pool, tasks: list, work: str) -> tuple[int, int]:
+def _processes(pool, tasks: list, work: str) -> tuple[tuple[int, int], float]:
     parts = pool.map(_scan_region, [(lo, hi, work) for lo, hi in tasks], chunksize=1)
-    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+    return (sum(p[0] for p in parts), sum(p[1] for p in parts)), sum(p[2] for p in parts)
 
 
-def _interleaved(cases: dict[str, Callable[[], tuple[int, int]]], repeat: int) -> tuple[dict, set]:
-    """Best time of each case over ``repeat`` rounds; each round runs every case once, so a
-    change in machine load over time hits all cases alike."""
+def _interleaved(cases: dict[str, Callable[[], Any]], repeat: int) -> tuple[dict, dict, set]:
+    """Best wall time and CPU time of each case over ``repeat`` rounds; each round runs every
+    case once, so a change in machine load over time hits all cases alike.
+
+    A case returns its answer, or (answer, CPU seconds spent in other processes).
+    """
     best = dict.fromkeys(cases, float("inf"))
+    cpu = dict.fromkeys(cases, float("inf"))
     answers = set()
     for _ in range(repeat):
         for name, fn in cases.items():
-            started = time.perf_counter()
-            answers.add(fn())
-            best[name] = min(best[name], time.perf_counter() - started)
-    return best, answers
+            started, cpu_started = time.perf_counter(), time.process_time()
+            answer = fn()
+            wall = time.perf_counter() - started
+            used = time.process_time() - cpu_started
+            if isinstance(answer[0], tuple):
+                answer, elsewhere = answer
+                used += elsewhere
+            answers.add(answer)
+            best[name] = min(best[name], wall)
+            cpu[name] = min(cpu[name], used)
+    return best, cpu, answers
 
 
 def run_benchmark(location: str, table, repeat: int, works: list[str]) -> dict:
@@ -168,10 +190,11 @@ def run_benchmark(location: str, table, repeat: int, works: list[str]) -> dict:
                 "processes": lambda: _processes(pool, tasks, work),
             }
             print(f"\nwork={work}")
-            best, answers = _interleaved(cases, repeat)
+            best, cpu, answers = _interleaved(cases, repeat)
             for name, seconds in best.items():
                 results[f"{work} {name}"] = seconds
-                print(f"  {name:<12} {seconds:8.3f} s", flush=True)
+                results[f"{work} {name} cpu"] = cpu[name]
+                print(f"  {name:<12} {seconds:8.3f} s wall  {cpu[name]:8.3f} s CPU", flush=True)
             if len(answers) != 1:
                 raise SystemExit(f"variants disagree on the answer: {answers}")
             base = results[f"{work} plain"]
@@ -208,8 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             with ServerProcess(root) as server, storage.connect(server.location) as conn:
                 results = run_benchmark(server.location, conn.table(TABLE), args.repeat, works)
         else:
-            with storage.connect(root, read_only=True) as conn:
-                results = run_benchmark(root, conn.table(TABLE), args.repeat, works)
+            results = run_benchmark(root, open_table(root), args.repeat, works)
     finally:
         if not args.root:
             shutil.rmtree(root, ignore_errors=True)

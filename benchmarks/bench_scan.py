@@ -47,6 +47,7 @@ if _ROOT not in sys.path:
 import storage  # noqa: E402
 from jobs.demo import load_sample_table, sample_row  # noqa: E402
 from storage.scanner.metrics import ScanMetrics  # noqa: E402
+from storage.storefile import StoreFileReader  # noqa: E402
 
 __all__ = ["Measurement", "main", "run_benchmark"]
 
@@ -80,22 +81,34 @@ class Measurement:
         return d
 
 
-def best_of(repeat: int, fn: Callable[[], int], warmup: bool = True) -> tuple[float, int]:
-    """Run ``fn`` ``repeat`` times; return the shortest time and what it returned (a count).
+CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
+"""``cpu``: CPU seconds of this process (every thread), which other processes' load on a
+shared machine barely moves; ``wall``: elapsed seconds, right on a quiet machine."""
 
-    One untimed run first (``warmup``) fills the block cache and the OS page
-    cache, so every path is measured warm and alike.
+_clock: Callable[[], float] = time.process_time
+
+
+def best_of(repeat: int, *fns: Callable[[], int], warmup: bool = True) -> list[tuple[float, int]]:
+    """Time each of ``fns`` ``repeat`` times, alternating them; return (best seconds, count) per fn.
+
+    Runs alternate (a, b, a, b, ...) so that load from other processes on a
+    shared machine hits every side of a comparison alike, and the best run
+    of each is kept.  One untimed run of each first (``warmup``) fills the
+    block cache and the OS page cache, so every path is measured warm.
+    Seconds are on the clock chosen with ``--clock``.
     """
     if warmup:
-        fn()
-    best = float("inf")
-    count = 0
+        for fn in fns:
+            fn()
+    best = [float("inf")] * len(fns)
+    counts = [0] * len(fns)
     for _ in range(repeat):
-        gc.collect()
-        t0 = time.perf_counter()
-        count = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, count
+        for i, fn in enumerate(fns):
+            gc.collect()
+            t0 = _clock()
+            counts[i] = fn()
+            best[i] = min(best[i], _clock() - t0)
+    return list(zip(best, counts))
 
 
 # -- data -----------------------------------------------------------------
@@ -201,28 +214,21 @@ def _group_cells(items) -> int:
     return rows + (current is not None)
 
 
-def lmdb_rows(path: str) -> Callable[[], int]:
+def lmdb_readers(path: str) -> tuple[Callable[[], int], Callable[[], int]]:
+    """Two reads of the LMDB copy: cells grouped into row dicts, and raw cell iteration."""
     import lmdb
 
-    env = lmdb.open(path, readonly=True, lock=False, subdir=True)
+    env = lmdb.open(path, readonly=True, lock=False, subdir=True)  # one handle per process
 
-    def fn() -> int:
+    def rows() -> int:
         with env.begin(buffers=False) as txn:
             return _group_cells(txn.cursor().iternext())
 
-    return fn
-
-
-def lmdb_cells(path: str) -> Callable[[], int]:
-    import lmdb
-
-    env = lmdb.open(path, readonly=True, lock=False, subdir=True)
-
-    def fn() -> int:
+    def cells() -> int:
         with env.begin(buffers=False) as txn:
             return sum(1 for _ in txn.cursor().iternext())
 
-    return fn
+    return rows, cells
 
 
 def rocks_open(path: str):
@@ -251,37 +257,38 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
     def ours_arrow() -> int:
         return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
 
-    t_ours, n = best_of(repeat, ours_arrow)
+    (t_ours, n), (t_pq, n_pq), (t_pq_mt, _) = best_of(
+        repeat, ours_arrow,
+        lambda: pq.read_table(peers.parquet, use_threads=False).num_rows,
+        lambda: pq.read_table(peers.parquet).num_rows,
+    )
     check(n, "scan_batches")
-    t_pq, n_pq = best_of(repeat, lambda: pq.read_table(peers.parquet, use_threads=False).num_rows)
     check(n_pq, "parquet")
-    t_pq_mt, _ = best_of(repeat, lambda: pq.read_table(peers.parquet).num_rows)
     forward_arrow = rate(t_ours, n)
     out.append(Measurement(
         "full scan -> Arrow rows (scan_batches)", forward_arrow, "rows/s", "pyarrow.parquet.read_table (1 thread)",
         rate(t_pq, n_pq), ">= 1.0x", forward_arrow >= rate(t_pq, n_pq),
-        f"Parquet with threads: {rate(t_pq_mt, rows):,.0f} rows/s",
+        f"Parquet with threads: {rate(t_pq_mt, rows):,.0f} rows/s ({'per CPU-second' if _clock is time.process_time else 'wall'})",
     ))
 
     # 2. full scan into Python rows vs iterating the same cells in LMDB and RocksDB
     def ours_python() -> int:
         return sum(1 for _ in table.scan())
 
-    t_py, n = best_of(repeat, ours_python)
+    rdb = rocks_open(peers.rocks_path)
+    (t_py, n), (t_lm, n_lm), (t_lm_raw, c_lm), (t_rk, n_rk), (t_rk_raw, c_rk) = best_of(
+        repeat, ours_python, *lmdb_readers(peers.lmdb_path),
+        lambda: _group_cells(rdb.items()), lambda: sum(1 for _ in rdb.items()),
+    )
+    rdb.close()
     check(n, "scan")
-    forward_py = rate(t_py, n)
-    t_lm, n_lm = best_of(repeat, lmdb_rows(peers.lmdb_path))
     check(n_lm, "lmdb")
-    t_lm_raw, c_lm = best_of(repeat, lmdb_cells(peers.lmdb_path))
+    check(n_rk, "rocksdict")
+    forward_py = rate(t_py, n)
     out.append(Measurement(
         "full scan -> Python (row, dict) (scan)", forward_py, "rows/s", "LMDB cursor, cells grouped into dicts",
         rate(t_lm, n_lm), None, None, f"LMDB raw cell iteration: {rate(t_lm_raw, c_lm):,.0f} cells/s",
     ))
-    rdb = rocks_open(peers.rocks_path)
-    t_rk, n_rk = best_of(repeat, lambda: _group_cells(rdb.items()))
-    check(n_rk, "rocksdict")
-    t_rk_raw, c_rk = best_of(repeat, lambda: sum(1 for _ in rdb.items()))
-    rdb.close()
     out.append(Measurement(
         "full scan -> Python (row, dict) (scan)", forward_py, "rows/s", "rocksdict items(), cells grouped into dicts",
         rate(t_rk, n_rk), None, None, f"rocksdict raw cell iteration: {rate(t_rk_raw, c_rk):,.0f} cells/s",
@@ -291,30 +298,33 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
     def ours_count() -> int:
         return sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells"))
 
-    t_cnt, n = best_of(repeat, ours_count)
-    check(n, "row count")
     sq = sqlite3.connect(peers.sqlite)
-    t_sq_cnt, n_sq = best_of(repeat, lambda: sq.execute("SELECT count(*) FROM t").fetchone()[0])
+    (t_cnt, n), (t_sq_cnt, n_sq) = best_of(
+        repeat, ours_count, lambda: sq.execute("SELECT count(*) FROM t").fetchone()[0]
+    )
+    check(n, "row count")
     count_rate = rate(t_cnt, n)
     out.append(Measurement(
         "row count (FirstKeyOnlyFilter + KeyOnlyFilter)", count_rate, "rows/s", "sqlite3 SELECT count(*)",
         rate(t_sq_cnt, n_sq), ">= 10M rows/s", count_rate >= 10e6,
     ))
 
-    # 4. reverse full scans against the forward ones
-    t_rev_arrow, n = best_of(repeat, lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, reverse=True)))
+    # 4. reverse full scans against the forward ones, timed alternately
+    (t_rev_arrow, n), (t_fwd_arrow, _) = best_of(
+        repeat, lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, reverse=True)), ours_arrow,
+    )
     check(n, "reverse scan_batches")
-    rev_arrow = rate(t_rev_arrow, n)
+    rev_arrow, fwd_arrow = rate(t_rev_arrow, n), rate(t_fwd_arrow, n)
     out.append(Measurement(
-        "reverse full scan -> Arrow rows", rev_arrow, "rows/s", "our forward scan_batches", forward_arrow,
-        ">= 0.7x forward", rev_arrow >= 0.7 * forward_arrow,
+        "reverse full scan -> Arrow rows", rev_arrow, "rows/s", "our forward scan_batches", fwd_arrow,
+        ">= 0.7x forward", rev_arrow >= 0.7 * fwd_arrow,
     ))
-    t_rev_py, n = best_of(repeat, lambda: sum(1 for _ in table.scan(reverse=True)))
+    (t_rev_py, n), (t_fwd_py, _) = best_of(repeat, lambda: sum(1 for _ in table.scan(reverse=True)), ours_python)
     check(n, "reverse scan")
-    rev_py = rate(t_rev_py, n)
+    rev_py, fwd_py = rate(t_rev_py, n), rate(t_fwd_py, n)
     out.append(Measurement(
-        "reverse full scan -> Python rows", rev_py, "rows/s", "our forward scan", forward_py,
-        ">= 0.7x forward", rev_py >= 0.7 * forward_py,
+        "reverse full scan -> Python rows", rev_py, "rows/s", "our forward scan", fwd_py,
+        ">= 0.7x forward", rev_py >= 0.7 * fwd_py,
     ))
 
     # 5. random point reads vs sqlite3's primary-key lookups
@@ -326,48 +336,58 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
         row = table.row
         return sum(1 for k in keys if row(k))
 
-    t_get, n_get = best_of(repeat, ours_gets)
-    if n_get != len(keys):
-        raise RuntimeError(f"table.row found {n_get} of {len(keys)} rows")
-
     def sqlite_gets() -> int:
         cur = sq.cursor()
         q = "SELECT n, s FROM t WHERE k = ?"
         return sum(1 for i in picks if cur.execute(q, (i,)).fetchone() is not None)
 
-    t_sq_get, n_sq_get = best_of(repeat, sqlite_gets)
+    (t_get, n_get), (t_sq_get, n_sq_get) = best_of(repeat, ours_gets, sqlite_gets)
     sq.close()
+    if n_get != len(keys):
+        raise RuntimeError(f"table.row found {n_get} of {len(keys)} rows")
     out.append(Measurement(
         "random point reads (table.row)", rate(t_get, n_get), "gets/s", "sqlite3 primary-key SELECT",
         rate(t_sq_get, n_sq_get), None, None, f"{len(keys):,} random keys",
     ))
 
-    # 6. the batch path with metrics on vs off, runs interleaved so drift hits both alike
-    off, on = float("inf"), float("inf")
-    for _ in range(max(repeat, 3)):
-        t_off, _ = best_of(1, ours_arrow, warmup=False)
-        metrics = ScanMetrics()
-        t_on, _ = best_of(1, lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, metrics=metrics)),
-                          warmup=False)
-        off, on = min(off, t_off), min(on, t_on)
+    # 6. the batch path with metrics on vs off, timed alternately
+    metrics = ScanMetrics()
+    (t_on, n), (t_off, _) = best_of(
+        max(repeat, 5), lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, metrics=metrics)),
+        ours_arrow,
+    )
+    check(n, "scan_batches with metrics")
     out.append(Measurement(
-        "scan_batches with ScanMetrics", rate(on, rows), "rows/s", "scan_batches without metrics", rate(off, rows),
-        ">= 0.95x (within 5%)", on <= off * 1.05,
+        "scan_batches with ScanMetrics", rate(t_on, n), "rows/s", "scan_batches without metrics", rate(t_off, n),
+        ">= 0.95x (within 5%)", t_on <= t_off * 1.05,
+        f"metrics counted {metrics.cells_scanned:,} cells over {metrics.regions_scanned} region scans",
     ))
 
-    # 7. a raw store file scan: cells/s straight off the files, batch path and cell-at-a-time path
-    files = store_file_readers(table)
-    t_raw, cells = best_of(repeat, lambda: sum(b.num_rows for r in files for b in r.scan_batches(b"", None)))
+    # 7. raw store file scans, cells/s: verify + decode every block (fresh readers, no block cache),
+    #    the same through the warm block cache, and the cell-at-a-time scanner on one file
+    cached = store_file_readers(table)
+    uncached = [StoreFileReader(r.fs, r.path, cache=None) for r in cached]
+    (t_dec, cells), (t_hit, _) = best_of(
+        repeat,
+        lambda: sum(b.num_rows for r in uncached for b in r.scan_batches(cache_blocks=False)),
+        lambda: sum(b.num_rows for r in cached for b in r.scan_batches()),
+    )
     out.append(Measurement(
-        "raw store file scan (batch path)", rate(t_raw, cells), "cells/s", None, None, None, None,
-        f"{len(files)} files, {cells:,} cells",
+        "raw store file scan: read+verify+decode blocks", rate(t_dec, cells), "cells/s", None, None, None, None,
+        f"{len(uncached)} files, {cells:,} cells, no block cache",
     ))
-    one = files[0]
-    t_cell, cells_one = best_of(repeat, lambda: count_cells_one_at_a_time(one))
     out.append(Measurement(
-        "raw store file scan (cell-at-a-time next())", rate(t_cell, cells_one), "cells/s", "batch path",
-        rate(t_raw, cells), None, None, f"one file, {cells_one:,} cells",
+        "raw store file scan: block cache hits", rate(t_hit, cells), "cells/s", None, None, None, None,
+        f"{len(cached)} files, warm block cache",
     ))
+    (t_cell, cells_one), = best_of(repeat, lambda: count_cells_one_at_a_time(uncached[0]))
+    out.append(Measurement(
+        "raw store file scan: cell scanner next()", rate(t_cell, cells_one), "cells/s",
+        "batch path (read+verify+decode)", rate(t_dec, cells), None, None,
+        f"one file, {cells_one:,} cells: one Python call per cell",
+    ))
+    for r in uncached:
+        r.close()
     conn.close()
     return out
 
@@ -442,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts (default 3)")
     parser.add_argument("--gets", type=int, default=5_000, help="random point reads (default 5,000)")
     parser.add_argument("--root", default="./bench-data", help="folder for the table and the peer stores")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+                        help="cpu: process CPU seconds (default; steady on a shared machine), wall: elapsed seconds")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the measurements as JSON")
     parser.add_argument("--profile", default=None, choices=["scan", "reverse", "arrow", "count", "get"],
                         help="after the run, cProfile this path of ours and print the top functions")
@@ -451,13 +473,16 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if args.regions > args.rows:
         parser.error("--regions must not exceed --rows")
-    print(f"bench_scan: {args.rows:,} rows, {args.regions} regions, best of {args.repeat}, under {args.root}")
+    global _clock
+    _clock = CLOCKS[args.clock]
+    print(f"bench_scan: {args.rows:,} rows, {args.regions} regions, best of {args.repeat} on the {args.clock} clock, "
+          f"under {args.root}")
     results = run_benchmark(args)
     print()
     print(format_table(results))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": args.rows, "regions": args.regions, "repeat": args.repeat,
+            json.dump({"rows": args.rows, "regions": args.regions, "repeat": args.repeat, "clock": args.clock,
                        "results": [m.to_dict() for m in results]}, f, indent=2)
         print(f"\nwritten to {args.json}")
     if args.profile:

@@ -141,7 +141,7 @@ class SerDe:
         try:
             return make_codec(data_type, storage, self.text_options, ordered, self.timestamp_unit)
         except MappingError as exc:
-            raise MappingError(f"column {column.name!r}: {exc}") from None
+            raise MappingError(f"column {column.name!r}: {exc.message}", exc.token, exc.position) from None
 
     def value_codec(self, column: ColumnSpec, data_type, role: str) -> Codec:
         """The codec of a cell value (``role`` value or map_value); subclasses override."""

@@ -21,6 +21,7 @@ class MappingError(InvalidArgument):
     """
 
     def __init__(self, message: str, token: object = None, position: object = None):
+        self.message = message
         self.token = token
         self.position = position
         where = ""

@@ -10,7 +10,7 @@ column.
 :class:`InMemoryRowSource` serves rows with the two scan methods the SerDe
 profiler and tests use (``scan`` like happybase, ``scan_batches`` like the
 engine's batch path), so SerDes can be exercised without a table on disk.
-These helpers loop in Python: they build fixtures and reference rows, they
+These functions loop in Python: they build fixtures and reference rows, they
 are not a hot path.
 """
 

@@ -138,6 +138,7 @@ class RemoteConnection:
         return list(self._call("list_tables").header["tables"])
 
     def is_table_available(self, name: str | bytes) -> bool:
+        """Whether the server has a table of that name."""
         return bool(self._call("is_table_available", {"name": validate_table_name(name)}).header["available"])
 
     def create_table(self, name: str | bytes, families: dict, split_keys: Sequence[bytes] | None = None,
@@ -152,6 +153,7 @@ class RemoteConnection:
         return RemoteTable(self, name)
 
     def delete_table(self, name: str | bytes, disable: bool = False) -> None:
+        """Drop a table and its files on the server."""
         self._call("delete_table", {"name": validate_table_name(name), "disable": disable})
 
     def table(self, name: str | bytes) -> "RemoteTable":
@@ -175,6 +177,7 @@ class RemoteConnection:
         return self._channel.rpc_calls
 
     def close(self) -> None:
+        """Close the channel; the server frees this client's scanners as their leases run out."""
         if not self.closed:
             self.closed = True
             self._channel.close()
@@ -272,9 +275,11 @@ class RemoteTable:
         return self._call("table_regions")["regions"]
 
     def region_infos(self) -> list[RegionInfo]:
+        """The regions as :class:`~storage.manifest.RegionInfo` (id, start, end)."""
         return [RegionInfo(r["id"], r["start_key"], r["end_key"] or None) for r in self.regions()]
 
     def families(self) -> dict[bytes, dict]:
+        """Column families and their settings, as happybase's ``Table.families()``."""
         return self._call("table_families")["families"]
 
     # -- writes -----------------------------------------------------------
@@ -298,9 +303,11 @@ class RemoteTable:
         self._mutate([["put", row, data, timestamp]])
 
     def delete(self, row: bytes, columns: Iterable | None = None, timestamp: int | None = None, wal: bool = True) -> None:
+        """Delete a whole row, or the given columns (``b"cf:q"`` all versions, ``b"cf"`` the family)."""
         self._mutate([["delete", row, list(columns) if columns is not None else None, timestamp]])
 
     def delete_version(self, row: bytes, column: bytes, timestamp: int) -> None:
+        """Delete exactly one version of a column."""
         self._mutate([["delete_version", row, column, timestamp]])
 
     def batch(self, timestamp: int | None = None, batch_size: int | None = None, transaction: bool = False,
@@ -310,9 +317,11 @@ class RemoteTable:
 
     # -- counters -----------------------------------------------------------
     def counter_get(self, row: bytes, column: bytes) -> int:
+        """The 8-byte big-endian counter in ``column`` (0 if unset)."""
         return self._call("counter_get", {"row": row, "column": column})["value"]
 
     def counter_set(self, row: bytes, column: bytes, value: int = 0) -> None:
+        """Set the counter to ``value``."""
         self._call("counter_set", {"row": row, "column": column, "value": value})
 
     def counter_inc(self, row: bytes, column: bytes, value: int = 1) -> int:
@@ -320,23 +329,27 @@ class RemoteTable:
         return self._call("counter_inc", {"row": row, "column": column, "value": value})["value"]
 
     def counter_dec(self, row: bytes, column: bytes, value: int = 1) -> int:
+        """Subtract ``value`` atomically and return the new value."""
         return self.counter_inc(row, column, -value)
 
     # -- point reads ----------------------------------------------------------
     def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None,
             include_timestamp: bool = False) -> dict:
+        """One row as ``{b"cf:q": value}`` ({} if absent)."""
         data = self._call("row", {"row": row, "columns": _columns(columns), "timestamp": timestamp,
                                   "include_timestamp": include_timestamp})["data"]
         return _pairs(data) if include_timestamp else data
 
     def rows(self, rows: Sequence[bytes], columns: Sequence[bytes] | None = None, timestamp: int | None = None,
              include_timestamp: bool = False) -> list[tuple[bytes, dict]]:
+        """Several rows, as ``[(row, data)]`` for the rows that exist, in the order asked."""
         out = self._call("rows", {"rows": list(rows), "columns": _columns(columns), "timestamp": timestamp,
                                   "include_timestamp": include_timestamp})["rows"]
         return [(key, _pairs(data) if include_timestamp else data) for key, data in out]
 
     def cells(self, row: bytes, column: bytes, versions: int | None = None, timestamp: int | None = None,
               include_timestamp: bool = False) -> list:
+        """The versions of one cell, newest first (values, or (value, ts) pairs)."""
         out = self._call("cells", {"row": row, "column": column, "versions": versions, "timestamp": timestamp,
                                    "include_timestamp": include_timestamp})["cells"]
         return [tuple(c) for c in out] if include_timestamp else out
@@ -471,12 +484,15 @@ class RemoteTable:
 
     # -- maintenance --------------------------------------------------------------
     def flush(self) -> None:
+        """Flush every region's memstore to store files on the server."""
         self._call("flush")
 
     def compact(self, major: bool = True) -> None:
+        """Compact every region (major by default)."""
         self._call("compact", {"major": major})
 
     def split(self, split_key: bytes | None = None) -> list[RegionInfo]:
+        """Split the region holding ``split_key`` at it, or every region at its midkey."""
         self._call("split", {"split_key": split_key})
         return self.region_infos()
 
@@ -507,10 +523,12 @@ class RemoteBatch:
         self._ops: list = []
 
     def put(self, row: bytes, data: dict, wal: bool = True) -> None:
+        """Queue a put of ``data`` into ``row``."""
         self._ops.append(["put", row, data, self._timestamp])
         self._added()
 
     def delete(self, row: bytes, columns: Iterable | None = None, wal: bool = True) -> None:
+        """Queue a delete of the row or of ``columns``."""
         self._ops.append(["delete", row, list(columns) if columns is not None else None, self._timestamp])
         self._added()
 

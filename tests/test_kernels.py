@@ -49,9 +49,7 @@ def batch(*cells: Cell) -> pa.RecordBatch:
     return cells_to_batch(cells)
 
 
-SETTINGS = settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # ---------------------------------------------------------------------------
@@ -130,7 +128,6 @@ def model_rows(cells: list[Cell], columns: list[bytes], include_timestamp: bool)
             name = family.decode("utf-8", "backslashreplace")
             if qualifier:
                 name += ":" + qualifier.decode("utf-8", "backslashreplace")
-            if qualifier:
                 match = [c for c in row_cells if c.family == family and c.qualifier == qualifier]
                 record[name] = match[0].value if match else None
                 if include_timestamp:

@@ -25,6 +25,7 @@ from storage.filters import (
     PageFilter,
     PrefixFilter,
     RowFilter,
+    SingleColumnValueFilter,
     SubstringComparator,
     WhileMatchFilter,
 )
@@ -526,6 +527,28 @@ def test_region_scanner_filters(reverse):
     got, _ = run(RowFilter(CompareOperator.NOT_EQUAL, BinaryComparator(b"r10")), metrics)
     assert got == [r for r in ordered if r != b"r10"]
     assert metrics.rows_filtered == 0 and metrics.rows_scanned == 29
+
+
+def test_filter_sees_columns_the_scan_leaves_out():
+    a, b = two_family_data()
+    # rows whose a:q0 value is a10..a19 ("a1" prefix, then a digit), returning only b:x
+    flt = SingleColumnValueFilter(b"a", b"q0", CompareOperator.GREATER_OR_EQUAL, BinaryComparator(b"a12"),
+                                  filter_if_missing=True)
+    spec = ScanSpec(columns=[b"b:x"], filter=flt)
+    read_spec = spec.with_filter_columns()
+    assert read_spec.qualifiers(b"a") == {b"q0"} and spec.filter_only_columns() == [(b"a", b"q0")]
+    assert ScanSpec(columns=[b"a", b"b:x"], filter=flt).with_filter_columns().filter_only_columns() == []
+    stores = [StoreScanner([memstore_of(cells).scanner()], fam, read_spec) for fam, cells in ((b"a", a), (b"b", b))]
+    got = list(RegionScanner(stores, spec))
+    model = region_rows(a, b)
+    expected = []
+    for row, cells in model.items():
+        q0 = [c.value for c in cells if c.family == b"a" and c.qualifier == b"q0"]
+        kept = [c for c in cells if c.family == b"b"]
+        if q0 and q0[0] >= b"a12" and kept:
+            expected.append(kept)
+    assert got == expected and len(expected) > 2
+    assert spec.selects(b"b", b"x") and not spec.selects(b"a", b"q0") and ScanSpec().selects(b"z", b"q")
 
 
 def test_region_scanner_rejects_mismatched_stores():

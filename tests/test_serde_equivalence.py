@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from serde import batch_to_rows, create_serde, record_batch_rows, rows_to_batch
 
-SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 PRIMITIVES = [
     "string",

@@ -91,7 +91,18 @@ def decode_rows(codec: Codec, arr: pa.Array) -> tuple[pa.Array, np.ndarray | Non
         except Exception:  # any decoder failure is a bad value, reported by the caller
             append(None)
             bad_rows.append(i)
-    values = pa.array(out, type=codec.arrow_type)
+    try:
+        values = pa.array(out, type=codec.arrow_type)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        # A decoder returned something its type cannot hold: those values are bad too.
+        for i, value in enumerate(out):
+            if value is not None:
+                try:
+                    pa.array([value], type=codec.arrow_type)
+                except (pa.ArrowException, TypeError, ValueError, OverflowError):
+                    out[i] = None
+                    bad_rows.append(i)
+        values = pa.array(out, type=codec.arrow_type)
     if not bad_rows:
         return values, None
     bad = np.zeros(len(arr), dtype=bool)

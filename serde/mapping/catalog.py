@@ -122,7 +122,7 @@ def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[Column
             options=MappingProxyType(options),
         )
     except MappingError as exc:
-        raise MappingError(str(exc), exc.token, path) from None
+        raise MappingError(exc.message, exc.token, path) from None
     return column, part
 
 

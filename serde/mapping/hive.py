@@ -144,7 +144,7 @@ def parse_hive_mapping(
                 )
             )
         except MappingError as exc:
-            raise MappingError(str(exc), tok, pos) from None
+            raise MappingError(exc.message, tok, pos) from None
     return ColumnMapping(tuple(cols), default_storage=default_storage, source="hive")
 
 

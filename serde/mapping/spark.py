@@ -81,7 +81,7 @@ def parse_spark_mapping(mapping: str, default_storage: str = "binary") -> Column
                 )
             )
         except MappingError as exc:
-            raise MappingError(str(exc), token, spec_start) from None
+            raise MappingError(exc.message, token, spec_start) from None
         pos = _skip_ws(mapping, pos)
         if pos >= len(mapping):
             break

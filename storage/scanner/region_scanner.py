@@ -50,6 +50,11 @@ class RegionScanner:
     """Rows of one region ``[start_row, end_row)`` (``end_row`` ``None`` or
     ``b""`` = unbounded) from one :class:`StoreScanner` per family.
 
+    The stores should be opened with ``spec.with_filter_columns()`` (and
+    one store per family it names), so the filter sees the columns it
+    needs; this scanner is given ``spec`` itself and returns only the
+    scan's columns.
+
     ``next()`` returns one result (a list of cells of one row, or a chunk
     of it when ``spec.batch`` is set) or ``None``; ``next_rows(n)`` up to
     ``n`` results (``spec.caching`` by default), an empty list at the end.
@@ -86,6 +91,9 @@ class RegionScanner:
             # PageFilter's count lives in it).
             self._filter = spec.filter.copy()
             self._filter.reset()
+        # Columns read only for the filter's sake (stores opened with
+        # spec.with_filter_columns()) are dropped again after filtering.
+        self._project = bool(spec.filter_only_columns())
         ranges = None
         if self._filter is not None and callable(getattr(self._filter, "row_ranges", None)):
             ranges = self._filter.row_ranges()
@@ -216,6 +224,9 @@ class RegionScanner:
             metrics.cells_scanned += len(cells)
             if flt is not None:
                 cells = flt.filter_row_cells(cells)
+                if cells and self._project:
+                    selects = self._spec.selects
+                    cells = [c for c in cells if selects(c[1], c[2])]
                 if not cells:
                     metrics.rows_filtered += 1
                     continue

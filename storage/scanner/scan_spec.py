@@ -3,7 +3,7 @@ filter and the limits that shape its results (HBase's ``Scan``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..cells import LATEST_TIMESTAMP
@@ -143,6 +143,40 @@ class ScanSpec:
     def wants_family(self, family: bytes) -> bool:
         """True when the scan reads ``family``."""
         return self._families is None or family in self._families
+
+    def selects(self, family: bytes, qualifier: bytes) -> bool:
+        """True when the column ``family:qualifier`` is among the scan's columns."""
+        families = self._families
+        if families is None:
+            return True
+        wanted = families.get(family, False)
+        return wanted is None or (wanted is not False and qualifier in wanted)
+
+    def with_filter_columns(self) -> "ScanSpec":
+        """The spec to read stores with: the scan's columns plus the ones its
+        filter needs to see (``filter.columns_needed()``).  The region
+        scanner drops those extra cells again after filtering.  Returns
+        ``self`` when nothing is missing."""
+        extra = self.filter_only_columns()
+        if not extra:
+            return self
+        return replace(self, columns=tuple(self.columns) + tuple(extra))
+
+    def filter_only_columns(self) -> list[tuple[bytes, bytes | None]]:
+        """Columns the filter needs that the scan's columns leave out."""
+        if self._families is None or self.filter is None:
+            return []
+        needed_fn = getattr(self.filter, "columns_needed", None)
+        needed = needed_fn() if callable(needed_fn) else None
+        out = []
+        for spec in needed or ():
+            family, qualifier = parse_column(spec)
+            if qualifier is None:
+                if self._families.get(family, False) is not None:
+                    out.append((family, None))
+            elif not self.selects(family, qualifier):
+                out.append((family, qualifier))
+        return out
 
     def qualifiers(self, family: bytes) -> frozenset[bytes] | None:
         """The qualifiers selected in ``family`` (``None`` = all of them)."""

@@ -171,7 +171,7 @@ class StoreScanner:
             if cell is None or cell[0] != row:
                 return cell
         if self._reverse:
-            return heap.seek_to_previous_row(row + b"\x00")
+            return heap.seek_to_previous_row(row)
         return heap.reseek(next_row_key(row))
 
     def _skip_column(self, row: bytes, qualifier: bytes) -> Cell | None:

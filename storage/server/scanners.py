@@ -124,6 +124,7 @@ class RpcScanner:
                 self._finish()
 
     def idle_for(self, now: float | None = None) -> float:
+        """Seconds since the last call ended (``now``: a ``time.monotonic()`` value)."""
         return (time.monotonic() if now is None else now) - self.last_used
 
     # -- next ------------------------------------------------------------
@@ -207,6 +208,7 @@ class StreamEntry:
         self.rows = 0
 
     def describe(self) -> dict:
+        """What list_scanners reports about this stream."""
         return {"id": self.stream_id, "kind": "stream", "peer": self.peer, "table": self.table,
                 "batches": self.batches, "rows": self.rows}
 
@@ -336,6 +338,7 @@ class ScannerRegistry:
             scanner.lock.release()
 
     def renew(self, scanner_id: str) -> None:
+        """Restart the lease of an open scanner."""
         scanner = self.get(scanner_id)
         with scanner.lock:
             scanner._check_open()
@@ -353,6 +356,7 @@ class ScannerRegistry:
 
     # -- streams -------------------------------------------------------------
     def add_stream(self, peer: str, table: str) -> StreamEntry:
+        """Register a streaming scan (counted against the same limits as scanners)."""
         with self._mutex:
             self._check_capacity(peer)
             entry = StreamEntry(secrets.token_hex(8), peer, table)
@@ -360,11 +364,13 @@ class ScannerRegistry:
             return entry
 
     def remove_stream(self, stream_id: str) -> None:
+        """Forget a stream that ended (harmless if already forgotten)."""
         with self._mutex:
             self._streams.pop(stream_id, None)
 
     # -- admin -----------------------------------------------------------------
     def describe(self) -> dict:
+        """Open scanners and streams, and how many scanners expired so far (list_scanners)."""
         with self._mutex:
             scanners = list(self._scanners.values())
             streams = list(self._streams.values())

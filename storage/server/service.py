@@ -101,7 +101,11 @@ class RegionServer(flight.FlightServerBase):
         host = f"[{config.host}]" if ":" in config.host else config.host
         middleware = {"auth": TokenMiddlewareFactory(config.token)} if config.token else {}
         super().__init__(f"grpc://{host}:{config.port}", middleware=middleware)
-        self.connection = Connection(root, read_only=read_only, block_cache_size=config.block_cache_size)
+        try:
+            self.connection = Connection(root, read_only=read_only, block_cache_size=config.block_cache_size)
+        except BaseException:
+            super().shutdown()  # the port is already bound
+            raise
         self.registry = ScannerRegistry(config.lease_timeout, config.max_scanners_per_client, config.max_scanners)
         self.registry.start()
         self._host = host
@@ -118,9 +122,11 @@ class RegionServer(flight.FlightServerBase):
 
     # -- Flight entry points --------------------------------------------------
     def list_actions(self, context):
+        """Flight hook: the action types and what each does."""
         return list(ACTIONS.items())
 
     def do_action(self, context, action):
+        """Flight hook: decode the request, run its handler, encode the answer (or a tagged error)."""
         try:
             body = action.body
             if body is not None and body.size > self.config.max_request_bytes:
@@ -140,6 +146,7 @@ class RegionServer(flight.FlightServerBase):
             raise to_flight_error(exc) from exc
 
     def do_get(self, context, ticket):
+        """Flight hook: the streaming scan described by the ticket."""
         try:
             raw = ticket.ticket
             if len(raw) > self.config.max_request_bytes:
@@ -182,6 +189,10 @@ class RegionServer(flight.FlightServerBase):
                     if context.is_cancelled():
                         return
                     batch = next(batches, None)
+            except flight.FlightError:
+                raise
+            except Exception as exc:  # a failure mid-stream reaches the client with its class
+                raise to_flight_error(exc) from exc
             finally:
                 batches.close()
                 registry.remove_stream(entry.stream_id)

@@ -1,4 +1,4 @@
-"""Vectorized helpers over cell batches used by the store file writer and reader.
+"""Vectorized kernels over cell batches used by the store file writer and reader.
 
 Everything here works on whole Arrow arrays with Arrow compute or NumPy;
 nothing loops over cells in Python.

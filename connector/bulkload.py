@@ -1,0 +1,462 @@
+"""Bulk load: write store files outside the table, then add them to the regions atomically.
+
+This is HBase's ``HFileOutputFormat2`` + ``LoadIncrementalHFiles``
+(``completebulkload``) for regionscan tables.
+
+Staging (one task attempt, :class:`BulkLoadTask`): row batches (as the
+SerDe's ``serialize_batch`` makes them) become cells, are sorted with Arrow
+kernels and written as store files cut at region boundaries, one file per
+region and family per buffered run, under::
+
+    <table>/.staging/<job id>/<task id>/<region id>/<family>/<run>.sf
+
+Nothing there is visible to readers.  Abort deletes ``.staging/<job id>``
+whole, so failed attempts leave nothing behind.
+
+Commit (:func:`commit_load`, on the driver, holding the table's writer
+lock, so no writer process may have the table open):
+
+1. roll forward any earlier committed journal (:func:`recover`);
+2. re-cut staged files whose region was split since staging;
+3. write the journal naming, per region, each staged file and its final
+   name (``<table>/bulkload/<job id>.commit``): the commit point;
+4. move each staged file to ``regions/<region>/<family>/<name>`` and save
+   each region manifest with the new files (overwrite: only them, and the
+   flushed sequence id raised past the WAL so older unflushed edits go too);
+5. delete the journal, then the staging directory; release the lock.
+
+A crash after step 3 leaves a journal that :func:`recover` (run by the
+next commit, or by hand) completes; readers that pin the table apply it
+too, so they see all of the load or none of it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from storage.cells import CELL_SCHEMA, CellType
+from storage.errors import InvalidArgument, StorageError, TableLocked
+from storage.fs import FileSystem
+from storage.manifest import REGION_MANIFEST, RegionManifest, TableManifest
+from storage.schema import FamilySettings
+from storage.storefile import StoreFileReader, StoreFileWriter
+from storage.wal import WalReader
+
+from .journal import Journal, RegionEntry, apply_entry, read_journals, write_journal
+
+__all__ = [
+    "STAGING_DIR",
+    "RegionBounds",
+    "StagedFile",
+    "BulkLoadTask",
+    "row_batch_to_cells",
+    "commit_load",
+    "abort_load",
+    "recover",
+    "LoadReport",
+    "table_regions",
+]
+
+STAGING_DIR = ".staging"
+_LOCK_FILE = ".lock"
+_DEFAULT_RUN_CELLS = 1 << 20
+
+
+@dataclass(frozen=True)
+class RegionBounds:
+    """A region's id and key range as the load saw it."""
+
+    region_id: str
+    start: bytes
+    end: bytes | None
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """One staged store file (path relative to the table directory)."""
+
+    region_id: str
+    family: str
+    path: str
+    cells: int
+    size: int
+    first_row: bytes
+    last_row: bytes
+
+
+@dataclass
+class LoadReport:
+    """What a commit did."""
+
+    job_id: str
+    mode: str
+    files: int = 0
+    cells: int = 0
+    bytes: int = 0
+    regions: list[str] = field(default_factory=list)
+    recut: int = 0
+
+
+def table_regions(table_fs: FileSystem) -> tuple[list[RegionBounds], dict[str, FamilySettings]]:
+    """The table's regions and family settings from its manifest."""
+    manifest = TableManifest.load(table_fs)
+    regions = [RegionBounds(r.region_id, r.start, r.end) for r in manifest.regions]
+    families = {name: FamilySettings(**opts) for name, opts in manifest.families.items()}
+    return regions, families
+
+
+# -- rows -> cells --------------------------------------------------------------
+def _cells_table(rows: pa.Array, family: str, qualifiers: pa.Array, stamps: pa.Array, values: pa.Array) -> pa.Table:
+    n = len(rows)
+    return pa.Table.from_arrays(
+        [
+            rows.cast(pa.binary()),
+            pa.repeat(pa.scalar(family.encode(), pa.binary()), n),
+            qualifiers.cast(pa.binary()),
+            stamps.cast(pa.int64()),
+            pa.repeat(pa.scalar(int(CellType.PUT), CELL_SCHEMA.field("type").type), n),
+            values.cast(pa.binary()),
+        ],
+        schema=CELL_SCHEMA,
+    )
+
+
+def row_batch_to_cells(rows: pa.RecordBatch, timestamp: int) -> dict[str, pa.Table]:
+    """Unpivot a row batch into put cells per family (unsorted), with Arrow kernels.
+
+    ``"cf:q"`` columns give one cell per non-null value; ``"cf"`` map columns
+    one cell per entry with a non-null value; a ``"cf:q@ts"`` column gives
+    the cells' timestamps (null or absent: ``timestamp``).
+    """
+    if rows.schema.get_field_index("key") != 0:
+        raise InvalidArgument(f"a row batch starts with a 'key' column; got {rows.schema.names}")
+    keys = rows.column(0)
+    if keys.null_count:
+        raise InvalidArgument("a row batch has a null row key")
+    names = rows.schema.names
+    out: dict[str, list[pa.Table]] = {}
+    for name in names[1:]:
+        if name.endswith("@ts"):
+            continue
+        col = rows.column(name)
+        if ":" in name:
+            family, qualifier = name.split(":", 1)
+            mask = col.is_valid()
+            n = pc.sum(mask).as_py() or 0
+            if not n:
+                continue
+            stamps = pa.repeat(pa.scalar(timestamp, pa.int64()), n)
+            ts_index = rows.schema.get_field_index(f"{name}@ts")
+            if ts_index >= 0:
+                stamps = rows.column(ts_index).filter(mask).fill_null(timestamp)
+            quals = pa.repeat(pa.scalar(qualifier.encode(), pa.binary()), n)
+            table = _cells_table(keys.filter(mask), family, quals, stamps, col.filter(mask))
+        else:
+            if not pa.types.is_map(col.type):
+                raise InvalidArgument(f"row batch column {name!r} is neither 'family:qualifier' nor a family map")
+            family = name
+            parents = pc.list_parent_indices(col)
+            flat = col.flatten()  # the entries of every map, in order, as a struct of key/value
+            quals, values = flat.field("key"), flat.field("value")
+            keep = values.is_valid()
+            count = pc.sum(keep).as_py() or 0
+            if not count:
+                continue
+            stamps = pa.repeat(pa.scalar(timestamp, pa.int64()), count)
+            table = _cells_table(keys.take(parents).filter(keep), family, quals.filter(keep), stamps, values.filter(keep))
+        if table.num_rows:
+            out.setdefault(family, []).append(table)
+    return {fam: pa.concat_tables(parts) for fam, parts in out.items()}
+
+
+def _sort_dedup(cells: pa.Table) -> pa.Table:
+    """Cells in store order; of cells with equal keys the one written last wins."""
+    n = cells.num_rows
+    cells = cells.append_column("_pos", pa.array(np.arange(n, dtype=np.int64)))
+    cells = cells.sort_by([("row", "ascending"), ("qualifier", "ascending"), ("timestamp", "descending"),
+                           ("_pos", "descending")])
+    cells = cells.drop_columns(["_pos"]).combine_chunks()
+    if n > 1:
+        same = np.ones(n - 1, dtype=bool)
+        for name in ("row", "qualifier", "timestamp"):
+            col = cells.column(name)
+            same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        keep = np.concatenate([[True], ~same])
+        if not keep.all():
+            cells = cells.filter(pa.array(keep))
+    return cells
+
+
+class _Rows:
+    """A sorted row column as a sequence of bytes, for bisect (O(log n) scalar reads)."""
+
+    def __init__(self, rows: pa.ChunkedArray | pa.Array):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.rows[i].as_py()
+
+
+class BulkLoadTask:
+    """Stages the rows of one task attempt as store files cut at region boundaries.
+
+    Contract: call :meth:`add` with row batches (any order), then
+    :meth:`finish` (returns the staged files) or :meth:`abandon` (deletes
+    this attempt's directory).  Up to ``run_cells`` cells are buffered;
+    each full buffer is sorted and written as its own set of files.
+    """
+
+    def __init__(self, table_fs: FileSystem, job_id: str, task_id: str, regions: Sequence[RegionBounds],
+                 families: Mapping[str, FamilySettings], timestamp: int, run_cells: int = _DEFAULT_RUN_CELLS):
+        if not regions:
+            raise InvalidArgument("a bulk load needs the table's regions")
+        self.fs = table_fs
+        self.job_id = job_id
+        self.task_id = task_id
+        self.regions = list(regions)
+        self._starts = [r.start for r in self.regions]
+        self.families = dict(families)
+        self.timestamp = timestamp
+        self.run_cells = run_cells
+        self.dir = f"{STAGING_DIR}/{job_id}/{task_id}"
+        self._pending: dict[str, list[pa.Table]] = {}
+        self._pending_cells = 0
+        self._runs = 0
+        self.staged: list[StagedFile] = []
+        self._state = "open"
+
+    def add(self, rows: pa.RecordBatch) -> None:
+        """Add a row batch (``key`` + cell/family columns, as ``SerDe.serialize_batch`` returns)."""
+        if self._state != "open":
+            raise InvalidArgument(f"bulk-load task {self.task_id} is already {self._state}")
+        for family, cells in row_batch_to_cells(rows, self.timestamp).items():
+            if family not in self.families:
+                raise InvalidArgument(f"the table has no column family {family!r} (families: {sorted(self.families)})")
+            self._pending.setdefault(family, []).append(cells)
+            self._pending_cells += cells.num_rows
+        if self._pending_cells >= self.run_cells:
+            self._write_run()
+
+    def _write_run(self) -> None:
+        pending, self._pending, self._pending_cells = self._pending, {}, 0
+        run = self._runs
+        self._runs += 1
+        for family, parts in sorted(pending.items()):
+            cells = _sort_dedup(pa.concat_tables(parts))
+            self.staged.extend(self._write_regions(family, cells, run))
+
+    def _write_regions(self, family: str, cells: pa.Table, run: int) -> list[StagedFile]:
+        rows = _Rows(cells.column("row"))
+        out = []
+        n = cells.num_rows
+        first = bisect.bisect_right(self._starts, rows[0]) - 1
+        for i in range(max(first, 0), len(self.regions)):
+            region = self.regions[i]
+            lo = bisect.bisect_left(rows, region.start)
+            hi = n if region.end is None else bisect.bisect_left(rows, region.end)
+            if lo >= hi:
+                if lo >= n:
+                    break
+                continue
+            path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
+            out.append(write_store_file(self.fs, path, region.region_id, family, self.families[family], cells.slice(lo, hi - lo)))
+            if hi >= n:
+                break
+        return out
+
+    def finish(self) -> list[StagedFile]:
+        """Write what is buffered; returns every staged file of this attempt."""
+        if self._state != "open":
+            raise InvalidArgument(f"bulk-load task {self.task_id} is already {self._state}")
+        try:
+            if self._pending_cells:
+                self._write_run()
+        except BaseException:
+            self.abandon()
+            raise
+        self._state = "finished"
+        return list(self.staged)
+
+    def abandon(self) -> None:
+        """Delete this attempt's staged files."""
+        self._state = "abandoned"
+        self._pending = {}
+        self.fs.delete_dir(self.dir)
+
+
+def write_store_file(table_fs: FileSystem, path: str, region_id: str, family: str,
+                     settings: FamilySettings, cells: pa.Table) -> StagedFile:
+    """Write sorted cells of one family into a store file at ``path`` with the family's settings."""
+    parent = path.rsplit("/", 1)[0]
+    table_fs.makedirs(parent)
+    writer = StoreFileWriter(table_fs, path, family=family.encode(), block_size=settings.block_size,
+                             compression=settings.compression, bloom=settings.bloom_filter)
+    try:
+        writer.append_batch(cells)
+        info = writer.finish(max_seq_id=0)
+    except BaseException:
+        writer.abandon()
+        raise
+    rows = cells.column("row")
+    return StagedFile(region_id, family, path, info.cell_count, info.file_size, rows[0].as_py(), rows[-1].as_py())
+
+
+# -- commit -----------------------------------------------------------------------
+def _wal_max_seq(rfs: FileSystem) -> int:
+    top = 0
+    for name in rfs.listdir("wal"):
+        if name.endswith(".wal"):
+            for record in WalReader(rfs, f"wal/{name}", decode=False):
+                top = max(top, record.seq_id)
+    return top
+
+
+def _load_manifest(table_fs: FileSystem, region_id: str) -> RegionManifest:
+    rfs = table_fs.sub(f"regions/{region_id}")
+    if rfs.exists(REGION_MANIFEST):
+        return RegionManifest.load(rfs)
+    return RegionManifest(region_id)
+
+
+def _roll_forward(table_fs: FileSystem, journal: Journal) -> None:
+    """Apply a committed journal: move staged files into place, save manifests (idempotent)."""
+    for region_id, entry in journal.regions.items():
+        rfs = table_fs.sub(f"regions/{region_id}")
+        for family, name, staged in entry.moves:
+            final = f"regions/{region_id}/{family}/{name}"
+            if table_fs.exists(staged):
+                table_fs.makedirs(final.rsplit("/", 1)[0])
+                table_fs.rename(staged, final)
+            elif not table_fs.exists(final):
+                raise StorageError(f"bulk load {journal.job}: staged file {table_fs.uri(staged)} is missing "
+                                   f"and {table_fs.uri(final)} was never written")
+        manifest = _load_manifest(table_fs, region_id)
+        new = apply_entry(manifest, journal.mode, entry)
+        if new.files != manifest.files or new.flushed_seq_id != manifest.flushed_seq_id:
+            new.save(rfs)
+        if journal.mode == "overwrite":
+            live = {f"{fam}/{n}" for fam, names in new.files.items() for n in names}
+            for fam in list(new.files) + list(manifest.files):
+                for name in rfs.listdir(fam):
+                    if f"{fam}/{name}" not in live:
+                        rfs.delete(f"{fam}/{name}", missing_ok=True)
+    table_fs.delete(journal.path, missing_ok=True)
+
+
+def recover(table_fs: FileSystem) -> int:
+    """Complete every committed bulk load whose manifests were not all updated; returns how many.
+
+    Call with the table's writer lock held (the commit does).
+    """
+    done = 0
+    for journal in read_journals(table_fs):
+        _roll_forward(table_fs, journal)
+        table_fs.delete_dir(f"{STAGING_DIR}/{journal.job}")
+        done += 1
+    return done
+
+
+def _recut(table_fs: FileSystem, staged: StagedFile, regions: Sequence[RegionBounds], settings: FamilySettings,
+           job_id: str) -> list[StagedFile]:
+    """Rewrite a staged file whose region was split into files of the current regions."""
+    out = []
+    reader = StoreFileReader(table_fs, staged.path)
+    try:
+        for region in regions:
+            if region.end is not None and region.end <= staged.first_row:
+                continue
+            if region.start > staged.last_row:
+                break
+            batches = list(reader.scan_batches(region.start or None, region.end))
+            if not batches:
+                continue
+            cells = pa.Table.from_batches(batches, schema=CELL_SCHEMA)
+            if not cells.num_rows:
+                continue
+            stem = staged.path.rsplit(".", 1)[0]
+            path = f"{STAGING_DIR}/{job_id}/recut/{region.region_id}/{staged.family}/{stem.replace('/', '_')}.sf"
+            out.append(write_store_file(table_fs, path, region.region_id, staged.family, settings, cells))
+    finally:
+        reader.close()
+    return out
+
+
+def commit_load(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append") -> LoadReport:
+    """Make every staged file of a job part of the table, atomically (see the module docstring).
+
+    Raises :class:`TableLocked` if a writer process has the table open:
+    a bulk load requires that no other writer runs during its commit.
+    """
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgument(f"bulk-load mode must be 'append' or 'overwrite', got {mode!r}")
+    staged = list(staged)
+    try:
+        lock = table_fs.lock(_LOCK_FILE).acquire()
+    except TableLocked as exc:
+        raise TableLocked(f"bulk load {job_id} cannot commit: {exc}; a bulk load needs the table's writer "
+                          "lock, so close the writer processes of this table first") from None
+    try:
+        recover(table_fs)
+        regions, families = table_regions(table_fs)
+        by_id = {r.region_id: r for r in regions}
+        report = LoadReport(job_id, mode)
+        placed: list[StagedFile] = []
+        for sf in staged:
+            if sf.family not in families:
+                raise InvalidArgument(f"staged file {sf.path} is for family {sf.family!r}, which the table lacks")
+            current = by_id.get(sf.region_id)
+            inside = current is not None and current.start <= sf.first_row and (
+                current.end is None or sf.last_row < current.end)
+            if inside:
+                placed.append(sf)
+            else:
+                pieces = _recut(table_fs, sf, regions, families[sf.family], job_id)
+                report.recut += 1
+                placed.extend(pieces)
+        entries: dict[str, dict[str, list[str]]] = {}
+        moves: dict[str, list[tuple[str, str, str]]] = {}
+        next_ids: dict[str, int] = {}
+        manifests: dict[str, RegionManifest] = {}
+        targets = [r.region_id for r in regions] if mode == "overwrite" else sorted({sf.region_id for sf in placed})
+        for rid in targets:
+            manifests[rid] = _load_manifest(table_fs, rid)
+            next_ids[rid] = manifests[rid].next_file_id
+            entries[rid] = {}
+        for sf in sorted(placed, key=lambda s: (s.region_id, s.family, s.path)):
+            name = f"{next_ids[sf.region_id]:012d}.sf"
+            next_ids[sf.region_id] += 1
+            entries[sf.region_id].setdefault(sf.family, []).append(name)
+            moves.setdefault(sf.region_id, []).append((sf.family, name, sf.path))
+            report.files += 1
+            report.cells += sf.cells
+            report.bytes += sf.size
+        region_entries = {}
+        for rid in targets:
+            flushed = 0
+            if mode == "overwrite":
+                flushed = max(manifests[rid].flushed_seq_id, _wal_max_seq(table_fs.sub(f"regions/{rid}")))
+            region_entries[rid] = RegionEntry(
+                {f: tuple(n) for f, n in entries[rid].items()}, flushed, tuple(moves.get(rid, ())))
+        journal = Journal(job_id, mode, region_entries, int(time.time() * 1000))
+        write_journal(table_fs, journal)  # the commit point
+        _roll_forward(table_fs, journal)
+        table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
+        report.regions = targets
+        return report
+    finally:
+        lock.release()
+
+
+def abort_load(table_fs: FileSystem, job_id: str) -> None:
+    """Delete everything a job staged (every task attempt, finished or not)."""
+    table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")

@@ -1,0 +1,296 @@
+"""Configuration keys of the input format and the Spark source, and the scan they describe.
+
+A Hadoop job configures HBase's ``TableInputFormat`` with string keys
+(``hbase.mapreduce.inputtable``, ``hbase.mapreduce.scan.row.start`` ...);
+the hbase-spark connector uses ``hbase.spark.query.*`` names for the same
+settings.  Both spellings are accepted here, case-insensitively, and turn
+into one :class:`ScanSpec`, the picklable scan every split carries to its
+reader.
+
+Values may be given as strings (as a Hadoop ``Configuration`` holds them)
+or as Python values.  Row keys given as strings use HBase's
+``Bytes.toBytesBinary`` form: printable characters as themselves, other
+bytes as ``\\xNN``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Mapping, Sequence
+
+from storage.errors import InvalidArgument
+from storage.filters import coerce_filter
+from storage.filters.ranges import KeyRange
+
+__all__ = [
+    "INPUT_TABLE",
+    "ROOT",
+    "SCAN_ROW_START",
+    "SCAN_ROW_STOP",
+    "SCAN_COLUMNS",
+    "SCAN_COLUMN_FAMILY",
+    "SCAN_TIMESTAMP",
+    "SCAN_TIMERANGE_START",
+    "SCAN_TIMERANGE_END",
+    "SCAN_MAXVERSIONS",
+    "SCAN_CACHEBLOCKS",
+    "SCAN_CACHEDROWS",
+    "SCAN_CACHING",
+    "SCAN_BATCHSIZE",
+    "SCAN_FILTER",
+    "SCAN_INCLUDE_TIMESTAMP",
+    "AUTOBALANCE",
+    "AVERAGE_REGION_SIZE",
+    "SPLITS_PER_REGION",
+    "MAX_RESTARTS",
+    "PIN_TTL",
+    "SPARK_ALIASES",
+    "ScanSpec",
+    "normalize_conf",
+    "scan_spec_from_conf",
+    "to_bytes_binary",
+    "to_string_binary",
+    "conf_int",
+    "conf_bool",
+]
+
+# -- HBase TableInputFormat keys (same names, same meaning) -------------------
+INPUT_TABLE = "hbase.mapreduce.inputtable"
+SCAN_ROW_START = "hbase.mapreduce.scan.row.start"
+SCAN_ROW_STOP = "hbase.mapreduce.scan.row.stop"
+SCAN_COLUMNS = "hbase.mapreduce.scan.columns"  # space-separated "cf:q cf2"
+SCAN_COLUMN_FAMILY = "hbase.mapreduce.scan.column.family"
+SCAN_TIMESTAMP = "hbase.mapreduce.scan.timestamp"  # exactly this timestamp
+SCAN_TIMERANGE_START = "hbase.mapreduce.scan.timerange.start"
+SCAN_TIMERANGE_END = "hbase.mapreduce.scan.timerange.end"
+SCAN_MAXVERSIONS = "hbase.mapreduce.scan.maxversions"
+SCAN_CACHEBLOCKS = "hbase.mapreduce.scan.cacheblocks"
+SCAN_CACHEDROWS = "hbase.mapreduce.scan.cachedrows"  # rows per batch handed out
+SCAN_CACHING = "hbase.mapreduce.scan.caching"  # accepted as cachedrows
+SCAN_BATCHSIZE = "hbase.mapreduce.scan.batchsize"  # cells per value (Scan.setBatch)
+AUTOBALANCE = "hbase.mapreduce.tif.input.autobalance"
+AVERAGE_REGION_SIZE = "hbase.mapreduce.tif.ave.regionsize"
+SPLITS_PER_REGION = "hbase.mapreduce.tableinput.mappers.per.region"
+
+# -- regionscan's own keys -----------------------------------------------------
+ROOT = "regionscan.root"  # where the tables live: path, pyarrow URI or grpc://host:port
+SCAN_FILTER = "regionscan.scan.filter"  # an HBase filter string
+SCAN_INCLUDE_TIMESTAMP = "regionscan.scan.include.timestamp"  # "cf:q@ts" columns in row batches
+MAX_RESTARTS = "regionscan.reader.max.restarts"
+PIN_TTL = "regionscan.pin.ttl.seconds"
+
+SPARK_ALIASES: dict[str, str] = {
+    "hbase.spark.query.timerange.start": SCAN_TIMERANGE_START,
+    "hbase.spark.query.timerange.end": SCAN_TIMERANGE_END,
+    "hbase.spark.query.timestamp": SCAN_TIMESTAMP,
+    "hbase.spark.query.maxversions": SCAN_MAXVERSIONS,
+    "hbase.spark.query.cachedrows": SCAN_CACHEDROWS,
+    "hbase.spark.query.batchsize": SCAN_BATCHSIZE,
+    "hbase.spark.query.cacheblocks": SCAN_CACHEBLOCKS,
+    "hbase.table": INPUT_TABLE,
+    "table": INPUT_TABLE,
+    "root": ROOT,
+    "filter": SCAN_FILTER,
+}
+"""hbase-spark (and short Spark option) names -> the key they mean here."""
+
+_ESCAPE = re.compile(rb"\\x([0-9a-fA-F]{2})")
+
+
+def to_bytes_binary(value: Any, what: str = "row key") -> bytes:
+    """HBase's ``Bytes.toBytesBinary``: ``"row\\x00\\xff"`` -> ``b"row\\x00\\xff"``; bytes pass through."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{what} must be bytes or a string in Bytes.toBytesBinary form, got {value!r}")
+    raw = value.encode("utf-8")
+    return _ESCAPE.sub(lambda m: bytes([int(m.group(1), 16)]), raw)
+
+
+def to_string_binary(value: bytes) -> str:
+    """HBase's ``Bytes.toStringBinary``: printable ASCII as is, other bytes as ``\\xNN``."""
+    out = []
+    for b in value:
+        if 32 <= b < 127 and b != 92:
+            out.append(chr(b))
+        else:
+            out.append(f"\\x{b:02X}")
+    return "".join(out)
+
+
+def conf_int(conf: Mapping[str, Any], key: str, default: int | None = None, minimum: int | None = None) -> int | None:
+    """An integer setting (a Python int or its decimal string), checked against ``minimum``."""
+    value = conf.get(key)
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        raise InvalidArgument(f"{key} must be an integer, got {value!r}")
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{key} must be an integer, got {value!r}") from None
+    if minimum is not None and number < minimum:
+        raise InvalidArgument(f"{key} must be at least {minimum}, got {value!r}")
+    return number
+
+
+def conf_bool(conf: Mapping[str, Any], key: str, default: bool) -> bool:
+    """A boolean setting: a bool, or ``true``/``false`` in any case."""
+    value = conf.get(key)
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise InvalidArgument(f"{key} must be true or false, got {value!r}")
+
+
+def normalize_conf(conf: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Lower-case every key and map hbase-spark / short names onto the keys above.
+
+    When both an alias and the key it means are given with different values,
+    the explicit key wins (an alias never silently overrides it).
+    """
+    out: dict[str, Any] = {}
+    aliased: dict[str, Any] = {}
+    for key, value in dict(conf or {}).items():
+        if not isinstance(key, str):
+            raise InvalidArgument(f"configuration keys must be strings, got {key!r}")
+        low = key.lower()
+        if low in SPARK_ALIASES:
+            aliased[SPARK_ALIASES[low]] = value
+        else:
+            out[low] = value
+    for key, value in aliased.items():
+        out.setdefault(key, value)
+    return out
+
+
+@dataclass(frozen=True)
+class ScanSpec:
+    """One scan, in the terms of ``Table.scan_batches``; picklable, carried by every split.
+
+    ``row_start`` is inclusive and ``row_stop`` exclusive (None: open).
+    ``key_ranges`` (sorted, disjoint ``[start, stop)`` ranges, e.g. from
+    filter pushdown) further restrict the rows; None restricts nothing and
+    an empty tuple selects no row.  ``filter`` is an HBase filter string.
+    ``caching`` caps rows per batch handed out; ``batch`` caps cells per
+    value of the row reader (HBase ``Scan.setBatch``); ``batch_cells`` is
+    the engine's internal batch size.
+    """
+
+    row_start: bytes | None = None
+    row_stop: bytes | None = None
+    columns: tuple[bytes, ...] | None = None
+    filter: str | None = None
+    time_range: tuple[int, int] | None = None
+    max_versions: int = 1
+    cache_blocks: bool = False
+    caching: int | None = None
+    batch: int | None = None
+    key_ranges: tuple[KeyRange, ...] | None = None
+    batch_cells: int = 65536
+    include_timestamp: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("row_start", "row_stop"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bytes):
+                raise InvalidArgument(f"ScanSpec.{name} must be bytes or None, got {value!r}")
+        if not isinstance(self.max_versions, int) or self.max_versions < 1:
+            raise InvalidArgument(f"max_versions must be a positive int, got {self.max_versions!r}")
+        for name in ("caching", "batch"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise InvalidArgument(f"ScanSpec.{name} must be a positive int or None, got {value!r}")
+        if self.time_range is not None:
+            lo, hi = self.time_range
+            if not (isinstance(lo, int) and isinstance(hi, int)) or lo < 0 or hi < lo:
+                raise InvalidArgument(f"time_range must be (start, end) with 0 <= start <= end, got {self.time_range!r}")
+
+    @property
+    def bounds(self) -> KeyRange:
+        """``[row_start, row_stop)`` as a key range."""
+        return (self.row_start or b"", self.row_stop or None)
+
+    def spans(self) -> list[KeyRange]:
+        """The sorted, disjoint row ranges the scan reads: bounds, key ranges and the filter's hints."""
+        from storage.filters.ranges import intersect, normalize
+
+        spans = [self.bounds]
+        if spans[0][1] is not None and spans[0][0] >= spans[0][1]:
+            return []
+        if self.key_ranges is not None:
+            spans = intersect(spans, normalize(self.key_ranges))
+        flt = coerce_filter(self.filter)
+        if flt is not None:
+            hinted = flt.copy()
+            hinted.reset()
+            ranges = hinted.row_ranges()
+            if ranges is not None:
+                spans = intersect(spans, normalize(ranges))
+        return spans
+
+    def with_ranges(self, key_ranges: Sequence[KeyRange] | None) -> "ScanSpec":
+        """A copy restricted to ``key_ranges`` as well."""
+        return replace(self, key_ranges=None if key_ranges is None else tuple(key_ranges))
+
+
+def _columns(conf: Mapping[str, Any]) -> tuple[bytes, ...] | None:
+    cols: list[bytes] = []
+    value = conf.get(SCAN_COLUMNS)
+    if value:
+        items = value.split() if isinstance(value, str) else list(value)
+        for item in items:
+            cols.append(item.encode() if isinstance(item, str) else bytes(item))
+    family = conf.get(SCAN_COLUMN_FAMILY)
+    if family:
+        fam = family.encode() if isinstance(family, str) else bytes(family)
+        if fam not in cols:
+            cols.append(fam)
+    return tuple(cols) or None
+
+
+def scan_spec_from_conf(conf: Mapping[str, Any]) -> ScanSpec:
+    """The :class:`ScanSpec` a (normalized) configuration describes."""
+    start = conf.get(SCAN_ROW_START)
+    stop = conf.get(SCAN_ROW_STOP)
+    time_range = None
+    ts = conf_int(conf, SCAN_TIMESTAMP, minimum=0)
+    tr_start = conf_int(conf, SCAN_TIMERANGE_START, minimum=0)
+    tr_end = conf_int(conf, SCAN_TIMERANGE_END, minimum=0)
+    if ts is not None:
+        if tr_start is not None or tr_end is not None:
+            raise InvalidArgument(f"give {SCAN_TIMESTAMP} or a time range, not both")
+        time_range = (ts, ts + 1)  # HBase Scan.setTimestamp: exactly this timestamp
+    elif tr_start is not None or tr_end is not None:
+        lo = tr_start or 0
+        hi = tr_end if tr_end is not None else (1 << 63) - 1
+        if hi < lo:
+            raise InvalidArgument(f"{SCAN_TIMERANGE_END} ({hi}) is before {SCAN_TIMERANGE_START} ({lo})")
+        time_range = (lo, hi)
+    flt = conf.get(SCAN_FILTER)
+    if flt is not None and not isinstance(flt, str):
+        flt = repr(coerce_filter(flt))
+    elif flt:
+        coerce_filter(flt)  # fail on the driver, with the parser's message
+    caching = conf_int(conf, SCAN_CACHEDROWS, minimum=1)
+    if caching is None:
+        caching = conf_int(conf, SCAN_CACHING, minimum=1)
+    return ScanSpec(
+        row_start=to_bytes_binary(start, SCAN_ROW_START) if start not in (None, "") else None,
+        row_stop=to_bytes_binary(stop, SCAN_ROW_STOP) if stop not in (None, "") else None,
+        columns=_columns(conf),
+        filter=flt or None,
+        time_range=time_range,
+        max_versions=conf_int(conf, SCAN_MAXVERSIONS, 1, minimum=1),
+        cache_blocks=conf_bool(conf, SCAN_CACHEBLOCKS, False),
+        caching=caching,
+        batch=conf_int(conf, SCAN_BATCHSIZE, minimum=1),
+        include_timestamp=conf_bool(conf, SCAN_INCLUDE_TIMESTAMP, False),
+    )

@@ -1,0 +1,377 @@
+"""Spark filters -> row-key ranges, point gets and engine filters.
+
+Spark hands a Python data source its filters one conjunct at a time
+(``EqualTo``, ``GreaterThan``, ``In``, ``IsNull``, ``StringStartsWith``,
+``Not`` ...; see ``pyspark.sql.datasource``).  Each one is translated if the
+stored bytes allow it (see :mod:`connector.keyspace`):
+
+* on the row key, or on the parts of a composite key in key order, into
+  key ranges: equalities and IN lists become point gets (a cross product
+  over leading parts, up to :data:`~connector.keyspace.MAX_POINTS` keys),
+  and one range on the next part becomes a key range under each prefix;
+* on a single-cell column, into a ``SingleColumnValueFilter`` with a binary
+  comparator (``filter_if_missing``, so a missing cell reads as null and
+  fails the comparison as in SQL), or a small FilterList of them.
+
+A filter is reported as handled only if the translation selects exactly
+the rows Spark would keep; every other filter goes back to Spark, which
+checks it again, even when it still narrows the scan (a key range on a
+second key part, a case-insensitive substring filter for ``LIKE '%x%'``).
+
+Filters are matched by class name and fields, so this module needs no
+Spark installation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from serde.codecs.text import TextCodec
+from serde.mapping import ColumnKind
+from storage.filters import (
+    BinaryComparator,
+    Filter,
+    FilterList,
+    SingleColumnValueFilter,
+    SubstringComparator,
+)
+from storage.filters.ranges import KeyRange, prefix_stop
+
+from .keyspace import LITERAL_TYPES, Interval, KeyLayout, ValueOrder, encode_literal, intersect_intervals, value_order
+
+__all__ = ["PushdownResult", "push_filters", "describe_filter", "PUSHABLE_SERDES"]
+
+PUSHABLE_SERDES = ("binary", "string")
+"""SerDes whose cells hold one value each in a codec of :mod:`serde.codecs`."""
+
+_NO_FORM = object()  # the literal has the column's type but no stored form: it matches nothing
+_OPS = {
+    "EqualTo": "=",
+    "EqualNullSafe": "<=>",
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
+    "In": "IN",
+    "StringStartsWith": "STARTS WITH",
+    "StringEndsWith": "ENDS WITH",
+    "StringContains": "CONTAINS",
+}
+
+
+def describe_filter(f: Any) -> str:
+    """A short SQL-like rendering of a Spark filter object."""
+    kind = type(f).__name__
+    if kind == "Not":
+        return f"NOT ({describe_filter(f.child)})"
+    name = ".".join(getattr(f, "attribute", ("?",)))
+    if kind == "IsNull":
+        return f"{name} IS NULL"
+    if kind == "IsNotNull":
+        return f"{name} IS NOT NULL"
+    if kind == "In":
+        return f"{name} IN ({', '.join(repr(v) for v in f.value)})"
+    return f"{name} {_OPS.get(kind, kind)} {getattr(f, 'value', '')!r}"
+
+
+@dataclass
+class PushdownResult:
+    """What a set of Spark filters became.
+
+    ``key_ranges`` (None: the key is not restricted) and ``engine_filter``
+    narrow the scan; ``handled`` are the filters they apply exactly;
+    ``residual`` go back to Spark.  ``notes`` explain each decision.
+    """
+
+    key_ranges: list[KeyRange] | None = None
+    engine_filter: Filter | None = None
+    handled: list = field(default_factory=list)
+    residual: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def point_gets(self) -> int:
+        """How many of the key ranges are single rows."""
+        return sum(1 for lo, hi in self.key_ranges or () if hi == lo + b"\x00")
+
+
+def _literal(codec, type_name: str, value: Any):
+    """raw bytes, _NO_FORM (right type, cannot be stored, so it matches nothing) or None."""
+    raw = encode_literal(codec, type_name, value)
+    if raw is not None:
+        return raw
+    if encode_literal(codec, type_name, _sample(type_name)) is None:
+        return None  # the codec cannot encode even a plain value of this type: say nothing
+    allowed = LITERAL_TYPES.get(type_name, ())
+    if isinstance(value, allowed) and not isinstance(value, bool):
+        return _NO_FORM
+    return None
+
+
+def _sample(type_name: str) -> Any:
+    import datetime as dt
+    from decimal import Decimal
+
+    return {
+        "string": "a", "binary": b"a", "tinyint": 1, "smallint": 1, "int": 1, "bigint": 1,
+        "date": dt.date(2000, 1, 1), "timestamp": dt.datetime(2000, 1, 1), "decimal": Decimal(0),
+    }.get(type_name)
+
+
+def _value_intervals(order: ValueOrder, codec, type_name: str, f: Any) -> list[Interval] | None:
+    """Encoded-value intervals equal to a comparison filter, or None when not exact."""
+    kind = type(f).__name__
+    if kind in ("EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual"):
+        raw = _literal(codec, type_name, f.value)
+        if raw is None:
+            return None
+        if raw is _NO_FORM:
+            return [] if kind in ("EqualTo", "EqualNullSafe") else None
+        if kind in ("EqualTo", "EqualNullSafe"):
+            return [Interval.point(raw)]
+        if kind == "GreaterThan":
+            return Interval.between(order, raw, False, None, False)
+        if kind == "GreaterThanOrEqual":
+            return Interval.between(order, raw, True, None, False)
+        if kind == "LessThan":
+            return Interval.between(order, None, False, raw, False)
+        return Interval.between(order, None, False, raw, True)
+    if kind == "In":
+        points = []
+        for v in f.value:
+            if v is None:
+                continue  # x IN (.., NULL) is never true because of the NULL
+            raw = _literal(codec, type_name, v)
+            if raw is None:
+                return None
+            if raw is not _NO_FORM and Interval.point(raw) not in points:
+                points.append(Interval.point(raw))
+        return sorted(points, key=lambda iv: iv.lo)
+    if kind == "StringStartsWith" and type_name == "string" and order.kind == "bytes" and isinstance(f.value, str):
+        raw = f.value.encode("utf-8")  # UTF-8 keeps prefixes: a string prefix is a byte prefix
+        if not raw:
+            return [Interval(None, True, None, True)]
+        return [Interval(raw, True, prefix_stop(raw), False)]
+    return None
+
+
+def _null_marker(codec) -> bytes | None:
+    if isinstance(codec, TextCodec) and codec.reads_null_sequence:
+        return codec.null
+    return None
+
+
+class _Column:
+    """A mapped column a filter may name: its spec, codec and order."""
+
+    def __init__(self, spec, codec):
+        self.spec = spec
+        self.codec = codec
+        self.type_name = spec.type.name
+        self.order = value_order(codec) if codec is not None else None
+
+
+class _CellFilters:
+    """Builds SingleColumnValueFilters for one single-cell column."""
+
+    def __init__(self, column: _Column):
+        self.col = column
+        spec = column.spec
+        self.family = spec.family.encode()
+        self.qualifier = spec.qualifier.encode()
+        self.marker = _null_marker(column.codec)
+        # value-independent tests (IS NULL) need to know every way a present cell can read as null
+        self.null_known = column.order is not None or isinstance(column.codec, TextCodec)
+
+    def scvf(self, op: str, raw: bytes, if_missing: bool = True) -> SingleColumnValueFilter:
+        return SingleColumnValueFilter(self.family, self.qualifier, op, BinaryComparator(raw), filter_if_missing=if_missing)
+
+    def nothing(self) -> Filter:
+        return self.scvf("<", b"")  # no stored bytes are below the empty string
+
+    def present(self) -> Filter:
+        """Rows whose cell is present and does not read as null."""
+        if self.marker is not None:
+            return self.scvf("!=", self.marker)
+        return self.scvf(">=", b"")
+
+    def absent(self) -> Filter:
+        """Rows whose cell is missing or reads as null."""
+        missing = self.scvf("<", b"", if_missing=False)
+        if self.marker is None:
+            return missing
+        return FilterList.join("MUST_PASS_ONE", missing, self.scvf("=", self.marker))
+
+    def _not_null(self, flt: Filter) -> Filter:
+        if self.marker is None:
+            return flt
+        return FilterList.join("MUST_PASS_ALL", flt, self.scvf("!=", self.marker))
+
+    def from_intervals(self, intervals: list[Interval]) -> Filter:
+        if not intervals:
+            return self.nothing()
+        alternatives = []
+        for iv in intervals:
+            if iv.is_point:
+                alternatives.append(self.scvf("=", iv.lo))
+                continue
+            parts = []
+            if iv.lo is not None:
+                parts.append(self.scvf(">=" if iv.lo_incl else ">", iv.lo))
+            if iv.hi is not None:
+                parts.append(self.scvf("<=" if iv.hi_incl else "<", iv.hi))
+            if not parts:
+                parts.append(self.present())
+            alternatives.append(parts[0] if len(parts) == 1 else FilterList.join("MUST_PASS_ALL", *parts))
+        flt = alternatives[0] if len(alternatives) == 1 else FilterList.join("MUST_PASS_ONE", *alternatives)
+        return self._not_null(flt)
+
+    def translate(self, f: Any) -> tuple[Filter | None, bool]:
+        """(engine filter, exact) for one Spark filter on this column."""
+        kind = type(f).__name__
+        col = self.col
+        if kind in ("IsNull", "IsNotNull") or (kind == "EqualNullSafe" and f.value is None):
+            if not self.null_known:
+                return None, False
+            return (self.present() if kind == "IsNotNull" else self.absent()), True
+        if kind == "Not":
+            return self._translate_not(f.child)
+        if kind in ("StringEndsWith", "StringContains"):
+            if col.type_name == "string" and isinstance(f.value, str) and f.value and col.order is not None:
+                # ASCII-case-insensitive "contains" keeps a superset; Spark checks the rest
+                return SingleColumnValueFilter(self.family, self.qualifier, "=", SubstringComparator(f.value),
+                                               filter_if_missing=True), False
+            return None, False
+        if col.order is None:
+            return None, False
+        intervals = _value_intervals(col.order, col.codec, col.type_name, f)
+        if intervals is None:
+            return None, False
+        return self.from_intervals(intervals), True
+
+    def _translate_not(self, child: Any) -> tuple[Filter | None, bool]:
+        kind = type(child).__name__
+        col = self.col
+        if col.order is None or kind not in ("EqualTo", "In"):
+            return None, False
+        values = [child.value] if kind == "EqualTo" else list(child.value)
+        if any(v is None for v in values):
+            return None, False  # x NOT IN (.., NULL) is never true: leave it to Spark
+        parts = []
+        for v in values:
+            raw = _literal(col.codec, col.type_name, v)
+            if raw is None:
+                return None, False
+            if raw is not _NO_FORM:
+                parts.append(self.scvf("!=", raw))
+        if not parts:
+            return self.present(), True
+        flt = parts[0] if len(parts) == 1 else FilterList.join("MUST_PASS_ALL", *parts)
+        return self._not_null(flt), True
+
+
+def _columns_by_name(serde) -> dict[str, _Column]:
+    out = {}
+    pushable = serde.name in PUSHABLE_SERDES and serde.on_error == "fail"
+    for spec in serde.mapping.columns:
+        codec = None
+        if spec.kind in (ColumnKind.KEY, ColumnKind.KEY_PART):
+            codec = serde.codec(spec, spec.type, "key")
+        elif spec.kind == ColumnKind.CELL and pushable:
+            codec = serde.value_codec(spec, spec.type, "value")
+        out[spec.name.lower()] = _Column(spec, codec)
+    return out
+
+
+def _column_of(f: Any) -> str | None:
+    target = f.child if type(f).__name__ == "Not" else f
+    attribute = getattr(target, "attribute", None)
+    if not isinstance(attribute, tuple) or len(attribute) != 1:
+        return None  # nested fields are not mapped columns
+    return attribute[0].lower()
+
+
+def _key_intervals(part, f: Any) -> list[Interval] | None:
+    kind = type(f).__name__
+    marker = part.order.null_marker if part.order is not None else None
+    if kind == "IsNotNull" and marker is None:
+        return [Interval(None, True, None, True)]
+    if (kind == "IsNull" or (kind == "EqualNullSafe" and f.value is None)) and marker is None:
+        return []  # a row key is never null
+    if part.order is None or kind in ("Not", "IsNull", "IsNotNull"):
+        return None
+    return _value_intervals(part.order, part.codec, part.type_name, f)
+
+
+def push_filters(filters: Sequence[Any], serde, column_filters: bool = True) -> PushdownResult:
+    """Translate Spark filters for a table read through ``serde`` (see the module docstring).
+
+    ``column_filters`` False keeps every non-key filter for Spark (the
+    hbase-spark option ``hbase.spark.pushdown.columnfilter``).
+    """
+    result = PushdownResult()
+    columns = _columns_by_name(serde)
+    layout = KeyLayout.from_serde(serde)
+    part_index = {p.name.lower(): i for i, p in enumerate(layout.parts)}
+    per_part: list[list[tuple[Any, list[Interval]]]] = [[] for _ in layout.parts]
+    key_filters: list[tuple[int, Any]] = []
+    engine: list[Filter] = []
+    for f in filters:
+        name = _column_of(f)
+        text = describe_filter(f)
+        if name is None or name not in columns:
+            result.residual.append(f)
+            result.notes.append(f"{text}: left for Spark (not a mapped column)")
+            continue
+        if name in part_index:
+            i = part_index[name]
+            intervals = _key_intervals(layout.parts[i], f)
+            if intervals is None:
+                result.residual.append(f)
+                result.notes.append(f"{text}: left for Spark (no exact key-byte form)")
+                continue
+            per_part[i].append((f, intervals))
+            key_filters.append((i, f))
+            continue
+        col = columns[name]
+        if col.spec.kind != ColumnKind.CELL or col.codec is None or not column_filters:
+            result.residual.append(f)
+            why = "column filters off" if not column_filters else "not a single-cell column of a binary/string SerDe"
+            result.notes.append(f"{text}: left for Spark ({why})")
+            continue
+        flt, exact = _CellFilters(col).translate(f)
+        if flt is None:
+            result.residual.append(f)
+            result.notes.append(f"{text}: left for Spark (byte order differs from value order)")
+            continue
+        engine.append(flt)
+        if exact:
+            result.handled.append(f)
+            result.notes.append(f"{text}: engine filter {flt!r}")
+        else:
+            result.residual.append(f)
+            result.notes.append(f"{text}: engine filter {flt!r} narrows the scan; Spark checks it again")
+    constraints: list[list[Interval] | None] = []
+    for entries in per_part:
+        if not entries:
+            constraints.append(None)
+            continue
+        merged = entries[0][1]
+        for _, intervals in entries[1:]:
+            merged = intersect_intervals(merged, intervals)
+        constraints.append(merged)
+    ranges, honoured = layout.ranges(constraints)
+    result.key_ranges = ranges
+    for i, f in key_filters:
+        text = describe_filter(f)
+        if i < honoured:
+            result.handled.append(f)
+            result.notes.append(f"{text}: row-key ranges")
+        else:
+            result.residual.append(f)
+            how = "narrows the key ranges; " if ranges is not None else ""
+            result.notes.append(f"{text}: {how}left for Spark (not expressible exactly as key ranges)")
+    if engine:
+        result.engine_filter = engine[0] if len(engine) == 1 else FilterList.join("MUST_PASS_ALL", *engine)
+    return result

@@ -1,0 +1,292 @@
+"""Pinned region snapshots: what a split reads, fixed at ``get_splits()`` time.
+
+A :class:`RegionPin` records a region's manifest as it was when the splits
+were made: its generation, its store files per family, its flushed sequence
+id, its WAL files and the highest sequence id in them.  A reader opens
+exactly those files read-only and replays exactly those WAL records
+(``flushed_seq_id < seq <= max_seq_id``) into a private memstore, so a
+flush, compaction or bulk load that happens later does not change what the
+split returns.
+
+A file that has gone since (compacted or split away and deleted) is looked
+for under the table's archive (``archive/regions/<region>/<family>/<file>``,
+where an engine that defers deletion for pinned snapshots moves it);
+if it is not there either, :class:`SnapshotLost` names it.
+
+Pins can be registered in ``<table>/pins/<id>.pin`` (JSON: expiry and the
+pinned paths) so that the engine can defer deleting those files until the
+readers are done or the pin expires; see docs/connector.md.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Iterable
+
+from storage.errors import StorageError
+from storage.fs import FileSystem
+from storage.manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
+from storage.memstore import MemStore
+from storage.region import RegionView
+from storage.schema import FamilySettings
+from storage.store import StoreFile, StoreView
+from storage.storefile import BlockCache, StoreFileReader
+from storage.wal import WalReader, read_wal
+
+from .journal import apply_entry, read_journals
+
+__all__ = [
+    "ARCHIVE_DIR",
+    "PINS_DIR",
+    "SnapshotLost",
+    "RegionPin",
+    "TableSnapshot",
+    "pin_table",
+    "PinnedRegion",
+    "write_pin_file",
+    "release_pin_file",
+    "shared_block_cache",
+]
+
+ARCHIVE_DIR = "archive"
+PINS_DIR = "pins"
+_WAL_DIR = "wal"
+_PIN_RETRIES = 5
+
+
+class SnapshotLost(StorageError):
+    """A file a split pinned is gone (compacted, split or flushed away since ``get_splits()``)."""
+
+
+@dataclass(frozen=True)
+class RegionPin:
+    """One region as of ``get_splits()``: key range, manifest generation, files and WAL."""
+
+    region_id: str
+    start: bytes
+    end: bytes | None
+    generation: int
+    flushed_seq_id: int
+    files: tuple[tuple[str, tuple[str, ...]], ...]  # (family, names oldest first)
+    wal_files: tuple[str, ...]
+    max_seq_id: int
+    size: int
+    staged: tuple[tuple[str, str, str], ...] = ()  # (family, name, staged path) of a committed bulk load
+
+    @property
+    def info(self) -> RegionInfo:
+        return RegionInfo(self.region_id, self.start, self.end)
+
+    def file_paths(self) -> list[str]:
+        """Store file paths relative to the table directory."""
+        return [f"regions/{self.region_id}/{fam}/{name}" for fam, names in self.files for name in names]
+
+    def wal_paths(self) -> list[str]:
+        return [f"regions/{self.region_id}/{_WAL_DIR}/{name}" for name in self.wal_files]
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    """A table's families and its pinned regions in key order."""
+
+    name: str
+    families: dict[str, dict]
+    regions: tuple[RegionPin, ...]
+    table_generation: int
+
+    def family_settings(self) -> dict[str, FamilySettings]:
+        return {name: FamilySettings(**opts) for name, opts in self.families.items()}
+
+
+def _wal_state(rfs: FileSystem) -> tuple[tuple[str, ...], int, int]:
+    """WAL file names, the highest sequence id in them (0 if none) and their total bytes."""
+    names = tuple(n for n in rfs.listdir(_WAL_DIR) if n.endswith(".wal"))
+    max_seq = 0
+    size = 0
+    for name in names:
+        reader = WalReader(rfs, f"{_WAL_DIR}/{name}", decode=False)  # checks records, skips decoding
+        for record in reader:
+            if record.seq_id > max_seq:
+                max_seq = record.seq_id
+        size += reader.valid_length or 0
+    return names, max_seq, size
+
+
+def _load_region_manifest(rfs: FileSystem, region_id: str) -> RegionManifest:
+    if rfs.exists(REGION_MANIFEST):
+        return RegionManifest.load(rfs)
+    return RegionManifest(region_id)
+
+
+def _pin_region(table_fs: FileSystem, info: RegionInfo, journals) -> RegionPin:
+    rfs = table_fs.sub(f"regions/{info.region_id}")
+    for _ in range(_PIN_RETRIES):
+        manifest = _load_region_manifest(rfs, info.region_id)
+        try:
+            wal_names, wal_max, wal_bytes = _wal_state(rfs)
+        except FileNotFoundError:
+            continue  # a flush rolled the WAL while we read it: pin again
+        # A flush between reading the manifest and the WAL would pair old
+        # files with a new WAL; the generation tells, and we pin again.
+        if _load_region_manifest(rfs, info.region_id).generation != manifest.generation:
+            continue
+        staged: list[tuple[str, str, str]] = []
+        for journal in journals:
+            entry = journal.regions.get(info.region_id)
+            if entry is not None:
+                manifest = apply_entry(manifest, journal.mode, entry)
+                staged.extend(entry.moves)  # files the commit may not have moved into place yet
+        files = tuple((fam, tuple(names)) for fam, names in sorted(manifest.files.items()) if names)
+        size = wal_bytes
+        for fam, names in files:
+            for name in names:
+                try:
+                    size += rfs.size(f"{fam}/{name}")
+                except FileNotFoundError:
+                    pass  # replaced or not moved in yet: the reader finds it or reports it
+        flushed = manifest.flushed_seq_id
+        return RegionPin(
+            info.region_id, info.start, info.end, manifest.generation, flushed, files,
+            wal_names, max(wal_max, flushed), size, tuple(staged),
+        )
+    raise StorageError(
+        f"region {info.region_id} of {table_fs.uri()} kept changing while it was pinned "
+        f"({_PIN_RETRIES} tries); is a writer flushing continuously?"
+    )
+
+
+def pin_table(table_fs: FileSystem) -> TableSnapshot:
+    """Pin every region of the table under ``table_fs`` (committed bulk-load journals applied)."""
+    manifest = TableManifest.load(table_fs)
+    journals = read_journals(table_fs)
+    pins = tuple(_pin_region(table_fs, info, journals) for info in manifest.regions)
+    return TableSnapshot(manifest.name, dict(manifest.families), pins, manifest.generation)
+
+
+_cache_lock = threading.Lock()
+_cache: BlockCache | None = None
+
+
+def shared_block_cache() -> BlockCache:
+    """One block cache per process, shared by readers that cache blocks."""
+    global _cache
+    with _cache_lock:
+        if _cache is None:
+            _cache = BlockCache(64 << 20)
+        return _cache
+
+
+class PinnedRegion:
+    """The open files of one pinned region; :meth:`view` is what a scan reads.  Call :meth:`close`."""
+
+    def __init__(self, table_fs: FileSystem, table_name: str, pin: RegionPin,
+                 families: dict[str, FamilySettings], cache: BlockCache | None = None):
+        self.pin = pin
+        self._readers: list[StoreFileReader] = []
+        try:
+            stores = {}
+            memstores = {name: MemStore() for name in families}
+            pinned = dict(pin.files)
+            for name, settings in families.items():
+                files = []
+                for file_name in reversed(pinned.get(name, ())):  # the view wants newest first
+                    reader = self._open(table_fs, pin, name, file_name, cache)
+                    files.append(StoreFile(file_name, reader))
+                stores[name] = StoreView(name, settings, memstores[name], tuple(files))
+            self._replay(table_fs, pin, memstores)
+            self.view = RegionView(pin.info, stores, table_name)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, table_fs: FileSystem, pin: RegionPin, family: str, name: str, cache) -> StoreFileReader:
+        live = f"regions/{pin.region_id}/{family}/{name}"
+        candidates = [live] + [path for fam, n, path in pin.staged if fam == family and n == name]
+        candidates.append(f"{ARCHIVE_DIR}/{live}")
+        # twice: a file may move from its staged path to its live path between two looks
+        for path in candidates * 2:
+            try:
+                reader = StoreFileReader(table_fs, path, cache=cache)
+            except FileNotFoundError:
+                continue
+            self._readers.append(reader)
+            return reader
+        raise SnapshotLost(
+            f"store file {table_fs.uri(live)} pinned at region {pin.region_id} manifest generation "
+            f"{pin.generation} is gone (compacted, split or bulk-overwritten after get_splits()); "
+            "plan the read again"
+        )
+
+    @staticmethod
+    def _replay(table_fs: FileSystem, pin: RegionPin, memstores: dict[str, MemStore]) -> None:
+        if pin.max_seq_id <= pin.flushed_seq_id:
+            return  # nothing unflushed was pinned: the WAL need not exist any more
+        rfs = table_fs.sub(f"regions/{pin.region_id}")
+        for name in pin.wal_files:
+            path = f"{_WAL_DIR}/{name}"
+            if not rfs.exists(path):
+                archived = table_fs.sub(f"{ARCHIVE_DIR}/regions/{pin.region_id}")
+                if not archived.exists(path):
+                    raise SnapshotLost(
+                        f"WAL {rfs.uri(path)} pinned at region {pin.region_id} manifest generation "
+                        f"{pin.generation} is gone (its edits were flushed after get_splits()); "
+                        "plan the read again"
+                    )
+                rfs_used = archived
+            else:
+                rfs_used = rfs
+            try:
+                records = list(read_wal(rfs_used, path))
+            except FileNotFoundError:
+                raise SnapshotLost(f"WAL {rfs.uri(path)} pinned at region {pin.region_id} vanished while read") from None
+            for record in records:
+                if not pin.flushed_seq_id < record.seq_id <= pin.max_seq_id:
+                    continue
+                by_family: dict[bytes, list] = {}
+                for cell in record.cells:
+                    by_family.setdefault(cell[1], []).append(cell)
+                for family, cells in by_family.items():
+                    store = memstores.get(family.decode("ascii", "replace"))
+                    if store is not None:
+                        store.add_many(cells)
+
+    def close(self) -> None:
+        for reader in self._readers:
+            reader.close()
+        self._readers = []
+
+    def __enter__(self) -> "PinnedRegion":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_seconds: int) -> str | None:
+    """Register pinned files in ``pins/<id>.pin``; returns the id, or None if the root is not writable."""
+    pin_id = f"{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:12]}"
+    paths: list[str] = []
+    wal: list[str] = []
+    for pin in regions:
+        paths.extend(pin.file_paths())
+        wal.extend(pin.wal_paths())
+    doc = {"expires_ms": int((time.time() + ttl_seconds) * 1000), "files": paths, "wal": wal}
+    try:
+        table_fs.makedirs(PINS_DIR)
+        table_fs.write_atomic(f"{PINS_DIR}/{pin_id}.pin", json.dumps(doc).encode())
+    except OSError:
+        return None  # a read-only root: reads still work, only without protection from deletion
+    return pin_id
+
+
+def release_pin_file(table_fs: FileSystem, pin_id: str | None) -> None:
+    """Drop a pin registered by :func:`write_pin_file` (no error if it is gone)."""
+    if pin_id:
+        try:
+            table_fs.delete(f"{PINS_DIR}/{pin_id}.pin", missing_ok=True)
+        except OSError:
+            pass

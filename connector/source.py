@@ -1,0 +1,212 @@
+"""The Spark source's options, parsed once: table, mapping, SerDe, pruning, scan settings.
+
+Options (case-insensitive; Spark passes strings):
+
+=====================================  ===============================================
+``root``                               where the tables live: a path, a pyarrow
+                                       filesystem URI, or ``grpc://host:port``
+``table`` / ``hbase.table``            the table (else the catalog's table name)
+``hbase.columns.mapping``              a mapping in any form the SerDe layer
+                                       parses (Hive ``:key,cf:a``, hbase-spark
+                                       ``"k STRING :key, a INT cf:a"``, JSON)
+``catalog``                            an hbase-spark JSON catalog
+``serde``                              SerDe name (default: ``string`` for a Hive
+                                       mapping, ``binary`` otherwise)
+``columns`` / ``regionscan.columns``   comma-separated columns to read (pruning;
+                                       ``columns`` means Hive's column names when
+                                       ``columns.types`` is also given)
+``hbase.spark.query.*``                timerange.start/end, timestamp, maxVersions,
+                                       cachedrows, batchsize, cacheblocks
+``hbase.spark.pushdown.columnfilter``  ``false`` keeps non-key filters in Spark
+``filter``                             an HBase filter string applied by the engine
+``token``                              region server token (``grpc://`` roots)
+=====================================  ===============================================
+
+Every other option goes to the SerDe as a property (``serde.on.error``,
+``serialization.null.format``...) and to the input format
+(``hbase.mapreduce.*`` keys).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from serde import SerDe, create_serde, load_mapping
+from serde.mapping import ColumnKind, ColumnMapping
+from storage.errors import InvalidArgument
+from storage.filters.ranges import KeyRange
+
+from .input_format import REMOTE_TOKEN, TableInputFormat
+from .options import INPUT_TABLE, ROOT, SCAN_COLUMNS, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, conf_bool, normalize_conf
+
+__all__ = ["SourceConfig", "COLUMN_FILTERS", "KEY_ONLY_FILTER"]
+
+COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
+KEY_ONLY_FILTER = "FirstKeyOnlyFilter () AND KeyOnlyFilter ()"
+
+_serde_cache: dict[str, SerDe] = {}
+_serde_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """Everything a reader or writer needs from the options; picklable, cheap to ship to tasks."""
+
+    options: tuple[tuple[str, str], ...]  # normalized (lower-case keys), sorted
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> "SourceConfig":
+        conf = normalize_conf({str(k): v for k, v in dict(options).items()})
+        config = cls(tuple(sorted((k, v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+                                  for k, v in conf.items())))
+        config.validate()
+        return config
+
+    @property
+    def conf(self) -> dict[str, str]:
+        return dict(self.options)
+
+    @property
+    def fingerprint(self) -> str:
+        """A stable id of these options (names the saved plan summary)."""
+        return hashlib.sha1(json.dumps(self.options).encode()).hexdigest()[:16]
+
+    # -- what to read -----------------------------------------------------------
+    @property
+    def root(self) -> str:
+        return self.conf.get(ROOT) or ""
+
+    @property
+    def mapping_text(self) -> str:
+        conf = self.conf
+        return conf.get("catalog") or conf.get("hbase.columns.mapping") or ""
+
+    def mapping(self) -> ColumnMapping:
+        """The full column mapping."""
+        return load_mapping(self.mapping_text, self._properties())
+
+    @property
+    def table(self) -> str:
+        name = self.conf.get(INPUT_TABLE)
+        if name:
+            return name
+        mapping = self.mapping()
+        if mapping.table:
+            return mapping.table
+        raise InvalidArgument("the table is not set: give option 'table' (or hbase.table, or the catalog's table name)")
+
+    @property
+    def serde_name(self) -> str:
+        name = self.conf.get("serde")
+        if name:
+            return name
+        return "string" if self.mapping().source == "hive" else "binary"
+
+    def _properties(self) -> dict[str, str]:
+        return dict(self.conf)
+
+    @property
+    def selected(self) -> tuple[str, ...] | None:
+        """The columns to read (pruning), or None for all."""
+        conf = self.conf
+        text = conf.get("regionscan.columns")
+        if text is None and "columns.types" not in conf:
+            text = conf.get("columns")
+        if not text:
+            return None
+        names = tuple(n.strip() for n in text.split(",") if n.strip())
+        mapping = self.mapping()
+        by_lower = {c.name.lower(): c.name for c in mapping.columns}
+        out = []
+        for n in names:
+            if n.lower() not in by_lower:
+                raise InvalidArgument(f"column {n!r} in the columns option is not in the mapping ({mapping.names})")
+            out.append(by_lower[n.lower()])
+        return tuple(out)
+
+    @property
+    def column_filters(self) -> bool:
+        return conf_bool(self.conf, COLUMN_FILTERS, True)
+
+    def validate(self) -> None:
+        if not self.root:
+            raise InvalidArgument("option 'root' (where the tables live: a path, a URI or grpc://host:port) is not set")
+        if not self.mapping_text:
+            raise InvalidArgument("give the column mapping: option 'hbase.columns.mapping' or 'catalog'")
+        self.table  # noqa: B018 - raises when missing
+        self.read_serde()
+
+    # -- SerDes -----------------------------------------------------------------
+    def _cached(self, kind: str, build) -> SerDe:
+        key = f"{kind}:{self.fingerprint}"
+        with _serde_lock:
+            serde = _serde_cache.get(key)
+            if serde is None:
+                serde = build()
+                _serde_cache[key] = serde
+            return serde
+
+    def write_serde(self) -> SerDe:
+        """The SerDe of the whole mapping (what the writer encodes)."""
+        return self._cached("write", lambda: create_serde(self.serde_name, self.mapping(), self._properties()))
+
+    def read_serde(self) -> SerDe:
+        """The SerDe of the pruned mapping: the selected columns plus the row key."""
+
+        def build() -> SerDe:
+            mapping = self.mapping()
+            selected = self.selected
+            if selected is not None:
+                keep = set(selected)
+                cols = tuple(
+                    c for c in mapping.columns
+                    if c.name in keep or c.kind in (ColumnKind.KEY, ColumnKind.KEY_PART)
+                )
+                mapping = ColumnMapping(cols, mapping.rowkey, mapping.default_storage, mapping.namespace,
+                                        mapping.table, mapping.source)
+            return create_serde(self.serde_name, mapping, self._properties())
+
+        return self._cached("read", build)
+
+    @property
+    def output_names(self) -> list[str]:
+        """The DataFrame's columns in order."""
+        selected = self.selected
+        names = self.read_serde().column_names
+        if selected is None:
+            return names
+        keep = set(selected)
+        return [n for n in names if n in keep]
+
+    def schema_ddl(self) -> str:
+        """The DataFrame schema as a Spark DDL string."""
+        serde = self.read_serde()
+        return ", ".join(
+            "`" + name.replace("`", "``") + "` " + serde.column_type(name).ddl() for name in self.output_names
+        )
+
+    # -- scanning ---------------------------------------------------------------
+    def input_format(self, key_ranges: list[KeyRange] | None = None, engine_filter: str | None = None) -> TableInputFormat:
+        """The input format of this read, restricted by pushed key ranges and engine filter."""
+        conf: dict[str, Any] = {k: v for k, v in self.conf.items() if k.startswith(("hbase.mapreduce.", "regionscan."))}
+        conf[ROOT] = self.root
+        conf[INPUT_TABLE] = self.table
+        if self.conf.get("token"):
+            conf[REMOTE_TOKEN] = self.conf["token"]
+        serde = self.read_serde()
+        scan_columns = serde.scan_columns
+        filters = [f for f in (self.conf.get(SCAN_FILTER), engine_filter) if f]
+        if serde.needs_timestamps:
+            conf[SCAN_INCLUDE_TIMESTAMP] = True
+        if scan_columns:
+            conf[SCAN_COLUMNS] = " ".join(scan_columns)
+        elif not filters:
+            # only the row key is read: one empty cell per row is enough
+            filters.append(KEY_ONLY_FILTER)
+        if filters:
+            conf[SCAN_FILTER] = " AND ".join(f"({f})" for f in filters) if len(filters) > 1 else filters[0]
+        return TableInputFormat(conf, key_ranges)
