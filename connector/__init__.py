@@ -1,0 +1,86 @@
+"""regionscan's connectors: a Hadoop-style input format and the Spark data source ``regionscan``.
+
+* :class:`TableInputFormat` -> :class:`TableSplit` (one per region, or finer
+  by block index) -> :class:`TableRecordReader` / :class:`TableBatchRecordReader`,
+  configured with HBase's ``hbase.mapreduce.*`` keys; splits pin the region
+  manifests so reads are snapshot-consistent.
+* the Spark source (``spark.read.format("regionscan")``, ``df.write``):
+  :class:`RegionScanDataSource`, registered automatically through the
+  top-level module ``pyspark_regionscan``, on the active session when this
+  package is imported, or by :func:`register`.
+* :func:`explain` shows what a read pushes down; :mod:`connector.bulkload`
+  is the bulk-load path of the writer.
+
+See docs/connector.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .bulkload import abort_load, commit_load, recover
+from .explain import ScanPlan, explain
+from .input_format import TableInputFormat
+from .options import ScanSpec
+from .pushdown import PushdownResult, push_filters
+from .record_reader import TableBatchRecordReader, TableRecordReader
+from .snapshot import SnapshotLost
+from .splits import TableSplit
+
+__all__ = [
+    "TableInputFormat",
+    "TableSplit",
+    "TableRecordReader",
+    "TableBatchRecordReader",
+    "ScanSpec",
+    "SnapshotLost",
+    "RegionScanDataSource",
+    "register",
+    "explain",
+    "ScanPlan",
+    "push_filters",
+    "PushdownResult",
+    "commit_load",
+    "abort_load",
+    "recover",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The Spark source imports pyspark; load it only when asked for.
+    if name == "RegionScanDataSource":
+        from .datasource import RegionScanDataSource
+
+        return RegionScanDataSource
+    raise AttributeError(f"module 'connector' has no attribute {name!r}")
+
+
+def register(spark: Any = None) -> bool:
+    """Register the ``regionscan`` source on ``spark`` (default: the active session).
+
+    Returns False when there is no session to register on.
+    """
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            return False
+    from .datasource import RegionScanDataSource
+
+    spark.dataSource.register(RegionScanDataSource)
+    return True
+
+
+def _register_on_import() -> None:
+    # Only when pyspark is already loaded: importing connector must not start or require Spark.
+    if "pyspark.sql" not in sys.modules:
+        return
+    try:
+        register()
+    except Exception:  # noqa: BLE001 - a session that cannot register keeps the automatic route
+        pass
+
+
+_register_on_import()

@@ -58,6 +58,10 @@ __all__ = [
     "BulkLoadTask",
     "row_batch_to_cells",
     "commit_load",
+    "prepare_commit",
+    "roll_forward",
+    "lock_table",
+    "write_store_file",
     "abort_load",
     "recover",
     "LoadReport",
@@ -328,7 +332,7 @@ def _load_manifest(table_fs: FileSystem, region_id: str) -> RegionManifest:
     return RegionManifest(region_id)
 
 
-def _roll_forward(table_fs: FileSystem, journal: Journal) -> None:
+def roll_forward(table_fs: FileSystem, journal: Journal) -> None:
     """Apply a committed journal: move staged files into place, save manifests (idempotent)."""
     for region_id, entry in journal.regions.items():
         rfs = table_fs.sub(f"regions/{region_id}")
@@ -360,7 +364,7 @@ def recover(table_fs: FileSystem) -> int:
     """
     done = 0
     for journal in read_journals(table_fs):
-        _roll_forward(table_fs, journal)
+        roll_forward(table_fs, journal)
         table_fs.delete_dir(f"{STAGING_DIR}/{journal.job}")
         done += 1
     return done
@@ -391,67 +395,78 @@ def _recut(table_fs: FileSystem, staged: StagedFile, regions: Sequence[RegionBou
     return out
 
 
+def prepare_commit(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append") -> tuple[Journal, LoadReport]:
+    """Steps 2-3 of a commit: re-cut what a split moved, name the files, write the journal.
+
+    The caller holds the table's writer lock.  Once this returns the load
+    is committed; :func:`roll_forward` makes the manifests show it.
+    """
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgument(f"bulk-load mode must be 'append' or 'overwrite', got {mode!r}")
+    regions, families = table_regions(table_fs)
+    by_id = {r.region_id: r for r in regions}
+    report = LoadReport(job_id, mode)
+    placed: list[StagedFile] = []
+    for sf in staged:
+        if sf.family not in families:
+            raise InvalidArgument(f"staged file {sf.path} is for family {sf.family!r}, which the table lacks")
+        current = by_id.get(sf.region_id)
+        inside = current is not None and current.start <= sf.first_row and (
+            current.end is None or sf.last_row < current.end)
+        if inside:
+            placed.append(sf)
+        else:
+            placed.extend(_recut(table_fs, sf, regions, families[sf.family], job_id))
+            report.recut += 1
+    targets = [r.region_id for r in regions] if mode == "overwrite" else sorted({sf.region_id for sf in placed})
+    manifests = {rid: _load_manifest(table_fs, rid) for rid in targets}
+    next_ids = {rid: m.next_file_id for rid, m in manifests.items()}
+    entries: dict[str, dict[str, list[str]]] = {rid: {} for rid in targets}
+    moves: dict[str, list[tuple[str, str, str]]] = {}
+    for sf in sorted(placed, key=lambda s: (s.region_id, s.family, s.path)):
+        name = f"{next_ids[sf.region_id]:012d}.sf"
+        next_ids[sf.region_id] += 1
+        entries[sf.region_id].setdefault(sf.family, []).append(name)
+        moves.setdefault(sf.region_id, []).append((sf.family, name, sf.path))
+        report.files += 1
+        report.cells += sf.cells
+        report.bytes += sf.size
+    region_entries = {}
+    for rid in targets:
+        flushed = 0
+        if mode == "overwrite":
+            # past every WAL record, so unflushed edits from before the load are dropped too
+            flushed = max(manifests[rid].flushed_seq_id, _wal_max_seq(table_fs.sub(f"regions/{rid}")))
+        region_entries[rid] = RegionEntry(
+            {f: tuple(n) for f, n in entries[rid].items()}, flushed, tuple(moves.get(rid, ())))
+    journal = Journal(job_id, mode, region_entries, int(time.time() * 1000))
+    write_journal(table_fs, journal)  # the commit point
+    report.regions = targets
+    return journal, report
+
+
+def lock_table(table_fs: FileSystem, job_id: str):
+    """Take the table's writer lock for a bulk-load commit, with an error that says why it is needed."""
+    try:
+        return table_fs.lock(_LOCK_FILE).acquire()
+    except TableLocked as exc:
+        raise TableLocked(f"bulk load {job_id} cannot commit: {exc}; a bulk load needs the table's writer "
+                          "lock, so close the writer processes of this table first") from None
+
+
 def commit_load(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append") -> LoadReport:
     """Make every staged file of a job part of the table, atomically (see the module docstring).
 
     Raises :class:`TableLocked` if a writer process has the table open:
     a bulk load requires that no other writer runs during its commit.
     """
-    if mode not in ("append", "overwrite"):
-        raise InvalidArgument(f"bulk-load mode must be 'append' or 'overwrite', got {mode!r}")
     staged = list(staged)
-    try:
-        lock = table_fs.lock(_LOCK_FILE).acquire()
-    except TableLocked as exc:
-        raise TableLocked(f"bulk load {job_id} cannot commit: {exc}; a bulk load needs the table's writer "
-                          "lock, so close the writer processes of this table first") from None
+    lock = lock_table(table_fs, job_id)
     try:
         recover(table_fs)
-        regions, families = table_regions(table_fs)
-        by_id = {r.region_id: r for r in regions}
-        report = LoadReport(job_id, mode)
-        placed: list[StagedFile] = []
-        for sf in staged:
-            if sf.family not in families:
-                raise InvalidArgument(f"staged file {sf.path} is for family {sf.family!r}, which the table lacks")
-            current = by_id.get(sf.region_id)
-            inside = current is not None and current.start <= sf.first_row and (
-                current.end is None or sf.last_row < current.end)
-            if inside:
-                placed.append(sf)
-            else:
-                pieces = _recut(table_fs, sf, regions, families[sf.family], job_id)
-                report.recut += 1
-                placed.extend(pieces)
-        entries: dict[str, dict[str, list[str]]] = {}
-        moves: dict[str, list[tuple[str, str, str]]] = {}
-        next_ids: dict[str, int] = {}
-        manifests: dict[str, RegionManifest] = {}
-        targets = [r.region_id for r in regions] if mode == "overwrite" else sorted({sf.region_id for sf in placed})
-        for rid in targets:
-            manifests[rid] = _load_manifest(table_fs, rid)
-            next_ids[rid] = manifests[rid].next_file_id
-            entries[rid] = {}
-        for sf in sorted(placed, key=lambda s: (s.region_id, s.family, s.path)):
-            name = f"{next_ids[sf.region_id]:012d}.sf"
-            next_ids[sf.region_id] += 1
-            entries[sf.region_id].setdefault(sf.family, []).append(name)
-            moves.setdefault(sf.region_id, []).append((sf.family, name, sf.path))
-            report.files += 1
-            report.cells += sf.cells
-            report.bytes += sf.size
-        region_entries = {}
-        for rid in targets:
-            flushed = 0
-            if mode == "overwrite":
-                flushed = max(manifests[rid].flushed_seq_id, _wal_max_seq(table_fs.sub(f"regions/{rid}")))
-            region_entries[rid] = RegionEntry(
-                {f: tuple(n) for f, n in entries[rid].items()}, flushed, tuple(moves.get(rid, ())))
-        journal = Journal(job_id, mode, region_entries, int(time.time() * 1000))
-        write_journal(table_fs, journal)  # the commit point
-        _roll_forward(table_fs, journal)
+        journal, report = prepare_commit(table_fs, job_id, staged, mode)
+        roll_forward(table_fs, journal)
         table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
-        report.regions = targets
         return report
     finally:
         lock.release()

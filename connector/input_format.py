@@ -40,6 +40,7 @@ from .options import (
     AVERAGE_REGION_SIZE,
     INPUT_TABLE,
     MAX_RESTARTS,
+    PIN_REGISTER,
     PIN_TTL,
     ROOT,
     SPLITS_PER_REGION,
@@ -141,7 +142,8 @@ class TableInputFormat:
             splits_per_region, autobalance, target, snapshot.families,
         )
         ttl = conf_int(self.conf, PIN_TTL, 24 * 3600, minimum=1)
-        pin_id = write_pin_file(table_fs, [p for s in splits for p in s.regions], ttl) if splits else None
+        register = splits and conf_bool(self.conf, PIN_REGISTER, True)
+        pin_id = write_pin_file(table_fs, [p for s in splits for p in s.regions], ttl) if register else None
         if pin_id is not None:
             self._pin_ids.append(pin_id)
             splits = [_with_pin(s, pin_id) for s in splits]

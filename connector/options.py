@@ -45,6 +45,7 @@ __all__ = [
     "SPLITS_PER_REGION",
     "MAX_RESTARTS",
     "PIN_TTL",
+    "PIN_REGISTER",
     "SPARK_ALIASES",
     "ScanSpec",
     "normalize_conf",
@@ -79,6 +80,7 @@ SCAN_FILTER = "regionscan.scan.filter"  # an HBase filter string
 SCAN_INCLUDE_TIMESTAMP = "regionscan.scan.include.timestamp"  # "cf:q@ts" columns in row batches
 MAX_RESTARTS = "regionscan.reader.max.restarts"
 PIN_TTL = "regionscan.pin.ttl.seconds"
+PIN_REGISTER = "regionscan.pin.register"  # false: no pins/<id>.pin file (planning only)
 
 SPARK_ALIASES: dict[str, str] = {
     "hbase.spark.query.timerange.start": SCAN_TIMERANGE_START,

@@ -317,6 +317,8 @@ def push_filters(filters: Sequence[Any], serde, column_filters: bool = True) -> 
     per_part: list[list[tuple[Any, list[Interval]]]] = [[] for _ in layout.parts]
     key_filters: list[tuple[int, Any]] = []
     engine: list[Filter] = []
+    not_null: dict[str, tuple[Any, Filter]] = {}
+    value_tested: set[str] = set()  # columns with an exact comparison (which drops nulls itself)
     for f in filters:
         name = _column_of(f)
         text = describe_filter(f)
@@ -345,13 +347,25 @@ def push_filters(filters: Sequence[Any], serde, column_filters: bool = True) -> 
             result.residual.append(f)
             result.notes.append(f"{text}: left for Spark (byte order differs from value order)")
             continue
+        if exact and type(f).__name__ == "IsNotNull":
+            not_null[name] = (f, flt)  # added below unless another filter on the column implies it
+            continue
         engine.append(flt)
+        if exact and type(f).__name__ not in ("IsNull", "EqualNullSafe", "Not"):
+            value_tested.add(name)
         if exact:
             result.handled.append(f)
             result.notes.append(f"{text}: engine filter {flt!r}")
         else:
             result.residual.append(f)
             result.notes.append(f"{text}: engine filter {flt!r} narrows the scan; Spark checks it again")
+    for name, (f, flt) in not_null.items():
+        result.handled.append(f)
+        if name in value_tested:
+            result.notes.append(f"{describe_filter(f)}: implied by the column's other engine filter")
+        else:
+            engine.append(flt)
+            result.notes.append(f"{describe_filter(f)}: engine filter {flt!r}")
     constraints: list[list[Interval] | None] = []
     for entries in per_part:
         if not entries:

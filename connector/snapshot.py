@@ -280,7 +280,22 @@ def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_secon
         table_fs.write_atomic(f"{PINS_DIR}/{pin_id}.pin", json.dumps(doc).encode())
     except OSError:
         return None  # a read-only root: reads still work, only without protection from deletion
+    _drop_expired_pins(table_fs)
     return pin_id
+
+
+def _drop_expired_pins(table_fs: FileSystem) -> None:
+    """Delete pin files past their expiry (readers that never released them)."""
+    now = time.time() * 1000
+    for name in table_fs.listdir(PINS_DIR):
+        path = f"{PINS_DIR}/{name}"
+        try:
+            doc = json.loads(table_fs.read_bytes(path))
+            expired = doc.get("expires_ms", 0) < now
+        except (OSError, ValueError):
+            expired = ".tmp-" in name  # a torn temporary file of an interrupted write
+        if expired:
+            table_fs.delete(path, missing_ok=True)
 
 
 def release_pin_file(table_fs: FileSystem, pin_id: str | None) -> None:

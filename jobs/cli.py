@@ -15,7 +15,8 @@ __all__ = ["main", "COMMANDS"]
 
 # command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
-    "demo": ("jobs.demo", "create, load, flush and scan a pre-split sample table (the main job)"),
+    "demo": ("jobs.demo", "create, load, flush and scan a pre-split sample table (the engine alone)"),
+    "pe": ("jobs.pe", "performance evaluation modelled on hbase pe --nomapred: latency percentiles and throughput per command"),
 }
 
 

@@ -20,6 +20,7 @@ writes every figure, ``--chart`` draws them (see :mod:`jobs.pe_chart`).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -170,8 +171,13 @@ def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
             folder = os.path.dirname(os.path.abspath(path))
             if not os.path.isdir(folder):
                 raise InvalidArgument(f"{option}: folder {folder!r} does not exist")
-    if args.chart is not None and not args.chart.lower().endswith((".html", ".htm", ".png")):
-        raise InvalidArgument(f"--chart must name a .html or .png file, got {args.chart!r}")
+    if args.chart is not None:
+        if not args.chart.lower().endswith((".html", ".htm", ".png")):
+            raise InvalidArgument(f"--chart must name a .html or .png file, got {args.chart!r}")
+        if args.chart.lower().endswith(".png") and importlib.util.find_spec("matplotlib") is None:
+            # say so before the run, not after it
+            raise InvalidArgument("--chart: a .png chart needs matplotlib (pip install 'regionscan[bench]'); "
+                                  "use a .html path instead")
     opts = PeOptions(
         table=args.table,
         meta_table=args.metaTable or f"{args.table}-meta",

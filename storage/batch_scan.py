@@ -110,6 +110,17 @@ class _Processor:
             self.select_with_needed = wanted + list(scan.filter.columns_needed() or ()) if scan.filter is not None else wanted
         self.output_columns = list(scan.columns) if scan.columns else [n.encode() for n in families]
 
+    def trivial_resolution(self, name: str) -> bool:
+        """True when resolving one already-clean source changes nothing: no TTL, no
+        time range, no timestamp list (the source must also need no resolution)."""
+        scan = self.scan
+        return (
+            self.ttl_cutoff[name] is None
+            and scan.min_timestamp == 0
+            and scan.max_timestamp == LATEST_TIMESTAMP
+            and scan.timestamps is None
+        )
+
     def resolve_family(self, name: str, sources: list[pa.Table]) -> pa.Table:
         view = self.families[name]
         merged = kernels.merge_sources(sources)
@@ -129,12 +140,13 @@ class _Processor:
             return None
         if self.metrics is not None:
             self.metrics.add_cells(cells)
-        if self.select is not None and (scan.output != "rows" or scan.filter is not None):
+        if self.select is not None and (scan.output != "rows" or scan.filter is not None or self.rows_left is not None):
             # rows output without a filter needs no mask: the pivot picks its columns
             mask = _column_mask(cells, self.select_with_needed)
             if mask is not None:
                 cells = cells.filter(mask)
-        if scan.reverse:
+        pivot_then_reverse = scan.reverse and scan.output == "rows" and scan.filter is None
+        if scan.reverse and not pivot_then_reverse:
             cells = kernels.reverse_rows(cells)
         if scan.filter is not None:
             before = _row_count(cells)
@@ -146,6 +158,14 @@ class _Processor:
                 cells = cells.filter(mask)
         if cells.num_rows == 0:
             return None
+        if pivot_then_reverse:
+            # reversing whole rows after the pivot copies each value once, not twice
+            rows = kernels.cells_to_rows(cells, self.output_columns, include_timestamp=scan.include_timestamp)
+            rows = rows.take(pa.array(np.arange(rows.num_rows - 1, -1, -1)))
+            if self.rows_left is not None:
+                rows = rows.slice(0, min(rows.num_rows, self.rows_left))
+                self.rows_left -= rows.num_rows
+            return rows
         if self.rows_left is not None:
             starts = kernels.row_boundaries(cells)
             if len(starts) > self.rows_left:
@@ -189,13 +209,16 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     kernels' fixed cost per call dominates for small batches.
     """
     reader = view.files[0].reader
+    # a file with one version per column and no markers needs no resolution
+    skip_resolve = not reader.info.needs_resolution and proc.trivial_resolution(view.family)
     group: list[pa.RecordBatch] = []
     group_cells = 0
     held: pa.RecordBatch | None = None  # complete rows, except maybe the last
 
     def emit(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
-        out = proc.finish(proc.resolve_family(view.family, [pa.Table.from_batches([batch])]))
+        cells = pa.Table.from_batches([batch])
+        out = proc.finish(cells if skip_resolve else proc.resolve_family(view.family, [cells]))
         if out is not None and out.num_rows:
             yield out
 

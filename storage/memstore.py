@@ -36,7 +36,7 @@ import threading
 from bisect import bisect_left
 from itertools import islice
 from operator import itemgetter
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -46,13 +46,15 @@ from sortedcontainers import SortedDict
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType
 from .errors import InvalidArgument, ScannerError, StorageError
 
+if TYPE_CHECKING:
+    from .scanner.metrics import ScanMetrics
+
 __all__ = ["MemStore", "MemStoreSnapshot", "MemStoreScanner", "CELL_OVERHEAD"]
 
 CELL_OVERHEAD = 200
 """Approximate bytes a cell costs beyond its row, family, qualifier and value
 (the key tuple, the cell tuple, the map and sequence entries)."""
 
-_PUT = int(CellType.PUT)
 _DELETE_FAMILY = int(CellType.DELETE_FAMILY)
 _TYPES = frozenset(int(t) for t in CellType)
 
@@ -263,7 +265,7 @@ class MemStore:
 
     # -- reads ----------------------------------------------------------
 
-    def scanner(self, metrics=None) -> "MemStoreScanner":
+    def scanner(self, metrics: "ScanMetrics | None" = None) -> "MemStoreScanner":
         """Open a scanner over the active map and the snapshot as they are now.
 
         ``metrics`` (a :class:`storage.scanner.metrics.ScanMetrics`) gets
@@ -375,7 +377,14 @@ class MemStoreScanner:
         "_keys", "_cells", "_i", "_n", "_lo", "_hi", "_grow", "_grow_back", "_closed",
     )  # fmt: skip
 
-    def __init__(self, segments, read_point, on_close, lock, metrics=None):
+    def __init__(
+        self,
+        segments: list[_Segment],
+        read_point: int,
+        on_close: Callable[[], None],
+        lock: threading.Lock,
+        metrics: "ScanMetrics | None" = None,
+    ):
         self._segments = segments  # newest first
         self._read_point = read_point
         self._on_close = on_close

@@ -36,6 +36,12 @@ def root(tmp_path_factory):
     with table.batch() as b:  # some rows of the first region only in the memstore
         for i in range(0, ROWS // REGIONS, 97):
             b.put(struct.pack(">I", i), {b"cf:n": struct.pack(">i", -i)})
+    many = conn.create_table("many", {"cf": {}}, split_keys=[struct.pack(">I", k) for k in range(50, 2000, 50)],
+                             settings={"wal_sync": "none"})
+    with many.batch() as b:
+        for i in range(2000):
+            b.put(struct.pack(">I", i), {b"cf:n": struct.pack(">i", i)})
+    many.flush()
     conn.close()
     return path
 
@@ -114,7 +120,7 @@ def test_work_runs_on_the_worker_threads(table):
     assert seen and all(name.startswith("parallel-scan-") for name in seen)
 
 
-def test_queues_bound_the_work_ahead_of_the_consumer(table):
+def test_queues_bound_the_work_ahead_of_the_consumer(root):
     produced = [0]
     lock = threading.Lock()
 
@@ -126,12 +132,13 @@ def test_queues_bound_the_work_ahead_of_the_consumer(table):
     threads, queue_size = 2, 1
     consumed = 0
     worst = 0
-    for _ in ParallelScanner(table, threads, queue_size=queue_size, transform=count).scan(batch_size=64):
+    many = storage.connect(root, read_only=True).table("many")  # 40 regions: 40 batches at least
+    for _ in ParallelScanner(many, threads, queue_size=queue_size, transform=count).scan():
         consumed += 1
         time.sleep(0.002)
         with lock:
             worst = max(worst, produced[0] - consumed)
-    assert consumed == produced[0] > 20
+    assert consumed == produced[0] >= 40
     # Each busy worker holds at most queue_size queued results plus the one it is putting.
     assert worst <= threads * (queue_size + 1)
 

@@ -157,6 +157,7 @@ def test_chart_html(tmp_path):
         (["--presplit", "-2", "sequentialWrite"], "--presplit"),
         (["--clients", "2", "scan", "3"], "--clients"),
         (["--chart", "x.svg", "scan"], "--chart"),
+        (["--json", "/no/such/folder/out.json", "scan"], "--json"),
         (["--nomapred=false", "scan"], "--nomapred"),
         (["--table", "bad/name", "scan"], "--table"),
         (["scna"], "'scna'"),

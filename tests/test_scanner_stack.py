@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from storage import kernels
-from storage.cells import LATEST_TIMESTAMP, Cell, CellType, batch_to_cells, cells_to_batch, sort_key
+from storage.cells import LATEST_TIMESTAMP, Cell, batch_to_cells, cells_to_batch, sort_key
 from storage.errors import InvalidArgument, ScannerError
 from storage.filters import (
     BinaryComparator,
@@ -241,14 +241,14 @@ def test_heaps_over_store_files_and_memstore(tmp_path, seed):
     rheap.close()
 
     # resolution over files with markers in the memstore
-    spec = ScanSpec(max_versions=3)
-    got = []
-    scanner = StoreScanner(sources(), b"f", spec, max_versions=2)
-    while (row := scanner.next_row()) is not None:
-        got.extend(row)
-    scanner.close()
     model = resolve_model(expected, b"f", max_versions=2)
-    assert got == [c for r in model.values() for c in r]
+    for reverse in (False, True):
+        scanner = StoreScanner(sources(), b"f", ScanSpec(max_versions=3, reverse=reverse), max_versions=2)
+        got = []
+        while (row := scanner.next_row()) is not None:
+            got.append(row)
+        scanner.close()
+        assert got == (list(model.values())[::-1] if reverse else list(model.values()))
     assert keys  # the data is not empty
     for r in readers:
         r.close()

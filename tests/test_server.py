@@ -43,14 +43,16 @@ def build_table(root: str) -> None:
             b.put(_key(i), {b"cf:a": b"new%d" % i})
         for i in range(1, ROWS, 50):
             b.delete(_key(i))
-    plain = conn.create_table("p", {"f": {"block_size": 2048}}, split_keys=[b"row01500"],
-                              settings={"wal_sync": "none"})
+    # One region holding more cells than one engine batch, so an RPC scan pulls several batches.
+    plain = conn.create_table("p", {"f": {"block_size": 2048}}, settings={"wal_sync": "none"})
     with plain.batch() as b:
         for i in range(ROWS):
-            b.put(_key(i), {b"f:v": b"%08d" % i * 4})
+            b.put(_key(i), {b"f:%d" % c: b"%08d" % i for c in range(6)})
     plain.flush()
-    # Big enough (16 MB) that gRPC cannot buffer a whole stream of it for a client that stopped reading.
-    big = conn.create_table("big", {"f": {}}, settings={"wal_sync": "none"})
+    # Big enough (16 MB, 8 regions) that gRPC cannot buffer a whole stream of it for a client
+    # that stopped reading.
+    big = conn.create_table("big", {"f": {}}, split_keys=[_key(i) for i in range(500, 4000, 500)],
+                            settings={"wal_sync": "none"})
     with big.batch() as b:
         for i in range(4000):
             b.put(_key(i), {b"f:v": b"%04d" % i * 1000})

@@ -272,3 +272,13 @@ def test_scan_batches_rows_and_cells(table):
     assert cells.num_rows == 3
     with pytest.raises(InvalidArgument, match="output"):
         list(table.scan_batches(output="tuples"))
+
+
+def test_limit_counts_rows_that_have_the_requested_columns(conn):
+    t = conn.create_table("lim", {"cf": {}})
+    for i in range(10):
+        t.put(b"r%d" % i, {b"cf:a" if i % 2 else b"cf:b": b"%d" % i})
+    for reverse in (False, True):
+        rows = pa.Table.from_batches(list(t.scan_batches(columns=[b"cf:a"], limit=3, reverse=reverse)))
+        expected = [b"r1", b"r3", b"r5"] if not reverse else [b"r9", b"r7", b"r5"]
+        assert rows.column("key").to_pylist() == expected

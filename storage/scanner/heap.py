@@ -22,12 +22,15 @@ from typing import Sequence
 
 from ..cells import Cell, sort_key
 from ..errors import InvalidArgument
+from .metrics import ScanMetrics
 from .protocol import CellScanner
 
 __all__ = ["KeyValueHeap", "ReversedKeyValueHeap", "merge_scanners"]
 
 
-def merge_scanners(scanners: Sequence[CellScanner], reverse: bool = False, metrics=None):
+def merge_scanners(
+    scanners: Sequence[CellScanner], reverse: bool = False, metrics: ScanMetrics | None = None
+) -> "KeyValueHeap | ReversedKeyValueHeap":
     """A heap over ``scanners`` (newest first): :class:`KeyValueHeap`, or
     :class:`ReversedKeyValueHeap` for a reverse scan."""
     if reverse:
@@ -40,7 +43,7 @@ class _HeapBase:
 
     __slots__ = ("_scanners", "_heap", "_cur", "_cur_cell", "_cur_key", "_cur_rank", "_metrics")
 
-    def __init__(self, scanners: Sequence[CellScanner], metrics=None):
+    def __init__(self, scanners: Sequence[CellScanner], metrics: ScanMetrics | None = None):
         scanners = list(scanners)
         if not scanners:
             raise InvalidArgument("scanners: a heap needs at least one source")
@@ -220,7 +223,7 @@ class ReversedKeyValueHeap(_HeapBase):
 
     __slots__ = ("_row", "_waiting")
 
-    def __init__(self, scanners: Sequence[CellScanner], metrics=None):
+    def __init__(self, scanners: Sequence[CellScanner], metrics: ScanMetrics | None = None):
         super().__init__(scanners, metrics)
         self._row = None
         self._waiting: list = []  # (first key, rank, scanner) at rows before _row

@@ -30,15 +30,16 @@ from typing import Sequence
 from ..cells import Cell, sort_key
 from ..errors import InvalidArgument, ScannerError
 from .heap import merge_scanners
+from .metrics import ScanMetrics
 from .protocol import CellScanner, next_row_key
 from .scan_spec import ScanSpec
 
 __all__ = ["StoreScanner"]
 
+# CellType codes as plain ints: compared once per cell.
 _PUT = 4
-_DELETE = 8
 _DELETE_COLUMN = 12
-_DELETE_FAMILY = 14
+_DELETE_FAMILY = 14  # any other marker type is a Delete (8)
 
 # Steps tried before a reseek when skipping a column or the rest of a row:
 # the target is often a cell or two away, and a step is far cheaper than a
@@ -70,7 +71,7 @@ class StoreScanner:
         max_versions: int = 1,
         ttl: float | None = None,
         now_ms: int | None = None,
-        metrics=None,
+        metrics: ScanMetrics | None = None,
     ):
         if not isinstance(family, bytes) or not family:
             raise InvalidArgument(f"family={family!r}: expected non-empty bytes")

@@ -58,6 +58,14 @@ class FileInfo:
     bloom_policy: str | None
     data_size: int
     uncompressed_size: int
+    delete_count: int = -1  # delete markers in the file; -1 when not recorded
+    repeated_columns: int = -1  # cells whose (row, qualifier) equals the previous cell's; -1 unknown
+
+    @property
+    def needs_resolution(self) -> bool:
+        """False when every cell is the only version of its column and no marker exists,
+        so reads need no version or delete resolution."""
+        return self.delete_count != 0 or self.repeated_columns != 0
 
     def to_json(self) -> bytes:
         """The info section body (``file_size`` is not stored)."""
@@ -91,6 +99,8 @@ class FileInfo:
                 bloom_policy=doc["bloom_policy"],
                 data_size=int(doc["data_size"]),
                 uncompressed_size=int(doc["uncompressed_size"]),
+                delete_count=int(doc.get("delete_count", -1)),
+                repeated_columns=int(doc.get("repeated_columns", -1)),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptionError(f"malformed file info ({exc})", path, offset) from None

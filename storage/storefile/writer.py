@@ -97,6 +97,8 @@ class StoreFileWriter:
         self._min_ts: int | None = None
         self._max_ts: int | None = None
         self._uncompressed = 0
+        self._delete_count = 0
+        self._repeated_columns = 0
         self._hashes: list[tuple[np.ndarray, np.ndarray]] = []
         self._family_scalar = pa.scalar(family, pa.binary())
 
@@ -244,6 +246,7 @@ class StoreFileWriter:
         self._cell_count += n
         if self._first_cell is None:
             self._first_cell = first
+        self._count_versions_and_markers(block, first)
         self._last_cell = cell_at(block, n - 1)
         bounds = pc.min_max(block.column("timestamp")).as_py()
         self._min_ts = bounds["min"] if self._min_ts is None else min(self._min_ts, bounds["min"])
@@ -256,6 +259,22 @@ class StoreFileWriter:
         if self._bloom and len(distinct):
             self._hashes.append(row_hash_pairs(distinct))
         self._last_row = self._last_cell[0]
+
+    def _count_versions_and_markers(self, block: pa.RecordBatch, first: Cell) -> None:
+        """Count delete markers and repeated (row, qualifier) cells, once per block,
+        so readers know whether a file needs version and delete resolution."""
+        n = block.num_rows
+        types = block.column("type").to_numpy(zero_copy_only=False)
+        self._delete_count += int(np.count_nonzero(types != 4))
+        if n > 1:
+            rows, quals = block.column("row"), block.column("qualifier")
+            same = pc.and_(
+                pc.equal(rows.slice(1), rows.slice(0, n - 1)), pc.equal(quals.slice(1), quals.slice(0, n - 1))
+            )
+            self._repeated_columns += int(pc.sum(same).as_py() or 0)
+        last = self._last_cell
+        if last is not None and last[0] == first[0] and last[2] == first[2]:
+            self._repeated_columns += 1
 
     # -- lifecycle ---------------------------------------------------------
     def _check_open(self) -> None:
@@ -302,6 +321,8 @@ class StoreFileWriter:
                 bloom_policy=policy,
                 data_size=data_end,
                 uncompressed_size=self._uncompressed,
+                delete_count=self._delete_count,
+                repeated_columns=self._repeated_columns,
             )
             info_section = SectionHeader.frame(INFO_MAGIC, info.to_json())
             bloom_offset = data_end + len(index) if bloom_section else 0

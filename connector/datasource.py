@@ -1,0 +1,253 @@
+"""The Spark data source ``regionscan`` (pyspark's Python Data Source API).
+
+Read::
+
+    df = (spark.read.format("regionscan")
+          .option("root", "/data/tables").option("table", "events")
+          .option("hbase.columns.mapping", "key STRING :key, n INT cf:n")
+          .load())
+
+One Spark partition per split of :class:`~connector.input_format.TableInputFormat`
+(one per region by default); each task reads its pinned region files and
+yields Arrow batches decoded by the SerDe.  Filters are pushed down as in
+:mod:`connector.pushdown` (set ``spark.sql.python.filterPushdown.enabled``
+to ``true``; without it Spark evaluates every filter itself).
+
+Write (bulk load, :mod:`connector.bulkload`)::
+
+    df.write.format("regionscan").mode("append").options(...).save()
+
+``append`` adds the rows; ``overwrite`` replaces the table's contents.
+Each task stages store files; the driver's commit adds them atomically.
+The table must exist, or give ``newtable`` = number of regions to create it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from storage.errors import InvalidArgument, TableNotFound
+from storage.fs import FileSystem
+from storage.manifest import TABLE_MANIFEST
+
+from .bulkload import BulkLoadTask, StagedFile, abort_load, commit_load, table_regions
+from .explain import ScanPlan, save_plan
+from .options import MAX_RESTARTS, conf_int
+from .pushdown import push_filters
+from .record_reader import TableBatchRecordReader
+from .scanning import is_remote_root
+from .source import SourceConfig
+from .splits import TableSplit
+
+__all__ = ["RegionScanDataSource", "RegionScanReader", "RegionScanWriter", "RegionScanPartition", "BulkLoadMessage"]
+
+_LOG = logging.getLogger("connector.datasource")
+
+
+class RegionScanPartition(InputPartition):
+    """One split (None: an empty read)."""
+
+    def __init__(self, split: TableSplit | None):
+        super().__init__(split)
+        self.split = split
+
+
+class RegionScanDataSource(DataSource):
+    """``spark.read.format("regionscan")`` / ``df.write.format("regionscan")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "regionscan"
+
+    def _config(self) -> SourceConfig:
+        return SourceConfig.from_options(self.options)
+
+    def schema(self) -> str:
+        return self._config().schema_ddl()
+
+    def reader(self, schema) -> "RegionScanReader":
+        return RegionScanReader(self._config(), schema)
+
+    def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
+        return RegionScanWriter(self._config(), schema, overwrite)
+
+
+def _arrow_schema(schema) -> pa.Schema | None:
+    if schema is None or isinstance(schema, str):
+        return None
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)
+
+
+class RegionScanReader(DataSourceReader):
+    """Plans splits with pushed-down key ranges and filters; reads each split as Arrow batches."""
+
+    def __init__(self, config: SourceConfig, schema: Any = None):
+        self.config = config
+        self.key_ranges = None
+        self.engine_filter: str | None = None
+        self.names = config.output_names
+        target = _arrow_schema(schema)
+        if target is not None:
+            known = {n.lower(): n for n in config.read_serde().column_names}
+            missing = [f.name for f in target if f.name.lower() not in known]
+            if missing:
+                raise InvalidArgument(f"schema columns {missing} are not in the mapping ({sorted(known.values())})")
+            self.names = [known[f.name.lower()] for f in target]
+        self.target = target
+        self.plan: ScanPlan | None = None
+        self._result = None
+
+    def pushFilters(self, filters: Sequence[Any]) -> Iterator[Any]:
+        """Keep what the engine applies exactly; give the rest back to Spark."""
+        result = push_filters(list(filters), self.config.read_serde(), self.config.column_filters)
+        self.key_ranges = result.key_ranges
+        self.engine_filter = repr(result.engine_filter) if result.engine_filter is not None else None
+        self._result = result
+        save_plan(self.config, ScanPlan.build(self.config, result))
+        for f in result.residual:
+            yield f
+
+    def partitions(self) -> list[RegionScanPartition]:
+        fmt = self.config.input_format(self.key_ranges, self.engine_filter)
+        splits = fmt.get_splits()
+        if self._result is not None:
+            save_plan(self.config, ScanPlan.build(self.config, self._result, splits))
+        if not splits:
+            return [RegionScanPartition(None)]
+        return [RegionScanPartition(s) for s in splits]
+
+    def read(self, partition: RegionScanPartition) -> Iterator[pa.RecordBatch]:
+        split = partition.split
+        if split is None:
+            return
+        serde = self.config.read_serde()
+        reader = TableBatchRecordReader(conf_int(self.config.conf, MAX_RESTARTS, 3, minimum=0),
+                                        {"token": self.config.conf["token"]} if self.config.conf.get("token") else None)
+        reader.initialize(split)
+        names = self.names
+        target = self.target
+        try:
+            for rows in reader:
+                typed = serde.deserialize_batch(rows)
+                arrays = [typed.column(n) for n in names]
+                if target is not None:
+                    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
+                    yield pa.RecordBatch.from_arrays(arrays, schema=target)
+                else:
+                    yield pa.RecordBatch.from_arrays(arrays, names=names)
+        finally:
+            reader.close()
+
+
+@dataclass
+class BulkLoadMessage(WriterCommitMessage):
+    """What one task attempt staged."""
+
+    job_id: str
+    task_id: str
+    files: list[StagedFile] = field(default_factory=list)
+
+
+def _new_job_id() -> str:
+    return f"{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:12]}"
+
+
+class RegionScanWriter(DataSourceArrowWriter):
+    """Bulk-loads a DataFrame: tasks stage store files, the driver commits them atomically."""
+
+    def __init__(self, config: SourceConfig, schema: Any, overwrite: bool):
+        if is_remote_root(config.root):
+            raise InvalidArgument(
+                f"bulk load writes store files, so it needs the table's filesystem root, not {config.root}"
+            )
+        self.config = config
+        self.overwrite = overwrite
+        self.job_id = _new_job_id()
+        self.timestamp = conf_int(config.conf, "regionscan.write.timestamp", int(time.time() * 1000), minimum=0)
+        serde = config.write_serde()
+        table_fs = self._table_fs()
+        if not table_fs.exists(TABLE_MANIFEST):
+            regions = conf_int(config.conf, "newtable", minimum=1)
+            if regions is None:
+                raise TableNotFound(f"table {config.table} does not exist under {config.root} "
+                                    "(create it, or give option newtable = number of regions)")
+            self._create_table(serde, regions)
+        self.regions, families = table_regions(table_fs)
+        self.families = {name: settings for name, settings in families.items()}
+        for col in serde.mapping.columns:
+            if col.family is not None and col.family not in self.families:
+                raise InvalidArgument(f"column {col.name!r} maps family {col.family!r}, which table "
+                                      f"{config.table} lacks (families: {sorted(self.families)})")
+        names = set(serde.column_names)
+        incoming = [f.name for f in _arrow_schema(schema) or []]
+        unknown = [n for n in incoming if n not in names]
+        if unknown:
+            raise InvalidArgument(f"DataFrame columns {unknown} are not in the mapping ({serde.column_names})")
+
+    def _table_fs(self) -> FileSystem:
+        return FileSystem(self.config.root).sub(self.config.table)
+
+    def _create_table(self, serde, regions: int) -> None:
+        import storage
+
+        families = sorted({c.family for c in serde.mapping.columns if c.family is not None})
+        if not families:
+            raise InvalidArgument("newtable needs at least one column family in the mapping")
+        conn = storage.connect(self.config.root)
+        try:
+            if not conn.is_table_available(self.config.table):
+                conn.create_table(self.config.table, {f: {} for f in families}, num_regions=regions)
+        finally:
+            conn.close()
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> BulkLoadMessage:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task_id = f"p{ctx.partitionId():05d}-a{ctx.attemptNumber():03d}" if ctx else f"p-{uuid.uuid4().hex[:8]}"
+        serde = self.config.write_serde()
+        task = BulkLoadTask(self._table_fs(), self.job_id, task_id, self.regions, self.families, self.timestamp)
+        try:
+            for batch in iterator:
+                if batch.num_rows == 0:
+                    continue
+                task.add(serde.serialize_batch(_fill_missing(batch, serde)))
+            files = task.finish()
+        except BaseException:
+            task.abandon()
+            raise
+        return BulkLoadMessage(self.job_id, task_id, files)
+
+    def commit(self, messages: Sequence[BulkLoadMessage]) -> None:
+        staged = [f for m in messages if m is not None for f in m.files]
+        report = commit_load(self._table_fs(), self.job_id, staged, "overwrite" if self.overwrite else "append")
+        _LOG.info("bulk load %s committed: %d files, %d cells into %d regions of %s", report.job_id,
+                  report.files, report.cells, len(report.regions), self.config.table)
+
+    def abort(self, messages: Sequence[BulkLoadMessage]) -> None:
+        abort_load(self._table_fs(), self.job_id)
+
+
+def _fill_missing(batch: pa.RecordBatch, serde) -> pa.RecordBatch:
+    """Add null columns for mapped columns the DataFrame lacks (they write no cells)."""
+    names = batch.schema.names
+    missing = [f for f in serde.arrow_schema if f.name not in names]
+    if not missing:
+        return batch
+    arrays = list(batch.columns) + [pa.nulls(batch.num_rows, f.type) for f in missing]
+    return pa.RecordBatch.from_arrays(arrays, names=names + [f.name for f in missing])

@@ -1,0 +1,138 @@
+"""Bulk loads run by jobs: Spark tasks stage store files, the driver commits them at once.
+
+This drives :mod:`connector.bulkload` (HBase's ``HFileOutputFormat2`` plus
+``completebulkload``): each task stages its rows or cells as store files
+cut at the target's region boundaries; when every task has succeeded the
+driver commits them all in one journal write, so readers see the whole
+load or none of it.  If anything fails before the commit, every staged
+file of the job is deleted (by job id, so failed task attempts go too) and
+the table is as it was.
+
+Tasks may add row batches (``key`` + ``cf:q`` / family-map columns, as a
+SerDe's ``serialize_batch`` gives them) or raw cells (the engine's cell
+schema, with their own timestamps), see :class:`CellLoadTask`.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connector.bulkload import (
+    BulkLoadTask,
+    LoadReport,
+    RegionBounds,
+    StagedFile,
+    abort_load,
+    commit_load,
+    table_regions,
+)
+from connector.scanning import is_remote_root
+from storage.cells import CELL_SCHEMA
+from storage.errors import InvalidArgument, TableNotFound
+from storage.fs import FileSystem
+from storage.manifest import TABLE_MANIFEST
+from storage.schema import FamilySettings
+
+from jobs._progress import Progress
+from jobs._spark import run_tasks
+
+__all__ = ["LoadTarget", "CellLoadTask", "StageResult", "prepare_target", "run_load"]
+
+
+@dataclass(frozen=True)
+class LoadTarget:
+    """The table a job loads into, as the driver saw it (picklable: tasks receive it)."""
+
+    root: str
+    table: str
+    job_id: str
+    regions: tuple[RegionBounds, ...]
+    families: dict[str, FamilySettings]
+    timestamp: int
+
+    def table_fs(self) -> FileSystem:
+        return FileSystem(self.root).sub(self.table)
+
+    def open_task(self, name: str) -> "CellLoadTask":
+        """A staging task for this attempt (``name`` is made unique per attempt)."""
+        return CellLoadTask(self.table_fs(), self.job_id, f"{name}-{uuid.uuid4().hex[:8]}", self.regions,
+                            self.families, self.timestamp)
+
+
+def prepare_target(root: str, table: str) -> LoadTarget:
+    """Check the target on the driver and fix the job id, regions and load timestamp."""
+    if is_remote_root(root):
+        raise InvalidArgument(f"--root {root}: a bulk load writes store files into the table's folder, and a "
+                              "region server holds that table open; give the table's path or filesystem URI")
+    table_fs = FileSystem(root).sub(table)
+    if not table_fs.exists(TABLE_MANIFEST):
+        raise TableNotFound(f"table {table} does not exist under {root}")
+    regions, families = table_regions(table_fs)
+    return LoadTarget(root, table, f"job-{uuid.uuid4().hex[:12]}", tuple(regions), families,
+                      int(time.time() * 1000))
+
+
+class CellLoadTask(BulkLoadTask):
+    """A :class:`~connector.bulkload.BulkLoadTask` that also takes raw cells with their timestamps.
+
+    ``add_cells`` takes put cells in :data:`storage.cells.CELL_SCHEMA`
+    (any order, several families); they are buffered with the row
+    batches ``add`` takes and sorted and written the same way.
+    """
+
+    def add_cells(self, cells: pa.Table | pa.RecordBatch) -> None:
+        """Add put cells of any families the table has."""
+        if self._state != "open":
+            raise InvalidArgument(f"bulk-load task {self.task_id} is already {self._state}")
+        if isinstance(cells, pa.RecordBatch):
+            cells = pa.Table.from_batches([cells])
+        if not cells.num_rows:
+            return
+        if cells.schema != CELL_SCHEMA:
+            cells = cells.select(CELL_SCHEMA.names).cast(CELL_SCHEMA)
+        families = cells.column("family")
+        for family in pc.unique(families).to_pylist():
+            name = family.decode("utf-8", "replace")
+            if name not in self.families:
+                raise InvalidArgument(f"the table has no column family {name!r} (families: {sorted(self.families)})")
+            part = cells.filter(pc.equal(families, pa.scalar(family, pa.binary())))
+            self._pending.setdefault(name, []).append(part)
+            self._pending_cells += part.num_rows
+        if self._pending_cells >= self.run_cells:
+            self._write_run()
+
+
+@dataclass
+class StageResult:
+    """What one staging task produced."""
+
+    files: list[StagedFile] = field(default_factory=list)
+    rows: int = 0
+    cells: int = 0
+    nbytes: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def run_load(spark: Any, target: LoadTarget, stage: Callable[[Any], StageResult], items: Sequence[Any],
+             progress: Progress | None = None, mode: str = "append",
+             check: Callable[[list[StageResult]], None] | None = None) -> tuple[LoadReport, list[StageResult]]:
+    """Stage ``items`` in Spark tasks, run ``check`` on the results, then commit; abort on any failure.
+
+    ``check`` may raise to refuse the commit (bad lines, a mismatch).
+    """
+    try:
+        results = run_tasks(spark, stage, items, progress, description=f"bulk load into {target.table}")
+        if check is not None:
+            check(results)
+        staged = [f for r in results for f in r.files]
+        report = commit_load(target.table_fs(), target.job_id, staged, mode)
+    except BaseException:
+        abort_load(target.table_fs(), target.job_id)
+        raise
+    return report, results

@@ -1,0 +1,143 @@
+"""row_counter: count the rows of a table, as HBase's RowCounter.
+
+    regionscan row_counter --root R TABLE [--range a,b [--range c,d]] [--starttime MS] [--endtime MS]
+                           [--expected-count N] [COLUMN ...]
+    spark-submit jobs/row_counter.py --root R TABLE ...
+
+One Spark task per region split.  Each task scans its split with
+``FirstKeyOnlyFilter() AND KeyOnlyFilter()``: the engine hands over one
+empty-valued cell per row, so no value leaves the store files and nothing
+but a count leaves the task.  ``--range`` takes ``[start],[stop]`` (stop
+exclusive, either side may be empty, keys in ``Bytes.toBytesBinary`` form);
+several ranges, or ``a,b;c,d`` in one, are counted together.  With
+columns (``cf:q`` or ``cf``) only rows holding one of them count.
+``--expected-count N`` exits with status 1 when the count differs.
+"""
+
+if __name__ == "__main__":  # spark-submit jobs/row_counter.py: make the repository importable
+    import os as _os
+    import sys as _sys
+
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    _sys.path[:] = [p for p in _sys.path if _os.path.abspath(p or ".") != _here]
+    _sys.path.insert(0, _os.path.dirname(_here))
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from storage.errors import InvalidArgument
+from storage.filters.ranges import KeyRange, normalize
+from storage.scanner.metrics import ScanMetrics
+
+from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
+from jobs._progress import Progress
+from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
+from jobs._splits import ScanRequest, column_list, scan_split, scanned_bytes, table_splits
+
+__all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "SplitCount", "ROW_COUNT_FILTER"]
+
+ROW_COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
+"""One empty-valued cell per row: the cheapest scan that still sees every row."""
+
+
+@dataclass(frozen=True)
+class SplitCount:
+    """What one task counted."""
+
+    index: int
+    rows: int
+    nbytes: int
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """RowCounter's options (``--expectedCount`` is accepted for ``--expected-count``)."""
+    parser.add_argument("table", metavar="TABLE", help="table to count")
+    parser.add_argument("columns", nargs="*", metavar="COLUMN",
+                        help="count only rows with one of these columns (cf:q or cf)")
+    add_root_argument(parser)
+    parser.add_argument("--range", dest="ranges", action="append", default=[], metavar="START,STOP",
+                        help="row range [START,STOP) (either side may be empty; a;b for several); repeatable")
+    add_time_arguments(parser)
+    parser.add_argument("--expected-count", "--expectedCount", dest="expected_count", type=int, default=None,
+                        metavar="N", help="exit with status 1 unless exactly N rows are counted")
+    add_spark_arguments(parser)
+
+
+def parse_ranges(values: Sequence[str]) -> list[KeyRange] | None:
+    """``["a,b", "c,;,d"]`` -> normalized ``[start, stop)`` ranges; None when no range is given."""
+    ranges: list[KeyRange] = []
+    for value in values:
+        for part in str(value).split(";"):
+            if not part.strip():
+                continue
+            pieces = part.split(",")
+            if len(pieces) != 2:
+                raise InvalidArgument(f"--range {part!r}: expected START,STOP (escape a comma in a key as \\x2C)")
+            start = parse_row_key(pieces[0], "--range start") if pieces[0] else b""
+            stop = parse_row_key(pieces[1], "--range stop") if pieces[1] else None
+            if stop is not None and stop <= start:
+                raise InvalidArgument(f"--range {part!r}: the stop row must sort after the start row")
+            ranges.append((start, stop))
+    if not values:
+        return None
+    if not ranges:
+        raise InvalidArgument(f"--range {values!r} names no range")
+    return normalize(ranges)
+
+
+def count_split(split: Any) -> SplitCount:
+    """Count the rows of one split (runs in a Spark task)."""
+    metrics = ScanMetrics()
+    rows = 0
+    for batch in scan_split(split, "cells", metrics):
+        # FirstKeyOnlyFilter leaves exactly one cell per row
+        rows += batch.num_rows
+    return SplitCount(split.index, rows, scanned_bytes(metrics, split))
+
+
+def count_rows(spark: Any, request: ScanRequest, progress: Progress | None = None) -> int:
+    """Rows matched by ``request`` (its filter is replaced by the row-count filter)."""
+    from dataclasses import replace
+
+    request = replace(request, filter=ROW_COUNT_FILTER, max_versions=1)
+    with table_splits(request) as splits:
+        if progress is not None:
+            progress.total_tasks = len(splits)
+        results = run_tasks(spark, count_split, splits, progress, description=f"row_counter {request.table}")
+    return sum(r.rows for r in results)
+
+
+@guarded("row_counter")
+def run(args: argparse.Namespace) -> int:
+    """Count the rows; print ``ROWS=N`` and a summary."""
+    ranges = parse_ranges(args.ranges)
+    time_range = time_range_of(args.starttime, args.endtime)
+    if args.expected_count is not None and args.expected_count < 0:
+        raise InvalidArgument(f"--expected-count must not be negative, got {args.expected_count}")
+    request = ScanRequest(
+        root=args.root, table=args.table, columns=column_list(args.columns), time_range=time_range,
+        key_ranges=tuple(ranges) if ranges is not None else None,
+    )
+    conf = parse_conf_pairs(args.conf)
+    progress = Progress(f"row_counter {args.table}")
+    with spark_session(f"row_counter {args.table}", args.master, conf) as spark:
+        rows = count_rows(spark, request, progress)
+    progress.finish()
+    print(f"ROWS={rows}")
+    if args.expected_count is not None and rows != args.expected_count:
+        print(f"row_counter: expected {args.expected_count} rows but counted {rows}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``spark-submit jobs/row_counter.py ...``"""
+    return script_main(sys.modules[__name__], "row_counter", argv)
+
+
+if __name__ == "__main__":
+    from jobs.row_counter import main as _main  # run under the package name, so tasks pickle by reference
+
+    sys.exit(_main())

@@ -1,0 +1,54 @@
+"""Suite-wide fixtures.
+
+``spark``: one local SparkSession for the whole test run, created on first
+use (starting Spark takes 10-40 s, so tests share it) and stopped at the
+end.  Python workers run this interpreter with the repository on their
+path, so they import the project's packages and Spark registers the
+``regionscan`` source through ``pyspark_regionscan``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def spark_environment() -> dict[str, str]:
+    """The environment a Spark driver or worker of the tests needs."""
+    path = os.environ.get("PYTHONPATH", "")
+    parts = [REPO_ROOT] + [p for p in path.split(os.pathsep) if p and p != REPO_ROOT]
+    return {
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "PYTHONPATH": os.pathsep.join(parts),
+    }
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A shared local[2] SparkSession with Python filter pushdown on."""
+    os.environ.update(spark_environment())
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("regionscan-tests")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()

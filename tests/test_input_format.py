@@ -1,0 +1,412 @@
+"""TableInputFormat, TableSplit and the record readers, on real tables in tmp_path (no Spark)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import struct
+
+import pyarrow as pa
+import pytest
+
+import storage
+from connector import SnapshotLost, TableInputFormat
+from connector.bulkload import BulkLoadTask, lock_table, prepare_commit, recover, table_regions
+from connector.options import ScanSpec, scan_spec_from_conf, normalize_conf, to_bytes_binary, to_string_binary
+from connector.record_reader import TableBatchRecordReader, key_progress
+from connector.scanning import split_batches
+from connector.splits import block_cut_keys
+from serde import create_serde
+from storage.errors import InvalidArgument, TableLocked
+from storage.fs import FileSystem
+
+ROWS = 1200
+
+
+def _key(i: int) -> bytes:
+    return struct.pack(">I", i)
+
+
+def _fill(table, rows=ROWS, start=0):
+    with table.batch(batch_size=500) as b:
+        for i in range(start, start + rows):
+            b.put(_key(i), {b"cf:a": b"a%05d" % i, b"cf:b": struct.pack(">i", i - 600), b"cf2:x": b"x" * (i % 7)})
+
+
+@pytest.fixture
+def root(tmp_path):
+    path = str(tmp_path / "root")
+    conn = storage.connect(path)
+    table = conn.create_table(
+        "t", {"cf": {"block_size": 512, "max_versions": 3}, "cf2": {"block_size": 512}},
+        split_keys=[_key(300), _key(600), _key(900)], settings={"wal_sync": "none"},
+    )
+    _fill(table)
+    table.flush()
+    conn.close()
+    return path
+
+
+def _conf(root, **extra):
+    conf = {"regionscan.root": root, "hbase.mapreduce.inputtable": "t"}
+    conf.update(extra)
+    return conf
+
+
+def _embedded_rows(root, **scan):
+    conn = storage.connect(root, read_only=True)
+    try:
+        return list(conn.table("t").scan(**scan))
+    finally:
+        conn.close()
+
+
+def _read_all(fmt, splits):
+    out = []
+    for split in splits:
+        reader = fmt.create_record_reader(split)
+        while reader.next_key_value():
+            out.append((reader.get_current_key(), reader.get_current_value()))
+        reader.close()
+    return out
+
+
+# -- configuration ---------------------------------------------------------------
+def test_bytes_binary_round_trip():
+    raw = b"row\x00\xff\\x"
+    assert to_bytes_binary(to_string_binary(raw)) == raw
+    assert to_bytes_binary("ab\\x01") == b"ab\x01"
+
+
+def test_conf_keys_become_the_scan():
+    conf = normalize_conf({
+        "hbase.mapreduce.scan.row.start": "a\\x00",
+        "hbase.mapreduce.scan.row.stop": "m",
+        "hbase.mapreduce.scan.columns": "cf:a cf2",
+        "hbase.mapreduce.scan.column.family": "cf3",
+        "hbase.mapreduce.scan.timerange.start": "10",
+        "hbase.mapreduce.scan.timerange.end": "20",
+        "hbase.mapreduce.scan.maxversions": "2",
+        "hbase.mapreduce.scan.cacheblocks": "true",
+        "hbase.mapreduce.scan.cachedrows": "100",
+        "hbase.mapreduce.scan.batchsize": "5",
+    })
+    spec = scan_spec_from_conf(conf)
+    assert spec.row_start == b"a\x00" and spec.row_stop == b"m"
+    assert spec.columns == (b"cf:a", b"cf2", b"cf3")
+    assert spec.time_range == (10, 20) and spec.max_versions == 2
+    assert spec.cache_blocks and spec.caching == 100 and spec.batch == 5
+
+
+def test_timestamp_key_selects_exactly_that_timestamp_and_spark_aliases_apply():
+    spec = scan_spec_from_conf(normalize_conf({"hbase.mapreduce.scan.timestamp": 42}))
+    assert spec.time_range == (42, 43)
+    spec = scan_spec_from_conf(normalize_conf({
+        "hbase.spark.query.timerange.start": "5", "hbase.spark.query.timerange.end": "9",
+        "hbase.spark.query.maxVersions": "4", "hbase.spark.query.cachedrows": "7",
+    }))
+    assert spec.time_range == (5, 9) and spec.max_versions == 4 and spec.caching == 7
+
+
+@pytest.mark.parametrize("key, value", [
+    ("hbase.mapreduce.scan.maxversions", "zero"),
+    ("hbase.mapreduce.scan.maxversions", "0"),
+    ("hbase.mapreduce.scan.cacheblocks", "perhaps"),
+    ("regionscan.scan.filter", "NoSuchFilter ()"),
+])
+def test_bad_conf_values_name_the_key(key, value):
+    with pytest.raises(InvalidArgument) as err:
+        scan_spec_from_conf(normalize_conf({key: value}))
+    assert key in str(err.value) or "NoSuchFilter" in str(err.value)
+
+
+def test_missing_table_or_root_is_reported(root):
+    with pytest.raises(InvalidArgument, match="inputtable"):
+        TableInputFormat({"regionscan.root": root})
+    with pytest.raises(InvalidArgument, match="regionscan.root"):
+        TableInputFormat({"hbase.mapreduce.inputtable": "t"})
+    with pytest.raises(InvalidArgument, match="no column family"):
+        TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.columns": "nope:a"})).get_splits()
+
+
+# -- splits ----------------------------------------------------------------------
+def test_one_split_per_region_in_key_order(root):
+    fmt = TableInputFormat(_conf(root))
+    splits = fmt.get_splits()
+    assert [(s.start, s.end) for s in splits] == [
+        (b"", _key(300)), (_key(300), _key(600)), (_key(600), _key(900)), (_key(900), None)]
+    assert [s.index for s in splits] == [0, 1, 2, 3]
+    assert all(s.size > 0 and s.location and s.region_name.startswith("t,") for s in splits)
+    assert splits[3].end_row == b"" and splits[0].length == splits[0].size
+    assert _read_all(fmt, splits) == _embedded_rows(root)
+    fmt.release()
+
+
+def test_only_regions_that_intersect_the_scan_get_a_split(root):
+    fmt = TableInputFormat(_conf(root, **{
+        "hbase.mapreduce.scan.row.start": to_string_binary(_key(350)),
+        "hbase.mapreduce.scan.row.stop": to_string_binary(_key(650)),
+    }))
+    splits = fmt.get_splits()
+    assert [(s.start, s.end) for s in splits] == [(_key(350), _key(600)), (_key(600), _key(650))]
+    assert _read_all(fmt, splits) == _embedded_rows(root, row_start=_key(350), row_stop=_key(650))
+    narrowed = TableInputFormat(_conf(root), key_ranges=[(_key(10), _key(20)), (_key(950), _key(951))])
+    splits = narrowed.get_splits()
+    assert [s.start for s in splits] == [b"", _key(900)]
+    keys = [k for k, _ in _read_all(narrowed, splits)]
+    assert keys == [_key(i) for i in range(10, 20)] + [_key(950)]
+
+
+def test_splits_per_region_cut_at_block_boundaries(root):
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.tableinput.mappers.per.region": "3"}))
+    splits = fmt.get_splits()
+    assert len(splits) == 12
+    table_fs = FileSystem(root).sub("t")
+    firsts = set()
+    for pin in {p for s in splits for p in s.regions}:
+        for fam, names in pin.files:
+            for name in names:
+                from storage.storefile import StoreFileReader
+
+                with StoreFileReader(table_fs, f"regions/{pin.region_id}/{fam}/{name}") as r:
+                    firsts.update(k[0] for k in r.block_first_keys)
+    for left, right in zip(splits, splits[1:]):
+        assert left.end == right.start
+        if right.start not in (b"", _key(300), _key(600), _key(900)):
+            assert right.start in firsts
+    counts = [sum(b.num_rows for b in fmt.create_batch_reader(s)) for s in splits]
+    assert sum(counts) == ROWS and min(counts) >= 60  # roughly even thirds of 300 rows
+    assert _read_all(fmt, splits) == _embedded_rows(root)
+
+
+def test_block_cut_keys_are_inside_the_range(root):
+    table_fs = FileSystem(root).sub("t")
+    pin = TableInputFormat(_conf(root)).get_splits()[1].regions[0]
+    cuts = block_cut_keys(table_fs, pin, _key(300), _key(600), 4)
+    assert len(cuts) == 3 and cuts == sorted(cuts)
+    assert all(_key(300) < c < _key(600) for c in cuts)
+
+
+def test_autobalance_merges_small_neighbours_and_cuts_large_regions(tmp_path):
+    path = str(tmp_path / "root")
+    conn = storage.connect(path)
+    keys = [_key(i) for i in (100, 200, 300, 400, 500)]
+    table = conn.create_table("t", {"cf": {"block_size": 512}, "cf2": {}}, split_keys=keys, settings={"wal_sync": "none"})
+    _fill(table, rows=3000)  # regions 0-4 hold 100 rows each; the last holds 2500
+    table.flush()
+    conn.close()
+    fmt = TableInputFormat(_conf(path, **{
+        "hbase.mapreduce.tif.input.autobalance": "true",
+        "hbase.mapreduce.tif.ave.regionsize": str(int(table_size(path) / 6)),
+    }))
+    splits = fmt.get_splits()
+    merged = [s for s in splits if ";" in s.region_name]
+    assert merged, "small neighbouring regions are merged"
+    last_region = [s for s in splits if s.start >= keys[-1]]
+    assert len(last_region) >= 2, "the large region is cut"
+    assert _read_all(fmt, splits) == _embedded_rows(path)
+
+
+def table_size(path):
+    return sum(r["size"] for r in storage.connect(path, read_only=True).table("t").regions())
+
+
+# -- record readers ----------------------------------------------------------------
+def test_record_reader_progress_and_counters(root):
+    fmt = TableInputFormat(_conf(root))
+    split = fmt.get_splits()[1]
+    reader = fmt.create_record_reader(split)
+    assert reader.get_progress() == 0.0
+    seen = []
+    while reader.next_key_value():
+        seen.append(reader.get_progress())
+    assert seen == sorted(seen) and 0.0 <= seen[0] < 0.1 and seen[-1] > 0.9
+    assert reader.get_progress() == 1.0
+    counters = reader.get_counters()
+    assert counters["NUM_SCANNER_RESTARTS"] == 0 and counters["REGIONS_SCANNED"] == 1
+    assert counters["CELLS_SCANNED"] >= 300 * 3
+    reader.close()
+
+
+def test_key_progress_by_position():
+    assert key_progress(b"a", b"c", b"b") == pytest.approx(0.5)
+    assert key_progress(b"ab\x00", b"ab\x10", b"ab\x08") == pytest.approx(0.5)
+    assert key_progress(b"", None, b"\x80") == pytest.approx(0.5)
+
+
+def test_batchsize_splits_wide_rows_into_partial_values(root):
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.batchsize": "2"}))
+    values = _read_all(fmt, fmt.get_splits()[:1])
+    assert max(len(v) for _, v in values) == 2
+    first = [v for k, v in values if k == _key(1)]
+    assert len(first) == 2 and set().union(*first) == {b"cf:a", b"cf:b", b"cf2:x"}
+
+
+def test_batch_reader_equals_scan_batches_and_honours_cachedrows(root):
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.columns": "cf:a cf:b",
+                                          "hbase.mapreduce.scan.cachedrows": "64"}))
+    batches = [b for s in fmt.get_splits() for b in fmt.create_batch_reader(s)]
+    assert max(b.num_rows for b in batches) == 64
+    got = pa.Table.from_batches(batches)
+    conn = storage.connect(root, read_only=True)
+    want = pa.Table.from_batches(list(conn.table("t").scan_batches(columns=[b"cf:a", b"cf:b"])))
+    conn.close()
+    assert got.equals(want)
+
+
+def test_max_versions_and_time_range(root):
+    conn = storage.connect(root)
+    table = conn.table("t")
+    table.put(_key(5), {b"cf:a": b"v2"}, timestamp=10)
+    table.put(_key(5), {b"cf:a": b"v3"}, timestamp=20)
+    conn.close()
+    fmt = TableInputFormat(_conf(root, **{
+        "hbase.mapreduce.scan.row.start": to_string_binary(_key(5)),
+        "hbase.mapreduce.scan.row.stop": to_string_binary(_key(6)),
+        "hbase.mapreduce.scan.timerange.start": "0", "hbase.mapreduce.scan.timerange.end": "15",
+    }))
+    assert _read_all(fmt, fmt.get_splits()) == [(_key(5), {b"cf:a": b"v2"})]
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.timestamp": "20",
+                                          "hbase.mapreduce.scan.columns": "cf:a"}))
+    assert _read_all(fmt, fmt.get_splits()) == [(_key(5), {b"cf:a": b"v3"})]
+
+
+class _FailingOnce(TableBatchRecordReader):
+    """A reader whose scan stream raises an I/O error once, after the given number of batches."""
+
+    def __init__(self, fail_after, errors=1, **kw):
+        super().__init__(**kw)
+        self.fail_after = fail_after
+        self.errors = errors
+
+    def initialize(self, split, context=None):
+        super().initialize(split, context)
+        scan = self._scan
+        real_open = scan._open
+        state = {"batches": 0, "errors": self.errors}
+
+        def flaky():
+            for batch in real_open():
+                if state["errors"] and state["batches"] == self.fail_after:
+                    state["errors"] -= 1
+                    raise OSError("injected read error")
+                state["batches"] += 1
+                yield batch
+
+        scan._open = flaky
+        scan._stream = flaky()
+
+
+def test_reader_restarts_after_the_last_returned_row(root):
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.cachedrows": "50",
+                                          "hbase.mapreduce.scan.columns": "cf:a"}))
+    split = fmt.get_splits()[2]
+    clean = pa.Table.from_batches(list(fmt.create_batch_reader(split)))
+    reader = _FailingOnce(fail_after=1)
+    reader.initialize(split)
+    got = pa.Table.from_batches(list(reader))
+    assert got.equals(clean)
+    assert reader.get_counters()["NUM_SCANNER_RESTARTS"] == 1
+    stubborn = _FailingOnce(fail_after=0, errors=5, max_restarts=2)
+    stubborn.initialize(split)
+    with pytest.raises(OSError, match="injected"):
+        list(stubborn)
+    assert stubborn.get_counters()["NUM_SCANNER_RESTARTS"] == 2
+
+
+# -- snapshots ----------------------------------------------------------------------
+def test_splits_read_the_snapshot_of_get_splits(root):
+    conn = storage.connect(root)
+    table = conn.table("t")
+    table.put(_key(10), {b"cf:a": b"before"})  # unflushed: in the WAL when the splits pin it
+    fmt = TableInputFormat(_conf(root))
+    splits = fmt.get_splits()
+    table.put(_key(11), {b"cf:a": b"after"})
+    table.put(_key(5000), {b"cf:a": b"after"})
+    rows = dict(_read_all(fmt, splits))
+    conn.close()
+    assert rows[_key(10)][b"cf:a"] == b"before"
+    assert rows[_key(11)][b"cf:a"] == b"a00011" and _key(5000) not in rows
+
+
+def test_compacted_away_files_fail_clearly_or_come_from_the_archive(root):
+    fmt = TableInputFormat(_conf(root))
+    splits = fmt.get_splits()
+    before = _read_all(fmt, splits[:1])
+    pin = splits[0].regions[0]
+    old = pin.file_paths()
+    assert os.listdir(os.path.join(root, "t", "pins")), "get_splits registers its pins"
+    conn = storage.connect(root)
+    table = conn.table("t")
+    _fill(table, rows=50)
+    table.compact()  # flush + major compaction: the pinned files are deleted
+    conn.close()
+    gone = [p for p in old if not os.path.exists(os.path.join(root, "t", p))]
+    assert gone
+    with pytest.raises(SnapshotLost) as err:
+        _read_all(fmt, splits[:1])
+    assert "pinned" in str(err.value) and any(os.path.basename(p) in str(err.value) for p in gone)
+    # an engine that defers deletion moves replaced files to the archive; readers find them there
+    fmt2 = TableInputFormat(_conf(root))
+    splits2 = fmt2.get_splits()
+    pin2 = splits2[0].regions[0]
+    for rel in pin2.file_paths():
+        dst = os.path.join(root, "t", "archive", rel)
+        os.makedirs(os.path.dirname(dst), exist_ok=True)
+        shutil.copy(os.path.join(root, "t", rel), dst)
+    expected = _read_all(fmt2, splits2[:1])
+    conn = storage.connect(root)
+    conn.table("t").compact()
+    conn.close()
+    assert _read_all(fmt2, splits2[:1]) == expected
+    assert [k for k, _ in expected] == [k for k, _ in before]
+    fmt.release()
+    fmt2.release()
+    assert not os.listdir(os.path.join(root, "t", "pins"))
+
+
+def test_a_flush_after_pinning_unflushed_edits_is_reported(root):
+    conn = storage.connect(root)
+    table = conn.table("t")
+    table.put(_key(1), {b"cf:a": b"unflushed"})
+    fmt = TableInputFormat(_conf(root))
+    splits = fmt.get_splits()
+    table.flush()  # the pinned WAL records move into a new file the split does not know
+    conn.close()
+    with pytest.raises(SnapshotLost, match="WAL"):
+        _read_all(fmt, splits[:1])
+
+
+def test_committed_bulk_load_is_seen_whole_before_and_after_roll_forward(root):
+    table_fs = FileSystem(root).sub("t")
+    regions, families = table_regions(table_fs)
+    serde = create_serde("binary", "k INT :key, a STRING cf:a")
+    task = BulkLoadTask(table_fs, "job1", "p0", regions, families, timestamp=1 << 50)
+    task.add(serde.serialize_batch(pa.RecordBatch.from_pydict(
+        {"k": pa.array([5, 305, 2000], pa.int32()), "a": ["L5", "L305", "L2000"]})))
+    staged = task.finish()
+    assert len(staged) == 3
+    assert _embedded_rows(root, row_start=_key(5), row_stop=_key(6))[0][1][b"cf:a"] == b"a00005"
+    lock = lock_table(table_fs, "job1")
+    with pytest.raises(TableLocked, match="bulk load"):
+        lock_table(table_fs, "job2")
+    prepare_commit(table_fs, "job1", staged)  # committed, manifests not yet updated: a crash here
+    lock.release()
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.columns": "cf:a"}))
+    rows = dict(_read_all(fmt, fmt.get_splits()))
+    assert rows[_key(5)] == {b"cf:a": b"L5"} and rows[_key(305)] == {b"cf:a": b"L305"}
+    assert rows[_key(2000)] == {b"cf:a": b"L2000"}
+    lock = lock_table(table_fs, "recovery")
+    assert recover(table_fs) == 1
+    lock.release()
+    assert not os.listdir(os.path.join(root, "t", "bulkload"))
+    assert not os.path.exists(os.path.join(root, "t", ".staging", "job1"))
+    assert dict(_embedded_rows(root, columns=[b"cf:a"])) == rows
+
+
+def test_split_batches_resume_after_a_row(root):
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.columns": "cf:a"}))
+    split = fmt.get_splits()[0]
+    rest = pa.Table.from_batches(list(split_batches(split, resume_after=_key(100))))
+    assert rest.column("key").to_pylist() == [_key(i) for i in range(101, 300)]
+    assert isinstance(split.scan, ScanSpec)
