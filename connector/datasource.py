@@ -79,7 +79,14 @@ class RegionScanDataSource(DataSource):
         return self._config().schema_ddl()
 
     def reader(self, schema) -> "RegionScanReader":
-        return RegionScanReader(self._config(), schema)
+        config = self._config()
+        target = _arrow_schema(schema)
+        if target is not None:
+            known = {n.lower(): n for n in config.read_serde().column_names}
+            names = [known.get(f.name.lower(), f.name) for f in target]
+            if set(names) != set(config.output_names) and set(names) <= set(known.values()):
+                config = config.with_columns(names)  # a narrower user schema prunes the scan too
+        return RegionScanReader(config, schema)
 
     def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
         return RegionScanWriter(self._config(), schema, overwrite)

@@ -128,6 +128,12 @@ class SourceConfig:
             out.append(by_lower[n.lower()])
         return tuple(out)
 
+    def with_columns(self, names: list[str]) -> "SourceConfig":
+        """The same read restricted to ``names`` (pruning)."""
+        conf = self.conf
+        conf["regionscan.columns"] = ",".join(names)
+        return SourceConfig(tuple(sorted(conf.items())))
+
     @property
     def column_filters(self) -> bool:
         return conf_bool(self.conf, COLUMN_FILTERS, True)

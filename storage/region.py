@@ -361,6 +361,34 @@ class Region:
         with self._lock:
             return RegionView(self.info, {n: s.view() for n, s in self.stores.items()}, self.table_name)
 
+    def cell_scanner(self, spec, metrics=None, low: bytes = b"", high: bytes | None = None):
+        """A cell-at-a-time :class:`storage.scanner.RegionScanner` over ``[low, high)`` of this region."""
+        from .scanner import RegionScanner, StoreScanner
+
+        view = self.view()
+        read_spec = spec.with_filter_columns()
+        wanted = read_spec.families()
+        stores = []
+        for name, sview in view.stores.items():
+            family = name.encode()
+            if wanted is not None and family not in wanted:
+                continue
+            stores.append(
+                StoreScanner(
+                    [sview.memstore.scanner(metrics)] + [f.reader.scanner() for f in sview.files],
+                    family,
+                    read_spec,
+                    max_versions=sview.settings.max_versions,
+                    ttl=sview.settings.ttl,
+                    metrics=metrics,
+                )
+            )
+        start = max(low, self.info.start)
+        end = self.info.end
+        if high is not None and (end is None or high < end):
+            end = high
+        return RegionScanner(stores, spec, start_row=start, end_row=end, metrics=metrics, shared_filter=True)
+
     def midkey(self) -> bytes | None:
         """A row key near the middle of the region's data, for splitting."""
         largest = None

@@ -28,6 +28,7 @@ from .filters import coerce_filter
 from .fs import FileSystem
 from .manifest import RegionInfo, TableManifest
 from .region import Region
+from .scanner import ScanSpec, TableScanner
 from .scanner.metrics import ScanMetrics
 from .schema import FamilySettings, TableSettings, parse_column
 
@@ -410,6 +411,7 @@ class Table:
         reverse: bool = False,
         time_range: tuple[int, int] | None = None,
         max_versions: int = 1,
+        path: str = "batch",
     ) -> Iterator[tuple[bytes, dict]]:
         """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as happybase does.
 
@@ -417,7 +419,17 @@ class Table:
         ``sorted_columns`` gives OrderedDicts in column order; ``reverse``
         scans from ``row_start`` (highest, inclusive) down to ``row_stop``
         (exclusive); ``scan_batching`` caps cells per yielded chunk of a wide row.
+        ``path="cell"`` runs the cell-at-a-time scanners instead of the batch
+        kernels (same results; the tests hold the two paths to each other).
         """
+        if path not in ("batch", "cell"):
+            raise InvalidArgument(f"path must be 'batch' or 'cell', got {path!r}")
+        if path == "cell":
+            yield from self._scan_cells(
+                row_start, row_stop, row_prefix, columns, filter, timestamp, include_timestamp,
+                batch_size, scan_batching, limit, sorted_columns, reverse, time_range, max_versions,
+            )
+            return
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         if scan_batching is not None and (not isinstance(scan_batching, int) or scan_batching < 1):
@@ -428,12 +440,96 @@ class Table:
         ):
             yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
 
+    def scanner(
+        self,
+        row_start: bytes | None = None,
+        row_stop: bytes | None = None,
+        row_prefix: bytes | None = None,
+        columns: Sequence[bytes] | None = None,
+        filter: Any = None,
+        timestamp: int | None = None,
+        time_range: tuple[int, int] | None = None,
+        max_versions: int = 1,
+        limit: int | None = None,
+        reverse: bool = False,
+        batch: int | None = None,
+        caching: int = 100,
+        max_result_size: int | None = None,
+        metrics: ScanMetrics | None = None,
+    ) -> TableScanner:
+        """The cell-at-a-time scan: a :class:`storage.scanner.TableScanner` whose
+        ``next_rows(n)`` returns up to ``n`` results, each a list of one row's cells.
+
+        This is the path of point reads, RPC-style scanners and callers that
+        want cells as Python objects; ``scan_batches`` is the vectorized path.
+        """
+        low, high = row_range(row_start, row_stop, row_prefix, reverse)
+        min_ts, max_ts = (0, LATEST_TIMESTAMP) if time_range is None else time_range
+        if timestamp is not None:
+            max_ts = min(max_ts, self._check_ts(timestamp))
+        if columns is not None:
+            columns = [c.encode() if isinstance(c, str) else _check_bytes(c, "column") for c in columns]
+            for c in columns:
+                self._check_family(parse_column(c)[0])
+        # The key range is enforced through the region bounds given to each
+        # region scanner, so one [low, high) form serves both directions.
+        # One filter copy serves the whole scan (a PageFilter counts across regions).
+        flt = coerce_filter(filter)
+        if flt is not None:
+            flt = flt.copy()
+            flt.reset()
+        spec = ScanSpec(
+            start_row=b"" if reverse else low,
+            stop_row=None if reverse else high,
+            reverse=reverse,
+            columns=columns,
+            min_timestamp=min_ts,
+            max_timestamp=max_ts,
+            max_versions=max_versions,
+            filter=flt,
+            limit=limit or None,
+            batch=batch,
+            max_result_size=max_result_size,
+            caching=caching,
+        )
+        factories = [
+            (lambda spec, m, region=region: region.cell_scanner(spec, m, low, high))
+            for region in self._regions_for_range(low, high)
+        ]
+        return TableScanner(factories, spec, metrics)
+
     def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> dict:
-        """One row as ``{b"cf:q": value}`` ({} if absent)."""
+        """One row as ``{b"cf:q": value}`` ({} if absent); a cell-path point read."""
         row = _check_bytes(row, "row key")
-        for _, data in self.scan(row_start=row, row_stop=row + b"\x00", columns=columns, timestamp=timestamp, include_timestamp=include_timestamp):
-            return data
-        return {}
+        with self.scanner(row_start=row, row_stop=row + b"\x00", columns=columns, timestamp=timestamp, limit=1) as scanner:
+            cells = scanner.next()
+        if not cells:
+            return {}
+        if include_timestamp:
+            return {c[1] + b":" + c[2]: (c[5], c[3]) for c in cells}
+        return {c[1] + b":" + c[2]: c[5] for c in cells}
+
+    def _scan_cells(
+        self, row_start, row_stop, row_prefix, columns, filter, timestamp, include_timestamp,
+        batch_size, scan_batching, limit, sorted_columns, reverse, time_range, max_versions,
+    ) -> Iterator[tuple[bytes, dict]]:
+        make = OrderedDict if sorted_columns else dict
+        with self.scanner(
+            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
+            limit, reverse, scan_batching, batch_size or 100,
+        ) as scanner:
+            while True:
+                results = scanner.next_rows()
+                if not results:
+                    return
+                for cells in results:
+                    if include_timestamp:
+                        pairs = [(c[1] + b":" + c[2], (c[5], c[3])) for c in cells]
+                    else:
+                        pairs = [(c[1] + b":" + c[2], c[5]) for c in cells]
+                    if max_versions > 1:
+                        pairs.reverse()  # dict keeps the last duplicate; the newest must win
+                    yield cells[0][0], make(pairs)
 
     def rows(self, rows: Sequence[bytes], columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> list[tuple[bytes, dict]]:
         """Several rows, as ``[(row, data)]`` for the rows that exist, in the order asked."""

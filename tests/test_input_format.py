@@ -298,11 +298,13 @@ class _FailingOnce(TableBatchRecordReader):
 
 
 def test_reader_restarts_after_the_last_returned_row(root):
-    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.cachedrows": "50",
-                                          "hbase.mapreduce.scan.columns": "cf:a"}))
-    split = fmt.get_splits()[2]
+    # four key ranges in one region: the split's scan yields (at least) four batches
+    ranges = [(_key(i), _key(i + 20)) for i in (610, 650, 700, 800)]
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.cachedrows": "7",
+                                          "hbase.mapreduce.scan.columns": "cf:a"}), key_ranges=ranges)
+    (split,) = fmt.get_splits()
     clean = pa.Table.from_batches(list(fmt.create_batch_reader(split)))
-    reader = _FailingOnce(fail_after=1)
+    reader = _FailingOnce(fail_after=2)
     reader.initialize(split)
     got = pa.Table.from_batches(list(reader))
     assert got.equals(clean)

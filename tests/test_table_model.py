@@ -119,6 +119,8 @@ def check_against_model(table, model):
     expected = model.rows()
     assert dict(table.scan()) == expected
     assert list(table.scan(reverse=True)) == sorted(expected.items(), reverse=True)
+    assert dict(table.scan(path="cell")) == expected
+    assert list(table.scan(reverse=True, path="cell")) == sorted(expected.items(), reverse=True)
     for row in ROWS:
         assert table.row(row) == expected.get(row, {})
         for column in COLUMNS:

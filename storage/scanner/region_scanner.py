@@ -59,6 +59,8 @@ class RegionScanner:
     of it when ``spec.batch`` is set) or ``None``; ``next_rows(n)`` up to
     ``n`` results (``spec.caching`` by default), an empty list at the end.
     ``metrics`` collects row counters (``regions_scanned`` is counted here).
+    ``shared_filter`` uses ``spec.filter`` itself rather than a copy (the
+    caller made one copy for the whole scan).
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class RegionScanner:
         start_row: bytes = b"",
         end_row: bytes | None = None,
         metrics: ScanMetrics | None = None,
+        shared_filter: bool = False,
     ):
         if not stores:
             raise InvalidArgument("stores: a region scanner needs at least one store scanner")
@@ -85,7 +88,11 @@ class RegionScanner:
         self.metrics = metrics if metrics is not None else ScanMetrics()
         self.metrics.regions_scanned += 1
         self._filter = None
-        if spec.filter is not None:
+        if spec.filter is not None and shared_filter:
+            # A table scan hands every region the same per-scan filter, so
+            # state such as a PageFilter's count spans the whole scan.
+            self._filter = spec.filter
+        elif spec.filter is not None:
             # The spec's filter is a prototype: this region works on its own
             # copy, reset once as the scan starts (per-scan state such as a
             # PageFilter's count lives in it).
