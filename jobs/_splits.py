@@ -21,6 +21,7 @@ from connector.options import (
     ROOT,
     SCAN_COLUMNS,
     SCAN_FILTER,
+    SCAN_INCLUDE_TIMESTAMP,
     SCAN_MAXVERSIONS,
     SCAN_ROW_START,
     SCAN_ROW_STOP,
@@ -48,6 +49,7 @@ class ScanRequest:
     row_start: bytes | None = None
     row_stop: bytes | None = None
     key_ranges: tuple[KeyRange, ...] | None = None
+    include_timestamp: bool = False
 
     def conf(self) -> dict[str, Any]:
         """The input format's configuration (HBase key names)."""
@@ -63,6 +65,8 @@ class ScanRequest:
             conf[SCAN_ROW_START] = self.row_start
         if self.row_stop:
             conf[SCAN_ROW_STOP] = self.row_stop
+        if self.include_timestamp:
+            conf[SCAN_INCLUDE_TIMESTAMP] = True
         return conf
 
 

@@ -201,9 +201,9 @@ class StoreFileWriter:
         while start < n:
             # The block ends with the first cell whose running size reaches the target.
             end = int(np.searchsorted(cum, base + self.block_size, side="left")) + 1
+            if end >= n and not final:
+                break  # the pending cells may end inside a row that the next append continues
             if end > n:
-                if not final:
-                    break
                 end = n
                 row_end = n
             else:
