@@ -284,27 +284,39 @@ class MemStore:
                 if self._snapshot is not None:
                     self._snapshot.older.clear()
 
+    def range_cells(self, start_row: bytes = b"", stop_row: bytes | None = None) -> list[Cell]:
+        """The cells of rows ``[start_row, stop_row)`` as tuples in cell order."""
+        with self._lock:
+            segments = [s for s in (self._snapshot, self._active) if s is not None and s.cells]
+            return _merged_range(segments, start_row, stop_row)
+
+    def row_cells(self, row: bytes) -> list[Cell]:
+        """The cells of one row, in cell order (the point-read path)."""
+        return self.range_cells(row, row + b"\x00")
+
     def to_batch(
         self, start_row: bytes = b"", stop_row: bytes | None = None, families: Iterable[bytes] | None = None
     ) -> pa.Table:
         """The visible cells of rows ``[start_row, stop_row)`` as a
         :data:`storage.cells.CELL_SCHEMA` table in cell order, optionally
         restricted to ``families``."""
-        with self._lock:
-            segments = [s for s in (self._snapshot, self._active) if s is not None and s.cells]
-            parts = [_range_cells(s, start_row, stop_row) for s in segments]
-        if len(parts) == 2:
-            merged = dict(parts[0])  # snapshot first, the active map overrides
-            merged.update(parts[1])
-            cells = [merged[k] for k in sorted(merged)]
-        elif parts:
-            cells = [c for _, c in parts[0]]
-        else:
-            cells = []
-        table = _cells_to_table(cells)
+        table = _cells_to_table(self.range_cells(start_row, stop_row))
         if families is not None:
             table = table.filter(pc.is_in(table.column("family"), pa.array(list(families), pa.binary())))
         return table
+
+
+def _merged_range(segments: list, start_row: bytes, stop_row: bytes | None) -> list[Cell]:
+    """Cells of rows ``[start_row, stop_row)`` across the segments (oldest
+    first; a newer segment's cell replaces an older one's with the same key)."""
+    parts = [_range_cells(s, start_row, stop_row) for s in segments]
+    if len(parts) == 2:
+        merged = dict(parts[0])
+        merged.update(parts[1])
+        return [merged[k] for k in sorted(merged)]
+    if parts:
+        return [c for _, c in parts[0]]
+    return []
 
 
 def _range_cells(seg: _Segment, start_row: bytes, stop_row: bytes | None) -> list[tuple]:

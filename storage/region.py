@@ -389,6 +389,44 @@ class Region:
             end = high
         return RegionScanner(stores, spec, start_row=start, end_row=end, metrics=metrics, shared_filter=True)
 
+    def get(self, row: bytes, spec) -> list[Cell]:
+        """The visible cells of one row (a point read), in cell order.
+
+        Each source hands over the row's cells directly (memstore lookup;
+        bloom filter, index bisect and block bisect in store files).  A row
+        found in one store file that holds one version per column and no
+        delete markers needs no resolution; anything else goes through the
+        same :class:`StoreScanner` rules as scans.
+        """
+        from .scanner import ListScanner, StoreScanner
+
+        view = self.view()
+        wanted = spec.families()
+        out: list[Cell] = []
+        for name in sorted(view.stores):
+            family = name.encode()
+            if wanted is not None and family not in wanted:
+                continue
+            sview = view.stores[name]
+            settings = sview.settings
+            mem = sview.memstore.row_cells(row)
+            found = [(f, f.reader.row_cells(row)) for f in sview.files]
+            hits = [(f, cells) for f, cells in found if cells]
+            if not mem and not hits:
+                continue
+            if not mem and len(hits) == 1 and not hits[0][0].reader.info.needs_resolution and settings.ttl is None:
+                qualifiers = spec.qualifiers(family)
+                lo, hi = spec.min_timestamp, spec.max_timestamp
+                out.extend(
+                    c for c in hits[0][1] if (qualifiers is None or c[2] in qualifiers) and lo <= c[3] < hi
+                )
+                continue
+            sources = [ListScanner(mem)] + [ListScanner(cells) for _, cells in found]
+            store = StoreScanner(sources, family, spec, max_versions=settings.max_versions, ttl=settings.ttl)
+            out.extend(store.read_row() or ())
+            store.close()
+        return out
+
     def midkey(self) -> bytes | None:
         """A row key near the middle of the region's data, for splitting."""
         largest = None

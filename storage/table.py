@@ -501,8 +501,13 @@ class Table:
     def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> dict:
         """One row as ``{b"cf:q": value}`` ({} if absent); a cell-path point read."""
         row = _check_bytes(row, "row key")
-        with self.scanner(row_start=row, row_stop=row + b"\x00", columns=columns, timestamp=timestamp, limit=1) as scanner:
-            cells = scanner.next()
+        if columns is not None:
+            columns = [c.encode() if isinstance(c, str) else _check_bytes(c, "column") for c in columns]
+            for c in columns:
+                self._check_family(parse_column(c)[0])
+        max_ts = LATEST_TIMESTAMP if timestamp is None else self._check_ts(timestamp)
+        spec = ScanSpec(start_row=row, stop_row=row + b"\x00", columns=columns, max_timestamp=max_ts) if max_ts else None
+        cells = self._region_for(row).get(row, spec) if spec is not None else []
         if not cells:
             return {}
         if include_timestamp:

@@ -70,3 +70,25 @@ def test_file_info_counts_markers_and_repeated_columns(tmp_path):
     assert (info.delete_count, info.repeated_columns) == (1, 1)
     assert info.needs_resolution
     assert StoreFileReader(fs, "m.sf").info == info.with_file_size(info.file_size)
+
+
+def test_row_cells_point_reads_match_a_model(tmp_path):
+    fs = FileSystem(str(tmp_path))
+    rng = random.Random(3)
+    cells = []
+    for i in range(0, 3000, 3):
+        key = b"k%06d" % i
+        width = 200 if i == 1500 else 1 + rng.randrange(3)  # one row wider than a block
+        for q in range(width):
+            cells.append((key, b"cf", b"q%03d" % q, 9, CellType.PUT, b"v%d" % i))
+    writer = StoreFileWriter(fs, "g.sf", family=b"cf", block_size=1024)
+    writer.append_batch(cells_to_batch(cells))
+    writer.finish()
+    reader = StoreFileReader(fs, "g.sf")
+    by_row: dict[bytes, list] = {}
+    for c in cells:
+        by_row.setdefault(c[0], []).append(c)
+    for i in list(range(0, 3000, 7)) + [1500]:
+        key = b"k%06d" % i
+        assert [tuple(c) for c in reader.row_cells(key)] == by_row.get(key, [])
+    assert reader.row_cells(b"zzz") == [] and reader.row_cells(b"") == []

@@ -7,6 +7,7 @@ versions, deletes, TTL and the time range of one family;
 the result limits; :class:`TableScanner` walks regions.
 """
 
+from .list_scanner import ListScanner
 from .heap import KeyValueHeap, ReversedKeyValueHeap, merge_scanners
 from .metrics import ScanMetrics
 from .protocol import CellScanner, next_row_key
@@ -17,6 +18,7 @@ from .table_scanner import RegionScannerFactory, TableScanner
 
 __all__ = [
     "CellScanner",
+    "ListScanner",
     "next_row_key",
     "KeyValueHeap",
     "ReversedKeyValueHeap",

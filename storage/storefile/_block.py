@@ -22,7 +22,7 @@ __all__ = ["Block", "encode_block", "decode_body"]
 class Block:
     """A decoded data block with its place in the file (immutable once built)."""
 
-    __slots__ = ("index", "offset", "length", "next_offset", "batch")
+    __slots__ = ("index", "offset", "length", "next_offset", "batch", "rows")
 
     def __init__(self, index: int, offset: int, length: int, batch: pa.RecordBatch):
         self.index = index
@@ -30,6 +30,9 @@ class Block:
         self.length = length  # header + on-disk body
         self.next_offset = offset + length
         self.batch = batch
+        # The row keys as a Python list, built on the first point read of the
+        # block and kept with it (in the block cache) so later gets bisect.
+        self.rows: list[bytes] | None = None
 
 
 def encode_block(batch: pa.RecordBatch, prev_offset: int, codec: BlockCodec) -> tuple[bytes, pa.Buffer, int]:

@@ -20,12 +20,15 @@ for benchmarks; a miss costs one extra header read, counted in
 
 from __future__ import annotations
 
+import bisect
+
 import threading
 from typing import TYPE_CHECKING, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..cells import Cell
 from ..errors import CorruptionError, InvalidArgument, StorageError
 from ..fs import FileSystem
 from ._block import Block, decode_body
@@ -251,6 +254,33 @@ class StoreFileReader:
         (``(row,)`` sorts before every cell of ``row``).
         """
         return self._index.find_block(key)
+
+    def row_cells(self, row: bytes) -> list[Cell]:
+        """Every cell of ``row`` in this file, in cell order: the point-read path.
+
+        The bloom filter answers most misses without reading a block; within
+        a block the row is found by bisecting its row keys, a Python list
+        built once per cached block, so a get costs a bisect and a slice.
+        """
+        if self.block_count == 0 or not self.might_contain_row(row):
+            return []
+        self.counters.add("seeks")
+        i = max(self.find_block((row,)), 0)
+        out: list[Cell] = []
+        while i < self.block_count:
+            block = self._block(i)
+            rows = block.rows
+            if rows is None:
+                rows = block.rows = block.batch.column(0).to_pylist()
+            lo = bisect.bisect_left(rows, row)
+            hi = bisect.bisect_right(rows, row, lo)
+            if hi > lo:
+                part = block.batch.slice(lo, hi - lo)
+                out.extend(map(Cell._make, zip(*[part.column(k).to_pylist() for k in range(6)])))
+            if hi < len(rows):
+                break
+            i += 1
+        return out
 
     def read_block(self, i: int) -> pa.RecordBatch:
         """Data block ``i`` as a ``CELL_SCHEMA`` batch (verified, decompressed, cached)."""
