@@ -8,7 +8,8 @@ decode the 4-byte big-endian int, keep rows whose int is divisible by 3 and
 whose string holds "5", and sum the kept ints.  The work comes in two forms:
 
 * ``arrow``: one NumPy / Arrow compute call per batch (releases the GIL);
-* ``python``: a Python loop per row (holds the GIL), as a row-wise SerDe does.
+* ``python``: a Python loop per row (holds the GIL), as a row-wise SerDe does:
+  get the row, build the typed tuple, apply the predicate, hand it on.
 
 Variants, each the best of ``--repeat`` interleaved rounds:
 
@@ -67,22 +68,24 @@ def _ints(col: pa.Array) -> np.ndarray:
 
 
 def arrow_work(batch: pa.RecordBatch) -> tuple[int, int]:
-    """The per-row work as batch kernels: decode, predicate, sum."""
+    """The same work as batch kernels: decode both columns, predicate, keep the rows."""
     n = _ints(batch.column(1))
-    keep = (n % 3 == 0) & pc.match_substring(batch.column(2).cast(pa.binary()), "5").to_numpy(zero_copy_only=False)
-    kept = n[keep]
-    return int(kept.size), int(kept.sum())
+    text = batch.column(2).cast(pa.string())
+    keep = pa.array((n % 3 == 0) & pc.match_substring(text, "5").to_numpy(zero_copy_only=False))
+    kept = pa.record_batch([batch.column(0).filter(keep), pa.array(n).filter(keep), text.filter(keep)],
+                           names=["key", "n", "s"])
+    return kept.num_rows, int(pc.sum(kept.column(1)).as_py() or 0)
 
 
 def python_work(batch: pa.RecordBatch) -> tuple[int, int]:
-    """The same work row by row in Python, as a row-wise SerDe does it."""
-    count = total = 0
-    for raw, text in zip(batch.column(1).to_pylist(), batch.column(2).to_pylist()):
-        n = _UNPACK(raw)[0]
-        if n % 3 == 0 and b"5" in text:
-            count += 1
-            total += n
-    return count, total
+    """The same work row by row in Python, as a row-wise SerDe and executor do it: get the row,
+    build the typed tuple (int decoded, string decoded to text), apply the predicate, hand it on."""
+    kept = []
+    for key, raw, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), batch.column(2).to_pylist()):
+        row = (key, _UNPACK(raw)[0], text.decode("ascii"))
+        if row[1] % 3 == 0 and "5" in row[2]:
+            kept.append(row)
+    return len(kept), sum(r[1] for r in kept)
 
 
 WORKS: dict[str, Callable[[pa.RecordBatch], tuple[int, int]]] = {"arrow": arrow_work, "python": python_work}

@@ -17,6 +17,8 @@ from typing import Iterable, NamedTuple
 
 import pyarrow as pa
 
+from .errors import InvalidArgument
+
 __all__ = [
     "CellType",
     "Cell",
@@ -26,6 +28,7 @@ __all__ = [
     "cells_to_batch",
     "batch_to_cells",
     "is_delete",
+    "check_cell",
 ]
 
 LATEST_TIMESTAMP = (1 << 63) - 1
@@ -103,3 +106,34 @@ def batch_to_cells(batch: pa.RecordBatch | pa.Table) -> list[Cell]:
     """Turn a :data:`CELL_SCHEMA` batch back into cell tuples."""
     columns = [batch.column(i).to_pylist() for i in range(6)]
     return [Cell(*c) for c in zip(*columns)]
+
+
+_TYPES = frozenset(int(t) for t in CellType)
+_DELETE_FAMILY = int(CellType.DELETE_FAMILY)
+
+
+def check_cell(cell: tuple) -> Cell:
+    """Validate one cell and return it as a :class:`Cell` of plain ints.
+
+    Raises InvalidArgument naming the bad field; the engine's write paths
+    call it on cells a caller built by hand.
+    """
+    if len(cell) != 6:
+        raise InvalidArgument(f"cell {cell!r}: expected (row, family, qualifier, timestamp, type, value)")
+    row, family, qualifier, timestamp, cell_type, value = cell
+    if type(row) is not bytes or not row:
+        raise InvalidArgument(f"cell row={row!r}: expected non-empty bytes")
+    if type(family) is not bytes or not family:
+        raise InvalidArgument(f"cell family={family!r}: expected non-empty bytes")
+    if type(qualifier) is not bytes:
+        raise InvalidArgument(f"cell qualifier={qualifier!r}: expected bytes")
+    if type(value) is not bytes:
+        raise InvalidArgument(f"cell value of type {type(value).__name__}: expected bytes")
+    if not isinstance(timestamp, int) or not 0 <= timestamp <= LATEST_TIMESTAMP:
+        raise InvalidArgument(f"cell timestamp={timestamp!r}: expected an int in [0, 2**63-1]")
+    if cell_type not in _TYPES:
+        raise InvalidArgument(f"cell type={cell_type!r}: expected a CellType code")
+    if cell_type == _DELETE_FAMILY and qualifier:
+        # Scanners find family markers at the start of the family's cells.
+        raise InvalidArgument(f"cell qualifier={qualifier!r}: a DeleteFamily marker has an empty qualifier")
+    return Cell(row, family, qualifier, int(timestamp), int(cell_type), value)

@@ -14,6 +14,7 @@ that crashed before its manifest commit; a writer deletes them on open.
 from __future__ import annotations
 
 import threading
+from operator import itemgetter
 import time
 from typing import Iterable, Sequence
 
@@ -32,6 +33,8 @@ from .wal import WalWriter, replay_wal
 __all__ = ["Region", "RegionView", "chunk_bounds"]
 
 _WAL_DIR = "wal"
+_ROW = itemgetter(0)
+_FAMILY = itemgetter(1)
 
 
 def _now_ms() -> int:
@@ -189,17 +192,20 @@ class Region:
             store = self.stores.get(family.decode("ascii", "replace"))
             if store is None:
                 raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
-            store.memstore.add_many(group)
+            store.memstore.add_many(group, trusted=True)
 
     def mutate(self, cells: Sequence[Cell]) -> int:
         """Log and apply one atomic group of cells; returns its sequence id."""
         with self._lock:
             self._check_writable()
-            for cell in cells:
-                if not self.info.contains(cell[0]):
-                    raise InvalidArgument(f"row {cell[0]!r} is outside region {self.info.region_id}")
-                if cell[1].decode("ascii", "replace") not in self.stores:
-                    raise InvalidArgument(f"table {self.table_name} has no column family {cell[1]!r}")
+            rows = list(map(_ROW, cells))
+            low, high = min(rows), max(rows)
+            if not (self.info.contains(low) and self.info.contains(high)):
+                bad = low if not self.info.contains(low) else high
+                raise InvalidArgument(f"row {bad!r} is outside region {self.info.region_id}")
+            for family in set(map(_FAMILY, cells)):
+                if family.decode("ascii", "replace") not in self.stores:
+                    raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
             seq = self._next_seq
             self._wal.append(seq, cells)
             self._next_seq = seq + 1

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 
 from . import kernels
 from .batch_scan import BatchScan, scan_region_batches
-from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType
+from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType, check_cell
 from .errors import InvalidArgument, RegionNotFound, StorageError
 from .filters import coerce_filter
 from .fs import FileSystem
@@ -33,6 +33,9 @@ from .scanner.metrics import ScanMetrics
 from .schema import FamilySettings, TableSettings, parse_column
 
 __all__ = ["Table", "Batch", "row_range"]
+
+
+_PUT = int(CellType.PUT)
 
 
 def _now_ms() -> int:
@@ -97,6 +100,7 @@ class Table:
         self.settings = TableSettings(**{k: v for k, v in manifest.settings.items()})
         self._regions: list[Region] = []
         self._starts: list[bytes] = []
+        self._columns: dict[bytes, tuple[bytes, bytes]] = {}
         self.closed = False
         self._open_regions()
 
@@ -167,20 +171,34 @@ class Table:
             raise StorageError(f"table {self.name} is open read-only")
 
     def _put_cells(self, row: bytes, data: dict, timestamp: int | None) -> list[Cell]:
-        row = _check_bytes(row, "row key")
+        if type(row) is not bytes:
+            row = _check_bytes(row, "row key")
         if not row:
             raise InvalidArgument("row key must not be empty")
         if not isinstance(data, dict):
             raise InvalidArgument(f"put data must be a dict of b'family:qualifier' -> bytes, got {type(data).__name__}")
         ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
+        column = self._put_column
         cells = []
-        for column, value in data.items():
-            family, qualifier = parse_column(column)
-            if qualifier is None:
-                raise InvalidArgument(f"column {column!r} needs a qualifier (b'family:qualifier')")
-            self._check_family(family)
-            cells.append(Cell(row, family, qualifier, ts, CellType.PUT, _check_bytes(value, f"value of {column!r}")))
+        for name, value in data.items():
+            family, qualifier = column(name)
+            if type(value) is not bytes:
+                value = _check_bytes(value, f"value of {name!r}")
+            cells.append((row, family, qualifier, ts, _PUT, value))
         return cells
+
+    def _put_column(self, name: bytes) -> tuple[bytes, bytes]:
+        """(family, qualifier) of a put's column, checked once per distinct name."""
+        hit = self._columns.get(name)
+        if hit is None:
+            family, qualifier = parse_column(name)
+            if qualifier is None:
+                raise InvalidArgument(f"column {name!r} needs a qualifier (b'family:qualifier')")
+            self._check_family(family)
+            hit = (family, qualifier)
+            if isinstance(name, bytes) and len(self._columns) < 65536:
+                self._columns[name] = hit
+        return hit
 
     def _check_family(self, family: bytes) -> None:
         if family.decode("ascii", "replace") not in self.families_settings:
@@ -259,9 +277,10 @@ class Table:
 
     def put_cells(self, cells: Sequence[Cell]) -> None:
         """Write raw cells (puts and delete markers) as one group per region."""
-        for cell in cells:
+        checked = [check_cell(c) for c in cells]
+        for cell in checked:
             self._check_family(cell[1])
-        self._write(list(cells))
+        self._write(checked)
 
     # -- counters --------------------------------------------------------
     def counter_get(self, row: bytes, column: bytes) -> int:
