@@ -394,11 +394,7 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
 
 def store_file_readers(table: storage.Table) -> list:
     """Every store file reader of the table's regions (one per region after a major compaction)."""
-    readers = []
-    for region in table._regions:  # the benchmark reads below the table API on purpose
-        for view in region.view().stores.values():
-            readers.extend(f.reader for f in view.files)
-    return readers
+    return table.store_file_readers()
 
 
 def count_cells_one_at_a_time(reader) -> int:

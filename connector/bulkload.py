@@ -166,9 +166,11 @@ def row_batch_to_cells(rows: pa.RecordBatch, timestamp: int) -> dict[str, pa.Tab
             if not pa.types.is_map(col.type):
                 raise InvalidArgument(f"row batch column {name!r} is neither 'family:qualifier' nor a family map")
             family = name
-            parents = pc.list_parent_indices(col)
-            flat = col.flatten()  # the entries of every map, in order, as a struct of key/value
-            quals, values = flat.field("key"), flat.field("value")
+            # entries of the (possibly sliced) maps: child rows offsets[0]..offsets[-1]
+            offsets = col.offsets.to_numpy(zero_copy_only=False)
+            first, last = int(offsets[0]), int(offsets[-1])
+            parents = pa.array(np.repeat(np.arange(len(col), dtype=np.int64), np.diff(offsets)))
+            quals, values = col.keys.slice(first, last - first), col.items.slice(first, last - first)
             keep = values.is_valid()
             count = pc.sum(keep).as_py() or 0
             if not count:

@@ -39,6 +39,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
+from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument, TableNotFound
 from storage.fs import FileSystem
 from storage.manifest import TABLE_MANIFEST
@@ -132,8 +133,10 @@ class RegionScanReader(DataSourceReader):
     def partitions(self) -> list[RegionScanPartition]:
         fmt = self.config.input_format(self.key_ranges, self.engine_filter)
         splits = fmt.get_splits()
-        if self._result is not None:
-            save_plan(self.config, ScanPlan.build(self.config, self._result, splits))
+        result = self._result
+        if result is None:  # Spark calls pushFilters only when it has filters to offer
+            result = push_filters([], self.config.read_serde(), self.config.column_filters)
+        save_plan(self.config, ScanPlan.build(self.config, result, splits))
         if not splits:
             return [RegionScanPartition(None)]
         return [RegionScanPartition(s) for s in splits]
@@ -205,6 +208,10 @@ class RegionScanWriter(DataSourceArrowWriter):
         unknown = [n for n in incoming if n not in names]
         if unknown:
             raise InvalidArgument(f"DataFrame columns {unknown} are not in the mapping ({serde.column_names})")
+        keys = [c.name for c in serde.mapping.columns if c.kind in (ColumnKind.KEY, ColumnKind.KEY_PART)]
+        missing = [k for k in keys if k not in incoming]
+        if incoming and missing:
+            raise InvalidArgument(f"the DataFrame lacks the row key column(s) {missing}")
 
     def _table_fs(self) -> FileSystem:
         return FileSystem(self.config.root).sub(self.config.table)

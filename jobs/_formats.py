@@ -246,7 +246,7 @@ def _avro_table(records: list[dict], schema: pa.Schema | None, map_fields: list[
         return pa.Table.from_pylist(records)
     missing = [f.name for f in schema if f.name not in records[0]]
     if missing:
-        raise InvalidArgument(f"the Avro input lacks field(s) {missing}; it has {sorted(records[0])}")
+        raise InvalidArgument(f"the input lacks column(s) {missing}; it has {sorted(records[0])}")
     for name in map_fields:
         for r in records:
             value = r.get(name)

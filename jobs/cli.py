@@ -16,6 +16,7 @@ __all__ = ["main", "COMMANDS"]
 # command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("jobs.demo", "create, load, flush and scan a pre-split sample table (the engine alone)"),
+    "serve": ("storage.server.cli", "run a region server (Arrow Flight) over the tables under a root"),
     "pe": ("jobs.pe", "performance evaluation modelled on hbase pe --nomapred: latency percentiles and throughput per command"),
 }
 

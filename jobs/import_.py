@@ -107,8 +107,11 @@ class _ImportTask:
                     result.rows += table.num_rows
             result.files = task.finish()
         except (InvalidArgument, ValueError, pa.ArrowInvalid) as exc:
-            task.abandon()
+            task.abandon()  # bad data: no retry can fix it
             raise InvalidArgument(f"{item.path}: {exc}") from None
+        except OSError as exc:
+            task.abandon()  # maybe transient: Spark retries the task, and the message names the file
+            raise OSError(f"{item.path}: {exc}") from exc
         except BaseException:
             task.abandon()
             raise

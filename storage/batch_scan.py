@@ -237,7 +237,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             group.append(held)
             group_cells += held.num_rows
             held = batch
-        if group_cells >= _MIN_GROUP_CELLS:
+        if group_cells >= min(_MIN_GROUP_CELLS, proc.scan.batch_cells):
             yield from emit(group)
             group, group_cells = [], 0
             if proc.done:
@@ -252,7 +252,34 @@ _MIN_GROUP_CELLS = 16384
 
 
 def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
-    """Yield the region's part of ``scan`` as Arrow batches (cells or rows)."""
+    """Yield the region's part of ``scan`` as Arrow batches (cells or rows) of at
+    most ``scan.batch_cells`` rows each (zero-copy slices of larger results)."""
+    limit = scan.batch_cells
+    for batch in _region_batches(view, scan, metrics):
+        if batch.num_rows <= limit:
+            yield batch
+        elif scan.output == "rows":
+            for offset in range(0, batch.num_rows, limit):
+                yield batch.slice(offset, limit)
+        else:
+            yield from _slice_at_rows(batch, limit)
+
+
+def _slice_at_rows(batch: pa.RecordBatch, limit: int) -> Iterator[pa.RecordBatch]:
+    """Cut a cell batch into pieces of at most ``limit`` cells at row starts
+    (a single row wider than ``limit`` stays whole)."""
+    starts = kernels.row_boundaries(batch)
+    ends = np.append(starts[1:], batch.num_rows)
+    offset = 0
+    while offset < batch.num_rows:
+        # the last row that ends within offset + limit, at least one row
+        i = int(np.searchsorted(ends, offset + limit, side="right")) - 1
+        end = int(ends[i]) if i >= 0 and ends[i] > offset else int(ends[np.searchsorted(ends, offset, side="right")])
+        yield batch.slice(offset, end - offset)
+        offset = end
+
+
+def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
     low = max(scan.low, view.start)
     high = scan.high
     if view.end is not None and (high is None or view.end < high):

@@ -390,6 +390,8 @@ class Table:
         requested column) or ``"cells"`` (the six cell columns).  The vectorized path."""
         if output not in ("rows", "cells"):
             raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+            raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         scan, regions = self._batch_scan(
             row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
             max_versions, limit, reverse, output, include_timestamp, batch_size,
@@ -640,6 +642,23 @@ class Table:
         self._set_regions(regions)
         region.close()
         self.fs.delete_dir(f"regions/{region.info.region_id}")
+
+    def store_file_readers(self) -> list:
+        """The open :class:`storage.storefile.StoreFileReader` of every live store file."""
+        return [f.reader for r in self._regions for s in r.stores.values() for f in s.files]
+
+    def read_counters(self, reset: bool = False) -> dict[str, int]:
+        """Block read counters summed over the table's store files (blocks and
+        bytes read, extra header reads, cache hits and misses, seeks)."""
+        from .storefile.counters import ReadCounters
+
+        total = dict.fromkeys(ReadCounters.FIELDS, 0)
+        for reader in self.store_file_readers():
+            for name, value in reader.counters.snapshot().items():
+                total[name] = total.get(name, 0) + value
+            if reset:
+                reader.counters.reset()
+        return total
 
     def check(self) -> None:
         """Verify every invariant of the table's manifests and store files."""

@@ -412,3 +412,20 @@ def test_split_batches_resume_after_a_row(root):
     rest = pa.Table.from_batches(list(split_batches(split, resume_after=_key(100))))
     assert rest.column("key").to_pylist() == [_key(i) for i in range(101, 300)]
     assert isinstance(split.scan, ScanSpec)
+
+
+def test_server_root_reads_through_the_region_server(root):
+    from storage.server.process import ServerProcess
+
+    expected = _embedded_rows(root)
+    with ServerProcess(root) as server:
+        fmt = TableInputFormat({"regionscan.root": server.location, "hbase.mapreduce.inputtable": "t",
+                                "hbase.mapreduce.tableinput.mappers.per.region": "3"})
+        splits = fmt.get_splits()
+        assert len(splits) == 4 and all(not s.regions for s in splits)  # one per region, nothing pinned
+        assert splits[0].location == server.location.split("://", 1)[1]
+        assert _read_all(fmt, splits) == expected
+        narrowed = TableInputFormat({"regionscan.root": server.location, "hbase.mapreduce.inputtable": "t"},
+                                    key_ranges=[(_key(295), _key(305))])
+        batches = [b for s in narrowed.get_splits() for b in narrowed.create_batch_reader(s)]
+        assert pa.Table.from_batches(batches).column("key").to_pylist() == [_key(i) for i in range(295, 305)]

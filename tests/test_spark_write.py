@@ -98,7 +98,7 @@ def test_failed_job_aborts_and_leaves_nothing(spark, tmp_path):
     before = _rows(range(0, 10), "keep")
     spark.createDataFrame(before, DDL).write.format("regionscan").options(**_options(root)).mode("append").save()
 
-    @F.udf("bigint")
+    @F.udf("bigint", useArrow=False)
     def explode_on_13(n):
         if n == 13_000:
             raise ValueError("bad row 13")

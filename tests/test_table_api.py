@@ -282,3 +282,17 @@ def test_limit_counts_rows_that_have_the_requested_columns(conn):
         rows = pa.Table.from_batches(list(t.scan_batches(columns=[b"cf:a"], limit=3, reverse=reverse)))
         expected = [b"r1", b"r3", b"r5"] if not reverse else [b"r9", b"r7", b"r5"]
         assert rows.column("key").to_pylist() == expected
+
+
+def test_scan_batches_honours_batch_size_without_splitting_rows(table):
+    rows = list(table.scan_batches(columns=[b"cf:n"], batch_size=2))
+    assert all(b.num_rows <= 2 for b in rows) and sum(b.num_rows for b in rows) == 7
+    cells = list(table.scan_batches(output="cells", batch_size=4))
+    keys = [b.column(0).to_pylist() for b in cells]
+    # each row's three cells stay in one batch even though 3 + 3 > 4
+    assert all(len(set(k)) == len(k) // 3 for k in keys)
+    assert sum(len(k) for k in keys) == 21
+    counters = table.read_counters()
+    assert set(counters) >= {"blocks_read", "cache_hits", "extra_header_reads"}
+    with pytest.raises(InvalidArgument, match="batch_size"):
+        list(table.scan_batches(batch_size=0))

@@ -25,7 +25,6 @@ import pyarrow.flight as flight
 from ..cells import CELL_SCHEMA
 from ..connection import Connection
 from ..errors import InvalidArgument
-from ..storefile.counters import ReadCounters
 from ..table import Table
 from .auth import TokenMiddlewareFactory
 from .config import ServerConfig
@@ -73,17 +72,10 @@ def table_read_counters(table: Table, reset: bool = False) -> dict:
 
     ``reset`` zeroes the counters after reading them (between benchmark runs).
     """
-    totals = dict.fromkeys(ReadCounters.FIELDS, 0)
-    blocks = files = 0
-    for region in table._regions:  # the engine has no public listing of its readers
-        for store in region.stores.values():
-            for f in store.files:
-                files += 1
-                blocks += f.reader.block_count
-                for name, value in f.reader.counters.snapshot().items():
-                    totals[name] += value
-                if reset:
-                    f.reader.counters.reset()
+    readers = table.store_file_readers()
+    totals = table.read_counters(reset=reset)
+    files = len(readers)
+    blocks = sum(r.block_count for r in readers)
     return {"counters": totals, "files": files, "blocks": blocks}
 
 

@@ -1,0 +1,211 @@
+"""Spark over regionscan against Spark over Parquet: count(*), filtered counts and a group-by.
+
+The table is the 10-region sample table (``jobs.demo.load_sample_table``:
+4-byte big-endian int key, ``cf:n`` int, ``cf:s`` 100-byte string),
+flushed and major-compacted.  The same rows, typed (``k INT, n INT,
+s STRING``), are written as Parquet, one file per region, so both sides
+get ten input partitions.  Each query runs through the same local Spark
+session, against ``format("regionscan")`` and against Spark's own Parquet
+reader:
+
+* ``count``: ``SELECT count(*)``; for regionscan both the full mapping
+  (the Python source must produce every column) and the ``columns``
+  option reading the key only;
+* ``count where key range``: ``k >= a AND k < b`` (5% of the rows): a key
+  range for regionscan, row-group statistics for Parquet;
+* ``count where n, s``: ``n % 3 = 0 AND s LIKE '%5%'`` (nothing to push:
+  Spark evaluates it on every row);
+* ``group by``: ``SELECT n % 100, count(*), max(s) ... GROUP BY 1``.
+
+Every figure is the best wall time of ``--repeat`` runs after one warm-up,
+the two sides alternating.  ``--breakdown`` also times, in this process,
+what one pass of the Spark source does per split outside Spark: the engine
+scan (pinned region files -> Arrow row batches) and the SerDe decode; the
+rest of a Spark task is the Python worker's hand-off to the JVM.
+
+    python benchmarks/bench_spark.py --rows 1000000 --repeat 3 --json spark.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from typing import Any, Callable
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import storage  # noqa: E402
+from jobs.demo import load_sample_table  # noqa: E402
+
+__all__ = ["main", "build", "run_queries", "breakdown"]
+
+TABLE = "bench_spark"
+MAPPING = "k INT :key, n INT cf:n, s STRING cf:s"
+
+
+def _say(text: str) -> None:
+    print(text, flush=True)
+
+
+def build(root: str, rows: int, regions: int, value_size: int) -> str:
+    """Create (or reuse) the table and its Parquet copy; returns the Parquet folder."""
+    parquet = os.path.join(root, f"{TABLE}-parquet")
+    marker = os.path.join(root, f"{TABLE}.built")
+    wanted = f"{rows} {regions} {value_size}"
+    if os.path.exists(marker) and open(marker).read() == wanted:
+        return parquet
+    shutil.rmtree(root, ignore_errors=True)
+    t0 = time.perf_counter()
+    conn = storage.connect(root)
+    table = load_sample_table(conn, TABLE, rows, regions, value_size)
+    table.compact(major=True)
+    from serde import create_serde
+
+    serde = create_serde("binary", MAPPING)
+    os.makedirs(parquet)
+    for i, region in enumerate(table.regions()):
+        batches = [serde.deserialize_batch(b) for b in table.scan_batches(
+            row_start=region["start_key"] or None, row_stop=region["end_key"] or None, columns=serde.scan_columns)]
+        pq.write_table(pa.Table.from_batches(batches, schema=serde.arrow_schema),
+                       os.path.join(parquet, f"part-{i:05d}.parquet"), compression="none")
+    conn.close()
+    open(marker, "w").write(wanted)
+    _say(f"built {rows:,} rows in {regions} regions and the Parquet copy in {time.perf_counter() - t0:.1f}s")
+    return parquet
+
+
+def _session(cores: int):
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master(f"local[{cores}]").appName("bench_spark")
+             .config("spark.sql.python.filterPushdown.enabled", "true")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(cores)).config("spark.driver.memory", "2g")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def _best(repeat: int, fns: list[Callable[[], Any]]) -> list[tuple[float, Any]]:
+    """Best wall seconds (and result) of each function; runs alternate, one warm-up each."""
+    for fn in fns:
+        fn()
+    best = [(float("inf"), None)] * len(fns)
+    for _ in range(repeat):
+        for i, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            result = fn()
+            elapsed = time.perf_counter() - t0
+            if elapsed < best[i][0]:
+                best[i] = (elapsed, result)
+    return best
+
+
+def run_queries(spark, root: str, parquet: str, rows: int, repeat: int) -> list[dict]:
+    """Each query on both sides; a fresh DataFrame per run (see docs/connector.md on reuse)."""
+    options = {"root": root, "table": TABLE, "hbase.columns.mapping": MAPPING}
+
+    def ours(**extra):
+        return spark.read.format("regionscan").options(**options, **extra).load()
+
+    def theirs():
+        return spark.read.parquet(parquet)
+
+    lo, hi = rows // 2, rows // 2 + rows // 20
+    queries = [
+        ("count(*)", lambda df: df.count(), {}),
+        ("count(*), key column only", lambda df: df.count(), {"columns": "k"}),
+        (f"count where k in [{lo}, {hi})", lambda df: df.where(f"k >= {lo} AND k < {hi}").count(), {}),
+        ("count where n % 3 = 0 and s like '%5%'", lambda df: df.where("n % 3 = 0 AND s LIKE '%5%'").count(), {}),
+        ("group by n % 100: count, max(s)",
+         lambda df: sorted(tuple(r) for r in df.groupBy((df.n % 100).alias("b")).agg({"*": "count", "s": "max"}).collect()), {}),
+    ]
+    out = []
+    for name, query, extra in queries:
+        (t_ours, r_ours), (t_pq, r_pq) = _best(repeat, [lambda: query(ours(**extra)), lambda: query(theirs())])
+        if r_ours != r_pq:
+            raise AssertionError(f"{name}: regionscan gave {str(r_ours)[:80]}, Parquet {str(r_pq)[:80]}")
+        row = {"query": name, "regionscan_s": round(t_ours, 3), "parquet_s": round(t_pq, 3),
+               "ratio": round(t_pq / t_ours, 3), "rows_per_s": int(rows / t_ours)}
+        out.append(row)
+        _say(f"  {name:<44} regionscan {t_ours:7.2f}s   parquet {t_pq:7.2f}s   ratio {row['ratio']:.2f}x")
+    return out
+
+
+def breakdown(root: str, repeat: int) -> dict:
+    """Seconds per full pass, in this process: engine scan of every split, SerDe decode, Parquet read."""
+    from connector import TableInputFormat
+    from serde import create_serde
+
+    serde = create_serde("binary", MAPPING)
+    fmt = TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": TABLE,
+                            "hbase.mapreduce.scan.columns": " ".join(serde.scan_columns),
+                            "regionscan.pin.register": "false"})
+    splits = fmt.get_splits()
+    batches: list[pa.RecordBatch] = []
+
+    def scan() -> int:
+        batches.clear()
+        for split in splits:
+            batches.extend(fmt.create_batch_reader(split))
+        return sum(b.num_rows for b in batches)
+
+    def decode() -> int:
+        return sum(serde.deserialize_batch(b).num_rows for b in batches)
+
+    parquet = os.path.join(root, f"{TABLE}-parquet")
+
+    def read_parquet() -> int:
+        return pq.read_table(parquet, use_threads=False).num_rows
+
+    (t_scan, _), = _best(repeat, [scan])
+    (t_decode, _), (t_pq, _) = _best(repeat, [decode, read_parquet])
+    result = {"engine_scan_s": round(t_scan, 3), "serde_decode_s": round(t_decode, 3),
+              "pyarrow_parquet_read_s": round(t_pq, 3), "splits": len(splits)}
+    _say(f"  one process: engine scan {t_scan:.2f}s + SerDe decode {t_decode:.2f}s "
+         f"(pyarrow reads the Parquet copy in {t_pq:.2f}s)")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--regions", type=int, default=10)
+    parser.add_argument("--value-size", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cores", type=int, default=os.cpu_count() or 2, help="Spark local[N]")
+    parser.add_argument("--root", default="./bench-data/spark")
+    parser.add_argument("--breakdown", action="store_true", help="also time the engine and SerDe alone")
+    parser.add_argument("--json", help="write the measurements here")
+    args = parser.parse_args(argv)
+    root = os.path.abspath(args.root)
+    parquet = build(root, args.rows, args.regions, args.value_size)
+    spark = _session(args.cores)
+    try:
+        _say(f"Spark local[{args.cores}], {args.rows:,} rows, {args.regions} regions, best of {args.repeat} (wall)")
+        results = {"rows": args.rows, "regions": args.regions, "cores": args.cores, "repeat": args.repeat,
+                   "queries": run_queries(spark, root, parquet, args.rows, args.repeat)}
+    finally:
+        spark.stop()
+    if args.breakdown:
+        results["breakdown"] = breakdown(root, args.repeat)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""row_counter and cell_counter on small tables, run in-process on the suite's Spark session,
+checked against counts computed from the data written."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import storage
+
+from jobs import cell_counter, row_counter
+from jobs._splits import ScanRequest, scan_split, table_splits
+
+pytestmark = pytest.mark.spark
+
+# row -> {(family, qualifier): [timestamps]}
+_DATA = {
+    b"a1": {(b"f", b"x"): [10, 20, 30], (b"g", b"y"): [10]},
+    b"a2": {(b"f", b"x"): [10]},
+    b"b\x00\xff": {(b"g", b"y"): [40], (b"g", b"z"): [10]},
+    b"m1": {(b"f", b"x"): [20], (b"f", b"w"): [50, 60]},
+    b"m2": {(b"g", b"z"): [30]},
+    b"z9": {(b"f", b"x"): [60]},
+}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("counting") / "tables")
+    conn = storage.connect(path)
+    table = conn.create_table("t", {"f": {"max_versions": 5}, "g": {"max_versions": 5}}, split_keys=[b"b", b"m"])
+    for row, cells in _DATA.items():
+        for (fam, qual), stamps in cells.items():
+            for ts in stamps:
+                table.put(row, {fam + b":" + qual: b"v%d" % ts}, timestamp=ts)
+    table.flush()
+    table.put(b"m3", {b"f:x": b"memstore only"}, timestamp=70)  # unflushed: read from the WAL
+    conn.close()
+    return path
+
+
+def _model(start=b"", stop=None, time_range=(0, 1 << 62), prefix=b""):
+    data = dict(_DATA)
+    data[b"m3"] = {(b"f", b"x"): [70]}
+    out = {}
+    for row, cells in sorted(data.items()):
+        if row < start or (stop is not None and row >= stop) or not row.startswith(prefix):
+            continue
+        kept = {k: [t for t in v if time_range[0] <= t < time_range[1]] for k, v in cells.items()}
+        kept = {k: v for k, v in kept.items() if v}
+        if kept:
+            out[row] = kept
+    return out
+
+
+def test_row_counter_counts_ranges_times_and_columns(spark, root, capsys):
+    assert row_counter.main(["--root", root, "t"]) == 0
+    assert "ROWS=7" in capsys.readouterr().out
+    assert row_counter.main(["--root", root, "t", "--range", "a2,b\\x01", "--range", "m2,", "--expected-count", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "ROWS=5" in out and "row_counter t: 5 rows" in out
+    expected = len(_model(time_range=(25, 55)))
+    assert row_counter.main(["--root", root, "t", "--starttime", "25", "--endtime", "55",
+                             "--expectedCount", str(expected)]) == 0
+    assert row_counter.main(["--root", root, "t", "g:z", "f:w", "--expected-count", "3"]) == 0
+    assert row_counter.main(["--root", root, "t", "--expected-count", "6"]) == 1
+    captured = capsys.readouterr()
+    assert "expected 6 rows but counted 7" in captured.err
+
+
+def test_count_rows_uses_key_only_first_key_only_scans(spark, root):
+    request = ScanRequest(root, "t", filter=row_counter.ROW_COUNT_FILTER)
+    with table_splits(request) as splits:
+        assert len(splits) == 3  # one per region
+        for split in splits:
+            for batch in scan_split(split, "cells"):
+                rows = batch.column("row").to_pylist()
+                assert len(rows) == len(set(rows))  # one cell per row
+                assert set(batch.column("value").to_pylist()) <= {b""}  # no value left the store
+    assert row_counter.count_rows(spark, ScanRequest(root, "t", key_ranges=((b"", b"b"),))) == 2
+
+
+def _summary(model):
+    families, columns = {}, {}
+    for cells in model.values():
+        for fam in {f for f, _ in cells}:
+            families[fam] = families.get(fam, 0) + 1
+        for key in cells:
+            columns[key] = columns.get(key, 0) + 1
+    lines = {
+        "Total Families Across all Rows": len(families),
+        "Total Qualifiers across all Rows": sum(columns.values()),
+        "Total ROWS": len(model),
+    }
+    lines.update({f.decode(): n for f, n in families.items()})
+    lines.update({f"{f.decode()}:{q.decode()}": n for (f, q), n in columns.items()})
+    return lines
+
+
+def _text(b: bytes) -> str:
+    from connector.options import to_string_binary
+
+    return to_string_binary(b)
+
+
+def test_cell_counter_report_matches_the_data(spark, root, tmp_path, capsys):
+    out = str(tmp_path / "report")
+    assert cell_counter.main(["--root", root, "t", out, "|"]) == 0
+    printed = capsys.readouterr().out
+    model = _model()
+    expected = {k.replace(":", "|", 1) if k.count(":") == 1 else k: v for k, v in _summary(model).items()}
+    with open(os.path.join(out, "part-r-00000")) as f:
+        lines = [line.rstrip("\n").split("\t") for line in f]
+    assert [k for k, _ in lines] == sorted(k for k, _ in lines)  # sorted by key, as the reducer writes
+    assert {k: int(v) for k, v in lines} == expected
+    assert "Total ROWS\t7" in printed
+    parts = sorted(n for n in os.listdir(out) if n.startswith("part-m-"))
+    assert len(parts) == 3 and "_SUCCESS" in os.listdir(out)
+    per_row = "".join(open(os.path.join(out, p)).read() for p in parts).splitlines()
+    want = [f"{_text(row)}|{f.decode()}|{q.decode()}_Versions\t{len(stamps)}"
+            for row, cells in model.items() for (f, q), stamps in sorted(cells.items())]
+    assert per_row == want
+
+
+def test_cell_counter_prefix_regex_and_time_range(spark, root, capsys):
+    assert cell_counter.main(["--root", root, "t", "--starttime", "15", "--endtime", "65"]) == 0
+    got = dict(line.split("\t") for line in capsys.readouterr().out.splitlines() if "\t" in line)
+    assert {k: int(v) for k, v in got.items()} == _summary(_model(time_range=(15, 65)))
+    with pytest.raises(SystemExit):  # a row filter needs the output and separator positions before it
+        cell_counter.main(["--root", root, "t", "out", ":", "m", "extra"])
+    capsys.readouterr()
+    for flt, prefix in (("m", b"m"), ("^a.*", b"a")):
+        out = os.path.join(root, "..", f"report-{prefix.decode()}")
+        assert cell_counter.main(["--root", root, "t", out, ":", flt]) == 0
+        got = dict(line.split("\t") for line in capsys.readouterr().out.splitlines() if "\t" in line)
+        assert {k: int(v) for k, v in got.items()} == _summary(_model(prefix=prefix))
