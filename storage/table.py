@@ -401,13 +401,20 @@ class Table:
         try:
             for region, lo, hi in regions:
                 view = region.view()
-                if metrics is not None:
-                    metrics.regions_scanned += 1
+                before = _read_counters(view) if metrics is not None else None
                 region_scan = dataclasses.replace(scan, low=lo, high=hi, limit=remaining)
                 for batch in scan_region_batches(view, region_scan, metrics):
+                    if remaining is not None or metrics is not None:
+                        rows = batch.num_rows if output == "rows" else len(kernels.row_boundaries(batch))
+                        if remaining is not None:
+                            remaining -= rows
+                        if metrics is not None:
+                            metrics.rows_scanned += rows
+                            metrics.bytes_in_results += batch.nbytes
                     yield batch
-                    if remaining is not None:
-                        remaining -= batch.num_rows if output == "rows" else len(kernels.row_boundaries(batch))
+                if metrics is not None:
+                    metrics.regions_scanned += 1
+                    _add_read_counters(metrics, before, _read_counters(view))
                 if remaining is not None and remaining <= 0:
                     break
                 if scan.filter is not None and scan.filter.filter_all_remaining():
@@ -677,6 +684,29 @@ class Table:
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} regions={len(self._regions)}>"
+
+
+def _read_counters(view) -> dict[str, int]:
+    """Summed read counters of the store files a region view reads."""
+    total: dict[str, int] = {}
+    for store in view.stores.values():
+        for f in store.files:
+            for name, value in f.reader.counters.snapshot().items():
+                total[name] = total.get(name, 0) + value
+    return total
+
+
+def _add_read_counters(metrics: ScanMetrics, before: dict[str, int], after: dict[str, int]) -> None:
+    """Charge a scan with what its region's readers read meanwhile, once per region.
+
+    Readers are shared, so a concurrent scan of the same files is counted
+    here too; the counters are exact for a scan that runs alone.
+    """
+    delta = {k: v - before.get(k, 0) for k, v in after.items()}
+    metrics.blocks_read_from_disk += delta.get("blocks_read", 0)
+    metrics.bytes_read_from_disk += delta.get("bytes_read", 0)
+    metrics.blocks_read_from_cache += delta.get("cache_hits", 0)
+    metrics.seeks += delta.get("seeks", 0)
 
 
 def _intersect_spans(low: bytes, high: bytes | None, ranges) -> list[tuple[bytes, bytes | None]]:

@@ -296,3 +296,24 @@ def test_scan_batches_honours_batch_size_without_splitting_rows(table):
     assert set(counters) >= {"blocks_read", "cache_hits", "extra_header_reads"}
     with pytest.raises(InvalidArgument, match="batch_size"):
         list(table.scan_batches(batch_size=0))
+
+
+def test_scan_metrics_count_rows_cells_blocks_and_cache(conn):
+    from storage.scanner import ScanMetrics
+
+    t = conn.create_table("met", {"cf": {"block_size": 512}}, split_keys=[b"r5"])
+    for i in range(100):
+        t.put(b"r%02d" % i, {b"cf:a": b"x" * 30, b"cf:b": b"y"})
+    t.flush()
+    m = ScanMetrics()
+    rows = sum(b.num_rows for b in t.scan_batches(columns=[b"cf:a"], metrics=m))
+    assert rows == 100
+    assert (m.rows_scanned, m.cells_scanned, m.regions_scanned) == (100, 200, 2)
+    assert m.blocks_read_from_disk > 2 and m.bytes_read_from_disk > 100 * 30
+    again = ScanMetrics()
+    list(t.scan_batches(columns=[b"cf:a"], metrics=again))
+    assert again.blocks_read_from_disk == 0 and again.blocks_read_from_cache == m.blocks_read_from_disk
+    filtered = ScanMetrics()
+    list(t.scan_batches(filter="PrefixFilter ('r1') AND ValueFilter (=, 'binary:nope')", metrics=filtered, output="cells"))
+    assert filtered.rows_filtered == 10 and filtered.rows_scanned == 0
+    assert filtered.to_dict()["ROWS_FILTERED"] == 10
