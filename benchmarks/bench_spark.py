@@ -8,6 +8,8 @@ get ten input partitions.  Each query runs through the same local Spark
 session, against ``format("regionscan")`` and against Spark's own Parquet
 reader:
 
+* ``planning only``: plan ``k = x`` (pushdown and partitions, no tasks);
+* ``count where k = x``: one row (a point get for regionscan): the fixed cost of a query;
 * ``count``: ``SELECT count(*)``; for regionscan both the full mapping
   (the Python source must produce every column) and the ``columns``
   option reading the key only;
@@ -124,7 +126,14 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int) -> list[
         return spark.read.parquet(parquet)
 
     lo, hi = rows // 2, rows // 2 + rows // 20
+
+    def plan_only(df):
+        df.where(f"k = {rows // 3}")._jdf.queryExecution().executedPlan()  # pushdown + partitions, no tasks
+        return None
+
     queries = [
+        ("planning only (k = x)", plan_only, {}),
+        ("count where k = x (one row)", lambda df: df.where(f"k = {rows // 3}").count(), {}),
         ("count(*)", lambda df: df.count(), {}),
         ("count(*), key column only", lambda df: df.count(), {"columns": "k"}),
         (f"count where k in [{lo}, {hi})", lambda df: df.where(f"k >= {lo} AND k < {hi}").count(), {}),
@@ -170,12 +179,28 @@ def breakdown(root: str, repeat: int) -> dict:
     def read_parquet() -> int:
         return pq.read_table(parquet, use_threads=False).num_rows
 
+    from connector.datasource import RegionScanDataSource
+
+    source = RegionScanDataSource({"root": root, "table": TABLE, "hbase.columns.mapping": MAPPING,
+                                   "regionscan.pin.register": "false"})
+
+    def plan() -> int:
+        return len(source.reader(None).partitions())
+
+    reader = source.reader(None)
+    partitions = reader.partitions()
+
+    def source_read() -> int:  # what the Python side of every Spark task does, minus the hand-off
+        return sum(b.num_rows for p in partitions for b in reader.read(p))
+
     (t_scan, _), = _best(repeat, [scan])
     (t_decode, _), (t_pq, _) = _best(repeat, [decode, read_parquet])
+    (t_plan, _), (t_read, _) = _best(repeat, [plan, source_read])
     result = {"engine_scan_s": round(t_scan, 3), "serde_decode_s": round(t_decode, 3),
+              "source_plan_s": round(t_plan, 3), "source_read_s": round(t_read, 3),
               "pyarrow_parquet_read_s": round(t_pq, 3), "splits": len(splits)}
-    _say(f"  one process: engine scan {t_scan:.2f}s + SerDe decode {t_decode:.2f}s "
-         f"(pyarrow reads the Parquet copy in {t_pq:.2f}s)")
+    _say(f"  one process: engine scan {t_scan:.2f}s + SerDe decode {t_decode:.2f}s; the source's read() over "
+         f"every partition {t_read:.2f}s, its planning {t_plan:.3f}s (pyarrow reads the Parquet copy in {t_pq:.2f}s)")
     return result
 
 

@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import urlparse
 
 from storage.errors import InvalidArgument, TableNotFound
-from storage.filters.ranges import KeyRange
+from storage.filters.ranges import KeyRange, intersect
 from storage.fs import FileSystem
 from storage.manifest import TABLE_MANIFEST
 from storage.schema import parse_column, validate_table_name
@@ -134,7 +134,8 @@ class TableInputFormat:
         table_fs = FileSystem(self.root).sub(self.table_name)
         if not table_fs.exists(TABLE_MANIFEST):
             raise TableNotFound(f"table {self.table_name} does not exist under {self.root}")
-        snapshot = pin_table(table_fs)
+        spans = scan.spans()
+        snapshot = pin_table(table_fs, lambda info: bool(intersect(spans, [(info.start, info.end)])))
         self._check_columns(scan, snapshot.families)
         regions = [(f"{self.table_name},{p.info.name}", p, p.start, p.end, p.size) for p in snapshot.regions]
         splits = plan_splits(

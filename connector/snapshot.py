@@ -13,8 +13,8 @@ for under the table's archive (``archive/regions/<region>/<family>/<file>``,
 where an engine that defers deletion for pinned snapshots moves it);
 if it is not there either, :class:`SnapshotLost` names it.
 
-Pins can be registered in ``<table>/pins/<id>.pin`` (JSON: expiry and the
-pinned paths) so that the engine can defer deleting those files until the
+Pins can be registered in ``<table>/pins/<expiry ms>-<id>.pin`` (JSON: expiry
+and the pinned paths) so that the engine can defer deleting those files until the
 readers are done or the pin expires; see docs/connector.md.
 """
 
@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Callable, Iterable
 
 from storage.errors import StorageError
 from storage.fs import FileSystem
@@ -49,6 +49,7 @@ __all__ = [
     "PinnedRegion",
     "write_pin_file",
     "release_pin_file",
+    "live_pins",
     "shared_block_cache",
 ]
 
@@ -159,11 +160,16 @@ def _pin_region(table_fs: FileSystem, info: RegionInfo, journals) -> RegionPin:
     )
 
 
-def pin_table(table_fs: FileSystem) -> TableSnapshot:
-    """Pin every region of the table under ``table_fs`` (committed bulk-load journals applied)."""
+def pin_table(table_fs: FileSystem, wanted: Callable[[RegionInfo], bool] | None = None) -> TableSnapshot:
+    """Pin the regions of the table under ``table_fs`` (committed bulk-load journals applied).
+
+    ``wanted`` picks the regions to pin (default: all); the others are left out.
+    """
     manifest = TableManifest.load(table_fs)
     journals = read_journals(table_fs)
-    pins = tuple(_pin_region(table_fs, info, journals) for info in manifest.regions)
+    pins = tuple(
+        _pin_region(table_fs, info, journals) for info in manifest.regions if wanted is None or wanted(info)
+    )
     return TableSnapshot(manifest.name, dict(manifest.families), pins, manifest.generation)
 
 
@@ -267,14 +273,18 @@ class PinnedRegion:
 
 
 def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_seconds: int) -> str | None:
-    """Register pinned files in ``pins/<id>.pin``; returns the id, or None if the root is not writable."""
-    pin_id = f"{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:12]}"
+    """Register pinned files in ``pins/<expiry ms>-<id>.pin``; returns the id, or None if the root is not writable.
+
+    The expiry leads the file name, so expired pins are found by listing names alone.
+    """
+    expires = int((time.time() + ttl_seconds) * 1000)
+    pin_id = f"{expires:013d}-{uuid.uuid4().hex[:12]}"
     paths: list[str] = []
     wal: list[str] = []
     for pin in regions:
         paths.extend(pin.file_paths())
         wal.extend(pin.wal_paths())
-    doc = {"expires_ms": int((time.time() + ttl_seconds) * 1000), "files": paths, "wal": wal}
+    doc = {"expires_ms": expires, "files": paths, "wal": wal}
     try:
         table_fs.makedirs(PINS_DIR)
         table_fs.write_atomic(f"{PINS_DIR}/{pin_id}.pin", json.dumps(doc).encode())
@@ -286,16 +296,27 @@ def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_secon
 
 def _drop_expired_pins(table_fs: FileSystem) -> None:
     """Delete pin files past their expiry (readers that never released them)."""
-    now = time.time() * 1000
+    now = int(time.time() * 1000)
     for name in table_fs.listdir(PINS_DIR):
-        path = f"{PINS_DIR}/{name}"
-        try:
-            doc = json.loads(table_fs.read_bytes(path))
-            expired = doc.get("expires_ms", 0) < now
-        except (OSError, ValueError):
-            expired = ".tmp-" in name  # a torn temporary file of an interrupted write
+        stem = name.split("-", 1)[0]
+        expired = (stem.isdigit() and int(stem) < now) or ".tmp-" in name
         if expired:
-            table_fs.delete(path, missing_ok=True)
+            table_fs.delete(f"{PINS_DIR}/{name}", missing_ok=True)
+
+
+def live_pins(table_fs: FileSystem) -> list[dict]:
+    """The unexpired pin documents (what an engine deferring deletion would consult)."""
+    now = int(time.time() * 1000)
+    out = []
+    for name in table_fs.listdir(PINS_DIR):
+        stem = name.split("-", 1)[0]
+        if not name.endswith(".pin") or not stem.isdigit() or int(stem) < now:
+            continue
+        try:
+            out.append(json.loads(table_fs.read_bytes(f"{PINS_DIR}/{name}")))
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def release_pin_file(table_fs: FileSystem, pin_id: str | None) -> None:

@@ -41,12 +41,13 @@ from storage.errors import InvalidArgument
 from storage.filters.ranges import KeyRange
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
-from .options import INPUT_TABLE, ROOT, SCAN_COLUMNS, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, conf_bool, normalize_conf
+from .options import INPUT_TABLE, PIN_TTL, ROOT, SCAN_COLUMNS, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, conf_bool, normalize_conf
 
 __all__ = ["SourceConfig", "COLUMN_FILTERS", "KEY_ONLY_FILTER"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
 KEY_ONLY_FILTER = "FirstKeyOnlyFilter () AND KeyOnlyFilter ()"
+SPARK_PIN_TTL = 6 * 3600
 
 _serde_cache: dict[str, SerDe] = {}
 _serde_lock = threading.Lock()
@@ -201,6 +202,7 @@ class SourceConfig:
         conf: dict[str, Any] = {k: v for k, v in self.conf.items() if k.startswith(("hbase.mapreduce.", "regionscan."))}
         conf[ROOT] = self.root
         conf[INPUT_TABLE] = self.table
+        conf.setdefault(PIN_TTL, SPARK_PIN_TTL)  # a Spark read never releases its pins: let them expire
         if self.conf.get("token"):
             conf[REMOTE_TOKEN] = self.conf["token"]
         serde = self.read_serde()

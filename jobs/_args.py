@@ -108,6 +108,9 @@ def parse_defines(items: Sequence[str] | None) -> dict[str, str]:
 def guarded(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callable[[argparse.Namespace], int]]:
     """Decorate ``run(args)``: an engine or Spark failure prints one line and returns 1.
 
+    Errors of Spark itself (``pyspark`` / ``py4j`` exceptions) are reduced
+    to their first line; anything else is a bug and keeps its traceback.
+
     Bad arguments (``ValueError``, ``InvalidArgument``) are left to the
     caller, which prints them and exits with 2 as argparse does.
     """
@@ -121,6 +124,13 @@ def guarded(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
                 raise
             except StorageError as exc:
                 print(f"regionscan {name}: failed: {exc}", file=sys.stderr)
+                return 1
+            except Exception as exc:
+                if not type(exc).__module__.startswith(("pyspark", "py4j")):
+                    raise
+                # Spark's errors carry a JVM stack trace: its first line says what went wrong
+                first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+                print(f"regionscan {name}: failed: {first.strip()}", file=sys.stderr)
                 return 1
 
         return inner

@@ -180,24 +180,32 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
         raise InvalidArgument(f"{SHIP_CODE} must be auto, true or false, got {ship!r}")
     existing = SparkContext._active_spark_context is not None
     submitted = under_spark_submit()
-    builder = SparkSession.builder.appName(app_name)
-    if not existing and not submitted:
-        master = master or "local[*]"
-        prepare_local_environment()
-        builder = builder.master(master)
-        if is_local_master(master):
-            # a local job needs neither the web UI (startup time, a port) nor 200 shuffle partitions
-            builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
-    elif master is not None and not existing:
-        print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
-    builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
-               .config("spark.sql.python.filterPushdown.enabled", "true"))
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    try:
-        spark = builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - Py4J / PySpark start-up errors of every kind
-        raise JobFailed(_java_hint(exc)) from exc
+    if existing:
+        # a notebook's or a test suite's session: use it as it is; only runtime settings apply
+        if master is not None:
+            print(f"{app_name}: --master {master} ignored: a Spark session is already running", file=sys.stderr)
+        spark = SparkSession.builder.getOrCreate()
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+    else:
+        builder = SparkSession.builder.appName(app_name)
+        if not submitted:
+            master = master or "local[*]"
+            prepare_local_environment()
+            builder = builder.master(master)
+            if is_local_master(master):
+                # a local job needs neither the web UI (startup time, a port) nor 200 shuffle partitions
+                builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
+        elif master is not None:
+            print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
+        builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
+                   .config("spark.sql.python.filterPushdown.enabled", "true"))
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        try:
+            spark = builder.getOrCreate()
+        except Exception as exc:  # noqa: BLE001 - Py4J / PySpark start-up errors of every kind
+            raise JobFailed(_java_hint(exc)) from exc
     started_here = not existing
     try:
         current = spark.sparkContext.master
