@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from storage.errors import InvalidArgument
 
@@ -46,7 +47,7 @@ def _flat(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def _rebuild(n: int, offsets: np.ndarray, data: np.ndarray, validity: pa.Array | None, kind: pa.DataType) -> pa.Array:
     arr = pa.Array.from_buffers(kind, n, [None, pa.py_buffer(offsets.astype(np.int64)), pa.py_buffer(data)])
     if validity is not None and validity.null_count:
-        arr = pa.compute.if_else(validity.is_valid(), arr, pa.scalar(None, kind))
+        arr = pc.if_else(validity.is_valid(), arr, pa.scalar(None, kind))
     return arr
 
 

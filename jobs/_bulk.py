@@ -42,7 +42,7 @@ from storage.schema import FamilySettings
 from jobs._progress import Progress
 from jobs._spark import run_tasks
 
-__all__ = ["LoadTarget", "CellLoadTask", "StageResult", "prepare_target", "run_load"]
+__all__ = ["LoadTarget", "CellLoadTask", "StageResult", "prepare_target", "run_load", "drop_created_table"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,18 @@ class StageResult:
     cells: int = 0
     nbytes: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def drop_created_table(root: str, table: str) -> None:
+    """Delete a table this job created, after its load failed: the job leaves what it found."""
+    import storage
+
+    conn = storage.connect(root)
+    try:
+        if conn.is_table_available(table):
+            conn.delete_table(table)
+    finally:
+        conn.close()
 
 
 def run_load(spark: Any, target: LoadTarget, stage: Callable[[Any], StageResult], items: Sequence[Any],

@@ -63,6 +63,11 @@ class Progress:
         self.finished = False
 
     # -- reporting -----------------------------------------------------------
+    def start(self) -> None:
+        """Restart the clock: the work begins now (set-up before it is not part of the rate)."""
+        self.started = time.perf_counter()
+        self._drawn_at = 0.0
+
     def update(self, rows: int, nbytes: int = 0, tasks: int | None = None) -> None:
         """Set the totals so far (from an accumulator, say) and redraw if it is time."""
         self.rows = int(rows)

@@ -291,6 +291,8 @@ def run_tasks(spark: Any, fn: Callable[[Any], Any], items: Sequence[Any], progre
             progress.update(rows, nbytes, tasks)
 
     poller = None
+    if progress is not None:
+        progress.start()
     if progress is not None and progress.enabled:
         poller = threading.Thread(target=poll, name="regionscan-progress", daemon=True)
         poller.start()
@@ -306,6 +308,8 @@ def run_tasks(spark: Any, fn: Callable[[Any], Any], items: Sequence[Any], progre
         stop.set()
         if poller is not None:
             poller.join()
+        if description:
+            sc.setJobDescription(None)
     results = [result for _, result in sorted(pairs, key=lambda p: p[0])]
     failures = [r for r in results if isinstance(r, TaskFailure)]
     if failures:

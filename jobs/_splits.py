@@ -101,6 +101,7 @@ def scanned_bytes(metrics: ScanMetrics, split: TableSplit | None = None) -> int:
     return read
 
 
-def scan_split(split: TableSplit, output: str = "cells", metrics: ScanMetrics | None = None) -> Iterator[pa.RecordBatch]:
+def scan_split(split: TableSplit, output: str = "cells",
+               metrics: ScanMetrics | None = None) -> Iterator[pa.RecordBatch]:
     """The split's cells (``output="cells"``) or rows (``"rows"``) as Arrow batches of whole rows."""
     return split_batches(split, output, metrics=metrics)

@@ -15,6 +15,15 @@ __all__ = ["main", "COMMANDS"]
 
 # command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "main": ("jobs.main_job", "the main job: a pre-split table read by Spark one partition per region, a filtered aggregate, timings and the SerDe profile"),
+    "row_counter": ("jobs.row_counter", "count rows with first-key-only, key-only scans, one Spark task per region (HBase RowCounter)"),
+    "cell_counter": ("jobs.cell_counter", "count rows, families, columns and versions (HBase CellCounter)"),
+    "export": ("jobs.export", "write a table to Parquet, Avro or CSV, as raw cells or through a column mapping (HBase Export)"),
+    "import": ("jobs.import_", "bulk-load exported Parquet, Avro or CSV files into a table (HBase Import)"),
+    "import_tsv": ("jobs.import_tsv", "bulk-load delimited text, -Dimporttsv.columns=HBASE_ROW_KEY,cf:a (HBase ImportTsv)"),
+    "copy_table": ("jobs.copy_table", "copy a table's cells into another table or root (HBase CopyTable)"),
+    "pe-distributed": ("jobs.pe_distributed", "pe with each client a Spark task (hbase pe's MapReduce mode)"),
+    "profile-serde": ("jobs.profile_serde", "profile a scan through a SerDe: ranked hotspots, speedscope JSON, HTML/PNG charts"),
     "demo": ("jobs.demo", "create, load, flush and scan a pre-split sample table (the engine alone)"),
     "serve": ("storage.server.cli", "run a region server (Arrow Flight) over the tables under a root"),
     "pe": ("jobs.pe", "performance evaluation modelled on hbase pe --nomapred: latency percentiles and throughput per command"),

@@ -44,7 +44,7 @@ from storage.scanner.metrics import ScanMetrics
 from storage.schema import validate_family_name, validate_table_name
 
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
-from jobs._bulk import LoadTarget, StageResult, prepare_target, run_load
+from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, spark_session
 from jobs._splits import ScanRequest, scan_split, scanned_bytes, table_splits
@@ -180,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
     if renames is not None:
         unknown = sorted(set(renames) - set(families))
         if unknown:
-            raise InvalidArgument(f"--families: table {args.table} has no families {unknown} (it has {sorted(families)})")
+            raise InvalidArgument(f"--families: table {args.table} has no families {unknown} "
+                                  f"(it has {sorted(families)})")
         families = {renames[name]: families[name] for name in renames}
     request = ScanRequest(
         args.root, args.table,
@@ -191,14 +192,19 @@ def run(args: argparse.Namespace) -> int:
         row_stop=parse_row_key(args.stoprow, "--stoprow") if args.stoprow else None,
     )
     created = _ensure_target(target_root, target_name, families, splits, args.create)
-    target = prepare_target(target_root, target_name)
     byte_renames = {s.encode(): d.encode() for s, d in (renames or {}).items() if s != d}
     progress = Progress(f"copy_table {args.table} -> {target_name}", unit="cells")
     started = time.perf_counter()
-    with spark_session(f"copy_table {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
-        with table_splits(request) as source_splits:
-            progress.total_tasks = len(source_splits)
-            report, results = run_load(spark, target, _CopyTask(target, byte_renames), source_splits, progress)
+    try:
+        target = prepare_target(target_root, target_name)
+        with spark_session(f"copy_table {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+            with table_splits(request) as source_splits:
+                progress.total_tasks = len(source_splits)
+                report, results = run_load(spark, target, _CopyTask(target, byte_renames), source_splits, progress)
+    except BaseException:
+        if created:
+            drop_created_table(target_root, target_name)
+        raise
     progress.finish()
     if created:
         print(f"created table {target_name} under {target_root}")

@@ -45,7 +45,7 @@ from storage.fs import FileSystem
 from storage.schema import parse_column
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
-from jobs._bulk import LoadTarget, StageResult, prepare_target, run_load
+from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load
 from jobs._formats import FORMATS, check_format, format_of, read_part
 from jobs._inputs import InputFile, list_inputs
 from jobs._mapping import mapping_text, serde_of, source_config
@@ -70,11 +70,11 @@ def read_metadata(paths: Sequence[str]) -> dict[str, Any] | None:
 
 def cells_of(records: pa.Table) -> pa.Table:
     """Raw-cell records -> put cells in the engine's cell schema."""
-    n = records.num_rows
+    kind = CELL_SCHEMA.field("type").type
+    puts = pa.repeat(pa.scalar(int(CellType.PUT), kind), records.num_rows).cast(kind)
     return pa.Table.from_arrays(
         [records.column("row"), records.column("family"), records.column("qualifier"), records.column("timestamp"),
-         pa.repeat(pa.scalar(int(CellType.PUT), CELL_SCHEMA.field("type").type), n).cast(CELL_SCHEMA.field("type").type),
-         records.column("value")],
+         puts, records.column("value")],
         schema=CELL_SCHEMA,
     )
 
@@ -183,12 +183,17 @@ def run(args: argparse.Namespace) -> int:
     for f in {fmt} if fmt else {format_of(i.name) for i in inputs}:
         check_format(f, serde_of(config).arrow_schema if config is not None else CELL_RECORD)
     created = _ensure_table(args.root, args.table, args.create, config, meta)
-    target = prepare_target(args.root, args.table)
     progress = Progress(f"import {args.table}", total_bytes=sum(i.size for i in inputs))
     started = time.perf_counter()
-    with spark_session(f"import {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
-        progress.total_tasks = len(inputs)
-        report, results = run_load(spark, target, _ImportTask(target, fmt, config), inputs, progress)
+    try:
+        target = prepare_target(args.root, args.table)
+        with spark_session(f"import {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+            progress.total_tasks = len(inputs)
+            report, results = run_load(spark, target, _ImportTask(target, fmt, config), inputs, progress)
+    except BaseException:
+        if created:
+            drop_created_table(args.root, args.table)
+        raise
     progress.finish()
     if created:
         print(f"created table {args.table}")

@@ -40,7 +40,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +51,7 @@ from storage.errors import InvalidArgument
 from storage.schema import validate_family_name
 
 from jobs._args import add_root_argument, guarded, parse_bool, parse_defines, script_main
-from jobs._bulk import LoadTarget, StageResult, prepare_target, run_load
+from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load
 from jobs._inputs import InputFile, list_inputs, read_line_chunks
 from jobs._progress import Progress
 from jobs._spark import TaskFailure, add_spark_arguments, parse_conf_pairs, spark_session
@@ -162,10 +162,11 @@ def parse_spec(defines: dict[str, str]) -> TsvSpec:
         raise InvalidArgument(f"importtsv.columns names no family:qualifier column: {text!r}")
     timestamp = None
     if "importtsv.timestamp" in defines:
+        given = defines["importtsv.timestamp"]
         try:
-            timestamp = int(defines["importtsv.timestamp"])
+            timestamp = int(given)
         except ValueError:
-            raise InvalidArgument(f"importtsv.timestamp must be milliseconds, got {defines['importtsv.timestamp']!r}") from None
+            raise InvalidArgument(f"importtsv.timestamp must be milliseconds, got {given!r}") from None
         if timestamp < 0:
             raise InvalidArgument(f"importtsv.timestamp must not be negative, got {timestamp}")
     create = defines.get("create.table", "yes")
@@ -312,14 +313,20 @@ def run(args: argparse.Namespace) -> int:
     spec = parse_spec(parse_defines(args.defines))
     inputs = list_inputs(args.inputs)
     created = _ensure_table(args.root, args.table, spec)
-    target = prepare_target(args.root, args.table)
-    if spec.timestamp is not None:
-        target = LoadTarget(target.root, target.table, target.job_id, target.regions, target.families, spec.timestamp)
     progress = Progress(f"import_tsv {args.table}", total_bytes=sum(i.size for i in inputs))
     started = time.perf_counter()
-    with spark_session(f"import_tsv {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
-        progress.total_tasks = len(inputs)
-        report, results = run_load(spark, target, _TsvTask(target, spec), inputs, progress)
+    try:
+        target = prepare_target(args.root, args.table)
+        if spec.timestamp is not None:
+            target = LoadTarget(target.root, target.table, target.job_id, target.regions, target.families,
+                                spec.timestamp)
+        with spark_session(f"import_tsv {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+            progress.total_tasks = len(inputs)
+            report, results = run_load(spark, target, _TsvTask(target, spec), inputs, progress)
+    except BaseException:
+        if created:
+            drop_created_table(args.root, args.table)
+        raise
     progress.finish()
     lines = sum(r.extra["lines"] for r in results)
     bad_count = sum(r.extra["bad_count"] for r in results)

@@ -181,7 +181,8 @@ def _query(spark: Any, args: argparse.Namespace, timings: list[Timing]) -> bool:
         print(f"  (no pushdown summary: {exc})")
     print(f"  {'bucket':>6} {'rows':>8} {'sum_n':>14} {'first_day':>11} {'last_day':>11}")
     for r in result:
-        print(f"  {r['bucket']:>6} {r['rows']:>8,} {r['sum_n']:>14,} {str(r['first_day']):>11} {str(r['last_day']):>11}")
+        first, last = str(r["first_day"]), str(r["last_day"])
+        print(f"  {r['bucket']:>6} {r['rows']:>8,} {r['sum_n']:>14,} {first:>11} {last:>11}")
     got = {r["bucket"]: (r["rows"], r["sum_n"]) for r in result}
     ok = True
     if got != expected_answer(args.rows):

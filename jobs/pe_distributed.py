@@ -175,7 +175,9 @@ def run(args: argparse.Namespace) -> int:
     where = os.path.abspath(root) if "://" not in root else root
     print(f"regionscan pe-distributed: {' '.join(commands)} with {opts.clients} client task(s), "
           f"{opts.rows:,} rows each, valueSize {opts.value_size}, table {opts.table!r} under {where}")
-    with spark_session("regionscan pe-distributed", args.master, parse_conf_pairs(args.conf)) as spark:
+    # getattr: pe's own parser (a --nomapred=false hook) has no --master / --conf
+    master, conf = getattr(args, "master", None), parse_conf_pairs(getattr(args, "conf", None))
+    with spark_session("regionscan pe-distributed", master, conf) as spark:
         results = run_distributed(spark, root, commands, opts, args)
     if args.json:
         options = {k: getattr(opts, k) for k in opts.__dataclass_fields__}

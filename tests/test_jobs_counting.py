@@ -57,7 +57,8 @@ def _model(start=b"", stop=None, time_range=(0, 1 << 62), prefix=b""):
 def test_row_counter_counts_ranges_times_and_columns(spark, root, capsys):
     assert row_counter.main(["--root", root, "t"]) == 0
     assert "ROWS=7" in capsys.readouterr().out
-    assert row_counter.main(["--root", root, "t", "--range", "a2,b\\x01", "--range", "m2,", "--expected-count", "5"]) == 0
+    ranges = ["--range", "a2,b\\x01", "--range", "m2,"]  # a2 and b\x00\xff; m2, m3 and z9
+    assert row_counter.main(["--root", root, "t", *ranges, "--expected-count", "5"]) == 0
     out = capsys.readouterr().out
     assert "ROWS=5" in out and "row_counter t: 5 rows" in out
     expected = len(_model(time_range=(25, 55)))

@@ -164,8 +164,15 @@ def test_failed_import_leaves_the_target_unchanged(spark, root, tmp_path, capsys
     assert import_.main(["--root", root, "broken", out, "--create"]) == 1
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith("regionscan import: failed:") and "part-m-00001.parquet" in last
-    assert _cells(root, "broken") == []  # created empty, and nothing of the other two parts landed
-    assert _leftovers(root, "broken") == []
+    assert not storage.connect(root, read_only=True).is_table_available("broken")  # the table it created is gone
+    assert not os.path.exists(os.path.join(root, "broken"))
+    conn = storage.connect(root)
+    conn.create_table("kept", {"f": {"max_versions": 3}, "g": {}}).put(b"k0", {b"g:d": b"old"}, timestamp=1)
+    conn.close()
+    before = _cells(root, "kept")
+    assert import_.main(["--root", root, "kept", out]) == 1
+    assert _cells(root, "kept") == before  # nothing of the two readable parts landed
+    assert _leftovers(root, "kept") == []
 
 
 def test_copy_table_renames_families_and_filters_rows_times_and_versions(spark, root, tmp_path, capsys):
