@@ -122,18 +122,20 @@ def _columns(rows: int, value_size: int) -> tuple[list[bytes], list[bytes], list
     return keys, ns, ss
 
 
-def build_table(conn: storage.Connection, rows: int, regions: int, value_size: int, say) -> storage.Table:
+def build_table(conn: storage.Connection, rows: int, regions: int, value_size: int, say, block_size: int = 65536) -> storage.Table:
     if conn.is_table_available(TABLE):
         table = conn.table(TABLE)
         count = sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells"))
-        if count == rows and len(table.regions()) == regions:
+        same_blocks = table.families()[b"cf"]["block_size"] == block_size
+        if count == rows and len(table.regions()) == regions and same_blocks:
             say(f"reusing table {TABLE} ({rows:,} rows, {regions} regions)")
             return table
         conn.delete_table(TABLE)
     t0 = time.perf_counter()
-    table = load_sample_table(conn, TABLE, rows, regions, value_size)
+    table = load_sample_table(conn, TABLE, rows, regions, value_size, block_size=block_size)
     table.compact(major=True)
-    say(f"loaded, flushed and compacted {rows:,} rows into {regions} regions in {time.perf_counter() - t0:.1f}s")
+    say(f"loaded, flushed and compacted {rows:,} rows into {regions} regions ({block_size:,}-byte blocks) "
+        f"in {time.perf_counter() - t0:.1f}s")
     return table
 
 
@@ -242,7 +244,7 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
     rows, repeat = args.rows, args.repeat
     os.makedirs(args.root, exist_ok=True)
     conn = storage.connect(os.path.join(args.root, "tables"))
-    table = build_table(conn, rows, args.regions, args.value_size, say)
+    table = build_table(conn, rows, args.regions, args.value_size, say, args.block_size)
     peers = Peers(os.path.join(args.root, "peers"), rows, args.value_size, say)
     out: list[Measurement] = []
 
@@ -455,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=1_000_000, help="rows (default 1,000,000)")
     parser.add_argument("--regions", type=int, default=10, help="regions (default 10)")
     parser.add_argument("--value-size", type=int, default=100, help="bytes of the string column (default 100)")
+    parser.add_argument("--block-size", type=int, default=65536,
+                        help="store file block size of the table (default 65536, HBase's default; scan-heavy tables use more)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts (default 3)")
     parser.add_argument("--gets", type=int, default=5_000, help="random point reads (default 5,000)")
     parser.add_argument("--root", default="./bench-data", help="folder for the table and the peer stores")
