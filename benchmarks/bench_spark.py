@@ -19,8 +19,13 @@ reader:
   Spark evaluates it on every row);
 * ``group by``: ``SELECT n % 100, count(*), max(s) ... GROUP BY 1``.
 
+A third column reads the same Parquet files through a minimal Python data
+source (pyarrow ``read_table`` per file, Arrow batches out): the floor of
+any Python source, which shows how much of the time is the Python Data
+Source path itself rather than regionscan.
+
 Every figure is the best wall time of ``--repeat`` runs after one warm-up,
-the two sides alternating.  ``--breakdown`` also times, in this process,
+the sides alternating.  ``--breakdown`` also times, in this process,
 what one pass of the Spark source does per split outside Spark: the engine
 scan (pinned region files -> Arrow row batches) and the SerDe decode; the
 rest of a Spark task is the Python worker's hand-off to the JVM.
@@ -115,6 +120,36 @@ def _best(repeat: int, fns: list[Callable[[], Any]]) -> list[tuple[float, Any]]:
     return best
 
 
+def _python_parquet_source():
+    """A Python data source that reads the Parquet copy with pyarrow: the floor of any Python source."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class PyParquetReader(DataSourceReader):
+        def __init__(self, folder: str):
+            self.folder = folder
+
+        def partitions(self):
+            return [InputPartition(os.path.join(self.folder, f)) for f in sorted(os.listdir(self.folder))]
+
+        def read(self, partition):
+            import pyarrow.parquet as parquet
+
+            yield from parquet.read_table(partition.value, use_threads=False).to_batches()
+
+    class PyParquet(DataSource):
+        @classmethod
+        def name(cls):
+            return "pyparquet"
+
+        def schema(self):
+            return "k INT, n INT, s STRING"
+
+        def reader(self, schema):
+            return PyParquetReader(self.options["path"])
+
+    return PyParquet
+
+
 def run_queries(spark, root: str, parquet: str, rows: int, repeat: int) -> list[dict]:
     """Each query on both sides; a fresh DataFrame per run (see docs/connector.md on reuse)."""
     options = {"root": root, "table": TABLE, "hbase.columns.mapping": MAPPING}
@@ -124,6 +159,11 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int) -> list[
 
     def theirs():
         return spark.read.parquet(parquet)
+
+    spark.dataSource.register(_python_parquet_source())
+
+    def python_source():
+        return spark.read.format("pyparquet").option("path", parquet).load()
 
     lo, hi = rows // 2, rows // 2 + rows // 20
 
@@ -142,14 +182,18 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int) -> list[
          lambda df: sorted(tuple(r) for r in df.groupBy((df.n % 100).alias("b")).agg({"*": "count", "s": "max"}).collect()), {}),
     ]
     out = []
+    _say(f"  {'query':<40} {'regionscan':>10} {'parquet':>8} {'ratio':>6}   {'Python source over Parquet':>26}")
     for name, query, extra in queries:
-        (t_ours, r_ours), (t_pq, r_pq) = _best(repeat, [lambda: query(ours(**extra)), lambda: query(theirs())])
-        if r_ours != r_pq:
-            raise AssertionError(f"{name}: regionscan gave {str(r_ours)[:80]}, Parquet {str(r_pq)[:80]}")
+        (t_ours, r_ours), (t_pq, r_pq), (t_py, r_py) = _best(
+            repeat, [lambda: query(ours(**extra)), lambda: query(theirs()), lambda: query(python_source())])
+        if not r_ours == r_pq == r_py:
+            raise AssertionError(f"{name}: regionscan gave {str(r_ours)[:80]}, Parquet {str(r_pq)[:80]}, "
+                                 f"the Python source {str(r_py)[:80]}")
         row = {"query": name, "regionscan_s": round(t_ours, 3), "parquet_s": round(t_pq, 3),
-               "ratio": round(t_pq / t_ours, 3), "rows_per_s": int(rows / t_ours)}
+               "python_source_s": round(t_py, 3), "ratio": round(t_pq / t_ours, 3),
+               "rows_per_s": int(rows / t_ours)}
         out.append(row)
-        _say(f"  {name:<44} regionscan {t_ours:7.2f}s   parquet {t_pq:7.2f}s   ratio {row['ratio']:.2f}x")
+        _say(f"  {name:<40} {t_ours:9.2f}s {t_pq:7.2f}s {row['ratio']:5.2f}x   {t_py:25.2f}s")
     return out
 
 

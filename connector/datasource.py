@@ -117,12 +117,12 @@ class RegionScanReader(DataSourceReader):
                 raise InvalidArgument(f"schema columns {missing} are not in the mapping ({sorted(known.values())})")
             self.names = [known[f.name.lower()] for f in target]
         self.target = target
-        self.plan: ScanPlan | None = None
         self._result = None
 
     def pushFilters(self, filters: Sequence[Any]) -> Iterator[Any]:
         """Keep what the engine applies exactly; give the rest back to Spark."""
-        result = push_filters(list(filters), self.config.read_serde(), self.config.column_filters)
+        result = push_filters(list(filters), self.config.read_serde(), self.config.column_filters,
+                              self.config.superset_filters)
         self.key_ranges = result.key_ranges
         self.engine_filter = repr(result.engine_filter) if result.engine_filter is not None else None
         self._result = result
@@ -135,7 +135,8 @@ class RegionScanReader(DataSourceReader):
         splits = fmt.get_splits()
         result = self._result
         if result is None:  # Spark calls pushFilters only when it has filters to offer
-            result = push_filters([], self.config.read_serde(), self.config.column_filters)
+            result = push_filters([], self.config.read_serde(), self.config.column_filters,
+                                  self.config.superset_filters)
         save_plan(self.config, ScanPlan.build(self.config, result, splits))
         if not splits:
             return [RegionScanPartition(None)]

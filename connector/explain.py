@@ -146,7 +146,7 @@ def load_plan(config: SourceConfig) -> ScanPlan | None:
 def plan_for(options: Mapping[str, Any], filters: Sequence[Any] = (), splits: bool = True) -> ScanPlan:
     """The plan a read with ``options`` makes for Spark ``filters`` (pyspark.sql.datasource objects)."""
     config = SourceConfig.from_options(options)
-    result = push_filters(list(filters), config.read_serde(), config.column_filters)
+    result = push_filters(list(filters), config.read_serde(), config.column_filters, config.superset_filters)
     planned = None
     if splits:
         fmt = config.input_format(result.key_ranges, repr(result.engine_filter) if result.engine_filter else None)

@@ -40,6 +40,7 @@ __all__ = [
     "SCAN_BATCHSIZE",
     "SCAN_FILTER",
     "SCAN_INCLUDE_TIMESTAMP",
+    "SCAN_KEYS_ONLY",
     "AUTOBALANCE",
     "AVERAGE_REGION_SIZE",
     "SPLITS_PER_REGION",
@@ -78,6 +79,7 @@ SPLITS_PER_REGION = "hbase.mapreduce.tableinput.mappers.per.region"
 ROOT = "regionscan.root"  # where the tables live: path, pyarrow URI or grpc://host:port
 SCAN_FILTER = "regionscan.scan.filter"  # an HBase filter string
 SCAN_INCLUDE_TIMESTAMP = "regionscan.scan.include.timestamp"  # "cf:q@ts" columns in row batches
+SCAN_KEYS_ONLY = "regionscan.scan.keys.only"  # row batches of the key column alone
 MAX_RESTARTS = "regionscan.reader.max.restarts"
 PIN_TTL = "regionscan.pin.ttl.seconds"
 PIN_REGISTER = "regionscan.pin.register"  # false: no pins/<id>.pin file (planning only)
@@ -183,7 +185,8 @@ class ScanSpec:
     an empty tuple selects no row.  ``filter`` is an HBase filter string.
     ``caching`` caps rows per batch handed out; ``batch`` caps cells per
     value of the row reader (HBase ``Scan.setBatch``); ``batch_cells`` is
-    the engine's internal batch size.
+    the engine's internal batch size.  ``keys_only`` row batches carry the
+    ``key`` column alone (the scan reads one cell per row and drops its value).
     """
 
     row_start: bytes | None = None
@@ -198,6 +201,7 @@ class ScanSpec:
     key_ranges: tuple[KeyRange, ...] | None = None
     batch_cells: int = 65536
     include_timestamp: bool = False
+    keys_only: bool = False
 
     def __post_init__(self) -> None:
         for name in ("row_start", "row_stop"):
@@ -295,4 +299,5 @@ def scan_spec_from_conf(conf: Mapping[str, Any]) -> ScanSpec:
         caching=caching,
         batch=conf_int(conf, SCAN_BATCHSIZE, minimum=1),
         include_timestamp=conf_bool(conf, SCAN_INCLUDE_TIMESTAMP, False),
+        keys_only=conf_bool(conf, SCAN_KEYS_ONLY, False),
     )

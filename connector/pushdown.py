@@ -12,11 +12,14 @@ stored bytes allow it (see :mod:`connector.keyspace`):
 * on a single-cell column, into a ``SingleColumnValueFilter`` with a binary
   comparator (``filter_if_missing``, so a missing cell reads as null and
   fails the comparison as in SQL), or a small FilterList of them.
+  ``IS NOT NULL`` alone stays with Spark (cheaper there than an engine
+  pass), unless another exact filter on the column already implies it.
 
 A filter is reported as handled only if the translation selects exactly
 the rows Spark would keep; every other filter goes back to Spark, which
-checks it again, even when it still narrows the scan (a key range on a
-second key part, a case-insensitive substring filter for ``LIKE '%x%'``).
+checks it again, even when it still narrows the scan (key ranges from a
+later composite-key part, and with ``superset`` a case-insensitive
+substring filter for ``LIKE '%x%'``).
 
 Filters are matched by class name and fields, so this module needs no
 Spark installation.
@@ -304,11 +307,14 @@ def _key_intervals(part, f: Any) -> list[Interval] | None:
     return _value_intervals(part.order, part.codec, part.type_name, f)
 
 
-def push_filters(filters: Sequence[Any], serde, column_filters: bool = True) -> PushdownResult:
+def push_filters(filters: Sequence[Any], serde, column_filters: bool = True, superset: bool = False) -> PushdownResult:
     """Translate Spark filters for a table read through ``serde`` (see the module docstring).
 
     ``column_filters`` False keeps every non-key filter for Spark (the
-    hbase-spark option ``hbase.spark.pushdown.columnfilter``).
+    hbase-spark option ``hbase.spark.pushdown.columnfilter``).  ``superset``
+    also adds engine filters that only narrow the scan (``LIKE '%x%'`` as a
+    case-insensitive substring test); each engine filter costs a pass over
+    the cells, so they pay only when they drop many rows.
     """
     result = PushdownResult()
     columns = _columns_by_name(serde)
@@ -343,12 +349,16 @@ def push_filters(filters: Sequence[Any], serde, column_filters: bool = True) -> 
             result.notes.append(f"{text}: left for Spark ({why})")
             continue
         flt, exact = _CellFilters(col).translate(f)
+        if flt is not None and not exact and not superset:
+            result.residual.append(f)
+            result.notes.append(f"{text}: left for Spark (no exact engine filter; superset pushdown is off)")
+            continue
         if flt is None:
             result.residual.append(f)
             result.notes.append(f"{text}: left for Spark (byte order differs from value order)")
             continue
         if exact and type(f).__name__ == "IsNotNull":
-            not_null[name] = (f, flt)  # added below unless another filter on the column implies it
+            not_null[name] = (f, flt)  # decided below: implied by another filter, or left for Spark
             continue
         engine.append(flt)
         if exact and type(f).__name__ not in ("IsNull", "EqualNullSafe", "Not"):
@@ -359,13 +369,15 @@ def push_filters(filters: Sequence[Any], serde, column_filters: bool = True) -> 
         else:
             result.residual.append(f)
             result.notes.append(f"{text}: engine filter {flt!r} narrows the scan; Spark checks it again")
-    for name, (f, flt) in not_null.items():
-        result.handled.append(f)
+    for name, (f, _flt) in not_null.items():
         if name in value_tested:
+            result.handled.append(f)
             result.notes.append(f"{describe_filter(f)}: implied by the column's other engine filter")
         else:
-            engine.append(flt)
-            result.notes.append(f"{describe_filter(f)}: engine filter {flt!r}")
+            # An engine filter costs a pass over every cell of the batch; Spark checks
+            # IS NOT NULL for next to nothing, and it rarely drops many rows.
+            result.residual.append(f)
+            result.notes.append(f"{describe_filter(f)}: left for Spark (cheaper there than an engine filter)")
     constraints: list[list[Interval] | None] = []
     for entries in per_part:
         if not entries:

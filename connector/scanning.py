@@ -110,6 +110,24 @@ def _remote_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], ou
         conn.close()
 
 
+def _keys_only(split: TableSplit, spans, resume_after, metrics, remote_options) -> Iterator[pa.RecordBatch]:
+    """Row batches of the key alone.
+
+    Without a filter: the first cell of each row, value dropped, as cells (no
+    pivot to rows).  A filter may need every cell of a row, so then the rows
+    are scanned whole and only their keys kept.
+    """
+    scan = split.scan
+    if scan.filter:
+        plain = dataclasses.replace(split, scan=dataclasses.replace(scan, keys_only=False))
+        for rows in split_batches(plain, "rows", resume_after, metrics, remote_options):
+            yield pa.RecordBatch.from_arrays([rows.column(0)], names=["key"])
+        return
+    one_cell = dataclasses.replace(scan, keys_only=False, filter="FirstKeyOnlyFilter () AND KeyOnlyFilter ()")
+    for cells in split_batches(dataclasses.replace(split, scan=one_cell), "cells", resume_after, metrics, remote_options):
+        yield pa.RecordBatch.from_arrays([cells.column(0)], names=["key"])
+
+
 def split_batches(
     split: TableSplit,
     output: str = "rows",
@@ -126,6 +144,9 @@ def split_batches(
     metrics = metrics if metrics is not None else ScanMetrics()
     spans = _spans(split, resume_after)
     if not spans:
+        return
+    if scan.keys_only and output == "rows":
+        yield from _keys_only(split, spans, resume_after, metrics, remote_options)
         return
     if is_remote_root(split.root):
         # the client times its own calls into the metrics

@@ -18,6 +18,8 @@ Options (case-insensitive; Spark passes strings):
 ``hbase.spark.query.*``                timerange.start/end, timestamp, maxVersions,
                                        cachedrows, batchsize, cacheblocks
 ``hbase.spark.pushdown.columnfilter``  ``false`` keeps non-key filters in Spark
+``regionscan.pushdown.superset``       ``true`` adds engine filters that only narrow
+                                       the scan (``LIKE '%x%'``); Spark re-checks
 ``filter``                             an HBase filter string applied by the engine
 ``token``                              region server token (``grpc://`` roots)
 =====================================  ===============================================
@@ -41,12 +43,12 @@ from storage.errors import InvalidArgument
 from storage.filters.ranges import KeyRange
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
-from .options import INPUT_TABLE, PIN_TTL, ROOT, SCAN_COLUMNS, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, conf_bool, normalize_conf
+from .options import INPUT_TABLE, PIN_TTL, ROOT, SCAN_COLUMNS, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, conf_bool, normalize_conf
 
-__all__ = ["SourceConfig", "COLUMN_FILTERS", "KEY_ONLY_FILTER"]
+__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
-KEY_ONLY_FILTER = "FirstKeyOnlyFilter () AND KeyOnlyFilter ()"
+SUPERSET_FILTERS = "regionscan.pushdown.superset"
 SPARK_PIN_TTL = 6 * 3600
 
 _serde_cache: dict[str, SerDe] = {}
@@ -139,6 +141,10 @@ class SourceConfig:
     def column_filters(self) -> bool:
         return conf_bool(self.conf, COLUMN_FILTERS, True)
 
+    @property
+    def superset_filters(self) -> bool:
+        return conf_bool(self.conf, SUPERSET_FILTERS, False)
+
     def validate(self) -> None:
         if not self.root:
             raise InvalidArgument("option 'root' (where the tables live: a path, a URI or grpc://host:port) is not set")
@@ -213,8 +219,7 @@ class SourceConfig:
         if scan_columns:
             conf[SCAN_COLUMNS] = " ".join(scan_columns)
         elif not filters:
-            # only the row key is read: one empty cell per row is enough
-            filters.append(KEY_ONLY_FILTER)
+            conf[SCAN_KEYS_ONLY] = True  # only the row key is read: one empty cell per row is enough
         if filters:
             conf[SCAN_FILTER] = " AND ".join(f"({f})" for f in filters) if len(filters) > 1 else filters[0]
         return TableInputFormat(conf, key_ranges)

@@ -15,6 +15,7 @@ from connector.bulkload import BulkLoadTask, lock_table, prepare_commit, recover
 from connector.options import ScanSpec, scan_spec_from_conf, normalize_conf, to_bytes_binary, to_string_binary
 from connector.record_reader import TableBatchRecordReader, key_progress
 from connector.scanning import split_batches
+from connector.snapshot import live_pins
 from connector.splits import block_cut_keys
 from serde import create_serde
 from storage.errors import InvalidArgument, TableLocked
@@ -337,7 +338,8 @@ def test_compacted_away_files_fail_clearly_or_come_from_the_archive(root):
     before = _read_all(fmt, splits[:1])
     pin = splits[0].regions[0]
     old = pin.file_paths()
-    assert os.listdir(os.path.join(root, "t", "pins")), "get_splits registers its pins"
+    (registered,) = live_pins(FileSystem(root).sub("t"))  # get_splits registers its pins
+    assert set(old) <= set(registered["files"]) and registered["expires_ms"] > 0
     conn = storage.connect(root)
     table = conn.table("t")
     _fill(table, rows=50)
@@ -404,6 +406,17 @@ def test_committed_bulk_load_is_seen_whole_before_and_after_roll_forward(root):
     assert not os.listdir(os.path.join(root, "t", "bulkload"))
     assert not os.path.exists(os.path.join(root, "t", ".staging", "job1"))
     assert dict(_embedded_rows(root, columns=[b"cf:a"])) == rows
+
+
+def test_keys_only_batches_hold_every_row_key(root):
+    fmt = TableInputFormat(_conf(root, **{"regionscan.scan.keys.only": "true"}))
+    batches = [b for s in fmt.get_splits() for b in fmt.create_batch_reader(s)]
+    assert all(b.schema.names == ["key"] for b in batches)
+    assert pa.Table.from_batches(batches).column("key").to_pylist() == [_key(i) for i in range(ROWS)]
+    filtered = TableInputFormat(_conf(root, **{"regionscan.scan.keys.only": "true",
+                                               "regionscan.scan.filter": "SingleColumnValueFilter ('cf', 'a', =, 'binary:a00007')"}))
+    keys = [b.column(0).to_pylist() for s in filtered.get_splits() for b in filtered.create_batch_reader(s)]
+    assert sum(keys, []) == [_key(7)]
 
 
 def test_split_batches_resume_after_a_row(root):
