@@ -49,7 +49,7 @@ from storage.schema import FamilySettings
 from storage.storefile import StoreFileReader, StoreFileWriter
 from storage.wal import WalReader
 
-from .journal import Journal, RegionEntry, apply_entry, read_journals, write_journal
+from .journal import JOURNAL_DIR, Journal, RegionEntry, apply_entry, read_journals, write_journal
 
 __all__ = [
     "STAGING_DIR",
@@ -474,6 +474,13 @@ def commit_load(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile],
         lock.release()
 
 
-def abort_load(table_fs: FileSystem, job_id: str) -> None:
-    """Delete everything a job staged (every task attempt, finished or not)."""
+def abort_load(table_fs: FileSystem, job_id: str) -> bool:
+    """Delete everything a job staged (every task attempt, finished or not); True if it did.
+
+    A job whose journal was written is committed: its staged files are what
+    :func:`recover` moves into place, so they are kept and False returned.
+    """
+    if table_fs.exists(f"{JOURNAL_DIR}/{job_id}.commit"):
+        return False
     table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
+    return True

@@ -71,15 +71,18 @@ class RegionScanDataSource(DataSource):
 
     @classmethod
     def name(cls) -> str:
+        """The format name: ``spark.read.format("regionscan")``."""
         return "regionscan"
 
     def _config(self) -> SourceConfig:
         return SourceConfig.from_options(self.options)
 
     def schema(self) -> str:
+        """The DataFrame schema (Spark DDL) from the SerDe of the mapping."""
         return self._config().schema_ddl()
 
     def reader(self, schema) -> "RegionScanReader":
+        """A reader for ``schema`` (a narrower user schema also prunes the scan)."""
         config = self._config()
         target = _arrow_schema(schema)
         if target is not None:
@@ -90,6 +93,7 @@ class RegionScanDataSource(DataSource):
         return RegionScanReader(config, schema)
 
     def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
+        """A bulk-load writer (``overwrite`` True for ``mode("overwrite")``)."""
         return RegionScanWriter(self._config(), schema, overwrite)
 
 
@@ -131,6 +135,7 @@ class RegionScanReader(DataSourceReader):
             yield f
 
     def partitions(self) -> list[RegionScanPartition]:
+        """One partition per split of the input format, restricted by the pushed-down filters."""
         fmt = self.config.input_format(self.key_ranges, self.engine_filter)
         splits = fmt.get_splits()
         result = self._result
@@ -143,6 +148,7 @@ class RegionScanReader(DataSourceReader):
         return [RegionScanPartition(s) for s in splits]
 
     def read(self, partition: RegionScanPartition) -> Iterator[pa.RecordBatch]:
+        """The split's rows as Arrow batches of the DataFrame's schema."""
         split = partition.split
         if split is None:
             return
@@ -231,6 +237,7 @@ class RegionScanWriter(DataSourceArrowWriter):
             conn.close()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BulkLoadMessage:
+        """Stage this task's rows as store files; returns what was staged."""
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
@@ -249,12 +256,14 @@ class RegionScanWriter(DataSourceArrowWriter):
         return BulkLoadMessage(self.job_id, task_id, files)
 
     def commit(self, messages: Sequence[BulkLoadMessage]) -> None:
+        """Add every staged file to the table atomically (on the driver)."""
         staged = [f for m in messages if m is not None for f in m.files]
         report = commit_load(self._table_fs(), self.job_id, staged, "overwrite" if self.overwrite else "append")
         _LOG.info("bulk load %s committed: %d files, %d cells into %d regions of %s", report.job_id,
                   report.files, report.cells, len(report.regions), self.config.table)
 
     def abort(self, messages: Sequence[BulkLoadMessage]) -> None:
+        """Delete everything the job staged, including failed attempts' files."""
         abort_load(self._table_fs(), self.job_id)
 
 

@@ -62,6 +62,7 @@ class ScanPlan:
 
     @classmethod
     def build(cls, config: SourceConfig, result: PushdownResult, splits: Sequence[Any] | None = None) -> "ScanPlan":
+        """The plan of ``config`` with pushdown ``result`` (and its splits, once planned)."""
         fmt = config.input_format(result.key_ranges, repr(result.engine_filter) if result.engine_filter else None)
         spec = fmt.scan_spec()
         return cls(
@@ -81,10 +82,12 @@ class ScanPlan:
         )
 
     def to_json(self) -> str:
+        """The plan as JSON."""
         return json.dumps(asdict(self))
 
     @classmethod
     def from_json(cls, text: str) -> "ScanPlan":
+        """A plan from :meth:`to_json`'s output."""
         doc = json.loads(text)
         if doc.get("key_ranges") is not None:
             doc["key_ranges"] = [tuple(r) for r in doc["key_ranges"]]
@@ -97,17 +100,31 @@ class ScanPlan:
         if self.key_ranges is None:
             lines.append("  key ranges: whole table")
         else:
-            shown = ", ".join(f"[{lo!r}, {hi!r})" for lo, hi in self.key_ranges[:_SHOWN_RANGES])
+            shown = ", ".join(f"[{lo}, {'(open)' if hi is None else hi})" for lo, hi in self.key_ranges[:_SHOWN_RANGES])
             more = f" ... {len(self.key_ranges) - _SHOWN_RANGES} more" if len(self.key_ranges) > _SHOWN_RANGES else ""
             lines.append(f"  key ranges: {len(self.key_ranges)} ({self.point_gets} point gets): {shown}{more}")
-        lines.append(f"  engine filter: {self.engine_filter or 'none'}")
+        lines.append(f"  engine filter: {_printable(self.engine_filter) if self.engine_filter else 'none'}")
         lines.append(f"  pushed (applied exactly): {'; '.join(self.pushed) or 'none'}")
         lines.append(f"  left for Spark: {'; '.join(self.residual) or 'none'}")
         if self.splits is not None:
             lines.append(f"  splits: {self.splits} over regions {', '.join(self.regions or []) or 'none'}")
         for note in self.notes:
-            lines.append(f"    - {note}")
+            lines.append(f"    - {_printable(note)}")
         return "\n".join(lines)
+
+
+def _printable(text: str) -> str:
+    """Filter strings carry raw bytes (surrogate-escaped); show those, and controls, as ``\\xNN``."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02X}")
+        elif code < 32 or code == 127:
+            out.append(f"\\x{code:02X}")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _ranges_text(ranges: list[KeyRange] | None) -> list[tuple[str, str | None]] | None:

@@ -97,14 +97,17 @@ class TableInputFormat:
         self.scan_spec()  # parse every scan key once here
 
     def get_conf(self) -> dict[str, Any]:
+        """A copy of the (normalized) configuration."""
         return dict(self.conf)
 
     @property
     def table_name(self) -> str:
+        """The table to read."""
         return str(self.conf[INPUT_TABLE])
 
     @property
     def root(self) -> str:
+        """Where the tables live."""
         return str(self.conf[ROOT])
 
     def scan_spec(self) -> ScanSpec:

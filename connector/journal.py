@@ -67,9 +67,11 @@ class Journal:
 
     @property
     def path(self) -> str:
+        """The journal's path relative to the table directory."""
         return f"{JOURNAL_DIR}/{self.job}{_SUFFIX}"
 
     def encode(self) -> bytes:
+        """The framed, checksummed journal document."""
         payload: dict[str, Any] = {
             "job": self.job,
             "mode": self.mode,
@@ -87,6 +89,7 @@ class Journal:
 
     @classmethod
     def decode(cls, data: bytes, where: str) -> "Journal":
+        """Decode a journal; ``CorruptionError`` names ``where`` on damage."""
         doc = decode_document(data, _KIND, where)
         try:
             regions = {

@@ -130,15 +130,18 @@ class Interval:
 
     @property
     def is_point(self) -> bool:
+        """True for a single encoded value."""
         return self.lo is not None and self.lo == self.hi and self.lo_incl and self.hi_incl
 
     @property
     def is_empty(self) -> bool:
+        """True when no value lies in the interval."""
         if self.lo is None or self.hi is None:
             return False
         return self.lo > self.hi or (self.lo == self.hi and not (self.lo_incl and self.hi_incl))
 
     def contains(self, raw: bytes) -> bool:
+        """Whether the encoded value ``raw`` lies in the interval."""
         if self.lo is not None and (raw < self.lo or (raw == self.lo and not self.lo_incl)):
             return False
         if self.hi is not None and (raw > self.hi or (raw == self.hi and not self.hi_incl)):
@@ -147,6 +150,7 @@ class Interval:
 
     @staticmethod
     def point(raw: bytes) -> "Interval":
+        """The interval holding exactly ``raw``."""
         return Interval(raw, True, raw, True)
 
     @staticmethod

@@ -188,9 +188,11 @@ class _CellFilters:
         self.null_known = column.order is not None or isinstance(column.codec, TextCodec)
 
     def scvf(self, op: str, raw: bytes, if_missing: bool = True) -> SingleColumnValueFilter:
+        """``SingleColumnValueFilter(family, qualifier, op, binary:raw)``."""
         return SingleColumnValueFilter(self.family, self.qualifier, op, BinaryComparator(raw), filter_if_missing=if_missing)
 
     def nothing(self) -> Filter:
+        """A filter no row passes."""
         return self.scvf("<", b"")  # no stored bytes are below the empty string
 
     def present(self) -> Filter:
@@ -212,6 +214,7 @@ class _CellFilters:
         return FilterList.join("MUST_PASS_ALL", flt, self.scvf("!=", self.marker))
 
     def from_intervals(self, intervals: list[Interval]) -> Filter:
+        """Rows whose cell value lies in one of ``intervals`` (and does not read as null)."""
         if not intervals:
             return self.nothing()
         alternatives = []

@@ -106,11 +106,13 @@ class _SplitScan:
         return None
 
     def counters(self) -> dict[str, int | float]:
+        """Scan metrics by HBase name plus ``NUM_SCANNER_RESTARTS``."""
         out = self.metrics.to_dict()
         out["NUM_SCANNER_RESTARTS"] = self.restarts
         return out
 
     def close(self) -> None:
+        """Stop the scan and release its files."""
         self.done = True
         close = getattr(self._stream, "close", None)
         if close is not None:
@@ -145,9 +147,11 @@ class _ReaderBase:
 
     @property
     def split(self) -> TableSplit | None:
+        """The split being read, or None before :meth:`initialize`."""
         return self._scan.split if self._scan is not None else None
 
     def close(self) -> None:
+        """Stop the scan and release its files."""
         if self._scan is not None:
             self._scan.close()
 

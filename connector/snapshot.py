@@ -80,6 +80,7 @@ class RegionPin:
 
     @property
     def info(self) -> RegionInfo:
+        """The pinned region's id and key range."""
         return RegionInfo(self.region_id, self.start, self.end)
 
     def file_paths(self) -> list[str]:
@@ -87,6 +88,7 @@ class RegionPin:
         return [f"regions/{self.region_id}/{fam}/{name}" for fam, names in self.files for name in names]
 
     def wal_paths(self) -> list[str]:
+        """Pinned WAL paths relative to the table directory."""
         return [f"regions/{self.region_id}/{_WAL_DIR}/{name}" for name in self.wal_files]
 
 
@@ -100,6 +102,7 @@ class TableSnapshot:
     table_generation: int
 
     def family_settings(self) -> dict[str, FamilySettings]:
+        """The families' settings as the engine's :class:`FamilySettings`."""
         return {name: FamilySettings(**opts) for name, opts in self.families.items()}
 
 
@@ -261,6 +264,7 @@ class PinnedRegion:
                         store.add_many(cells)
 
     def close(self) -> None:
+        """Close the pinned files' readers."""
         for reader in self._readers:
             reader.close()
         self._readers = []

@@ -63,6 +63,7 @@ class SourceConfig:
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> "SourceConfig":
+        """Parse and check Spark options (any case; values made strings)."""
         conf = normalize_conf({str(k): v for k, v in dict(options).items()})
         config = cls(tuple(sorted((k, v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v))
                                   for k, v in conf.items())))
@@ -71,6 +72,7 @@ class SourceConfig:
 
     @property
     def conf(self) -> dict[str, str]:
+        """The options as a dict (lower-case keys)."""
         return dict(self.options)
 
     @property
@@ -81,10 +83,12 @@ class SourceConfig:
     # -- what to read -----------------------------------------------------------
     @property
     def root(self) -> str:
+        """Where the tables live."""
         return self.conf.get(ROOT) or ""
 
     @property
     def mapping_text(self) -> str:
+        """The mapping as given (``catalog`` or ``hbase.columns.mapping``)."""
         conf = self.conf
         return conf.get("catalog") or conf.get("hbase.columns.mapping") or ""
 
@@ -94,6 +98,7 @@ class SourceConfig:
 
     @property
     def table(self) -> str:
+        """The table: the ``table`` option, else the catalog's table name."""
         name = self.conf.get(INPUT_TABLE)
         if name:
             return name
@@ -104,6 +109,7 @@ class SourceConfig:
 
     @property
     def serde_name(self) -> str:
+        """The SerDe: the ``serde`` option, else ``string`` for Hive mappings and ``binary`` otherwise."""
         name = self.conf.get("serde")
         if name:
             return name
@@ -139,13 +145,16 @@ class SourceConfig:
 
     @property
     def column_filters(self) -> bool:
+        """False when ``hbase.spark.pushdown.columnfilter`` keeps non-key filters in Spark."""
         return conf_bool(self.conf, COLUMN_FILTERS, True)
 
     @property
     def superset_filters(self) -> bool:
+        """True when ``regionscan.pushdown.superset`` asks for narrowing-only engine filters."""
         return conf_bool(self.conf, SUPERSET_FILTERS, False)
 
     def validate(self) -> None:
+        """Fail early (on the driver) on a missing root, mapping or table, or a bad mapping."""
         if not self.root:
             raise InvalidArgument("option 'root' (where the tables live: a path, a URI or grpc://host:port) is not set")
         if not self.mapping_text:

@@ -57,6 +57,7 @@ class TableSplit:
     # HBase TableSplit accessors
     @property
     def start_row(self) -> bytes:
+        """The first row (inclusive)."""
         return self.start
 
     @property
@@ -66,14 +67,17 @@ class TableSplit:
 
     @property
     def length(self) -> int:
+        """The size estimate in bytes (Hadoop's ``InputSplit.getLength``)."""
         return self.size
 
     @property
     def locations(self) -> list[str]:
+        """Where the data lives (Hadoop's ``InputSplit.getLocations``)."""
         return [self.location]
 
     @property
     def encoded_region_name(self) -> str:
+        """The region id(s) the split reads."""
         return ",".join(p.region_id for p in self.regions) or self.region_name.rsplit(",", 1)[-1]
 
     def spans(self) -> list[KeyRange]:

@@ -11,7 +11,7 @@ import pytest
 
 import storage
 from connector import SnapshotLost, TableInputFormat
-from connector.bulkload import BulkLoadTask, lock_table, prepare_commit, recover, table_regions
+from connector.bulkload import BulkLoadTask, abort_load, lock_table, prepare_commit, recover, table_regions
 from connector.options import ScanSpec, scan_spec_from_conf, normalize_conf, to_bytes_binary, to_string_binary
 from connector.record_reader import TableBatchRecordReader, key_progress
 from connector.scanning import split_batches
@@ -396,6 +396,7 @@ def test_committed_bulk_load_is_seen_whole_before_and_after_roll_forward(root):
         lock_table(table_fs, "job2")
     prepare_commit(table_fs, "job1", staged)  # committed, manifests not yet updated: a crash here
     lock.release()
+    assert abort_load(table_fs, "job1") is False  # a committed job keeps its staged files
     fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.columns": "cf:a"}))
     rows = dict(_read_all(fmt, fmt.get_splits()))
     assert rows[_key(5)] == {b"cf:a": b"L5"} and rows[_key(305)] == {b"cf:a": b"L305"}

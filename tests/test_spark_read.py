@@ -138,6 +138,9 @@ def test_versions_and_time_range_options(spark, tmp_path):
 
 
 def test_sql_view_and_missing_options(spark, root):
+    import connector
+
+    assert connector.register(spark)  # explicit registration works beside the automatic one
     spark.sql(
         f"CREATE OR REPLACE TEMPORARY VIEW rs_types USING regionscan OPTIONS (root '{root}', table 'types', "
         f"`hbase.columns.mapping` 'key STRING :key, i INT cf:i')"

@@ -126,3 +126,31 @@ def test_commit_needs_the_writer_lock_and_newtable_creates(spark, tmp_path):
     assert len(conn.table("fresh").regions()) == 4
     conn.close()
     assert _read(spark, root, "fresh") == sorted(_rows(range(3), "x"))
+
+
+def test_commit_recuts_files_of_a_region_split_since_staging(tmp_path):
+    import pyarrow as pa
+
+    from connector.bulkload import BulkLoadTask, commit_load, table_regions
+    from storage.fs import FileSystem
+
+    root = str(tmp_path / "root")
+    _new_table(root)
+    serde = create_serde("binary", MAPPING)
+    table_fs = FileSystem(root).sub("t")
+    regions, families = table_regions(table_fs)
+    task = BulkLoadTask(table_fs, "job", "p0", regions, families, timestamp=1000)
+    rows = _rows(range(-20, 20), "r")
+    task.add(serde.serialize_batch(pa.RecordBatch.from_pylist(
+        [dict(zip(["k", "n", "s", "dec", "day", "m"], r)) for r in rows], schema=serde.arrow_schema)))
+    staged = task.finish()
+    conn = storage.connect(root)
+    conn.table("t").split(serde.serialize({"k": 10})[0])  # the staged file of [0, 50) now spans two regions
+    conn.close()
+    report = commit_load(table_fs, "job", staged)
+    assert report.recut == 2 and len(report.regions) == 3  # both families of the split region
+    conn = storage.connect(root, read_only=True)
+    got = sorted(serde.deserialize(r) for r in conn.table("t").scan(columns=serde.scan_columns))
+    conn.close()
+    assert got == sorted(rows)
+    assert not _leftovers(root)
