@@ -49,7 +49,18 @@ from storage.schema import FamilySettings
 from storage.storefile import StoreFileReader, StoreFileWriter
 from storage.wal import WalReader
 
-from .journal import JOURNAL_DIR, Journal, RegionEntry, apply_entry, read_journals, write_journal
+from storage.bulkload import (
+    JOURNAL_DIR,
+    STAGING_DIR,
+    Journal,
+    RegionEntry,
+    apply_entry,
+    load_region_manifest,
+    read_journals,
+    recover,
+    roll_forward,
+    write_journal,
+)
 
 __all__ = [
     "STAGING_DIR",
@@ -68,7 +79,6 @@ __all__ = [
     "table_regions",
 ]
 
-STAGING_DIR = ".staging"
 _LOCK_FILE = ".lock"
 _DEFAULT_RUN_CELLS = 1 << 20
 
@@ -327,51 +337,6 @@ def _wal_max_seq(rfs: FileSystem) -> int:
     return top
 
 
-def _load_manifest(table_fs: FileSystem, region_id: str) -> RegionManifest:
-    rfs = table_fs.sub(f"regions/{region_id}")
-    if rfs.exists(REGION_MANIFEST):
-        return RegionManifest.load(rfs)
-    return RegionManifest(region_id)
-
-
-def roll_forward(table_fs: FileSystem, journal: Journal) -> None:
-    """Apply a committed journal: move staged files into place, save manifests (idempotent)."""
-    for region_id, entry in journal.regions.items():
-        rfs = table_fs.sub(f"regions/{region_id}")
-        for family, name, staged in entry.moves:
-            final = f"regions/{region_id}/{family}/{name}"
-            if table_fs.exists(staged):
-                table_fs.makedirs(final.rsplit("/", 1)[0])
-                table_fs.rename(staged, final)
-            elif not table_fs.exists(final):
-                raise StorageError(f"bulk load {journal.job}: staged file {table_fs.uri(staged)} is missing "
-                                   f"and {table_fs.uri(final)} was never written")
-        manifest = _load_manifest(table_fs, region_id)
-        new = apply_entry(manifest, journal.mode, entry)
-        if new.files != manifest.files or new.flushed_seq_id != manifest.flushed_seq_id:
-            new.save(rfs)
-        if journal.mode == "overwrite":
-            live = {f"{fam}/{n}" for fam, names in new.files.items() for n in names}
-            for fam in list(new.files) + list(manifest.files):
-                for name in rfs.listdir(fam):
-                    if f"{fam}/{name}" not in live:
-                        rfs.delete(f"{fam}/{name}", missing_ok=True)
-    table_fs.delete(journal.path, missing_ok=True)
-
-
-def recover(table_fs: FileSystem) -> int:
-    """Complete every committed bulk load whose manifests were not all updated; returns how many.
-
-    Call with the table's writer lock held (the commit does).
-    """
-    done = 0
-    for journal in read_journals(table_fs):
-        roll_forward(table_fs, journal)
-        table_fs.delete_dir(f"{STAGING_DIR}/{journal.job}")
-        done += 1
-    return done
-
-
 def _recut(table_fs: FileSystem, staged: StagedFile, regions: Sequence[RegionBounds], settings: FamilySettings,
            job_id: str) -> list[StagedFile]:
     """Rewrite a staged file whose region was split into files of the current regions."""
@@ -421,7 +386,7 @@ def prepare_commit(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFil
             placed.extend(_recut(table_fs, sf, regions, families[sf.family], job_id))
             report.recut += 1
     targets = [r.region_id for r in regions] if mode == "overwrite" else sorted({sf.region_id for sf in placed})
-    manifests = {rid: _load_manifest(table_fs, rid) for rid in targets}
+    manifests = {rid: load_region_manifest(table_fs, rid) for rid in targets}
     next_ids = {rid: m.next_file_id for rid, m in manifests.items()}
     entries: dict[str, dict[str, list[str]]] = {rid: {} for rid in targets}
     moves: dict[str, list[tuple[str, str, str]]] = {}

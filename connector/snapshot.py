@@ -37,7 +37,7 @@ from storage.store import StoreFile, StoreView
 from storage.storefile import BlockCache, StoreFileReader
 from storage.wal import WalReader, read_wal
 
-from .journal import apply_entry, read_journals
+from storage.bulkload import apply_entry, read_journals
 
 __all__ = [
     "ARCHIVE_DIR",

@@ -24,6 +24,7 @@ from . import kernels
 from .cells import CELL_SCHEMA, Cell
 from .errors import InvalidArgument, StorageError
 from .fs import FileSystem
+from .bulkload import apply_entry
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from .schema import FamilySettings, TableSettings
 from .store import Store, StoreFile, StoreView
@@ -99,6 +100,7 @@ class Region:
         self.families = families
         self.settings = settings
         self.read_only = read_only
+        self._table_fs = table_fs
         self.fs = table_fs.sub(f"regions/{info.region_id}")
         self.stores = {name: Store(self.fs, name, fam, cache) for name, fam in families.items()}
         self._lock = threading.RLock()
@@ -108,6 +110,7 @@ class Region:
         self.manifest = RegionManifest(info.region_id)
         self.closed = False
         self.replayed_records = 0
+        self.pending_loads: list = []  # (mode, RegionEntry) of committed bulk loads not yet rolled forward
 
     # -- life cycle ------------------------------------------------------
     def open(self) -> "Region":
@@ -117,8 +120,15 @@ class Region:
             self.manifest = RegionManifest.load(self.fs)
         elif not self.read_only:
             self.manifest.save(self.fs)
+        locations: dict[tuple[str, str], tuple[FileSystem, str]] = {}
+        for mode, entry in self.pending_loads:
+            # read-only: see the committed load as it will be once rolled forward
+            self.manifest = apply_entry(self.manifest, mode, entry)
+            for family, name, staged in entry.moves:
+                if not self.fs.exists(f"{family}/{name}"):
+                    locations[(family, name)] = (self._table_fs, staged)
         for name, store in self.stores.items():
-            store.open_files(self.manifest.files.get(name, []))
+            store.open_files(self.manifest.files.get(name, []), locations)
         if not self.read_only:
             self._delete_orphan_files()
         self._replay()

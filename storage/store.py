@@ -83,13 +83,18 @@ class Store:
     def path(self, name: str) -> str:
         return f"{self.family}/{name}"
 
-    def open_files(self, names_oldest_first: Sequence[str]) -> None:
-        """Open the manifest's files (replacing any open set)."""
-        files = tuple(
-            StoreFile(name, StoreFileReader(self.fs, self.path(name), cache=self.cache))
-            for name in reversed(list(names_oldest_first))
-        )
-        self._files = files
+    def open_files(self, names_oldest_first: Sequence[str], locations: dict | None = None) -> None:
+        """Open the manifest's files (replacing any open set).
+
+        ``locations`` maps (family, name) to (filesystem, path) for a file not
+        yet at its place (a committed bulk load still being moved in).
+        """
+        locations = locations or {}
+        files = []
+        for name in reversed(list(names_oldest_first)):
+            fs, path = locations.get((self.family, name), (self.fs, self.path(name)))
+            files.append(StoreFile(name, StoreFileReader(fs, path, cache=self.cache)))
+        self._files = tuple(files)
 
     @property
     def files(self) -> tuple[StoreFile, ...]:

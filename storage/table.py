@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from . import kernels
 from .batch_scan import BatchScan, scan_region_batches
+from .bulkload import pending_entries, recover
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType, check_cell
 from .errors import InvalidArgument, RegionNotFound, StorageError
 from .filters import coerce_filter
@@ -106,9 +107,19 @@ class Table:
 
     # -- regions ---------------------------------------------------------
     def _open_regions(self) -> None:
+        # A committed bulk load whose commit was cut short is finished first
+        # (by a writer) or applied in memory (by a reader), before regions
+        # decide which files are orphans.
+        pending = {}
+        if self.read_only:
+            pending = pending_entries(self.fs)
+        else:
+            recover(self.fs)
         regions = []
         for info in self._manifest.regions:
-            regions.append(self._new_region(info).open())
+            region = self._new_region(info)
+            region.pending_loads = pending.get(info.region_id, [])
+            regions.append(region.open())
         self._set_regions(regions)
         if not self.read_only:
             live = {r.region_id for r in self._manifest.regions}

@@ -1,4 +1,8 @@
-"""The bulk-load commit journal: the one atomic commit point of a table-wide bulk load.
+"""Bulk loads into the engine: the commit journal, the one atomic commit point of a
+table-wide bulk load (HBase's completebulkload), and its roll-forward.
+
+Loaders (the Spark writer, the import jobs) write store files under the
+table's ``.staging/<job>/`` folder, then commit them here.
 
 A region manifest is replaced atomically, but a bulk load touches many
 regions.  So the commit first writes one journal document naming every
@@ -28,14 +32,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from storage.errors import CorruptionError, InvalidArgument
-from storage.framing import decode_document, encode_document
-from storage.fs import FileSystem
-from storage.manifest import RegionManifest
+from .errors import CorruptionError, InvalidArgument, StorageError
+from .framing import decode_document, encode_document
+from .fs import FileSystem
+from .manifest import REGION_MANIFEST, RegionManifest
 
-__all__ = ["JOURNAL_DIR", "Journal", "RegionEntry", "read_journals", "write_journal", "apply_entry", "MODES"]
+__all__ = [
+    "JOURNAL_DIR",
+    "STAGING_DIR",
+    "Journal",
+    "RegionEntry",
+    "read_journals",
+    "write_journal",
+    "apply_entry",
+    "roll_forward",
+    "recover",
+    "pending_entries",
+    "load_region_manifest",
+    "MODES",
+]
 
 JOURNAL_DIR = "bulkload"
+STAGING_DIR = ".staging"
 _KIND = b"RSBULKL1"
 _VERSION = 1
 _SUFFIX = ".commit"
@@ -148,3 +166,67 @@ def apply_entry(manifest: RegionManifest, mode: str, entry: RegionEntry) -> Regi
             if stem.isdigit():
                 next_id = max(next_id, int(stem) + 1)
     return RegionManifest(manifest.region_id, files, flushed, next_id, manifest.generation)
+
+
+def load_region_manifest(table_fs: FileSystem, region_id: str) -> RegionManifest:
+    """A region's manifest, or an empty one for a region that has none yet."""
+    rfs = table_fs.sub(f"regions/{region_id}")
+    if rfs.exists(REGION_MANIFEST):
+        return RegionManifest.load(rfs)
+    return RegionManifest(region_id)
+
+
+def roll_forward(table_fs: FileSystem, journal: Journal) -> None:
+    """Apply a committed journal: move staged files into place, save manifests (idempotent).
+
+    The caller holds the table's writer lock.
+    """
+    for region_id, entry in journal.regions.items():
+        rfs = table_fs.sub(f"regions/{region_id}")
+        for family, name, staged in entry.moves:
+            final = f"regions/{region_id}/{family}/{name}"
+            if table_fs.exists(staged):
+                table_fs.makedirs(final.rsplit("/", 1)[0])
+                table_fs.rename(staged, final)
+            elif not table_fs.exists(final):
+                raise StorageError(f"bulk load {journal.job}: staged file {table_fs.uri(staged)} is missing "
+                                   f"and {table_fs.uri(final)} was never written")
+        manifest = load_region_manifest(table_fs, region_id)
+        new = apply_entry(manifest, journal.mode, entry)
+        if new.files != manifest.files or new.flushed_seq_id != manifest.flushed_seq_id:
+            new.save(rfs)
+        if journal.mode == "overwrite":
+            live = {f"{fam}/{n}" for fam, names in new.files.items() for n in names}
+            for fam in list(new.files) + list(manifest.files):
+                for name in rfs.listdir(fam):
+                    if f"{fam}/{name}" not in live:
+                        rfs.delete(f"{fam}/{name}", missing_ok=True)
+    table_fs.delete(journal.path, missing_ok=True)
+
+
+def recover(table_fs: FileSystem) -> int:
+    """Complete every committed bulk load whose manifests were not all updated; returns how many.
+
+    A writer opening a table calls it before anything else (with the writer
+    lock held), so a crash between a load's commit and its last manifest
+    update is finished on the next open.
+    """
+    done = 0
+    for journal in read_journals(table_fs):
+        roll_forward(table_fs, journal)
+        table_fs.delete_dir(f"{STAGING_DIR}/{journal.job}")
+        done += 1
+    return done
+
+
+def pending_entries(table_fs: FileSystem) -> dict[str, list[tuple[str, RegionEntry]]]:
+    """Committed but not yet rolled-forward loads per region id, as (mode, entry), oldest first.
+
+    A read-only open applies them in memory (it may not write), so a reader
+    sees a committed load whole even while its commit is still moving files.
+    """
+    out: dict[str, list[tuple[str, RegionEntry]]] = {}
+    for journal in read_journals(table_fs):
+        for region_id, entry in journal.regions.items():
+            out.setdefault(region_id, []).append((journal.mode, entry))
+    return out
