@@ -42,9 +42,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage.cells import CELL_SCHEMA, CellType
-from storage.errors import InvalidArgument, StorageError, TableLocked
+from storage.errors import InvalidArgument, TableLocked
 from storage.fs import FileSystem
-from storage.manifest import REGION_MANIFEST, RegionManifest, TableManifest
+from storage.manifest import TableManifest
 from storage.schema import FamilySettings
 from storage.storefile import StoreFileReader, StoreFileWriter
 from storage.wal import WalReader
@@ -54,9 +54,7 @@ from storage.bulkload import (
     STAGING_DIR,
     Journal,
     RegionEntry,
-    apply_entry,
     load_region_manifest,
-    read_journals,
     recover,
     roll_forward,
     write_journal,
@@ -253,15 +251,38 @@ class BulkLoadTask:
 
     def add(self, rows: pa.RecordBatch) -> None:
         """Add a row batch (``key`` + cell/family columns, as ``SerDe.serialize_batch`` returns)."""
-        if self._state != "open":
-            raise InvalidArgument(f"bulk-load task {self.task_id} is already {self._state}")
+        self._check_open()
         for family, cells in row_batch_to_cells(rows, self.timestamp).items():
-            if family not in self.families:
-                raise InvalidArgument(f"the table has no column family {family!r} (families: {sorted(self.families)})")
-            self._pending.setdefault(family, []).append(cells)
-            self._pending_cells += cells.num_rows
+            self._buffer(family, cells)
         if self._pending_cells >= self.run_cells:
             self._write_run()
+
+    def add_cells(self, cells: pa.Table | pa.RecordBatch) -> None:
+        """Add put cells in :data:`storage.cells.CELL_SCHEMA` with their own timestamps
+        (any order, any of the table's families); sorted and written like ``add``'s rows."""
+        self._check_open()
+        if isinstance(cells, pa.RecordBatch):
+            cells = pa.Table.from_batches([cells])
+        if not cells.num_rows:
+            return
+        if cells.schema != CELL_SCHEMA:
+            cells = cells.select(CELL_SCHEMA.names).cast(CELL_SCHEMA)
+        families = cells.column("family")
+        for family in pc.unique(families).to_pylist():
+            part = cells.filter(pc.equal(families, pa.scalar(family, pa.binary())))
+            self._buffer(family.decode("utf-8", "replace"), part)
+        if self._pending_cells >= self.run_cells:
+            self._write_run()
+
+    def _check_open(self) -> None:
+        if self._state != "open":
+            raise InvalidArgument(f"bulk-load task {self.task_id} is already {self._state}")
+
+    def _buffer(self, family: str, cells: pa.Table) -> None:
+        if family not in self.families:
+            raise InvalidArgument(f"the table has no column family {family!r} (families: {sorted(self.families)})")
+        self._pending.setdefault(family, []).append(cells)
+        self._pending_cells += cells.num_rows
 
     def _write_run(self) -> None:
         pending, self._pending, self._pending_cells = self._pending, {}, 0

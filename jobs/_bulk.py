@@ -20,8 +20,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from connector.bulkload import (
     BulkLoadTask,
@@ -33,7 +31,6 @@ from connector.bulkload import (
     table_regions,
 )
 from connector.scanning import is_remote_root
-from storage.cells import CELL_SCHEMA
 from storage.errors import InvalidArgument, TableNotFound
 from storage.fs import FileSystem
 from storage.manifest import TABLE_MANIFEST
@@ -78,34 +75,7 @@ def prepare_target(root: str, table: str) -> LoadTarget:
                       int(time.time() * 1000))
 
 
-class CellLoadTask(BulkLoadTask):
-    """A :class:`~connector.bulkload.BulkLoadTask` that also takes raw cells with their timestamps.
-
-    ``add_cells`` takes put cells in :data:`storage.cells.CELL_SCHEMA`
-    (any order, several families); they are buffered with the row
-    batches ``add`` takes and sorted and written the same way.
-    """
-
-    def add_cells(self, cells: pa.Table | pa.RecordBatch) -> None:
-        """Add put cells of any families the table has."""
-        if self._state != "open":
-            raise InvalidArgument(f"bulk-load task {self.task_id} is already {self._state}")
-        if isinstance(cells, pa.RecordBatch):
-            cells = pa.Table.from_batches([cells])
-        if not cells.num_rows:
-            return
-        if cells.schema != CELL_SCHEMA:
-            cells = cells.select(CELL_SCHEMA.names).cast(CELL_SCHEMA)
-        families = cells.column("family")
-        for family in pc.unique(families).to_pylist():
-            name = family.decode("utf-8", "replace")
-            if name not in self.families:
-                raise InvalidArgument(f"the table has no column family {name!r} (families: {sorted(self.families)})")
-            part = cells.filter(pc.equal(families, pa.scalar(family, pa.binary())))
-            self._pending.setdefault(name, []).append(part)
-            self._pending_cells += part.num_rows
-        if self._pending_cells >= self.run_cells:
-            self._write_run()
+CellLoadTask = BulkLoadTask  # row batches through ``add``, raw cells through ``add_cells``
 
 
 @dataclass

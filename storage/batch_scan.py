@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
-from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
+from .cells import LATEST_TIMESTAMP
 from .region import RegionView, chunk_bounds
 from .schema import parse_column
 from .store import StoreView

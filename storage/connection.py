@@ -8,7 +8,6 @@ open one table at once; ``read_only=True`` connections take no lock.
 
 from __future__ import annotations
 
-import struct
 import threading
 from typing import Any, Sequence
 

@@ -43,8 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sortedcontainers import SortedDict
 
-from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType, check_cell
-from .errors import InvalidArgument, ScannerError, StorageError
+from .cells import CELL_SCHEMA, Cell, CellType, check_cell
+from .errors import ScannerError, StorageError
 
 if TYPE_CHECKING:
     from .scanner.metrics import ScanMetrics

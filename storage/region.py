@@ -18,10 +18,9 @@ from operator import itemgetter
 import time
 from typing import Iterable, Sequence
 
-import pyarrow as pa
 
 from . import kernels
-from .cells import CELL_SCHEMA, Cell
+from .cells import Cell
 from .errors import InvalidArgument, StorageError
 from .fs import FileSystem
 from .bulkload import apply_entry

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from . import kernels
 from .batch_scan import BatchScan, scan_region_batches
 from .bulkload import pending_entries, recover
-from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType, check_cell
+from .cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
 from .errors import InvalidArgument, RegionNotFound, StorageError
 from .filters import coerce_filter
 from .fs import FileSystem

@@ -19,7 +19,6 @@ from storage.cells import CELL_SCHEMA, Cell, CellType, cells_to_batch, sort_key
 from storage.errors import CorruptionError, InvalidArgument, StorageError
 from storage.fs import FileSystem
 from storage.storefile import FORMAT_VERSION, BlockCache, FileInfo, StoreFileReader, StoreFileWriter
-from storage.storefile._block import encode_block
 from storage.storefile.bloom import RowBloomFilter, row_hash_pair, row_hash_pairs
 from storage.storefile.codecs import CODECS, BlockCodec
 from storage.storefile.format import (
