@@ -135,8 +135,6 @@ def parse_command_tokens(tokens: Sequence[str], clients: int | None) -> tuple[li
 
 def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
     """Validate the parsed arguments; each error names its option."""
-    if args.nomapred is False:
-        raise InvalidArgument("--nomapred=false: MapReduce mode is not supported; clients are threads of this process")
     commands, clients = parse_command_tokens(args.commands, args.clients)
     if args.rows < 1:
         raise InvalidArgument(f"--rows must be a positive integer, got {args.rows}")
@@ -200,7 +198,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
 
 
 # -- tables ---------------------------------------------------------------
-def _family_options(opts: PeOptions, block_size: int) -> dict:
+def family_options(opts: PeOptions, block_size: int) -> dict:
     return {
         "max_versions": 1,
         "block_size": block_size,
@@ -209,7 +207,7 @@ def _family_options(opts: PeOptions, block_size: int) -> dict:
     }
 
 
-def _split_keys(opts: PeOptions) -> list[bytes]:
+def split_keys(opts: PeOptions) -> list[bytes]:
     """hbase pe's pre-split points: ``format(jump * k)`` with ``jump = total rows / regions``."""
     if opts.presplit <= 1:
         return []
@@ -217,7 +215,7 @@ def _split_keys(opts: PeOptions) -> list[bytes]:
     return [format_row(jump * k) for k in range(1, opts.presplit)]
 
 
-def _create(conn: storage.Connection, name: str, family: str, family_opts: dict, split_keys: list[bytes],
+def create(conn: storage.Connection, name: str, family: str, family_opts: dict, split_keys: list[bytes],
             opts: PeOptions) -> storage.Table:
     return conn.create_table(
         name, {family: family_opts}, split_keys=split_keys or None,
@@ -233,9 +231,9 @@ def _settings_differ(table: storage.Table, family: str, wanted: dict) -> list[st
     return [f"{k}={current.get(k)!r} (wanted {v!r})" for k, v in wanted_settings.items() if current.get(k) != v]
 
 
-def _data_table(conn: storage.Connection, opts: PeOptions, say) -> storage.Table:
+def data_table(conn: storage.Connection, opts: PeOptions, say) -> storage.Table:
     """The table for a write command: created, or recreated when its layout differs from the options."""
-    fam = _family_options(opts, opts.block_size)
+    fam = family_options(opts, opts.block_size)
     if conn.is_table_available(opts.table):
         table = conn.table(opts.table)
         reasons = []
@@ -246,17 +244,17 @@ def _data_table(conn: storage.Connection, opts: PeOptions, say) -> storage.Table
             return table
         say(f"recreating table {opts.table}: " + "; ".join(reasons))
         conn.delete_table(opts.table)
-    return _create(conn, opts.table, FAMILY, fam, _split_keys(opts), opts)
+    return create(conn, opts.table, FAMILY, fam, split_keys(opts), opts)
 
 
-def _meta_table(conn: storage.Connection, opts: PeOptions, block_size_given: bool) -> storage.Table:
+def meta_table(conn: storage.Connection, opts: PeOptions, block_size_given: bool) -> storage.Table:
     if conn.is_table_available(opts.meta_table):
         return conn.table(opts.meta_table)
     block = opts.block_size if block_size_given else _META_BLOCK_SIZE
-    return _create(conn, opts.meta_table, META_FAMILY, _family_options(opts, block), [], opts)
+    return create(conn, opts.meta_table, META_FAMILY, family_options(opts, block), [], opts)
 
 
-def _load_for_reads(table: storage.Table, opts: PeOptions, say) -> None:
+def load_for_reads(table: storage.Table, opts: PeOptions, say) -> None:
     """Load every client's rows as sequentialWrite would, then flush and major-compact."""
     say(f"table {table.name} is missing: loading {opts.total_rows:,} rows (sequentialWrite layout) first")
     rng = np.random.default_rng(opts.seed)
@@ -271,7 +269,7 @@ def _load_for_reads(table: storage.Table, opts: PeOptions, say) -> None:
     say(f"loaded, flushed and compacted {opts.total_rows:,} rows in {time.perf_counter() - t0:.2f}s")
 
 
-def _load_meta_for_reads(table: storage.Table, opts: PeOptions, say) -> None:
+def load_meta_for_reads(table: storage.Table, opts: PeOptions, say) -> None:
     say(f"table {table.name} is missing: loading {opts.total_rows:,} region rows (metaWrite layout) first")
     rng = np.random.default_rng(opts.seed)
     now = int(time.time() * 1000)
@@ -340,21 +338,21 @@ def run_commands(conn: storage.Connection, commands: Sequence[str], opts: PeOpti
     for name in commands:
         command = COMMANDS[name]
         if command.kind == "write":
-            table = _data_table(conn, opts, say)
+            table = data_table(conn, opts, say)
         elif command.kind == "read":
             if conn.is_table_available(opts.table):
                 table = conn.table(opts.table)
             else:
-                table = _create(conn, opts.table, FAMILY, _family_options(opts, opts.block_size),
-                                _split_keys(opts), opts)
-                _load_for_reads(table, opts, say)
+                table = create(conn, opts.table, FAMILY, family_options(opts, opts.block_size),
+                                split_keys(opts), opts)
+                load_for_reads(table, opts, say)
         elif command.kind == "meta_write":
-            table = _meta_table(conn, opts, block_size_given)
+            table = meta_table(conn, opts, block_size_given)
         else:
             missing = not conn.is_table_available(opts.meta_table)
-            table = _meta_table(conn, opts, block_size_given)
+            table = meta_table(conn, opts, block_size_given)
             if missing:
-                _load_meta_for_reads(table, opts, say)
+                load_meta_for_reads(table, opts, say)
         run_opts = opts.for_kind(command.kind)
         ops = run_opts.ops_per_client
         if name == "filterScan" and ops * opts.total_rows > 50_000_000:
@@ -385,7 +383,11 @@ def _options_dict(opts: PeOptions, root: str) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Entry point of ``regionscan pe``."""
+    """Entry point of ``regionscan pe``; ``--nomapred=false`` runs the clients as Spark tasks."""
+    if args.nomapred is False:
+        from . import pe_distributed  # Spark is imported only for the distributed mode
+
+        return pe_distributed.run(args)
     commands, opts = options_from_args(args)
     root = args.root
     where = os.path.abspath(root) if "://" not in root else root

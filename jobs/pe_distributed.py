@@ -114,19 +114,19 @@ def _prepare(root: str, command: str, opts: PeOptions, args: argparse.Namespace,
     conn = storage.connect(root)
     try:
         if kind == "write":
-            return pe._data_table(conn, opts, say).name
+            return pe.data_table(conn, opts, say).name
         if kind == "meta_write":
-            return pe._meta_table(conn, opts, args.blockSize is not None).name
+            return pe.meta_table(conn, opts, args.blockSize is not None).name
         if kind == "read":
             if not conn.is_table_available(opts.table):
-                table = pe._create(conn, opts.table, FAMILY, pe._family_options(opts, opts.block_size),
-                                   pe._split_keys(opts), opts)
-                pe._load_for_reads(table, opts, say)
+                table = pe.create(conn, opts.table, FAMILY, pe.family_options(opts, opts.block_size),
+                                   pe.split_keys(opts), opts)
+                pe.load_for_reads(table, opts, say)
             return opts.table
         missing = not conn.is_table_available(opts.meta_table)
-        table = pe._meta_table(conn, opts, args.blockSize is not None)
+        table = pe.meta_table(conn, opts, args.blockSize is not None)
         if missing:
-            pe._load_meta_for_reads(table, opts, say)
+            pe.load_meta_for_reads(table, opts, say)
         return opts.meta_table
     finally:
         conn.close()  # readers in other processes open it read-only; the lock must not outlive this

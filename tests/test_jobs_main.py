@@ -85,3 +85,12 @@ def test_pe_distributed_runs_each_client_as_a_spark_task(spark, tmp_path, capsys
     assert "<svg" in open(chart).read() or "<html" in open(chart).read().lower()
     assert pe_distributed.main(["--root", root, "--rows=10", "sequentialWrite", "2"]) == 2
     assert "grpc://" in capsys.readouterr().err
+
+
+def test_pe_nomapred_false_runs_the_distributed_mode(spark, tmp_path, capsys):
+    from jobs import pe
+
+    root = str(tmp_path / "tables")
+    assert pe.main(["--root", root, "--nomapred=false", "--rows=50", "--presplit=2", "scan", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "regionscan pe-distributed" in out and "clients ran as Spark tasks" in out

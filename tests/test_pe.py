@@ -158,7 +158,6 @@ def test_chart_html(tmp_path):
         (["--clients", "2", "scan", "3"], "--clients"),
         (["--chart", "x.svg", "scan"], "--chart"),
         (["--json", "/no/such/folder/out.json", "scan"], "--json"),
-        (["--nomapred=false", "scan"], "--nomapred"),
         (["--table", "bad/name", "scan"], "--table"),
         (["scna"], "'scna'"),
         (["scan", "0"], "client count"),
