@@ -317,6 +317,24 @@ class Table:
         return self.counter_inc(row, column, -value)
 
     # -- reads -----------------------------------------------------------
+    def _scan_columns(self, columns: Sequence | None) -> list[bytes] | None:
+        """A scan's column list as bytes, each naming a family of the table."""
+        if columns is None:
+            return None
+        if isinstance(columns, (bytes, str)):
+            raise InvalidArgument(f"columns must be a list of b'family:qualifier' or b'family', got {columns!r}")
+        columns = [c.encode() if isinstance(c, str) else _check_bytes(c, "column") for c in columns]
+        for c in columns:
+            self._check_family(parse_column(c)[0])
+        return columns
+
+    def _time_bounds(self, timestamp: int | None, time_range: tuple[int, int] | None) -> tuple[int, int]:
+        """[min, max) of a scan: ``time_range``, capped below ``timestamp`` (happybase's meaning)."""
+        min_ts, max_ts = (0, LATEST_TIMESTAMP) if time_range is None else time_range
+        if timestamp is not None:
+            max_ts = min(max_ts, self._check_ts(timestamp))
+        return min_ts, max_ts
+
     def _batch_scan(
         self,
         row_start=None,
@@ -335,15 +353,8 @@ class Table:
         batch_cells=65536,
     ) -> tuple[BatchScan, list[Region]]:
         low, high = row_range(row_start, row_stop, row_prefix, reverse)
-        min_ts, max_ts = 0, LATEST_TIMESTAMP
-        if time_range is not None:
-            min_ts, max_ts = time_range
-        if timestamp is not None:
-            max_ts = min(max_ts, self._check_ts(timestamp))
-        if columns is not None:
-            columns = [c.encode() if isinstance(c, str) else _check_bytes(c, "column") for c in columns]
-            for c in columns:
-                self._check_family(parse_column(c)[0])
+        min_ts, max_ts = self._time_bounds(timestamp, time_range)
+        columns = self._scan_columns(columns)
         if not isinstance(max_versions, int) or max_versions < 1:
             raise InvalidArgument(f"max_versions must be a positive int, got {max_versions!r}")
         if limit is not None and (not isinstance(limit, int) or limit < 0):
@@ -503,13 +514,8 @@ class Table:
         want cells as Python objects; ``scan_batches`` is the vectorized path.
         """
         low, high = row_range(row_start, row_stop, row_prefix, reverse)
-        min_ts, max_ts = (0, LATEST_TIMESTAMP) if time_range is None else time_range
-        if timestamp is not None:
-            max_ts = min(max_ts, self._check_ts(timestamp))
-        if columns is not None:
-            columns = [c.encode() if isinstance(c, str) else _check_bytes(c, "column") for c in columns]
-            for c in columns:
-                self._check_family(parse_column(c)[0])
+        min_ts, max_ts = self._time_bounds(timestamp, time_range)
+        columns = self._scan_columns(columns)
         # The key range is enforced through the region bounds given to each
         # region scanner, so one [low, high) form serves both directions.
         # One filter copy serves the whole scan (a PageFilter counts across regions).
@@ -540,11 +546,8 @@ class Table:
     def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> dict:
         """One row as ``{b"cf:q": value}`` ({} if absent); a cell-path point read."""
         row = _check_bytes(row, "row key")
-        if columns is not None:
-            columns = [c.encode() if isinstance(c, str) else _check_bytes(c, "column") for c in columns]
-            for c in columns:
-                self._check_family(parse_column(c)[0])
-        max_ts = LATEST_TIMESTAMP if timestamp is None else self._check_ts(timestamp)
+        columns = self._scan_columns(columns)
+        _, max_ts = self._time_bounds(timestamp, None)
         spec = ScanSpec(start_row=row, stop_row=row + b"\x00", columns=columns, max_timestamp=max_ts) if max_ts else None
         cells = self._region_for(row).get(row, spec) if spec is not None else []
         if not cells:
