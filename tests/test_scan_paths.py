@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import time
 
+import pyarrow as pa
 import pytest
 
 import storage
@@ -118,4 +119,24 @@ def test_row_count_on_a_clean_table_matches_the_cell_path(tmp_path):
             assert list(t.scan(filter=text, **options)) == list(t.scan(filter=text, path="cell", **options))
         cells = sum(b.num_rows for b in t.scan_batches(filter=text, output="cells"))
         assert cells == 400
+    conn.close()
+
+
+def test_reverse_scans_of_a_clean_file_match_forward_and_the_cell_path(tmp_path):
+    conn = storage.connect(str(tmp_path / "rev"))
+    t = conn.create_table("r", {"cf": {"block_size": 300}}, split_keys=[b"m"])
+    rng = random.Random(9)
+    for i in range(300):
+        width = 12 if i % 50 == 0 else rng.randint(1, 3)  # a few rows wider than a block
+        t.put(b"%s%04d" % (b"a" if i % 2 else b"x", i), {b"cf:q%d" % q: b"v%d-%d" % (i, q) for q in range(width)})
+    t.compact()
+    assert all(not r.info.needs_resolution for r in t.store_file_readers())
+    forward = pa.Table.from_batches(list(t.scan_batches(columns=[b"cf:q0", b"cf:q1"]))).to_pylist()
+    backward = pa.Table.from_batches(list(t.scan_batches(columns=[b"cf:q0", b"cf:q1"], reverse=True))).to_pylist()
+    assert backward == forward[::-1]
+    for options in [{}, {"limit": 9}, {"row_start": b"x0200", "row_stop": b"a0100"}, {"columns": [b"cf:q1"]},
+                    {"filter": "PageFilter (7)"}, {"filter": "ValueFilter (=, 'substring:-1')"}]:
+        assert list(t.scan(reverse=True, **options)) == list(t.scan(reverse=True, path="cell", **options)), options
+    small = [b.num_rows for b in t.scan_batches(output="cells", reverse=True, batch_size=5)]
+    assert sum(small) == sum(b.num_rows for b in t.scan_batches(output="cells"))
     conn.close()
