@@ -20,10 +20,7 @@ readers are done or the pin expires; see docs/connector.md.
 
 from __future__ import annotations
 
-import json
 import threading
-import time
-import uuid
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -38,6 +35,7 @@ from storage.storefile import BlockCache, StoreFileReader
 from storage.wal import WalReader, read_wal
 
 from storage.bulkload import apply_entry, read_journals
+from storage.pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin
 
 __all__ = [
     "ARCHIVE_DIR",
@@ -53,8 +51,6 @@ __all__ = [
     "shared_block_cache",
 ]
 
-ARCHIVE_DIR = "archive"
-PINS_DIR = "pins"
 _WAL_DIR = "wal"
 _PIN_RETRIES = 5
 
@@ -277,56 +273,14 @@ class PinnedRegion:
 
 
 def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_seconds: int) -> str | None:
-    """Register pinned files in ``pins/<expiry ms>-<id>.pin``; returns the id, or None if the root is not writable.
-
-    The expiry leads the file name, so expired pins are found by listing names alone.
-    """
-    expires = int((time.time() + ttl_seconds) * 1000)
-    pin_id = f"{expires:013d}-{uuid.uuid4().hex[:12]}"
+    """Register the pinned regions' files (see :mod:`storage.pins`); returns the pin id,
+    or None if the root is not writable."""
     paths: list[str] = []
     wal: list[str] = []
     for pin in regions:
         paths.extend(pin.file_paths())
         wal.extend(pin.wal_paths())
-    doc = {"expires_ms": expires, "files": paths, "wal": wal}
-    try:
-        table_fs.makedirs(PINS_DIR)
-        table_fs.write_atomic(f"{PINS_DIR}/{pin_id}.pin", json.dumps(doc).encode())
-    except OSError:
-        return None  # a read-only root: reads still work, only without protection from deletion
-    _drop_expired_pins(table_fs)
-    return pin_id
+    return write_pin(table_fs, paths, wal, ttl_seconds)
 
 
-def _drop_expired_pins(table_fs: FileSystem) -> None:
-    """Delete pin files past their expiry (readers that never released them)."""
-    now = int(time.time() * 1000)
-    for name in table_fs.listdir(PINS_DIR):
-        stem = name.split("-", 1)[0]
-        expired = (stem.isdigit() and int(stem) < now) or ".tmp-" in name
-        if expired:
-            table_fs.delete(f"{PINS_DIR}/{name}", missing_ok=True)
-
-
-def live_pins(table_fs: FileSystem) -> list[dict]:
-    """The unexpired pin documents (what an engine deferring deletion would consult)."""
-    now = int(time.time() * 1000)
-    out = []
-    for name in table_fs.listdir(PINS_DIR):
-        stem = name.split("-", 1)[0]
-        if not name.endswith(".pin") or not stem.isdigit() or int(stem) < now:
-            continue
-        try:
-            out.append(json.loads(table_fs.read_bytes(f"{PINS_DIR}/{name}")))
-        except (OSError, ValueError):
-            continue
-    return out
-
-
-def release_pin_file(table_fs: FileSystem, pin_id: str | None) -> None:
-    """Drop a pin registered by :func:`write_pin_file` (no error if it is gone)."""
-    if pin_id:
-        try:
-            table_fs.delete(f"{PINS_DIR}/{pin_id}.pin", missing_ok=True)
-        except OSError:
-            pass
+release_pin_file = release_pin

@@ -36,6 +36,7 @@ from .errors import CorruptionError, InvalidArgument, StorageError
 from .framing import decode_document, encode_document
 from .fs import FileSystem
 from .manifest import REGION_MANIFEST, RegionManifest
+from .pins import pinned_paths, retire
 
 __all__ = [
     "JOURNAL_DIR",
@@ -197,10 +198,11 @@ def roll_forward(table_fs: FileSystem, journal: Journal) -> None:
             new.save(rfs)
         if journal.mode == "overwrite":
             live = {f"{fam}/{n}" for fam, names in new.files.items() for n in names}
+            pinned = pinned_paths(table_fs)
             for fam in list(new.files) + list(manifest.files):
                 for name in rfs.listdir(fam):
                     if f"{fam}/{name}" not in live:
-                        rfs.delete(f"{fam}/{name}", missing_ok=True)
+                        retire(table_fs, f"regions/{region_id}/{fam}/{name}", pinned)
     table_fs.delete(journal.path, missing_ok=True)
 
 

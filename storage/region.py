@@ -24,6 +24,7 @@ from .cells import Cell
 from .errors import InvalidArgument, StorageError
 from .fs import FileSystem
 from .bulkload import apply_entry
+from .pins import pinned_paths, retire
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from .schema import FamilySettings, TableSettings
 from .store import Store, StoreFile, StoreView
@@ -171,9 +172,10 @@ class Region:
         self._wal_name = name
         self.fs.sync_dir(_WAL_DIR)
         if delete_old:
-            for entry in old:
-                if entry != name:
-                    self.fs.delete(f"{_WAL_DIR}/{entry}", missing_ok=True)
+            stale = [entry for entry in old if entry != name]
+            pinned = pinned_paths(self._table_fs) if stale else set()
+            for entry in stale:
+                retire(self._table_fs, self._table_path(f"{_WAL_DIR}/{entry}"), pinned)
 
     def close(self) -> None:
         with self._lock:
@@ -185,6 +187,10 @@ class Region:
             for store in self.stores.values():
                 store.close()
             self.closed = True
+
+    def _table_path(self, path: str) -> str:
+        """``path`` (relative to the region) relative to the table directory, as pins name files."""
+        return f"regions/{self.info.region_id}/{path}"
 
     # -- writes ----------------------------------------------------------
     def _check_writable(self) -> None:
@@ -365,9 +371,10 @@ class Region:
         store.replace_files(tuple(newest_first))
         if not info.cell_count:
             self.fs.delete(store.path(name), missing_ok=True)
+        pinned = pinned_paths(self._table_fs)
         for f in chosen:
             f.reader.close()
-            self.fs.delete(store.path(f.name), missing_ok=True)
+            retire(self._table_fs, self._table_path(store.path(f.name)), pinned)
         return len(chosen)
 
     # -- reads -----------------------------------------------------------

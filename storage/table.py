@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from . import kernels
 from .batch_scan import BatchScan, scan_region_batches
 from .bulkload import pending_entries, recover
+from .pins import clean_archive, retire_dir
 from .cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
 from .errors import InvalidArgument, RegionNotFound, StorageError
 from .filters import coerce_filter
@@ -125,7 +126,8 @@ class Table:
             live = {r.region_id for r in self._manifest.regions}
             for entry in self.fs.listdir("regions"):
                 if entry not in live:  # a split that crashed before or after its commit
-                    self.fs.delete_dir(f"regions/{entry}")
+                    retire_dir(self.fs, f"regions/{entry}")
+            clean_archive(self.fs)
 
     def _new_region(self, info: RegionInfo) -> Region:
         return Region(self.fs, self.name, info, self.families_settings, self.settings, self._cache, self.read_only)
@@ -620,6 +622,7 @@ class Table:
             for r in self._regions:
                 r.flush()
                 r.compact(major=major)
+            clean_archive(self.fs)
 
     def split(self, split_key: bytes | None = None) -> list[RegionInfo]:
         """Split the region holding ``split_key`` at it, or every region at its midkey."""
@@ -662,7 +665,7 @@ class Table:
         regions[index : index + 1] = daughters
         self._set_regions(regions)
         region.close()
-        self.fs.delete_dir(f"regions/{region.info.region_id}")
+        retire_dir(self.fs, f"regions/{region.info.region_id}")
 
     def store_file_readers(self) -> list:
         """The open :class:`storage.storefile.StoreFileReader` of every live store file."""

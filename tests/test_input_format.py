@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 
 import pyarrow as pa
@@ -332,50 +331,70 @@ def test_splits_read_the_snapshot_of_get_splits(root):
     assert rows[_key(11)][b"cf:a"] == b"a00011" and _key(5000) not in rows
 
 
-def test_compacted_away_files_fail_clearly_or_come_from_the_archive(root):
+def test_pinned_files_survive_compaction_in_the_archive_until_released(root):
     fmt = TableInputFormat(_conf(root))
     splits = fmt.get_splits()
     before = _read_all(fmt, splits[:1])
     pin = splits[0].regions[0]
     old = pin.file_paths()
+    table_dir = os.path.join(root, "t")
     (registered,) = live_pins(FileSystem(root).sub("t"))  # get_splits registers its pins
     assert set(old) <= set(registered["files"]) and registered["expires_ms"] > 0
     conn = storage.connect(root)
     table = conn.table("t")
     _fill(table, rows=50)
-    table.compact()  # flush + major compaction: the pinned files are deleted
+    table.compact()  # flush + major compaction retires the pinned files...
     conn.close()
+    gone = [p for p in old if not os.path.exists(os.path.join(table_dir, p))]
+    assert gone
+    # ...into the archive, where the split's reader finds them: the same rows as before
+    assert all(os.path.exists(os.path.join(table_dir, "archive", p)) for p in gone)
+    assert _read_all(fmt, splits[:1]) == before
+    fmt.release()
+    assert not os.listdir(os.path.join(table_dir, "pins"))
+    with storage.connect(root) as conn:  # a writer's open cleans what no pin names any more
+        conn.table("t")
+    assert not any(os.path.exists(os.path.join(table_dir, "archive", p)) for p in gone)
+
+
+def test_files_of_an_unregistered_snapshot_fail_clearly_once_compacted(root):
+    fmt = TableInputFormat(_conf(root))
+    splits = fmt.get_splits()
+    fmt.release()  # the pin is gone: nothing protects the files any more
+    old = splits[0].regions[0].file_paths()
+    with storage.connect(root) as conn:
+        table = conn.table("t")
+        _fill(table, rows=50)
+        table.compact()
     gone = [p for p in old if not os.path.exists(os.path.join(root, "t", p))]
     assert gone
     with pytest.raises(SnapshotLost) as err:
         _read_all(fmt, splits[:1])
     assert "pinned" in str(err.value) and any(os.path.basename(p) in str(err.value) for p in gone)
-    # an engine that defers deletion moves replaced files to the archive; readers find them there
-    fmt2 = TableInputFormat(_conf(root))
-    splits2 = fmt2.get_splits()
-    pin2 = splits2[0].regions[0]
-    for rel in pin2.file_paths():
-        dst = os.path.join(root, "t", "archive", rel)
-        os.makedirs(os.path.dirname(dst), exist_ok=True)
-        shutil.copy(os.path.join(root, "t", rel), dst)
-    expected = _read_all(fmt2, splits2[:1])
-    conn = storage.connect(root)
-    conn.table("t").compact()
-    conn.close()
-    assert _read_all(fmt2, splits2[:1]) == expected
-    assert [k for k, _ in expected] == [k for k, _ in before]
-    fmt.release()
-    fmt2.release()
-    assert not os.listdir(os.path.join(root, "t", "pins"))
 
 
-def test_a_flush_after_pinning_unflushed_edits_is_reported(root):
+def test_a_flush_after_pinning_keeps_the_pinned_wal_readable(root):
     conn = storage.connect(root)
     table = conn.table("t")
     table.put(_key(1), {b"cf:a": b"unflushed"})
     fmt = TableInputFormat(_conf(root))
     splits = fmt.get_splits()
-    table.flush()  # the pinned WAL records move into a new file the split does not know
+    table.put(_key(1), {b"cf:a": b"after the splits"})
+    table.flush()  # the pinned WAL is retired into the archive, not deleted
+    conn.close()
+    rows = dict(_read_all(fmt, splits[:1]))
+    assert rows[_key(1)][b"cf:a"] == b"unflushed"  # the snapshot as of get_splits()
+    fmt.release()
+
+
+def test_an_unpinned_flushed_wal_is_reported(root):
+    conn = storage.connect(root)
+    table = conn.table("t")
+    table.put(_key(1), {b"cf:a": b"unflushed"})
+    fmt = TableInputFormat(_conf(root))
+    splits = fmt.get_splits()
+    fmt.release()
+    table.flush()  # nothing pins the WAL now: it is deleted
     conn.close()
     with pytest.raises(SnapshotLost, match="WAL"):
         _read_all(fmt, splits[:1])

@@ -1,0 +1,73 @@
+"""Pinned files are archived, not deleted, while a live pin names them."""
+
+from __future__ import annotations
+
+import storage
+from storage.pins import ARCHIVE_DIR, clean_archive, live_pins, release_pin, write_pin
+
+
+def _table(tmp_path):
+    conn = storage.connect(str(tmp_path / "root"))
+    t = conn.create_table("t", {"cf": {}}, split_keys=[b"m"])
+    for i in range(20):
+        t.put(b"%s%02d" % (b"a" if i % 2 else b"x", i), {b"cf:q": b"v%d" % i})
+    t.flush()
+    return conn, t
+
+
+def _file_paths(t) -> list[str]:
+    return [
+        f"regions/{r.info.region_id}/{name}/{f.name}"
+        for r in t._regions
+        for name, s in r.stores.items()
+        for f in s.files
+    ]
+
+
+def test_compaction_and_split_archive_pinned_files_until_the_pin_goes(tmp_path):
+    conn, t = _table(tmp_path)
+    fs = t.fs
+    pinned = _file_paths(t)
+    pin = write_pin(fs, pinned, [], ttl_seconds=600)
+    assert live_pins(fs)[0]["files"] == pinned
+    t.put(b"b00", {b"cf:q": b"new"})
+    t.compact()  # the pinned inputs are retired
+    for path in pinned:
+        assert not fs.exists(path) and fs.exists(f"{ARCHIVE_DIR}/{path}")
+    t.split(b"c")  # the parent region's directory goes; its pinned files were archived already
+    assert clean_archive(fs) == 0  # still pinned
+    release_pin(fs, pin)
+    assert clean_archive(fs) == len(pinned)
+    assert dict(t.scan())[b"b00"] == {b"cf:q": b"new"}
+    conn.close()
+
+
+def test_an_expired_pin_protects_nothing(tmp_path):
+    conn, t = _table(tmp_path)
+    fs = t.fs
+    pinned = _file_paths(t)
+    write_pin(fs, pinned, [], ttl_seconds=-1)  # already expired (a reader that died)
+    assert live_pins(fs) == []
+    t.compact()
+    for path in pinned:
+        assert not fs.exists(path) and not fs.exists(f"{ARCHIVE_DIR}/{path}")
+    conn.close()
+
+
+def test_split_archives_the_pinned_files_of_the_parent(tmp_path):
+    conn, t = _table(tmp_path)
+    fs = t.fs
+    pinned = _file_paths(t)
+    parent = t._region_for(b"c").info.region_id
+    parent_files = [p for p in pinned if p.startswith(f"regions/{parent}/")]
+    other_files = [p for p in pinned if p not in parent_files]
+    assert parent_files and other_files
+    pin = write_pin(fs, pinned, [], ttl_seconds=600)
+    t.split(b"c")
+    assert all(fs.exists(f"{ARCHIVE_DIR}/{p}") and not fs.exists(p) for p in parent_files)
+    assert all(fs.exists(p) and not fs.exists(f"{ARCHIVE_DIR}/{p}") for p in other_files)
+    release_pin(fs, pin)
+    conn.close()
+    with storage.connect(str(tmp_path / "root")) as again:  # a writer's open cleans the archive
+        again.table("t")
+    assert not any(fs.exists(f"{ARCHIVE_DIR}/{p}") for p in pinned)
