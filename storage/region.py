@@ -397,7 +397,7 @@ class Region:
                 continue
             stores.append(
                 StoreScanner(
-                    [sview.memstore.scanner(metrics)] + [f.reader.scanner() for f in sview.files],
+                    sview.scanners(metrics),
                     family,
                     read_spec,
                     max_versions=sview.settings.max_versions,

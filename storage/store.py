@@ -8,9 +8,8 @@ a flush or compaction that swaps files does not disturb a scan under way.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import pyarrow as pa
 
@@ -61,9 +60,9 @@ class StoreView:
         tables = [self.memstore_batch(start_row, stop_row)] + self.file_batches(start_row, stop_row)
         return [t for t in tables if t.num_rows]
 
-    def scanners(self) -> list:
+    def scanners(self, metrics=None) -> list:
         """Cell scanners over every source, newest first (the heap's rank order)."""
-        return [self.memstore.scanner()] + [f.reader.scanner() for f in self.files]
+        return [self.memstore.scanner(metrics)] + [f.reader.scanner() for f in self.files]
 
 
 class Store:
@@ -77,7 +76,6 @@ class Store:
         self.cache = cache
         self.memstore = MemStore()
         self._files: tuple[StoreFile, ...] = ()  # newest first
-        self._lock = threading.Lock()
 
     # -- files -----------------------------------------------------------
     def path(self, name: str) -> str:
@@ -132,9 +130,3 @@ class Store:
         for f in self._files:
             f.reader.close()
         self._files = ()
-
-
-def iter_tables(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Table]:
-    """Wrap record batches as tables (the kernels take either)."""
-    for b in batches:
-        yield pa.Table.from_batches([b])
