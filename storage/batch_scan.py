@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import kernels
-from .cells import LATEST_TIMESTAMP
+from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from .region import RegionView, chunk_bounds
 from .schema import parse_column
 from .store import StoreView
@@ -199,6 +199,42 @@ def _streamable(views: dict[str, StoreView], low: bytes, high: bytes | None, sca
     return view
 
 
+_KEY_COLUMNS = [0, 1, 2, 3, 4]  # every cell column but the value
+
+
+def values_discarded(flt) -> bool:
+    """True when a filter's output has only empty values and nothing in it reads
+    them: a plain KeyOnlyFilter, alone or ANDed with filters that look at keys only
+    (the row-counting filters)."""
+    from .filters import (
+        ColumnPrefixFilter,
+        FilterList,
+        FirstKeyOnlyFilter,
+        KeyOnlyFilter,
+        MultiRowRangeFilter,
+        PageFilter,
+        PrefixFilter,
+        QualifierFilter,
+        RowFilter,
+        TimestampsFilter,
+    )
+
+    key_blind = (FirstKeyOnlyFilter, PrefixFilter, RowFilter, MultiRowRangeFilter, ColumnPrefixFilter,
+                 QualifierFilter, TimestampsFilter, PageFilter)
+    if isinstance(flt, KeyOnlyFilter):
+        return not flt.len_as_value
+    if isinstance(flt, FilterList) and flt.operator.name == "MUST_PASS_ALL" and flt.filters:
+        strips = [f for f in flt.filters if values_discarded(f)]
+        return bool(strips) and all(f in strips or isinstance(f, key_blind) for f in flt.filters)
+    return False
+
+
+def _empty_values(n: int) -> pa.Array:
+    """``n`` empty (not null) binary values, built without a Python loop."""
+    offsets = pa.py_buffer(np.zeros(n + 1, dtype=np.int32).tobytes())
+    return pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(b"")])
+
+
 def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> Iterator[pa.RecordBatch]:
     """Stream one store file's blocks through the kernels, a group of blocks at a time.
 
@@ -215,8 +251,16 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     group_cells = 0
     held: pa.RecordBatch | None = None  # complete rows, except maybe the last
 
+    drop_values = values_discarded(proc.scan.filter)
+
     def emit(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+        if drop_values:
+            # the filter empties every value anyway: never copy them
+            keys = [b.select(_KEY_COLUMNS) for b in batches]
+            batch = keys[0] if len(keys) == 1 else pa.concat_batches(keys)
+            batch = batch.append_column(CELL_SCHEMA.field(5), _empty_values(batch.num_rows))
+        else:
+            batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
         cells = pa.Table.from_batches([batch])
         out = proc.finish(cells if skip_resolve else proc.resolve_family(view.family, [cells]))
         if out is not None and out.num_rows:

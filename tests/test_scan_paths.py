@@ -140,3 +140,22 @@ def test_reverse_scans_of_a_clean_file_match_forward_and_the_cell_path(tmp_path)
     small = [b.num_rows for b in t.scan_batches(output="cells", reverse=True, batch_size=5)]
     assert sum(small) == sum(b.num_rows for b in t.scan_batches(output="cells"))
     conn.close()
+
+
+@pytest.mark.parametrize(
+    "text, discarded",
+    [
+        ("KeyOnlyFilter()", True),
+        ("KeyOnlyFilter() AND FirstKeyOnlyFilter()", True),
+        ("FirstKeyOnlyFilter() AND KeyOnlyFilter() AND PrefixFilter ('r')", True),
+        ("KeyOnlyFilter(true)", False),  # values become their lengths: they are read
+        ("KeyOnlyFilter() AND ValueFilter (=, 'binary:x')", False),
+        ("KeyOnlyFilter() OR FirstKeyOnlyFilter()", False),
+        ("FirstKeyOnlyFilter()", False),
+    ],
+)
+def test_which_filters_let_a_scan_skip_copying_values(text, discarded):
+    from storage.batch_scan import values_discarded
+    from storage.filters import parse_filter_string
+
+    assert values_discarded(parse_filter_string(text)) is discarded
