@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from storage.errors import InvalidArgument, ScannerError, StorageError, TableNotFound
 from storage.scanner.metrics import ScanMetrics
-from storage.table import cells_to_dicts
+from storage.rows import cells_to_dicts
 
 from .scanning import last_row_of, split_batches
 from .snapshot import SnapshotLost

@@ -29,7 +29,7 @@ from .schema import validate_table_name
 from .server.auth import AUTH_HEADER, bearer
 from .server.remote_errors import from_flight_error
 from .server.wire import Message, decode_message, encode_message, ipc_to_batches
-from .table import cells_to_dicts
+from .rows import cells_to_dicts
 
 __all__ = ["connect_remote", "RemoteConnection", "RemoteTable", "RemoteBatch", "RemoteScanner", "SCAN_MODES"]
 

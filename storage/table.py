@@ -16,12 +16,12 @@ import time
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Sequence
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import kernels
 from .batch_scan import BatchScan, scan_region_batches
+from .mutation_batch import Batch
+from .rows import cells_to_dicts
 from .bulkload import pending_entries, recover
 from .pins import clean_archive, retire_dir
 from .cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
@@ -745,78 +745,3 @@ def _intersect_spans(low: bytes, high: bytes | None, ranges) -> list[tuple[bytes
         else:
             spans.append((lo, hi))
     return spans
-
-
-def cells_to_dicts(
-    batch: pa.RecordBatch, include_timestamp: bool = False, sorted_columns: bool = False,
-    scan_batching: int | None = None, all_versions: bool = False,
-) -> Iterator[tuple[bytes, dict]]:
-    """Turn a cell batch into happybase row pairs; one Python step per row, not per cell."""
-    if batch.num_rows == 0:
-        return
-    rows = batch.column(0)
-    starts = kernels.row_boundaries(pa.Table.from_batches([batch]))
-    ends = np.append(starts[1:], batch.num_rows)
-    keys = rows.take(pa.array(starts)).to_pylist()
-    names = pc.binary_join_element_wise(batch.column(1), batch.column(2), b":").to_pylist()
-    values = batch.column(5).to_pylist()
-    if include_timestamp:
-        values = list(zip(values, batch.column(3).to_pylist()))
-    make = OrderedDict if sorted_columns else dict
-    for key, s, e in zip(keys, starts.tolist(), ends.tolist()):
-        if scan_batching is None:
-            if all_versions:
-                # dict() keeps the last duplicate; the first (newest) version must win
-                yield key, make(reversed(list(zip(names[s:e], values[s:e]))))
-            else:
-                yield key, make(zip(names[s:e], values[s:e]))
-        else:
-            for c in range(s, e, scan_batching):
-                hi = min(c + scan_batching, e)
-                yield key, make(zip(names[c:hi], values[c:hi]))
-
-
-class Batch:
-    """Collects puts and deletes and sends them together; usable as a context manager.
-
-    ``batch_size`` sends automatically every that many mutations.  With
-    ``transaction=True`` nothing is sent if the ``with`` block raises.
-    """
-
-    def __init__(self, table: Table, timestamp: int | None, batch_size: int | None, transaction: bool):
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-            raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
-        if transaction and batch_size is not None:
-            raise InvalidArgument("transaction and batch_size cannot be combined")
-        self._table = table
-        self._timestamp = timestamp
-        self._batch_size = batch_size
-        self._transaction = transaction
-        self._cells: list[Cell] = []
-        self._count = 0
-
-    def put(self, row: bytes, data: dict, wal: bool = True) -> None:
-        self._cells.extend(self._table._put_cells(row, data, self._timestamp))
-        self._added()
-
-    def delete(self, row: bytes, columns: Iterable | None = None, wal: bool = True) -> None:
-        self._cells.extend(self._table._delete_cells(row, columns, self._timestamp))
-        self._added()
-
-    def _added(self) -> None:
-        self._count += 1
-        if self._batch_size is not None and self._count >= self._batch_size:
-            self.send()
-
-    def send(self) -> None:
-        """Write what was collected."""
-        cells, self._cells, self._count = self._cells, [], 0
-        self._table._write(cells)
-
-    def __enter__(self) -> "Batch":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if self._transaction and exc_type is not None:
-            return
-        self.send()
