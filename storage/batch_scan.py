@@ -346,9 +346,12 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     for lo, hi in ranges:
         resolved = []
         for name, fview in families.items():
-            sources = fview.sources(lo, hi)
-            if sources:
-                resolved.append(proc.resolve_family(name, sources))
+            sources, clean = fview.sources_checked(lo, hi)
+            if not sources:
+                continue
+            # one clean store file and nothing in the memstore: the cells are final
+            trivial = clean and proc.trivial_resolution(name)
+            resolved.append(sources[0] if trivial else proc.resolve_family(name, sources))
         resolved = [t for t in resolved if t.num_rows]
         if not resolved:
             continue

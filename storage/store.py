@@ -57,8 +57,23 @@ class StoreView:
 
     def sources(self, start_row: bytes, stop_row: bytes | None) -> list[pa.Table]:
         """All sources' cells in the range, newest first; empty sources left out."""
-        tables = [self.memstore_batch(start_row, stop_row)] + self.file_batches(start_row, stop_row)
-        return [t for t in tables if t.num_rows]
+        return self.sources_checked(start_row, stop_row)[0]
+
+    def sources_checked(self, start_row: bytes, stop_row: bytes | None) -> tuple[list[pa.Table], bool]:
+        """The range's non-empty sources, newest first, and whether they are one
+        store file that needs no version or delete resolution."""
+        tables: list[pa.Table] = []
+        clean = True
+        if not self.memstore.is_empty():
+            mem = self.memstore_batch(start_row, stop_row)
+            if mem.num_rows:
+                tables.append(mem)
+                clean = False
+        for f, table in zip(self.files, self.file_batches(start_row, stop_row)):
+            if table.num_rows:
+                tables.append(table)
+                clean = clean and not f.reader.info.needs_resolution
+        return tables, clean and len(tables) == 1
 
     def scanners(self, metrics=None) -> list:
         """Cell scanners over every source, newest first (the heap's rank order)."""
