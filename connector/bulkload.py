@@ -72,6 +72,7 @@ __all__ = [
     "lock_table",
     "write_store_file",
     "abort_load",
+    "aborted_marker",
     "recover",
     "LoadReport",
     "table_regions",
@@ -321,6 +322,13 @@ class BulkLoadTask:
         except BaseException:
             self.abandon()
             raise
+        if self.fs.exists(aborted_marker(self.job_id)):
+            # The job was aborted while this attempt still ran (Spark aborts on
+            # the first failed task): its files must not outlive the abort.
+            # Checked after writing, and the abort writes the marker before
+            # deleting, so no interleaving leaves files behind.
+            self.abandon()
+            raise InvalidArgument(f"bulk-load job {self.job_id} was aborted; task {self.task_id} discarded its files")
         self._state = "finished"
         return list(self.staged)
 
@@ -452,6 +460,7 @@ def commit_load(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile],
     lock = lock_table(table_fs, job_id)
     try:
         recover(table_fs)
+        drop_old_abort_markers(table_fs)
         journal, report = prepare_commit(table_fs, job_id, staged, mode)
         roll_forward(table_fs, journal)
         table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
@@ -468,5 +477,31 @@ def abort_load(table_fs: FileSystem, job_id: str) -> bool:
     """
     if table_fs.exists(f"{JOURNAL_DIR}/{job_id}.commit"):
         return False
+    # the marker first: a task attempt still running sees it once its files are written
+    table_fs.makedirs(STAGING_DIR)
+    table_fs.write_bytes(aborted_marker(job_id), str(int(time.time() * 1000)).encode())
     table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
     return True
+
+
+def drop_old_abort_markers(table_fs: FileSystem, older_than_s: float = 3600.0) -> int:
+    """Delete abort markers older than any task attempt can run; returns how many."""
+    cutoff = (time.time() - older_than_s) * 1000
+    dropped = 0
+    for name in table_fs.listdir(STAGING_DIR):
+        if not name.endswith(".aborted"):
+            continue
+        path = f"{STAGING_DIR}/{name}"
+        try:
+            stamp = int(table_fs.read_bytes(path) or b"0")
+        except (OSError, ValueError):
+            stamp = 0  # unreadable: treat as old
+        if stamp < cutoff:
+            table_fs.delete(path, missing_ok=True)
+            dropped += 1
+    return dropped
+
+
+def aborted_marker(job_id: str) -> str:
+    """The file (beside the job's staging folder) that says the job was aborted."""
+    return f"{STAGING_DIR}/{job_id}.aborted"

@@ -12,6 +12,8 @@ The profiler drives readers one at a time to attribute time per column.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import datetime as _dt
 from typing import Any, Callable, Sequence
 
@@ -81,18 +83,18 @@ def batch_column(batch: pa.RecordBatch, name: str, arrow_type: pa.DataType = pa.
     return batch.column(index)
 
 
-class ColumnReader:
+class ColumnReader(ABC):
     """Produces the output columns ``names`` from rows and row batches."""
 
     names: list[str]
 
+    @abstractmethod
     def row_fn(self) -> RowFn:
         """The row-wise reader: ``fn(key, cells, timestamps, out)`` appends one value per name."""
-        raise NotImplementedError
 
+    @abstractmethod
     def read_batch(self, batch: pa.RecordBatch, keys: pa.Array) -> list[pa.Array]:
         """One decoded array per name."""
-        raise NotImplementedError
 
 
 class KeyReader(ColumnReader):
@@ -385,18 +387,18 @@ def encode_column(name: str, codec: Codec, arr: pa.Array) -> pa.Array:
         raise EncodeError(name, "<column>", str(exc)) from None
 
 
-class ColumnWriter:
+class ColumnWriter(ABC):
     """Writes the cells of some input columns, row-wise and batch-wise."""
 
     positions: list[int]
 
+    @abstractmethod
     def write_row(self, values: Sequence[Any], cells: dict) -> None:
         """Add this writer's cells for one row of values to ``cells``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def write_batch(self, columns: Sequence[pa.Array]) -> dict[str, pa.Array]:
         """Row-batch columns (``"cf:q"`` / ``"cf"``) for a batch of values."""
-        raise NotImplementedError
 
 
 class CellWriter(ColumnWriter):

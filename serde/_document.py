@@ -9,6 +9,8 @@ to Arrow once.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -160,9 +162,9 @@ class RowDocumentSerDe(SerDe):
     row_cell: str | None = None
     _doc_columns: list = []
 
+    @abstractmethod
     def _document_codec(self) -> tuple[Callable[[bytes], dict], Callable[[dict], bytes]]:
         """``(decode, encode)`` of the row document."""
-        raise NotImplementedError
 
     def _check_mapping(self) -> None:
         docs = {c.name for c in self._doc_columns}

@@ -37,6 +37,8 @@ Properties common to all SerDes:
 
 from __future__ import annotations
 
+from abc import ABC
+
 from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -72,7 +74,7 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-class SerDe:
+class SerDe(ABC):
     """Base class of SerDes: turns a row's cells into typed values and back.
 
     Subclasses set ``name`` and ``default_storage`` and may override

@@ -462,3 +462,20 @@ def test_server_root_reads_through_the_region_server(root):
                                     key_ranges=[(_key(295), _key(305))])
         batches = [b for s in narrowed.get_splits() for b in narrowed.create_batch_reader(s)]
         assert pa.Table.from_batches(batches).column("key").to_pylist() == [_key(i) for i in range(295, 305)]
+
+
+def test_a_task_finishing_after_the_abort_discards_its_files(root):
+    from connector.bulkload import aborted_marker, drop_old_abort_markers
+
+    table_fs = FileSystem(root).sub("t")
+    regions, families = table_regions(table_fs)
+    serde = create_serde("binary", "k INT :key, a STRING cf:a")
+    late = BulkLoadTask(table_fs, "job-late", "p0", regions, families, timestamp=1 << 50)
+    late.add(serde.serialize_batch(pa.RecordBatch.from_pydict({"k": pa.array([5], pa.int32()), "a": ["x"]})))
+    assert abort_load(table_fs, "job-late")  # another task failed: the driver aborts first
+    with pytest.raises(InvalidArgument, match="aborted"):
+        late.finish()  # this attempt was still running; it writes, sees the marker, cleans up
+    assert table_fs.listdir(".staging/job-late") == []  # only the emptied folder is left
+    assert table_fs.exists(aborted_marker("job-late"))
+    assert drop_old_abort_markers(table_fs, older_than_s=-1) == 1
+    assert not table_fs.exists(aborted_marker("job-late"))

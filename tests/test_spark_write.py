@@ -45,7 +45,8 @@ def _leftovers(root, name="t"):
     table_dir = os.path.join(root, name)
     staged = []
     for base, _, files in os.walk(os.path.join(table_dir, ".staging")):
-        staged.extend(os.path.join(base, f) for f in files)
+        # an abort leaves a small marker naming the job, so late task attempts discard their files
+        staged.extend(os.path.join(base, f) for f in files if not f.endswith(".aborted"))
     journals = os.listdir(os.path.join(table_dir, "bulkload")) if os.path.isdir(os.path.join(table_dir, "bulkload")) else []
     return staged + journals
 

@@ -19,6 +19,8 @@ equal by construction and finds the offending rows of a bad batch.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from typing import Any
 
 import numpy as np
@@ -30,7 +32,7 @@ from serde.types import DataType
 __all__ = ["Codec", "decode_rows", "merge_fallback"]
 
 
-class Codec:
+class Codec(ABC):
     """Encodes and decodes the values of one :class:`~serde.types.DataType`.
 
     ``fixed_width`` is the byte length of every encoded value when it is
@@ -43,13 +45,13 @@ class Codec:
         self.data_type = data_type
         self.arrow_type = data_type.arrow()
 
+    @abstractmethod
     def decode(self, raw: bytes) -> Any:
         """Decode one stored value; raise on bad bytes."""
-        raise NotImplementedError
 
+    @abstractmethod
     def encode(self, value: Any) -> bytes:
         """Encode one non-null value; raise ``ValueError``/``TypeError`` on a bad one."""
-        raise NotImplementedError
 
     def decode_array(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
         """Decode a binary column; the default loops over :meth:`decode`."""

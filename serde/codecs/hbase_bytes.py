@@ -26,6 +26,8 @@ Fixed-width values decode in bulk: the value buffer is viewed as an
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import datetime as _dt
 import struct
 from decimal import ROUND_HALF_UP, Context, Decimal
@@ -114,16 +116,17 @@ class _FixedCodec(Codec):
         super().__init__(data_type)
         self.fixed_width = self.width
 
+    @abstractmethod
     def _from_matrix(self, matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Values in the Arrow storage dtype, and a mask of rows in range (None = all)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _to_matrix(self, values: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _storage(self, arr: pa.Array) -> np.ndarray:
         """The typed column as NumPy in the storage dtype, nulls as zero."""
-        raise NotImplementedError
 
     def decode_array(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
         arr = as_binary(arr)
@@ -421,13 +424,14 @@ class DecimalCodec(Codec):
         return binary_from_parts(matrix, keep, valid)
 
 
-class OrderedDecimalCodec(_FixedCodec):
+class OrderedDecimalCodec(Codec):
     """A decimal as its unscaled value at the column scale: 16 bytes, sign bit flipped."""
 
     width = 16
 
     def __init__(self, data_type: DataType):
         super().__init__(data_type)
+        self.fixed_width = self.width  # its own array kernels, not _FixedCodec's hooks
         self.precision, self.scale = data_type.precision, data_type.scale
         self.wide = pa.decimal128(38, self.scale)
 

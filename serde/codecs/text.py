@@ -23,6 +23,8 @@ parser (see :mod:`serde.codecs.base`).
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import re
 import struct
 from dataclasses import dataclass
@@ -111,13 +113,13 @@ class TextCodec(Codec):
         self.null_text = options.null_format
         self.null = options.null_format.encode("utf-8")
 
+    @abstractmethod
     def parse(self, text: str) -> Any:
         """Parse one non-null text value; raise on bad text."""
-        raise NotImplementedError
 
+    @abstractmethod
     def format(self, value: Any) -> str:
         """Format one non-null value."""
-        raise NotImplementedError
 
     def parse_array(self, strings: pa.Array) -> tuple[pa.Array, np.ndarray]:
         """Kernel: values and the mask of rows it parsed; default parses nothing."""
@@ -182,7 +184,17 @@ class StringText(TextCodec):
 
 
 class BinaryText(TextCodec):
-    """Bytes stored as they are (no UTF-8 check); the null sequence still reads as null."""
+    """Bytes stored as they are (no UTF-8 check); the null sequence still reads as null.
+
+    ``decode``/``encode`` work on the bytes directly; ``parse``/``format``
+    give the text form, non-UTF-8 bytes kept as surrogate escapes.
+    """
+
+    def parse(self, text: str) -> bytes:
+        return text.encode("utf-8", "surrogateescape")
+
+    def format(self, value: Any) -> str:
+        return bytes(value).decode("utf-8", "surrogateescape")
 
     def decode(self, raw: bytes) -> bytes | None:
         return None if raw == self.null else bytes(raw)

@@ -32,6 +32,8 @@ cells is dropped.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import copy as _copy
 from itertools import compress
 from typing import Any, Union
@@ -50,7 +52,7 @@ Keep = Union[bool, list]
 Mode = Union[int, list]
 
 
-class Filter:
+class Filter(ABC):
     """Base class of all filters (HBase's ``Filter``).
 
     Filters compare equal when they have the same type and settings (their
@@ -124,11 +126,13 @@ class Filter:
         """Vectorized :meth:`filter_row_key`: per-row skip mask, or None for none."""
         return None
 
+    @abstractmethod
     def _eval_row(self, cells: list[Cell]) -> tuple[Keep, Mode]:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _eval_batch(self, batch: RowBatch) -> tuple[np.ndarray, Any]:
-        raise NotImplementedError
+        ...
 
     # --- identity ---------------------------------------------------------
     def _settings(self) -> tuple:

@@ -22,6 +22,8 @@ a miss compares "less", so ``=``/``>=`` select matches, ``!=``/``<`` misses,
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import operator
 from functools import partial
 from typing import Callable, ClassVar
@@ -79,7 +81,7 @@ def _to_numpy(mask: pa.Array) -> np.ndarray:
     return mask.to_numpy(zero_copy_only=False)
 
 
-class Comparator:
+class Comparator(ABC):
     """Base class: a value and a way to compare stored bytes with it."""
 
     prefix: ClassVar[str]  # the filter-language prefix, e.g. "binary"
@@ -87,13 +89,13 @@ class Comparator:
     def __init__(self, value: bytes | str):
         self.value = to_bytes(value, f"{type(self).__name__} value")
 
+    @abstractmethod
     def predicate(self, op: CompareOperator | str) -> Predicate:
         """A function telling whether stored bytes ``x`` satisfy ``x <op> self``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def mask(self, data: pa.Array, op: CompareOperator | str) -> np.ndarray:
         """Boolean mask of the elements of the binary array ``data`` satisfying ``op``."""
-        raise NotImplementedError
 
     def to_string(self) -> str:
         """The filter-language form, e.g. ``binary:abc``."""
@@ -154,11 +156,13 @@ class BinaryPrefixComparator(Comparator):
 class _MatchComparator(Comparator):
     """A comparator that only knows "matches" (compares equal) or not (less)."""
 
+    @abstractmethod
     def _matches(self, x: bytes) -> bool:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _match_mask(self, data: pa.Array) -> np.ndarray:
-        raise NotImplementedError
+        ...
 
     def _selects(self, op: CompareOperator | str) -> tuple[bool, bool]:
         op = to_operator(op)

@@ -8,6 +8,8 @@ Their :meth:`row_ranges` let scanners seek instead of filtering.
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 from bisect import bisect_right
 from typing import Iterable, NamedTuple
 
@@ -39,11 +41,13 @@ def _restricting(ranges: list[KeyRange]) -> list[KeyRange] | None:
 class _RowKeyFilter(Filter):
     """Base of filters deciding per row key; subclasses give the two tests."""
 
+    @abstractmethod
     def _passes(self, row: bytes) -> bool:
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def _passes_keys(self, keys: pa.Array) -> np.ndarray:
-        raise NotImplementedError
+        ...
 
     def filter_row_key(self, row: bytes) -> bool:
         return not self._passes(row)
