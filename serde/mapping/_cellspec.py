@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serde.errors import MappingError
-from serde.mapping.model import ColumnKind
+from serde.mapping.model import ColumnKind, ColumnSpec
 
 __all__ = ["CellSpec", "parse_cell_spec"]
 
@@ -40,6 +40,23 @@ class CellSpec:
     storage: str | None = None
     key_storage: str | None = None
     encoding: str | None = None
+
+
+def column_from_cell_spec(spec: CellSpec, name: str, data_type, token: str, pos: int) -> ColumnSpec:
+    """The mapped column a cell spec names; a bad combination names ``token`` at ``pos``."""
+    try:
+        return ColumnSpec(
+            name=name,
+            type=data_type,
+            kind=spec.kind,
+            family=spec.family,
+            qualifier=spec.qualifier,
+            storage=spec.storage,
+            key_storage=spec.key_storage,
+            encoding=spec.encoding,
+        )
+    except MappingError as exc:
+        raise MappingError(exc.message, token, pos) from None
 
 
 def _suffix(text: str, pos: int) -> tuple[str, str | None]:

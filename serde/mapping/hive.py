@@ -19,8 +19,8 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from serde.errors import MappingError
-from serde.mapping._cellspec import CellSpec, parse_cell_spec
-from serde.mapping.model import ColumnKind, ColumnMapping, ColumnSpec
+from serde.mapping._cellspec import CellSpec, column_from_cell_spec, parse_cell_spec
+from serde.mapping.model import ColumnKind, ColumnMapping
 from serde.types import STRING, TIMESTAMP, DataType, parse_type, parse_type_at
 
 __all__ = ["parse_hive_mapping", "hive_mapping_from_properties"]
@@ -130,21 +130,7 @@ def parse_hive_mapping(
 
     cols = []
     for (spec, tok, pos), name, data_type in zip(specs, names, column_types):
-        try:
-            cols.append(
-                ColumnSpec(
-                    name=name,
-                    type=data_type,
-                    kind=spec.kind,
-                    family=spec.family,
-                    qualifier=spec.qualifier,
-                    storage=spec.storage,
-                    key_storage=spec.key_storage,
-                    encoding=spec.encoding,
-                )
-            )
-        except MappingError as exc:
-            raise MappingError(exc.message, tok, pos) from None
+        cols.append(column_from_cell_spec(spec, name, data_type, tok, pos))
     return ColumnMapping(tuple(cols), default_storage=default_storage, source="hive")
 
 

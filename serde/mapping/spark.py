@@ -13,8 +13,8 @@ suffix is accepted).  As in hbase-spark, values default to the binary
 from __future__ import annotations
 
 from serde.errors import MappingError
-from serde.mapping._cellspec import parse_cell_spec
-from serde.mapping.model import ColumnMapping, ColumnSpec
+from serde.mapping._cellspec import column_from_cell_spec, parse_cell_spec
+from serde.mapping.model import ColumnMapping
 from serde.types import parse_type_at
 
 __all__ = ["parse_spark_mapping"]
@@ -67,21 +67,7 @@ def parse_spark_mapping(mapping: str, default_storage: str = "binary") -> Column
         if not token:
             raise MappingError(f"expected a cell spec (cf:q or :key) for column {name!r}", "<end>", spec_start)
         spec = parse_cell_spec(token, spec_start)
-        try:
-            cols.append(
-                ColumnSpec(
-                    name=name,
-                    type=data_type,
-                    kind=spec.kind,
-                    family=spec.family,
-                    qualifier=spec.qualifier,
-                    storage=spec.storage,
-                    key_storage=spec.key_storage,
-                    encoding=spec.encoding,
-                )
-            )
-        except MappingError as exc:
-            raise MappingError(exc.message, token, spec_start) from None
+        cols.append(column_from_cell_spec(spec, name, data_type, token, spec_start))
         pos = _skip_ws(mapping, pos)
         if pos >= len(mapping):
             break
