@@ -25,11 +25,12 @@ resolution; they return every cell they hold, delete markers included.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from abc import ABC, abstractmethod
+from typing import Iterator, Protocol, runtime_checkable
 
 from ..cells import Cell
 
-__all__ = ["CellScanner", "next_row_key"]
+__all__ = ["CellScanner", "ResultScanner", "next_row_key"]
 
 
 @runtime_checkable
@@ -55,3 +56,34 @@ def next_row_key(row: bytes) -> tuple:
     """The seek key just past every cell of ``row``: ``row + b"\\x00"`` is the
     smallest row that sorts after ``row``."""
     return (row + b"\x00",)
+
+
+class ResultScanner(ABC):
+    """What row-level scanners share, given ``next_rows(n=None)`` and ``close()``:
+    ``next()`` one result, iteration over all results, and use as a context manager."""
+
+    @abstractmethod
+    def next_rows(self, n: int | None = None) -> list[list[Cell]]:
+        """Up to ``n`` results (each one row's cells, or a chunk of a wide row); [] at the end."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the scanner's sources."""
+
+    def next(self) -> list[Cell] | None:
+        """One result, or ``None`` at the end."""
+        rows = self.next_rows(1)
+        return rows[0] if rows else None
+
+    def __iter__(self) -> Iterator[list[Cell]]:
+        while True:
+            rows = self.next_rows()
+            if not rows:
+                return
+            yield from rows
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

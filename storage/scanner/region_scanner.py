@@ -17,12 +17,13 @@ import time
 from bisect import bisect_right
 from collections import deque
 from operator import itemgetter
-from typing import Iterator, Sequence
+from typing import Sequence
 
 from ..cells import Cell
 from ..errors import InvalidArgument, ScannerError
 from ..filters.ranges import normalize as normalize_ranges
 from .metrics import ScanMetrics
+from .protocol import ResultScanner
 from .scan_spec import ScanSpec
 from .store_scanner import StoreScanner
 
@@ -46,7 +47,7 @@ def result_size(cells: list) -> int:
     )
 
 
-class RegionScanner:
+class RegionScanner(ResultScanner):
     """Rows of one region ``[start_row, end_row)`` (``end_row`` ``None`` or
     ``b""`` = unbounded) from one :class:`StoreScanner` per family.
 
@@ -280,18 +281,6 @@ class RegionScanner:
         self.metrics.time_ms += (time.perf_counter() - started) * 1000.0
         return out
 
-    def next(self) -> list[Cell] | None:
-        """One result, or ``None`` at the end."""
-        rows = self.next_rows(1)
-        return rows[0] if rows else None
-
-    def __iter__(self) -> Iterator[list[Cell]]:
-        while True:
-            rows = self.next_rows()
-            if not rows:
-                return
-            yield from rows
-
     def close(self) -> None:
         """Close every store scanner; later calls raise :class:`ScannerError`."""
         if not self._closed:
@@ -301,8 +290,3 @@ class RegionScanner:
             for s in self._stores:
                 s.close()
 
-    def __enter__(self) -> "RegionScanner":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

@@ -9,11 +9,12 @@ row limit across regions and stops early when a region's filter reports
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 from ..cells import Cell
 from ..errors import InvalidArgument, ScannerError
 from .metrics import ScanMetrics
+from .protocol import ResultScanner
 from .region_scanner import RegionScanner
 from .scan_spec import ScanSpec
 
@@ -25,7 +26,7 @@ The table scanner passes the scan's spec with ``limit`` lowered to the rows
 still wanted."""
 
 
-class TableScanner:
+class TableScanner(ResultScanner):
     """Results of a scan over several regions.
 
     ``factories`` are in ascending region key order, one per region the scan
@@ -98,18 +99,6 @@ class TableScanner:
                 break  # max_result_size ended the call
         return out
 
-    def next(self) -> list[Cell] | None:
-        """One result, or ``None`` at the end."""
-        rows = self.next_rows(1)
-        return rows[0] if rows else None
-
-    def __iter__(self) -> Iterator[list[Cell]]:
-        while True:
-            rows = self.next_rows()
-            if not rows:
-                return
-            yield from rows
-
     def close(self) -> None:
         """Close the open region scanner; later calls raise :class:`ScannerError`."""
         if not self._closed:
@@ -119,8 +108,3 @@ class TableScanner:
                 self._current.close()
                 self._current = None
 
-    def __enter__(self) -> "TableScanner":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
