@@ -9,6 +9,7 @@ open one table at once; ``read_only=True`` connections take no lock.
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any, Sequence
 
 from .errors import InvalidArgument, TableExists, TableNotFound
@@ -140,8 +141,17 @@ class Connection:
                 if not self.fs.exists(f"{name}/{TABLE_MANIFEST}"):
                     raise TableNotFound(f"table {name} does not exist under {self.fs.uri()}")
                 table = self._open(name)
-            table.close()
-            self.fs.delete_dir(name)
+            if self.fs.is_local:
+                # Scans still open read on from the files they leased: move the
+                # table aside now (so the name is free at once) and delete it
+                # when the last of them ends.
+                trash = f".deleted-{name}-{uuid.uuid4().hex[:12]}"
+                self.fs.rename(name, trash)
+                self.fs.delete(f"{trash}/{TABLE_MANIFEST}", missing_ok=True)
+                table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
+            else:
+                table.close("was deleted")
+                self.fs.delete_dir(name)
 
     def table(self, name: str | bytes) -> Table:
         """Open (once per connection) and return the named table."""
@@ -176,7 +186,7 @@ class Connection:
         """Close every open table (releasing their locks)."""
         with self._mutex:
             for table in self._tables.values():
-                table.close()
+                table.close(f"is closed (its connection to {self.root} was closed)")
             self._tables.clear()
             self.closed = True
 
