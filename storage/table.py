@@ -19,6 +19,7 @@ import dataclasses
 import struct
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -460,18 +461,25 @@ class Table:
             row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
             max_versions, limit, reverse, output, include_timestamp, batch_size,
         )
-        started = time.perf_counter()
-        remaining = scan.limit
-        plan = self._views(spans)
+        plan = self._views(spans)  # the scan opens here: read point and views fixed
         if reverse:
             plan.reverse()
+        batches = self._plan_batches(scan, plan, metrics)
+        # a scan dropped before its first batch never runs its finally: release then
+        weakref.finalize(batches, _release_views, [view for view, _, _ in plan])
+        return batches
+
+    @staticmethod
+    def _plan_batches(scan: BatchScan, plan: list, metrics: ScanMetrics | None) -> Iterator[pa.RecordBatch]:
+        started = time.perf_counter()
+        remaining = scan.limit
         try:
             for view, lo, hi in plan:
                 before = _read_counters(view) if metrics is not None else None
                 region_scan = dataclasses.replace(scan, low=lo, high=hi, limit=remaining)
                 for batch in scan_region_batches(view, region_scan, metrics):
                     if remaining is not None or metrics is not None:
-                        rows = batch.num_rows if output == "rows" else len(kernels.row_boundaries(batch))
+                        rows = batch.num_rows if scan.output == "rows" else len(kernels.row_boundaries(batch))
                         if remaining is not None:
                             remaining -= rows
                         if metrics is not None:
@@ -486,8 +494,7 @@ class Table:
                 if scan.filter is not None and scan.filter.filter_all_remaining():
                     break
         finally:
-            for view, _, _ in plan:
-                view.release()
+            _release_views([view for view, _, _ in plan])
             if metrics is not None:
                 metrics.time_ms += (time.perf_counter() - started) * 1000
 
@@ -589,7 +596,9 @@ class Table:
             for view, _, _ in plan
         ]
         views = [view for view, _, _ in plan]
-        return TableScanner(factories, spec, metrics, on_close=lambda: [v.release() for v in views])
+        scanner = TableScanner(factories, spec, metrics, on_close=lambda: _release_views(views))
+        weakref.finalize(scanner, _release_views, views)  # a scanner never closed
+        return scanner
 
     def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> dict:
         """One row as ``{b"cf:q": value}`` ({} if absent); a cell-path point read."""
@@ -764,6 +773,11 @@ class Table:
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} regions={len(self._regions)}>"
+
+
+def _release_views(views: list[RegionView]) -> None:
+    for view in views:
+        view.release()
 
 
 def _read_counters(view) -> dict[str, int]:
