@@ -659,18 +659,19 @@ def payloads_to_table(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table
         for k in range(4)
     ]
     types = raw[base + _PAYLOAD_HEADER.size + 24 * n + j]
-    data_start = starts + _PAYLOAD_HEADER.size + 25 * counts  # per record
-    block = data_start.copy()  # where the current column's block starts, per record
-    columns = []
-    for k in range(4):
-        excl = np.cumsum(lengths[k]) - lengths[k]
-        within = excl - excl[first][record]  # offset inside this record's block
-        columns.append(_gather_binary(raw, block[record] + within, lengths[k]))
-        block = block + np.add.reduceat(lengths[k], first)
-    if not np.array_equal(block, starts + sizes):
+    # Each record holds its rows, families, qualifiers and values as four
+    # contiguous blocks: label every byte of the log with its block kind once,
+    # then each column's bytes are one boolean selection, in cell order.
+    sums = np.stack([np.add.reduceat(lengths[k], first) for k in range(4)], axis=1)
+    fixed = _PAYLOAD_HEADER.size + 25 * counts
+    if not np.array_equal(fixed + sums.sum(axis=1), sizes):
         raise CorruptionError("WAL record cell lengths do not add up to its size", where, 0)
     if not np.isin(types, np.fromiter(_VALID_TYPES, dtype=np.uint8)).all():
         raise CorruptionError("WAL record holds an unknown cell type", where, 0)
+    segments = np.concatenate([fixed[:, None], sums], axis=1).ravel()
+    kinds = np.tile(np.array([4, 0, 1, 2, 3], dtype=np.uint8), len(payloads))
+    label = np.repeat(kinds, segments)
+    columns = [_binary(raw[label == k], lengths[k]) for k in range(4)]
     rows, families, qualifiers, values = columns
     return pa.Table.from_arrays(
         [rows, families, qualifiers, pa.array(timestamps), pa.array(types), values], schema=CELL_SCHEMA
@@ -683,14 +684,12 @@ def _gather_le(raw: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray
     return raw[positions[:, None] + np.arange(width)].view(dtype).ravel()
 
 
-def _gather_binary(raw: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """A binary array of the byte ranges ``[start, start + length)`` of ``raw``."""
+def _binary(data: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """A binary array of consecutive values of the given lengths in ``data``."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     if offsets[-1] >= 1 << 31:
         raise InvalidArgument("WAL cells too large for one Arrow binary array")
-    index = np.repeat(starts - offsets[:-1], lengths) + np.arange(int(offsets[-1]))
-    data = raw[index]
     return pa.Array.from_buffers(
         pa.binary(), len(lengths), [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(data)]
     )
