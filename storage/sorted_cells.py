@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .cells import CELL_SCHEMA, Cell
-from .kernels.merge import _bisect, _sort_all
+from .kernels.merge import _bisect, _cell_keys, _sort_all
 
 __all__ = ["SortedCells"]
 
@@ -32,6 +32,9 @@ class SortedCells:
         """Sort cells given in write order, keeping the last write of each key."""
         if cells.num_rows == 0:
             return cls(CELL_SCHEMA.empty_table())
+        keys = _cell_keys([cells])
+        if keys is not None and bool((keys[0][1:] > keys[0][:-1]).all()):
+            return cls(cells)  # written in key order without overwrites (appends): nothing to do
         newest_first = cells.take(pa.array(np.arange(cells.num_rows - 1, -1, -1)))
         # a stable sort keeps equal keys in newest-first order; the de-dup keeps the first
         return cls(_sort_all([newest_first]).combine_chunks())

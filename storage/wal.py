@@ -637,9 +637,12 @@ def payloads_to_table(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table
     """
     from .cells import CELL_SCHEMA
 
-    payloads = [p for p in payloads if _PAYLOAD_HEADER.unpack_from(p, 0)[1]]
+    counted = [(p, _PAYLOAD_HEADER.unpack_from(p, 0)[1]) for p in payloads]
+    payloads = [p for p, n in counted if n]
     if not payloads:
         return CELL_SCHEMA.empty_table()
+    if sum(n for _, n in counted) >= _BIG_RECORDS * len(payloads):
+        return _big_payloads_to_table(payloads, where)
     sizes = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
     starts = np.zeros(len(payloads), dtype=np.int64)
     np.cumsum(sizes[:-1], out=starts[1:])
@@ -675,6 +678,45 @@ def payloads_to_table(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table
     rows, families, qualifiers, values = columns
     return pa.Table.from_arrays(
         [rows, families, qualifiers, pa.array(timestamps), pa.array(types), values], schema=CELL_SCHEMA
+    )
+
+
+_BIG_RECORDS = 64  # cells per record from which records are decoded one by one
+
+
+def _big_payloads_to_table(payloads: list[bytes], where: str) -> pa.Table:
+    """:func:`payloads_to_table` for records of many cells: a few NumPy views
+    and four contiguous slices per record, no copy of the log as a whole."""
+    from .cells import CELL_SCHEMA
+
+    head = _PAYLOAD_HEADER.size
+    stamps, lengths, types = [], [], []
+    blocks: list[list[memoryview]] = [[], [], [], []]
+    for payload in payloads:
+        n = _PAYLOAD_HEADER.unpack_from(payload, 0)[1]
+        if head + 25 * n > len(payload):
+            raise CorruptionError("WAL record claims more cells than its size holds", where, 0)
+        stamps.append(np.frombuffer(payload, "<i8", n, head))
+        lens = np.frombuffer(payload, "<u4", 4 * n, head + 8 * n).reshape(4, n)
+        lengths.append(lens)
+        types.append(np.frombuffer(payload, np.uint8, n, head + 24 * n))
+        view = memoryview(payload)
+        pos = head + 25 * n
+        for k in range(4):
+            end = pos + int(lens[k].sum(dtype=np.int64))
+            blocks[k].append(view[pos:end])
+            pos = end
+        if pos != len(payload):
+            raise CorruptionError("WAL record cell lengths do not add up to its size", where, 0)
+    all_types = np.concatenate(types)
+    if not np.isin(all_types, np.fromiter(_VALID_TYPES, dtype=np.uint8)).all():
+        raise CorruptionError("WAL record holds an unknown cell type", where, 0)
+    all_lengths = np.concatenate(lengths, axis=1).astype(np.int64)
+    columns = [_binary(np.frombuffer(b"".join(blocks[k]), np.uint8), all_lengths[k]) for k in range(4)]
+    rows, families, qualifiers, values = columns
+    return pa.Table.from_arrays(
+        [rows, families, qualifiers, pa.array(np.concatenate(stamps)), pa.array(all_types), values],
+        schema=CELL_SCHEMA,
     )
 
 
