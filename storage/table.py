@@ -43,7 +43,7 @@ from .scanner import ScanSpec, TableScanner
 from .scanner.metrics import ScanMetrics
 from .schema import FamilySettings, TableSettings, parse_column
 
-__all__ = ["Table", "Batch", "row_range"]
+__all__ = ["Table", "Batch", "ReadSnapshot", "row_range"]
 
 
 _PUT = int(CellType.PUT)
@@ -450,9 +450,15 @@ class Table:
         include_timestamp: bool = False,
         batch_size: int = 65536,
         metrics: ScanMetrics | None = None,
+        snapshot: "ReadSnapshot | None" = None,
     ) -> Iterator[pa.RecordBatch]:
         """Scan as Arrow record batches: ``output="rows"`` (key + one column per
-        requested column) or ``"cells"`` (the six cell columns).  The vectorized path."""
+        requested column) or ``"cells"`` (the six cell columns).  The vectorized path.
+
+        The scan fixes its read point and leases its region views here, when
+        called; ``snapshot`` (from :meth:`snapshot`) makes it read that
+        snapshot's views instead, so several scans share one read point.
+        """
         if output not in ("rows", "cells"):
             raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
@@ -461,16 +467,29 @@ class Table:
             row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
             max_versions, limit, reverse, output, include_timestamp, batch_size,
         )
-        plan = self._views(spans)  # the scan opens here: read point and views fixed
+        if snapshot is not None:
+            plan = snapshot.plan(spans)
+        else:
+            self._check_readable()
+            plan = self._views(spans)  # the scan opens here: read point and views fixed
         if reverse:
             plan.reverse()
-        batches = self._plan_batches(scan, plan, metrics)
+        owned = [] if snapshot is not None else [view for view, _, _ in plan]
+        batches = self._plan_batches(scan, plan, metrics, owned)
         # a scan dropped before its first batch never runs its finally: release then
-        weakref.finalize(batches, _release_views, [view for view, _, _ in plan])
+        weakref.finalize(batches, _release_views, owned)
         return batches
 
+    def snapshot(self, row_start: bytes | None = None, row_stop: bytes | None = None) -> "ReadSnapshot":
+        """Leased views of the regions of ``[row_start, row_stop)`` at one read
+        point, for several scans to share (``scan_batches(snapshot=...)``);
+        close it when they are done."""
+        low, high = row_range(row_start, row_stop, None, False)
+        return ReadSnapshot(self, low, high, [view for view, _, _ in self._views([(low, high)])])
+
     @staticmethod
-    def _plan_batches(scan: BatchScan, plan: list, metrics: ScanMetrics | None) -> Iterator[pa.RecordBatch]:
+    def _plan_batches(scan: BatchScan, plan: list, metrics: ScanMetrics | None,
+                      owned: list[RegionView]) -> Iterator[pa.RecordBatch]:
         started = time.perf_counter()
         remaining = scan.limit
         try:
@@ -494,7 +513,7 @@ class Table:
                 if scan.filter is not None and scan.filter.filter_all_remaining():
                     break
         finally:
-            _release_views([view for view, _, _ in plan])
+            _release_views(owned)
             if metrics is not None:
                 metrics.time_ms += (time.perf_counter() - started) * 1000
 
@@ -773,6 +792,48 @@ class Table:
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} regions={len(self._regions)}>"
+
+
+class ReadSnapshot:
+    """Leased region views of one key range at one read point (see :meth:`Table.snapshot`)."""
+
+    def __init__(self, table: Table, low: bytes, high: bytes | None, views: list[RegionView]):
+        self.table = table
+        self.low = low
+        self.high = high
+        self.views = views  # in key order
+        self.read_point = views[0].read_point if views else table.mvcc.read_point
+
+    def plan(self, spans: Sequence[tuple[bytes, bytes | None]]) -> list[tuple[RegionView, bytes, bytes | None]]:
+        """The snapshot's views that each span covers, in key order (spans cut to the snapshot's range)."""
+        if self.views is None:
+            raise StorageError(f"snapshot of table {self.table.name} is closed")
+        plan = []
+        for lo, hi in spans:
+            lo = max(lo, self.low)
+            if self.high is not None and (hi is None or hi > self.high):
+                hi = self.high
+            if hi is not None and lo >= hi:
+                continue
+            for view in self.views:
+                if hi is not None and view.start >= hi:
+                    break
+                if view.end is not None and view.end <= lo:
+                    continue
+                plan.append((view, lo, hi))
+        return plan
+
+    def close(self) -> None:
+        """Release the views (scans still reading them must be done)."""
+        views, self.views = self.views, None
+        if views:
+            _release_views(views)
+
+    def __enter__(self) -> "ReadSnapshot":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _release_views(views: list[RegionView]) -> None:

@@ -190,10 +190,13 @@ def test_parallel_scanner_sees_every_row_when_regions_split_during_the_scan(conn
     scanner = ParallelScanner(table, threads=2)
     it = scanner.scan(columns=[b"a:x", b"b:y"], batch_size=8, output="rows")
     first = next(it)
+    table.put(_key(ROWS + 1), {b"a:x": b"late", b"b:y": b"late"})  # after the read point
+    table.put(_key(350), {b"a:x": b"late", b"b:y": b"late"})
     table.split(_key(200))
     table.split(_key(300))
     seen = _batch_rows([first, *it])
     assert sorted(seen) == [_key(i) for i in range(ROWS)]
+    assert seen[_key(350)]["a:x"] == b"v350"
 
 
 # -- closed means closed -----------------------------------------------------------------
