@@ -210,8 +210,9 @@ def _cell_keys(runs: list[pa.Table]) -> list[np.ndarray] | None:
                 # after zero padding, a value that is a prefix of another must sort first
                 part.append(np.diff(_offsets(c.array(name))).astype(">u4").view(np.uint8).reshape(-1, 4))
     for part, c in zip(parts, cols):
-        ts = c.numpy("timestamp").astype(np.uint64)
-        part.append((~ts).astype(">u8").view(np.uint8).reshape(-1, 8))  # descending
+        # signed to order-preserving unsigned (flip the sign bit), then inverted: descending
+        ts = c.numpy("timestamp").astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
+        part.append((~ts).astype(">u8").view(np.uint8).reshape(-1, 8))
         part.append((255 - c.numpy("type").astype(np.uint8)).reshape(-1, 1))  # descending
     width += 9
     return [np.ascontiguousarray(np.concatenate(part, axis=1)).view(f"S{width}").ravel() for part in parts]
