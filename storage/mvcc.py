@@ -17,6 +17,8 @@ from __future__ import annotations
 import heapq
 import threading
 
+from .errors import StorageError
+
 __all__ = ["Mvcc"]
 
 
@@ -33,7 +35,7 @@ class Mvcc:
         """Start numbering after ``seq`` (a region replayed its log up to it); no write may be pending."""
         with self._lock:
             if self._done or self._next - 1 != self._read_point:
-                raise RuntimeError("Mvcc.advance_to while writes are in flight")
+                raise StorageError("cannot move the sequence ids on while writes are in flight")
             if seq >= self._next:
                 self._next = seq + 1
                 self._read_point = seq
