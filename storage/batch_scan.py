@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from . import kernels
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
+from .late_values import index_values, materialize
 from .region import RegionView, chunk_bounds
 from .schema import parse_column
 from .store import StoreView
@@ -344,11 +345,15 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     if scan.reverse:
         ranges.reverse()
     for lo, hi in ranges:
+        chunk = {name: fview.sources_checked(lo, hi) for name, fview in families.items()}
+        # values only come back at the output when sources are merged and no filter reads them
+        pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None
         resolved = []
-        for name, fview in families.items():
-            sources, clean = fview.sources_checked(lo, hi)
+        for name, (sources, clean) in chunk.items():
             if not sources:
                 continue
+            if pool is not None:
+                sources = index_values(sources, pool)
             # one clean store file and nothing in the memstore: the cells are final
             trivial = clean and proc.trivial_resolution(name)
             resolved.append(sources[0] if trivial else proc.resolve_family(name, sources))
@@ -358,6 +363,6 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
         cells = resolved[0] if len(resolved) == 1 else kernels.merge_sources(resolved)
         out = proc.finish(cells)
         if out is not None and out.num_rows:
-            yield out
+            yield out if pool is None else materialize(out, pool, scan.output)
         if proc.done:
             return

@@ -5,10 +5,12 @@ remote scanners).  Every concurrent test is bounded to a couple of seconds."""
 from __future__ import annotations
 
 import os
+import random
 import struct
 import threading
 import time
 
+import pyarrow as pa
 import pytest
 
 import storage
@@ -322,3 +324,34 @@ def test_record_reader_over_a_server_sees_every_row_across_a_split(server_root):
             keys.append(reader.get_current_key())
         reader.close()
         assert keys == [_key(i) for i in range(ROWS)]
+
+
+# -- the memstore read side gives what the files give ---------------------------------------
+@pytest.mark.parametrize("options", [
+    {"output": "rows"},
+    {"output": "rows", "columns": [b"a:x", b"b"], "include_timestamp": True},
+    {"output": "rows", "columns": [b"a"], "reverse": True},
+    {"output": "cells", "max_versions": 3},
+    {"output": "cells", "reverse": True, "time_range": (0, 150)},
+    {"output": "rows", "columns": [b"a:x"], "limit": 37},
+])
+def test_unflushed_cells_scan_like_the_same_cells_flushed(conn, options):
+    live, flushed = _table(conn, "live"), _table(conn, "flushed")
+    rng = random.Random(7)
+    writes = []
+    for i in range(600):
+        row = _key(rng.randrange(300))
+        data = {b"a:x": b"x%d" % i, b"b:%d" % (i % 3): b"y" * (i % 50)}
+        writes.append((row, data, 100 + i % 90))
+    for n, (row, data, ts) in enumerate(writes):
+        for t in (live, flushed):
+            t.put(row, data, timestamp=ts)
+            if n % 7 == 0:
+                t.delete(row, [b"b:1"], timestamp=ts)
+        if n == 300:
+            live.flush()  # half the writes in a file, half in the memstore
+    flushed.flush()  # every cell in one file (a flush, unlike a compaction, drops no version)
+    got = list(live.scan_batches(batch_size=50, **options))
+    want = list(flushed.scan_batches(batch_size=50, **options))
+    assert pa.Table.from_batches(got).to_pylist() == pa.Table.from_batches(want).to_pylist()
+    assert sum(b.num_rows for b in got) > 0
