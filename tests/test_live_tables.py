@@ -311,6 +311,22 @@ def test_remote_scanners_see_every_row_across_a_split(server_root, mode):
         assert all(seen[_key(i)]["a:x"] == (b"u%d" % i if i % 4 == 0 else b"v%d" % i) for i in range(ROWS))
 
 
+def test_remote_tables_of_a_deleted_table_or_a_closed_connection_raise_one_line(server_root):
+    with ServerProcess(server_root) as server:
+        remote = storage.connect(server.location)
+        table = remote.table("t")
+        assert table.row(_key(1)) == {b"a:x": b"v1", b"b:y": b"v1"}
+        remote.delete_table("t")
+        with pytest.raises(storage.TableNotFound, match=r"^table t does not exist"):
+            table.row(_key(1))
+        with pytest.raises(storage.TableNotFound, match=r"^table t does not exist"):
+            list(table.scan())
+        remote.close()
+        for call in (lambda: table.row(_key(1)), lambda: list(table.scan_batches()), lambda: remote.tables()):
+            with pytest.raises(StorageError, match=r"^connection (to \S+ )?is closed$"):
+                call()
+
+
 def test_record_reader_over_a_server_sees_every_row_across_a_split(server_root):
     with ServerProcess(server_root) as server, storage.connect(server.location) as remote:
         fmt = TableInputFormat({"regionscan.root": server.location, "hbase.mapreduce.inputtable": "t",
