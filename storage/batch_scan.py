@@ -122,6 +122,21 @@ class _Processor:
             and scan.timestamps is None
         )
 
+    def resolve_sources(self, name: str, sources: list[pa.Table], clean: list[bool]) -> pa.Table:
+        """One family's sources of a chunk, merged and resolved.
+
+        Sources that each need no resolution, read without TTL or time
+        range, are final as they are: one alone is returned as it is, and
+        two that share no row are only merged.
+        """
+        if all(clean) and self.trivial_resolution(name):
+            if len(sources) == 1:
+                return sources[0]
+            merged = kernels.merge_disjoint(sources)
+            if merged is not None:
+                return merged
+        return self.resolve_family(name, sources)
+
     def resolve_family(self, name: str, sources: list[pa.Table]) -> pa.Table:
         view = self.families[name]
         merged = kernels.merge_sources(sources)
@@ -354,9 +369,7 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
                 continue
             if pool is not None:
                 sources = index_values(sources, pool)
-            # one clean store file and nothing in the memstore: the cells are final
-            trivial = clean and proc.trivial_resolution(name)
-            resolved.append(sources[0] if trivial else proc.resolve_family(name, sources))
+            resolved.append(proc.resolve_sources(name, sources, clean))
         resolved = [t for t in resolved if t.num_rows]
         if not resolved:
             continue

@@ -307,7 +307,7 @@ class _ArrowRun:
     """A segment's cells as one sorted Arrow table, with each cell's sequence
     id and the row keys as a list (for bisecting row ranges)."""
 
-    __slots__ = ("table", "seqs", "rows", "max_seq", "keys")
+    __slots__ = ("table", "seqs", "rows", "max_seq", "keys", "_clean")
 
     def __init__(self, keys: list, cells: list, seqs: np.ndarray):
         self.table = _cells_to_table(cells)
@@ -315,6 +315,17 @@ class _ArrowRun:
         self.rows = list(map(_ROW, cells))
         self.max_seq = int(seqs.max()) if len(seqs) else 0
         self.keys = keys
+        self._clean: bool | None = None
+
+    @property
+    def clean(self) -> bool:
+        """True when every cell is a put and no column has two versions (any
+        subset then needs no version or delete resolution either)."""
+        if self._clean is None:
+            from .kernels import is_clean
+
+            self._clean = is_clean(self.table)
+        return self._clean
 
     def visible(self, seg: _Segment, start_row: bytes, stop_row: bytes | None, read_point: int) -> pa.Table:
         """Rows ``[start_row, stop_row)`` as a reader at ``read_point`` sees them."""
@@ -378,6 +389,11 @@ class MemStoreView:
     def is_empty(self) -> bool:
         """True when the view's maps hold no cell at all (visible or not)."""
         return not any(s.cells for s in self._segments)
+
+    def is_clean(self) -> bool:
+        """True when what the view shows needs no version or delete resolution."""
+        live = [s for s in self._segments if s.cells]
+        return len(live) <= 1 and all(_arrow_run(s, self._memstore._lock).clean for s in live)
 
     def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
         """Visible cells of rows ``[start_row, stop_row)`` as a CELL_SCHEMA table in cell order."""

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .cells import CELL_SCHEMA, Cell
+from .kernels import is_clean
 from .kernels.merge import _bisect, _cell_keys, _sort_all
 
 __all__ = ["SortedCells"]
@@ -26,6 +27,7 @@ class SortedCells:
 
     def __init__(self, table: pa.Table):
         self.table = table
+        self._clean: bool | None = None
 
     @classmethod
     def from_log(cls, cells: pa.Table) -> "SortedCells":
@@ -49,6 +51,12 @@ class SortedCells:
     def is_empty(self) -> bool:
         """True when there is no cell."""
         return self.table.num_rows == 0
+
+    def is_clean(self) -> bool:
+        """True when every cell is a put and no column has two versions."""
+        if self._clean is None:
+            self._clean = is_clean(self.table)
+        return self._clean
 
     def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
         """The cells of rows ``[start_row, stop_row)`` (a zero-copy slice)."""

@@ -67,21 +67,21 @@ class StoreView:
         """All sources' cells in the range, newest first; empty sources left out."""
         return self.sources_checked(start_row, stop_row)[0]
 
-    def sources_checked(self, start_row: bytes, stop_row: bytes | None) -> tuple[list[pa.Table], bool]:
-        """The range's non-empty sources, newest first, and whether they are one
-        store file that needs no version or delete resolution."""
+    def sources_checked(self, start_row: bytes, stop_row: bytes | None) -> tuple[list[pa.Table], list[bool]]:
+        """The range's non-empty sources, newest first, and for each whether it
+        needs no version or delete resolution on its own."""
         tables: list[pa.Table] = []
-        clean = True
+        clean: list[bool] = []
         if not self.memstore.is_empty():
             mem = self.memstore_batch(start_row, stop_row)
             if mem.num_rows:
                 tables.append(mem)
-                clean = False
+                clean.append(self.memstore.is_clean())
         for f, table in zip(self.files, self.file_batches(start_row, stop_row)):
             if table.num_rows:
                 tables.append(table)
-                clean = clean and not f.reader.info.needs_resolution
-        return tables, clean and len(tables) == 1
+                clean.append(not f.reader.info.needs_resolution)
+        return tables, clean
 
     def scanners(self, metrics=None) -> list:
         """Cell scanners over every source, newest first (the heap's rank order)."""

@@ -16,8 +16,8 @@ a major compaction writes ``resolve(merge_sources(files), max_versions=...,
 ttl_cutoff=...)``; a minor compaction writes ``merge_sources(files)``.
 """
 
-from .merge import CELL_SORT_KEYS, merge_sources
-from .order import is_sorted, reverse_rows, row_boundaries
+from .merge import CELL_SORT_KEYS, merge_disjoint, merge_sources
+from .order import is_clean, is_sorted, reverse_rows, row_boundaries
 from .pivot import FAMILY_MAP_TYPE, ColumnSpec, cells_to_rows, parse_column
 from .resolve import resolve
 
@@ -28,6 +28,8 @@ __all__ = [
     "row_boundaries",
     "reverse_rows",
     "is_sorted",
+    "is_clean",
+    "merge_disjoint",
     "parse_column",
     "ColumnSpec",
     "FAMILY_MAP_TYPE",

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ._arrays import CellColumns, _offsets, as_cell_table, empty_cells, take_cells
 
-__all__ = ["merge_sources", "merge_runs", "CELL_SORT_KEYS"]
+__all__ = ["merge_sources", "merge_runs", "merge_disjoint", "CELL_SORT_KEYS"]
 
 CELL_SORT_KEYS = [
     ("row", "ascending"),
@@ -169,6 +169,18 @@ def merge_runs(newest_first: list[pa.Table]) -> pa.Table:
     for run, run_keys in zip(runs[1:], keys[1:]):
         merged, merged_keys = _merge_two(merged, merged_keys, run, run_keys)
     return merged
+
+
+def merge_disjoint(sources: Sequence[pa.Table]) -> pa.Table | None:
+    """Two sorted sources merged when no row is in both and their row keys
+    share one width of at most 8 bytes; None otherwise.  Resolution then
+    commutes with the merge: each row's cells come from one source."""
+    live = [t for t in sources if t.num_rows]
+    if len(live) < 2:
+        return live[0] if live else empty_cells()
+    if len(live) != 2:
+        return None
+    return _merge_disjoint_rows(live[0], live[1])
 
 
 def _merge_disjoint_rows(newer: pa.Table, older: pa.Table) -> pa.Table | None:
