@@ -82,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop)
-    print(f"listening on {gateway.location} ({config.transport_name} transport, {config.protocol_name} protocol"
-          f"{', read-only' if config.read_only else ''})", flush=True)
+    print(f"listening on {gateway.location}", flush=True)
+    print(f"{config.transport_name} transport, {config.protocol_name} protocol"
+          f"{', read-only' if config.read_only else ''}", flush=True)
     try:
         gateway.serve()
     except KeyboardInterrupt:
@@ -102,6 +103,6 @@ def thrift_main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run(args)
-    except (ValueError, OSError) as exc:  # InvalidArgument, a port in use: a clear message, no traceback
+    except ValueError as exc:  # InvalidArgument (a bad option, a port in use): a clear message, no traceback
         print(f"regionscan thrift: error: {exc}", file=sys.stderr)
         return 2

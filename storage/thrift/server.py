@@ -21,6 +21,7 @@ from thriftpy2.thrift import TApplicationException, TProcessor
 from thriftpy2.transport import TTransportException
 
 from ..connection import Connection
+from ..errors import InvalidArgument
 from .config import GatewayConfig
 from .errors import one_line
 from .handler import GatewayState, HbaseHandler
@@ -69,7 +70,7 @@ class ThriftGateway:
             self._listener = socket.create_server((config.host, config.port), family=family, backlog=128)
         except OSError as exc:
             self.connection.close()
-            raise OSError(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
+            raise InvalidArgument(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
         self.port = self._listener.getsockname()[1]
         self.scanners = ScannerRegistry(
             config.scanner_lease_timeout, config.max_scanners_per_connection, config.max_scanners
