@@ -123,27 +123,12 @@ def row_results(rows: Iterator[tuple[bytes, dict]], sort_columns: bool) -> Itera
 
 
 def _row_results(rows, sort_columns: bool) -> Iterator:
-    new_cell = TCell.__new__
-    new_row = TRowResult.__new__
     for key, data in rows:
-        # Structs are filled through __dict__: their generated __init__ costs
-        # several times more per cell and this loop is the gateway's hot path.
-        result = new_row(TRowResult)
         if sort_columns:
-            cols = []
-            for name, (value, ts) in data.items():
-                cell = new_cell(TCell)
-                cell.__dict__.update(value=value, timestamp=ts)
-                cols.append(TColumn(columnName=name, cell=cell))
-            result.__dict__.update(row=key, columns=None, sortedColumns=cols)
+            cols = [TColumn(name, TCell(value, ts)) for name, (value, ts) in data.items()]
+            yield TRowResult(row=key, sortedColumns=cols)
         else:
-            cells = {}
-            for name, (value, ts) in data.items():
-                cell = new_cell(TCell)
-                cell.__dict__.update(value=value, timestamp=ts)
-                cells[name] = cell
-            result.__dict__.update(row=key, columns=cells, sortedColumns=None)
-        yield result
+            yield TRowResult(row=key, columns={name: TCell(value, ts) for name, (value, ts) in data.items()})
 
 
 def cells_of_batches(batches) -> list:
