@@ -220,6 +220,7 @@ def test_scan_options(fresh):
     assert [k for k, _ in all_rows] == [b"k%03d" % i for i in range(50)]
     assert list(fresh.scan(batch_size=7)) == all_rows
     assert list(fresh.scan(batch_size=1, limit=3)) == all_rows[:3]
+    assert list(fresh.scan(batch_size=7, limit=10)) == all_rows[:10]  # asks 7, then 3 of the 7 read ahead
     assert [k for k, _ in fresh.scan(row_prefix=b"k01")] == [b"k%03d" % i for i in range(10, 20)]
     assert [k for k, _ in fresh.scan(row_start=b"k045")] == [b"k%03d" % i for i in range(45, 50)]
     assert [k for k, _ in fresh.scan(row_start=b"k010", row_stop=b"k005", reverse=True)] == [
@@ -246,8 +247,9 @@ def test_scan_options(fresh):
         list(fresh.scan(columns=[b"nope:x"]))
 
 
-def test_scan_matches_the_engine(connection, root):
-    """A filtered scan through the gateway returns what the engine's own scan returns."""
+def test_scan_matches_the_engine(connection, client, root):
+    """A filtered scan through the gateway returns what the engine's own scan returns,
+    whatever the sizes of the successive scannerGetList calls (reads ahead included)."""
     flt = "ValueFilter(>=, 'binary:2') AND QualifierFilter(=, 'binary:n')"
     through = list(connection.table("presplit").scan(filter=flt, include_timestamp=True))
     engine = storage.connect(str(root), read_only=True)
@@ -256,6 +258,12 @@ def test_scan_matches_the_engine(connection, root):
     finally:
         engine.close()
     assert through == direct and len(through) > 5
+    sid = client.scannerOpenWithScan(b"presplit", Hbase_thrift.TScan(), {})
+    keys = []
+    for n in (5, 2, 10, 1, 3, 100, 100):
+        keys += [r.row for r in client.scannerGetList(sid, n)]
+    client.scannerClose(sid)
+    assert keys == sorted(keys) and len(keys) == 30
 
 
 def test_batches_and_transactions(fresh):

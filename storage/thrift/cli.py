@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="open scanners in all (default %(default)s)")
     parser.add_argument("--scanner-lease-timeout", type=float, default=d.scanner_lease_timeout,
                         help="seconds an idle scanner lives (default %(default)s)")
+    parser.add_argument("--no-prefetch", dest="prefetch", action="store_false",
+                        help="do not read a scanner's next batch while the client handles the last")
     parser.add_argument("--block-cache-size", type=int, default=d.block_cache_size,
                         help="block cache bytes (0 disables it; default %(default)s)")
 
@@ -63,6 +65,7 @@ def _config(args: argparse.Namespace) -> GatewayConfig:
         max_scanners_per_connection=args.max_scanners_per_connection,
         max_scanners=args.max_scanners,
         scanner_lease_timeout=args.scanner_lease_timeout,
+        prefetch=args.prefetch,
         block_cache_size=args.block_cache_size,
     )
 

@@ -30,6 +30,8 @@ class GatewayConfig:
     ``max_scanners_per_connection`` are open per connection and
     ``max_scanners`` in all.  ``max_rows_per_call`` caps one
     scannerGetList (HBase clients ask for ``batch_size`` rows at a time).
+    ``prefetch`` reads each scanner's next batch while the client handles
+    the last one.
     """
 
     host: str = "127.0.0.1"
@@ -45,6 +47,7 @@ class GatewayConfig:
     max_scanners_per_connection: int = 64
     max_scanners: int = 1024
     scanner_lease_timeout: float = 60.0
+    prefetch: bool = True
     block_cache_size: int = 256 << 20
 
     def __post_init__(self) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from ..errors import InvalidArgument
+from ..rows import cells_to_dicts
 from .idl import hbase
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "column_descriptor",
     "region_info",
     "row_results",
+    "row_result",
     "cells_of_batches",
 ]
 
@@ -106,29 +108,34 @@ def region_info(region: dict, host: str, port: int):
     )
 
 
-def row_results(rows: Iterator[tuple[bytes, dict]], sort_columns: bool) -> Iterator:
-    """TRowResults of happybase-style ``(key, {column: (value, timestamp)})`` rows.
+def row_results(batches: Iterator, sort_columns: bool, scan_batching: int | None = None) -> Iterator:
+    """TRowResults of an engine scan's cell batches, one Python step per row.
 
-    ``sort_columns`` fills ``sortedColumns`` (a list in column order) instead
-    of the ``columns`` map, as HBase does for a TScan with sortColumns.  One
-    struct per cell is what the wire format asks for; rows and column names
-    arrive already cut by the engine's batch kernels.
+    Row boundaries, keys and column names come from the engine's batch
+    kernels (:func:`storage.rows.cells_to_dicts`), which also build each
+    ``TCell``; ``sort_columns`` fills ``sortedColumns`` (a list in column
+    order) instead of the ``columns`` map, as HBase does for a TScan with
+    sortColumns; ``scan_batching`` cuts wide rows into partial rows.
+    Closing the iterator closes the scan.
     """
     try:
-        yield from _row_results(rows, sort_columns)
+        for batch in batches:
+            rows = cells_to_dicts(batch, True, sort_columns, scan_batching, False, cell=TCell)
+            if sort_columns:
+                for key, data in rows:
+                    yield TRowResult(row=key, sortedColumns=[TColumn(n, c) for n, c in data.items()])
+            else:
+                for key, data in rows:
+                    yield TRowResult(row=key, columns=data)
     finally:
-        close = getattr(rows, "close", None)
+        close = getattr(batches, "close", None)
         if close is not None:
             close()  # frees the region views the engine scan holds
 
 
-def _row_results(rows, sort_columns: bool) -> Iterator:
-    for key, data in rows:
-        if sort_columns:
-            cols = [TColumn(name, TCell(value, ts)) for name, (value, ts) in data.items()]
-            yield TRowResult(row=key, sortedColumns=cols)
-        else:
-            yield TRowResult(row=key, columns={name: TCell(value, ts) for name, (value, ts) in data.items()})
+def row_result(key: bytes, data: dict):
+    """The TRowResult of a point read's ``{column: (value, timestamp)}`` row."""
+    return TRowResult(row=key, columns={name: TCell(value, ts) for name, (value, ts) in data.items()})
 
 
 def cells_of_batches(batches) -> list:

@@ -25,6 +25,7 @@ from .convert import (
     put_column,
     read_columns,
     region_info,
+    row_result,
     row_results,
 )
 from .errors import GatewayIllegalArgument, GatewayIOError, to_thrift
@@ -245,8 +246,8 @@ class HbaseHandler:
         for row in rows:
             data = table.row(_row(row), columns, timestamp, include_timestamp=True)
             if data:
-                found.append((row, data))
-        return list(row_results(iter(found), sort_columns=False))
+                found.append(row_result(row, data))
+        return found
 
     @_thrift_call
     def getRow(self, tableName, row, attributes) -> list:
@@ -409,12 +410,12 @@ class HbaseHandler:
             bounds = {"row_prefix": prefix}
         else:
             bounds = {"row_start": scan.startRow or None, "row_stop": scan.stopRow or None}
-        rows = table.scan(
+        sort = bool(scan.sortColumns)
+        batches = table.scan_batches(
             **bounds, columns=read_columns(scan.columns), filter=scan.filterString or None,
-            timestamp=scan.timestamp, include_timestamp=True, scan_batching=batching,
-            sorted_columns=bool(scan.sortColumns), reverse=bool(scan.reversed),
+            timestamp=scan.timestamp, reverse=bool(scan.reversed), output="cells",
         )
-        results = row_results(rows, bool(scan.sortColumns))
+        results = row_results(batches, sort, batching)
         # Pull the first row now, so a bad scan (filter, columns, range) fails at open.
         first = next(results, _END)
         results = _prepend(first, results) if first is not _END else iter(())

@@ -20,6 +20,7 @@ import itertools
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from typing import Callable, Iterator
 
 from .errors import GatewayIllegalArgument, GatewayIOError
@@ -31,9 +32,19 @@ _MAX_ID = (1 << 31) - 1
 
 
 class GatewayScanner:
-    """One open scanner: an iterator of results and its lease."""
+    """One open scanner: an iterator of results and its lease.
 
-    def __init__(self, scanner_id: int, connection_id: int, table: str, results: Iterator):
+    With a ``prefetch`` executor, each :meth:`take` starts reading the next
+    batch of the same size in the background once it has its answer, so the
+    gateway scans while the client decodes (happybase asks for the next
+    batch only after handling the last, as HBase's own scanner caching
+    expects).  Calls of one scanner are serialized by :attr:`lock`; the
+    prefetch runs between them, and :meth:`take` and :meth:`finish` wait
+    for it before touching the scan.
+    """
+
+    def __init__(self, scanner_id: int, connection_id: int, table: str, results: Iterator,
+                 prefetch: Executor | None = None):
         self.scanner_id = scanner_id
         self.connection_id = connection_id
         self.table = table
@@ -41,32 +52,55 @@ class GatewayScanner:
         self.last_used = time.monotonic()
         self.rows_returned = 0
         self._results = results
+        self._prefetch = prefetch
+        self._ahead: Future | None = None
+        self._carry: list = []
         self._done = False
+
+    def _pull(self, n: int) -> list:
+        out = list(itertools.islice(self._results, n))
+        if len(out) < n:
+            self._close_results()
+        return out
 
     def take(self, n: int) -> list:
         """Up to ``n`` more results (an empty list once the scan is exhausted)."""
-        if self._done:
-            return []
-        out = list(itertools.islice(self._results, n))
-        if len(out) < n:
-            self.finish()
+        out, self._carry = self._carry, []
+        if self._ahead is not None:
+            ahead, self._ahead = self._ahead, None
+            out += ahead.result()  # a failed read-ahead fails this call, as a direct read would
+        if len(out) < n and not self._done:
+            out += self._pull(n - len(out))
+        if len(out) > n:
+            out, self._carry = out[:n], out[n:]
+        if self._prefetch is not None and not self._done and not self._carry:
+            self._ahead = self._prefetch.submit(self._pull, n)
         self.rows_returned += len(out)
         return out
 
-    def finish(self) -> None:
-        """Release what the scan holds (idempotent)."""
+    def _close_results(self) -> None:
         self._done = True
         close = getattr(self._results, "close", None)
         if close is not None:
             close()
+
+    def finish(self) -> None:
+        """Release what the scan holds (idempotent); waits for a read-ahead in flight."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            wait([ahead])
+        self._carry = []
+        self._close_results()
 
 
 class ScannerRegistry:
     """The gateway's open scanners, their leases and limits."""
 
     def __init__(self, lease_timeout: float, max_per_connection: int, max_total: int,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, prefetch_workers: int = 0):
         self.lease_timeout = lease_timeout
+        self._prefetch = (ThreadPoolExecutor(prefetch_workers, thread_name_prefix="thrift-prefetch")
+                          if prefetch_workers else None)
         self.max_per_connection = max_per_connection
         self.max_total = max_total
         self._clock = clock
@@ -97,6 +131,8 @@ class ScannerRegistry:
             scanners = list(self._open.values())
         for s in scanners:
             self._drop(s, "the gateway is shutting down")
+        if self._prefetch is not None:
+            self._prefetch.shutdown(wait=True)
 
     # -- operations ------------------------------------------------------
     def open(self, connection_id: int, table: str, results: Iterator) -> int:
@@ -112,7 +148,7 @@ class ScannerRegistry:
             scanner_id = next(self._ids)
             if scanner_id > _MAX_ID:
                 raise GatewayIOError(message="scanner ids are used up; restart the gateway")
-            self._open[scanner_id] = GatewayScanner(scanner_id, connection_id, table, results)
+            self._open[scanner_id] = GatewayScanner(scanner_id, connection_id, table, results, self._prefetch)
             self._per_connection[connection_id] = self._per_connection.get(connection_id, 0) + 1
             return scanner_id
 

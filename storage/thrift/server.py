@@ -73,7 +73,8 @@ class ThriftGateway:
             raise InvalidArgument(f"cannot listen on {config.host}:{config.port}: {exc.strerror}") from None
         self.port = self._listener.getsockname()[1]
         self.scanners = ScannerRegistry(
-            config.scanner_lease_timeout, config.max_scanners_per_connection, config.max_scanners
+            config.scanner_lease_timeout, config.max_scanners_per_connection, config.max_scanners,
+            prefetch_workers=config.workers if config.prefetch else 0,
         )
         self.state = GatewayState(self.connection, self.scanners, config.host, self.port,
                                   config.max_rows_per_call, config.read_only)
