@@ -9,7 +9,8 @@ scan decodes every block.  Every case returns happybase-style rows
 (``(key, {b"cf:q": value})``), the same scan, measured in the same run,
 each the best of ``--repeat`` interleaved rounds:
 
-* thrift: ``happybase.Table.scan(batch_size=1000)`` through the gateway;
+* thrift: ``happybase.Table.scan(batch_size=1000)`` through the gateway,
+  with its scanner read-ahead and without (``--no-prefetch``);
 * stream / rpc caching=1000: ``storage.connect("grpc://...")`` scans;
 * embedded: ``Table.scan`` in this process (no server).
 
@@ -18,6 +19,7 @@ and through the region server client, and a breakdown of where a thrift
 scan's time goes: the engine's row scan, building the Thrift structs,
 encoding them (the gateway's Cython binary encoder) and decoding them
 (happybase's side), each timed alone in this process over the same rows.
+``--profile`` also prints the gateway's hottest functions (cProfile).
 Run from the repository root::
 
     python benchmarks/bench_thrift.py --rows 200000 --repeat 3
@@ -67,8 +69,9 @@ def _breakdown(root: str) -> dict:
     """CPU seconds of each stage of a thrift scan over the whole table, timed alone in this process.
 
     The gateway's stages run per ``scannerGetList`` of 1000 rows, as in the
-    gateway: pull rows from the engine scan, build the Thrift structs,
-    encode the answer.  The client's stage decodes each answer and builds
+    gateway: the engine's scan produces cell batches, which become Thrift
+    rows (row boundaries and column names by batch kernels, one struct per
+    cell), which are encoded.  The client's stage decodes each answer and builds
     happybase's row dicts.
     """
     import itertools
@@ -80,29 +83,39 @@ def _breakdown(root: str) -> dict:
     from storage.thrift.convert import row_results
     from storage.thrift.idl import hbase
 
-    out = dict.fromkeys(("engine scan to rows", "rows to Thrift structs", "encode (gateway)",
+    out = dict.fromkeys(("engine scan (cell batches)", "batches to Thrift rows", "encode (gateway)",
                          "decode + rows (happybase)"), 0.0)
     encoded = []
     rows = 0
-    with storage.connect(root, read_only=True, block_cache_size=0) as conn:
-        scan = conn.table(TABLE).scan(columns=COLUMNS, include_timestamp=True)
+
+    def timed(batches):
+        """The engine's batches, charging the time spent producing them to the engine stage."""
         while True:
-            t0 = time.perf_counter()
-            chunk = list(itertools.islice(scan, 1000))
+            started = time.perf_counter()
+            batch = next(batches, None)
+            out["engine scan (cell batches)"] += time.perf_counter() - started
+            if batch is None:
+                return
+            yield batch
+
+    with storage.connect(root, read_only=True, block_cache_size=0) as conn:
+        batches = conn.table(TABLE).scan_batches(columns=COLUMNS, output="cells")
+        results = row_results(timed(batches), sort_columns=False)
+        while True:
+            engine_before = out["engine scan (cell batches)"]
             t1 = time.perf_counter()
+            chunk = list(itertools.islice(results, 1000))
+            t2 = time.perf_counter()
             if not chunk:
                 break
-            structs = list(row_results(iter(chunk), sort_columns=False))
-            t2 = time.perf_counter()
             buf = TCyMemoryBuffer()
             proto = TCyBinaryProtocol(buf)
             proto.write_message_begin("scannerGetList", 2, 1)
-            hbase.Hbase.scannerGetList_result(success=structs).write(proto)
+            hbase.Hbase.scannerGetList_result(success=chunk).write(proto)
             proto.write_message_end()
             encoded.append(buf.getvalue())
             t3 = time.perf_counter()
-            out["engine scan to rows"] += t1 - t0
-            out["rows to Thrift structs"] += t2 - t1
+            out["batches to Thrift rows"] += (t2 - t1) - (out["engine scan (cell batches)"] - engine_before)
             out["encode (gateway)"] += t3 - t2
             rows += len(chunk)
     started = time.perf_counter()
@@ -119,15 +132,44 @@ def _breakdown(root: str) -> dict:
     return out
 
 
+def _profile_gateway(root: str, top: int = 12) -> None:
+    """cProfile of the gateway's side of a full scan: engine batches -> Thrift rows -> encoded answers."""
+    import cProfile
+    import itertools
+    import pstats
+
+    from thriftpy2.protocol.cybin import TCyBinaryProtocol
+    from thriftpy2.transport.memory import TCyMemoryBuffer
+
+    from storage.thrift.convert import row_results
+    from storage.thrift.idl import hbase
+
+    with storage.connect(root, read_only=True, block_cache_size=0) as conn:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        results = row_results(conn.table(TABLE).scan_batches(columns=COLUMNS, output="cells"), sort_columns=False)
+        while True:
+            chunk = list(itertools.islice(results, 1000))
+            if not chunk:
+                break
+            hbase.Hbase.scannerGetList_result(success=chunk).write(TCyBinaryProtocol(TCyMemoryBuffer()))
+        profiler.disable()
+    print(f"\nthe gateway's hottest functions (cProfile, top {top} by own time):")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(top)
+
+
 def run_benchmark(root: str, repeat: int, gets: int) -> dict:
     """Measure thrift, stream, rpc and embedded scans and get latency; print and return the figures."""
     results: dict = {}
     with ServerProcess(root, "--read-only", "--block-cache-size", "0", module="storage.thrift") as gateway, \
+            ServerProcess(root, "--read-only", "--block-cache-size", "0", "--no-prefetch",
+                          module="storage.thrift") as plain_gateway, \
             ServerProcess(root, "--read-only", "--block-cache-size", "0") as server, \
             storage.connect(root, read_only=True, block_cache_size=0) as local, \
             storage.connect(server.location) as remote_conn:
         hb = happybase.Connection("127.0.0.1", gateway.port)
         hb_table = hb.table(TABLE)
+        hb_plain = happybase.Connection("127.0.0.1", plain_gateway.port)
         remote = remote_conn.table(TABLE)
         embedded = local.table(TABLE)
 
@@ -136,6 +178,8 @@ def run_benchmark(root: str, repeat: int, gets: int) -> dict:
 
         cases = {
             "thrift batch_size=1000": lambda: count(hb_table.scan(columns=COLUMNS, batch_size=1000)),
+            "thrift batch_size=1000 no prefetch": lambda: count(
+                hb_plain.table(TABLE).scan(columns=COLUMNS, batch_size=1000)),
             "stream": lambda: count(remote.scan(columns=COLUMNS, mode="stream")),
             "rpc caching=1000": lambda: count(remote.scan(columns=COLUMNS, mode="rpc", caching=1000)),
             "embedded": lambda: count(embedded.scan(columns=COLUMNS)),
@@ -145,7 +189,7 @@ def run_benchmark(root: str, repeat: int, gets: int) -> dict:
             results[name] = {"seconds": seconds, "rows": rows, "rows_per_s": rows / seconds}
             print(f"{name:<26} {rows:>10,} {seconds:>8.3f} {rows / seconds:>12,.0f}", flush=True)
         thrift = results["thrift batch_size=1000"]["rows_per_s"]
-        for other in ("stream", "rpc caching=1000", "embedded"):
+        for other in ("thrift batch_size=1000 no prefetch", "stream", "rpc caching=1000", "embedded"):
             ratio = results[other]["rows_per_s"] / thrift
             results[f"ratio {other}/thrift"] = ratio
             print(f"{other} vs thrift: {ratio:5.2f}x")
@@ -161,22 +205,24 @@ def run_benchmark(root: str, repeat: int, gets: int) -> dict:
             r = results[name]
             print(f"{name:<20} p50 {r['p50_ms']:.3f} ms  p99 {r['p99_ms']:.3f} ms  ({r['gets']} gets)")
         hb.close()
+        hb_plain.close()
 
     stages = _breakdown(root)
     results["breakdown"] = stages
     end_to_end = results["thrift batch_size=1000"]["seconds"]
-    gateway_side = sum(stages[k] for k in ("engine scan to rows", "rows to Thrift structs", "encode (gateway)"))
+    gateway_side = sum(stages[k] for k in ("engine scan (cell batches)", "batches to Thrift rows", "encode (gateway)"))
     client_side = stages["decode + rows (happybase)"]
     print(f"\nwhere a thrift scan's time goes ({stages['rows']:,} rows, {stages['answer bytes'] / 1e6:.1f} MB of answers;"
           f" end to end {end_to_end:.3f} s):")
-    for name in ("engine scan to rows", "rows to Thrift structs", "encode (gateway)", "decode + rows (happybase)"):
+    for name in ("engine scan (cell batches)", "batches to Thrift rows", "encode (gateway)", "decode + rows (happybase)"):
         share = stages[name] / (client_side if "happybase" in name else gateway_side) * 100
         side = "client" if "happybase" in name else "gateway"
         print(f"  {name:<28} {stages[name]:7.3f} s  {share:5.1f}% of the {side}'s CPU")
     # happybase asks for the next batch only after handling the previous one, so the two sides take turns
-    print(f"  gateway CPU {gateway_side:.3f} s + client CPU {client_side:.3f} s (they take turns: happybase asks for the"
-          f" next batch after handling the last); the other {max(0.0, end_to_end - gateway_side - client_side):.3f} s"
-          f" is sockets, round trips and the gateway's per-call work")
+    # happybase asks for the next batch only after handling the last one: without read-ahead the
+    # two sides take turns (end to end ~ the sum), with it they overlap (~ the larger of the two)
+    print(f"  gateway CPU {gateway_side:.3f} s, client CPU {client_side:.3f} s; end to end without read-ahead"
+          f" {results['thrift batch_size=1000 no prefetch']['seconds']:.3f} s, with {end_to_end:.3f} s")
     results["gateway cpu seconds"] = gateway_side
     results["client cpu seconds"] = client_side
     return results
@@ -190,11 +236,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gets", type=int, default=2000)
     parser.add_argument("--root", help="table root to reuse (default: a temporary directory, removed after)")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--profile", action="store_true", help="also print a cProfile of the gateway's side of a scan")
     args = parser.parse_args(argv)
     root = args.root or tempfile.mkdtemp(prefix="bench-thrift-")
     try:
         prepare_table(root, args.rows, args.regions)
         results = run_benchmark(root, args.repeat, args.gets)
+        if args.profile:
+            _profile_gateway(root)
     finally:
         if not args.root:
             shutil.rmtree(root, ignore_errors=True)
