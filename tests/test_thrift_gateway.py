@@ -557,8 +557,14 @@ def test_bad_input_closes_only_that_connection(strict):
     assert bystander.tables() == [b"s"]
     bystander.close()
     assert _alive(port)
-    log = "".join(strict.output)
-    assert "request needs more than 65536 bytes" in log and "unknown method 'noSuchMethod'" in log
+    deadline = time.time() + 10  # the gateway's log reaches us through a reader thread
+    while time.time() < deadline:
+        log = "".join(strict.output)
+        if "request needs more than 65536 bytes" in log and "unknown method 'noSuchMethod'" in log:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the gateway did not log the closed connections: {log[-2000:]}")
 
 
 def test_framed_gateway_refuses_a_huge_frame(tmp_path):

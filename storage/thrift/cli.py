@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 
+from ..server.cli import module_main, run_in_foreground
 from .config import DEFAULT_PORT, GatewayConfig
 
 __all__ = ["add_arguments", "run", "thrift_main"]
@@ -80,32 +80,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: serving {config.host} to the network (--allow-remote): Thrift 1 carries no credentials, "
               "so anyone who can reach the port can read and write every table", file=sys.stderr, flush=True)
     gateway = ThriftGateway(args.root, config)
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    print(f"listening on {gateway.location}", flush=True)
     print(f"{config.transport_name} transport, {config.protocol_name} protocol"
           f"{', read-only' if config.read_only else ''}", flush=True)
-    try:
-        gateway.serve()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        gateway.shutdown()
-    print("thrift gateway stopped", flush=True)
-    return 0
+    return run_in_foreground(gateway, "thrift gateway stopped")
 
 
 def thrift_main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m storage.thrift``."""
-    parser = argparse.ArgumentParser(prog="python -m storage.thrift", description="Run regionscan's HBase Thrift gateway.")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except ValueError as exc:  # InvalidArgument (a bad option, a port in use): a clear message, no traceback
-        print(f"regionscan thrift: error: {exc}", file=sys.stderr)
-        return 2
+    return module_main(argv, "python -m storage.thrift", "Run regionscan's HBase Thrift gateway.", "thrift",
+                       sys.modules[__name__])

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from ..errors import InvalidArgument
+from ..server.config import check_common, is_loopback
 
-__all__ = ["GatewayConfig", "DEFAULT_PORT", "is_loopback"]
+__all__ = ["GatewayConfig", "DEFAULT_PORT"]
 
 DEFAULT_PORT = 9090  # HBase's hbase.regionserver.thrift.port
-
-
-def is_loopback(host: str) -> bool:
-    """True when ``host`` accepts connections from this machine only."""
-    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 @dataclass(frozen=True)
@@ -51,10 +47,9 @@ class GatewayConfig:
     block_cache_size: int = 256 << 20
 
     def __post_init__(self) -> None:
-        if not isinstance(self.host, str) or not self.host:
-            raise InvalidArgument(f"host must be a non-empty string, got {self.host!r}")
-        if not isinstance(self.port, int) or not 0 <= self.port < 65536:
-            raise InvalidArgument(f"port must be an int in [0, 65535], got {self.port!r}")
+        check_common(self)
+        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1:
+            raise InvalidArgument(f"workers must be a positive int, got {self.workers!r}")
         if not self.loopback and not self.allow_remote:
             raise InvalidArgument(
                 f"refusing to bind {self.host}: Thrift 1 carries no credentials, so anyone who can reach "
@@ -64,15 +59,8 @@ class GatewayConfig:
             raise InvalidArgument(
                 f"scanner_lease_timeout must be a positive number of seconds, got {self.scanner_lease_timeout!r}"
             )
-        for f in fields(self):
-            if f.name.startswith("max_") or f.name == "workers":
-                value = getattr(self, f.name)
-                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                    raise InvalidArgument(f"{f.name} must be a positive int, got {value!r}")
         if self.max_request_bytes < 1024:
             raise InvalidArgument(f"max_request_bytes must be at least 1024, got {self.max_request_bytes}")
-        if not isinstance(self.block_cache_size, int) or self.block_cache_size < 0:
-            raise InvalidArgument(f"block_cache_size must be a non-negative int, got {self.block_cache_size!r}")
 
     @property
     def loopback(self) -> bool:
