@@ -577,6 +577,21 @@ def test_framed_gateway_refuses_a_huge_frame(tmp_path):
         conn.close()
 
 
+def test_idle_connections_are_closed(tmp_path):
+    with _gateway(tmp_path / "idle", "--idle-timeout", "1") as gw:
+        idle = happybase.Connection("127.0.0.1", gw.port)
+        busy = happybase.Connection("127.0.0.1", gw.port)
+        assert idle.tables() == []
+        for _ in range(6):  # busy keeps talking for 1.8 s, idle says nothing
+            assert busy.tables() == []
+            time.sleep(0.3)
+        with pytest.raises((TTransportException, OSError)):
+            idle.tables()
+        assert busy.tables() == []
+        idle.close()
+        busy.close()
+
+
 def test_many_concurrent_connections(gateway, connection):
     connection.create_table("conc", {"cf": dict()})
     with connection.table("conc").batch() as b:

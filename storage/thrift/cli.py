@@ -44,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="open scanners in all (default %(default)s)")
     parser.add_argument("--scanner-lease-timeout", type=float, default=d.scanner_lease_timeout,
                         help="seconds an idle scanner lives (default %(default)s)")
+    parser.add_argument("--idle-timeout", type=float, default=d.idle_timeout,
+                        help="close a connection idle this many seconds (default: never; HBase's is 60)")
     parser.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                         help="do not read a scanner's next batch while the client handles the last")
     parser.add_argument("--block-cache-size", type=int, default=d.block_cache_size,
@@ -66,6 +68,7 @@ def _config(args: argparse.Namespace) -> GatewayConfig:
         max_scanners=args.max_scanners,
         scanner_lease_timeout=args.scanner_lease_timeout,
         prefetch=args.prefetch,
+        idle_timeout=args.idle_timeout,
         block_cache_size=args.block_cache_size,
     )
 

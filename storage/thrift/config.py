@@ -27,7 +27,9 @@ class GatewayConfig:
     ``max_scanners`` in all.  ``max_rows_per_call`` caps one
     scannerGetList (HBase clients ask for ``batch_size`` rows at a time).
     ``prefetch`` reads each scanner's next batch while the client handles
-    the last one.
+    the last one.  ``idle_timeout`` (seconds; 0: never) closes a connection
+    that sends nothing for that long, freeing its worker (HBase's
+    ``hbase.thrift.server.socket.read.timeout``).
     """
 
     host: str = "127.0.0.1"
@@ -44,6 +46,7 @@ class GatewayConfig:
     max_scanners: int = 1024
     scanner_lease_timeout: float = 60.0
     prefetch: bool = True
+    idle_timeout: float = 0.0
     block_cache_size: int = 256 << 20
 
     def __post_init__(self) -> None:
@@ -59,6 +62,8 @@ class GatewayConfig:
             raise InvalidArgument(
                 f"scanner_lease_timeout must be a positive number of seconds, got {self.scanner_lease_timeout!r}"
             )
+        if not isinstance(self.idle_timeout, (int, float)) or self.idle_timeout < 0:
+            raise InvalidArgument(f"idle_timeout must be a non-negative number of seconds, got {self.idle_timeout!r}")
         if self.max_request_bytes < 1024:
             raise InvalidArgument(f"max_request_bytes must be at least 1024, got {self.max_request_bytes}")
 

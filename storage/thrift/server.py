@@ -111,7 +111,7 @@ class ThriftGateway:
                             peer, self.config.workers + self.config.max_queued)
                 sock.close()
                 continue
-            sock.settimeout(None)
+            sock.settimeout(self.config.idle_timeout or None)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._pool.submit(self._serve_connection, sock, peer)
 
@@ -128,6 +128,9 @@ class ThriftGateway:
             while not self._closing.is_set():
                 reader.start_request()
                 processor.process(iprot, oprot)
+        except socket.timeout:
+            log.info("closing connection %d from %s: idle for %g s", connection_id, _peer(peer),
+                     self.config.idle_timeout)
         except TTransportException as exc:
             if exc.type != TTransportException.END_OF_FILE:
                 log.warning("closing connection %d from %s: %s", connection_id, _peer(peer), one_line(exc))
