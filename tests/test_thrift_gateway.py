@@ -652,6 +652,11 @@ def test_cli_refuses_remote_host_unless_allowed(tmp_path):
     assert done.stderr.strip().splitlines() == [
         "regionscan thrift: error: refusing to bind 0.0.0.0: Thrift 1 carries no credentials, so anyone who can "
         "reach the port could read and write every table; bind loopback or pass --allow-remote"]
+    done = subprocess.run([sys.executable, "-m", "storage.thrift", "--root", "grpc://127.0.0.1:1", "--port", "0"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2 and done.stderr.strip().splitlines() == [
+        "regionscan thrift: error: --root grpc://127.0.0.1:1: the Thrift gateway serves a table directory or "
+        "filesystem URI, not a region server"]
     with ServerProcess(str(tmp_path / "r"), "--host", "0.0.0.0", "--allow-remote", module="storage.thrift") as gw:
         assert "warning: serving 0.0.0.0 to the network (--allow-remote)" in "".join(gw.output)
         conn = happybase.Connection("127.0.0.1", gw.port)

@@ -64,6 +64,10 @@ class ThriftGateway:
 
     def __init__(self, root: str, config: GatewayConfig | None = None):
         self.config = config = config or GatewayConfig()
+        if isinstance(root, str) and root.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
+            raise InvalidArgument(
+                f"--root {root}: the Thrift gateway serves a table directory or filesystem URI, not a region server"
+            )
         self.connection = Connection(root, read_only=config.read_only, block_cache_size=config.block_cache_size)
         family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
         try:
