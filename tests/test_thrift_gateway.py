@@ -662,3 +662,17 @@ def test_cli_refuses_remote_host_unless_allowed(tmp_path):
         conn = happybase.Connection("127.0.0.1", gw.port)
         assert conn.tables() == []
         conn.close()
+
+
+def test_happybase_compat_090_uses_the_older_scanner_calls(gateway, connection):
+    """happybase's compat='0.90' scans through scannerOpen, scannerOpenWithStop and their Ts forms."""
+    old = happybase.Connection("127.0.0.1", gateway.port, compat="0.90")
+    try:
+        new_t, old_t = connection.table("presplit"), old.table("presplit")
+        for kwargs in ({}, {"row_start": b"c"}, {"row_start": b"c", "row_stop": b"m"},
+                       {"row_stop": b"h", "timestamp": 1 << 60}, {"row_start": b"b", "timestamp": 1 << 60},
+                       {"row_prefix": b"k", "columns": [b"cf:n"]}):
+            assert list(old_t.scan(**kwargs)) == list(new_t.scan(**kwargs)), kwargs
+        assert list(old_t.scan(timestamp=1)) == []
+    finally:
+        old.close()
