@@ -9,6 +9,7 @@ HBase's own spellings are accepted: ``-p`` for the port, ``-f`` framed,
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 
@@ -83,6 +84,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: serving {config.host} to the network (--allow-remote): Thrift 1 carries no credentials, "
               "so anyone who can reach the port can read and write every table", file=sys.stderr, flush=True)
     gateway = ThriftGateway(args.root, config)
+    # A scan answer allocates two objects per cell (TCell, and the row's
+    # dict entry) that all die together once the answer is written.  With
+    # the default first-generation threshold (700) the collector runs
+    # hundreds of times per answer and, measured, building the answer takes
+    # 1.5x-2x longer; this process owns its heap, so collect less often.
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
     print(f"{config.transport_name} transport, {config.protocol_name} protocol"
           f"{', read-only' if config.read_only else ''}", flush=True)
     return run_in_foreground(gateway, "thrift gateway stopped")
