@@ -55,7 +55,7 @@ def to_thrift(exc: BaseException, api: str) -> Exception:
         return hbase.IllegalArgument(message=message)
     if isinstance(exc, hbase.IllegalArgument):  # raised by the gateway where the call only declares IOError
         return hbase.IOError(message=exc.message)
-    if isinstance(exc, (StorageError, ValueError, LookupError)):
+    if isinstance(exc, (StorageError, ValueError, LookupError, OSError)):
         return hbase.IOError(message=message)
     log.error("internal error in %s", api, exc_info=exc)
     return hbase.IOError(message=f"internal error in {api}: {type(exc).__name__}: {message}")
