@@ -403,6 +403,7 @@ class HbaseHandler:
     # -- scanners --------------------------------------------------------
     def _open(self, tableName, scan, prefix: bytes | None = None) -> int:
         table = self._table(tableName)
+        self._s.scanners.check_room(self.connection_id)  # refuse before any scan work
         batching = scan.batchSize
         if batching is not None and batching < 1:
             raise InvalidArgument(f"TScan.batchSize must be at least 1, got {batching}")
@@ -419,7 +420,13 @@ class HbaseHandler:
         # Pull the first row now, so a bad scan (filter, columns, range) fails at open.
         first = next(results, _END)
         results = _prepend(first, results) if first is not _END else iter(())
-        return self._s.scanners.open(self.connection_id, table.name, results)
+        try:
+            return self._s.scanners.open(self.connection_id, table.name, results)
+        except BaseException:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()  # frees the region views the scan holds
+            raise
 
     @_thrift_call
     def scannerOpenWithScan(self, tableName, scan, attributes) -> int:

@@ -135,20 +135,30 @@ class ScannerRegistry:
             self._prefetch.shutdown(wait=True)
 
     # -- operations ------------------------------------------------------
-    def open(self, connection_id: int, table: str, results: Iterator) -> int:
-        """Register a scan and return its new id."""
+    def check_room(self, connection_id: int) -> None:
+        """Raise the error :meth:`open` would raise if no scanner may be opened now."""
         self.reap()
         with self._mutex:
-            if len(self._open) >= self.max_total:
-                raise GatewayIOError(message=f"too many open scanners in the gateway (limit {self.max_total}); close some")
-            if self._per_connection.get(connection_id, 0) >= self.max_per_connection:
-                raise GatewayIOError(
-                    message=f"too many open scanners on this connection (limit {self.max_per_connection}); close some"
-                )
+            self._check_room(connection_id)
+
+    def _check_room(self, connection_id: int) -> None:
+        if len(self._open) >= self.max_total:
+            raise GatewayIOError(message=f"too many open scanners in the gateway (limit {self.max_total}); close some")
+        if self._per_connection.get(connection_id, 0) >= self.max_per_connection:
+            raise GatewayIOError(
+                message=f"too many open scanners on this connection (limit {self.max_per_connection}); close some"
+            )
+
+    def open(self, connection_id: int, table: str, results: Iterator) -> int:
+        """Register a scan and return its new id."""
+        with self._mutex:
+            self._check_room(connection_id)
             scanner_id = next(self._ids)
             if scanner_id > _MAX_ID:
                 raise GatewayIOError(message="scanner ids are used up; restart the gateway")
-            self._open[scanner_id] = GatewayScanner(scanner_id, connection_id, table, results, self._prefetch)
+            scanner = GatewayScanner(scanner_id, connection_id, table, results, self._prefetch)
+            scanner.last_used = self._clock()
+            self._open[scanner_id] = scanner
             self._per_connection[connection_id] = self._per_connection.get(connection_id, 0) + 1
             return scanner_id
 
