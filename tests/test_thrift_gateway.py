@@ -676,3 +676,30 @@ def test_happybase_compat_090_uses_the_older_scanner_calls(gateway, connection):
         assert list(old_t.scan(timestamp=1)) == []
     finally:
         old.close()
+
+
+def test_connection_pool_shared_by_threads(gateway, connection):
+    """happybase's ConnectionPool: threads share 3 connections, each lease used exclusively."""
+    connection.create_table("pooled", {"cf": dict()})
+    pool = happybase.ConnectionPool(size=3, host="127.0.0.1", port=gateway.port)
+    errors = []
+
+    def work(i):
+        try:
+            for j in range(15):
+                with pool.connection() as conn:
+                    t = conn.table("pooled")
+                    t.counter_inc(b"total", b"cf:n")
+                    t.put(b"t%02d-%02d" % (i, j), {b"cf:a": b"x"})
+        except Exception as exc:  # collected and reported below
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    table = connection.table("pooled")
+    assert table.counter_get(b"total", b"cf:n") == 120
+    assert len(list(table.scan(row_prefix=b"t"))) == 121  # 120 rows and the counter row
