@@ -22,7 +22,7 @@ import happybase
 import pytest
 from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.rpc import make_client
-from thriftpy2.transport import TBufferedTransportFactory, TTransportException
+from thriftpy2.transport import TTransportException
 
 import storage
 from storage.server.process import ServerProcess

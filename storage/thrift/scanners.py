@@ -50,7 +50,6 @@ class GatewayScanner:
         self.table = table
         self.lock = threading.Lock()
         self.last_used = time.monotonic()
-        self.rows_returned = 0
         self._results = results
         self._prefetch = prefetch
         self._ahead: Future | None = None
@@ -75,7 +74,6 @@ class GatewayScanner:
             out, self._carry = out[:n], out[n:]
         if self._prefetch is not None and not self._done and not self._carry:
             self._ahead = self._prefetch.submit(self._pull, n)
-        self.rows_returned += len(out)
         return out
 
     def _close_results(self) -> None:

@@ -88,8 +88,6 @@ class ThriftGateway:
         self._clients: dict[int, socket.socket] = {}
         self._clients_lock = threading.Lock()
         self._closing = threading.Event()
-        self.connections_served = 0
-        self.connections_refused = 0
 
     @property
     def location(self) -> str:
@@ -110,7 +108,6 @@ class ThriftGateway:
                     break
                 raise
             if not self._slots.acquire(blocking=False):
-                self.connections_refused += 1
                 log.warning("refusing connection from %s: %d connections open or queued",
                             peer, self.config.workers + self.config.max_queued)
                 sock.close()
@@ -123,7 +120,6 @@ class ThriftGateway:
         connection_id = next(self._ids)
         with self._clients_lock:
             self._clients[connection_id] = sock
-        self.connections_served += 1
         try:
             if self._closing.is_set():
                 return

@@ -58,10 +58,6 @@ class BoundedReader(TTransportBase):
     def start_request(self) -> None:
         self._used = 0
 
-    def waiting(self) -> bool:
-        """True when bytes of a next request are already buffered."""
-        return self._pos < len(self._buf)
-
     def is_open(self) -> bool:
         return True
 
