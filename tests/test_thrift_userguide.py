@@ -25,7 +25,7 @@ from storage.server.process import ServerProcess
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory):
     root = tmp_path_factory.mktemp("thrift_guide") / "root"
-    with ServerProcess(str(root), module="storage.thrift") as proc:
+    with ServerProcess(str(root), module=("jobs.cli", "thrift")) as proc:  # `regionscan thrift --root R --port 0`
         yield proc
 
 

@@ -4,7 +4,8 @@
 ``python -m storage.server --root ROOT --port 0 ...``, waits for the
 ``listening on grpc://...`` line and exposes :attr:`location`; ``stop()``
 (or leaving the ``with`` block) terminates it, killing it if it lingers.
-``module="storage.thrift"`` runs the HBase Thrift gateway the same way.
+``module="storage.thrift"`` runs the HBase Thrift gateway the same way, and
+``module=("jobs.cli", "thrift")`` runs it as the ``regionscan thrift`` command.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ class ServerProcess:
     """A region server child process on an ephemeral loopback port."""
 
     def __init__(self, root: str, *args: str, start_timeout: float = 30.0, env: dict | None = None,
-                 module: str = "storage.server"):
+                 module: str | tuple[str, ...] = "storage.server"):
         self.root = root
-        cmd = [sys.executable, "-m", module, "--root", str(root), "--port", "0", *map(str, args)]
+        command = (module,) if isinstance(module, str) else tuple(module)
+        cmd = [sys.executable, "-m", *command, "--root", str(root), "--port", "0", *map(str, args)]
         child_env = dict(os.environ if env is None else env)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (here, child_env.get("PYTHONPATH")) if p)
