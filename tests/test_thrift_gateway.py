@@ -152,6 +152,8 @@ def test_connection_admin_methods(gateway):
     with pytest.raises(Hbase_thrift.IOError, match="disabled"):
         list(conn.table("one").scan())
     conn.enable_table("one")
+    with pytest.raises(Hbase_thrift.IOError, match="already enabled"):
+        conn.enable_table("one")
     assert conn.table("one").row(b"r") == {b"cf:a": b"1"}
     conn.delete_table("one", disable=True)
     assert conn.tables() == []
@@ -412,6 +414,10 @@ def test_raw_thrift_calls(client, connection, fresh):
     assert info.startKey == b"" and info.endKey == b""
     assert name in client.getTableNames()
     assert set(client.getColumnDescriptors(name)) == {b"cf:", b"meta:"}
+    region = client.getTableRegions(name)[0].name
+    client.majorCompact(region)  # a region name compacts its table
+    client.compact(name)
+    assert client.getRow(name, b"r3", {})[0].columns[b"cf:a"].value == b"swapped"
 
 
 def test_errors_are_hbase_exceptions(client, fresh, gateway):
