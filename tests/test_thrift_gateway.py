@@ -632,6 +632,9 @@ def test_disabled_state_persists_across_restarts(tmp_path):
         conn.table("p").put(b"r", {b"cf:a": b"1"})
         conn.disable_table("p")
         conn.close()
+        assert gw.stop() == 0  # SIGTERM: a clean shutdown
+        gw._drain.join(10)  # the rest of its output
+        assert "thrift gateway stopped" in "".join(gw.output)
     with _gateway(root) as gw:
         conn = happybase.Connection("127.0.0.1", gw.port)
         assert conn.is_table_enabled("p") is False
