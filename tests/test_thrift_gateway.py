@@ -31,6 +31,24 @@ from storage.thrift.idl import IDL_PATH, hbase
 import Hbase_thrift  # noqa: E402  (happybase's own copy of the IDL, loaded by importing happybase)
 
 
+def _in_threads(work, n: int) -> list[str]:
+    """Run ``work(i)`` for i in range(n) on n threads at once; the errors they raised, as reprs."""
+    errors: list[str] = []
+
+    def guarded(i):
+        try:
+            work(i)
+        except Exception as exc:  # collected and returned to the test
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return errors
+
+
 def _gateway(root, *args):
     return ServerProcess(str(root), *args, module="storage.thrift")
 
@@ -305,18 +323,14 @@ def test_counters_are_8_byte_big_endian(fresh):
 
     results = []
 
-    def bump(port):
-        conn = happybase.Connection("127.0.0.1", port)
+    def bump(i):
+        conn = happybase.Connection("127.0.0.1", fresh.connection.port)
         t = conn.table(fresh.name)
         for _ in range(20):
             results.append(t.counter_inc(b"c", b"cf:par"))
         conn.close()
 
-    threads = [threading.Thread(target=bump, args=(fresh.connection.port,)) for _ in range(5)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    assert _in_threads(bump, 5) == []
     assert sorted(results) == list(range(1, 101))
 
 
@@ -603,25 +617,18 @@ def test_many_concurrent_connections(gateway, connection):
     with connection.table("conc").batch() as b:
         for i in range(100):
             b.put(b"r%03d" % i, {b"cf:a": b"%d" % i})
-    errors, counts = [], []
+    counts = []
 
     def work(i):
-        try:
-            conn = happybase.Connection("127.0.0.1", gateway.port)
-            t = conn.table("conc")
-            t.put(b"w%02d" % i, {b"cf:a": b"%d" % i})
-            assert t.row(b"w%02d" % i) == {b"cf:a": b"%d" % i}
-            counts.append(len(list(t.scan(row_prefix=b"r", batch_size=25))))
-            conn.close()
-        except Exception as exc:  # collected and reported below
-            errors.append(repr(exc))
+        conn = happybase.Connection("127.0.0.1", gateway.port)
+        t = conn.table("conc")
+        t.put(b"w%02d" % i, {b"cf:a": b"%d" % i})
+        assert t.row(b"w%02d" % i) == {b"cf:a": b"%d" % i}
+        counts.append(len(list(t.scan(row_prefix=b"r", batch_size=25))))
+        conn.close()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(40)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert errors == [] and counts == [100] * 40
+    assert _in_threads(work, 40) == []
+    assert counts == [100] * 40
 
 
 def test_disabled_state_persists_across_restarts(tmp_path):
@@ -691,24 +698,15 @@ def test_connection_pool_shared_by_threads(gateway, connection):
     """happybase's ConnectionPool: threads share 3 connections, each lease used exclusively."""
     connection.create_table("pooled", {"cf": dict()})
     pool = happybase.ConnectionPool(size=3, host="127.0.0.1", port=gateway.port)
-    errors = []
 
     def work(i):
-        try:
-            for j in range(15):
-                with pool.connection() as conn:
-                    t = conn.table("pooled")
-                    t.counter_inc(b"total", b"cf:n")
-                    t.put(b"t%02d-%02d" % (i, j), {b"cf:a": b"x"})
-        except Exception as exc:  # collected and reported below
-            errors.append(repr(exc))
+        for j in range(15):
+            with pool.connection() as conn:
+                t = conn.table("pooled")
+                t.counter_inc(b"total", b"cf:n")
+                t.put(b"t%02d-%02d" % (i, j), {b"cf:a": b"x"})
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert errors == []
+    assert _in_threads(work, 8) == []
     table = connection.table("pooled")
     assert table.counter_get(b"total", b"cf:n") == 120
     assert len(list(table.scan(row_prefix=b"t"))) == 121  # 120 rows and the counter row
