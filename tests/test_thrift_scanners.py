@@ -111,9 +111,13 @@ def test_leases_caps_and_ownership():
     reg.close_table("t", "table t was disabled")
     with pytest.raises(GatewayIllegalArgument, match="table t was disabled"):
         reg.get(1, a)
+    e = reg.open(5, "u", Scan(3).rows)
+    clock.now += 6  # no reaper ran: the next call finds it stale
+    with pytest.raises(GatewayIllegalArgument, match=f"scanner {e} is closed: expired after 5 s idle"):
+        reg.get(5, e)
     d = reg.open(4, "u", scans[3].rows)
     reg.close_connection(4)
     with pytest.raises(GatewayIllegalArgument, match="unknown"):
         reg.get(4, d)
-    assert reg.count() == 0 and a < b < c < d
+    assert reg.count() == 0 and a < b < c < e < d
     reg.stop()

@@ -162,6 +162,7 @@ class ScannerRegistry:
 
     def get(self, connection_id: int, scanner_id: int) -> GatewayScanner:
         """The scanner ``scanner_id`` of this connection, its lease renewed."""
+        now = self._clock()
         with self._mutex:
             scanner = self._open.get(scanner_id)
             if scanner is None or scanner.connection_id != connection_id:
@@ -169,8 +170,14 @@ class ScannerRegistry:
                 if reason:
                     raise GatewayIllegalArgument(message=f"scanner {scanner_id} is closed: {reason}")
                 raise GatewayIllegalArgument(message=f"scanner id {scanner_id} is unknown on this connection")
-            scanner.last_used = self._clock()
-            return scanner
+            stale = scanner.last_used < now - self.lease_timeout
+            if not stale:
+                scanner.last_used = now
+                return scanner
+        # idle past its lease, and the reaper has not come by yet
+        reason = f"expired after {self.lease_timeout:g} s idle"
+        self._drop(scanner, reason)
+        raise GatewayIllegalArgument(message=f"scanner {scanner_id} is closed: {reason}")
 
     def close(self, connection_id: int, scanner_id: int) -> None:
         self._drop(self.get(connection_id, scanner_id), None)
