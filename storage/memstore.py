@@ -268,9 +268,13 @@ class MemStore:
         so far): what one scan reads, whatever writes and flushes follow.
         Call :meth:`MemStoreView.release` when done."""
         with self._lock:
+            point = self._seq if read_point is None else read_point
+            segments = [s for s in (self._active, self._snapshot) if s is not None and s.cells]
+            if not segments:
+                # nothing to read and nothing to keep: later writes are past the read point
+                return MemStoreView(self, [], point, registered=False)
             segments = [s for s in (self._active, self._snapshot) if s is not None]
             self._open_scanners += 1
-            point = self._seq if read_point is None else read_point
         return MemStoreView(self, segments, point)
 
     def _scanner_closed(self) -> None:
@@ -380,11 +384,11 @@ class MemStoreView:
     an empty memstore costs a length check.  Call :meth:`release` when done.
     """
 
-    def __init__(self, memstore: MemStore, segments: list[_Segment], read_point: int):
+    def __init__(self, memstore: MemStore, segments: list[_Segment], read_point: int, registered: bool = True):
         self._memstore = memstore
         self._segments = segments  # newest first
         self.read_point = read_point
-        self._released = False
+        self._released = not registered  # an unregistered view has nothing to give back
 
     def is_empty(self) -> bool:
         """True when the view's maps hold no cell at all (visible or not)."""

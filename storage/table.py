@@ -165,7 +165,8 @@ class Table:
             plan = []
             try:
                 for lo, hi in spans:
-                    for region in self._regions_for_range(lo, hi):
+                    regions = [self._region_for(lo)] if hi == lo + b"\x00" else self._regions_for_range(lo, hi)
+                    for region in regions:
                         view = views.get(region.info.region_id)
                         if view is None:
                             view = views[region.info.region_id] = region.view(point)
