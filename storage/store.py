@@ -149,8 +149,3 @@ class Store:
 
     def open_reader(self, name: str) -> StoreFile:
         return StoreFile(name, StoreFileReader(self.fs, self.path(name), cache=self.cache))
-
-    def close(self) -> None:
-        for f in self._files:
-            f.reader.close()
-        self._files = ()
