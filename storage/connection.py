@@ -123,10 +123,13 @@ class Connection:
             lock = tfs.lock(_LOCK_FILE).acquire()
             try:
                 manifest.save(tfs)
+                table = Table(name, tfs, manifest, self.block_cache, self.read_only, lock)
             except BaseException:
+                # A table that never opened leaves nothing behind: no manifest
+                # that later opens would trip on, no held lock.
                 lock.release()
+                self.fs.delete_dir(name)
                 raise
-            table = Table(name, tfs, manifest, self.block_cache, self.read_only, lock)
             self._tables[name] = table
             return table
 
@@ -136,12 +139,15 @@ class Connection:
         name = validate_table_name(name)
         with self._mutex:
             table = self._tables.pop(name, None)
-            if table is None:
-                if not self.fs.exists(f"{name}/{TABLE_MANIFEST}"):
-                    raise TableNotFound(f"table {name} does not exist under {self.fs.uri()}")
-                table = self._open(name)
-            table.close()
-            self.fs.delete_dir(name)
+            if table is not None:
+                table.close()
+            elif not self.fs.is_dir(name):
+                raise TableNotFound(f"table {name} does not exist under {self.fs.uri()}")
+            # The table is not opened: a damaged or unreadable manifest (or none,
+            # after a create that failed half-way) must not keep it from going.
+            # Taking the writer lock keeps another writer's open table safe.
+            with self.fs.sub(name).lock(_LOCK_FILE):
+                self.fs.delete_dir(name)
 
     def table(self, name: str | bytes) -> Table:
         """Open (once per connection) and return the named table."""
