@@ -183,11 +183,14 @@ def parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
         ]
     else:
         spec_rowkey = RowKeySpec(tuple(part_columns[k] for k in keys), delimiter)
-    return ColumnMapping(
-        tuple(cols),
-        rowkey=spec_rowkey,
-        default_storage="binary",
-        namespace=table.get("namespace"),
-        table=table.get("name"),
-        source="catalog",
-    )
+    try:
+        return ColumnMapping(
+            tuple(cols),
+            rowkey=spec_rowkey,
+            default_storage="binary",
+            namespace=table.get("namespace"),
+            table=table.get("name"),
+            source="catalog",
+        )
+    except MappingError as exc:  # the columns as a whole are inconsistent
+        raise exc.at("columns") from None

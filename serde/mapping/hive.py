@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from serde.errors import MappingError
-from serde.mapping._cellspec import CellSpec, column_from_cell_spec, parse_cell_spec
+from serde.mapping._cellspec import offset_of, CellSpec, column_from_cell_spec, parse_cell_spec
 from serde.mapping.model import ColumnKind, ColumnMapping
 from serde.types import STRING, TIMESTAMP, DataType, parse_type, parse_type_at
 
@@ -87,9 +87,9 @@ def parse_hive_mapping(
     :class:`~serde.errors.MappingError` naming the token and its position.
     """
     if not isinstance(mapping, str) or not mapping.strip():
-        raise MappingError("hbase.columns.mapping must be a non-empty string", mapping)
+        raise MappingError("hbase.columns.mapping must be a non-empty string", mapping, 0)
     if default_storage not in ("binary", "string"):
-        raise MappingError("hbase.table.default.storage.type must be binary or string", default_storage)
+        raise MappingError("hbase.table.default.storage.type must be binary or string", default_storage, 0)
     entries = _split_entries(mapping)
     specs = [(parse_cell_spec(tok, pos), tok, pos) for tok, pos in entries]
 
@@ -101,7 +101,7 @@ def parse_hive_mapping(
         names = [str(n).strip() for n in columns]
     for name in names:
         if not name:
-            raise MappingError("empty column name in columns", columns)
+            raise MappingError("empty column name in columns", columns, 0)
     if len(names) != len(specs):
         extra = entries[len(names)][0] if len(specs) > len(names) else names[len(specs)]
         raise MappingError(
@@ -131,7 +131,10 @@ def parse_hive_mapping(
     cols = []
     for (spec, tok, pos), name, data_type in zip(specs, names, column_types):
         cols.append(column_from_cell_spec(spec, name, data_type, tok, pos))
-    return ColumnMapping(tuple(cols), default_storage=default_storage, source="hive")
+    try:
+        return ColumnMapping(tuple(cols), default_storage=default_storage, source="hive")
+    except MappingError as exc:  # the mapping as a whole is inconsistent: point at the entry named
+        raise exc.at(offset_of(mapping, exc.token)) from None
 
 
 def hive_mapping_from_properties(properties: Mapping[str, str]) -> ColumnMapping:

@@ -13,7 +13,7 @@ suffix is accepted).  As in hbase-spark, values default to the binary
 from __future__ import annotations
 
 from serde.errors import MappingError
-from serde.mapping._cellspec import column_from_cell_spec, parse_cell_spec
+from serde.mapping._cellspec import offset_of, column_from_cell_spec, parse_cell_spec
 from serde.mapping.model import ColumnMapping
 from serde.types import parse_type_at
 
@@ -48,7 +48,7 @@ def parse_spark_mapping(mapping: str, default_storage: str = "binary") -> Column
     position.
     """
     if not isinstance(mapping, str) or not mapping.strip():
-        raise MappingError("the column mapping must be a non-empty string", mapping)
+        raise MappingError("the column mapping must be a non-empty string", mapping, 0)
     cols = []
     pos = 0
     while True:
@@ -74,4 +74,7 @@ def parse_spark_mapping(mapping: str, default_storage: str = "binary") -> Column
         if mapping[pos] != ",":
             raise MappingError("expected ',' between column entries", mapping[pos:].split()[0], pos)
         pos += 1
-    return ColumnMapping(tuple(cols), default_storage=default_storage, source="spark")
+    try:
+        return ColumnMapping(tuple(cols), default_storage=default_storage, source="spark")
+    except MappingError as exc:  # the mapping as a whole is inconsistent: point at the entry named
+        raise exc.at(offset_of(mapping, exc.token)) from None
