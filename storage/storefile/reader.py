@@ -21,6 +21,7 @@ for benchmarks; a miss costs one extra header read, counted in
 from __future__ import annotations
 
 import bisect
+import sys
 
 import threading
 from typing import TYPE_CHECKING, Iterator
@@ -59,6 +60,11 @@ __all__ = ["StoreFileReader", "PREFETCH_MODES"]
 PREFETCH_MODES = ("shared", "thread_local")
 
 _READ_HEADER = object()  # "no prefetched header: read it separately"
+
+
+def _list_bytes(items: list) -> int:
+    """Memory of a list of bytes objects: the list and each object (header included)."""
+    return sys.getsizeof(items) + sum(map(sys.getsizeof, items))
 
 
 class StoreFileReader:
@@ -272,6 +278,8 @@ class StoreFileReader:
             rows = block.rows
             if rows is None:
                 rows = block.rows = block.batch.column(0).to_pylist()
+                if self._cache is not None:  # the cached block now holds the list too: charge it
+                    self._cache.recharge((self.file_id, block.offset), block, block.batch.nbytes + _list_bytes(rows))
             lo = bisect.bisect_left(rows, row)
             hi = bisect.bisect_right(rows, row, lo)
             if hi > lo:
