@@ -47,9 +47,19 @@ def uniform_split_keys(num_regions: int, first_row: bytes = b"\x00", last_row: b
 class Connection:
     """A root of tables on a local path or a pyarrow filesystem URI."""
 
-    def __init__(self, root: str, *, read_only: bool = False, block_cache_size: int = 256 << 20, wal_sync: str | None = None):
+    def __init__(
+        self,
+        root: str,
+        *,
+        read_only: bool = False,
+        block_cache_size: int = 256 << 20,
+        wal_sync: str | None = None,
+        filesystem: FileSystem | None = None,
+    ):
         self.root = root
-        self.fs = FileSystem(root)
+        # ``filesystem``: the layer to go through instead of FileSystem(root),
+        # e.g. a storage.faultfs.FaultFileSystem over the same root in tests.
+        self.fs = filesystem if filesystem is not None else FileSystem(root)
         self.read_only = read_only
         self.wal_sync = wal_sync
         if not read_only:
@@ -181,10 +191,16 @@ class Connection:
     def close(self) -> None:
         """Close every open table (releasing their locks)."""
         with self._mutex:
+            errors = []
             for table in self._tables.values():
-                table.close()
+                try:
+                    table.close()
+                except Exception as exc:  # the other tables still close and unlock
+                    errors.append(exc)
             self._tables.clear()
             self.closed = True
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> "Connection":
         return self

@@ -24,7 +24,10 @@ import pyarrow.fs as pafs
 
 from .errors import InvalidArgument, StorageError, TableLocked
 
-__all__ = ["FileSystem", "WritableFile", "Lock", "open_filesystem"]
+__all__ = ["FileSystem", "WritableFile", "Lock", "open_filesystem", "TEMP_MARK"]
+
+TEMP_MARK = ".tmp-"
+"""Marks the temporary sibling :meth:`FileSystem.write_atomic` writes before its rename."""
 
 
 class WritableFile(Protocol):
@@ -265,9 +268,27 @@ class FileSystem:
         Write a temporary sibling, fsync it, rename it over the target, fsync
         the directory (local roots) so the rename itself is durable.
         """
-        tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        self.write_bytes(tmp, data)
-        self.rename(tmp, path)
+        tmp = f"{path}{TEMP_MARK}{uuid.uuid4().hex[:8]}"
+        try:
+            self.write_bytes(tmp, data)
+            self.rename(tmp, path)
+        except BaseException:
+            try:  # best effort: a failed disk may refuse this too; remove_temporaries catches it later
+                self.delete(tmp, missing_ok=True)
+            except OSError:
+                pass
+            raise
+
+    def remove_temporaries(self, path: str = "") -> int:
+        """Delete the temporary files that failed :meth:`write_atomic` calls left in directory ``path``.
+
+        Only a writer that holds the lock may call it (another writer's
+        temporary file may be in flight otherwise).  Returns how many it deleted.
+        """
+        doomed = [name for name in self.listdir(path) if TEMP_MARK in name]
+        for name in doomed:
+            self.delete(self.join(path, name), missing_ok=True)
+        return len(doomed)
 
     def rename(self, src: str, dst: str) -> None:
         """Rename atomically (replacing ``dst``), durable on return on local roots."""
@@ -315,9 +336,8 @@ class FileSystem:
 
     def sub(self, path: str) -> "FileSystem":
         """A FileSystem rooted at ``path`` under this root."""
-        child = object.__new__(FileSystem)
-        child._fs = self._fs
-        child.is_local = self.is_local
+        child = object.__new__(type(self))  # a wrapping subclass (storage.faultfs) wraps its children too
+        child.__dict__.update(self.__dict__)
         child.base = self._full(path)
         child.root = self.root.rstrip("/") + "/" + path
         return child

@@ -22,7 +22,7 @@ from . import kernels
 from .batch_scan import BatchScan, scan_region_batches
 from .mutation_batch import Batch
 from .rows import cells_to_dicts
-from .bulkload import pending_entries, recover
+from .bulkload import JOURNAL_DIR, pending_entries, recover
 from .pins import clean_archive, retire_dir
 from .cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
 from .errors import InvalidArgument, RegionNotFound, StorageError, clip
@@ -138,6 +138,8 @@ class Table:
             regions.append(region.open())
         self._set_regions(regions)
         if not self.read_only:
+            for folder in ("", JOURNAL_DIR):  # leftovers of failed atomic writes (pins clean their own)
+                self.fs.remove_temporaries(folder)
             live = {r.region_id for r in self._manifest.regions}
             for entry in self.fs.listdir("regions"):
                 if entry not in live:  # a split that crashed before or after its commit
@@ -733,11 +735,19 @@ class Table:
     def close(self) -> None:
         if self.closed:
             return
+        self.closed = True
+        # Every region closes and the lock is released even when one region
+        # fails (a WAL that failed earlier): a failed table must not stay locked.
+        errors = []
         for r in self._regions:
-            r.close()
+            try:
+                r.close()
+            except Exception as exc:
+                errors.append(exc)
         if self._lock is not None:
             self._lock.release()
-        self.closed = True
+        if errors:
+            raise errors[0]
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} regions={len(self._regions)}>"
