@@ -130,6 +130,13 @@ def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[Column
 
 def parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
     """Parse a JSON catalog (string or already-loaded dict) into a :class:`ColumnMapping`."""
+    try:
+        return _parse_catalog(catalog)
+    except MappingError as exc:  # a check made after parsing: point at the entry it names
+        raise exc.at("<catalog>") from None
+
+
+def _parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
     doc = _load(catalog)
     _check_keys(doc, _TOP_KEYS, "")
     table = doc.get("table", {})
@@ -183,14 +190,11 @@ def parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
         ]
     else:
         spec_rowkey = RowKeySpec(tuple(part_columns[k] for k in keys), delimiter)
-    try:
-        return ColumnMapping(
-            tuple(cols),
-            rowkey=spec_rowkey,
-            default_storage="binary",
-            namespace=table.get("namespace"),
-            table=table.get("name"),
-            source="catalog",
-        )
-    except MappingError as exc:  # the columns as a whole are inconsistent
-        raise exc.at("columns") from None
+    return ColumnMapping(
+        tuple(cols),
+        rowkey=spec_rowkey,
+        default_storage="binary",
+        namespace=table.get("namespace"),
+        table=table.get("name"),
+        source="catalog",
+    )

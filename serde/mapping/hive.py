@@ -86,6 +86,19 @@ def parse_hive_mapping(
     ``types`` the colon-separated list of Hive types (or a list).  Errors are
     :class:`~serde.errors.MappingError` naming the token and its position.
     """
+    try:
+        return _parse_hive_mapping(mapping, columns, types, default_storage)
+    except MappingError as exc:  # a check made after parsing: point at the entry it names
+        raise exc.at(offset_of(mapping, exc.token) if isinstance(mapping, str) else 0) from None
+
+
+def _parse_hive_mapping(
+    mapping: str,
+    columns: str | Sequence[str] | None = None,
+    types: str | Sequence[str] | None = None,
+    default_storage: str = "string",
+) -> ColumnMapping:
+
     if not isinstance(mapping, str) or not mapping.strip():
         raise MappingError("hbase.columns.mapping must be a non-empty string", mapping, 0)
     if default_storage not in ("binary", "string"):
@@ -131,10 +144,7 @@ def parse_hive_mapping(
     cols = []
     for (spec, tok, pos), name, data_type in zip(specs, names, column_types):
         cols.append(column_from_cell_spec(spec, name, data_type, tok, pos))
-    try:
-        return ColumnMapping(tuple(cols), default_storage=default_storage, source="hive")
-    except MappingError as exc:  # the mapping as a whole is inconsistent: point at the entry named
-        raise exc.at(offset_of(mapping, exc.token)) from None
+    return ColumnMapping(tuple(cols), default_storage=default_storage, source="hive")
 
 
 def hive_mapping_from_properties(properties: Mapping[str, str]) -> ColumnMapping:

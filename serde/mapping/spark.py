@@ -47,6 +47,13 @@ def parse_spark_mapping(mapping: str, default_storage: str = "binary") -> Column
     Errors are :class:`~serde.errors.MappingError` naming the token and its
     position.
     """
+    try:
+        return _parse_spark_mapping(mapping, default_storage)
+    except MappingError as exc:  # a check made after parsing: point at the entry it names
+        raise exc.at(offset_of(mapping, exc.token) if isinstance(mapping, str) else 0) from None
+
+
+def _parse_spark_mapping(mapping: str, default_storage: str = "binary") -> ColumnMapping:
     if not isinstance(mapping, str) or not mapping.strip():
         raise MappingError("the column mapping must be a non-empty string", mapping, 0)
     cols = []
@@ -74,7 +81,4 @@ def parse_spark_mapping(mapping: str, default_storage: str = "binary") -> Column
         if mapping[pos] != ",":
             raise MappingError("expected ',' between column entries", mapping[pos:].split()[0], pos)
         pos += 1
-    try:
-        return ColumnMapping(tuple(cols), default_storage=default_storage, source="spark")
-    except MappingError as exc:  # the mapping as a whole is inconsistent: point at the entry named
-        raise exc.at(offset_of(mapping, exc.token)) from None
+    return ColumnMapping(tuple(cols), default_storage=default_storage, source="spark")
