@@ -3,9 +3,10 @@
 ``json.loads`` recurses once per nesting level (a few thousand ``[`` raise
 RecursionError) and turns a 100,000-digit literal into an int before any
 check can run (Python then raises a ValueError of its own).  Messages that
-cross a trust boundary (wire headers, catalogs, manifests) are read with
-:func:`loads_bounded`, which refuses both first and raises only
-:class:`JsonLimitError`, with the character position of the problem.
+cross a trust boundary (wire headers, catalogs) are read with
+:func:`loads_bounded`, which refuses both first (integers must fit a signed
+64-bit value, as HBase's longs do) and raises only :class:`JsonLimitError`,
+with the character position of the problem.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ MAX_INT_DIGITS = 20
 # A JSON string literal (escapes included); its contents are blanked before
 # brackets are counted, so "[[[" inside a string does not count as nesting.
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_LONG_INT = re.compile(r"\d{%d,}" % (MAX_INT_DIGITS + 1))
+_LONG_INT = re.compile(r"\d{19,}")  # where a number too long or too large starts
 
 
 class JsonLimitError(InvalidArgument):
@@ -66,11 +67,14 @@ def _overflow(blanked: str, max_depth: int) -> int | None:
 def _bounded_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise ValueError(f"integer literal of {len(text)} digits (at most {MAX_INT_DIGITS})")
-    return int(text)
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"integer {value} is outside the signed 64-bit range")
+    return value
 
 
 def loads_bounded(text: str | bytes, max_depth: int) -> Any:
-    """``json.loads(text)`` refusing nesting past ``max_depth`` and integers past 20 digits.
+    """``json.loads(text)`` refusing nesting past ``max_depth`` and integers outside 64 bits.
 
     Raises :class:`JsonLimitError` (an InvalidArgument) for every bad input:
     invalid UTF-8, invalid JSON, too deep, too long a number.
