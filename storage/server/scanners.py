@@ -16,6 +16,10 @@ A scanner idle for longer than its lease is closed by the reaper thread (or
 by the next call that finds it stale): its generator is closed, which frees
 the region views and file readers it held.  A later next() on it raises
 :class:`LeaseExpired`; an id never issued raises :class:`UnknownScanner`.
+
+Streams (do_get) have the same lease: the reaper expires a stream that has
+waited for its client past the lease (see :mod:`storage.server.streams`).
+Limits count per client host (:func:`peer_host`), over all its connections.
 """
 
 from __future__ import annotations
