@@ -89,10 +89,10 @@ def parse_column(column: bytes | str) -> tuple[bytes, bytes | None]:
     if isinstance(column, str):
         column = column.encode()
     if not isinstance(column, bytes):
-        raise InvalidArgument(f"column must be bytes like b'family:qualifier', got {column!r}")
+        raise InvalidArgument(f"column must be bytes like b'family:qualifier', got {clip(repr(column))}")
     family, sep, qualifier = column.partition(b":")
     if not family:
-        raise InvalidArgument(f"column {column!r} has an empty family")
+        raise InvalidArgument(f"column {clip(repr(column))} has an empty family")
     if not sep:
         return family, None
     return family, qualifier

@@ -224,7 +224,7 @@ class Table:
         if hit is None:
             family, qualifier = parse_column(name)
             if qualifier is None:
-                raise InvalidArgument(f"column {name!r} needs a qualifier (b'family:qualifier')")
+                raise InvalidArgument(f"column {clip(repr(name))} needs a qualifier (b'family:qualifier')")
             self._check_family(family)
             hit = (family, qualifier)
             if isinstance(name, bytes) and len(self._columns) < 65536:
@@ -233,7 +233,7 @@ class Table:
 
     def _check_family(self, family: bytes) -> None:
         if family.decode("ascii", "replace") not in self.families_settings:
-            raise InvalidArgument(f"table {self.name} has no column family {family!r}")
+            raise InvalidArgument(f"table {self.name} has no column family {clip(repr(family))}")
 
     @staticmethod
     def _check_ts(timestamp: Any) -> int:

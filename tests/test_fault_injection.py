@@ -260,3 +260,32 @@ def test_injector_counts_and_fails_the_nth(tmp_path):
     f.write(b"ok")  # only the second write failed
     f.close()
     assert injector.counts["write"] == 3 and injector.counts["create"] == 2 and injector.failures == 1
+
+
+def test_a_failed_create_table_leaves_the_name_usable(tmp_path):
+    """create_table under each failing operation: afterwards the table works or is absent."""
+    for kind in ("create", "write", "sync", "rename"):
+        for n in (1, 2, 3):  # a create renames three manifests into place
+            root = str(tmp_path / f"{kind}-{n}")
+            fs = FaultFileSystem(root)
+            fs.injector.fail(kind, n)
+            conn = storage.Connection(root, filesystem=fs)
+            try:
+                conn.create_table("t", FAMILIES, split_keys=[b"m"])
+            except (OSError, storage.errors.StorageError):
+                pass
+            try:
+                conn.close()
+            except (OSError, storage.errors.StorageError):
+                pass
+            assert fs.injector.failures == 1, f"{kind} #{n} was never reached"
+            with storage.connect(root) as plain:
+                if b"t" in plain.tables():
+                    table = plain.table("t")
+                    table.put(b"r", {b"cf:q": b"v"})
+                    assert table.row(b"r") == {b"cf:q": b"v"}
+                if plain.fs.exists("t"):  # half-created: delete_table still removes it
+                    plain.delete_table("t")
+                assert not plain.fs.exists("t")
+                plain.create_table("t", FAMILIES).put(b"r", {b"cf:q": b"v"})
+                assert plain.tables() == [b"t"]
