@@ -52,3 +52,22 @@ def spark():
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A local S3-compatible server (moto's server mode) on 127.0.0.1 for the whole run."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from s3_server import S3Server
+
+    server = S3Server().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_root(s3_server):
+    """An ``s3://`` table root in a fresh bucket of the local server (short writer lease)."""
+    return s3_server.root(lease_seconds=3)
