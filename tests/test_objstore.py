@@ -302,3 +302,26 @@ def test_scans_read_byte_ranges_count_requests_and_reuse_the_block_cache(s3_root
         ranged = ScanMetrics()
         assert sum(b.num_rows for b in table.scan_batches(row_start=b"r02000", row_stop=b"r02100", metrics=ranged)) == 100
         assert ranged.read_requests == 0  # those blocks are cached
+
+def test_a_forward_scan_of_a_remote_file_reads_the_next_block_while_the_caller_works(s3_root):
+    from storage.storefile import StoreFileReader, StoreFileWriter
+    from storage.cells import CellType, cells_to_batch
+
+    fs = FileSystem(s3_root)
+    writer = StoreFileWriter(fs, "f.sf", family=b"cf", block_size=1024)
+    writer.append_batch(cells_to_batch([(b"r%05d" % i, b"cf", b"q", 1, CellType.PUT, b"x" * 30) for i in range(2000)]))
+    writer.finish()
+    reader = StoreFileReader(fs, "f.sf")
+    assert reader.block_count > 20
+    scan = reader.scan_batches()
+    next(scan)  # the caller now holds block 0
+    deadline = time.monotonic() + 10
+    while reader.counters.blocks_read < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert reader.counters.blocks_read == 2  # block 1 arrived meanwhile, and no further
+    total = 1 + sum(1 for _ in scan)
+    assert total == reader.block_count
+    snap = reader.counters.snapshot()
+    assert snap["blocks_read"] == reader.block_count and snap["extra_header_reads"] == 0
+    assert snap["reads"] == 2 + reader.block_count  # trailer, meta sections, then one ranged read per block
+    reader.close()
