@@ -428,7 +428,7 @@ class WalWriter:
             if self._error is None:
                 self._sync_to(self._size)
         finally:
-            self._file.close()
+            self._release()
         if self._error is not None:
             raise StorageError(f"WAL {self._fs.uri(self.path)} failed earlier: {self._error}") from self._error
 
@@ -439,6 +439,10 @@ class WalWriter:
         self.close()
 
     # -- internals -------------------------------------------------------
+    def _release(self) -> None:
+        """Give back what the writer holds once the last sync is done (the file)."""
+        self._file.close()
+
     def _check_usable(self) -> None:
         if self._closed:
             raise StorageError(f"WAL writer for {self._fs.uri(self.path)} is closed")

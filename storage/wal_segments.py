@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 from typing import Sequence
 
-from .errors import InvalidArgument, StorageError
+from .errors import InvalidArgument
 from .fs import FileSystem
 from .wal import SyncPolicy, WalReader, WalWriter, encode_record, file_header_bytes
 
@@ -115,20 +115,8 @@ class SegmentWalWriter(WalWriter):
             self._sync_to(end)
         return len(record)
 
-    def close(self) -> None:
-        """Stop the flusher, write the last segment; safe to call twice."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._wake.notify_all()
-        if self._flusher is not None:
-            self._flusher.join()
-            self._flusher = None
-        if self._error is None:
-            self._sync_to(self._size)
-        if self._error is not None:
-            raise StorageError(f"WAL {self._fs.uri(self.path)} failed earlier: {self._error}") from self._error
+    def _release(self) -> None:
+        """Nothing to give back: every segment is complete once written."""
 
     def _sync_to(self, end: int) -> None:
         """Write the gathered records as one segment unless ``end`` is already stored."""
