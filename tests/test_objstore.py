@@ -325,3 +325,22 @@ def test_a_forward_scan_of_a_remote_file_reads_the_next_block_while_the_caller_w
     assert snap["blocks_read"] == reader.block_count and snap["extra_header_reads"] == 0
     assert snap["reads"] == 2 + reader.block_count  # trailer, meta sections, then one ranged read per block
     reader.close()
+
+
+def test_jobs_forward_the_aws_environment_as_redacted_executor_settings(monkeypatch):
+    import re
+
+    from jobs._spark import forwarded_environment
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "shh")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    conf = forwarded_environment({"spark.executorEnv.AWS_ACCESS_KEY_ID": "mine"})
+    assert conf["spark.executorEnv.AWS_SECRET_ACCESS_KEY"] == "shh"
+    assert "spark.executorEnv.AWS_ACCESS_KEY_ID" not in conf  # the user's own setting wins
+    assert "spark.executorEnv.AWS_SESSION_TOKEN" not in conf
+    pattern = re.compile(conf["spark.redaction.regex"])
+    assert all(pattern.search(k) for k in ("spark.executorEnv.AWS_SECRET_ACCESS_KEY",
+                                           "spark.executorEnv.AWS_ACCESS_KEY_ID",
+                                           "spark.executorEnv.AWS_SESSION_TOKEN"))
+    assert forwarded_environment({"spark.redaction.regex": "x"}).get("spark.redaction.regex") is None
