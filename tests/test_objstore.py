@@ -126,28 +126,33 @@ def test_unflushed_edits_survive_reopen_then_flush_compact_and_split(s3_root):
         assert [r.start for r in table.region_infos()] == [b"", b"r0150"]
 
 
+def _open_when_the_lease_expires(root: str, name: str, seconds: float = 30):
+    """Open ``name`` for writing, waiting for a killed writer's lease to run out."""
+    deadline = time.monotonic() + seconds
+    while True:
+        conn = storage.connect(root)
+        try:
+            return conn, conn.table(name)
+        except TableLocked:
+            conn.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 def test_sigkill_of_a_writer_on_s3_loses_no_acknowledged_write(s3_server):
     from test_crash_safety import _run_and_kill, _write_number
 
-    root = s3_server.root(lease_seconds=1)
+    root = s3_server.root(lease_seconds=3)
     rng = random.Random(15)
     expected: dict[bytes, bytes] = {}
     for trial in range(3):
-        deadline = time.monotonic() + 20
-        while True:  # the killed writer's lease must expire before the next writer opens
-            try:
-                acked = _run_and_kill(root, seed=trial, kill_after=rng.uniform(1.0, 3.0))
-                break
-            except AssertionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        acked = _run_and_kill(root, seed=trial, kill_after=rng.uniform(1.0, 3.0))
         expected.update(acked)
-        time.sleep(1.2)
-        with storage.connect(root) as conn:
-            table = conn.table("crash")
-            table.check()
-            stored = {row: data[b"cf:v"] for row, data in table.scan()}
+        conn, table = _open_when_the_lease_expires(root, "crash")
+        table.check()
+        stored = {row: data[b"cf:v"] for row, data in table.scan()}
+        conn.close()  # releases the lease: the next writer starts at once
         missing = [r for r in expected if r not in stored]
         assert not missing, f"trial {trial}: {len(missing)} acknowledged rows lost"
         assert all(_write_number(stored[r]) >= _write_number(v) for r, v in expected.items())
@@ -183,14 +188,14 @@ _HOLDER = textwrap.dedent(
 
 
 def test_two_writer_processes_get_table_locked_and_a_dead_writers_lease_expires(s3_server):
-    root = s3_server.root(lease_seconds=2)
+    root = s3_server.root(lease_seconds=4)
     with storage.connect(root) as conn:
         conn.create_table("t", {"cf": {}})
     env = dict(os.environ, PYTHONPATH=str(REPO))
     holder = subprocess.Popen([sys.executable, "-c", _HOLDER, root], stdout=subprocess.PIPE, env=env)
     try:
         assert holder.stdout.readline() == b"READY\n"
-        time.sleep(2.5)  # longer than the lease: only renewals keep it
+        time.sleep(4.5)  # longer than the lease: only renewals keep it
         second = subprocess.run(
             [sys.executable, "-c", _HOLDER, root], capture_output=True, env=env, timeout=60
         )
@@ -203,9 +208,9 @@ def test_two_writer_processes_get_table_locked_and_a_dead_writers_lease_expires(
         holder.wait()
     with pytest.raises(TableLocked):  # the dead writer's lease has not run out yet
         storage.connect(root).table("t")
-    time.sleep(2.2)
-    with storage.connect(root) as conn:  # taken over once expired
-        assert _rows(conn.table("t")) == {b"holder": b"1"}
+    conn, table = _open_when_the_lease_expires(root, "t")  # taken over once expired
+    assert _rows(table) == {b"holder": b"1"}
+    conn.close()
 
 
 def test_a_writer_that_lost_its_lease_stops_committing(s3_server):
@@ -217,9 +222,11 @@ def test_a_writer_that_lost_its_lease_stops_committing(s3_server):
     bucket = table.fs.uri("")[len("s3://"):].split("/", 1)[0]
     # another process takes the lease over (as it would after an expiry)
     s3_server.client().put_object(Bucket=bucket, Key=lock_key, Body=b'{"owner": "other", "token": "x", "expires_ms": 0}')
-    time.sleep(1.5)  # the next renewal finds the lease changed
+    deadline = time.monotonic() + 20
     with pytest.raises(TableLocked, match="lost its lease"):
-        table.put(b"b", {b"cf:q": b"2"})
+        while time.monotonic() < deadline:  # the next renewal (every second) finds the lease changed
+            table.put(b"b", {b"cf:q": b"2"})
+            time.sleep(0.1)
     with pytest.raises((TableLocked, StorageError)):
         table.flush()
 
