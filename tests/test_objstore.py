@@ -375,3 +375,13 @@ def test_table_input_format_splits_and_reads_an_s3_table(s3_root):
         reader.close()
     assert {k: v[b"cf:q"] for k, v in rows.items()} == {
         b"a": b"aa", b"b": b"wal-only", b"i": b"ii", b"q": b"qq", b"z": b"zz"}
+
+
+def test_a_damaged_lease_object_counts_as_expired(s3_root):
+    with storage.connect(s3_root) as conn:
+        conn.create_table("t", {"cf": {}})
+    fs = FileSystem(s3_root)
+    fs.write_bytes("t/.lock", b"\x00garbage")
+    with storage.connect(s3_root) as conn:
+        conn.table("t").put(b"a", {b"cf:q": b"1"})
+        assert b"garbage" not in fs.read_bytes("t/.lock")  # taken over: now our lease
