@@ -137,7 +137,9 @@ class ObjectStore:
             "connect_timeout": settings.connect_timeout,
             "request_timeout": settings.request_timeout,
             "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=settings.max_attempts),
-            # one PUT for small objects instead of a multipart upload
+            # pyarrow writes only directory markers and copies here; never a
+            # multipart upload for those (some S3-compatible servers reject
+            # pyarrow's multipart completion)
             "allow_delayed_open": True,
         }
         if settings.endpoint_override:
