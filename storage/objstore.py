@@ -4,7 +4,11 @@ An ``s3://bucket/prefix`` root is read through pyarrow's ``S3FileSystem``
 (ranged GETs for store-file blocks, listings) and written through boto3,
 because commits need what pyarrow cannot do: conditional puts
 (``If-None-Match: *`` to create an object only if it is absent, ``If-Match:
-<etag>`` to replace it only if nobody else did).  Objects are written whole:
+<etag>`` to replace it only if nobody else did), and because pyarrow's
+multipart uploads do not complete against every S3-compatible server (with
+moto 5.2, pyarrow 26 reads the completion as an error embedded in a 200
+response and retries it with back-off for about 30 s before failing, which
+looks like a hang).  Objects are written whole:
 a small one with one PUT, a large one as a multipart upload completed on
 ``close``, so an object is either absent, the old one or the new one.
 
