@@ -10,8 +10,11 @@ Read::
 One Spark partition per split of :class:`~connector.input_format.TableInputFormat`
 (one per region by default); each task reads its pinned region files and
 yields Arrow batches decoded by the SerDe.  Filters are pushed down as in
-:mod:`connector.pushdown` (set ``spark.sql.python.filterPushdown.enabled``
-to ``true``; without it Spark evaluates every filter itself).
+:mod:`connector.pushdown` when the session has
+``spark.sql.python.filterPushdown.enabled`` on (``connector.register()`` and
+``connector.spark_session()`` turn it on); on a session where it is off the
+reader does not offer ``pushFilters`` and Spark evaluates every filter itself
+(same rows, no key ranges).
 
 Write (bulk load, :mod:`connector.bulkload`)::
 
@@ -25,6 +28,7 @@ The table must exist, or give ``newtable`` = number of regions to create it.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -53,7 +57,14 @@ from .scanning import is_remote_root
 from .source import SourceConfig
 from .splits import TableSplit
 
-__all__ = ["RegionScanDataSource", "RegionScanReader", "RegionScanWriter", "RegionScanPartition", "BulkLoadMessage"]
+__all__ = [
+    "RegionScanDataSource",
+    "RegionScanReader",
+    "PushdownReader",
+    "RegionScanWriter",
+    "RegionScanPartition",
+    "BulkLoadMessage",
+]
 
 _LOG = logging.getLogger("connector.datasource")
 
@@ -82,7 +93,11 @@ class RegionScanDataSource(DataSource):
         return self._config().schema_ddl()
 
     def reader(self, schema) -> "RegionScanReader":
-        """A reader for ``schema`` (a narrower user schema also prunes the scan)."""
+        """A reader for ``schema`` (a narrower user schema also prunes the scan).
+
+        A :class:`PushdownReader` unless the session has Python filter
+        pushdown off, where a reader offering ``pushFilters`` would fail.
+        """
         config = self._config()
         target = _arrow_schema(schema)
         if target is not None:
@@ -90,11 +105,33 @@ class RegionScanDataSource(DataSource):
             names = [known.get(f.name.lower(), f.name) for f in target]
             if set(names) != set(config.output_names) and set(names) <= set(known.values()):
                 config = config.with_columns(names)  # a narrower user schema prunes the scan too
-        return RegionScanReader(config, schema)
+        cls = RegionScanReader if _pushdown_disabled() is True else PushdownReader
+        return cls(config, schema)
 
     def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
         """A bulk-load writer (``overwrite`` True for ``mode("overwrite")``)."""
         return RegionScanWriter(self._config(), schema, overwrite)
+
+
+def _pushdown_disabled() -> bool | None:
+    """Whether the Spark planner calling ``reader()`` has Python filter pushdown off (None: unknown).
+
+    pyspark's Python API does not tell ``reader()`` the setting, yet its
+    planner fails a read whose reader overrides ``pushFilters`` when the
+    setting is off (DATA_SOURCE_PUSHDOWN_DISABLED).  The planner holds the
+    setting in its local ``enable_pushdown`` (pyspark 4.x
+    ``plan_data_source_read``); read it from the calling frames.  The
+    pushdown planner has no such local: there pushdown is on.
+    """
+    frame = sys._getframe(1)
+    for _ in range(8):
+        if frame is None:
+            return None
+        value = frame.f_locals.get("enable_pushdown")
+        if isinstance(value, bool) and frame.f_globals.get("__name__", "").startswith(("pyspark.", "__main__")):
+            return not value
+        frame = frame.f_back
+    return None
 
 
 def _arrow_schema(schema) -> pa.Schema | None:
@@ -106,7 +143,11 @@ def _arrow_schema(schema) -> pa.Schema | None:
 
 
 class RegionScanReader(DataSourceReader):
-    """Plans splits with pushed-down key ranges and filters; reads each split as Arrow batches."""
+    """Plans splits (with pushed-down key ranges and filters, if any); reads each split as Arrow batches.
+
+    This class leaves every filter to Spark; :class:`PushdownReader` adds
+    ``pushFilters``.
+    """
 
     def __init__(self, config: SourceConfig, schema: Any = None):
         self.config = config
@@ -122,17 +163,6 @@ class RegionScanReader(DataSourceReader):
             self.names = [known[f.name.lower()] for f in target]
         self.target = target
         self._result = None
-
-    def pushFilters(self, filters: Sequence[Any]) -> Iterator[Any]:
-        """Keep what the engine applies exactly; give the rest back to Spark."""
-        result = push_filters(list(filters), self.config.read_serde(), self.config.column_filters,
-                              self.config.superset_filters)
-        self.key_ranges = result.key_ranges
-        self.engine_filter = repr(result.engine_filter) if result.engine_filter is not None else None
-        self._result = result
-        save_plan(self.config, ScanPlan.build(self.config, result))
-        for f in result.residual:
-            yield f
 
     def partitions(self) -> list[RegionScanPartition]:
         """One partition per split of the input format, restricted by the pushed-down filters."""
@@ -169,6 +199,21 @@ class RegionScanReader(DataSourceReader):
                     yield pa.RecordBatch.from_arrays(arrays, names=names)
         finally:
             reader.close()
+
+
+class PushdownReader(RegionScanReader):
+    """A :class:`RegionScanReader` that takes Spark's filters (key ranges, point gets, engine filters)."""
+
+    def pushFilters(self, filters: Sequence[Any]) -> Iterator[Any]:
+        """Keep what the engine applies exactly; give the rest back to Spark."""
+        result = push_filters(list(filters), self.config.read_serde(), self.config.column_filters,
+                              self.config.superset_filters)
+        self.key_ranges = result.key_ranges
+        self.engine_filter = repr(result.engine_filter) if result.engine_filter is not None else None
+        self._result = result
+        save_plan(self.config, ScanPlan.build(self.config, result))
+        for f in result.residual:
+            yield f
 
 
 @dataclass

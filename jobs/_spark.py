@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from storage.errors import InvalidArgument, StorageError
 
+from connector.session import PUSHDOWN_CONF, code_root, prepare_local_environment, quiet_spark_logs
 from jobs._progress import Progress
 
 __all__ = [
@@ -84,20 +85,7 @@ def is_local_master(master: str | None) -> bool:
 
 def repo_root() -> str:
     """The folder that holds the ``storage`` / ``serde`` / ``connector`` / ``jobs`` packages."""
-    return str(Path(__file__).resolve().parents[1])
-
-
-def prepare_local_environment() -> None:
-    """Environment for a Spark JVM started from this process (see SPARK_NOTES in the module doc)."""
-    # The machine's hostname may resolve to loopback: Spark then warns and picks another
-    # interface, which can be unreachable; a local session needs nothing but loopback.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Python workers otherwise start the system python3, which lacks this environment's packages.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    root = repo_root()
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if root not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([root] + paths)
+    return code_root()
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
@@ -149,12 +137,9 @@ def package_zip() -> str:
 
 
 def register_data_source(spark: Any) -> bool:
-    """Register the connector's ``regionscan`` Spark data source; False if the connector lacks one."""
-    import connector
+    """Register the connector's ``regionscan`` Spark data source (and turn pushdown on)."""
+    from connector.session import register
 
-    register = getattr(connector, "register", None)
-    if register is None:
-        return False
     return bool(register(spark))
 
 
@@ -199,7 +184,7 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
         elif master is not None:
             print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
         builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
-                   .config("spark.sql.python.filterPushdown.enabled", "true"))
+                   .config(PUSHDOWN_CONF, "true"))
         for key, value in conf.items():
             builder = builder.config(key, value)
         try:
