@@ -35,6 +35,7 @@ import storage
 from storage.errors import InvalidArgument
 from storage.schema import FamilySettings, validate_table_name
 
+from ._writable import check_writable_file
 from .pe_chart import write_chart
 from .pe_stats import ClientResult, CommandResult, format_command
 from .pe_workloads import (
@@ -165,10 +166,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
             except InvalidArgument as exc:
                 raise InvalidArgument(f"{option}: {exc}") from None
     for option, path in (("--json", args.json), ("--chart", args.chart)):
-        if path is not None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise InvalidArgument(f"{option}: folder {folder!r} does not exist")
+        check_writable_file(path, option)  # before the run: its results must not be lost
     if args.chart is not None:
         if not args.chart.lower().endswith((".html", ".htm", ".png")):
             raise InvalidArgument(f"--chart must name a .html or .png file, got {args.chart!r}")
