@@ -11,7 +11,11 @@ A Spark session reads ``regionscan`` tables when three things hold:
   explicitly otherwise (an editable install that hides the module);
 * ``spark.sql.python.filterPushdown.enabled`` is on, so key ranges and
   engine filters are pushed down (with it off every read still returns
-  the right rows: Spark then filters them itself).
+  the right rows: Spark then filters them itself);
+* ``spark.sql.execution.pyspark.udf.hideTraceback.enabled`` is on, so an
+  error of the source (a misspelled option, a missing table) reads as one
+  line, Spark's error class and then the source's message, instead of a
+  Python traceback.
 
 :func:`spark_session` gives such a session; :func:`register` fixes up one
 that already runs.  This module imports pyspark only when called.
@@ -26,6 +30,7 @@ from typing import Any, Mapping
 
 __all__ = [
     "PUSHDOWN_CONF",
+    "HIDE_TRACEBACK_CONF",
     "code_root",
     "prepare_local_environment",
     "register",
@@ -34,6 +39,9 @@ __all__ = [
 ]
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+# Python errors of data sources (and UDFs) come back without their traceback, so the first
+# line of Spark's AnalysisException carries the source's own one-line message.
+HIDE_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
 SOURCE_NAME = "regionscan"
 
 
@@ -79,7 +87,8 @@ def register(spark: Any = None) -> bool:
     """Make ``spark`` (default: the active session) read and write ``format("regionscan")``.
 
     Registers the source unless Spark already found it, and turns Python
-    filter pushdown on.  Returns False when there is no session.
+    filter pushdown and one-line Python errors on.  Returns False when
+    there is no session.
     """
     if spark is None:
         from pyspark.sql import SparkSession
@@ -88,6 +97,7 @@ def register(spark: Any = None) -> bool:
         if spark is None:
             return False
     spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.conf.set(HIDE_TRACEBACK_CONF, "true")
     if not _already_registered(spark):
         from .datasource import RegionScanDataSource
 

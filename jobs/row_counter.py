@@ -34,7 +34,7 @@ from storage.scanner.metrics import ScanMetrics
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
-from jobs._splits import ScanRequest, column_list, scan_split, scanned_bytes, table_splits
+from jobs._splits import ScanRequest, column_list, require_table, scan_split, scanned_bytes, table_splits
 
 __all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "SplitCount", "ROW_COUNT_FILTER"]
 
@@ -121,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         key_ranges=tuple(ranges) if ranges is not None else None,
     )
     conf = parse_conf_pairs(args.conf)
+    require_table(args.root, args.table)
     progress = Progress(f"row_counter {args.table}")
     with spark_session(f"row_counter {args.table}", args.master, conf) as spark:
         rows = count_rows(spark, request, progress)

@@ -24,9 +24,13 @@ def root(tmp_path_factory):
     return path
 
 
-def _read(spark, root):
+def _reader(spark, root):
     return (spark.read.format("regionscan").option("root", root).option("table", "t")
-            .option("hbase.columns.mapping", MAPPING).option("serde", "string").load())
+            .option("hbase.columns.mapping", MAPPING).option("serde", "string"))
+
+
+def _read(spark, root):
+    return _reader(spark, root).load()
 
 
 def test_filters_give_the_right_rows_with_pushdown_off(spark, root):
@@ -50,3 +54,22 @@ def test_register_turns_pushdown_on_and_spark_session_returns_the_running_sessio
     assert connector.spark_session() is spark
     plan = connector.explain(_read(spark, root).where("key >= 'k25'"))
     assert plan.key_ranges == [("k25", None)]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"hbase.spark.query.batchsiz": "3"}, "unknown option 'hbase.spark.query.batchsiz'; did you mean 'hbase.spark.query.batchsize'?"),
+    ({"serde.on.eror": "null"}, "unknown option 'serde.on.eror'; did you mean 'serde.on.error'?"),
+    ({"table": "nope"}, "table nope does not exist"),
+])
+def test_errors_of_the_source_are_one_first_line(spark, root, options, message):
+    import connector
+
+    connector.register(spark)
+    reader = _reader(spark, root)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    with pytest.raises(Exception) as info:
+        reader.load().count()
+    first = str(info.value).splitlines()[0]
+    assert message in first
+    assert "Traceback" not in str(info.value)
