@@ -62,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_time_arguments(parser)
     parser.add_argument("--expected-count", "--expectedCount", dest="expected_count", type=int, default=None,
                         metavar="N", help="exit with status 1 unless exactly N rows are counted")
+    parser.add_argument("--countDeleteMarkers", dest="count_delete_markers", action="store_true",
+                        help="refused: there is no raw scan (delete markers are resolved when read)")
     add_spark_arguments(parser)
 
 
@@ -112,6 +114,10 @@ def count_rows(spark: Any, request: ScanRequest, progress: Progress | None = Non
 @guarded("row_counter")
 def run(args: argparse.Namespace) -> int:
     """Count the rows; print ``ROWS=N`` and a summary."""
+    if args.count_delete_markers:
+        raise InvalidArgument("--countDeleteMarkers is not supported: rows are counted as a scan sees them "
+                              "(delete markers are resolved when read, there is no raw scan); "
+                              "cell_counter counts cells and versions")
     ranges = parse_ranges(args.ranges)
     time_range = time_range_of(args.starttime, args.endtime)
     if args.expected_count is not None and args.expected_count < 0:
