@@ -24,11 +24,13 @@ that already runs.  This module imports pyspark only when called.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Mapping
 
 __all__ = [
+    "worker_import_problem",
     "PUSHDOWN_CONF",
     "HIDE_TRACEBACK_CONF",
     "code_root",
@@ -66,6 +68,23 @@ def prepare_local_environment() -> None:
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([root] + paths)
+
+
+_MISSING_PACKAGE = re.compile(r"No module named '((?:storage|serde|connector|jobs|pyspark_regionscan)[\w.]*)'")
+
+
+def worker_import_problem(error_text: str) -> str | None:
+    """The one-line explanation when a Spark error says its Python workers cannot import this project.
+
+    Spark reports it as ``No module named 'connector'`` deep in a worker
+    traceback; None when ``error_text`` says nothing of the kind.
+    """
+    found = _MISSING_PACKAGE.search(error_text)
+    if found is None:
+        return None
+    return (f"Spark's Python workers cannot import regionscan (No module named '{found.group(1)}'): their Python "
+            f"lacks the package. Set PYSPARK_PYTHON to a Python where regionscan is installed (locally "
+            f"connector.spark_session() sets it to this one), or install regionscan on every executor")
 
 
 def quiet_spark_logs(spark: Any, verbose: bool = False) -> None:

@@ -34,7 +34,13 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from storage.errors import InvalidArgument, StorageError
 
-from connector.session import PUSHDOWN_CONF, code_root, prepare_local_environment, quiet_spark_logs
+from connector.session import (
+    PUSHDOWN_CONF,
+    code_root,
+    prepare_local_environment,
+    quiet_spark_logs,
+    worker_import_problem,
+)
 from jobs._progress import Progress
 
 __all__ = [
@@ -95,6 +101,8 @@ def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
                        help="Spark master (default: local[*]; under spark-submit its own --master)")
     group.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                        help="a Spark configuration setting (repeatable)")
+    group.add_argument("--verbose", action="store_true",
+                       help="let Spark log at INFO (default: warnings and errors only)")
 
 
 def parse_conf_pairs(pairs: Sequence[str] | None, option: str = "--conf") -> dict[str, str]:
@@ -152,11 +160,13 @@ def _java_hint(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None,
-                  data_source: bool = False) -> Iterator[Any]:
+                  data_source: bool = False, verbose: bool = False) -> Iterator[Any]:
     """A SparkSession for one job, stopped at the end if this call started it.
 
     See the module docstring for where the master comes from.  ``conf``
     adds Spark settings; ``data_source`` registers the ``regionscan`` source.
+    A session started here logs at WARN (``verbose``: INFO); a running
+    session keeps its log level.
     """
     SparkContext, SparkSession = _import_pyspark()
     conf = dict(conf or {})
@@ -193,6 +203,8 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
             raise JobFailed(_java_hint(exc)) from exc
     started_here = not existing
     try:
+        if started_here:
+            quiet_spark_logs(spark, verbose)
         current = spark.sparkContext.master
         if ship == "true" or (ship == "auto" and (submitted or not is_local_master(current)) and started_here):
             spark.sparkContext.addPyFile(package_zip())
@@ -239,6 +251,9 @@ def _totals_param():
 def _spark_error(exc: BaseException) -> str:
     """The useful line of a failed Spark job: the Python exception a task raised, if any."""
     text = str(exc)
+    problem = worker_import_problem(text)
+    if problem is not None:
+        return problem
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in reversed(lines):
         if line.startswith(("storage.", "serde.", "connector.", "jobs.")) or "Error:" in line.split(" ")[0]:

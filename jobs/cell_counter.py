@@ -229,7 +229,8 @@ def run(args: argparse.Namespace) -> int:
         output.prepare(args.overwrite)
     progress = Progress(f"cell_counter {args.table}")
     try:
-        with spark_session(f"cell_counter {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"cell_counter {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             counts, parts = cell_counts(spark, request, args.separator, output, progress)
         lines = report_lines(counts, args.separator)
         if output is not None:

@@ -206,7 +206,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         target = prepare_target(target_root, target_name)
-        with spark_session(f"copy_table {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"copy_table {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             with table_splits(request) as source_splits:
                 progress.total_tasks = len(source_splits)
                 report, results = run_load(spark, target, _CopyTask(target, byte_renames), source_splits, progress)

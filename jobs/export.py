@@ -209,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
     output.prepare(args.overwrite)
     progress = Progress(f"export {args.table}", unit="records")
     try:
-        with spark_session(f"export {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"export {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             with table_splits(request) as splits:
                 progress.total_tasks = len(splits)
                 results = run_tasks(spark, _ExportTask(output, args.format, config), splits, progress,

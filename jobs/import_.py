@@ -193,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         target = prepare_target(args.root, args.table)
-        with spark_session(f"import {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"import {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             progress.total_tasks = len(inputs)
             report, results = run_load(spark, target, _ImportTask(target, fmt, config), inputs, progress)
     except BaseException:

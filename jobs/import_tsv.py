@@ -335,7 +335,8 @@ def run(args: argparse.Namespace) -> int:
         if spec.timestamp is not None:
             target = LoadTarget(target.root, target.table, target.job_id, target.regions, target.families,
                                 spec.timestamp)
-        with spark_session(f"import_tsv {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"import_tsv {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             progress.total_tasks = len(inputs)
             report, results = run_load(spark, target, _TsvTask(target, spec), inputs, progress,
                                        check=_refuse_all_bad)

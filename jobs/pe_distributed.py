@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
           f"{opts.rows:,} rows each, valueSize {opts.value_size}, table {opts.table!r} under {where}")
     # getattr: pe's own parser (a --nomapred=false hook) has no --master / --conf
     master, conf = getattr(args, "master", None), parse_conf_pairs(getattr(args, "conf", None))
-    with spark_session("regionscan pe-distributed", master, conf) as spark:
+    with spark_session("regionscan pe-distributed", master, conf, verbose=getattr(args, "verbose", False)) as spark:
         results = run_distributed(spark, root, commands, opts, args)
     if args.json:
         options = {k: getattr(opts, k) for k in opts.__dataclass_fields__}

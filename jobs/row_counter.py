@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     conf = parse_conf_pairs(args.conf)
     require_table(args.root, args.table)
     progress = Progress(f"row_counter {args.table}")
-    with spark_session(f"row_counter {args.table}", args.master, conf) as spark:
+    with spark_session(f"row_counter {args.table}", args.master, conf, verbose=args.verbose) as spark:
         rows = count_rows(spark, request, progress)
     progress.finish()
     print(f"ROWS={rows}")

@@ -73,3 +73,18 @@ def test_errors_of_the_source_are_one_first_line(spark, root, options, message):
     first = str(info.value).splitlines()[0]
     assert message in first
     assert "Traceback" not in str(info.value)
+
+
+def test_a_worker_that_cannot_import_the_project_is_named_in_one_line(spark):
+    import functools
+    import importlib
+
+    from jobs._spark import JobFailed, run_tasks
+
+    task = functools.partial(importlib.import_module, "connector.no_such_module")
+    with pytest.raises(JobFailed) as info:
+        run_tasks(spark, task, [None])
+    message = str(info.value)
+    assert message.startswith("Spark job failed: Spark's Python workers cannot import regionscan "
+                              "(No module named 'connector.no_such_module')")
+    assert "PYSPARK_PYTHON" in message and "\n" not in message
