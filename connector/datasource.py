@@ -60,7 +60,7 @@ from .splits import TableSplit
 __all__ = [
     "RegionScanDataSource",
     "RegionScanReader",
-    "PushdownReader",
+    "SparkFilteredReader",
     "RegionScanWriter",
     "RegionScanPartition",
     "BulkLoadMessage",
@@ -95,8 +95,8 @@ class RegionScanDataSource(DataSource):
     def reader(self, schema) -> "RegionScanReader":
         """A reader for ``schema`` (a narrower user schema also prunes the scan).
 
-        A :class:`PushdownReader` unless the session has Python filter
-        pushdown off, where a reader offering ``pushFilters`` would fail.
+        A :class:`SparkFilteredReader` where the session has Python filter
+        pushdown off: a reader offering ``pushFilters`` would fail there.
         """
         config = self._config()
         target = _arrow_schema(schema)
@@ -105,7 +105,7 @@ class RegionScanDataSource(DataSource):
             names = [known.get(f.name.lower(), f.name) for f in target]
             if set(names) != set(config.output_names) and set(names) <= set(known.values()):
                 config = config.with_columns(names)  # a narrower user schema prunes the scan too
-        cls = RegionScanReader if _pushdown_disabled() is True else PushdownReader
+        cls = SparkFilteredReader if _pushdown_disabled() is True else RegionScanReader
         return cls(config, schema)
 
     def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
@@ -143,11 +143,7 @@ def _arrow_schema(schema) -> pa.Schema | None:
 
 
 class RegionScanReader(DataSourceReader):
-    """Plans splits (with pushed-down key ranges and filters, if any); reads each split as Arrow batches.
-
-    This class leaves every filter to Spark; :class:`PushdownReader` adds
-    ``pushFilters``.
-    """
+    """Plans splits with pushed-down key ranges and filters; reads each split as Arrow batches."""
 
     def __init__(self, config: SourceConfig, schema: Any = None):
         self.config = config
@@ -163,6 +159,17 @@ class RegionScanReader(DataSourceReader):
             self.names = [known[f.name.lower()] for f in target]
         self.target = target
         self._result = None
+
+    def pushFilters(self, filters: Sequence[Any]) -> Iterator[Any]:
+        """Keep what the engine applies exactly; give the rest back to Spark."""
+        result = push_filters(list(filters), self.config.read_serde(), self.config.column_filters,
+                              self.config.superset_filters)
+        self.key_ranges = result.key_ranges
+        self.engine_filter = repr(result.engine_filter) if result.engine_filter is not None else None
+        self._result = result
+        save_plan(self.config, ScanPlan.build(self.config, result))
+        for f in result.residual:
+            yield f
 
     def partitions(self) -> list[RegionScanPartition]:
         """One partition per split of the input format, restricted by the pushed-down filters."""
@@ -201,19 +208,15 @@ class RegionScanReader(DataSourceReader):
             reader.close()
 
 
-class PushdownReader(RegionScanReader):
-    """A :class:`RegionScanReader` that takes Spark's filters (key ranges, point gets, engine filters)."""
+class SparkFilteredReader(RegionScanReader):
+    """A :class:`RegionScanReader` without filter pushdown: Spark evaluates every filter itself.
 
-    def pushFilters(self, filters: Sequence[Any]) -> Iterator[Any]:
-        """Keep what the engine applies exactly; give the rest back to Spark."""
-        result = push_filters(list(filters), self.config.read_serde(), self.config.column_filters,
-                              self.config.superset_filters)
-        self.key_ranges = result.key_ranges
-        self.engine_filter = repr(result.engine_filter) if result.engine_filter is not None else None
-        self._result = result
-        save_plan(self.config, ScanPlan.build(self.config, result))
-        for f in result.residual:
-            yield f
+    For sessions with ``spark.sql.python.filterPushdown.enabled`` off, where
+    pyspark refuses readers that override ``pushFilters``; this class puts
+    back the base class's hook.
+    """
+
+    pushFilters = DataSourceReader.pushFilters
 
 
 @dataclass
