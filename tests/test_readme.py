@@ -1,7 +1,9 @@
 """The README's Python snippets run as written, as one story, from a folder outside the checkout.
 
 One subprocess (Spark start-up is the cost) starts a plain SparkSession (no
-regionscan settings: Python filter pushdown off), then runs the README's
+regionscan settings: Python filter pushdown off), reads a table through it
+before anything imports ``connector`` (Spark must find the source by itself,
+and filters must be right with pushdown off), then runs the README's
 snippets exactly as extracted from README.md, and checks what they printed,
 that the Spark read pushed key ranges down, and that nothing was logged about
 replacing a registered data source.  The subprocess sees the checkout only on
@@ -41,9 +43,20 @@ def test_readme_has_an_embedded_and_a_spark_snippet():
 def test_readme_story_runs_on_a_plain_session_outside_the_checkout(tmp_path):
     snippets = readme_snippets()
     prelude = textwrap.dedent("""
+        import sys
         from pyspark.sql import SparkSession
         plain = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
         assert plain.conf.get("spark.sql.python.filterPushdown.enabled") == "false"
+        # before anything imports connector: Spark finds the source by itself, and a filtered
+        # read is right with pushdown off
+        import storage
+        setup = storage.connect("./before")
+        setup.create_table("p", {"cf": {}}).put(b"k1", {b"cf:a": b"7"})
+        setup.close()
+        assert "connector" not in sys.modules
+        early = (plain.read.format("regionscan").option("root", "./before").option("table", "p")
+                 .option("hbase.columns.mapping", "key STRING :key, a INT cf:a").option("serde", "string").load())
+        print("EARLY", early.where("a > 5").count(), early.where("a > 7").count())
     """)
     checks = textwrap.dedent("""
         import json
@@ -69,6 +82,8 @@ def test_readme_story_runs_on_a_plain_session_outside_the_checkout(tmp_path):
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout.splitlines()
+    assert out[0] == "EARLY 1 0"
+    out = out[1:]
     assert out[:3] == ["{b'cf:a': b'1', b'cf:b': b'x'}", "b'row1' {b'cf:a': b'', b'cf:b': b''}", "101"]
     assert "89" in out
     result = json.loads(next(line for line in out if line.startswith("RESULT "))[len("RESULT "):])
