@@ -564,7 +564,7 @@ def test_bad_input_closes_only_that_connection(strict):
     started = time.time()
     assert _send_raw(port, huge) == b""
     assert time.time() - started < 5
-    # a list claiming 2**31 - 1 rows: its elements are read until the request limit, then it ends
+    # a list claiming 2**31 - 1 rows: refused at its header, more entries than the request limit holds
     rows = _message(b"getRows", b"\x0b\x00\x01\x00\x00\x00\x01s" + b"\x0f\x00\x02\x0b" + struct.pack(">i", 0x7FFFFFFF))
     assert _send_raw(port, rows + b"\x00" * 70_000) == b""
     # a request over the limit
@@ -595,6 +595,107 @@ def test_framed_gateway_refuses_a_huge_frame(tmp_path):
         conn = happybase.Connection("127.0.0.1", gw.port, transport="framed")
         assert conn.tables() == []
         conn.close()
+
+
+def _refused_promptly(port: int, data: bytes) -> None:
+    """``data`` gets no answer and its connection is closed within two seconds."""
+    started = time.monotonic()
+    assert _send_raw(port, data, timeout=5) == b""
+    assert time.monotonic() - started < 2
+
+
+def _wait_for_log(proc, *needles: str) -> None:
+    deadline = time.time() + 10  # the gateway's log reaches us through a reader thread
+    while time.time() < deadline:
+        log = "".join(proc.output)
+        if all(n in log for n in needles):
+            return
+        time.sleep(0.1)
+    pytest.fail(f"the gateway did not log {needles}: {log[-2000:]}")
+
+
+_HUGE = 0x7FFFFFFF
+
+
+def test_zero_width_containers_are_refused_binary(strict):
+    """Containers of entries that carry no bytes, which thriftpy2 would skip one by one for half an hour."""
+    port = strict.port
+    bystander = happybase.Connection("127.0.0.1", port)
+    table = b"\x0b\x00\x01\x00\x00\x00\x01s"
+    # getRows' rows (list<Text>) declared as 2**31 - 1 entries of type void
+    _refused_promptly(port, _message(b"getRows", table + b"\x0f\x00\x02\x01" + struct.pack(">i", _HUGE)))
+    # its attributes (map<Text,Text>) declared as 2**31 - 1 stop -> stop entries
+    _refused_promptly(port, _message(b"getRows", table + b"\x0d\x00\x03\x00\x00" + struct.pack(">i", _HUGE)))
+    # an unknown field (skipped, not read) holding a list of a type id no Thrift type has
+    _refused_promptly(port, _message(b"getRows", table + b"\x0f\x00\x63\x63" + struct.pack(">i", _HUGE)))
+    # a set nested in a skipped list: the inner header is checked too
+    nested = b"\x0f\x00\x63\x0e\x00\x00\x00\x01" + b"\x00" + struct.pack(">i", _HUGE)
+    _refused_promptly(port, _message(b"getRows", table + nested))
+    # a negative count
+    _refused_promptly(port, _message(b"getRows", table + b"\x0f\x00\x02\x0b" + struct.pack(">i", -5)))
+    # the gateway answers the others at once
+    started = time.monotonic()
+    assert bystander.tables() == [b"s"]
+    assert _alive(port)
+    assert time.monotonic() - started < 2
+    bystander.close()
+    _wait_for_log(strict, "declares entry type id 1, which is not a value type",
+                  "declares entry type id 0, which is not a value type",
+                  "declares entry type id 99, which is not a value type",
+                  "a container declares -5 entries")
+
+
+def _compact_call(name: bytes, body: bytes) -> bytes:
+    """A framed compact-protocol call: header (CALL, seqid 1), ``name``, then the struct ``body``."""
+    message = b"\x82\x21\x01" + bytes([len(name)]) + name + body
+    return struct.pack(">i", len(message)) + message
+
+
+def test_zero_width_containers_and_per_host_limit_compact(tmp_path):
+    with _gateway(tmp_path / "compact", "--framed", "--compact", "--max-container-entries", "100",
+                  "--max-connections-per-host", "2") as gw:
+        port = gw.port
+        bystander = happybase.Connection("127.0.0.1", port, transport="framed", protocol="compact")
+        bystander.create_table("c", {"cf": dict()})
+        bystander.table("c").put(b"r", {b"cf:a": b"1"})
+        table = b"\x18\x01c"  # field 1, binary, length 1
+        varint_huge = b"\xff\xff\xff\xff\x07"
+        # getRows' rows field sent as a set (skipped: not the declared type) of 2**31 - 1 stop entries
+        _refused_promptly(port, _compact_call(b"getRows", table + b"\x1a\xf0" + varint_huge + b"\x00"))
+        # its attributes map: 2**31 - 1 entries of stop -> stop
+        _refused_promptly(port, _compact_call(b"getRows", table + b"\x2b" + varint_huge + b"\x00\x00"))
+        # 101 real (empty) rows: over --max-container-entries
+        _refused_promptly(port, _compact_call(b"getRows", table + b"\x19\xf8\x65" + b"\x00" * 101 + b"\x00"))
+        # 50 rows declared, 5 sent: more than the frame holds, refused before waiting for another frame
+        _refused_promptly(port, _compact_call(b"getRows", table + b"\x19\xf8\x32" + b"\x00" * 5))
+        # a well-formed call on the same bytes answers
+        client = happybase.Connection("127.0.0.1", port, transport="framed", protocol="compact")
+        assert client.table("c").rows([b"r"] * 3) == [(b"r", {b"cf:a": b"1"})] * 3
+        started = time.monotonic()
+        assert bystander.tables() == [b"c"]
+        assert time.monotonic() - started < 2
+        # bystander and client hold this host's 2 connections: a third is closed at once
+        third = happybase.Connection("127.0.0.1", port, transport="framed", protocol="compact", timeout=3000)
+        with pytest.raises((TTransportException, EOFError, OSError)):
+            third.tables()
+        third.close()
+        client.close()
+        deadline = time.time() + 5  # the gateway notices the close when its worker reads EOF
+        while True:
+            again = happybase.Connection("127.0.0.1", port, transport="framed", protocol="compact", timeout=3000)
+            try:
+                assert again.tables() == [b"c"]
+                break
+            except (TTransportException, EOFError, OSError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+            finally:
+                again.close()
+        bystander.close()
+        _wait_for_log(gw, "declares entry type id 0, which is not a value type",
+                      "more than max_container_entries (100)", "the request holds at most",
+                      "connections from that host open or queued")
 
 
 def test_idle_connections_are_closed(tmp_path):
