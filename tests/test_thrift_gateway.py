@@ -20,12 +20,15 @@ import time
 
 import happybase
 import pytest
+import thriftpy2.protocol.binary
 from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.rpc import make_client
 from thriftpy2.transport import TTransportException
 
 import storage
+from storage.errors import InvalidArgument
 from storage.server.process import ServerProcess
+from storage.thrift import GatewayConfig, containers
 from storage.thrift.idl import IDL_PATH, hbase
 
 import Hbase_thrift  # noqa: E402  (happybase's own copy of the IDL, loaded by importing happybase)
@@ -696,6 +699,21 @@ def test_zero_width_containers_and_per_host_limit_compact(tmp_path):
         _wait_for_log(gw, "declares entry type id 0, which is not a value type",
                       "more than max_container_entries (100)", "the request holds at most",
                       "connections from that host open or queued")
+
+
+def test_container_and_connection_limits_in_config():
+    assert GatewayConfig(workers=4, max_queued=6).max_connections_per_host == 10
+    assert GatewayConfig(max_connections_per_host=3).max_connections_per_host == 3
+    with pytest.raises(InvalidArgument, match="^max_container_entries must be a positive int, got 0$"):
+        GatewayConfig(max_container_entries=0)
+    with pytest.raises(InvalidArgument, match="^max_connections_per_host must be a positive int, got -1$"):
+        GatewayConfig(max_connections_per_host=-1)
+    with pytest.raises(InvalidArgument, match="^workers must be a positive int"):
+        GatewayConfig(workers="8")
+    # the checked binary decoder is a private copy: thriftpy2's shared module, used by clients, is untouched
+    assert thriftpy2.protocol.binary.read_list_begin is not containers.CheckedBinaryProtocol.read_struct.__globals__[
+        "read_list_begin"]
+    assert containers.CheckedBinaryProtocol is not thriftpy2.protocol.binary.TBinaryProtocol
 
 
 def test_idle_connections_are_closed(tmp_path):

@@ -166,10 +166,10 @@ class ThriftGateway:
             with self._clients_lock:
                 self._clients.pop(connection_id, None)
             self.scanners.close_connection(connection_id)
+            self._leave(host)  # before the close: a peer that sees it may reconnect at once
             try:
                 sock.close()
             finally:
-                self._leave(host)
                 self._slots.release()
 
     def shutdown(self) -> None:
