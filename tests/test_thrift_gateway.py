@@ -567,7 +567,7 @@ def test_bad_input_closes_only_that_connection(strict):
     started = time.time()
     assert _send_raw(port, huge) == b""
     assert time.time() - started < 5
-    # a list claiming 2**31 - 1 rows: refused at its header, more entries than the request limit holds
+    # a list claiming 2**31 - 1 rows: refused at its header, before any row is read
     rows = _message(b"getRows", b"\x0b\x00\x01\x00\x00\x00\x01s" + b"\x0f\x00\x02\x0b" + struct.pack(">i", 0x7FFFFFFF))
     assert _send_raw(port, rows + b"\x00" * 70_000) == b""
     # a request over the limit
@@ -595,6 +595,12 @@ def test_framed_gateway_refuses_a_huge_frame(tmp_path):
         rss_before = _rss_kib(gw.proc.pid)
         assert _send_raw(gw.port, struct.pack(">i", 0x7FFFFFFF) + b"\x80\x01") == b""
         assert _rss_kib(gw.proc.pid) - rss_before < 50_000
+        # in a frame, a list of 2**31 - 1 void entries, and one of 20 rows where the frame holds 3 bytes
+        for body in (b"\x0f\x00\x02\x01" + struct.pack(">i", 0x7FFFFFFF),
+                     b"\x0f\x00\x02\x0b" + struct.pack(">i", 20) + b"\x00" * 3):
+            call = _message(b"getRows", b"\x0b\x00\x01\x00\x00\x00\x01s" + body)
+            _refused_promptly(gw.port, struct.pack(">i", len(call)) + call)
+        _wait_for_log(gw, "declares entry type id 1", "declares 20 entries but the request holds at most 3 more bytes")
         conn = happybase.Connection("127.0.0.1", gw.port, transport="framed")
         assert conn.tables() == []
         conn.close()
