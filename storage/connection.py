@@ -186,7 +186,7 @@ class Connection:
 
     def _check_writable(self) -> None:
         if self.read_only:
-            raise InvalidArgument(f"connection to {self.root} is read-only")
+            raise InvalidArgument(f"connection to {self.fs.uri()} is read-only")
 
     def close(self) -> None:
         """Close every open table (releasing their locks)."""

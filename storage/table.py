@@ -772,6 +772,7 @@ def _add_read_counters(metrics: ScanMetrics, before: dict[str, int], after: dict
     delta = {k: v - before.get(k, 0) for k, v in after.items()}
     metrics.blocks_read_from_disk += delta.get("blocks_read", 0)
     metrics.bytes_read_from_disk += delta.get("bytes_read", 0)
+    metrics.read_requests += delta.get("reads", 0)
     metrics.blocks_read_from_cache += delta.get("cache_hits", 0)
     metrics.seeks += delta.get("seeks", 0)
 
