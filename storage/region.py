@@ -177,7 +177,10 @@ class Region:
             self._delete_orphan_files()
         self._replay()
         if not self.read_only:
-            self._roll_wal(delete_old=False)
+            # Old WALs are needed until their replayed edits are flushed; with
+            # nothing replayed they are dead, and each open would add one more.
+            replayed = any(s.memstore.cell_count for s in self.stores.values())
+            self._roll_wal(delete_old=not replayed)
         return self
 
     def _delete_orphan_files(self) -> None:
@@ -186,9 +189,7 @@ class Region:
             for entry in self.fs.listdir(name):
                 if entry not in live:
                     self.fs.delete(f"{name}/{entry}", missing_ok=True)
-        for entry in self.fs.listdir(""):
-            if ".tmp-" in entry:
-                self.fs.delete(entry, missing_ok=True)
+        self.fs.remove_temporaries("")
 
     def _wal_files(self) -> list[str]:
         return [n for n in self.fs.listdir(_WAL_DIR) if n.endswith(".wal")]
@@ -226,25 +227,35 @@ class Region:
     def close(self, done=None) -> None:
         """Close the region: its WAL now, each store file once no view leases it.
 
-        ``done`` (optional) runs once every store file is closed.
+        ``done`` (optional) runs once every store file is closed.  An error
+        closing the WAL (one that failed earlier) is raised after the files
+        are retired: a failed region still lets its files go.
         """
-        self.leases.retire(self.detach(), _close_reader, done)
+        files, error = self.detach()
+        self.leases.retire(files, _close_reader, done)
+        if error is not None:
+            raise error
 
-    def detach(self) -> list[StoreFile]:
-        """Close the WAL, mark the region closed and hand over its store files
-        (the caller retires them through :attr:`leases`)."""
+    def detach(self) -> tuple[list[StoreFile], Exception | None]:
+        """Mark the region closed, close its WAL and hand over its store files
+        (the caller retires them through :attr:`leases`), with the error the
+        WAL's close raised, if any."""
         with self._lock:
             if self.closed:
-                return []
-            if self._wal is not None:
-                self._wal.close()
-                self._wal = None
+                return [], None
+            self.closed = True
+            wal, self._wal = self._wal, None
             with self.leases.lock:
                 files = [f for store in self.stores.values() for f in store.files]
                 for store in self.stores.values():
                     store.replace_files(())
-                self.closed = True
-        return files
+        error = None
+        if wal is not None:
+            try:
+                wal.close()  # raises if the WAL failed earlier: the files go all the same
+            except Exception as exc:
+                error = exc
+        return files, error
 
     def _table_path(self, path: str) -> str:
         """``path`` (relative to the region) relative to the table directory, as pins name files."""
