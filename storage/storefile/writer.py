@@ -19,11 +19,12 @@ from ..cells import CELL_SCHEMA, Cell, cells_to_batch
 from ..errors import InvalidArgument
 from ..fs import FileSystem
 from ._block import encode_block
+from ._block_v2 import encode_block_v2
 from ._kernels import CELL_OVERHEAD, cell_at, cell_sizes, first_unsorted, key_at, key_run_end, row_starts
 from .bloom import RowBloomFilter, row_hash_pairs
 from .codecs import get_codec
 from .fileinfo import FileInfo
-from .format import BLOOM_MAGIC, FORMAT_VERSION, INDEX_MAGIC, INFO_MAGIC, SectionHeader, Trailer
+from .format import BLOOM_MAGIC, FORMAT_VERSION, INDEX_MAGIC, INFO_MAGIC, SUPPORTED_VERSIONS, SectionHeader, Trailer
 from .index import IndexBuilder
 
 __all__ = ["StoreFileWriter"]
@@ -52,6 +53,9 @@ class StoreFileWriter:
     large block), and never between two cells with equal keys.
     ``compression`` is a codec name from :data:`codecs.CODECS` or None.
     ``bloom`` adds a row bloom filter (files without rows get none).
+    ``format_version`` is :data:`format.FORMAT_VERSION` (2) unless an older
+    version is asked for (version 1 stays writable for compatibility tests
+    and benchmarks).
     """
 
     def __init__(
@@ -63,7 +67,10 @@ class StoreFileWriter:
         block_size: int = 65536,
         compression: str | None = None,
         bloom: bool = True,
+        format_version: int = FORMAT_VERSION,
     ):
+        if format_version not in SUPPORTED_VERSIONS:
+            raise InvalidArgument(f"format_version must be one of {sorted(SUPPORTED_VERSIONS)}, got {format_version!r}")
         if not isinstance(family, bytes):
             raise InvalidArgument(f"family must be bytes, got {family!r}")
         if not isinstance(block_size, int) or isinstance(block_size, bool) or not 1 <= block_size <= _MAX_BODY // 2:
@@ -74,6 +81,7 @@ class StoreFileWriter:
         self.family = family
         self.block_size = block_size
         self._bloom = bool(bloom)
+        self.format_version = format_version
         self._file = fs.create(path)
         self._state = "open"
         # Cells appended one by one wait here until they fill a block.
@@ -86,7 +94,7 @@ class StoreFileWriter:
         self._last_key: tuple | None = None
         self._appended = 0
         # What has been written.
-        self._index = IndexBuilder()
+        self._index = IndexBuilder(format_version)
         self._offset = 0
         self._prev_offset = -1
         self._cell_count = 0
@@ -230,16 +238,29 @@ class StoreFileWriter:
             self._chunks, self._chunk_sizes, self._chunk_bytes = [], [], 0
 
     def _write_block(self, block: pa.RecordBatch) -> None:
-        header, stored, raw_size = encode_block(block, self._prev_offset, self._codec)
-        if raw_size > _MAX_BODY or stored.size > _MAX_BODY:
-            raise InvalidArgument(f"a data block of {raw_size} bytes is too large (cells over 4 GiB?)")
         n = block.num_rows
         offset = self._offset
-        self._file.write(header)
-        self._file.write(stored)
-        length = len(header) + stored.size
         first = cell_at(block, 0)
-        self._index.add(offset, length, n, first)
+        rows = block.column("row")
+        starts = row_starts(rows)
+        continues = self._last_row is not None and first[0] == self._last_row  # the row began in the previous block
+        if self.format_version >= 2:
+            enc = encode_block_v2(block, self._prev_offset, self._codec, len(starts))
+            if enc.raw_size > _MAX_BODY:
+                raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
+            for part in enc.parts:
+                self._file.write(part)
+            length, raw_size = enc.length, enc.raw_size
+            row_start = (int(starts[1]) if len(starts) > 1 else n) if continues else 0
+            self._index.add_v2(offset, length, enc.key_length, enc.layout, n, len(starts), row_start, first)
+        else:
+            header, stored, raw_size = encode_block(block, self._prev_offset, self._codec)
+            if raw_size > _MAX_BODY or stored.size > _MAX_BODY:
+                raise InvalidArgument(f"a data block of {raw_size} bytes is too large (cells over 4 GiB?)")
+            self._file.write(header)
+            self._file.write(stored)
+            length = len(header) + stored.size
+            self._index.add(offset, length, n, first)
         self._prev_offset = offset
         self._offset += length
         self._uncompressed += raw_size
@@ -251,9 +272,8 @@ class StoreFileWriter:
         bounds = pc.min_max(block.column("timestamp")).as_py()
         self._min_ts = bounds["min"] if self._min_ts is None else min(self._min_ts, bounds["min"])
         self._max_ts = bounds["max"] if self._max_ts is None else max(self._max_ts, bounds["max"])
-        rows = block.column("row")
-        distinct = rows.take(pa.array(row_starts(rows)))
-        if self._last_row is not None and distinct[0].as_py() == self._last_row:
+        distinct = rows.take(pa.array(starts))
+        if continues:
             distinct = distinct.slice(1)  # the row continues from the previous block
         self._row_count += len(distinct)
         if self._bloom and len(distinct):
@@ -315,7 +335,7 @@ class StoreFileWriter:
                 compression=None if self._codec.name == "none" else self._codec.name,
                 block_count=len(self._index),
                 block_size=self.block_size,
-                format_version=FORMAT_VERSION,
+                format_version=self.format_version,
                 file_size=0,
                 has_bloom=policy is not None,
                 bloom_policy=policy,
@@ -336,6 +356,7 @@ class StoreFileWriter:
                 bloom_length=len(bloom_section),
                 info_offset=info_offset,
                 info_length=len(info_section),
+                format_version=self.format_version,
             ).encode()
             self._file.write(index + bloom_section + info_section + trailer)
             self._file.sync()
