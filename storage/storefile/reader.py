@@ -461,9 +461,14 @@ class StoreFileReader:
                 continued = lo == 0 and prev_last is not None and keys[i][0] == prev_last
                 open_ = hi == n and not last_block and keys[i + 1][0] == last_row
                 if dense is not None:
-                    yield BlockPart(None, dense.slice(lo, hi), continued, open_, family)
+                    part = dense.slice(lo, hi)
+                    if keys_only and part.values is not None:
+                        part = DenseBlock(part.rows, part.qualifiers, part.timestamps, None)
+                    yield BlockPart(None, part, continued, open_, family)
                 else:
                     batch = block.batch
+                    if keys_only and not block.keys_only:
+                        batch = cells_with(batch.select([0, 2, 3, 4]), None, family)
                     yield BlockPart(batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo), None, continued, open_, family)
             if last_block:
                 return
