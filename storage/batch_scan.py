@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import kernels
+from . import dense_scan, kernels
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from .region import RegionView, chunk_bounds
 from .schema import parse_column
@@ -235,6 +235,35 @@ def _empty_values(n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(b"")])
 
 
+def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
+    """``(columns, qualifiers, filter plan)`` when this scan takes dense blocks
+    straight to rows (see :mod:`storage.dense_scan`), else None."""
+    scan = proc.scan
+    if scan.output != "rows" or not skip_resolve:
+        return None
+    family = view.family.encode()
+    qualifiers = dense_scan.dense_columns(family, proc.output_columns)
+    plan = dense_scan.dense_filter(scan.filter, family)
+    if qualifiers is None or plan is None:
+        return None
+    return proc.output_columns, qualifiers, plan
+
+
+def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
+    """One dense block part as rows: column slices, a filter as one comparison."""
+    columns, qualifiers, plan = direct
+    mask, value_masks = dense_scan.filter_masks(plan, dense, qualifiers)
+    out = dense_scan.dense_rows(dense, columns, qualifiers, proc.scan.include_timestamp, mask, value_masks)
+    if proc.metrics is not None:
+        proc.metrics.cells_scanned += dense.cell_count()
+        if plan[0] != "none":
+            proc.metrics.rows_filtered += dense.num_rows - (out.num_rows if out is not None else 0)
+    if out is not None and proc.rows_left is not None:
+        out = out.slice(0, min(out.num_rows, proc.rows_left))
+        proc.rows_left -= out.num_rows
+    return out if out is not None and out.num_rows else None
+
+
 def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> Iterator[pa.RecordBatch]:
     """Stream one store file's blocks through the kernels, a group of blocks at a time.
 
@@ -243,6 +272,11 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     only a row wider than a block makes a carry-over and a concatenation.
     Blocks smaller than ``_MIN_GROUP_CELLS`` are grouped first, because the
     kernels' fixed cost per call dominates for small batches.
+
+    Dense blocks (format version 2) of whole rows skip the cell kernels: a
+    rows scan slices their columns (:func:`_dense_to_rows`), and the
+    row-counting filter takes the first cell of each row from their keys
+    (:func:`storage.dense_scan.first_cells`), many blocks per call.
     """
     reader = view.files[0].reader
     # a file with one version per column and no markers needs no resolution
@@ -252,6 +286,12 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     held: pa.RecordBatch | None = None  # complete rows, except maybe the last
 
     drop_values = values_discarded(proc.scan.filter)
+    direct = _dense_plan(view, proc, skip_resolve)
+    first_only = (
+        drop_values and skip_resolve and proc.select is None and dense_scan.first_cell_only(proc.scan.filter)
+    )
+    firsts: list = []  # dense parts waiting to become first cells
+    firsts_rows = 0
 
     def emit(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if drop_values:
@@ -266,7 +306,43 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
         if out is not None and out.num_rows:
             yield out
 
-    for batch in reader.scan_batches(low, high):
+    def emit_firsts() -> Iterator[pa.RecordBatch]:
+        if proc.metrics is not None:
+            proc.metrics.cells_scanned += sum(d.cell_count() for d in firsts) - firsts_rows  # finish adds the rest
+        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]))
+        if out is not None and out.num_rows:
+            yield out
+
+    for part in reader.scan_parts(low, high, keys_only=drop_values):
+        dense = part.dense
+        if dense is not None and (direct is not None or first_only) and not part.continued and not part.open:
+            # the part starts a row, so the held rows are complete
+            if held is not None:
+                group.append(held)
+                group_cells += held.num_rows
+                held = None
+            if group:
+                yield from emit(group)
+                group, group_cells = [], 0
+            if first_only:
+                firsts.append(dense)
+                firsts_rows += dense.num_rows
+                if firsts_rows >= min(_MIN_GROUP_CELLS, proc.scan.batch_cells):
+                    yield from emit_firsts()
+                    firsts, firsts_rows = [], 0
+            else:
+                out = _dense_to_rows(dense, direct, proc)
+                if out is not None:
+                    yield out
+            if proc.done:
+                return
+            continue
+        if firsts:
+            yield from emit_firsts()
+            firsts, firsts_rows = [], 0
+            if proc.done:
+                return
+        batch = part.batch()
         if held is None:
             held = batch
             continue
@@ -286,6 +362,8 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             group, group_cells = [], 0
             if proc.done:
                 return
+    if firsts:
+        yield from emit_firsts()
     if held is not None:
         group.append(held)
     if group:
