@@ -1,0 +1,111 @@
+"""Dense blocks (format version 2) read straight into rows agree with the cell path.
+
+Two tables hold the same rows: one flushed and compacted into version 2 files
+(whose clean blocks are dense, so scans take ``storage.dense_scan``), one left
+in the memstore (every scan goes through the cell kernels).  Every scan shape
+the dense path serves must give the same batches on both.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+import storage
+from storage.dense_scan import first_cells
+from storage.storefile._dense import dense_from_cells
+from storage.cells import cells_to_batch
+
+FILTERS = [
+    None,
+    "SingleColumnValueFilter ('cf', 'a', >, 'binary:v5')",
+    "SingleColumnValueFilter ('cf', 'c', =, 'binary:v3', true, true)",
+    "SingleColumnValueFilter ('cf', 'zz', =, 'binary:v3', true, true)",
+    "SingleColumnValueFilter ('cf', 'zz', =, 'binary:v3')",
+    "SingleColumnValueFilter ('cf', 'b', <=, 'binaryprefix:v2')",
+    "ValueFilter (=, 'substring:7')",
+    "ValueFilter (!=, 'regexstring:.*1$')",
+]
+COLUMNS = [[b"cf:a", b"cf:b"], [b"cf:c"], [b"cf:b", b"cf:a", b"cf:c"], [b"cf:c", b"cf:zz"]]
+
+
+def _tables(tmp_path, seed: int):
+    rng = random.Random(seed)
+    out = []
+    for name in ("flushed", "memory"):
+        conn = storage.connect(str(tmp_path / f"{name}{seed}"))
+        table = conn.create_table("t", {"cf": {}}, settings={"wal_sync": "none"})
+        out.append(table)
+    for r in range(400):
+        row = b"r%05d" % r
+        data = {b"cf:a": b"v%d" % rng.randrange(10)}
+        if rng.random() < 0.8:
+            data[b"cf:b"] = b"v%d" % rng.randrange(10) * rng.randrange(1, 30)
+        if rng.random() < 0.3:
+            data[b"cf:c"] = b"v%d" % rng.randrange(10)
+        ts = 1000 + r % 3
+        for table in out:
+            table.put(row, data, timestamp=ts)
+    flushed, memory = out
+    flushed.flush()
+    flushed.compact()
+    return flushed, memory
+
+
+def _rows(table, **kw) -> pa.Table:
+    batches = list(table.scan_batches(**kw))
+    return pa.Table.from_batches(batches).combine_chunks() if batches else None
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_dense_rows_equal_the_cell_path(tmp_path, seed):
+    flushed, memory = _tables(tmp_path, seed)
+    readers = flushed.store_file_readers()
+    assert readers and all(r.format_version == 2 for r in readers)
+    assert all(set(r._index.layouts) == {1} for r in readers)  # every block is dense
+    for columns in COLUMNS:
+        for flt in FILTERS:
+            for include_timestamp in (False, True):
+                kw = dict(columns=columns, filter=flt, include_timestamp=include_timestamp)
+                assert _rows(flushed, **kw) == _rows(memory, **kw), kw
+        for limit in (1, 57):
+            assert _rows(flushed, columns=columns, limit=limit) == _rows(memory, columns=columns, limit=limit)
+        rng = (b"r00100", b"r00250")
+        assert _rows(flushed, columns=columns, row_start=rng[0], row_stop=rng[1]) == _rows(
+            memory, columns=columns, row_start=rng[0], row_stop=rng[1]
+        )
+
+
+def test_row_count_filter_on_dense_blocks(tmp_path):
+    flushed, memory = _tables(tmp_path, 3)
+    kw = dict(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", output="cells")
+    got, want = _rows(flushed, **kw), _rows(memory, **kw)
+    assert got == want and got.num_rows == 400
+    assert _rows(flushed, row_start=b"r00017", limit=5, **kw) == _rows(memory, row_start=b"r00017", limit=5, **kw)
+
+
+def test_first_cells_pick_each_rows_first_present_qualifier():
+    cells = [
+        (b"r1", b"cf", b"b", 5, 4, b"x"),
+        (b"r1", b"cf", b"c", 9, 4, b"v"),
+        (b"r2", b"cf", b"a", 6, 4, b"y"),
+        (b"r2", b"cf", b"b", 7, 4, b"z"),
+        (b"r3", b"cf", b"c", 8, 4, b"w"),
+    ]
+    dense = dense_from_cells(cells_to_batch(cells))
+    assert dense is not None and dense.qualifiers == (b"a", b"b", b"c")
+    out = first_cells([dense, dense.slice(1, 2)], b"cf")
+    assert out.column("row").to_pylist() == [b"r1", b"r2", b"r3", b"r2"]
+    assert out.column("qualifier").to_pylist() == [b"b", b"a", b"c", b"a"]
+    assert out.column("timestamp").to_pylist() == [5, 6, 8, 6]
+    assert out.column("value").to_pylist() == [b""] * 4
+    assert dense.cells(b"cf").to_pylist() == cells_to_batch(cells).to_pylist()
+
+
+def test_blocks_with_versions_or_markers_keep_the_cell_layout():
+    versions = [(b"r1", b"cf", b"a", 6, 4, b"y"), (b"r1", b"cf", b"a", 5, 4, b"x")]
+    marker = [(b"r1", b"cf", b"a", 6, 8, b""), (b"r1", b"cf", b"b", 5, 4, b"x")]
+    assert dense_from_cells(cells_to_batch(versions)) is None
+    assert dense_from_cells(cells_to_batch(marker)) is None
