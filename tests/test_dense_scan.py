@@ -109,3 +109,36 @@ def test_blocks_with_versions_or_markers_keep_the_cell_layout():
     marker = [(b"r1", b"cf", b"a", 6, 8, b""), (b"r1", b"cf", b"b", 5, 4, b"x")]
     assert dense_from_cells(cells_to_batch(versions)) is None
     assert dense_from_cells(cells_to_batch(marker)) is None
+
+
+def _count_by_scan(table, **kw) -> int:
+    return sum(b.num_rows for b in table.scan_batches(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()", output="cells", **kw))
+
+
+def test_table_count_from_the_index_and_by_scan(tmp_path):
+    conn = storage.connect(str(tmp_path / "c"))
+    table = conn.create_table("t", {"cf": {}, "other": {}}, split_keys=[b"r00100", b"r00300"],
+                              settings={"wal_sync": "none", "compaction_threshold": 100})
+    for r in range(0, 400, 2):
+        table.put(b"r%05d" % r, {b"cf:a": b"x", b"cf:b": b"y" * (r % 7)})
+    table.flush()
+    table.compact()
+    ranges = [{}, {"row_start": b"r00050"}, {"row_stop": b"r00251"}, {"row_start": b"r00099", "row_stop": b"r00302"},
+              {"row_prefix": b"r001"}, {"row_start": b"r00500"}]
+    table.read_counters(reset=True)
+    assert table.count() == 200
+    assert table.read_counters()["blocks_read"] == 0  # the index alone answered
+    for kw in ranges:
+        assert table.count(**kw) == _count_by_scan(table, **kw), kw
+    # unflushed rows, a second file overlapping the first, a delete marker, another family
+    table.put(b"r00001", {b"cf:a": b"new"})
+    table.put(b"r00003", {b"other:z": b"new"})
+    table.delete(b"r00002")
+    for kw in ranges:
+        assert table.count(**kw) == _count_by_scan(table, **kw), kw
+    table.flush()
+    for kw in ranges:
+        assert table.count(**kw) == _count_by_scan(table, **kw), kw
+    assert table.count() == 201
+    table.compact()
+    assert table.count() == 201
