@@ -4,9 +4,13 @@ This is HBase's ``HFileOutputFormat2`` + ``LoadIncrementalHFiles``
 (``completebulkload``) for regionscan tables.
 
 Staging (one task attempt, :class:`BulkLoadTask`): row batches (as the
-SerDe's ``serialize_batch`` makes them) become cells, are sorted with Arrow
+SerDe's ``serialize_batch`` makes them) are sorted by row key with Arrow
 kernels and written as store files cut at region boundaries, one file per
-region and family per buffered run, under::
+region and family per buffered run.  Batches of ``family:qualifier`` columns
+with distinct keys are written column by column as dense blocks
+(``StoreFileWriter.append_rows``), never becoming cells; batches with family
+maps, repeated keys, or mixed with :meth:`BulkLoadTask.add_cells` in one run
+become cells, sorted and deduplicated.  Files go under::
 
     <table>/.staging/<job id>/<task id>/<region id>/<family>/<run>.sf
 
@@ -209,6 +213,73 @@ def _sort_dedup(cells: pa.Table) -> pa.Table:
     return cells
 
 
+def _column_batch(rows: pa.RecordBatch) -> bool:
+    """True for a row batch of ``key`` then ``family:qualifier`` columns (with
+    optional ``@ts`` columns), no family maps: the shape written column by column."""
+    names = rows.schema.names
+    if not names or names[0] != "key":
+        return False
+    return all(":" in n and not pa.types.is_map(rows.schema.field(n).type) for n in names[1:])
+
+
+def _sorted_distinct_rows(batches: list[pa.RecordBatch]) -> pa.Table | None:
+    """The batches as one table sorted by key (no sort when already in order),
+    or None when their columns differ or a key repeats (the cell path then
+    merges the repeated rows column by column)."""
+    schema = batches[0].schema
+    if any(b.schema != schema for b in batches[1:]):
+        return None
+    table = pa.Table.from_batches(batches).combine_chunks()
+    keys = table.column(0).cast(pa.binary())
+    n = len(keys)
+    if n > 1:
+        ordered = pc.all(pc.less_equal(keys.slice(0, n - 1), keys.slice(1))).as_py()
+        if not ordered:
+            table = table.take(pc.sort_indices(keys))
+            keys = table.column(0).cast(pa.binary())
+        if pc.any(pc.equal(keys.slice(0, n - 1), keys.slice(1))).as_py():
+            return None
+    return table
+
+
+def _family_columns(table: pa.Table, timestamp: int) -> dict[str, tuple]:
+    """Per family, ``(keys, qualifiers, values, timestamps)`` of the rows holding
+    a value of the family, qualifiers ascending (``StoreFileWriter.append_rows``'s
+    arguments)."""
+    keys = table.column(0).cast(pa.binary()).combine_chunks()
+    by_family: dict[str, list[tuple[bytes, str]]] = {}
+    for name in table.schema.names[1:]:
+        if name.endswith("@ts"):
+            continue
+        family, qualifier = name.split(":", 1)
+        by_family.setdefault(family, []).append((qualifier.encode(), name))
+    out = {}
+    for family, cols in sorted(by_family.items()):
+        cols.sort()
+        values = [table.column(name).cast(pa.binary()).combine_chunks() for _, name in cols]
+        stamps = []
+        for (_, name), v in zip(cols, values):
+            ts_index = table.schema.get_field_index(f"{name}@ts")
+            ts = table.column(ts_index).cast(pa.int64()).combine_chunks().fill_null(timestamp) if ts_index >= 0 else None
+            if ts is None:
+                ts = pa.array(np.full(len(v), timestamp, dtype=np.int64))
+            stamps.append(pc.if_else(v.is_valid(), ts, pa.scalar(None, pa.int64())))
+        present = values[0].is_valid()
+        for v in values[1:]:
+            present = pc.or_(present, v.is_valid())
+        if not pc.any(present).as_py():
+            continue
+        if not pc.all(present).as_py():
+            keep = present
+            keys_f = keys.filter(keep)
+            values = [v.filter(keep) for v in values]
+            stamps = [t.filter(keep) for t in stamps]
+        else:
+            keys_f = keys
+        out[family] = (keys_f, [q for q, _ in cols], values, stamps)
+    return out
+
+
 class _Rows:
     """A sorted row column as a sequence of bytes, for bisect (O(log n) scalar reads)."""
 
@@ -245,6 +316,7 @@ class BulkLoadTask:
         self.run_cells = run_cells
         self.dir = f"{STAGING_DIR}/{job_id}/{task_id}"
         self._pending: dict[str, list[pa.Table]] = {}
+        self._pending_rows: list[pa.RecordBatch] = []  # batches of family:qualifier columns only
         self._pending_cells = 0
         self._runs = 0
         self.staged: list[StagedFile] = []
@@ -253,8 +325,22 @@ class BulkLoadTask:
     def add(self, rows: pa.RecordBatch) -> None:
         """Add a row batch (``key`` + cell/family columns, as ``SerDe.serialize_batch`` returns)."""
         self._check_open()
-        for family, cells in row_batch_to_cells(rows, self.timestamp).items():
-            self._buffer(family, cells)
+        if _column_batch(rows):
+            for name in rows.schema.names[1:]:
+                family = name.split(":", 1)[0]
+                if family not in self.families:
+                    raise InvalidArgument(
+                        f"the table has no column family {family!r} (families: {sorted(self.families)})"
+                    )
+            if rows.column(0).null_count:
+                raise InvalidArgument("a row batch has a null row key")
+            self._pending_rows.append(rows)
+            self._pending_cells += sum(
+                len(c) - c.null_count for n, c in zip(rows.schema.names[1:], rows.columns[1:]) if not n.endswith("@ts")
+            )
+        else:
+            for family, cells in row_batch_to_cells(rows, self.timestamp).items():
+                self._buffer(family, cells)
         if self._pending_cells >= self.run_cells:
             self._write_run()
 
@@ -286,9 +372,20 @@ class BulkLoadTask:
         self._pending_cells += cells.num_rows
 
     def _write_run(self) -> None:
-        pending, self._pending, self._pending_cells = self._pending, {}, 0
+        row_batches, self._pending_rows = self._pending_rows, []
         run = self._runs
         self._runs += 1
+        if row_batches:
+            table = _sorted_distinct_rows(row_batches) if not self._pending else None
+            if table is not None:
+                self._pending_cells = 0
+                for family, columns in _family_columns(table, self.timestamp).items():
+                    self.staged.extend(self._write_dense_regions(family, columns, run))
+                return
+            for rows in row_batches:  # repeated keys, or cells in the same run: the cell path
+                for family, cells in row_batch_to_cells(rows, self.timestamp).items():
+                    self._buffer(family, cells)
+        pending, self._pending, self._pending_cells = self._pending, {}, 0
         for family, parts in sorted(pending.items()):
             cells = _sort_dedup(pa.concat_tables(parts))
             self.staged.extend(self._write_regions(family, cells, run))
@@ -312,12 +409,34 @@ class BulkLoadTask:
                 break
         return out
 
+    def _write_dense_regions(self, family: str, columns: tuple, run: int) -> list[StagedFile]:
+        keys, qualifiers, values, stamps = columns
+        rows = _Rows(keys)
+        n = len(keys)
+        out = []
+        first = bisect.bisect_right(self._starts, rows[0]) - 1
+        for i in range(max(first, 0), len(self.regions)):
+            region = self.regions[i]
+            lo = bisect.bisect_left(rows, region.start)
+            hi = n if region.end is None else bisect.bisect_left(rows, region.end)
+            if lo >= hi:
+                if lo >= n:
+                    break
+                continue
+            path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
+            size = hi - lo
+            part = (keys.slice(lo, size), qualifiers, [v.slice(lo, size) for v in values], [t.slice(lo, size) for t in stamps])
+            out.append(write_store_file(self.fs, path, region.region_id, family, self.families[family], None, part))
+            if hi >= n:
+                break
+        return out
+
     def finish(self) -> list[StagedFile]:
         """Write what is buffered; returns every staged file of this attempt."""
         if self._state != "open":
             raise InvalidArgument(f"bulk-load task {self.task_id} is already {self._state}")
         try:
-            if self._pending_cells:
+            if self._pending_cells or self._pending_rows:
                 self._write_run()
         except BaseException:
             self.abandon()
@@ -336,24 +455,29 @@ class BulkLoadTask:
         """Delete this attempt's staged files."""
         self._state = "abandoned"
         self._pending = {}
+        self._pending_rows = []
         self.fs.delete_dir(self.dir)
 
 
 def write_store_file(table_fs: FileSystem, path: str, region_id: str, family: str,
-                     settings: FamilySettings, cells: pa.Table) -> StagedFile:
-    """Write sorted cells of one family into a store file at ``path`` with the family's settings."""
+                     settings: FamilySettings, cells: pa.Table | None, columns: tuple | None = None) -> StagedFile:
+    """Write sorted cells of one family, or its sorted rows as ``columns``
+    (``(keys, qualifiers, values, timestamps)``, see ``StoreFileWriter.append_rows``),
+    into a store file at ``path`` with the family's settings."""
     parent = path.rsplit("/", 1)[0]
     table_fs.makedirs(parent)
     writer = StoreFileWriter(table_fs, path, family=family.encode(), block_size=settings.block_size,
                              compression=settings.compression, bloom=settings.bloom_filter)
     try:
-        writer.append_batch(cells)
+        if columns is not None:
+            writer.append_rows(*columns)
+        else:
+            writer.append_batch(cells)
         info = writer.finish(max_seq_id=0)
     except BaseException:
         writer.abandon()
         raise
-    rows = cells.column("row")
-    return StagedFile(region_id, family, path, info.cell_count, info.file_size, rows[0].as_py(), rows[-1].as_py())
+    return StagedFile(region_id, family, path, info.cell_count, info.file_size, info.first_cell[0], info.last_cell[0])
 
 
 # -- commit -----------------------------------------------------------------------

@@ -119,10 +119,17 @@ def encode_dense(dense: DenseBlock) -> tuple[bytes, pa.Buffer]:
 
 
 def encode_block_v2(
-    batch: pa.RecordBatch, prev_offset: int, codec: BlockCodec, row_count: int, dense: DenseBlock | None = None
+    batch: pa.RecordBatch,
+    prev_offset: int,
+    codec: BlockCodec,
+    row_count: int,
+    dense: DenseBlock | None = None,
+    cell_count: int | None = None,
 ) -> EncodedBlock:
     """Encode a block of cells (``CELL_SCHEMA``, sort order) with ``row_count``
-    distinct rows; dense when the cells qualify (or ``dense`` is given)."""
+    distinct rows; dense when the cells qualify.  A writer that has the rows
+    as columns already passes ``dense`` and its ``cell_count`` (``batch`` is
+    then not encoded)."""
     if dense is None:
         dense = dense_from_cells(batch)
     if dense is not None:
@@ -139,7 +146,7 @@ def encode_block_v2(
     header = BlockHeaderV2(
         layout=layout,
         compression=codec.code,
-        cell_count=batch.num_rows,
+        cell_count=batch.num_rows if cell_count is None else cell_count,
         row_count=row_count,
         prev_offset=prev_offset,
         key_size=key_stored.size,
