@@ -146,7 +146,7 @@ def encode_block_v2(
     header = BlockHeaderV2(
         layout=layout,
         compression=codec.code,
-        cell_count=batch.num_rows if cell_count is None else cell_count,
+        cell_count=cell_count if cell_count is not None else batch.num_rows,
         row_count=row_count,
         prev_offset=prev_offset,
         key_size=key_stored.size,

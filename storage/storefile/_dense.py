@@ -96,6 +96,17 @@ class DenseBlock:
         vals = None if self.values is None else [v.slice(lo, n) for v in self.values]
         return DenseBlock(self.rows.slice(lo, n), self.qualifiers, ts, vals)
 
+    def row_cell(self, i: int, last: bool = False) -> tuple:
+        """The first (or ``last``) cell of row ``i`` as a tuple, by scalar reads
+        (for per-block bookkeeping, never per row)."""
+        order = range(len(self.qualifiers) - 1, -1, -1) if last else range(len(self.qualifiers))
+        for j in order:
+            ts = self.plain_timestamps()[j][i]
+            if ts.is_valid:
+                value = b"" if self.values is None else self.values[j][i].as_py()
+                return (self.rows[i].as_py(), None, self.qualifiers[j], ts.as_py(), int(CellType.PUT), value)
+        raise ValueError(f"row {i} of a dense block has no cell")
+
     def cell_count(self) -> int:
         """Cells the block holds (present entries over all qualifiers)."""
         n = self.num_rows

@@ -254,12 +254,12 @@ class StoreFileWriter:
     def _write_dense(self, dense: DenseBlock) -> None:
         """Write one dense block of whole rows (each sorting after what came before)."""
         n = dense.num_rows
-        head = dense.slice(0, 1).cells(self.family)
-        tail = dense.slice(n - 1, n).cells(self.family)
+        family = self.family
         cells = dense.cell_count()
-        first = cell_at(head, 0)
+        first = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(0))))
+        last = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(n - 1, last=True))))
         offset = self._offset
-        enc = encode_block_v2(head, self._prev_offset, self._codec, n, dense=dense, cell_count=cells)
+        enc = encode_block_v2(None, self._prev_offset, self._codec, n, dense=dense, cell_count=cells)
         if enc.raw_size > _MAX_BODY:
             raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
         for part in enc.parts:
@@ -271,7 +271,7 @@ class StoreFileWriter:
         self._cell_count += cells
         if self._first_cell is None:
             self._first_cell = first
-        self._last_cell = cell_at(tail, tail.num_rows - 1)
+        self._last_cell = last
         for t in dense.timestamps:
             bounds = pc.min_max(t).as_py()
             if bounds["min"] is None:
