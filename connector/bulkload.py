@@ -229,13 +229,13 @@ def _sorted_distinct_rows(batches: list[pa.RecordBatch]) -> pa.Table | None:
     schema = batches[0].schema
     if any(b.schema != schema for b in batches[1:]):
         return None
-    table = pa.Table.from_batches(batches).combine_chunks()
+    table = pa.Table.from_batches(batches)  # chunks stay where they are: no copy
     keys = table.column(0).cast(pa.binary())
     n = len(keys)
     if n > 1:
         ordered = pc.all(pc.less_equal(keys.slice(0, n - 1), keys.slice(1))).as_py()
         if not ordered:
-            table = table.take(pc.sort_indices(keys))
+            table = table.take(pc.sort_indices(keys)).combine_chunks()
             keys = table.column(0).cast(pa.binary())
         if pc.any(pc.equal(keys.slice(0, n - 1), keys.slice(1))).as_py():
             return None
@@ -245,8 +245,8 @@ def _sorted_distinct_rows(batches: list[pa.RecordBatch]) -> pa.Table | None:
 def _family_columns(table: pa.Table, timestamp: int) -> dict[str, tuple]:
     """Per family, ``(keys, qualifiers, values, timestamps)`` of the rows holding
     a value of the family, qualifiers ascending (``StoreFileWriter.append_rows``'s
-    arguments)."""
-    keys = table.column(0).cast(pa.binary()).combine_chunks()
+    arguments, as chunked arrays: :func:`write_store_file` writes them chunk by chunk)."""
+    keys = table.column(0).cast(pa.binary())
     by_family: dict[str, list[tuple[bytes, str]]] = {}
     for name in table.schema.names[1:]:
         if name.endswith("@ts"):
@@ -256,14 +256,18 @@ def _family_columns(table: pa.Table, timestamp: int) -> dict[str, tuple]:
     out = {}
     for family, cols in sorted(by_family.items()):
         cols.sort()
-        values = [table.column(name).cast(pa.binary()).combine_chunks() for _, name in cols]
+        values = [table.column(name).cast(pa.binary()) for _, name in cols]
         stamps = []
         for (_, name), v in zip(cols, values):
             ts_index = table.schema.get_field_index(f"{name}@ts")
-            ts = table.column(ts_index).cast(pa.int64()).combine_chunks().fill_null(timestamp) if ts_index >= 0 else None
-            if ts is None:
-                ts = pa.array(np.full(len(v), timestamp, dtype=np.int64))
-            stamps.append(pc.if_else(v.is_valid(), ts, pa.scalar(None, pa.int64())))
+            if ts_index >= 0:
+                ts = table.column(ts_index).cast(pa.int64()).fill_null(timestamp)
+                stamps.append(pc.if_else(v.is_valid(), ts, pa.scalar(None, pa.int64())))
+            elif v.null_count:
+                stamps.append(pc.if_else(v.is_valid(), pa.scalar(timestamp, pa.int64()), pa.scalar(None, pa.int64())))
+            else:
+                stamps.append(pa.chunked_array([pa.repeat(pa.scalar(timestamp, pa.int64()), len(c)) for c in v.chunks],
+                                               pa.int64()))
         present = values[0].is_valid()
         for v in values[1:]:
             present = pc.or_(present, v.is_valid())
@@ -470,7 +474,14 @@ def write_store_file(table_fs: FileSystem, path: str, region_id: str, family: st
                              compression=settings.compression, bloom=settings.bloom_filter)
     try:
         if columns is not None:
-            writer.append_rows(*columns)
+            keys, qualifiers, values, stamps = columns
+            # aligned zero-copy pieces of the chunked columns, one append_rows each
+            pieces = pa.Table.from_arrays([keys, *values, *stamps], names=[str(i) for i in range(1 + 2 * len(values))])
+            q = len(values)
+            for piece in pieces.to_batches():
+                if piece.num_rows:
+                    cols = piece.columns
+                    writer.append_rows(cols[0], qualifiers, cols[1 : 1 + q], cols[1 + q :])
         else:
             writer.append_batch(cells)
         info = writer.finish(max_seq_id=0)

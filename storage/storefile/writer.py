@@ -224,19 +224,33 @@ class StoreFileWriter:
             raise InvalidArgument(f"append_rows: row {rows[0].as_py()!r} does not sort after the rows already added")
         any_value = np.zeros(n, dtype=bool)
         sizes = np.zeros(n, dtype=np.int64)
+        cells_per_row = np.zeros(n, dtype=np.int64)
         row_len = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype(np.int64)
         for qual, v, t in zip(qualifiers, values, timestamps):
-            valid = v.is_valid().to_numpy(zero_copy_only=False)
-            if not np.array_equal(valid, t.is_valid().to_numpy(zero_copy_only=False)):
-                raise InvalidArgument(f"append_rows: qualifier {qual!r} has values and timestamps of different rows")
+            if v.null_count == 0 and t.null_count == 0:
+                valid = True
+                value_len = pc.binary_length(v).to_numpy(zero_copy_only=False)
+            else:
+                valid = v.is_valid().to_numpy(zero_copy_only=False)
+                if not np.array_equal(valid, t.is_valid().to_numpy(zero_copy_only=False)):
+                    raise InvalidArgument(f"append_rows: qualifier {qual!r} has values and timestamps of different rows")
+                value_len = pc.binary_length(v).fill_null(0).to_numpy(zero_copy_only=False)
             any_value |= valid
-            value_len = pc.binary_length(v).fill_null(0).to_numpy(zero_copy_only=False)
+            cells_per_row += valid
             sizes += np.where(valid, row_len + len(self.family) + len(qual) + value_len + CELL_OVERHEAD, 0)
         if not any_value.all():
             raise InvalidArgument(f"append_rows: row {rows[int(np.flatnonzero(~any_value)[0])].as_py()!r} has no value")
         self._flush_py()
         self._cut(final=True)  # cells added before end their block here
+        for t in timestamps:
+            bounds = pc.min_max(t).as_py()
+            if bounds["min"] is not None:
+                self._min_ts = bounds["min"] if self._min_ts is None else min(self._min_ts, bounds["min"])
+                self._max_ts = bounds["max"] if self._max_ts is None else max(self._max_ts, bounds["max"])
+        if self._bloom:
+            self._hashes.append(row_hash_pairs(rows))
         cum = np.cumsum(sizes)
+        cum_cells = np.cumsum(cells_per_row)
         start, base = 0, 0
         while start < n:
             end = min(int(np.searchsorted(cum, base + self.block_size, side="left")) + 1, n)
@@ -245,17 +259,17 @@ class StoreFileWriter:
                 rows.slice(start, size), tuple(qualifiers),
                 [t.slice(start, size) for t in timestamps], [v.slice(start, size) for v in values],
             )
-            self._write_dense(dense)
+            self._write_dense(dense, int(cum_cells[end - 1]) - (int(cum_cells[start - 1]) if start else 0))
             start, base = end, int(cum[end - 1])
         self._appended = self._cell_count
         last = self._last_cell
         self._last_key = (last[0], last[1], last[2], -last[3], -last[4])
 
-    def _write_dense(self, dense: DenseBlock) -> None:
-        """Write one dense block of whole rows (each sorting after what came before)."""
+    def _write_dense(self, dense: DenseBlock, cells: int) -> None:
+        """Write one dense block of ``cells`` cells in whole rows (each sorting
+        after what came before); timestamps and bloom keys are the caller's."""
         n = dense.num_rows
         family = self.family
-        cells = dense.cell_count()
         first = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(0))))
         last = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(n - 1, last=True))))
         offset = self._offset
@@ -272,16 +286,8 @@ class StoreFileWriter:
         if self._first_cell is None:
             self._first_cell = first
         self._last_cell = last
-        for t in dense.timestamps:
-            bounds = pc.min_max(t).as_py()
-            if bounds["min"] is None:
-                continue
-            self._min_ts = bounds["min"] if self._min_ts is None else min(self._min_ts, bounds["min"])
-            self._max_ts = bounds["max"] if self._max_ts is None else max(self._max_ts, bounds["max"])
         self._row_count += n
-        if self._bloom:
-            self._hashes.append(row_hash_pairs(dense.rows))
-        self._last_row = self._last_cell[0]
+        self._last_row = last[0]
 
     # -- block cutting ---------------------------------------------------
     def _flush_py(self) -> None:
