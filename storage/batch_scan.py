@@ -330,10 +330,12 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
                 if firsts_rows >= min(_MIN_GROUP_CELLS, proc.scan.batch_cells):
                     yield from emit_firsts()
                     firsts, firsts_rows = [], 0
-            else:
-                out = _dense_to_rows(dense, direct, proc)
-                if out is not None:
-                    yield out
+                    if proc.done:
+                        return
+                continue
+            out = _dense_to_rows(dense, direct, proc)
+            if out is not None:
+                yield out
             if proc.done:
                 return
             continue

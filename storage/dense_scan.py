@@ -104,34 +104,63 @@ def first_cell_only(flt) -> bool:
     )
 
 
+def _first_timestamps(parts: list[DenseBlock]) -> np.ndarray | None:
+    """The first qualifier's timestamps of every part, when each part stores them
+    run-length encoded with every row present (a bulk-loaded or compacted
+    table): the runs of all parts expanded by one ``np.repeat``; else None."""
+    values, ends, bases, runs = [], [], [], []
+    base = 0
+    for d in parts:
+        ts = d.timestamps[0]
+        if not pa.types.is_run_end_encoded(ts.type) or ts.values.null_count:
+            return None
+        values.append(ts.values)
+        ends.append(ts.run_ends)
+        bases.append(base)
+        runs.append(len(ts.values))
+        base += len(d.rows)
+    stops = pa.concat_arrays(ends).to_numpy().astype(np.int64) + np.repeat(np.array(bases, dtype=np.int64), runs)
+    lengths = np.empty(len(stops), dtype=np.int64)
+    lengths[0] = stops[0]
+    np.subtract(stops[1:], stops[:-1], out=lengths[1:])
+    return np.repeat(pa.concat_arrays(values).to_numpy(), lengths)
+
+
 def first_cells(parts: list[DenseBlock], family: bytes) -> pa.RecordBatch:
     """The first cell of every row of the dense parts (empty values), in order:
-    what ``FirstKeyOnlyFilter() AND KeyOnlyFilter()`` leaves of them."""
-    rows, quals, stamps = [], [], []
+    what ``FirstKeyOnlyFilter() AND KeyOnlyFilter()`` leaves of them.
+
+    One take builds the qualifier column of all parts: each row's first
+    present qualifier is an index into the parts' qualifiers laid end to end.
+    """
+    rows, stamps, chosen = [], [], []
+    names: list[bytes] = []
+    bulk_ts = _first_timestamps(parts)
     for d in parts:
-        n = d.num_rows
-        full = d.presence(0) is None
-        if full:  # every row has the block's first qualifier: it is each row's first cell
-            quals.append(constant_binary(d.qualifiers[0], n))
-            stamps.append(d.plain_timestamps()[0])
-        else:
-            plain = d.plain_timestamps()
-            chosen = np.full(n, -1, dtype=np.int64)
-            ts = np.zeros(n, dtype=np.int64)
-            for j in range(len(d.qualifiers)):
-                has = pc.is_valid(plain[j]).to_numpy(zero_copy_only=False) & (chosen < 0)
-                chosen[has] = j
-                ts[has] = plain[j].fill_null(0).to_numpy(zero_copy_only=False)[has]
-            quals.append(pa.array(list(d.qualifiers), pa.binary()).take(pa.array(chosen)))
-            stamps.append(pa.array(ts))
+        n = len(d.rows)
+        base = len(names)
+        names.extend(d.qualifiers)
         rows.append(d.rows)
+        if bulk_ts is not None:
+            chosen.append(np.full(n, base, dtype=np.int64))
+            continue
+        plain = d.plain_timestamps()
+        pick = np.full(n, -1, dtype=np.int64)
+        ts = np.zeros(n, dtype=np.int64)
+        for j in range(len(d.qualifiers)):
+            has = pc.is_valid(plain[j]).to_numpy(zero_copy_only=False) & (pick < 0)
+            pick[has] = base + j
+            ts[has] = plain[j].fill_null(0).to_numpy(zero_copy_only=False)[has]
+        chosen.append(pick)
+        stamps.append(ts)
     total = sum(len(r) for r in rows)
+    quals = pa.array(names, pa.binary()).take(pa.array(np.concatenate(chosen)))
     return pa.RecordBatch.from_arrays(
         [
             pa.concat_arrays(rows) if len(rows) > 1 else rows[0],
             constant_binary(family, total),
-            pa.concat_arrays(quals) if len(quals) > 1 else quals[0],
-            pa.concat_arrays([s.cast(pa.int64()) for s in stamps]) if len(stamps) > 1 else stamps[0],
+            quals,
+            pa.array(bulk_ts if bulk_ts is not None else np.concatenate(stamps), pa.int64()),
             pa.array(np.full(total, int(CellType.PUT), dtype=np.uint8)),
             constant_binary(b"", total),
         ],

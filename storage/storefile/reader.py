@@ -309,9 +309,9 @@ class StoreFileReader:
         offset = idx.offsets[i]
         cache = self._cache
         if cache is not None:
-            hit = cache.get((self.file_id, offset))
+            hit = cache.get((self.file_id, offset, "keys"))
             if hit is None:
-                hit = cache.get((self.file_id, offset, "keys"))
+                hit = cache.get((self.file_id, offset))
             if hit is not None:
                 self.counters.add("cache_hits")
                 return hit
