@@ -38,13 +38,14 @@ import pyarrow.parquet as pq
 
 sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import bench_scan  # noqa: E402  (best_of: warm-up, alternating runs, best time)
 import storage  # noqa: E402
 from jobs.demo import split_keys_for  # noqa: E402
 
 TABLE = "bench_format"
 COLUMNS = [b"cf:n", b"cf:s"]
 COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
-CLOCKS = {"cpu": time.process_time, "wall": time.perf_counter}
+CLOCKS = bench_scan.CLOCKS
 
 
 def sample_batches(rows: int, value_size: int, batch_rows: int = 100_000) -> list[pa.RecordBatch]:
@@ -86,20 +87,6 @@ def bulk_load(root: str, rows: int, regions: int, value_size: int, block_size: i
     return time.perf_counter() - t0, time.process_time() - c0
 
 
-def best_of(repeat: int, clock, *fns):
-    """Best time of each fn over ``repeat`` runs after one warm-up, runs alternating."""
-    for fn in fns:
-        fn()
-    best = [float("inf")] * len(fns)
-    counts = [0] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            t0 = clock()
-            counts[i] = fn()
-            best[i] = min(best[i], clock() - t0)
-    return list(zip(best, counts))
-
-
 def v1_bytes(table) -> int:
     """Bytes of the table's cells written as version 1 files (same block size, codec, bloom)."""
     from storage.fs import FileSystem
@@ -132,7 +119,7 @@ def main(argv=None) -> int:
     p.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
     p.add_argument("--only", choices=["bulkload"], default=None)
     args = p.parse_args(argv)
-    clock = CLOCKS[args.clock]
+    bench_scan._clock = CLOCKS[args.clock]
     rows = args.rows
     batches = sample_batches(rows, args.value_size)
     root = os.path.join(args.root, "tables")
@@ -156,8 +143,8 @@ def main(argv=None) -> int:
     def ours_arrow() -> int:
         return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
 
-    (t_ours, n), (t_pq, n_pq) = best_of(
-        args.repeat, clock, ours_arrow, lambda: pq.read_table(parquet, use_threads=False).num_rows
+    (t_ours, n), (t_pq, n_pq) = bench_scan.best_of(
+        args.repeat, ours_arrow, lambda: pq.read_table(parquet, use_threads=False).num_rows
     )
     assert n == n_pq == rows, (n, n_pq)
     print(f"full scan -> Arrow rows: {n / t_ours:,.0f} rows/s; parquet read_table (1 thread): "
@@ -166,7 +153,7 @@ def main(argv=None) -> int:
     def ours_count() -> int:
         return sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells"))
 
-    (t_cnt, n_cnt), (t_idx, n_idx) = best_of(args.repeat, clock, ours_count, table.count)
+    (t_cnt, n_cnt), (t_idx, n_idx) = bench_scan.best_of(args.repeat, ours_count, table.count)
     assert n_cnt == n_idx == rows, (n_cnt, n_idx)
     print(f"row count, FirstKeyOnlyFilter() AND KeyOnlyFilter(): {rows / t_cnt:,.0f} rows/s (target >= 5M)")
     print(f"row count, Table.count() (block indexes): {rows / max(t_idx, 1e-9):,.0f} rows/s (target >= 20M)")

@@ -39,7 +39,7 @@ from __future__ import annotations
 import bisect
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -394,10 +394,11 @@ class BulkLoadTask:
             cells = _sort_dedup(pa.concat_tables(parts))
             self.staged.extend(self._write_regions(family, cells, run))
 
-    def _write_regions(self, family: str, cells: pa.Table, run: int) -> list[StagedFile]:
-        rows = _Rows(cells.column("row"))
-        out = []
-        n = cells.num_rows
+    def _region_slices(self, keys) -> Iterator[tuple[RegionBounds, int, int]]:
+        """``(region, lo, hi)``: the regions the sorted ``keys`` fall in, with
+        the range of keys in each (by bisection, no pass over the keys)."""
+        rows = _Rows(keys)
+        n = len(keys)
         first = bisect.bisect_right(self._starts, rows[0]) - 1
         for i in range(max(first, 0), len(self.regions)):
             region = self.regions[i]
@@ -405,34 +406,27 @@ class BulkLoadTask:
             hi = n if region.end is None else bisect.bisect_left(rows, region.end)
             if lo >= hi:
                 if lo >= n:
-                    break
+                    return
                 continue
+            yield region, lo, hi
+            if hi >= n:
+                return
+
+    def _write_regions(self, family: str, cells: pa.Table, run: int) -> list[StagedFile]:
+        out = []
+        for region, lo, hi in self._region_slices(cells.column("row")):
             path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
             out.append(write_store_file(self.fs, path, region.region_id, family, self.families[family], cells.slice(lo, hi - lo)))
-            if hi >= n:
-                break
         return out
 
     def _write_dense_regions(self, family: str, columns: tuple, run: int) -> list[StagedFile]:
         keys, qualifiers, values, stamps = columns
-        rows = _Rows(keys)
-        n = len(keys)
         out = []
-        first = bisect.bisect_right(self._starts, rows[0]) - 1
-        for i in range(max(first, 0), len(self.regions)):
-            region = self.regions[i]
-            lo = bisect.bisect_left(rows, region.start)
-            hi = n if region.end is None else bisect.bisect_left(rows, region.end)
-            if lo >= hi:
-                if lo >= n:
-                    break
-                continue
+        for region, lo, hi in self._region_slices(keys):
             path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
             size = hi - lo
             part = (keys.slice(lo, size), qualifiers, [v.slice(lo, size) for v in values], [t.slice(lo, size) for t in stamps])
             out.append(write_store_file(self.fs, path, region.region_id, family, self.families[family], None, part))
-            if hi >= n:
-                break
         return out
 
     def finish(self) -> list[StagedFile]:
