@@ -684,3 +684,39 @@ def test_check_finds_unsorted_cells_behind_valid_checksums(fs, tmp_path, monkeyp
         with pytest.raises(CorruptionError, match="out of order"):
             r.check()
 
+
+
+def test_version_2_index_row_counts_are_checked_at_open(fs, tmp_path):
+    data, _ = _small_file(fs, "good.sf", version=2)
+    with StoreFileReader(fs, "good.sf") as r:
+        rows = r.info.row_count
+        assert r.count_rows() == rows
+    (tmp_path / "rows.sf").write_bytes(_with_info(data, row_count=rows + 1))
+    with pytest.raises(CorruptionError, match="row counts disagree with the file info"):
+        StoreFileReader(fs, "rows.sf")
+
+
+def test_append_rows_contract(fs):
+    rows = pa.array([b"r1", b"r2"])
+    vals, stamps = [pa.array([b"a", None])], [pa.array([1, None], pa.int64())]
+    w = StoreFileWriter(fs, "v1.sf", family=FAMILY, format_version=1)
+    with pytest.raises(InvalidArgument, match="format version 2"):
+        w.append_rows(rows, [b"q"], vals, stamps)
+    w.abandon()
+    w = StoreFileWriter(fs, "rows.sf", family=FAMILY)
+    with pytest.raises(InvalidArgument, match="has no value"):
+        w.append_rows(rows, [b"q"], vals, stamps)
+    with pytest.raises(InvalidArgument, match="strictly ascending"):
+        w.append_rows(pa.array([b"r2", b"r1"]), [b"q"], [pa.array([b"a", b"b"])], [pa.array([1, 1], pa.int64())])
+    with pytest.raises(InvalidArgument, match="different rows"):
+        w.append_rows(rows, [b"q"], [pa.array([b"a", b"b"])], [pa.array([1, None], pa.int64())])
+    with pytest.raises(InvalidArgument, match="qualifiers"):
+        w.append_rows(rows, [b"q", b"a"], [pa.array([b"a", b"b"])] * 2, [pa.array([1, 1], pa.int64())] * 2)
+    w.append_rows(rows, [b"q"], [pa.array([b"a", b"b"])], [pa.array([1, 2], pa.int64())])
+    with pytest.raises(InvalidArgument, match="does not sort after"):
+        w.append_rows(rows, [b"q"], [pa.array([b"a", b"b"])], [pa.array([1, 2], pa.int64())])
+    info = w.finish()
+    assert (info.row_count, info.cell_count, info.min_timestamp, info.max_timestamp) == (2, 2, 1, 2)
+    with StoreFileReader(fs, "rows.sf") as r:
+        r.check()
+        assert batch_cells(r.scan_batches()) == [Cell(b"r1", FAMILY, b"q", 1, 4, b"a"), Cell(b"r2", FAMILY, b"q", 2, 4, b"b")]
