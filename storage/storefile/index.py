@@ -77,6 +77,7 @@ class BlockIndex:
         self.layouts = layouts
         self.row_counts = row_counts
         self.row_starts = row_starts
+        self.row_start_list = None if row_starts is None else row_starts.tolist()  # for per-block Python checks
 
     def rows_in_blocks(self, lo: int, hi: int) -> int | None:
         """Distinct rows beginning in blocks ``lo`` to ``hi - 1`` (a row that

@@ -443,6 +443,8 @@ class StoreFileReader:
         family = self.info.family
         first = self.find_block((start_row,)) if start_row is not None else 0
         block = self._load_keys(first, cache_blocks) if keys_only else self._block(first, cache_blocks)
+        # version 2: whether a block's first row began in the previous block is in the index
+        starts = self._index.row_start_list
         prev_last: bytes | None = None
         while True:
             i = block.index
@@ -452,14 +454,17 @@ class StoreFileReader:
             lo, hi = 0, n
             if start_row is not None and i == first and keys[first][0] < start_row:
                 lo = count_rows_below(rows, start_row)
-            last_row = rows[n - 1].as_py()
             last_block = i + 1 >= count or (stop_row is not None and keys[i + 1][0] >= stop_row)
-            if stop_row is not None and last_row >= stop_row:
+            last_row = rows[n - 1].as_py() if starts is None or (last_block and stop_row is not None) else None
+            if last_block and stop_row is not None and last_row >= stop_row:
                 hi = count_rows_below(rows, stop_row)
-                last_block = True
             if hi > lo:
-                continued = lo == 0 and prev_last is not None and keys[i][0] == prev_last
-                open_ = hi == n and not last_block and keys[i + 1][0] == last_row
+                if starts is not None:
+                    continued = lo == 0 and starts[i] > 0
+                    open_ = hi == n and not last_block and starts[i + 1] > 0
+                else:
+                    continued = lo == 0 and prev_last is not None and keys[i][0] == prev_last
+                    open_ = hi == n and not last_block and keys[i + 1][0] == last_row
                 if dense is not None:
                     part = dense.slice(lo, hi)
                     if keys_only and part.values is not None:
