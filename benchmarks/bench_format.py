@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import struct
 import sys
 import time
 

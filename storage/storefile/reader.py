@@ -89,11 +89,11 @@ class BlockPart:
 
 
 class StoreFileReader:
-    """Reads one store file; safe to share between threads.
+    """Reads one store file (format version 1 or 2); safe to share between threads.
 
-    ``info`` (:class:`FileInfo`), ``block_count`` and ``block_first_keys``
-    (sort keys of each block's first cell) come from the verified meta
-    sections.  ``counters`` (:class:`ReadCounters`) is shared by every
+    ``info`` (:class:`FileInfo`), ``format_version``, ``block_count`` and
+    ``block_first_keys`` (sort keys of each block's first cell) come from the
+    verified meta sections.  ``counters`` (:class:`ReadCounters`) is shared by every
     thread and scanner of this reader.  ``cache`` is the connection's
     :class:`BlockCache`, or None.
     """
