@@ -236,24 +236,25 @@ def _empty_values(n: int) -> pa.Array:
 
 
 def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
-    """``(columns, qualifiers, filter plan)`` when this scan takes dense blocks
-    straight to rows (see :mod:`storage.dense_scan`), else None."""
+    """``(field names, qualifiers, filter plan)`` when this scan takes dense
+    blocks straight to rows (see :mod:`storage.dense_scan`), else None."""
     scan = proc.scan
     if scan.output != "rows" or not skip_resolve:
         return None
     family = view.family.encode()
-    qualifiers = dense_scan.dense_columns(family, proc.output_columns)
+    columns = dense_scan.dense_columns(family, proc.output_columns)
     plan = dense_scan.dense_filter(scan.filter, family)
-    if qualifiers is None or plan is None:
+    if columns is None or plan is None:
         return None
-    return proc.output_columns, qualifiers, plan
+    names, qualifiers = columns
+    return names, qualifiers, plan
 
 
 def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
     """One dense block part as rows: column slices, a filter as one comparison."""
-    columns, qualifiers, plan = direct
+    names, qualifiers, plan = direct
     mask, value_masks = dense_scan.filter_masks(plan, dense, qualifiers)
-    out = dense_scan.dense_rows(dense, columns, qualifiers, proc.scan.include_timestamp, mask, value_masks)
+    out = dense_scan.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks)
     if proc.metrics is not None:
         proc.metrics.cells_scanned += dense.cell_count()
         if plan[0] != "none":

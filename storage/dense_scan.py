@@ -22,17 +22,18 @@ from .storefile._dense import DenseBlock, constant_binary
 __all__ = ["dense_columns", "dense_rows", "dense_filter", "filter_masks", "first_cells", "first_cell_only"]
 
 
-def dense_columns(family: bytes, columns: list[bytes]) -> list[bytes] | None:
-    """The qualifiers the row columns name when each is one ``family:qualifier``
-    of ``family``; None when a spec names a whole family or another family
-    (those rows take the cell path)."""
-    out = []
+def dense_columns(family: bytes, columns: list[bytes]) -> tuple[list[str], list[bytes]] | None:
+    """The field names and qualifiers of the row columns when each is one
+    ``family:qualifier`` of ``family``; None when a spec names a whole family
+    or another family (those rows take the cell path)."""
+    names, qualifiers = [], []
     for spec in columns:
-        fam, qualifier, _ = parse_column(spec)
+        fam, qualifier, name = parse_column(spec)
         if fam != family or qualifier is None:
             return None
-        out.append(qualifier)
-    return out
+        names.append(name)
+        qualifiers.append(qualifier)
+    return names, qualifiers
 
 
 def dense_rows(
@@ -44,8 +45,9 @@ def dense_rows(
     value_masks: dict | None = None,
 ) -> pa.RecordBatch | None:
     """The row batch of ``dense`` (as :func:`storage.kernels.cells_to_rows`
-    would build it from the block's cells) for ``columns`` (their qualifiers
-    in ``qualifiers``); ``mask`` (boolean per row) keeps only some rows and
+    would build it from the block's cells) for the columns named ``columns``
+    (field names, as ``parse_column(spec).name``) with the qualifiers
+    ``qualifiers``; ``mask`` (boolean per row) keeps only some rows and
     ``value_masks`` (qualifier index -> boolean per row) only some cells."""
     n = dense.num_rows
     where = {q: j for j, q in enumerate(dense.qualifiers)}
@@ -53,8 +55,7 @@ def dense_rows(
     arrays = [dense.rows]
     present = None  # rows holding at least one requested column; None: all
     any_full = False
-    for spec, qualifier in zip(columns, qualifiers):
-        name = parse_column(spec).name
+    for name, qualifier in zip(columns, qualifiers):
         j = where.get(qualifier)
         if j is None:
             value, ts = pa.nulls(n, pa.binary()), pa.nulls(n, pa.int64())

@@ -247,8 +247,9 @@ def decode_values(header: BlockHeaderV2, keys, stored: pa.Buffer, codec: BlockCo
     if values.num_rows != keys.num_rows:
         raise CorruptionError(f"{what} holds {values.num_rows} rows for {keys.num_rows} keys", path, at)
     cols = list(values.columns)
-    for t, v in zip(keys.plain_timestamps(), cols):
-        if v.null_count != t.null_count or (v.null_count and not pc.all(pc.equal(pc.is_valid(v), pc.is_valid(t))).as_py()):
+    for j, v in enumerate(cols):
+        has = keys.presence(j)  # None: every row has the qualifier (no decoding needed to know)
+        if (v.null_count != 0) if has is None else not pc.all(pc.equal(pc.is_valid(v), has)).as_py():
             raise CorruptionError(f"{what} validity disagrees with the key section", path, at)
     return DenseBlock(keys.rows, keys.qualifiers, keys.timestamps, cols)
 
