@@ -28,7 +28,7 @@ class Block:
     without their value section: their cells have empty values.
     """
 
-    __slots__ = ("index", "offset", "length", "next_offset", "_batch", "dense", "family", "keys_only", "rows")
+    __slots__ = ("index", "offset", "length", "next_offset", "_batch", "dense", "family", "keys_only", "rows", "charge")
 
     def __init__(
         self,
@@ -39,6 +39,7 @@ class Block:
         dense=None,
         family: bytes = b"",
         keys_only: bool = False,
+        charge: int | None = None,
     ):
         self.index = index
         self.offset = offset
@@ -51,6 +52,7 @@ class Block:
         # The row keys as a Python list, built on the first point read of the
         # block and kept with it (in the block cache) so later gets bisect.
         self.rows: list[bytes] | None = None
+        self.charge = charge  # decoded bytes when the decoder knows them (version 2: the sections' raw sizes)
 
     @property
     def batch(self) -> pa.RecordBatch:
@@ -62,6 +64,8 @@ class Block:
     @property
     def nbytes(self) -> int:
         """Bytes of the decoded block (what the block cache charges)."""
+        if self.charge is not None:
+            return self.charge
         return self.dense.nbytes if self.dense is not None else self._batch.nbytes
 
 

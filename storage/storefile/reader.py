@@ -257,10 +257,11 @@ class StoreFileReader:
             keys = decode_keys(header, body.slice(0, header.key_end - hsize), self._codec, self._where, offset)
             values = body.slice(header.key_end - hsize)
             decoded = decode_values(header, keys, values, self._codec, self.info.family, self._where, offset)
+            charge = header.key_raw_size + header.value_raw_size
             if isinstance(decoded, DenseBlock):
-                block = Block(i, offset, length, None, decoded, self.info.family)
+                block = Block(i, offset, length, None, decoded, self.info.family, charge=charge)
             else:
-                block = Block(i, offset, length, decoded)
+                block = Block(i, offset, length, decoded, charge=charge)
         else:
             header = BlockHeader.decode(header_raw, self._where, offset)
             self._check_header(header, i, offset, length)
@@ -323,10 +324,11 @@ class StoreFileReader:
         header = self._header_v2(buf.slice(0, hsize), i)
         keys = decode_keys(header, buf.slice(hsize), self._codec, self._where, offset)
         family = self.info.family
+        charge = header.key_raw_size
         if isinstance(keys, DenseBlock):
-            block = Block(i, offset, idx.lengths[i], None, keys, family, keys_only=True)
+            block = Block(i, offset, idx.lengths[i], None, keys, family, keys_only=True, charge=charge)
         else:
-            block = Block(i, offset, idx.lengths[i], cells_with(keys, None, family), keys_only=True)
+            block = Block(i, offset, idx.lengths[i], cells_with(keys, None, family), keys_only=True, charge=charge)
         if cache_blocks and cache is not None:
             cache.put((self.file_id, offset, "keys"), block, block.nbytes)
         return block
