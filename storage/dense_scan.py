@@ -137,14 +137,20 @@ def first_cells(parts: list[DenseBlock], family: bytes) -> pa.RecordBatch:
     rows, stamps, chosen = [], [], []
     names: list[bytes] = []
     bulk_ts = _first_timestamps(parts)
-    for d in parts:
+    if bulk_ts is not None:
+        # every row's first cell is its block's first qualifier
+        bases, counts = [], []
+        for d in parts:
+            bases.append(len(names))
+            names.extend(d.qualifiers)
+            counts.append(len(d.rows))
+            rows.append(d.rows)
+        chosen.append(np.repeat(np.array(bases, dtype=np.int64), counts))
+    for d in parts if bulk_ts is None else ():
         n = len(d.rows)
         base = len(names)
         names.extend(d.qualifiers)
         rows.append(d.rows)
-        if bulk_ts is not None:
-            chosen.append(np.full(n, base, dtype=np.int64))
-            continue
         plain = d.plain_timestamps()
         pick = np.full(n, -1, dtype=np.int64)
         ts = np.zeros(n, dtype=np.int64)

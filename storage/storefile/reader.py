@@ -468,7 +468,7 @@ class StoreFileReader:
                     continued = lo == 0 and prev_last is not None and keys[i][0] == prev_last
                     open_ = hi == n and not last_block and keys[i + 1][0] == last_row
                 if dense is not None:
-                    part = dense.slice(lo, hi)
+                    part = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
                     if keys_only and part.values is not None:
                         part = DenseBlock(part.rows, part.qualifiers, part.timestamps, None)
                     yield BlockPart(None, part, continued, open_, family)
