@@ -293,6 +293,14 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     )
     firsts: list = []  # dense parts waiting to become first cells
     firsts_rows = 0
+    dense_out: list[pa.RecordBatch] = []  # rows sliced from dense blocks, joined up to a group
+    dense_out_rows = 0
+    group_limit = min(_MIN_GROUP_CELLS, proc.scan.batch_cells)
+
+    def emit_dense_out() -> Iterator[pa.RecordBatch]:
+        # one batch per group, not per block: consumers pay per batch (and
+        # batch_size asks for batches that size); joining is a copy, no gather
+        yield dense_out[0] if len(dense_out) == 1 else pa.concat_batches(dense_out)
 
     def emit(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if drop_values:
@@ -328,7 +336,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             if first_only:
                 firsts.append(dense)
                 firsts_rows += dense.num_rows
-                if firsts_rows >= min(_MIN_GROUP_CELLS, proc.scan.batch_cells):
+                if firsts_rows >= group_limit:
                     yield from emit_firsts()
                     firsts, firsts_rows = [], 0
                     if proc.done:
@@ -336,10 +344,17 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
                 continue
             out = _dense_to_rows(dense, direct, proc)
             if out is not None:
-                yield out
+                dense_out.append(out)
+                dense_out_rows += out.num_rows
+                if dense_out_rows >= group_limit:
+                    yield from emit_dense_out()
+                    dense_out, dense_out_rows = [], 0
             if proc.done:
-                return
+                break
             continue
+        if dense_out:
+            yield from emit_dense_out()
+            dense_out, dense_out_rows = [], 0
         if firsts:
             yield from emit_firsts()
             firsts, firsts_rows = [], 0
@@ -360,11 +375,13 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             group.append(held)
             group_cells += held.num_rows
             held = batch
-        if group_cells >= min(_MIN_GROUP_CELLS, proc.scan.batch_cells):
+        if group_cells >= group_limit:
             yield from emit(group)
             group, group_cells = [], 0
             if proc.done:
                 return
+    if dense_out:
+        yield from emit_dense_out()
     if firsts:
         yield from emit_firsts()
     if held is not None:
