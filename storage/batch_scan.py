@@ -294,7 +294,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     firsts: list = []  # dense parts waiting to become first cells
     firsts_rows = 0
     dense_out: list[pa.RecordBatch] = []  # rows sliced from dense blocks, joined up to a group
-    dense_out_rows = 0
+    dense_out_cells = 0  # as the cell path counts a group: cells, here rows x columns
     group_limit = min(_MIN_GROUP_CELLS, proc.scan.batch_cells)
 
     def emit_dense_out() -> Iterator[pa.RecordBatch]:
@@ -345,16 +345,16 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             out = _dense_to_rows(dense, direct, proc)
             if out is not None:
                 dense_out.append(out)
-                dense_out_rows += out.num_rows
-                if dense_out_rows >= group_limit:
+                dense_out_cells += out.num_rows * len(direct[0])
+                if dense_out_cells >= group_limit:
                     yield from emit_dense_out()
-                    dense_out, dense_out_rows = [], 0
+                    dense_out, dense_out_cells = [], 0
             if proc.done:
                 break
             continue
         if dense_out:
             yield from emit_dense_out()
-            dense_out, dense_out_rows = [], 0
+            dense_out, dense_out_cells = [], 0
         if firsts:
             yield from emit_firsts()
             firsts, firsts_rows = [], 0

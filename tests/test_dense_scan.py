@@ -89,21 +89,28 @@ def test_row_count_filter_on_dense_blocks(tmp_path):
 
 
 def test_first_cells_pick_each_rows_first_present_qualifier():
-    cells = [
-        (b"r1", b"cf", b"b", 5, 4, b"x"),
-        (b"r1", b"cf", b"c", 9, 4, b"v"),
-        (b"r2", b"cf", b"a", 6, 4, b"y"),
-        (b"r2", b"cf", b"b", 7, 4, b"z"),
-        (b"r3", b"cf", b"c", 8, 4, b"w"),
-    ]
+    # rows lack "a" or "b" in turn, so the first cell of a row is "a", "b" or "c"
+    cells = []
+    for i in range(12):
+        row = b"r%02d" % i
+        if i % 3 != 1:
+            cells.append((row, b"cf", b"a", 10 + i, 4, b"a%d" % i))
+        if i % 3 != 2:
+            cells.append((row, b"cf", b"b", 30 + i, 4, b"b%d" % i))
+        cells.append((row, b"cf", b"c", 50 + i, 4, b"c%d" % i))
     dense = dense_from_cells(cells_to_batch(cells))
     assert dense is not None and dense.qualifiers == (b"a", b"b", b"c")
     out = first_cells([dense, dense.slice(1, 2)], b"cf")
-    assert out.column("row").to_pylist() == [b"r1", b"r2", b"r3", b"r2"]
-    assert out.column("qualifier").to_pylist() == [b"b", b"a", b"c", b"a"]
-    assert out.column("timestamp").to_pylist() == [5, 6, 8, 6]
-    assert out.column("value").to_pylist() == [b""] * 4
+    firsts = [next(c for c in cells if c[0] == b"r%02d" % i) for i in range(12)]
+    assert out.column("row").to_pylist() == [c[0] for c in firsts] + [b"r01"]
+    assert out.column("qualifier").to_pylist() == [c[2] for c in firsts] + [b"b"]
+    assert out.column("timestamp").to_pylist() == [c[3] for c in firsts] + [31]
+    assert out.column("value").to_pylist() == [b""] * 13
     assert dense.cells(b"cf").to_pylist() == cells_to_batch(cells).to_pylist()
+    full = dense_from_cells(cells_to_batch([
+        (b"r%02d" % i, b"cf", q, 5, 4, b"v") for i in range(10) for q in (b"x", b"y")]))
+    assert full.cells(b"cf").num_rows == 20  # the whole-grid fast path
+    assert dense_from_cells(cells_to_batch(cells[:6])) is None  # too few rows: the cell layout
 
 
 def test_blocks_with_versions_or_markers_keep_the_cell_layout():

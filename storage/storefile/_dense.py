@@ -27,6 +27,10 @@ MAX_DENSE_QUALIFIERS = 255
 
 _MAX_FILL = 2  # rows x qualifiers may be at most this many times the cell count
 
+MIN_DENSE_ROWS = 8
+"""A block of fewer rows keeps the cell layout: with so few rows per block the
+columns save nothing and cost a decode per qualifier."""
+
 
 def constant_binary(value: bytes, n: int) -> pa.Array:
     """``n`` copies of ``value`` as a binary array, built without a Python loop."""
@@ -127,13 +131,19 @@ class DenseBlock:
         values for a keys-only block)."""
         n, q = self.num_rows, len(self.qualifiers)
         ts_plain = self.plain_timestamps()
-        # present[i, j]: row i has qualifier j; cells are the present entries in row-major order
-        present = np.empty((n, q), dtype=bool)
         ts = np.empty((n, q), dtype=np.int64)
-        for j, t in enumerate(ts_plain):
-            present[:, j] = _np(pc.is_valid(t))
-            ts[:, j] = _np(t.fill_null(0))
-        flat = np.flatnonzero(present.ravel())
+        if all(t.null_count == 0 for t in ts_plain):
+            # every row has every qualifier: the cells are the whole n x q grid
+            for j, t in enumerate(ts_plain):
+                ts[:, j] = _np(t)
+            flat = np.arange(n * q)
+        else:
+            # present[i, j]: row i has qualifier j; cells are the present entries in row-major order
+            present = np.empty((n, q), dtype=bool)
+            for j, t in enumerate(ts_plain):
+                present[:, j] = _np(pc.is_valid(t))
+                ts[:, j] = _np(t.fill_null(0))
+            flat = np.flatnonzero(present.ravel())
         row_idx, qual_idx = np.divmod(flat, q)
         total = len(flat)
         rows = self.rows.take(pa.array(row_idx)) if total != n else self.rows
@@ -176,7 +186,7 @@ def dense_from_cells(batch: pa.RecordBatch) -> DenseBlock | None:
     uniq = pc.unique(qual_col)
     q = len(uniq)
     nrows = len(starts)
-    if q > MAX_DENSE_QUALIFIERS or nrows * q > _MAX_FILL * n:
+    if q > MAX_DENSE_QUALIFIERS or nrows * q > _MAX_FILL * n or nrows < MIN_DENSE_ROWS:
         return None
     order = pc.array_sort_indices(uniq)
     qualifiers = uniq.take(order)
