@@ -13,6 +13,8 @@ cells or rows in Python.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,8 +34,13 @@ MIN_DENSE_ROWS = 8
 columns save nothing and cost a decode per qualifier."""
 
 
+@lru_cache(maxsize=256)
 def constant_binary(value: bytes, n: int) -> pa.Array:
-    """``n`` copies of ``value`` as a binary array, built without a Python loop."""
+    """``n`` copies of ``value`` as a binary array, built without a Python loop.
+
+    Cached: blocks of one file ask for the family column at the same few
+    sizes again and again, and Arrow arrays are immutable, so one serves all.
+    """
     offsets = np.arange(n + 1, dtype=np.int64) * len(value)
     if n and offsets[-1] >= 1 << 31:
         return pa.array(np.full(n, value, dtype=object), pa.binary())
