@@ -481,38 +481,30 @@ def test_a_task_finishing_after_the_abort_discards_its_files(root):
     assert not table_fs.exists(aborted_marker("job-late"))
 
 
+def _counts(fmt, reader_type) -> list[int]:
+    """count_rows() of a fresh reader per split."""
+    counts = []
+    for s in fmt.get_splits():
+        reader = reader_type()
+        reader.initialize(s)
+        counts.append(reader.count_rows())
+        assert reader.get_progress() == 1.0
+        reader.close()
+    return counts
+
+
 def test_record_readers_count_rows_from_the_index_or_by_reading(root):
     fmt = TableInputFormat(_conf(root))
-    splits = fmt.get_splits()
-    expected = [len(list(_read_all(fmt, [s]))) for s in splits]
+    expected = [len(list(_read_all(fmt, [s]))) for s in fmt.get_splits()]
     for reader_type in (TableRecordReader, TableBatchRecordReader):
-        counts = []
-        for s in splits:
-            reader = reader_type()
-            reader.initialize(s)
-            counts.append(reader.count_rows())
-            assert reader.get_progress() == 1.0
-            reader.close()
+        counts = _counts(fmt, reader_type)
         assert counts == expected and sum(counts) == ROWS
     # unflushed deletes: the indexes cannot answer, the rows are read
     conn = storage.connect(root)
     conn.table("t").delete(_key(5))
     conn.table("t").delete(_key(700))
     conn.close()
-    fmt = TableInputFormat(_conf(root))
-    total = 0
-    for s in fmt.get_splits():
-        reader = TableBatchRecordReader()
-        reader.initialize(s)
-        total += reader.count_rows()
-        reader.close()
-    assert total == ROWS - 2
+    assert sum(_counts(TableInputFormat(_conf(root)), TableBatchRecordReader)) == ROWS - 2
     # with columns the rows are read too, and only rows holding them count
     fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.columns": "cf2:x"}))
-    total = 0
-    for s in fmt.get_splits():
-        reader = TableRecordReader()
-        reader.initialize(s)
-        total += reader.count_rows()
-        reader.close()
-    assert total == len(_embedded_rows(root, columns=[b"cf2:x"]))
+    assert sum(_counts(fmt, TableRecordReader)) == len(_embedded_rows(root, columns=[b"cf2:x"]))
