@@ -16,13 +16,19 @@ whose calls hop between threads still reads sequentially, HBASE-10676).
 ``prefetch="thread_local"`` keeps it per thread, the old HBase behaviour,
 for benchmarks; a miss costs one extra header read, counted in
 ``counters.extra_header_reads``.
+
+On a file that is not memory-mapped (an object store), a forward scan also
+reads block N+1 on a background thread while its caller works on block N,
+so the next ranged GET is in flight while the current block is consumed.
 """
 
 from __future__ import annotations
 
 import bisect
+import sys
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterator
 
 import pyarrow as pa
@@ -63,6 +69,23 @@ __all__ = ["StoreFileReader", "BlockPart", "PREFETCH_MODES"]
 PREFETCH_MODES = ("shared", "thread_local")
 
 _READ_HEADER = object()  # "no prefetched header: read it separately"
+_PREFETCH_POOL: ThreadPoolExecutor | None = None
+_PREFETCH_POOL_LOCK = threading.Lock()
+
+
+def _prefetch_pool() -> ThreadPoolExecutor:
+    """The threads that read the next block of remote files ahead of their scanners."""
+    global _PREFETCH_POOL
+    if _PREFETCH_POOL is None:
+        with _PREFETCH_POOL_LOCK:
+            if _PREFETCH_POOL is None:
+                _PREFETCH_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="block-prefetch")
+    return _PREFETCH_POOL
+
+
+def _list_bytes(items: list) -> int:
+    """Memory of a list of bytes objects: the list and each object (header included)."""
+    return sys.getsizeof(items) + sum(map(sys.getsizeof, items))
 
 
 class BlockPart:
@@ -375,6 +398,10 @@ class StoreFileReader:
             rows = block.rows
             if rows is None:
                 rows = block.rows = block.batch.column(0).to_pylist()
+                if self._cache is not None:  # the cached block now holds the list too: charge it
+                    # (a dense block now also holds its cells, built by block.batch above)
+                    built = block.batch.nbytes if block.dense is not None else 0
+                    self._cache.recharge((self.file_id, block.offset), block, block.nbytes + built + _list_bytes(rows))
             lo = bisect.bisect_left(rows, row)
             hi = bisect.bisect_right(rows, row, lo)
             if hi > lo:
@@ -460,6 +487,7 @@ class StoreFileReader:
             last_row = rows[n - 1].as_py() if starts is None or (last_block and stop_row is not None) else None
             if last_block and stop_row is not None and last_row >= stop_row:
                 hi = count_rows_below(rows, stop_row)
+            part = None
             if hi > lo:
                 if starts is not None:
                     continued = lo == 0 and starts[i] > 0
@@ -468,19 +496,40 @@ class StoreFileReader:
                     continued = lo == 0 and prev_last is not None and keys[i][0] == prev_last
                     open_ = hi == n and not last_block and keys[i + 1][0] == last_row
                 if dense is not None:
-                    part = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
-                    if keys_only and part.values is not None:
-                        part = DenseBlock(part.rows, part.qualifiers, part.timestamps, None)
-                    yield BlockPart(None, part, continued, open_, family)
+                    piece = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
+                    if keys_only and piece.values is not None:
+                        piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None)
+                    part = BlockPart(None, piece, continued, open_, family)
                 else:
                     batch = block.batch
                     if keys_only and not block.keys_only:
                         batch = cells_with(batch.select([0, 2, 3, 4]), None, family)
-                    yield BlockPart(batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo), None, continued, open_, family)
+                    part = BlockPart(batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo), None, continued, open_, family)
             if last_block:
+                if part is not None:
+                    yield part
                 return
             prev_last = last_row
-            block = self._load_keys(i + 1, cache_blocks) if keys_only else self._next_block(block, cache_blocks)
+            if keys_only:
+                fetch, args = self._load_keys, (i + 1, cache_blocks)
+            else:
+                fetch, args = self._next_block, (block, cache_blocks)
+            if self._mapped is None:
+                # A remote file: fetch the next block (one ranged read, which
+                # also brings the block after's header) while the caller
+                # works on this one, so the pipe stays full (HBase seed 001).
+                upcoming = _prefetch_pool().submit(fetch, *args)
+                if part is not None:
+                    try:
+                        yield part
+                    except GeneratorExit:
+                        upcoming.cancel()  # the scan stopped early: nobody wants that block
+                        raise
+                block = upcoming.result()
+            else:
+                if part is not None:
+                    yield part
+                block = fetch(*args)
 
     def count_rows(self, start_row: bytes | None = None, stop_row: bytes | None = None) -> int:
         """Distinct rows of the file in ``[start_row, stop_row)``, delete markers
