@@ -28,7 +28,7 @@ class Block:
     without their value section: their cells have empty values.
     """
 
-    __slots__ = ("index", "offset", "length", "next_offset", "_batch", "dense", "family", "keys_only", "rows", "charge")
+    __slots__ = ("index", "offset", "length", "next_offset", "_batch", "dense", "family", "keys_only", "rows", "on_grow")
 
     def __init__(
         self,
@@ -39,7 +39,6 @@ class Block:
         dense=None,
         family: bytes = b"",
         keys_only: bool = False,
-        charge: int | None = None,
     ):
         self.index = index
         self.offset = offset
@@ -52,21 +51,26 @@ class Block:
         # The row keys as a Python list, built on the first point read of the
         # block and kept with it (in the block cache) so later gets bisect.
         self.rows: list[bytes] | None = None
-        self.charge = charge  # decoded bytes when the decoder knows them (version 2: the sections' raw sizes)
+        # called with the block when it comes to hold more (its cells built):
+        # the reader sets it on cached blocks so the cache charges what they hold
+        self.on_grow = None
 
     @property
     def batch(self) -> pa.RecordBatch:
         """The block's cells in cell order (built once from a dense block)."""
         if self._batch is None:
             self._batch = self.dense.cells(self.family)
+            if self.on_grow is not None:
+                self.on_grow(self)
         return self._batch
 
     @property
     def nbytes(self) -> int:
         """Bytes of the decoded block (what the block cache charges)."""
-        if self.charge is not None:
-            return self.charge
-        return self.dense.nbytes if self.dense is not None else self._batch.nbytes
+        if self.dense is None:
+            return self._batch.nbytes
+        # a dense block's columns, and its cells once a caller had them built
+        return self.dense.nbytes + (self._batch.nbytes if self._batch is not None else 0)
 
 
 def encode_block(batch: pa.RecordBatch, prev_offset: int, codec: BlockCodec) -> tuple[bytes, pa.Buffer, int]:

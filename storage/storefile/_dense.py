@@ -78,8 +78,14 @@ class DenseBlock:
 
     @property
     def nbytes(self) -> int:
-        total = self.rows.nbytes + sum(t.nbytes for t in self.timestamps)
-        return total + (sum(v.nbytes for v in self.values) if self.values is not None else 0)
+        """Bytes of the columns held (what the block cache charges)."""
+        total = self.rows.nbytes
+        for t in self.timestamps:
+            total += t.nbytes
+        if self.values is not None:
+            for v in self.values:
+                total += v.nbytes
+        return total
 
     def plain_timestamps(self) -> list[pa.Array]:
         """The timestamp columns as plain int64 arrays (run-length ones decoded once)."""

@@ -280,11 +280,10 @@ class StoreFileReader:
             keys = decode_keys(header, body.slice(0, header.key_end - hsize), self._codec, self._where, offset)
             values = body.slice(header.key_end - hsize)
             decoded = decode_values(header, keys, values, self._codec, self.info.family, self._where, offset)
-            charge = header.key_raw_size + header.value_raw_size
             if isinstance(decoded, DenseBlock):
-                block = Block(i, offset, length, None, decoded, self.info.family, charge=charge)
+                block = Block(i, offset, length, None, decoded, self.info.family)
             else:
-                block = Block(i, offset, length, decoded, charge=charge)
+                block = Block(i, offset, length, decoded)
         else:
             header = BlockHeader.decode(header_raw, self._where, offset)
             self._check_header(header, i, offset, length)
@@ -292,7 +291,14 @@ class StoreFileReader:
             block = Block(i, offset, length, batch)
         if cache_blocks and cache is not None:
             cache.put(key, block, block.nbytes)
+            block.on_grow = self._recharge
         return block
+
+    def _recharge(self, block: Block) -> None:
+        """Charge a cached block for all it holds now (its cells once built, the
+        row-key list a point read attached)."""
+        extra = _list_bytes(block.rows) if block.rows is not None else 0
+        self._cache.recharge((self.file_id, block.offset), block, block.nbytes + extra)
 
     def _check_header(self, header: BlockHeader, i: int, offset: int, length: int) -> None:
         idx = self._index
@@ -347,11 +353,10 @@ class StoreFileReader:
         header = self._header_v2(buf.slice(0, hsize), i)
         keys = decode_keys(header, buf.slice(hsize), self._codec, self._where, offset)
         family = self.info.family
-        charge = header.key_raw_size
         if isinstance(keys, DenseBlock):
-            block = Block(i, offset, idx.lengths[i], None, keys, family, keys_only=True, charge=charge)
+            block = Block(i, offset, idx.lengths[i], None, keys, family, keys_only=True)
         else:
-            block = Block(i, offset, idx.lengths[i], cells_with(keys, None, family), keys_only=True, charge=charge)
+            block = Block(i, offset, idx.lengths[i], cells_with(keys, None, family), keys_only=True)
         if cache_blocks and cache is not None:
             cache.put((self.file_id, offset, "keys"), block, block.nbytes)
         return block
@@ -399,9 +404,7 @@ class StoreFileReader:
             if rows is None:
                 rows = block.rows = block.batch.column(0).to_pylist()
                 if self._cache is not None:  # the cached block now holds the list too: charge it
-                    # (a dense block now also holds its cells, built by block.batch above)
-                    built = block.batch.nbytes if block.dense is not None else 0
-                    self._cache.recharge((self.file_id, block.offset), block, block.nbytes + built + _list_bytes(rows))
+                    self._recharge(block)
             lo = bisect.bisect_left(rows, row)
             hi = bisect.bisect_right(rows, row, lo)
             if hi > lo:
