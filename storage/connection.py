@@ -1,7 +1,9 @@
 """Connections: the entry point of the embedded store, shaped like happybase.
 
-``storage.connect(path)`` opens (creating if needed) a root directory whose
-subdirectories are tables.  A connection opened for writing holds each
+``storage.connect(path)`` opens a root directory whose subdirectories are
+tables.  Connecting creates nothing: the root folder is made with its first
+table, so a mistyped root shows up as "table ... does not exist (no root
+folder ...)" instead of a new empty folder.  A connection opened for writing holds each
 table's writer lock while the table is open, so two writer processes cannot
 open one table at once; ``read_only=True`` connections take no lock.
 """
@@ -62,9 +64,7 @@ class Connection:
         self.fs = filesystem if filesystem is not None else FileSystem(root)
         self.read_only = read_only
         self.wal_sync = wal_sync
-        if not read_only:
-            self.fs.makedirs("")
-        elif not self.fs.is_dir(""):
+        if read_only and not self.fs.is_dir(""):
             raise TableNotFound(f"root {self.fs.uri()} does not exist")
         self.block_cache = BlockCache(block_cache_size) if block_cache_size else None
         self._tables: dict[str, Table] = {}
@@ -152,7 +152,7 @@ class Connection:
             if table is not None:
                 table.close()
             elif not self.fs.is_dir(name):
-                raise TableNotFound(f"table {name} does not exist under {self.fs.uri()}")
+                raise TableNotFound(self._missing(name))
             # The table is not opened: a damaged or unreadable manifest (or none,
             # after a create that failed half-way) must not keep it from going.
             # Taking the writer lock keeps another writer's open table safe.
@@ -174,7 +174,7 @@ class Connection:
             raise InvalidArgument("connection is closed")
         tfs = self.fs.sub(name)
         if not tfs.exists(TABLE_MANIFEST):
-            raise TableNotFound(f"table {name} does not exist under {self.fs.uri()}")
+            raise TableNotFound(self._missing(name))
         lock = None if self.read_only else tfs.lock(_LOCK_FILE).acquire()
         try:
             manifest = TableManifest.load(tfs)
@@ -183,6 +183,11 @@ class Connection:
             if lock is not None:
                 lock.release()
             raise
+
+    def _missing(self, name: str) -> str:
+        if not self.fs.is_dir(""):
+            return f"table {name} does not exist: there is no root folder {self.fs.uri()} (a mistyped root?)"
+        return f"table {name} does not exist under {self.fs.uri()}"
 
     def _check_writable(self) -> None:
         if self.read_only:

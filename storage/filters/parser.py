@@ -37,6 +37,9 @@ from .compare import CompareOperator
 from .filter_list import FilterList
 from .page import PageFilter
 from .row_filters import MultiRowRangeFilter, PrefixFilter, RowFilter, RowRange
+from .column_filters import ColumnPaginationFilter, ColumnRangeFilter, FamilyFilter, MultipleColumnPrefixFilter
+from .column_value_exclude import SingleColumnValueExcludeFilter
+from .inclusive_stop import InclusiveStopFilter
 from .wrappers import SkipFilter, WhileMatchFilter
 
 __all__ = ["FilterSyntaxError", "parse_filter_string", "coerce_filter", "FILTER_NAMES"]
@@ -265,7 +268,33 @@ def _timestamps(a: _Args) -> Filter:
     return TimestampsFilter(a.integer(i) for i in range(len(a.args)))
 
 
+def _single_column_value_exclude(a: _Args) -> Filter:
+    n = a.count(4, 6)
+    extra = (a.boolean(4), a.boolean(5)) if n == 6 else ()
+    return SingleColumnValueExcludeFilter(a.string(0), a.string(1), a.operator(2), a.comparator(3), *extra)
+
+
+def _column_pagination(a: _Args) -> Filter:
+    a.count(2)
+    return ColumnPaginationFilter(a.integer(0), a.integer(1))
+
+
+def _column_range(a: _Args) -> Filter:
+    a.count(4)
+    return ColumnRangeFilter(a.string(0), a.boolean(1), a.string(2), a.boolean(3))
+
+
+def _multiple_column_prefix(a: _Args) -> Filter:
+    return MultipleColumnPrefixFilter(a.string(i) for i in range(len(a.args)))
+
+
 _BUILDERS: dict[str, Callable[[_Args], Filter]] = {
+    "ColumnPaginationFilter": _column_pagination,
+    "ColumnRangeFilter": _column_range,
+    "FamilyFilter": _compare_filter(FamilyFilter),
+    "InclusiveStopFilter": _prefix(InclusiveStopFilter),
+    "MultipleColumnPrefixFilter": _multiple_column_prefix,
+    "SingleColumnValueExcludeFilter": _single_column_value_exclude,
     "ColumnPrefixFilter": _prefix(ColumnPrefixFilter),
     "FirstKeyOnlyFilter": _first_key_only,
     "KeyOnlyFilter": _key_only,
