@@ -1,0 +1,116 @@
+"""``format("regionscan")`` is found after ``pip install -e`` and after a plain install, from outside the checkout.
+
+Spark finds Python data sources by listing the entries of its workers'
+``sys.path`` for ``pyspark_*`` modules (``pkgutil.iter_modules``), which
+cannot see an import hook; the project's editable install is therefore a
+plain path entry (``package-dir = {"" = "."}`` in pyproject.toml).  Each
+case installs the project into a fresh virtual environment (with the
+system site-packages, offline: ``--no-build-isolation --no-deps``), then
+runs a script with that environment's Python from a temporary folder, with
+``PYTHONPATH`` unset: it imports ``connector`` before or after starting a
+plain local SparkSession, writes a small table and counts it through
+``spark.read.format("regionscan")``.  The script reports which copy of the
+package it imported, so the test knows the install under test is the one
+in use (and not, say, another editable install in the system site-packages).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    order = sys.argv[1]
+    if order == "import-first":
+        import connector
+    from pyspark.sql import SparkSession
+    spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    if order == "session-first":
+        import connector
+    import pyspark_regionscan
+    import storage
+    db = storage.connect("./data")
+    table = db.create_table("t", {"cf": {}})
+    for i in range(5):
+        table.put(b"row%d" % i, {b"cf:a": str(i).encode()})
+    db.close()
+    df = (spark.read.format("regionscan").option("root", "./data").option("table", "t")
+          .option("hbase.columns.mapping", "key STRING :key, a INT cf:a").option("serde", "string").load())
+    print("MODULES", connector.__file__, pyspark_regionscan.__file__)
+    print("COUNTS", df.count(), df.where("a >= 3").count())
+    spark.stop()
+""")
+
+
+def _venv(path: Path) -> Path:
+    """A virtual environment at ``path`` that sees the system site-packages; its Python."""
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(path)], check=True,
+                   capture_output=True, timeout=120)
+    return path / "bin" / "python"
+
+
+def _pip_install(python: Path, *args: str) -> None:
+    # offline and against the system's setuptools (and wheel, which setuptools 65 needs for PEP 660)
+    proc = subprocess.run([str(python), "-m", "pip", "install", "--no-build-isolation", "--no-deps",
+                           "--no-index", "-q", *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+def _start(python: Path, tmp_path: Path, order: str) -> tuple[subprocess.Popen, Path]:
+    """Run SCRIPT with ``python`` in a fresh folder outside the checkout."""
+    work = tmp_path / f"work-{order}"
+    work.mkdir()
+    (work / "story.py").write_text(SCRIPT)
+    env = dict(os.environ)
+    for key in ("PYTHONPATH", "PYSPARK_DRIVER_PYTHON"):
+        env.pop(key, None)
+    env["PYSPARK_PYTHON"] = str(python)
+    env["SPARK_LOCAL_IP"] = "127.0.0.1"
+    env["PATH"] = str(python.parent) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.Popen([str(python), "story.py", order], cwd=work, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    return proc, work
+
+
+def _check(proc: subprocess.Popen, package_dir: Path) -> None:
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err[-3000:]
+    lines = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith(("MODULES ", "COUNTS ")))
+    connector_file, hook_file = (Path(p) for p in lines["MODULES"].split())
+    assert connector_file == package_dir / "connector" / "__init__.py"
+    assert hook_file == package_dir / "pyspark_regionscan.py"
+    assert lines["COUNTS"] == "5 2"
+    assert "DATA_SOURCE_NOT_FOUND" not in err
+
+
+def test_an_editable_install_registers_the_source_in_both_orders(tmp_path):
+    python = _venv(tmp_path / "venv")
+    _pip_install(python, "-e", REPO_ROOT)
+    runs = [_start(python, tmp_path, order) for order in ("import-first", "session-first")]
+    for proc, _work in runs:
+        _check(proc, Path(REPO_ROOT).resolve())
+
+
+def test_a_plain_install_registers_the_source(tmp_path):
+    # install from a copy: an in-tree build would leave build/ behind in the checkout
+    source = tmp_path / "src"
+    shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "bench-*",
+        "regionscan-data"))
+    python = _venv(tmp_path / "venv")
+    _pip_install(python, str(source))
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    proc, _work = _start(python, tmp_path, "import-first")
+    _check(proc, site)
