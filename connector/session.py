@@ -17,6 +17,10 @@ A Spark session reads ``regionscan`` tables when three things hold:
   line, Spark's error class and then the source's message, instead of a
   Python traceback.
 
+On a cluster the executors open ``s3://`` tables themselves, so a new
+session also hands them the driver's ``AWS_*`` environment
+(:func:`forwarded_environment`).
+
 :func:`spark_session` gives such a session; :func:`register` fixes up one
 that already runs.  This module imports pyspark only when called.
 """
@@ -36,6 +40,9 @@ __all__ = [
     "code_root",
     "prepare_local_environment",
     "register",
+    "FORWARDED_ENV",
+    "forwarded_environment",
+    "session_conf",
     "spark_session",
     "quiet_spark_logs",
 ]
@@ -124,15 +131,54 @@ def register(spark: Any = None) -> bool:
     return True
 
 
+# What the AWS tools read from the environment: credentials, region, endpoint, profile.
+FORWARDED_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                 "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE")
+# Spark's default redaction pattern, widened to AWS_ACCESS_KEY_ID's spelling.
+_REDACTION = "(?i)secret|password|token|access[._]?key"
+
+
+def forwarded_environment(conf: Mapping[str, str]) -> dict[str, str]:
+    """Spark settings that hand the driver's object-store environment to the executors.
+
+    Tables on ``s3://`` are opened by the executors themselves, so they need
+    the credentials, region and endpoint the driver has.  They travel as
+    ``spark.executorEnv.<NAME>`` settings, never in job arguments, table
+    roots or plans; Spark redacts settings matching ``spark.redaction.regex``
+    in its UI, event logs and messages, and the pattern set here also covers
+    ``AWS_ACCESS_KEY_ID``.  Settings the user gave win.
+    """
+    out = {f"spark.executorEnv.{name}": os.environ[name] for name in FORWARDED_ENV
+           if os.environ.get(name) and f"spark.executorEnv.{name}" not in conf}
+    if out and "spark.redaction.regex" not in conf:
+        out["spark.redaction.regex"] = _REDACTION
+    return out
+
+
+def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The settings :func:`spark_session` builds a new session on ``master`` with.
+
+    Pushdown on; for local masters the web UI off and 8 shuffle partitions;
+    the driver's object-store environment forwarded to the executors
+    (:func:`forwarded_environment`); then ``conf``, whose settings win.
+    """
+    conf = dict(conf or {})
+    out = {PUSHDOWN_CONF: "true"}
+    if master == "local" or master.startswith("local["):
+        out.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"})
+    return {**out, **forwarded_environment(conf), **conf}
+
+
 def spark_session(master: str = "local[*]", app_name: str = "regionscan", conf: Mapping[str, str] | None = None,
                   verbose: bool = False) -> Any:
     """A SparkSession ready for ``spark.read.format("regionscan")``.
 
     Returns the active session (registered, pushdown on) if one runs;
     otherwise starts one on ``master`` with the environment of
-    :func:`prepare_local_environment`, pushdown on, the web UI off for
-    local masters, ``conf`` added, and Spark's log at WARN (``verbose``:
-    INFO).
+    :func:`prepare_local_environment` and the settings of
+    :func:`session_conf` (pushdown on, the driver's ``AWS_*`` credentials,
+    region and endpoint passed to the executors for ``s3://`` roots,
+    ``conf`` added), and Spark's log at WARN (``verbose``: INFO).
     """
     from pyspark.sql import SparkSession
 
@@ -141,10 +187,8 @@ def spark_session(master: str = "local[*]", app_name: str = "regionscan", conf: 
         register(active)
         return active
     prepare_local_environment()
-    builder = SparkSession.builder.appName(app_name).master(master).config(PUSHDOWN_CONF, "true")
-    if master == "local" or master.startswith("local["):
-        builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
-    for key, value in dict(conf or {}).items():
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in session_conf(master, conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     quiet_spark_logs(spark, verbose)

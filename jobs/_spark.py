@@ -37,6 +37,7 @@ from storage.errors import InvalidArgument, StorageError
 from connector.session import (
     PUSHDOWN_CONF,
     code_root,
+    forwarded_environment,
     prepare_local_environment,
     quiet_spark_logs,
     worker_import_problem,
@@ -214,30 +215,6 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
     finally:
         if started_here:
             spark.stop()
-
-
-# What the AWS tools read from the environment: credentials, region, endpoint, profile.
-FORWARDED_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
-                 "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE")
-# Spark's default redaction pattern, widened to AWS_ACCESS_KEY_ID's spelling.
-_REDACTION = "(?i)secret|password|token|access[._]?key"
-
-
-def forwarded_environment(conf: Mapping[str, str]) -> dict[str, str]:
-    """Spark settings that hand the driver's object-store environment to the executors.
-
-    Tables on ``s3://`` are opened by the executors themselves, so they need
-    the credentials, region and endpoint the driver has.  They travel as
-    ``spark.executorEnv.<NAME>`` settings, never in job arguments, table
-    roots or plans; Spark redacts settings matching ``spark.redaction.regex``
-    in its UI, event logs and messages, and the pattern set here also covers
-    ``AWS_ACCESS_KEY_ID``.  Settings the user gave win.
-    """
-    out = {f"spark.executorEnv.{name}": os.environ[name] for name in FORWARDED_ENV
-           if os.environ.get(name) and f"spark.executorEnv.{name}" not in conf}
-    if out and "spark.redaction.regex" not in conf:
-        out["spark.redaction.regex"] = _REDACTION
-    return out
 
 
 class _Task:

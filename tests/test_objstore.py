@@ -337,7 +337,7 @@ def test_a_forward_scan_of_a_remote_file_reads_the_next_block_while_the_caller_w
 def test_jobs_forward_the_aws_environment_as_redacted_executor_settings(monkeypatch):
     import re
 
-    from jobs._spark import forwarded_environment
+    from connector.session import forwarded_environment
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "shh")
@@ -351,6 +351,27 @@ def test_jobs_forward_the_aws_environment_as_redacted_executor_settings(monkeypa
                                            "spark.executorEnv.AWS_ACCESS_KEY_ID",
                                            "spark.executorEnv.AWS_SESSION_TOKEN"))
     assert forwarded_environment({"spark.redaction.regex": "x"}).get("spark.redaction.regex") is None
+
+
+def test_a_users_spark_session_forwards_the_aws_environment_to_executors(monkeypatch):
+    from connector.session import PUSHDOWN_CONF, session_conf
+
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "shh")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9000")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    conf = session_conf("spark://127.0.0.1:7077", {"spark.executorEnv.AWS_ENDPOINT_URL": "http://s3.internal"})
+    assert conf["spark.executorEnv.AWS_SECRET_ACCESS_KEY"] == "shh"
+    assert conf["spark.executorEnv.AWS_ENDPOINT_URL"] == "http://s3.internal"  # the caller's setting wins
+    assert "spark.executorEnv.AWS_SESSION_TOKEN" not in conf
+    assert "secret" in conf["spark.redaction.regex"] and conf[PUSHDOWN_CONF] == "true"
+    assert "spark.ui.enabled" not in conf  # a cluster master keeps its web UI
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    local = session_conf("local[2]")
+    assert not any(key.startswith("spark.executorEnv.") for key in local) and "spark.redaction.regex" not in local
+    assert local["spark.ui.enabled"] == "false"
 
 
 def test_table_input_format_splits_and_reads_an_s3_table(s3_root):
