@@ -85,7 +85,8 @@ def _start(python: Path, tmp_path: Path, order: str) -> tuple[subprocess.Popen, 
 
 def _check(proc: subprocess.Popen, package_dir: Path) -> None:
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err[-3000:]
+    first_error = next((line for line in err.splitlines() if "Error" in line or "Exception" in line), "")
+    assert proc.returncode == 0, first_error + "\n" + err[-2000:]
     lines = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith(("MODULES ", "COUNTS ")))
     connector_file, hook_file = (Path(p) for p in lines["MODULES"].split())
     assert connector_file == package_dir / "connector" / "__init__.py"
