@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from ._arrays import CellColumns, as_cell_table, take_cells
 
-__all__ = ["row_boundaries", "reverse_rows", "is_sorted"]
+__all__ = ["row_boundaries", "column_boundaries", "reverse_rows", "is_sorted"]
 
 
 def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
@@ -17,6 +17,12 @@ def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
     (cell order guarantees it).
     """
     return np.flatnonzero(CellColumns(as_cell_table(cells)).row_starts())
+
+
+def column_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
+    """Index of the first (newest) cell of each column (row, family, qualifier),
+    int64 ascending; the cells must be in cell order."""
+    return np.flatnonzero(CellColumns(as_cell_table(cells)).column_starts())
 
 
 def reverse_rows(cells: pa.Table | pa.RecordBatch) -> pa.Table:
