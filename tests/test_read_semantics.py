@@ -9,9 +9,11 @@ read path must give what :class:`Model` -- a plain-Python statement of the
 engine's documented HBase semantics -- gives:
 
 * embedded: ``scan`` (batch and cell paths), ``scan_batches`` (cells and
-  rows), ``row`` / ``rows``;
-* remote, through a real region server process on loopback: ``scan`` over the
-  streaming and the RPC scanner, ``row`` / ``rows``;
+  rows), ``row`` / ``rows`` / ``cells``, the parallel scanner;
+* remote, through a real region server process on loopback (started once for
+  the module; each example's table is handed to it by closing the writer):
+  ``scan`` and ``scan_batches`` over the streaming and the RPC scanner,
+  ``row`` / ``rows`` / ``cells``, the parallel scanner;
 * the connector: ``TableRecordReader`` and ``TableBatchRecordReader`` over
   every split of ``TableInputFormat``.
 """
@@ -33,6 +35,7 @@ from connector.input_format import TableInputFormat
 from connector.options import to_string_binary
 from storage.cells import LATEST_TIMESTAMP, CellType
 from storage.columns import parse_column
+from storage.parallel import ParallelScanner
 from storage.server.process import ServerProcess
 
 PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in (CellType.PUT, CellType.DELETE,
@@ -470,6 +473,25 @@ def check_point_reads(table, model: Model, opts) -> None:
     asked = ROWS[::-1]
     got = [(r, sorted(d.items())) for r, d in table.rows(asked, **kw)]
     assert got == [(r, want[r]) for r in asked if r in want], "rows()"
+    versions = opts["max_versions"]
+    seen = model.visible(versions, 0, popts["time_range"][1])
+    for column in (b"a:", b"a:q1", b"t:q1"):
+        family, qualifier = parse_column(column)
+        for row in ROWS[:4]:
+            want_cells = [(c.value, c.timestamp) for c in seen if c[:3] == (row, family, qualifier)]
+            got_cells = table.cells(row, column, versions=versions, timestamp=stamp, include_timestamp=True)
+            assert [tuple(c) for c in got_cells] == want_cells, f"cells({row!r}, {column!r})"
+
+
+def check_parallel(table, model: Model, opts) -> None:
+    """The parallel scanner: one scan per region, so no row limit or PageFilter."""
+    if opts["limit"] or opts["filter"] == "PageFilter (2)":
+        return
+    kw = scan_kwargs(opts)
+    del kw["include_timestamp"], kw["limit"]
+    scanner = ParallelScanner(table, threads=2)
+    cells = got_cells(scanner.scan(**kw, output="cells", batch_size=opts["batch_size"]))
+    assert cells == as_cells(model.scan(opts)), "ParallelScanner (cells)"
 
 
 def check_remote(table, model: Model, opts) -> None:
@@ -561,11 +583,13 @@ def test_every_read_path_matches_the_model(root, remote, ops, scans):
         for opts in scans:
             check_embedded(table, model, opts)
             check_point_reads(table, model, opts)
+            check_parallel(table, model, opts)
     finally:
         conn.close()  # releases the table for the server, which replays its WAL
     rtable = remote.table(name)
     for opts in scans:
         check_remote(rtable, model, opts)
         check_point_reads(rtable, model, opts)
+        check_parallel(rtable, model, opts)
         if opts["filter"] != "PageFilter (2)":  # the connector runs a filter copy per split, as HBase per region
             check_connector(root, name, model, opts)
