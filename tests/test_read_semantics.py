@@ -512,7 +512,8 @@ def check_remote(table, model: Model, opts) -> None:
 
 
 def check_connector(root: str, name: str, model: Model, opts) -> None:
-    """TableRecordReader and TableBatchRecordReader over every split (forward scans without a limit)."""
+    """TableRecordReader and TableBatchRecordReader over every split (forward scans
+    without a limit), reading files (a path root) or the server (a grpc:// root)."""
     opts = {**opts, "reverse": False, "limit": None}
     lo, hi = opts["bounds"]
     conf = {
@@ -570,11 +571,12 @@ def remote(server):
 _names = itertools.count()
 
 
-@settings(max_examples=int(__import__('os').environ.get('SEM_EXAMPLES', 30)), deadline=None, derandomize=True, database=None,
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(ops=operations, scans=st.lists(scan_options(), min_size=4, max_size=4))
-def test_every_read_path_matches_the_model(root, remote, ops, scans):
+def test_every_read_path_matches_the_model(root, server, remote, ops, scans):
+    remote_root = server.location
     name = f"s{next(_names)}"
     conn = storage.connect(root)
     try:
@@ -593,3 +595,4 @@ def test_every_read_path_matches_the_model(root, remote, ops, scans):
         check_parallel(rtable, model, opts)
         if opts["filter"] != "PageFilter (2)":  # the connector runs a filter copy per split, as HBase per region
             check_connector(root, name, model, opts)
+            check_connector(remote_root, name, model, opts)
