@@ -23,7 +23,6 @@ from __future__ import annotations
 import itertools
 import time
 from collections import OrderedDict
-from typing import NamedTuple
 
 import pyarrow as pa
 import pytest
@@ -33,7 +32,7 @@ from hypothesis import strategies as st
 import storage
 from connector.input_format import TableInputFormat
 from connector.options import to_string_binary
-from storage.cells import LATEST_TIMESTAMP, CellType
+from storage.cells import LATEST_TIMESTAMP, Cell, CellType
 from storage.columns import parse_column
 from storage.parallel import ParallelScanner
 from storage.server.process import ServerProcess
@@ -78,18 +77,6 @@ FILTERS = [
 ]
 
 
-class Written(NamedTuple):
-    """One cell as written, with its write order."""
-
-    row: bytes
-    family: bytes
-    qualifier: bytes
-    timestamp: int
-    type: int
-    value: bytes
-    seq: int
-
-
 class Model:
     """HBase read semantics over the list of written cells.
 
@@ -103,13 +90,12 @@ class Model:
     """
 
     def __init__(self):
-        self.cells: list[Written] = []
-        self.seq = itertools.count()
+        self.cells: list[Cell] = []  # in the order written
 
     def write(self, row, family, qualifier, ts, kind, value=b""):
-        self.cells.append(Written(row, family, qualifier, ts, kind, value, next(self.seq)))
+        self.cells.append(Cell(row, family, qualifier, ts, kind, value))
 
-    def visible(self, max_versions=1, min_ts=0, max_ts=LATEST_TIMESTAMP) -> list[Written]:
+    def visible(self, max_versions=1, min_ts=0, max_ts=LATEST_TIMESTAMP) -> list[Cell]:
         """Resolved puts in cell order: row, family, qualifier, newest first."""
         fam_del: dict = {}
         col_del: dict = {}
@@ -125,9 +111,7 @@ class Model:
             elif c.type == DELETE:
                 point_del.add((c.row, c.family, c.qualifier, c.timestamp))
             else:
-                key = (c.row, c.family, c.qualifier, c.timestamp)
-                if key not in puts or puts[key].seq < c.seq:
-                    puts[key] = c
+                puts[(c.row, c.family, c.qualifier, c.timestamp)] = c  # the later write wins
         out = []
         count: dict = {}
         for key in sorted(puts, key=lambda k: (k[0], k[1], k[2], -k[3])):
@@ -149,22 +133,16 @@ class Model:
         return out
 
     def major_compact(self) -> None:
-        kept = {(c.row, c.family, c.qualifier, c.timestamp) for c in self.visible(max_versions=1 << 30)}
-        self.cells = [c for c in self.cells
-                      if c.type == PUT and (c.row, c.family, c.qualifier, c.timestamp) in kept
-                      and c is self._winner(c)]
-
-    def _winner(self, cell: Written) -> Written:
-        same = [c for c in self.cells if c.type == PUT and c[:4] == cell[:4]]
-        return max(same, key=lambda c: c.seq)
+        kept = {id(c) for c in self.visible(max_versions=1 << 30)}
+        self.cells = [c for c in self.cells if id(c) in kept]
 
     # -- the scan ------------------------------------------------------------
-    def scan(self, opts: dict) -> list[tuple[bytes, list[Written]]]:
+    def scan(self, opts: dict) -> list[tuple[bytes, list[Cell]]]:
         """``(row, cells)`` in scan order, after columns, filter and limit."""
         lo, hi = opts["bounds"]
         min_ts, max_ts = opts["time_range"]
         cells = self.visible(opts["max_versions"], min_ts, max_ts)
-        rows: dict[bytes, list[Written]] = {}
+        rows: dict[bytes, list[Cell]] = {}
         for c in cells:
             if c.row >= lo and (hi is None or c.row < hi):
                 rows.setdefault(c.row, []).append(c)
@@ -442,19 +420,30 @@ def scan_kwargs(opts) -> dict:
     }
 
 
-def check_embedded(table, model: Model, opts) -> None:
+# Each variant is (name, extra scan() arguments, extra scan_batches() arguments).
+EMBEDDED = [("batch path", {}, {}), ("cell path", {"path": "cell"}, None)]
+REMOTE = [("stream", {}, {"mode": "stream"}), ("rpc", {"mode": "rpc"}, {"mode": "rpc"})]
+
+
+def check_scans(table, model: Model, opts, variants) -> None:
+    """``scan`` and ``scan_batches`` (cells and rows) in each variant against the model."""
     rows = model.scan(opts)
     want = normalise(as_dicts(rows, opts), opts["sorted_columns"])
     kw = scan_kwargs(opts)
     extra = {"scan_batching": opts["scan_batching"], "batch_size": opts["batch_size"],
              "sorted_columns": opts["sorted_columns"]}
-    assert got_dicts(table.scan(**kw, **extra), opts["sorted_columns"]) == want, "scan (batch path)"
-    assert got_dicts(table.scan(**kw, **extra, path="cell"), opts["sorted_columns"]) == want, "scan (cell path)"
     del kw["include_timestamp"]
-    cells = got_cells(table.scan_batches(**kw, output="cells", batch_size=opts["batch_size"]))
-    assert cells == as_cells(rows), "scan_batches (cells)"
-    records = got_row_records(table.scan_batches(**kw, output="rows", batch_size=opts["batch_size"]))
-    assert records == as_row_records(rows, opts["columns"]), "scan_batches (rows)"
+    for name, scan_args, batch_args in variants:
+        got = table.scan(**kw, **extra, **scan_args, include_timestamp=opts["include_timestamp"])
+        assert got_dicts(got, opts["sorted_columns"]) == want, f"scan ({name})"
+        if batch_args is None:
+            continue
+        if "mode" in batch_args:
+            batch_args = {**batch_args, "caching": opts["batch_size"]}  # several next() calls
+        cells = got_cells(table.scan_batches(**kw, output="cells", batch_size=opts["batch_size"], **batch_args))
+        assert cells == as_cells(rows), f"scan_batches (cells, {name})"
+        records = got_row_records(table.scan_batches(**kw, output="rows", batch_size=opts["batch_size"], **batch_args))
+        assert records == as_row_records(rows, opts["columns"]), f"scan_batches (rows, {name})"
 
 
 def point_options(opts) -> dict:
@@ -492,23 +481,6 @@ def check_parallel(table, model: Model, opts) -> None:
     scanner = ParallelScanner(table, threads=2)
     cells = got_cells(scanner.scan(**kw, output="cells", batch_size=opts["batch_size"]))
     assert cells == as_cells(model.scan(opts)), "ParallelScanner (cells)"
-
-
-def check_remote(table, model: Model, opts) -> None:
-    rows = model.scan(opts)
-    want = normalise(as_dicts(rows, opts), opts["sorted_columns"])
-    kw = scan_kwargs(opts)
-    extra = {"scan_batching": opts["scan_batching"], "batch_size": opts["batch_size"],
-             "sorted_columns": opts["sorted_columns"]}
-    assert got_dicts(table.scan(**kw, **extra), opts["sorted_columns"]) == want, "remote scan (stream)"
-    assert got_dicts(table.scan(**kw, **extra, mode="rpc"), opts["sorted_columns"]) == want, "remote scan (rpc)"
-    del kw["include_timestamp"]
-    for mode in ("stream", "rpc"):
-        small = {"batch_size": opts["batch_size"], "mode": mode, "caching": opts["batch_size"]}
-        cells = got_cells(table.scan_batches(**kw, output="cells", **small))
-        assert cells == as_cells(rows), f"remote scan_batches (cells, {mode})"
-        records = got_row_records(table.scan_batches(**kw, output="rows", **small))
-        assert records == as_row_records(rows, opts["columns"]), f"remote scan_batches (rows, {mode})"
 
 
 def check_connector(root: str, name: str, model: Model, opts) -> None:
@@ -583,14 +555,14 @@ def test_every_read_path_matches_the_model(root, server, remote, ops, scans):
         model = build(conn, name, ops)
         table = conn.table(name)
         for opts in scans:
-            check_embedded(table, model, opts)
+            check_scans(table, model, opts, EMBEDDED)
             check_point_reads(table, model, opts)
             check_parallel(table, model, opts)
     finally:
         conn.close()  # releases the table for the server, which replays its WAL
     rtable = remote.table(name)
     for opts in scans:
-        check_remote(rtable, model, opts)
+        check_scans(rtable, model, opts, REMOTE)
         check_point_reads(rtable, model, opts)
         check_parallel(rtable, model, opts)
         if opts["filter"] != "PageFilter (2)":  # the connector runs a filter copy per split, as HBase per region
