@@ -32,8 +32,9 @@ def cells_to_rows(
     per spec of ``columns``, in that order:
 
     * ``b"family:qualifier"`` (``b"family:"``: the empty qualifier) -> a
-      binary column ``"family:qualifier"``, null where the row lacks the cell; with ``include_timestamp`` it is followed
-      by an int64 column ``"family:qualifier@ts"`` (null likewise);
+      binary column ``"family:qualifier"``, null where the row lacks the
+      cell; with ``include_timestamp`` it is followed by an int64 column
+      ``"family:qualifier@ts"`` (null likewise);
     * ``b"family"`` -> a ``map<binary, binary>`` column
       ``"family"`` of qualifier -> value in qualifier order, **null** (not an
       empty map) where the row has no cell of the family.
