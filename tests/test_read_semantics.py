@@ -15,7 +15,11 @@ engine's documented HBase semantics -- gives:
   ``scan`` and ``scan_batches`` over the streaming and the RPC scanner,
   ``row`` / ``rows`` / ``cells``, the parallel scanner;
 * the connector: ``TableRecordReader`` and ``TableBatchRecordReader`` over
-  every split of ``TableInputFormat``.
+  every split of ``TableInputFormat``, reading the files and through the server.
+
+The model and the engine are independent statements of the same rules; a
+disagreement is fixed in the engine.  Examples are derandomized and bounded
+(``max_examples``), so the test is deterministic and takes about a minute.
 """
 
 from __future__ import annotations
