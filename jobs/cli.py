@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile-serde": ("jobs.profile_serde", "profile a scan through a SerDe: ranked hotspots, speedscope JSON, HTML/PNG charts"),
     "demo": ("jobs.demo", "create, load, flush and scan a pre-split sample table (the engine alone)"),
     "serve": ("storage.server.cli", "run a region server (Arrow Flight) over the tables under a root"),
+    "thrift": ("storage.thrift.cli", "run an HBase Thrift 1 gateway (happybase-compatible) over the tables under a root"),
     "pe": ("jobs.pe", "performance evaluation modelled on hbase pe --nomapred: latency percentiles and throughput per command"),
 }
 

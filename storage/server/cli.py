@@ -13,7 +13,7 @@ import sys
 from ..errors import InvalidArgument
 from .config import ServerConfig
 
-__all__ = ["add_arguments", "run", "serve_main", "read_token_file"]
+__all__ = ["add_arguments", "run", "serve_main", "read_token_file", "run_in_foreground", "module_main"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,6 +74,16 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
     server = RegionServer(args.root, config, read_only=args.read_only)
 
+    return run_in_foreground(server, "region server stopped")
+
+
+def run_in_foreground(server, stopped: str) -> int:
+    """Print ``listening on LOCATION``, serve until SIGINT or SIGTERM, shut down, print ``stopped``.
+
+    ``server`` has ``location``, ``serve()`` and ``shutdown()`` (the region
+    server and the Thrift gateway both do).
+    """
+
     def stop(signum, frame):
         raise KeyboardInterrupt
 
@@ -86,17 +96,23 @@ def run(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.shutdown()
-    print("region server stopped", flush=True)
+    print(stopped, flush=True)
     return 0
+
+
+def module_main(argv: list[str] | None, prog: str, description: str, command: str, module) -> int:
+    """Entry point of ``python -m``: ``module.add_arguments``, then ``module.run``; errors as one line."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    module.add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return module.run(args)
+    except ValueError as exc:  # InvalidArgument: a clear message, no traceback
+        print(f"regionscan {command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 def serve_main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m storage.server``."""
-    parser = argparse.ArgumentParser(prog="python -m storage.server", description="Run a regionscan region server.")
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except ValueError as exc:  # InvalidArgument: a clear message, no traceback
-        print(f"regionscan serve: error: {exc}", file=sys.stderr)
-        return 2
+    return module_main(argv, "python -m storage.server", "Run a regionscan region server.", "serve",
+                       sys.modules[__name__])

@@ -6,9 +6,29 @@ from dataclasses import dataclass, fields
 
 from ..errors import InvalidArgument
 
-__all__ = ["ServerConfig", "LOOPBACK_HOSTS"]
+__all__ = ["ServerConfig", "LOOPBACK_HOSTS", "is_loopback", "check_common"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def is_loopback(host: str) -> bool:
+    """True when a server bound to ``host`` only accepts connections from this machine."""
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def check_common(config) -> None:
+    """Check what every server config has: ``host``, ``port``, ``max_*`` limits, ``block_cache_size``."""
+    if not isinstance(config.host, str) or not config.host:
+        raise InvalidArgument(f"host must be a non-empty string, got {config.host!r}")
+    if not isinstance(config.port, int) or not 0 <= config.port < 65536:
+        raise InvalidArgument(f"port must be an int in [0, 65535], got {config.port!r}")
+    for f in fields(config):
+        if f.name.startswith("max_"):
+            value = getattr(config, f.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise InvalidArgument(f"{f.name} must be a positive int, got {value!r}")
+    if not isinstance(config.block_cache_size, int) or config.block_cache_size < 0:
+        raise InvalidArgument(f"block_cache_size must be a non-negative int, got {config.block_cache_size!r}")
 
 
 @dataclass(frozen=True)
@@ -37,26 +57,16 @@ class ServerConfig:
     block_cache_size: int = 256 << 20
 
     def __post_init__(self) -> None:
-        if not isinstance(self.host, str) or not self.host:
-            raise InvalidArgument(f"host must be a non-empty string, got {self.host!r}")
-        if not isinstance(self.port, int) or not 0 <= self.port < 65536:
-            raise InvalidArgument(f"port must be an int in [0, 65535], got {self.port!r}")
+        check_common(self)
         if self.token is not None and (not isinstance(self.token, str) or not self.token.strip()):
             raise InvalidArgument("token must be a non-empty string when given")
         if not isinstance(self.lease_timeout, (int, float)) or self.lease_timeout <= 0:
             raise InvalidArgument(f"lease_timeout must be a positive number of seconds, got {self.lease_timeout!r}")
-        for f in fields(self):
-            if f.name.startswith("max_"):
-                value = getattr(self, f.name)
-                if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                    raise InvalidArgument(f"{f.name} must be a positive int, got {value!r}")
-        if not isinstance(self.block_cache_size, int) or self.block_cache_size < 0:
-            raise InvalidArgument(f"block_cache_size must be a non-negative int, got {self.block_cache_size!r}")
 
     @property
     def loopback(self) -> bool:
         """True when the server only accepts connections from this machine."""
-        return self.host in LOOPBACK_HOSTS or self.host.startswith("127.")
+        return is_loopback(self.host)
 
     def limits(self) -> dict:
         """The limits a client may want to know (sent by the server_info action)."""

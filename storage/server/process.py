@@ -4,6 +4,8 @@
 ``python -m storage.server --root ROOT --port 0 ...``, waits for the
 ``listening on grpc://...`` line and exposes :attr:`location`; ``stop()``
 (or leaving the ``with`` block) terminates it, killing it if it lingers.
+``module="storage.thrift"`` runs the HBase Thrift gateway the same way, and
+``module=("jobs.cli", "thrift")`` runs it as the ``regionscan thrift`` command.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ _READY = "listening on "
 class ServerProcess:
     """A region server child process on an ephemeral loopback port."""
 
-    def __init__(self, root: str, *args: str, start_timeout: float = 30.0, env: dict | None = None):
+    def __init__(self, root: str, *args: str, start_timeout: float = 30.0, env: dict | None = None,
+                 module: str | tuple[str, ...] = "storage.server"):
         self.root = root
-        cmd = [sys.executable, "-m", "storage.server", "--root", str(root), "--port", "0", *map(str, args)]
+        command = (module,) if isinstance(module, str) else tuple(module)
+        cmd = [sys.executable, "-m", *command, "--root", str(root), "--port", "0", *map(str, args)]
         child_env = dict(os.environ if env is None else env)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (here, child_env.get("PYTHONPATH")) if p)

@@ -1,0 +1,81 @@
+"""Settings and limits of the Thrift gateway."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InvalidArgument
+from ..server.config import check_common, is_loopback
+
+__all__ = ["GatewayConfig", "DEFAULT_PORT"]
+
+DEFAULT_PORT = 9090  # HBase's hbase.regionserver.thrift.port
+
+
+@dataclass(frozen=True)
+class GatewayConfig:
+    """How a :class:`~storage.thrift.server.ThriftGateway` binds, speaks and bounds work.
+
+    ``framed``/``compact`` choose HBase's ``-f``/``-c`` transports; the
+    defaults (buffered transport, binary protocol) are HBase's and
+    happybase's.  ``workers`` threads serve connections, one connection per
+    thread while it is open (HBase's thread-pool server); connections
+    beyond ``workers + max_queued`` are closed at once.  A request larger
+    than ``max_request_bytes`` closes its connection.  Scanners idle for
+    ``scanner_lease_timeout`` seconds are reclaimed; at most
+    ``max_scanners_per_connection`` are open per connection and
+    ``max_scanners`` in all.  ``max_rows_per_call`` caps one
+    scannerGetList (HBase clients ask for ``batch_size`` rows at a time).
+    ``prefetch`` reads each scanner's next batch while the client handles
+    the last one.  ``idle_timeout`` (seconds; 0: never) closes a connection
+    that sends nothing for that long, freeing its worker (HBase's
+    ``hbase.thrift.server.socket.read.timeout``).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    framed: bool = False
+    compact: bool = False
+    allow_remote: bool = False
+    read_only: bool = False
+    workers: int = 64
+    max_queued: int = 256
+    max_request_bytes: int = 16 << 20
+    max_rows_per_call: int = 100_000
+    max_scanners_per_connection: int = 64
+    max_scanners: int = 1024
+    scanner_lease_timeout: float = 60.0
+    prefetch: bool = True
+    idle_timeout: float = 0.0
+    block_cache_size: int = 256 << 20
+
+    def __post_init__(self) -> None:
+        check_common(self)
+        if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1:
+            raise InvalidArgument(f"workers must be a positive int, got {self.workers!r}")
+        if not self.loopback and not self.allow_remote:
+            raise InvalidArgument(
+                f"refusing to bind {self.host}: Thrift 1 carries no credentials, so anyone who can reach "
+                "the port could read and write every table; bind loopback or pass --allow-remote"
+            )
+        if not isinstance(self.scanner_lease_timeout, (int, float)) or self.scanner_lease_timeout <= 0:
+            raise InvalidArgument(
+                f"scanner_lease_timeout must be a positive number of seconds, got {self.scanner_lease_timeout!r}"
+            )
+        if not isinstance(self.idle_timeout, (int, float)) or self.idle_timeout < 0:
+            raise InvalidArgument(f"idle_timeout must be a non-negative number of seconds, got {self.idle_timeout!r}")
+        if self.max_request_bytes < 1024:
+            raise InvalidArgument(f"max_request_bytes must be at least 1024, got {self.max_request_bytes}")
+
+    @property
+    def loopback(self) -> bool:
+        """True when the gateway only accepts connections from this machine."""
+        return is_loopback(self.host)
+
+    @property
+    def transport_name(self) -> str:
+        return "framed" if self.framed else "buffered"
+
+    @property
+    def protocol_name(self) -> str:
+        return "compact" if self.compact else "binary"

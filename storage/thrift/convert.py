@@ -1,0 +1,148 @@
+"""Between the engine's values and HBase's Thrift structs.
+
+Column names follow HBase's gateway: in a *read* column list, ``b"cf"`` and
+``b"cf:"`` both name the whole family (happybase documents the trailing
+colon as optional); in a *mutation*, ``b"cf"`` deletes the family and puts
+to the empty qualifier, while ``b"cf:"`` names the empty qualifier.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from ..errors import InvalidArgument
+from ..rows import cells_to_dicts
+from .idl import hbase
+
+__all__ = [
+    "read_columns",
+    "put_column",
+    "family_options",
+    "column_descriptor",
+    "region_info",
+    "row_results",
+    "row_result",
+    "cells_of_batches",
+]
+
+TCell = hbase.TCell
+TColumn = hbase.TColumn
+TRowResult = hbase.TRowResult
+
+_FOREVER = (1 << 31) - 1  # HBase writes "no TTL" as Integer.MAX_VALUE
+
+
+def read_columns(columns: Iterable[bytes] | None) -> list[bytes] | None:
+    """A read's column list for the engine: None for all, ``b"cf"`` for a family."""
+    if not columns:
+        return None
+    out = []
+    for c in columns:
+        if not isinstance(c, bytes):
+            raise InvalidArgument(f"column names must be bytes, got {c!r:.60}")
+        out.append(c[:-1] if c.endswith(b":") and c.count(b":") == 1 else c)
+    return out
+
+
+def put_column(column: bytes) -> bytes:
+    """A put's column: ``b"cf"`` writes the empty qualifier, as HBase's gateway does."""
+    if not isinstance(column, bytes) or not column:
+        raise InvalidArgument(f"mutation column must be non-empty bytes like b'cf:q', got {column!r:.60}")
+    return column if b":" in column else column + b":"
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def family_options(descriptor) -> tuple[bytes, dict]:
+    """(family name, engine options) of a ColumnDescriptor sent to createTable."""
+    name = descriptor.name
+    if not isinstance(name, bytes) or not name.rstrip(b":"):
+        raise InvalidArgument(f"column family name must be non-empty bytes, got {name!r:.60}")
+    if name.count(b":") > 1 or (b":" in name and not name.endswith(b":")):
+        raise InvalidArgument(f"column family name {name!r} may only end with ':'")
+    options = {
+        "max_versions": descriptor.maxVersions,
+        "compression": _text(descriptor.compression) or "NONE",
+        "bloom_filter_type": _text(descriptor.bloomFilterType) or "NONE",
+        "in_memory": descriptor.inMemory,
+        "block_cache_enabled": descriptor.blockCacheEnabled,
+    }
+    ttl = descriptor.timeToLive
+    if ttl is not None and ttl != -1 and ttl != _FOREVER:
+        options["time_to_live"] = ttl
+    return name.rstrip(b":"), options
+
+
+def column_descriptor(family: bytes, settings: dict):
+    """The ColumnDescriptor HBase's getColumnDescriptors reports for a family."""
+    compression = settings.get("compression")
+    ttl = settings.get("ttl")
+    return hbase.ColumnDescriptor(
+        name=family + b":",
+        maxVersions=settings.get("max_versions", 1),
+        compression=compression.upper() if compression else "NONE",
+        inMemory=False,
+        bloomFilterType="ROW" if settings.get("bloom_filter", True) else "NONE",
+        bloomFilterVectorSize=0,
+        bloomFilterNbHashes=0,
+        blockCacheEnabled=True,
+        timeToLive=_FOREVER if ttl is None else int(ttl),
+    )
+
+
+def region_info(region: dict, host: str, port: int):
+    """TRegionInfo of one entry of ``Table.regions()``."""
+    rid = region["id"]
+    return hbase.TRegionInfo(
+        startKey=region["start_key"],
+        endKey=region["end_key"],
+        id=int(rid) if str(rid).isdigit() else 0,
+        name=region["name"],
+        version=int(region.get("version", 1)),
+        serverName=host.encode(),
+        port=port,
+    )
+
+
+def row_results(batches: Iterator, sort_columns: bool, scan_batching: int | None = None) -> Iterator:
+    """TRowResults of an engine scan's cell batches, one Python step per row.
+
+    Row boundaries, keys and column names come from the engine's batch
+    kernels (:func:`storage.rows.cells_to_dicts`), which also build each
+    ``TCell``; ``sort_columns`` fills ``sortedColumns`` (a list in column
+    order) instead of the ``columns`` map, as HBase does for a TScan with
+    sortColumns; ``scan_batching`` cuts wide rows into partial rows.
+    Closing the iterator closes the scan.
+    """
+    try:
+        for batch in batches:
+            rows = cells_to_dicts(batch, True, sort_columns, scan_batching, False, cell=TCell)
+            if sort_columns:
+                for key, data in rows:
+                    yield TRowResult(row=key, sortedColumns=[TColumn(n, c) for n, c in data.items()])
+            else:
+                for key, data in rows:
+                    yield TRowResult(row=key, columns=data)
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()  # frees the region views the engine scan holds
+
+
+def row_result(key: bytes, data: dict):
+    """The TRowResult of a point read's ``{column: (value, timestamp)}`` row."""
+    return TRowResult(row=key, columns={name: TCell(value, ts) for name, (value, ts) in data.items()})
+
+
+def cells_of_batches(batches) -> list:
+    """TCells of cell batches (value and timestamp columns), in cell order."""
+    out = []
+    for batch in batches:
+        values = batch.column("value").to_pylist()
+        stamps = batch.column("timestamp").to_pylist()
+        out.extend(TCell(value=v, timestamp=t) for v, t in zip(values, stamps))
+    return out
