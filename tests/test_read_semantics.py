@@ -14,6 +14,8 @@ engine's documented HBase semantics -- gives:
   the module; each example's table is handed to it by closing the writer):
   ``scan`` and ``scan_batches`` over the streaming and the RPC scanner,
   ``row`` / ``rows`` / ``cells``, the parallel scanner;
+* happybase through the HBase Thrift gateway (read-only, beside the server):
+  ``scan``, ``row``, ``rows``;
 * the connector: ``TableRecordReader`` and ``TableBatchRecordReader`` over
   every split of ``TableInputFormat``, reading the files and through the server.
 
@@ -28,6 +30,7 @@ import itertools
 import time
 from collections import OrderedDict
 
+import happybase
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -456,7 +459,8 @@ def point_options(opts) -> dict:
             "max_versions": 1, "scan_batching": None, "time_range": (0, opts["time_range"][1])}
 
 
-def check_point_reads(table, model: Model, opts) -> None:
+def check_point_reads(table, model: Model, opts, versions: bool = True) -> None:
+    """``row`` and ``rows`` (columns, a timestamp bound), and with ``versions`` ``cells``."""
     popts = point_options(opts)
     want = dict(normalise(as_dicts(model.scan(popts), popts), False))
     stamp = None if popts["time_range"][1] == LATEST_TIMESTAMP else popts["time_range"][1]
@@ -466,6 +470,8 @@ def check_point_reads(table, model: Model, opts) -> None:
     asked = ROWS[::-1]
     got = [(r, sorted(d.items())) for r, d in table.rows(asked, **kw)]
     assert got == [(r, want[r]) for r in asked if r in want], "rows()"
+    if not versions:
+        return
     versions = opts["max_versions"]
     seen = model.visible(versions, 0, popts["time_range"][1])
     for column in (b"a:", b"a:q1", b"t:q1"):
@@ -485,6 +491,23 @@ def check_parallel(table, model: Model, opts) -> None:
     scanner = ParallelScanner(table, threads=2)
     cells = got_cells(scanner.scan(**kw, output="cells", batch_size=opts["batch_size"]))
     assert cells == as_cells(model.scan(opts)), "ParallelScanner (cells)"
+
+
+def check_thrift(connection, name: str, model: Model, opts) -> None:
+    """happybase through the Thrift gateway: ``scan``, ``row`` and ``rows``.
+
+    happybase asks for one version and bounds time by ``timestamp`` alone, so the
+    model reads with those options."""
+    opts = {**opts, "max_versions": 1, "time_range": (0, opts["time_range"][1])}
+    stamp = None if opts["time_range"][1] == LATEST_TIMESTAMP else opts["time_range"][1]
+    table = connection.table(name)
+    kw = {**_range_args(opts), "columns": opts["columns"], "filter": opts["filter"], "timestamp": stamp,
+          "include_timestamp": opts["include_timestamp"], "batch_size": opts["batch_size"],
+          "scan_batching": opts["scan_batching"], "limit": opts["limit"], "sorted_columns": opts["sorted_columns"],
+          "reverse": opts["reverse"]}
+    want = normalise(as_dicts(model.scan(opts), opts), opts["sorted_columns"])
+    assert got_dicts(table.scan(**kw), opts["sorted_columns"]) == want, "happybase scan (Thrift gateway)"
+    check_point_reads(table, model, {**opts, "max_versions": 1}, versions=False)
 
 
 def check_connector(root: str, name: str, model: Model, opts) -> None:
@@ -539,6 +562,20 @@ def server(root):
 
 
 @pytest.fixture(scope="module")
+def gateway(server, root):
+    """The HBase Thrift gateway, read-only beside the region server (which holds the tables)."""
+    with ServerProcess(root, "--read-only", module="storage.thrift") as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def thrift(gateway):
+    conn = happybase.Connection("127.0.0.1", gateway.port)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="module")
 def remote(server):
     with storage.connect(server.location) as conn:
         yield conn
@@ -551,7 +588,7 @@ _names = itertools.count()
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large])
 @given(ops=operations, scans=st.lists(scan_options(), min_size=4, max_size=4))
-def test_every_read_path_matches_the_model(root, server, remote, ops, scans):
+def test_every_read_path_matches_the_model(root, server, remote, thrift, ops, scans):
     remote_root = server.location
     name = f"s{next(_names)}"
     conn = storage.connect(root)
@@ -569,6 +606,7 @@ def test_every_read_path_matches_the_model(root, server, remote, ops, scans):
         check_scans(rtable, model, opts, REMOTE)
         check_point_reads(rtable, model, opts)
         check_parallel(rtable, model, opts)
+        check_thrift(thrift, name, model, opts)
         if opts["filter"] != "PageFilter (2)":  # the connector runs a filter copy per split, as HBase per region
             check_connector(root, name, model, opts)
             check_connector(remote_root, name, model, opts)
