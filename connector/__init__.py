@@ -7,7 +7,8 @@
 * the Spark source (``spark.read.format("regionscan")``, ``df.write``):
   :class:`RegionScanDataSource`, registered automatically through the
   top-level module ``pyspark_regionscan``, on the active session when this
-  package is imported, or by :func:`register`.
+  package is imported, or by :func:`register`; :func:`spark_session` gives
+  a session set up for it (worker Python, pushdown, quiet logs).
 * :func:`explain` shows what a read pushes down; :mod:`connector.bulkload`
   is the bulk-load path of the writer.
 
@@ -23,6 +24,7 @@ from .bulkload import abort_load, commit_load, recover
 from .explain import ScanPlan, explain
 from .input_format import TableInputFormat
 from .options import ScanSpec
+from .session import register, spark_session
 from .pushdown import PushdownResult, push_filters
 from .record_reader import TableBatchRecordReader, TableRecordReader
 from .snapshot import SnapshotLost
@@ -37,6 +39,7 @@ __all__ = [
     "SnapshotLost",
     "RegionScanDataSource",
     "register",
+    "spark_session",
     "explain",
     "ScanPlan",
     "push_filters",
@@ -54,23 +57,6 @@ def __getattr__(name: str) -> Any:
 
         return RegionScanDataSource
     raise AttributeError(f"module 'connector' has no attribute {name!r}")
-
-
-def register(spark: Any = None) -> bool:
-    """Register the ``regionscan`` source on ``spark`` (default: the active session).
-
-    Returns False when there is no session to register on.
-    """
-    if spark is None:
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.getActiveSession()
-        if spark is None:
-            return False
-    from .datasource import RegionScanDataSource
-
-    spark.dataSource.register(RegionScanDataSource)
-    return True
 
 
 def _register_on_import() -> None:

@@ -10,8 +10,11 @@ Read::
 One Spark partition per split of :class:`~connector.input_format.TableInputFormat`
 (one per region by default); each task reads its pinned region files and
 yields Arrow batches decoded by the SerDe.  Filters are pushed down as in
-:mod:`connector.pushdown` (set ``spark.sql.python.filterPushdown.enabled``
-to ``true``; without it Spark evaluates every filter itself).
+:mod:`connector.pushdown` when the session has
+``spark.sql.python.filterPushdown.enabled`` on (``connector.register()`` and
+``connector.spark_session()`` turn it on); on a session where it is off the
+reader does not offer ``pushFilters`` and Spark evaluates every filter itself
+(same rows, no key ranges).
 
 Write (bulk load, :mod:`connector.bulkload`)::
 
@@ -25,6 +28,7 @@ The table must exist, or give ``newtable`` = number of regions to create it.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -50,10 +54,17 @@ from .options import MAX_RESTARTS, conf_int
 from .pushdown import push_filters
 from .record_reader import TableBatchRecordReader
 from .scanning import is_remote_root
-from .source import SourceConfig
+from .source import WRITE_TIMESTAMP, SourceConfig
 from .splits import TableSplit
 
-__all__ = ["RegionScanDataSource", "RegionScanReader", "RegionScanWriter", "RegionScanPartition", "BulkLoadMessage"]
+__all__ = [
+    "RegionScanDataSource",
+    "RegionScanReader",
+    "SparkFilteredReader",
+    "RegionScanWriter",
+    "RegionScanPartition",
+    "BulkLoadMessage",
+]
 
 _LOG = logging.getLogger("connector.datasource")
 
@@ -82,7 +93,11 @@ class RegionScanDataSource(DataSource):
         return self._config().schema_ddl()
 
     def reader(self, schema) -> "RegionScanReader":
-        """A reader for ``schema`` (a narrower user schema also prunes the scan)."""
+        """A reader for ``schema`` (a narrower user schema also prunes the scan).
+
+        A :class:`SparkFilteredReader` where the session has Python filter
+        pushdown off: a reader offering ``pushFilters`` would fail there.
+        """
         config = self._config()
         target = _arrow_schema(schema)
         if target is not None:
@@ -90,11 +105,33 @@ class RegionScanDataSource(DataSource):
             names = [known.get(f.name.lower(), f.name) for f in target]
             if set(names) != set(config.output_names) and set(names) <= set(known.values()):
                 config = config.with_columns(names)  # a narrower user schema prunes the scan too
-        return RegionScanReader(config, schema)
+        cls = SparkFilteredReader if _pushdown_disabled() is True else RegionScanReader
+        return cls(config, schema)
 
     def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
         """A bulk-load writer (``overwrite`` True for ``mode("overwrite")``)."""
         return RegionScanWriter(self._config(), schema, overwrite)
+
+
+def _pushdown_disabled() -> bool | None:
+    """Whether the Spark planner calling ``reader()`` has Python filter pushdown off (None: unknown).
+
+    pyspark's Python API does not tell ``reader()`` the setting, yet its
+    planner fails a read whose reader overrides ``pushFilters`` when the
+    setting is off (DATA_SOURCE_PUSHDOWN_DISABLED).  The planner holds the
+    setting in its local ``enable_pushdown`` (pyspark 4.x
+    ``plan_data_source_read``); read it from the calling frames.  The
+    pushdown planner has no such local: there pushdown is on.
+    """
+    frame = sys._getframe(1)
+    for _ in range(8):
+        if frame is None:
+            return None
+        value = frame.f_locals.get("enable_pushdown")
+        if isinstance(value, bool) and frame.f_globals.get("__name__", "").startswith(("pyspark.", "__main__")):
+            return not value
+        frame = frame.f_back
+    return None
 
 
 def _arrow_schema(schema) -> pa.Schema | None:
@@ -171,6 +208,17 @@ class RegionScanReader(DataSourceReader):
             reader.close()
 
 
+class SparkFilteredReader(RegionScanReader):
+    """A :class:`RegionScanReader` without filter pushdown: Spark evaluates every filter itself.
+
+    For sessions with ``spark.sql.python.filterPushdown.enabled`` off, where
+    pyspark refuses readers that override ``pushFilters``; this class puts
+    back the base class's hook.
+    """
+
+    pushFilters = DataSourceReader.pushFilters
+
+
 @dataclass
 class BulkLoadMessage(WriterCommitMessage):
     """What one task attempt staged."""
@@ -195,7 +243,7 @@ class RegionScanWriter(DataSourceArrowWriter):
         self.config = config
         self.overwrite = overwrite
         self.job_id = _new_job_id()
-        self.timestamp = conf_int(config.conf, "regionscan.write.timestamp", int(time.time() * 1000), minimum=0)
+        self.timestamp = conf_int(config.conf, WRITE_TIMESTAMP, int(time.time() * 1000), minimum=0)
         serde = config.write_serde()
         table_fs = self._table_fs()
         if not table_fs.exists(TABLE_MANIFEST):

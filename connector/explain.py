@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
+from storage.objstore import redact_uri
 from storage.filters.ranges import KeyRange
 
 from .options import to_string_binary
@@ -67,7 +68,7 @@ class ScanPlan:
         spec = fmt.scan_spec()
         return cls(
             table=config.table,
-            root=config.root,
+            root=redact_uri(config.root),  # plans are logged and written to disk: no credentials
             serde=config.serde_name,
             columns=config.output_names,
             scan_columns=[c.decode() for c in spec.columns or ()],

@@ -22,6 +22,7 @@ from typing import Any, Mapping, Sequence
 from storage.errors import InvalidArgument
 from storage.filters import coerce_filter
 from storage.filters.ranges import KeyRange
+from storage.names import check_known_names
 
 __all__ = [
     "INPUT_TABLE",
@@ -48,6 +49,9 @@ __all__ = [
     "PIN_TTL",
     "PIN_REGISTER",
     "SPARK_ALIASES",
+    "CHECKED_PREFIXES",
+    "KNOWN_KEYS",
+    "check_keys",
     "ScanSpec",
     "normalize_conf",
     "scan_spec_from_conf",
@@ -93,11 +97,28 @@ SPARK_ALIASES: dict[str, str] = {
     "hbase.spark.query.batchsize": SCAN_BATCHSIZE,
     "hbase.spark.query.cacheblocks": SCAN_CACHEBLOCKS,
     "hbase.table": INPUT_TABLE,
+    "hbase.table.name": INPUT_TABLE,  # Hive's HBaseStorageHandler table property
     "table": INPUT_TABLE,
+    "minstamp": SCAN_TIMERANGE_START,  # SHC (Spark-HBase connector): Scan.setTimeRange(minStamp, maxStamp)
+    "maxstamp": SCAN_TIMERANGE_END,
+    "maxversions": SCAN_MAXVERSIONS,  # SHC
     "root": ROOT,
     "filter": SCAN_FILTER,
 }
 """hbase-spark (and short Spark option) names -> the key they mean here."""
+
+CHECKED_PREFIXES = ("hbase.mapreduce.", "hbase.spark.", "regionscan.")
+"""Keys under these prefixes must be known: a misspelled one is refused, not ignored."""
+
+KNOWN_KEYS: set[str] = {
+    INPUT_TABLE, SCAN_ROW_START, SCAN_ROW_STOP, SCAN_COLUMNS, SCAN_COLUMN_FAMILY, SCAN_TIMESTAMP,
+    SCAN_TIMERANGE_START, SCAN_TIMERANGE_END, SCAN_MAXVERSIONS, SCAN_CACHEBLOCKS, SCAN_CACHEDROWS,
+    SCAN_CACHING, SCAN_BATCHSIZE, AUTOBALANCE, AVERAGE_REGION_SIZE, SPLITS_PER_REGION,
+    ROOT, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, MAX_RESTARTS, PIN_TTL, PIN_REGISTER,
+    "regionscan.token",
+}
+"""Every key under :data:`CHECKED_PREFIXES` that the input format reads; modules that read
+more keys under these prefixes add them here (the Spark source adds its own)."""
 
 _ESCAPE = re.compile(rb"\\x([0-9a-fA-F]{2})")
 
@@ -173,6 +194,14 @@ def normalize_conf(conf: Mapping[str, Any] | None) -> dict[str, Any]:
     for key, value in aliased.items():
         out.setdefault(key, value)
     return out
+
+
+def check_keys(conf: Mapping[str, Any], extra: frozenset[str] = frozenset(), what: str = "setting",
+               prefixes: tuple[str, ...] = CHECKED_PREFIXES) -> None:
+    """Refuse (normalized) keys under ``prefixes`` that nothing reads, naming the nearest known key."""
+    known = KNOWN_KEYS | set(extra)
+    checked = [k for k in conf if k.startswith(prefixes)]
+    check_known_names(checked, known | set(SPARK_ALIASES), what)
 
 
 @dataclass(frozen=True)

@@ -43,13 +43,31 @@ from storage.errors import InvalidArgument
 from storage.filters.ranges import KeyRange
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
-from .options import INPUT_TABLE, PIN_TTL, ROOT, SCAN_COLUMNS, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, conf_bool, normalize_conf
+from .options import (
+    CHECKED_PREFIXES,
+    INPUT_TABLE,
+    PIN_TTL,
+    ROOT,
+    SCAN_COLUMNS,
+    SCAN_FILTER,
+    SCAN_INCLUDE_TIMESTAMP,
+    SCAN_KEYS_ONLY,
+    check_keys,
+    conf_bool,
+    normalize_conf,
+)
 
 __all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
 SUPERSET_FILTERS = "regionscan.pushdown.superset"
 SPARK_PIN_TTL = 6 * 3600
+WRITE_TIMESTAMP = "regionscan.write.timestamp"
+SOURCE_KEYS = frozenset({
+    COLUMN_FILTERS, SUPERSET_FILTERS, WRITE_TIMESTAMP, "regionscan.columns",
+    "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
+})
+"""The source's own keys under the checked prefixes (beside the input format's)."""
 
 _serde_cache: dict[str, SerDe] = {}
 _serde_lock = threading.Lock()
@@ -159,6 +177,8 @@ class SourceConfig:
             raise InvalidArgument("option 'root' (where the tables live: a path, a URI or grpc://host:port) is not set")
         if not self.mapping_text:
             raise InvalidArgument("give the column mapping: option 'hbase.columns.mapping' or 'catalog'")
+        conf = self.conf
+        check_keys(conf, SOURCE_KEYS, "option", CHECKED_PREFIXES + ("serde.",))
         self.table  # noqa: B018 - raises when missing
         self.read_serde()
 

@@ -129,7 +129,10 @@ def guarded(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
                 if not type(exc).__module__.startswith(("pyspark", "py4j")):
                     raise
                 # Spark's errors carry a JVM stack trace: its first line says what went wrong
-                first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+                from connector.session import worker_import_problem
+
+                first = worker_import_problem(str(exc)) or next(
+                    (line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
                 print(f"regionscan {name}: failed: {first.strip()}", file=sys.stderr)
                 return 1
 

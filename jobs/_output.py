@@ -84,7 +84,10 @@ class OutputDir:
             raise InvalidArgument(f"output folder {self.uri!r} is not empty ({', '.join(existing[:3])}"
                                   f"{' ...' if len(existing) > 3 else ''}); choose another or pass --overwrite")
         self.created = not fs.exists("")
-        fs.makedirs(self.temp_dir)
+        try:
+            fs.makedirs(self.temp_dir)
+        except OSError as exc:  # a read-only place, a file in the way: say so before the job runs
+            raise InvalidArgument(f"cannot write output folder {self.uri}: {exc.strerror or exc}") from None
 
     @property
     def temp_dir(self) -> str:

@@ -34,6 +34,13 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from storage.errors import InvalidArgument, StorageError
 
+from connector.session import (
+    PUSHDOWN_CONF,
+    code_root,
+    prepare_local_environment,
+    quiet_spark_logs,
+    worker_import_problem,
+)
 from jobs._progress import Progress
 
 __all__ = [
@@ -84,20 +91,7 @@ def is_local_master(master: str | None) -> bool:
 
 def repo_root() -> str:
     """The folder that holds the ``storage`` / ``serde`` / ``connector`` / ``jobs`` packages."""
-    return str(Path(__file__).resolve().parents[1])
-
-
-def prepare_local_environment() -> None:
-    """Environment for a Spark JVM started from this process (see SPARK_NOTES in the module doc)."""
-    # The machine's hostname may resolve to loopback: Spark then warns and picks another
-    # interface, which can be unreachable; a local session needs nothing but loopback.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Python workers otherwise start the system python3, which lacks this environment's packages.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    root = repo_root()
-    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if root not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([root] + paths)
+    return code_root()
 
 
 def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
@@ -107,6 +101,8 @@ def add_spark_arguments(parser: argparse.ArgumentParser) -> None:
                        help="Spark master (default: local[*]; under spark-submit its own --master)")
     group.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                        help="a Spark configuration setting (repeatable)")
+    group.add_argument("--verbose", action="store_true",
+                       help="let Spark log at INFO (default: warnings and errors only)")
 
 
 def parse_conf_pairs(pairs: Sequence[str] | None, option: str = "--conf") -> dict[str, str]:
@@ -149,12 +145,9 @@ def package_zip() -> str:
 
 
 def register_data_source(spark: Any) -> bool:
-    """Register the connector's ``regionscan`` Spark data source; False if the connector lacks one."""
-    import connector
+    """Register the connector's ``regionscan`` Spark data source (and turn pushdown on)."""
+    from connector.session import register
 
-    register = getattr(connector, "register", None)
-    if register is None:
-        return False
     return bool(register(spark))
 
 
@@ -167,11 +160,13 @@ def _java_hint(exc: BaseException) -> str:
 
 @contextlib.contextmanager
 def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, str] | None = None,
-                  data_source: bool = False) -> Iterator[Any]:
+                  data_source: bool = False, verbose: bool = False) -> Iterator[Any]:
     """A SparkSession for one job, stopped at the end if this call started it.
 
     See the module docstring for where the master comes from.  ``conf``
     adds Spark settings; ``data_source`` registers the ``regionscan`` source.
+    A session started here logs at WARN (``verbose``: INFO); a running
+    session keeps its log level.
     """
     SparkContext, SparkSession = _import_pyspark()
     conf = dict(conf or {})
@@ -199,8 +194,8 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
         elif master is not None:
             print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
         builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
-                   .config("spark.sql.python.filterPushdown.enabled", "true"))
-        for key, value in conf.items():
+                   .config(PUSHDOWN_CONF, "true"))
+        for key, value in {**forwarded_environment(conf), **conf}.items():
             builder = builder.config(key, value)
         try:
             spark = builder.getOrCreate()
@@ -208,6 +203,8 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
             raise JobFailed(_java_hint(exc)) from exc
     started_here = not existing
     try:
+        if started_here:
+            quiet_spark_logs(spark, verbose)
         current = spark.sparkContext.master
         if ship == "true" or (ship == "auto" and (submitted or not is_local_master(current)) and started_here):
             spark.sparkContext.addPyFile(package_zip())
@@ -217,6 +214,30 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
     finally:
         if started_here:
             spark.stop()
+
+
+# What the AWS tools read from the environment: credentials, region, endpoint, profile.
+FORWARDED_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                 "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_PROFILE")
+# Spark's default redaction pattern, widened to AWS_ACCESS_KEY_ID's spelling.
+_REDACTION = "(?i)secret|password|token|access[._]?key"
+
+
+def forwarded_environment(conf: Mapping[str, str]) -> dict[str, str]:
+    """Spark settings that hand the driver's object-store environment to the executors.
+
+    Tables on ``s3://`` are opened by the executors themselves, so they need
+    the credentials, region and endpoint the driver has.  They travel as
+    ``spark.executorEnv.<NAME>`` settings, never in job arguments, table
+    roots or plans; Spark redacts settings matching ``spark.redaction.regex``
+    in its UI, event logs and messages, and the pattern set here also covers
+    ``AWS_ACCESS_KEY_ID``.  Settings the user gave win.
+    """
+    out = {f"spark.executorEnv.{name}": os.environ[name] for name in FORWARDED_ENV
+           if os.environ.get(name) and f"spark.executorEnv.{name}" not in conf}
+    if out and "spark.redaction.regex" not in conf:
+        out["spark.redaction.regex"] = _REDACTION
+    return out
 
 
 class _Task:
@@ -254,6 +275,9 @@ def _totals_param():
 def _spark_error(exc: BaseException) -> str:
     """The useful line of a failed Spark job: the Python exception a task raised, if any."""
     text = str(exc)
+    problem = worker_import_problem(text)
+    if problem is not None:
+        return problem
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     for line in reversed(lines):
         if line.startswith(("storage.", "serde.", "connector.", "jobs.")) or "Error:" in line.split(" ")[0]:

@@ -28,12 +28,12 @@ from connector.options import (
     SCAN_TIMERANGE_END,
     SCAN_TIMERANGE_START,
 )
-from connector.scanning import split_batches
+from connector.scanning import is_remote_root, split_batches
 from connector.splits import TableSplit
 from storage.filters.ranges import KeyRange
 from storage.scanner.metrics import ScanMetrics
 
-__all__ = ["ScanRequest", "table_splits", "scan_split", "scanned_bytes", "column_list"]
+__all__ = ["ScanRequest", "require_table", "table_splits", "scan_split", "scanned_bytes", "column_list"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,24 @@ class ScanRequest:
         if self.include_timestamp:
             conf[SCAN_INCLUDE_TIMESTAMP] = True
         return conf
+
+
+def require_table(root: str, table: str) -> None:
+    """Fail now, before Spark starts, when the root or the table does not exist.
+
+    (A region server root is asked when the splits are planned.)
+    """
+    if is_remote_root(root):
+        return
+    import storage
+    from storage.errors import TableNotFound
+
+    conn = storage.connect(root, read_only=True)
+    try:
+        if not conn.is_table_available(table):
+            raise TableNotFound(f"table {table} does not exist under {root}")
+    finally:
+        conn.close()
 
 
 def column_list(columns: Sequence[str] | None) -> tuple[str, ...] | None:

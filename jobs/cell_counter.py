@@ -50,7 +50,7 @@ from jobs._binary_text import escape_binary
 from jobs._output import OutputDir, Sink
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
-from jobs._splits import ScanRequest, scan_split, scanned_bytes, table_splits
+from jobs._splits import ScanRequest, require_table, scan_split, scanned_bytes, table_splits
 
 __all__ = ["add_arguments", "run", "main", "CellCounts", "count_cells", "cell_counts", "row_filter", "report_lines",
            "TOTAL_FAMILIES", "TOTAL_QUALIFIERS", "TOTAL_ROWS"]
@@ -223,12 +223,14 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgument("SEPARATOR must not be empty")
     request = ScanRequest(root=args.root, table=args.table, filter=row_filter(args.row_filter),
                           time_range=time_range_of(args.starttime, args.endtime), max_versions=_ALL_VERSIONS)
+    require_table(args.root, args.table)
     output = OutputDir(args.output) if args.output else None
     if output is not None:
         output.prepare(args.overwrite)
     progress = Progress(f"cell_counter {args.table}")
     try:
-        with spark_session(f"cell_counter {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"cell_counter {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             counts, parts = cell_counts(spark, request, args.separator, output, progress)
         lines = report_lines(counts, args.separator)
         if output is not None:

@@ -31,11 +31,17 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _other_spellings(name: str) -> list[str]:
+    """``row_counter`` also answers to ``row-counter``, ``profile-serde`` to ``profile_serde``."""
+    others = {name.replace("_", "-"), name.replace("-", "_")} - {name}
+    return sorted(others)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="regionscan", description="HBase-style table store built for scan throughput")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
-        p = sub.add_parser(name, help=help_text, description=help_text)
+        p = sub.add_parser(name, help=help_text, description=help_text, aliases=_other_spellings(name))
         p.set_defaults(_module=module)
         importlib.import_module(module).add_arguments(p)
     return parser

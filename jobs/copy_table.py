@@ -17,7 +17,9 @@ The target table must exist, unless ``--create`` makes it with the source's
 
 One Spark task per source region split scans its cells (timestamps kept)
 and stages them as store files of the target; the driver commits them all
-at once, so a failed copy leaves the target as it was.
+at once, so a failed copy leaves the target as it was.  HBase's
+``--bulkload`` is therefore accepted and changes nothing; ``--all.cells``
+(a raw scan with delete markers) is refused.
 """
 
 if __name__ == "__main__":  # spark-submit jobs/copy_table.py: make the repository importable
@@ -126,6 +128,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--versions", type=int, default=1, help="versions of each column to copy (default 1)")
     parser.add_argument("--create", action="store_true",
                         help="create a missing target with the source's (renamed) families and split keys")
+    parser.add_argument("--bulkload", action="store_true",
+                        help="accepted for HBase's CopyTable: the copy always stages store files and bulk-loads them")
+    parser.add_argument("--all.cells", dest="all_cells", action="store_true",
+                        help="refused: there is no raw scan (delete markers are resolved when read)")
     add_spark_arguments(parser)
 
 
@@ -168,6 +174,9 @@ def _ensure_target(root: str, table: str, families: dict[str, dict], splits: lis
 @guarded("copy_table")
 def run(args: argparse.Namespace) -> int:
     """Copy; print the summary."""
+    if args.all_cells:
+        raise InvalidArgument("--all.cells is not supported: the copy reads cells as a scan sees them (delete "
+                              "markers and the cells they hide are resolved); use --versions=N for older versions")
     if args.versions < 1:
         raise InvalidArgument(f"--versions must be a positive integer, got {args.versions}")
     target_root = args.peer_adr or args.root
@@ -197,7 +206,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         target = prepare_target(target_root, target_name)
-        with spark_session(f"copy_table {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"copy_table {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             with table_splits(request) as source_splits:
                 progress.total_tasks = len(source_splits)
                 report, results = run_load(spark, target, _CopyTask(target, byte_renames), source_splits, progress)

@@ -1,6 +1,6 @@
 """export: write a table to Parquet, Avro or CSV files, as raw cells or through a column mapping.
 
-    regionscan export --root R TABLE OUTPUT_DIR [--format parquet|avro|csv]
+    regionscan export --root R TABLE OUTPUT_DIR [VERSIONS [STARTTIME [ENDTIME]]] [--format parquet|avro|csv]
                       [--mapping MAPPING [--serde NAME] [-Dprop=value ...]]
                       [--versions N] [--starttime MS] [--endtime MS] [--startrow K] [--stoprow K] [--overwrite]
     spark-submit jobs/export.py --root R TABLE OUTPUT_DIR ...
@@ -17,6 +17,12 @@ Parts are written under ``OUTPUT_DIR/_temporary`` and moved into place
 when every task has succeeded, with ``_SUCCESS`` and ``_regionscan.json``
 (the table's families and split keys, the mode, mapping and format), which
 ``import`` reads to load the files back and to create a missing table.
+
+As HBase's Export, ``VERSIONS STARTTIME ENDTIME`` may follow OUTPUT_DIR
+(the same as ``--versions``, ``--starttime``, ``--endtime``), and
+``-Dhbase.mapreduce.scan.row.start`` / ``.row.stop`` bound the rows (the same
+as ``--startrow`` / ``--stoprow``); other ``-D`` keys are SerDe properties and
+need ``--mapping``.
 """
 
 if __name__ == "__main__":  # spark-submit jobs/export.py: make the repository importable
@@ -108,6 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Export's arguments."""
     parser.add_argument("table", metavar="TABLE", help="table to export")
     parser.add_argument("output", metavar="OUTPUT_DIR", help="folder to write (a path or URI; must be empty)")
+    parser.add_argument("positional", nargs="*", metavar="VERSIONS STARTTIME ENDTIME",
+                        help="HBase Export's positional form of --versions, --starttime and --endtime")
     add_root_argument(parser)
     parser.add_argument("--format", default="parquet", choices=FORMATS, help="file format (default parquet)")
     parser.add_argument("--mapping", default=None,
@@ -116,7 +124,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--serde", default=None, help="SerDe for --mapping (default as the Spark source chooses)")
     parser.add_argument("-D", dest="defines", action="append", default=[], metavar="KEY=VALUE",
                         help="a SerDe property for --mapping (repeatable)")
-    parser.add_argument("--versions", type=int, default=1, help="versions per column in raw-cell mode (default 1)")
+    parser.add_argument("--versions", type=int, default=None,
+                        help="versions per column in raw-cell mode (default 1)")
     add_time_arguments(parser)
     parser.add_argument("--startrow", default=None, help="first row (inclusive, Bytes.toBytesBinary form)")
     parser.add_argument("--stoprow", default=None, help="last row (exclusive)")
@@ -138,14 +147,45 @@ def table_metadata(root: str, table: str) -> dict[str, Any]:
     return {"table": table, "families": families, "split_keys": [to_string_binary(k) for k in starts]}
 
 
+_ROW_START = "hbase.mapreduce.scan.row.start"
+_ROW_STOP = "hbase.mapreduce.scan.row.stop"
+
+
+def _merge_hbase_forms(args: argparse.Namespace) -> None:
+    """Fold HBase Export's positional VERSIONS STARTTIME ENDTIME and -D row bounds into the options."""
+    if len(args.positional) > 3:
+        raise InvalidArgument(f"after OUTPUT_DIR come at most VERSIONS STARTTIME ENDTIME, got {args.positional}")
+    given = dict(zip(("versions", "starttime", "endtime"), args.positional))
+    for name, value in given.items():
+        if getattr(args, name) is not None:
+            raise InvalidArgument(f"{name} is given twice: as --{name} and as the positional {value!r}")
+        if name == "versions":
+            try:
+                value = int(value)
+            except ValueError:
+                raise InvalidArgument(f"VERSIONS must be an integer, got {value!r}") from None
+        setattr(args, name, value)
+    if args.versions is None:
+        args.versions = 1
+    defines = parse_defines(args.defines)
+    for key, option in ((_ROW_START, "startrow"), (_ROW_STOP, "stoprow")):
+        if key in defines:
+            if getattr(args, option) is not None:
+                raise InvalidArgument(f"give -D{key} or --{option}, not both")
+            setattr(args, option, defines.pop(key))
+    args.defines = [f"{k}={v}" for k, v in defines.items()]
+
+
 @guarded("export")
 def run(args: argparse.Namespace) -> int:
     """Export; print the summary."""
+    _merge_hbase_forms(args)
     if args.versions < 1:
         raise InvalidArgument(f"--versions must be a positive integer, got {args.versions}")
     mapping = mapping_text(args.mapping)
     if mapping is None and (args.serde or args.defines):
-        raise InvalidArgument("--serde and -D properties need --mapping")
+        raise InvalidArgument("--serde and -D SerDe properties need --mapping (row bounds: "
+                              "-Dhbase.mapreduce.scan.row.start/stop or --startrow/--stoprow)")
     if mapping is not None and args.versions != 1:
         raise InvalidArgument("--versions applies to raw-cell exports; a mapping reads the latest version")
     meta = table_metadata(args.root, args.table)
@@ -169,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
     output.prepare(args.overwrite)
     progress = Progress(f"export {args.table}", unit="records")
     try:
-        with spark_session(f"export {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"export {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             with table_splits(request) as splits:
                 progress.total_tasks = len(splits)
                 results = run_tasks(spark, _ExportTask(output, args.format, config), splits, progress,

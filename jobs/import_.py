@@ -166,7 +166,13 @@ def run(args: argparse.Namespace) -> int:
     mapping = mapping_text(args.mapping) or (meta or {}).get("mapping")
     fmt = args.format or (meta or {}).get("format")
     properties = dict((meta or {}).get("properties") or {})
-    properties.update(parse_defines(args.defines))
+    defines = parse_defines(args.defines)
+    for key in defines:
+        if key.startswith("import."):  # HBase Import's own settings (import.bulk.output, import.filter.class...)
+            raise InvalidArgument(f"-D{key} is not supported: import always stages store files and commits "
+                                  "them into the table atomically (no separate bulk-output step); -D gives SerDe "
+                                  "properties")
+    properties.update(defines)
     inputs = list_inputs(args.inputs)
     if fmt is not None:
         inputs = [i for i in inputs if format_of(i.name) in (fmt, None)]
@@ -187,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     try:
         target = prepare_target(args.root, args.table)
-        with spark_session(f"import {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"import {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             progress.total_tasks = len(inputs)
             report, results = run_load(spark, target, _ImportTask(target, fmt, config), inputs, progress)
     except BaseException:

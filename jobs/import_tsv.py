@@ -18,6 +18,10 @@ Settings (``-Dkey=value`` or ``-D key=value``), with ImportTsv's names:
 * ``create.table``: default yes: a missing table is created with the
   families the columns name.
 
+Any other ``-D`` key is refused, naming the nearest known one.  When every
+line is bad (a wrong separator or column list, most likely) nothing is
+committed, a table the job created is dropped, and the job fails.
+
 A line is bad when it has more fields than columns, no row key or an empty
 one, or (with ``HBASE_TS_KEY``) no timestamp or one that is not a
 non-negative integer.  Missing trailing fields just write no cell.
@@ -48,13 +52,15 @@ import pyarrow.compute as pc
 
 import storage
 from storage.errors import InvalidArgument
+from storage.names import check_known_names
 from storage.schema import validate_family_name
 
 from jobs._args import add_root_argument, guarded, parse_bool, parse_defines, script_main
 from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load
 from jobs._inputs import InputFile, list_inputs, read_line_chunks
 from jobs._progress import Progress
-from jobs._spark import TaskFailure, add_spark_arguments, parse_conf_pairs, spark_session
+from jobs._spark import JobFailed, TaskFailure, add_spark_arguments, parse_conf_pairs, spark_session
+from jobs._writable import check_writable_folder
 
 __all__ = ["add_arguments", "run", "main", "TsvSpec", "BadLine", "ParsedChunk", "parse_spec", "parse_tsv",
            "ROW_KEY", "TS_KEY"]
@@ -132,9 +138,7 @@ def parse_spec(defines: dict[str, str]) -> TsvSpec:
     if "importtsv.bulk.output" in defines:
         raise InvalidArgument("importtsv.bulk.output is not needed: import_tsv always stages store files and "
                               "commits them into the table atomically at the end")
-    unknown = sorted(k for k in defines if k not in _KNOWN)
-    for key in unknown:
-        print(f"import_tsv: ignoring unknown setting -D{key}", file=sys.stderr)
+    check_known_names(defines, _KNOWN, "setting -D")  # a misspelled key would otherwise be ignored
     text = defines.get("importtsv.columns")
     if not text:
         raise InvalidArgument("-Dimporttsv.columns is required, e.g. -Dimporttsv.columns=HBASE_ROW_KEY,cf:a,cf:b")
@@ -307,11 +311,22 @@ def _ensure_table(root: str, table: str, spec: TsvSpec) -> bool:
     return created
 
 
+def _refuse_all_bad(results: list) -> None:
+    """Commit nothing when every line was bad: a wrong separator or column list, not bad data."""
+    lines = sum(r.extra["lines"] for r in results)
+    bad = sum(r.extra["bad_count"] for r in results)
+    if lines and bad == lines:
+        first = next((b for r in results for b in r.extra["bad"]), None)
+        raise JobFailed(f"all {lines} line(s) are bad, nothing was loaded (check importtsv.separator and "
+                        f"importtsv.columns); the first: {first}")
+
+
 @guarded("import_tsv")
 def run(args: argparse.Namespace) -> int:
     """Parse, stage and commit; print the counts and the bad lines."""
     spec = parse_spec(parse_defines(args.defines))
     inputs = list_inputs(args.inputs)
+    check_writable_folder(args.root, "--root")  # the load writes store files under it
     created = _ensure_table(args.root, args.table, spec)
     progress = Progress(f"import_tsv {args.table}", total_bytes=sum(i.size for i in inputs))
     started = time.perf_counter()
@@ -320,9 +335,11 @@ def run(args: argparse.Namespace) -> int:
         if spec.timestamp is not None:
             target = LoadTarget(target.root, target.table, target.job_id, target.regions, target.families,
                                 spec.timestamp)
-        with spark_session(f"import_tsv {args.table}", args.master, parse_conf_pairs(args.conf)) as spark:
+        with spark_session(f"import_tsv {args.table}", args.master, parse_conf_pairs(args.conf),
+                           verbose=args.verbose) as spark:
             progress.total_tasks = len(inputs)
-            report, results = run_load(spark, target, _TsvTask(target, spec), inputs, progress)
+            report, results = run_load(spark, target, _TsvTask(target, spec), inputs, progress,
+                                       check=_refuse_all_bad)
     except BaseException:
         if created:
             drop_created_table(args.root, args.table)

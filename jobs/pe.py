@@ -3,8 +3,10 @@
 Usage follows hbase pe: ``regionscan pe [options] COMMAND [COMMAND ...] [CLIENTS]``,
 for example ``regionscan pe --rows=100000 --presplit=10 sequentialWrite 4`` or
 ``regionscan pe randomRead 10``.  Several commands run one after the other
-on the same table.  Clients are threads of this process (hbase pe's
-``--nomapred`` mode; there is no MapReduce mode).
+on the same table.  Clients are threads of this process sharing one
+connection (hbase pe's ``--nomapred`` and ``--oneCon`` modes);
+``--nomapred=false`` runs each client as a Spark task instead (the same as
+``regionscan pe-distributed``, hbase pe's MapReduce mode).
 
 Write commands create the table when it is missing (and recreate it when
 ``--presplit`` or the family settings differ from an existing table's, as
@@ -35,6 +37,7 @@ import storage
 from storage.errors import InvalidArgument
 from storage.schema import FamilySettings, validate_table_name
 
+from ._writable import check_writable_file
 from .pe_chart import write_chart
 from .pe_stats import ClientResult, CommandResult, format_command
 from .pe_workloads import (
@@ -71,8 +74,9 @@ def _bool_option(parser: argparse.ArgumentParser, name: str, default: bool, help
                                 help=argparse.SUPPRESS)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add pe's options (hbase pe's names) to ``parser``."""
+def add_arguments(parser: argparse.ArgumentParser, tasks: bool = False) -> None:
+    """Add pe's options (hbase pe's names) to ``parser``; ``tasks``: clients are Spark tasks (pe-distributed)."""
+    client = "client Spark tasks" if tasks else "client threads"
     names = ", ".join(COMMANDS)
     parser.add_argument(
         "commands", nargs="+", metavar="COMMAND",
@@ -86,7 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--blockSize", type=int, default=None, help="store file block size in bytes (default 65536)")
     parser.add_argument("--compress", default="NONE", help="store file compression: NONE, LZ4 or ZSTD")
     parser.add_argument("--bloomFilter", default="ROW", help="row bloom filter: ROW or NONE")
-    parser.add_argument("--clients", type=int, default=None, help="client threads (or a trailing number)")
+    parser.add_argument("--clients", type=int, default=None, help=f"{client} (or a trailing number)")
     _bool_option(parser, "--filterAll", False,
                  "add a filter that drops every row server-side to each read (hbase's FilterAllFilter)")
     parser.add_argument("--sampleRate", type=float, default=1.0,
@@ -106,7 +110,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chart", default=None, metavar="PATH",
                         help="draw latency percentiles and throughput to PATH (.html, or .png with matplotlib)")
     _bool_option(parser, "--nomapred", True,
-                 "accepted for hbase pe compatibility: clients are always threads of this process")
+                 "ignored: every client is a Spark task" if tasks else
+                 "true (default): clients are threads of this process; false: each client a Spark task "
+                 "(as pe-distributed)")
+    _bool_option(parser, "--oneCon", True,
+                 "ignored: each client task opens its own connection" if tasks else
+                 "accepted for hbase pe compatibility: the client threads always share one connection "
+                 "(=false is refused)")
+    parser.add_argument("--columns", type=int, default=1,
+                        help="columns per row: only 1 (info:0) is supported, as hbase pe's default")
 
 
 def parse_command_tokens(tokens: Sequence[str], clients: int | None) -> tuple[list[str], int]:
@@ -164,11 +176,14 @@ def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
                 validate_table_name(name)
             except InvalidArgument as exc:
                 raise InvalidArgument(f"{option}: {exc}") from None
+    if args.oneCon is False and args.nomapred is not False:
+        raise InvalidArgument("--oneCon=false is not supported: the client threads share one connection "
+                              "(a connection is thread-safe); pe-distributed runs each client in a process of its own")
+    if args.columns != 1:
+        raise InvalidArgument(f"--columns={args.columns} is not supported: pe writes and reads one column (info:0) "
+                              "per row; use --valueSize to change the bytes per row")
     for option, path in (("--json", args.json), ("--chart", args.chart)):
-        if path is not None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise InvalidArgument(f"{option}: folder {folder!r} does not exist")
+        check_writable_file(path, option)  # before the run: its results must not be lost
     if args.chart is not None:
         if not args.chart.lower().endswith((".html", ".htm", ".png")):
             raise InvalidArgument(f"--chart must name a .html or .png file, got {args.chart!r}")

@@ -99,7 +99,7 @@ class _ClientTask:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """pe's options plus ``--master`` and ``--conf``."""
-    pe.add_arguments(parser)
+    pe.add_arguments(parser, tasks=True)
     add_spark_arguments(parser)
 
 
@@ -170,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``regionscan pe-distributed``."""
     args = copy.copy(args)
     args.nomapred = True  # pe's validation rejects MapReduce mode; here it is the point
+    args.oneCon = True  # each task has a connection of its own: hbase pe's oneCon does not apply
     commands, opts = pe.options_from_args(args)
     root = args.root
     where = os.path.abspath(root) if "://" not in root else root
@@ -177,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
           f"{opts.rows:,} rows each, valueSize {opts.value_size}, table {opts.table!r} under {where}")
     # getattr: pe's own parser (a --nomapred=false hook) has no --master / --conf
     master, conf = getattr(args, "master", None), parse_conf_pairs(getattr(args, "conf", None))
-    with spark_session("regionscan pe-distributed", master, conf) as spark:
+    with spark_session("regionscan pe-distributed", master, conf, verbose=getattr(args, "verbose", False)) as spark:
         results = run_distributed(spark, root, commands, opts, args)
     if args.json:
         options = {k: getattr(opts, k) for k in opts.__dataclass_fields__}

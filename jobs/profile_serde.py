@@ -25,7 +25,6 @@ if __name__ == "__main__":  # spark-submit jobs/profile_serde.py: make the repos
 import argparse
 import datetime as _dt
 import json
-import os
 import re
 import sys
 from typing import Any, Sequence
@@ -37,6 +36,7 @@ from storage.errors import InvalidArgument, TableNotFound
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
 from jobs._mapping import mapping_text, serde_of, source_config
+from jobs._writable import check_writable_file
 
 __all__ = ["add_arguments", "run", "main", "parse_predicate", "write_outputs"]
 
@@ -105,9 +105,7 @@ def parse_predicate(text: str | None, column_types: dict[str, str]) -> tuple[str
 def _check_output(option: str, path: str | None, suffixes: tuple[str, ...] | None = None) -> None:
     if path is None:
         return
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder):
-        raise InvalidArgument(f"{option}: folder {folder!r} does not exist")
+    check_writable_file(path, option)  # before the profile runs: its results must not be lost
     if suffixes and not path.lower().endswith(suffixes):
         raise InvalidArgument(f"{option} must name a {' or '.join(suffixes)} file, got {path!r}")
 

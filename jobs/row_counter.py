@@ -34,7 +34,7 @@ from storage.scanner.metrics import ScanMetrics
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
-from jobs._splits import ScanRequest, column_list, scan_split, scanned_bytes, table_splits
+from jobs._splits import ScanRequest, column_list, require_table, scan_split, scanned_bytes, table_splits
 
 __all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "SplitCount", "ROW_COUNT_FILTER"]
 
@@ -62,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_time_arguments(parser)
     parser.add_argument("--expected-count", "--expectedCount", dest="expected_count", type=int, default=None,
                         metavar="N", help="exit with status 1 unless exactly N rows are counted")
+    parser.add_argument("--countDeleteMarkers", dest="count_delete_markers", action="store_true",
+                        help="refused: there is no raw scan (delete markers are resolved when read)")
     add_spark_arguments(parser)
 
 
@@ -112,6 +114,10 @@ def count_rows(spark: Any, request: ScanRequest, progress: Progress | None = Non
 @guarded("row_counter")
 def run(args: argparse.Namespace) -> int:
     """Count the rows; print ``ROWS=N`` and a summary."""
+    if args.count_delete_markers:
+        raise InvalidArgument("--countDeleteMarkers is not supported: rows are counted as a scan sees them "
+                              "(delete markers are resolved when read, there is no raw scan); "
+                              "cell_counter counts cells and versions")
     ranges = parse_ranges(args.ranges)
     time_range = time_range_of(args.starttime, args.endtime)
     if args.expected_count is not None and args.expected_count < 0:
@@ -121,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
         key_ranges=tuple(ranges) if ranges is not None else None,
     )
     conf = parse_conf_pairs(args.conf)
+    require_table(args.root, args.table)
     progress = Progress(f"row_counter {args.table}")
-    with spark_session(f"row_counter {args.table}", args.master, conf) as spark:
+    with spark_session(f"row_counter {args.table}", args.master, conf, verbose=args.verbose) as spark:
         rows = count_rows(spark, request, progress)
     progress.finish()
     print(f"ROWS={rows}")

@@ -124,25 +124,45 @@ def render_speedscope(report: "ProfileReport", path: str) -> dict[str, Any]:
     return document
 
 
-def _svg_chart(report: "ProfileReport", name: str) -> str:
-    """A horizontal bar per stage/column of one path, length = share of its time."""
-    spots = report.hotspots(name)
+def _svg_bars(rows: list[tuple[str, float, str, str]], scale: float) -> str:
+    """Horizontal bars (label, seconds, colour, value text); ``scale`` seconds fill the full width.
+
+    Every chart of a page shares one ``scale`` (the slowest path's total),
+    so bar lengths compare across paths.
+    """
     bar_height, gap, label_width, width = 18, 6, 300, 420
-    height = len(spots) * (bar_height + gap) + gap
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + width + 90}" height="{height}" role="img">']
-    for i, h in enumerate(spots):
+    height = len(rows) * (bar_height + gap) + gap
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{label_width + width + 160}" height="{height}" role="img">']
+    for i, (label, seconds, colour, text) in enumerate(rows):
         y = gap + i * (bar_height + gap)
-        length = max(1.0, h.share * width)
-        colour = _STAGE_COLOURS.get(h.stage, "#bab0ac")
-        label = html.escape(_label(report, h.stage, h.column))
+        length = max(1.0, seconds / scale * width) if scale > 0 else 1.0
+        label = html.escape(label)
         parts.append(
             f'<text x="{label_width - 6}" y="{y + bar_height - 5}" text-anchor="end" font-size="12">{label}</text>'
             f'<rect x="{label_width}" y="{y}" width="{length:.1f}" height="{bar_height}" fill="{colour}">'
-            f"<title>{label}: {h.seconds * 1e3:.2f} ms</title></rect>"
-            f'<text x="{label_width + length + 4:.1f}" y="{y + bar_height - 5}" font-size="12">{h.share * 100:.1f}%</text>'
+            f"<title>{label}: {seconds * 1e3:.2f} ms</title></rect>"
+            f'<text x="{label_width + length + 4:.1f}" y="{y + bar_height - 5}" font-size="12">{html.escape(text)}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _shared_scale(report: "ProfileReport") -> float:
+    return max((p.total_seconds for p in report.paths.values()), default=0.0)
+
+
+def _svg_totals(report: "ProfileReport") -> str:
+    """One bar per path: its total time, on the page's shared axis."""
+    rows = [(_PATH_TITLES.get(name, name), p.total_seconds, "#4e79a7",
+             f"{p.total_seconds * 1e3:.2f} ms, {p.rows_per_second:,.0f} rows/s") for name, p in report.paths.items()]
+    return _svg_bars(rows, _shared_scale(report))
+
+
+def _svg_chart(report: "ProfileReport", name: str) -> str:
+    """A horizontal bar per stage/column of one path, in ms on the page's shared axis."""
+    rows = [(_label(report, h.stage, h.column), h.seconds, _STAGE_COLOURS.get(h.stage, "#bab0ac"),
+             f"{h.seconds * 1e3:.2f} ms ({h.share * 100:.1f}%)") for h in report.hotspots(name)]
+    return _svg_bars(rows, _shared_scale(report))
 
 
 def render_html(report: "ProfileReport", path: str) -> str:
@@ -158,6 +178,9 @@ def render_html(report: "ProfileReport", path: str) -> str:
             f"<td>{p.total_seconds * 1e3:.2f}</td><td>{p.rows_per_second:,.0f}</td></tr>"
         )
     body.append("</table>")
+    body.append("<h2>Total time per path</h2><p>Every bar on this page uses the same axis: the slowest "
+                "path's total fills the width.</p>")
+    body.append(_svg_totals(report))
     for name, p in report.paths.items():
         body.append(f"<h2>{html.escape(_PATH_TITLES.get(name, name))}</h2>")
         body.append(_svg_chart(report, name))
@@ -189,8 +212,14 @@ def render_png(report: "ProfileReport", path: str) -> None:
     except ImportError:
         raise InvalidArgument("PNG output needs matplotlib (pip install 'regionscan[bench]'); use to_html instead") from None
     names = list(report.paths)
-    fig, axes = plt.subplots(len(names), 1, figsize=(9, 2 + 2.2 * len(names)), squeeze=False)
-    for ax, name in zip(axes[:, 0], names):
+    # one shared x axis (ms): the totals panel first, then each path's stages, all comparable
+    fig, axes = plt.subplots(len(names) + 1, 1, figsize=(9, 2 + 2.2 * (len(names) + 1)), squeeze=False, sharex=True)
+    totals = axes[0, 0]
+    bars = totals.barh([_PATH_TITLES.get(n, n) for n in names][::-1],
+                       [report.paths[n].total_seconds * 1e3 for n in names][::-1], color="#4e79a7")
+    totals.bar_label(bars, fmt="%.2f ms", padding=3, fontsize=8)
+    totals.set_title("total time per path")
+    for ax, name in zip(axes[1:, 0], names):
         spots = report.hotspots(name)[::-1]
         ax.barh(
             [_label(report, h.stage, h.column) for h in spots],

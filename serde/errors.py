@@ -8,7 +8,7 @@ message names the offending token or value.
 
 from __future__ import annotations
 
-from storage.errors import InvalidArgument
+from storage.errors import InvalidArgument, clip
 
 __all__ = ["MappingError", "DecodeError", "EncodeError"]
 
@@ -26,10 +26,16 @@ class MappingError(InvalidArgument):
         self.position = position
         where = ""
         if token is not None:
-            where += f": {token!r}"
+            where += f": {clip(repr(token))}"  # the token may be the caller's whole (huge) input
         if position is not None:
             where += f" at position {position}"
-        super().__init__(f"{message}{where}")
+        super().__init__(f"{clip(message, 300)}{where}")
+
+    def at(self, position: object) -> "MappingError":
+        """This error with ``position`` filled in when it had none (a check made after parsing)."""
+        if self.position is not None:
+            return self
+        return MappingError(self.message, self.token, position)
 
 
 class DecodeError(InvalidArgument):

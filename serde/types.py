@@ -213,6 +213,12 @@ def decimal(precision: int, scale: int) -> DataType:
     return DataType("decimal", precision=precision, scale=scale)
 
 
+MAX_TYPE_DEPTH = 32
+"""The deepest nesting of array, map and struct a type string may have (the reader recurses per level)."""
+_MAX_NUMBER_DIGITS = 9  # char(n), decimal(p, s): nothing legal needs more
+_DIGITS = "0123456789"  # str.isdigit() also accepts "²", which int() refuses
+
+
 class _TypeReader:
     """Recursive-descent reader of one type string; positions are absolute."""
 
@@ -220,6 +226,7 @@ class _TypeReader:
         self.text = text
         self.base = base
         self.pos = 0
+        self.depth = 0  # array/map/struct levels around the current spot
 
     def fail(self, message: str, start: int | None = None) -> MappingError:
         start = self.pos if start is None else start
@@ -253,15 +260,26 @@ class _TypeReader:
     def integer(self) -> int:
         self.skip_ws()
         start = self.pos
-        while self.pos < len(self.text) and self.text[self.pos].isdigit():
+        while self.pos < len(self.text) and self.text[self.pos] in _DIGITS:
             self.pos += 1
         if start == self.pos:
             raise self.fail("expected a number in type")
+        if self.pos - start > _MAX_NUMBER_DIGITS:
+            raise MappingError(f"number in type longer than {_MAX_NUMBER_DIGITS} digits", self.text[start : start + 20], self.base + start)
         return int(self.text[start : self.pos])
 
     def read(self) -> DataType:
         self.skip_ws()
         start = self.pos
+        self.depth += 1
+        if self.depth > MAX_TYPE_DEPTH:
+            raise MappingError(f"type nested more than {MAX_TYPE_DEPTH} levels deep", self.text[start : start + 20], self.base + start)
+        try:
+            return self._read(start)
+        finally:
+            self.depth -= 1
+
+    def _read(self, start: int) -> DataType:
         raw = self.word()
         name = _ALIASES.get(raw.lower())
         if name is None:

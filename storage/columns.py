@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, clip
 
 __all__ = ["ColumnSpec", "parse_column"]
 
@@ -72,13 +72,13 @@ def parse_column(spec: Any) -> ColumnSpec:
     elif isinstance(spec, tuple) and len(spec) == 2:
         family, qualifier = _as_bytes(spec[0]), _as_bytes(spec[1])
         if not isinstance(family, bytes) or not (qualifier is None or isinstance(qualifier, bytes)):
-            raise InvalidArgument(f"column spec {spec!r} must be (bytes family, bytes qualifier or None)")
+            raise InvalidArgument(f"column spec {clip(repr(spec))} must be (bytes family, bytes qualifier or None)")
         parsed = ColumnSpec(family, qualifier)
     else:
         raise InvalidArgument(
-            f"column spec {spec!r} is neither b'family', b'family:qualifier' nor a (family, qualifier) tuple"
+            f"column spec {clip(repr(spec))} is neither b'family', b'family:qualifier' nor a (family, qualifier) tuple"
         )
     if not parsed.family:
-        raise InvalidArgument(f"column spec {spec!r} has an empty family")
+        raise InvalidArgument(f"column spec {clip(repr(spec))} has an empty family")
     return parsed
 

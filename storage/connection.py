@@ -1,7 +1,9 @@
 """Connections: the entry point of the embedded store, shaped like happybase.
 
-``storage.connect(path)`` opens (creating if needed) a root directory whose
-subdirectories are tables.  A connection opened for writing holds each
+``storage.connect(path)`` opens a root directory whose subdirectories are
+tables.  Connecting creates nothing: the root folder is made with its first
+table, so a mistyped root shows up as "table ... does not exist (no root
+folder ...)" instead of a new empty folder.  A connection opened for writing holds each
 table's writer lock while the table is open, so two writer processes cannot
 open one table at once; ``read_only=True`` connections take no lock.
 """
@@ -47,14 +49,22 @@ def uniform_split_keys(num_regions: int, first_row: bytes = b"\x00", last_row: b
 class Connection:
     """A root of tables on a local path or a pyarrow filesystem URI."""
 
-    def __init__(self, root: str, *, read_only: bool = False, block_cache_size: int = 256 << 20, wal_sync: str | None = None):
+    def __init__(
+        self,
+        root: str,
+        *,
+        read_only: bool = False,
+        block_cache_size: int = 256 << 20,
+        wal_sync: str | None = None,
+        filesystem: FileSystem | None = None,
+    ):
         self.root = root
-        self.fs = FileSystem(root)
+        # ``filesystem``: the layer to go through instead of FileSystem(root),
+        # e.g. a storage.faultfs.FaultFileSystem over the same root in tests.
+        self.fs = filesystem if filesystem is not None else FileSystem(root)
         self.read_only = read_only
         self.wal_sync = wal_sync
-        if not read_only:
-            self.fs.makedirs("")
-        elif not self.fs.is_dir(""):
+        if read_only and not self.fs.is_dir(""):
             raise TableNotFound(f"root {self.fs.uri()} does not exist")
         self.block_cache = BlockCache(block_cache_size) if block_cache_size else None
         self._tables: dict[str, Table] = {}
@@ -123,10 +133,13 @@ class Connection:
             lock = tfs.lock(_LOCK_FILE).acquire()
             try:
                 manifest.save(tfs)
+                table = Table(name, tfs, manifest, self.block_cache, self.read_only, lock)
             except BaseException:
+                # A table that never opened leaves nothing behind: no manifest
+                # that later opens would trip on, no held lock.
                 lock.release()
+                self.fs.delete_dir(name)
                 raise
-            table = Table(name, tfs, manifest, self.block_cache, self.read_only, lock)
             self._tables[name] = table
             return table
 
@@ -136,12 +149,15 @@ class Connection:
         name = validate_table_name(name)
         with self._mutex:
             table = self._tables.pop(name, None)
-            if table is None:
-                if not self.fs.exists(f"{name}/{TABLE_MANIFEST}"):
-                    raise TableNotFound(f"table {name} does not exist under {self.fs.uri()}")
-                table = self._open(name)
-            table.close()
-            self.fs.delete_dir(name)
+            if table is not None:
+                table.close()
+            elif not self.fs.is_dir(name):
+                raise TableNotFound(self._missing(name))
+            # The table is not opened: a damaged or unreadable manifest (or none,
+            # after a create that failed half-way) must not keep it from going.
+            # Taking the writer lock keeps another writer's open table safe.
+            with self.fs.sub(name).lock(_LOCK_FILE):
+                self.fs.delete_dir(name)
 
     def table(self, name: str | bytes) -> Table:
         """Open (once per connection) and return the named table."""
@@ -158,7 +174,7 @@ class Connection:
             raise InvalidArgument("connection is closed")
         tfs = self.fs.sub(name)
         if not tfs.exists(TABLE_MANIFEST):
-            raise TableNotFound(f"table {name} does not exist under {self.fs.uri()}")
+            raise TableNotFound(self._missing(name))
         lock = None if self.read_only else tfs.lock(_LOCK_FILE).acquire()
         try:
             manifest = TableManifest.load(tfs)
@@ -168,17 +184,28 @@ class Connection:
                 lock.release()
             raise
 
+    def _missing(self, name: str) -> str:
+        if not self.fs.is_dir(""):
+            return f"table {name} does not exist: there is no root folder {self.fs.uri()} (a mistyped root?)"
+        return f"table {name} does not exist under {self.fs.uri()}"
+
     def _check_writable(self) -> None:
         if self.read_only:
-            raise InvalidArgument(f"connection to {self.root} is read-only")
+            raise InvalidArgument(f"connection to {self.fs.uri()} is read-only")
 
     def close(self) -> None:
         """Close every open table (releasing their locks)."""
         with self._mutex:
+            errors = []
             for table in self._tables.values():
-                table.close()
+                try:
+                    table.close()
+                except Exception as exc:  # the other tables still close and unlock
+                    errors.append(exc)
             self._tables.clear()
             self.closed = True
+        if errors:
+            raise errors[0]
 
     def __enter__(self) -> "Connection":
         return self

@@ -17,7 +17,25 @@ __all__ = [
     "TableLocked",
     "RegionNotFound",
     "ScannerError",
+    "clip",
+    "MAX_ECHO_CHARS",
 ]
+
+MAX_ECHO_CHARS = 200
+"""The most characters of a caller's input an error message repeats."""
+
+
+def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was.
+
+    Error messages echo what the caller sent; a 100 KB table name must not
+    become a 100 KB message (gRPC refuses metadata over 16 KB).
+    """
+    if not isinstance(text, str):
+        text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}...({len(text)} chars)"
 
 
 class StorageError(Exception):

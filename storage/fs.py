@@ -6,7 +6,10 @@ URI that ``pyarrow.fs.FileSystem.from_uri`` understands (``s3://``,
 operating system directly where pyarrow offers no equivalent: ``fsync`` for
 durability, ``mmap`` for zero-copy block reads, ``flock`` for the writer lock.
 On other filesystems it uses pyarrow's streams, and a lock object created
-exclusively.
+exclusively.  On S3-compatible object stores (``s3://``, see
+:mod:`storage.objstore`) objects are written whole and never appended to,
+replacements are conditional puts instead of renames, and the writer lock is
+a renewed lease (:mod:`storage.lease`).
 
 Paths passed to methods are relative to the root and use ``/``.
 """
@@ -23,8 +26,12 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from .errors import InvalidArgument, StorageError, TableLocked
+from .objstore import ObjectStore, S3Settings
 
-__all__ = ["FileSystem", "WritableFile", "Lock", "open_filesystem"]
+__all__ = ["FileSystem", "WritableFile", "Lock", "open_filesystem", "TEMP_MARK"]
+
+TEMP_MARK = ".tmp-"
+"""Marks the temporary sibling :meth:`FileSystem.write_atomic` writes before its rename."""
 
 
 class WritableFile(Protocol):
@@ -94,6 +101,7 @@ class Lock:
         self._path = path
         self._fd: int | None = None
         self._token: bytes | None = None
+        self._lease = None
 
     def acquire(self) -> "Lock":
         """Take the lock or raise :class:`TableLocked` naming the holder."""
@@ -114,9 +122,14 @@ class Lock:
             os.ftruncate(fd, 0)
             os.pwrite(fd, owner, 0)
             self._fd = fd
+        elif self._fs.object_store is not None:
+            from .lease import Lease  # a renewed lease, created and taken over with conditional puts
+
+            store = self._fs.object_store
+            self._lease = Lease(store, self._fs._full(self._path), store.settings.lease_seconds).acquire()
         else:
-            # Object stores have no advisory locks: an exclusively created
-            # marker object is the best they offer.
+            # Other non-local filesystems have no advisory locks: an
+            # exclusively created marker object is the best they offer.
             if self._fs.exists(self._path):
                 holder = self._fs.read_bytes(self._path).decode(errors="replace")
                 raise TableLocked(f"{self._fs.uri(self._path)} is locked by another writer ({holder})")
@@ -129,6 +142,9 @@ class Lock:
         if self._fd is not None:
             os.close(self._fd)  # closing drops the flock
             self._fd = None
+        elif self._lease is not None:
+            self._lease.release()
+            self._lease = None
         elif self._token is not None:
             self._fs.delete(self._path, missing_ok=True)
             self._token = None
@@ -147,7 +163,13 @@ class FileSystem:
         if not isinstance(root, (str, os.PathLike)) or not str(root):
             raise InvalidArgument(f"root must be a non-empty path or URI, got {root!r}")
         root = os.fspath(root)
-        if "://" in root:
+        self.object_store: ObjectStore | None = None
+        """The S3-compatible store behind an ``s3://`` root (None elsewhere)."""
+        if root.startswith("s3://"):
+            settings, base = S3Settings.from_uri(root)
+            self.object_store = ObjectStore(settings)
+            fs = self.object_store.arrow
+        elif "://" in root:
             fs, base = pafs.FileSystem.from_uri(root)
         else:
             fs, base = pafs.LocalFileSystem(), os.path.abspath(root)
@@ -169,8 +191,15 @@ class FileSystem:
         return self._full(path)
 
     def uri(self, path: str = "") -> str:
-        """A printable location of ``path`` for messages."""
+        """A printable location of ``path`` for messages (never with credentials)."""
+        if self.object_store is not None:
+            return f"s3://{self._full(path)}"
         return self._full(path)
+
+    @property
+    def can_append(self) -> bool:
+        """Whether files can be appended to (object stores cannot: objects are written whole)."""
+        return self.object_store is None
 
     @staticmethod
     def join(*parts: str) -> str:
@@ -223,6 +252,8 @@ class FileSystem:
 
     def read_bytes(self, path: str) -> bytes:
         full = self._full(path)
+        if self.object_store is not None:
+            return self.object_store.get(full)  # also remembers the ETag for a later commit
         if self.is_local:
             with open(full, "rb") as f:
                 return f.read()
@@ -242,6 +273,8 @@ class FileSystem:
         full = self._full(path)
         if self.is_local:
             return _LocalWritable(full, append=False)
+        if self.object_store is not None:
+            return self.object_store.writer(full)
         return _ArrowWritable(self._fs.open_output_stream(full), full)
 
     def open_append(self, path: str) -> WritableFile:
@@ -249,9 +282,16 @@ class FileSystem:
         full = self._full(path)
         if self.is_local:
             return _LocalWritable(full, append=True)
+        if self.object_store is not None:
+            raise StorageError(f"cannot append to {self.uri(path)}: object stores write whole objects")
         return _ArrowWritable(self._fs.open_append_stream(full), full)
 
     def write_bytes(self, path: str, data: bytes) -> None:
+        if self.object_store is not None:
+            full = self._full(path)
+            self.object_store.check_leases(full)
+            self.object_store.put(full, data)
+            return
         f = self.create(path)
         try:
             f.write(data)
@@ -264,10 +304,41 @@ class FileSystem:
 
         Write a temporary sibling, fsync it, rename it over the target, fsync
         the directory (local roots) so the rename itself is durable.
+
+        On object stores there is no rename (it is a copy and a delete, not
+        atomic): the object is replaced by one conditional PUT, which is
+        atomic, and only if it is still the version this process last read
+        or wrote (absent if never seen).  A stale writer therefore fails
+        with :class:`~storage.objstore.PreconditionFailed` instead of
+        overwriting a newer commit, and a writer whose lease is lost or
+        expiring fails with :class:`TableLocked` before it writes.
         """
-        tmp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
-        self.write_bytes(tmp, data)
-        self.rename(tmp, path)
+        if self.object_store is not None:
+            full = self._full(path)
+            self.object_store.check_leases(full)
+            self.object_store.put_cas(full, data)
+            return
+        tmp = f"{path}{TEMP_MARK}{uuid.uuid4().hex[:8]}"
+        try:
+            self.write_bytes(tmp, data)
+            self.rename(tmp, path)
+        except BaseException:
+            try:  # best effort: a failed disk may refuse this too; remove_temporaries catches it later
+                self.delete(tmp, missing_ok=True)
+            except OSError:
+                pass
+            raise
+
+    def remove_temporaries(self, path: str = "") -> int:
+        """Delete the temporary files that failed :meth:`write_atomic` calls left in directory ``path``.
+
+        Only a writer that holds the lock may call it (another writer's
+        temporary file may be in flight otherwise).  Returns how many it deleted.
+        """
+        doomed = [name for name in self.listdir(path) if TEMP_MARK in name]
+        for name in doomed:
+            self.delete(self.join(path, name), missing_ok=True)
+        return len(doomed)
 
     def rename(self, src: str, dst: str) -> None:
         """Rename atomically (replacing ``dst``), durable on return on local roots."""
@@ -277,6 +348,9 @@ class FileSystem:
             self.sync_dir(os.path.dirname(dst))
         else:
             self._fs.move(full_src, full_dst)
+            if self.object_store is not None:
+                self.object_store.forget(full_src)
+                self.object_store.forget(full_dst)
 
     def sync_dir(self, path: str) -> None:
         """fsync a directory so entries created or renamed in it survive a crash."""
@@ -295,6 +369,8 @@ class FileSystem:
                 os.remove(full)
             else:
                 self._fs.delete_file(full)
+                if self.object_store is not None:
+                    self.object_store.forget(full)
         except FileNotFoundError:
             if not missing_ok:
                 raise
@@ -308,6 +384,8 @@ class FileSystem:
             shutil.rmtree(full, ignore_errors=True)
         elif self.exists(path):
             self._fs.delete_dir(full)
+            if self.object_store is not None:
+                self.object_store.forget(full, prefix=True)
 
     def lock(self, path: str) -> Lock:
         """A :class:`Lock` on ``path`` (call ``acquire`` or use ``with``)."""
@@ -315,9 +393,8 @@ class FileSystem:
 
     def sub(self, path: str) -> "FileSystem":
         """A FileSystem rooted at ``path`` under this root."""
-        child = object.__new__(FileSystem)
-        child._fs = self._fs
-        child.is_local = self.is_local
+        child = object.__new__(type(self))  # a wrapping subclass (storage.faultfs) wraps its children too
+        child.__dict__.update(self.__dict__)  # the pyarrow filesystem and object store are shared
         child.base = self._full(path)
         child.root = self.root.rstrip("/") + "/" + path
         return child

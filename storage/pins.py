@@ -104,6 +104,15 @@ def retire(table_fs: FileSystem, path: str, pinned: set[str] | None = None) -> N
     """Delete a file the table no longer uses, or archive it if a live pin names it."""
     if pinned is None:
         pinned = pinned_paths(table_fs)
+    if not table_fs.can_append and table_fs.is_dir(path):
+        # a WAL kept as segment objects (storage.wal_segments): a directory
+        if path in pinned:
+            for name in table_fs.listdir(path):
+                target = f"{ARCHIVE_DIR}/{path}/{name}"
+                table_fs.makedirs(target.rsplit("/", 1)[0])
+                table_fs.rename(f"{path}/{name}", target)
+        table_fs.delete_dir(path)
+        return
     if path in pinned and table_fs.exists(path):
         target = f"{ARCHIVE_DIR}/{path}"
         table_fs.makedirs(target.rsplit("/", 1)[0])
@@ -132,7 +141,8 @@ def clean_archive(table_fs: FileSystem) -> int:
         for name in table_fs.listdir(folder):
             path = f"{folder}/{name}"
             if table_fs.is_dir(path):
-                stack.append(path)
+                if path[len(ARCHIVE_DIR) + 1:] not in pinned:  # a pinned WAL of segments stays whole
+                    stack.append(path)
             elif path[len(ARCHIVE_DIR) + 1:] not in pinned:
                 table_fs.delete(path, missing_ok=True)
                 removed += 1

@@ -133,7 +133,10 @@ class Region:
             self._delete_orphan_files()
         self._replay()
         if not self.read_only:
-            self._roll_wal(delete_old=False)
+            # Old WALs are needed until their replayed edits are flushed; with
+            # nothing replayed they are dead, and each open would add one more.
+            replayed = any(s.memstore.cell_count for s in self.stores.values())
+            self._roll_wal(delete_old=not replayed)
         return self
 
     def _delete_orphan_files(self) -> None:
@@ -142,9 +145,7 @@ class Region:
             for entry in self.fs.listdir(name):
                 if entry not in live:
                     self.fs.delete(f"{name}/{entry}", missing_ok=True)
-        for entry in self.fs.listdir(""):
-            if ".tmp-" in entry:
-                self.fs.delete(entry, missing_ok=True)
+        self.fs.remove_temporaries("")
 
     def _wal_files(self) -> list[str]:
         return [n for n in self.fs.listdir(_WAL_DIR) if n.endswith(".wal")]
@@ -181,12 +182,14 @@ class Region:
         with self._lock:
             if self.closed:
                 return
-            if self._wal is not None:
-                self._wal.close()
-                self._wal = None
-            for store in self.stores.values():
-                store.close()
             self.closed = True
+            wal, self._wal = self._wal, None
+            try:
+                if wal is not None:
+                    wal.close()  # raises if the WAL failed earlier: the stores still close
+            finally:
+                for store in self.stores.values():
+                    store.close()
 
     def _table_path(self, path: str) -> str:
         """``path`` (relative to the region) relative to the table directory, as pins name files."""

@@ -7,10 +7,11 @@ Family settings take HBase's names (``max_versions``, ``ttl``, ``block_size``,
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
 
-from .errors import InvalidArgument
+from .errors import InvalidArgument, clip
 
 __all__ = [
     "FamilySettings",
@@ -19,10 +20,38 @@ __all__ = [
     "validate_family_name",
 ]
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
-_FAMILY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}$")
+# fullmatch, not match with "$": "$" also matches before a trailing newline.
+_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
+_FAMILY_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}")
+
+# Bounds of the settings (inclusive).  Block sizes follow HBase's check
+# ("between 1K and 16MB"), with a lower floor for tests of many blocks;
+# the other upper bounds keep a typo (2**40) from reaching a flush.
+_BLOCK_SIZE = (256, 16 << 20)
+_MAX_VERSIONS = (1, 2**31 - 1)
+_TTL_SECONDS = (1, 2**31 - 2)
+_TABLE_INT_BOUNDS = {
+    "memstore_flush_size": (1024, 1 << 40),
+    "max_filesize": (1024, 1 << 50),
+    "compaction_threshold": (1, 10_000),
+    "compaction_max_files": (1, 10_000),
+}
+_EXTRA_LIMIT = 64 << 10  # bytes of the JSON form of TableSettings.extra
 
 _COMPRESSIONS = {None: None, "none": None, "lz4": "lz4", "zstd": "zstd"}
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _bounded_int(value: object, name: str, bounds: tuple[int, int], where: str, unit: str = "") -> int:
+    """``value`` if it is an int within ``bounds``, else InvalidArgument naming the setting."""
+    lo, hi = bounds
+    if not _is_int(value) or not lo <= value <= hi:
+        unit = f" {unit}" if unit else ""
+        raise InvalidArgument(f"{name}{where} must be an integer in [{lo}, {hi}]{unit}, got {clip(repr(value))}")
+    return value
 
 
 def validate_table_name(name: str) -> str:
@@ -33,9 +62,9 @@ def validate_table_name(name: str) -> str:
     """
     if isinstance(name, bytes):
         name = name.decode("utf-8", "replace")
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise InvalidArgument(
-            f"invalid table name {name!r}: use 1-128 letters, digits, '_', '-' or '.', not starting with '.' or '-'"
+            f"invalid table name {clip(repr(name))}: use 1-128 letters, digits, '_', '-' or '.', not starting with '.' or '-'"
         )
     return name
 
@@ -46,10 +75,10 @@ def validate_family_name(name: str | bytes) -> str:
         try:
             name = name.decode("ascii")
         except UnicodeDecodeError:
-            raise InvalidArgument(f"invalid column family name {name!r}: must be ASCII") from None
-    if not isinstance(name, str) or not _FAMILY_RE.match(name):
+            raise InvalidArgument(f"invalid column family name {clip(repr(name))}: must be ASCII") from None
+    if not isinstance(name, str) or not _FAMILY_RE.fullmatch(name):
         raise InvalidArgument(
-            f"invalid column family name {name!r}: use 1-64 letters, digits, '_', '-' or '.'"
+            f"invalid column family name {clip(repr(name))}: use 1-64 letters, digits, '_', '-' or '.'"
         )
     return name
 
@@ -68,6 +97,8 @@ class FamilySettings:
     @classmethod
     def from_options(cls, options: dict | None, family: str = "?") -> "FamilySettings":
         """Build settings from a happybase-style options dict, naming any bad key or value."""
+        if options is not None and not isinstance(options, dict):
+            raise InvalidArgument(f"options of column family {family!r} must be a dict, got {type(options).__name__}")
         options = dict(options or {})
         values: dict = {}
         aliases = {
@@ -82,36 +113,43 @@ class FamilySettings:
             if key in ignored:
                 continue
             if key not in cls.__dataclass_fields__:
-                raise InvalidArgument(f"unknown setting {key!r} for column family {family!r}")
+                raise InvalidArgument(f"unknown setting {clip(repr(key))} for column family {family!r}")
             values[key] = value
         if "bloom_filter" in values:
             bloom = values["bloom_filter"]
             if isinstance(bloom, str):
                 if bloom.upper() not in ("ROW", "NONE"):
-                    raise InvalidArgument(f"bloom_filter for family {family!r} must be ROW or NONE, got {bloom!r}")
+                    raise InvalidArgument(
+                        f"bloom_filter for family {family!r} must be ROW or NONE, got {clip(repr(bloom))}"
+                    )
                 bloom = bloom.upper() == "ROW"
-            values["bloom_filter"] = bool(bloom)
+            elif not isinstance(bloom, bool):
+                raise InvalidArgument(
+                    f"bloom_filter for family {family!r} must be true, false, ROW or NONE, got {clip(repr(bloom))}"
+                )
+            values["bloom_filter"] = bloom
         if "compression" in values:
             comp = values["compression"]
             key = comp.lower() if isinstance(comp, str) else comp
-            if key not in _COMPRESSIONS:
-                raise InvalidArgument(f"compression for family {family!r} must be NONE, LZ4 or ZSTD, got {comp!r}")
+            if not isinstance(key, (str, type(None))) or key not in _COMPRESSIONS:
+                raise InvalidArgument(
+                    f"compression for family {family!r} must be NONE, LZ4 or ZSTD, got {clip(repr(comp))}"
+                )
             values["compression"] = _COMPRESSIONS[key]
         if "ttl" in values and values["ttl"] is not None:
             ttl = values["ttl"]
-            if not isinstance(ttl, int) or ttl <= 0 or ttl >= 2**31 - 1:
-                # HBase writes FOREVER as Integer.MAX_VALUE
-                if ttl == 2**31 - 1 or ttl == -1:
-                    values["ttl"] = None
-                else:
-                    raise InvalidArgument(f"ttl for family {family!r} must be a positive number of seconds, got {ttl!r}")
-        for name in ("max_versions", "block_size"):
-            if name in values:
-                v = values[name]
-                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                    raise InvalidArgument(f"{name} for family {family!r} must be a positive integer, got {v!r}")
-        if values.get("block_size", 65536) < 256:
-            raise InvalidArgument(f"block_size for family {family!r} must be at least 256 bytes")
+            if ttl in (2**31 - 1, -1) and _is_int(ttl):  # HBase writes FOREVER as Integer.MAX_VALUE
+                values["ttl"] = None
+            else:
+                values["ttl"] = _bounded_int(ttl, "ttl", _TTL_SECONDS, f" for family {family!r}", "seconds")
+        if "max_versions" in values:
+            values["max_versions"] = _bounded_int(values["max_versions"], "max_versions", _MAX_VERSIONS, f" for family {family!r}")
+        if "min_versions" in values:
+            values["min_versions"] = _bounded_int(
+                values["min_versions"], "min_versions", (0, values.get("max_versions", 1)), f" for family {family!r}"
+            )
+        if "block_size" in values:
+            values["block_size"] = _bounded_int(values["block_size"], "block_size", _BLOCK_SIZE, f" for family {family!r}", "bytes")
         return cls(**values)
 
     def to_dict(self) -> dict:
@@ -131,15 +169,35 @@ class TableSettings:
 
     @classmethod
     def from_options(cls, options: dict | None) -> "TableSettings":
+        """Build settings from a dict, checking every value and its bounds before anything is written."""
+        from .wal import SyncPolicy  # the WAL owns the spelling of its sync policy
+
+        if options is not None and not isinstance(options, dict):
+            raise InvalidArgument(f"table settings must be a dict, got {type(options).__name__}")
         options = dict(options or {})
         values = {}
         for key, value in options.items():
             if key not in cls.__dataclass_fields__:
-                raise InvalidArgument(f"unknown table setting {key!r}")
+                raise InvalidArgument(f"unknown table setting {clip(repr(key))}")
             values[key] = value
-        for name in ("memstore_flush_size", "max_filesize", "compaction_threshold", "compaction_max_files"):
-            if name in values and (not isinstance(values[name], int) or values[name] < 1):
-                raise InvalidArgument(f"{name} must be a positive integer, got {values[name]!r}")
+        for name, bounds in _TABLE_INT_BOUNDS.items():
+            if name in values:
+                values[name] = _bounded_int(values[name], name, bounds, "", "")
+        if "wal_sync" in values:
+            try:
+                values["wal_sync"] = str(SyncPolicy.parse(values["wal_sync"]))
+            except InvalidArgument:
+                raise InvalidArgument(
+                    f"wal_sync must be 'each', 'none', '<N>ms' or an int of ms, got {clip(repr(values['wal_sync']))}"
+                ) from None
+        if "extra" in values:
+            extra = values["extra"]
+            try:
+                size = len(json.dumps(extra)) if isinstance(extra, dict) else -1
+            except (TypeError, ValueError, RecursionError):
+                size = -1
+            if size < 0 or size > _EXTRA_LIMIT:
+                raise InvalidArgument(f"extra must be a JSON object of at most {_EXTRA_LIMIT} bytes")
         return cls(**values)
 
     def to_dict(self) -> dict:

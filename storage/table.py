@@ -22,10 +22,10 @@ from . import kernels
 from .batch_scan import BatchScan, scan_region_batches
 from .mutation_batch import Batch
 from .rows import cells_to_dicts
-from .bulkload import pending_entries, recover
+from .bulkload import JOURNAL_DIR, pending_entries, recover
 from .pins import clean_archive, retire_dir
 from .cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
-from .errors import InvalidArgument, RegionNotFound, StorageError
+from .errors import InvalidArgument, RegionNotFound, StorageError, clip
 from .filters import coerce_filter
 from .fs import FileSystem
 from .manifest import RegionInfo, TableManifest
@@ -39,6 +39,13 @@ __all__ = ["Table", "Batch", "row_range"]
 
 
 _PUT = int(CellType.PUT)
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _check_counter(value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not _INT64_MIN <= value <= _INT64_MAX:
+        raise InvalidArgument(f"{what} must be an int in the signed 64-bit range, got {clip(repr(value), 60)}")
+    return value
 
 
 def _now_ms() -> int:
@@ -50,7 +57,15 @@ def _check_bytes(value: Any, what: str) -> bytes:
         return value
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
-    raise InvalidArgument(f"{what} must be bytes, got {type(value).__name__} {value!r:.60}")
+    raise InvalidArgument(f"{what} must be bytes, got {type(value).__name__} {clip(repr(value), 60)}")
+
+
+def _check_row(row: Any) -> bytes:
+    """A row key of a mutation: non-empty bytes (HBase refuses an empty row)."""
+    row = _check_bytes(row, "row key")
+    if not row:
+        raise InvalidArgument("row key must not be empty")
+    return row
 
 
 def prefix_stop(prefix: bytes) -> bytes | None:
@@ -124,6 +139,8 @@ class Table:
             regions.append(region.open())
         self._set_regions(regions)
         if not self.read_only:
+            for folder in ("", JOURNAL_DIR):  # leftovers of failed atomic writes (pins clean their own)
+                self.fs.remove_temporaries(folder)
             live = {r.region_id for r in self._manifest.regions}
             for entry in self.fs.listdir("regions"):
                 if entry not in live:  # a split that crashed before or after its commit
@@ -185,12 +202,13 @@ class Table:
             raise StorageError(f"table {self.name} is open read-only")
 
     def _put_cells(self, row: bytes, data: dict, timestamp: int | None) -> list[Cell]:
-        if type(row) is not bytes:
-            row = _check_bytes(row, "row key")
-        if not row:
-            raise InvalidArgument("row key must not be empty")
+        if type(row) is not bytes or not row:
+            row = _check_row(row)
         if not isinstance(data, dict):
             raise InvalidArgument(f"put data must be a dict of b'family:qualifier' -> bytes, got {type(data).__name__}")
+        if not data:
+            # HBase refuses an empty Put ("No columns to insert"); a silent no-op hides a bug
+            raise InvalidArgument(f"put of row {clip(repr(row))} names no columns")
         ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
         column = self._put_column
         cells = []
@@ -207,7 +225,7 @@ class Table:
         if hit is None:
             family, qualifier = parse_column(name)
             if qualifier is None:
-                raise InvalidArgument(f"column {name!r} needs a qualifier (b'family:qualifier')")
+                raise InvalidArgument(f"column {clip(repr(name))} needs a qualifier (b'family:qualifier')")
             self._check_family(family)
             hit = (family, qualifier)
             if isinstance(name, bytes) and len(self._columns) < 65536:
@@ -216,7 +234,7 @@ class Table:
 
     def _check_family(self, family: bytes) -> None:
         if family.decode("ascii", "replace") not in self.families_settings:
-            raise InvalidArgument(f"table {self.name} has no column family {family!r}")
+            raise InvalidArgument(f"table {self.name} has no column family {clip(repr(family))}")
 
     @staticmethod
     def _check_ts(timestamp: Any) -> int:
@@ -225,7 +243,7 @@ class Table:
         return timestamp
 
     def _delete_cells(self, row: bytes, columns: Iterable | None, timestamp: int | None) -> list[Cell]:
-        row = _check_bytes(row, "row key")
+        row = _check_row(row)
         ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
         cells = []
         if columns is None:
@@ -283,7 +301,7 @@ class Table:
         if qualifier is None:
             raise InvalidArgument(f"column {column!r} needs a qualifier")
         self._check_family(family)
-        self._write([Cell(_check_bytes(row, "row key"), family, qualifier, self._check_ts(timestamp), CellType.DELETE, b"")])
+        self._write([Cell(_check_row(row), family, qualifier, self._check_ts(timestamp), CellType.DELETE, b"")])
 
     def batch(self, timestamp: int | None = None, batch_size: int | None = None, transaction: bool = False, wal: bool = True) -> "Batch":
         """A happybase-style batch: mutations are sent together (one WAL record per region)."""
@@ -307,12 +325,24 @@ class Table:
         return struct.unpack(">q", value)[0]
 
     def counter_set(self, row: bytes, column: bytes, value: int = 0) -> None:
-        self.put(row, {column: struct.pack(">q", value)})
+        """Store ``value`` as the 8-byte big-endian counter in ``column``."""
+        self.put(row, {column: struct.pack(">q", _check_counter(value, "counter value"))})
 
     def counter_inc(self, row: bytes, column: bytes, value: int = 1) -> int:
-        """Atomically add ``value`` to the counter and return the new value."""
+        """Atomically add ``value`` to the counter and return the new value.
+
+        A result outside the signed 64-bit range HBase counters hold raises
+        InvalidArgument and leaves the counter as it was.
+        """
+        _check_counter(value, "counter increment")
         with self._mutex:
-            new = self.counter_get(row, column) + value
+            current = self.counter_get(row, column)
+            new = current + value
+            if not _INT64_MIN <= new <= _INT64_MAX:
+                raise InvalidArgument(
+                    f"counter {clip(repr(column), 60)} of row {clip(repr(row), 60)} would overflow a signed 64-bit"
+                    f" integer ({current} + {value})"
+                )
             self.counter_set(row, column, new)
             return new
 
@@ -333,7 +363,19 @@ class Table:
 
     def _time_bounds(self, timestamp: int | None, time_range: tuple[int, int] | None) -> tuple[int, int]:
         """[min, max) of a scan: ``time_range``, capped below ``timestamp`` (happybase's meaning)."""
-        min_ts, max_ts = (0, LATEST_TIMESTAMP) if time_range is None else time_range
+        if time_range is None:
+            min_ts, max_ts = 0, LATEST_TIMESTAMP
+        else:
+            if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
+                raise InvalidArgument(f"time_range must be a (min, max) pair of ints, got {clip(repr(time_range), 80)}")
+            min_ts, max_ts = time_range
+            for bound in time_range:
+                if not isinstance(bound, int) or isinstance(bound, bool) or not 0 <= bound <= LATEST_TIMESTAMP:
+                    raise InvalidArgument(
+                        f"time_range bounds must be ints in [0, 2**63-1], got {clip(repr(time_range), 80)}"
+                    )
+            if min_ts > max_ts:
+                raise InvalidArgument(f"time_range min {min_ts} is above its max {max_ts}")
         if timestamp is not None:
             max_ts = min(max_ts, self._check_ts(timestamp))
         return min_ts, max_ts
@@ -695,11 +737,19 @@ class Table:
     def close(self) -> None:
         if self.closed:
             return
+        self.closed = True
+        # Every region closes and the lock is released even when one region
+        # fails (a WAL that failed earlier): a failed table must not stay locked.
+        errors = []
         for r in self._regions:
-            r.close()
+            try:
+                r.close()
+            except Exception as exc:
+                errors.append(exc)
         if self._lock is not None:
             self._lock.release()
-        self.closed = True
+        if errors:
+            raise errors[0]
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} regions={len(self._regions)}>"
@@ -724,6 +774,7 @@ def _add_read_counters(metrics: ScanMetrics, before: dict[str, int], after: dict
     delta = {k: v - before.get(k, 0) for k, v in after.items()}
     metrics.blocks_read_from_disk += delta.get("blocks_read", 0)
     metrics.bytes_read_from_disk += delta.get("bytes_read", 0)
+    metrics.read_requests += delta.get("reads", 0)
     metrics.blocks_read_from_cache += delta.get("cache_hits", 0)
     metrics.seeks += delta.get("seeks", 0)
 

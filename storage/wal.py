@@ -57,6 +57,7 @@ __all__ = [
     "replay_wal",
     "repair_wal",
     "encode_record",
+    "file_header_bytes",
 ]
 
 # DO NOT CHANGE these constants: they are embedded in WAL files on disk.
@@ -85,6 +86,11 @@ def _file_header() -> bytes:
 
 
 _HEADER_BYTES = _file_header()
+
+
+def file_header_bytes() -> bytes:
+    """The 16-byte header every WAL file (and WAL segment) starts with."""
+    return _HEADER_BYTES
 
 
 # -- sync policy -------------------------------------------------------------
@@ -296,7 +302,18 @@ class WalWriter:
     :class:`CorruptionError`: appending behind a torn record would turn it
     into mid-file corruption.  Prefer a new file per open (see the module
     docstring) or call :func:`repair_wal` first.
+
+    On a filesystem that cannot append (object stores), constructing a
+    ``WalWriter`` gives a :class:`storage.wal_segments.SegmentWalWriter`,
+    which writes the log as immutable segment objects.
     """
+
+    def __new__(cls, fs: FileSystem, path: str, sync: "SyncPolicy | str | int" = "each"):
+        if cls is WalWriter and not fs.can_append:
+            from .wal_segments import SegmentWalWriter
+
+            cls = SegmentWalWriter
+        return super().__new__(cls)
 
     def __init__(self, fs: FileSystem, path: str, sync: "SyncPolicy | str | int" = "each"):
         self._policy = SyncPolicy.parse(sync)
@@ -411,7 +428,7 @@ class WalWriter:
             if self._error is None:
                 self._sync_to(self._size)
         finally:
-            self._file.close()
+            self._release()
         if self._error is not None:
             raise StorageError(f"WAL {self._fs.uri(self.path)} failed earlier: {self._error}") from self._error
 
@@ -422,6 +439,10 @@ class WalWriter:
         self.close()
 
     # -- internals -------------------------------------------------------
+    def _release(self) -> None:
+        """Give back what the writer holds once the last sync is done (the file)."""
+        self._file.close()
+
     def _check_usable(self) -> None:
         if self._closed:
             raise StorageError(f"WAL writer for {self._fs.uri(self.path)} is closed")
@@ -517,8 +538,14 @@ class WalReader:
         self.file_size: int | None = None
 
     def __iter__(self) -> Iterator[WalRecord]:
+        if not self._fs.can_append and self._fs.is_dir(self.path):
+            yield from self._segments()
+            return
         name = self._fs.uri(self.path)
-        f = self._fs.open_read(self.path)
+        if self._fs.is_local:
+            f = self._fs.open_read(self.path)
+        else:  # one GET for the whole log instead of ranged reads per record
+            f = pa.BufferReader(self._fs.read_bytes(self.path))
         try:
             size = f.size()
             end = yield from self._records(f, size, name)
@@ -527,6 +554,23 @@ class WalReader:
         self.file_size = size
         self.valid_length = end
         self.torn_tail_bytes = size - end
+
+    def _segments(self) -> Iterator[WalRecord]:
+        """Records of a WAL kept as segment objects (storage.wal_segments), in order."""
+        from .wal_segments import segment_names
+
+        total = 0
+        for seg in segment_names(self._fs, self.path):
+            path = f"{self.path}/{seg}"
+            name = self._fs.uri(path)
+            f = pa.BufferReader(self._fs.read_bytes(path))
+            size = f.size()
+            end = yield from self._records(f, size, name)
+            if end != size or size < FILE_HEADER_SIZE:
+                raise CorruptionError("WAL segment is incomplete (segments are written whole)", name, end)
+            total += size
+        self.file_size = self.valid_length = total
+        self.torn_tail_bytes = 0
 
     def _records(self, f: pa.NativeFile, size: int, name: str) -> Iterator[WalRecord]:
         """Yield records; return the end offset of the intact prefix."""

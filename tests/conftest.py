@@ -15,10 +15,18 @@ import sys
 import pytest
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/s3_server.py
+
+from s3_server import FAKE_CREDENTIALS, S3Server  # noqa: E402
 
 
 def spark_environment() -> dict[str, str]:
-    """The environment a Spark driver or worker of the tests needs."""
+    """The environment a Spark driver or worker of the tests needs.
+
+    It includes the fake credentials of the local S3 server (tests/s3_server.py):
+    Python workers inherit the environment the session started with, so an
+    ``s3://`` table read through the shared session later needs them from the start.
+    """
     path = os.environ.get("PYTHONPATH", "")
     parts = [REPO_ROOT] + [p for p in path.split(os.pathsep) if p and p != REPO_ROOT]
     return {
@@ -26,6 +34,7 @@ def spark_environment() -> dict[str, str]:
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "PYTHONPATH": os.pathsep.join(parts),
+        **FAKE_CREDENTIALS,
     }
 
 
@@ -52,3 +61,19 @@ def spark():
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A local S3-compatible server (moto's server mode) on 127.0.0.1 for the whole run."""
+    server = S3Server().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_root(s3_server):
+    """An ``s3://`` table root in a fresh bucket of the local server (short writer lease)."""
+    return s3_server.root(lease_seconds=3)

@@ -225,7 +225,7 @@ def test_error_on_a_later_line_points_within_that_line():
 def test_known_filter_names():
     err = error_of("prefixfilter ('a')")  # names are case-sensitive, as in HBase
     assert err.hint == "known filters: " + ", ".join(FILTER_NAMES)
-    assert str(err).startswith("unknown filter 'prefixfilter' at position 0; known filters: ColumnPrefixFilter, ")
+    assert str(err).startswith("unknown filter 'prefixfilter' at position 0; known filters: ColumnPaginationFilter, ")
     assert "SingleColumnValueFilter" in FILTER_NAMES and "PrefixFilter" in FILTER_NAMES
 
 

@@ -24,6 +24,12 @@ def test_main_job_reads_one_partition_per_region_and_checks_its_answer(spark, tm
     for step in ("load 4 regions", "flush to store files", "start Spark", "filtered aggregate", "count(*)",
                  "SerDe profile"):
         assert step in out
+    # each long step announces itself; the first query is start-up, not throughput
+    for n in range(1, 7):
+        assert f"[{n}/6] " in out
+    startup = next(line for line in out.splitlines() if "first query (Python worker start-up)" in line)
+    assert "rows/s" not in startup
+    assert "rows/s" in next(line for line in out.splitlines() if "filtered aggregate (warm)" in line)
     assert "hotspots: row-wise, naive dates" in out and "decode d (date)" in out
     page = open(chart, encoding="utf-8").read()
     assert "<svg" in page and "decode d" in page

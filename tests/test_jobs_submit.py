@@ -9,6 +9,7 @@ stops both daemons by PID.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -71,22 +72,10 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=20)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A standalone master and one worker (2 cores) on loopback; yields the master URL and env."""
-    base = tmp_path_factory.mktemp("standalone")
+@contextlib.contextmanager
+def standalone_cluster(base, env: dict):
+    """A standalone master and one worker (2 cores) on loopback started with ``env``; yields the master URL."""
     home = _spark_home()
-    env = dict(os.environ)
-    env.update({
-        "SPARK_HOME": home,
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "SPARK_WORKER_DIR": str(base / "work"),
-    })
-    # the executors must get the project's code from the job itself, not from the environment
-    env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep)
-                                        if p and os.path.abspath(p) != REPO)
     spark_class = os.path.join(home, "bin", "spark-class")
     port, ui, worker_ui = _free_port(), _free_port(), _free_port()
     master_log, worker_log = str(base / "master.log"), str(base / "worker.log")
@@ -105,11 +94,36 @@ def cluster(tmp_path_factory):
             env=env, stdout=open(worker_log, "w"), stderr=subprocess.STDOUT,
         )
         _wait_text(master_log, "Registering worker", master)
-        yield url, env
+        yield url
     finally:
         if worker is not None:
             _stop(worker)
         _stop(master)
+
+
+def cluster_environment(base) -> dict:
+    """The environment of the daemons and of spark-submit: this one, without the repository on PYTHONPATH."""
+    env = dict(os.environ)
+    env.update({
+        "SPARK_HOME": _spark_home(),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "SPARK_WORKER_DIR": str(base / "work"),
+    })
+    # the executors must get the project's code from the job itself, not from the environment
+    env["PYTHONPATH"] = os.pathsep.join(p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                                        if p and os.path.abspath(p) != REPO)
+    return env
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A standalone master and one worker (2 cores) on loopback; yields the master URL and env."""
+    base = tmp_path_factory.mktemp("standalone")
+    env = cluster_environment(base)
+    with standalone_cluster(base, env) as url:
+        yield url, env
 
 
 def _submit(cluster, script: str, *args: str) -> subprocess.CompletedProcess:

@@ -199,3 +199,23 @@ def test_command_table_and_keys():
     }
     assert format_row(42) == b"00000000000000000000000042"
     assert meta_split_key(7) == b"00000000007"
+
+
+def test_chart_latency_bars_are_log_scaled_and_in_percentile_order(tmp_path):
+    import re
+
+    from jobs.pe_chart import _bar_panel
+
+    svg = _bar_panel("t", [("50th", 10.0, "10 us"), ("99th", 100.0, "100 us"), ("max", 10_000.0, "10,000 us")],
+                     log=True)
+    widths = [float(w) for w in re.findall(r'<rect [^>]*width="([0-9.]+)"', svg)]
+    assert widths[0] < widths[1] < widths[2]
+    # on a linear axis p50 and p99 would be 0.1% and 1% of max: invisible, and indistinguishable
+    assert widths[0] > widths[2] / 20 and widths[1] - widths[0] > widths[2] / 5
+    chart = tmp_path / "pe.html"
+    code, _ = run_pe(tmp_path, "--rows", "40", "sequentialWrite", "--chart", str(chart))
+    assert code == 0
+    page = chart.read_text()
+    assert "log scale" in page
+    order = [page.index(f">{label}<") for label in ("min", "50th", "95th", "99th", "99.9th", "max", "mean")]
+    assert order == sorted(order)

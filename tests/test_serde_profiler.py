@@ -79,9 +79,23 @@ def test_profile_in_memory_source(source, tmp_path):
 
     page = report.to_html(str(tmp_path / "profile.html"))
     assert (tmp_path / "profile.html").read_text() == page
-    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 3 and "decode d (date)" in page
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 4 and "decode d (date)" in page
+    _check_shared_axis(page, report)
     data = report.as_dict()
     assert json.loads(json.dumps(data, default=str))["paths"]["row"]["rows"] == ROWS
+
+
+def _check_shared_axis(page, report):
+    """The totals chart comes first; every bar of the page is on the slowest path's scale."""
+    import re
+
+    assert page.index("Total time per path") < page.index("<h2>", page.index("Total time per path") + 1)
+    bars = [(float(w), title) for w, title in
+            re.findall(r'<rect [^>]*width="([0-9.]+)"[^>]*><title>[^<]*: ([0-9.]+) ms</title>', page)]
+    slowest = max(p.total_seconds for p in report.paths.values()) * 1e3
+    full = max(w for w, _ in bars)
+    for width, ms in bars:
+        assert abs(width - max(1.0, float(ms) / slowest * full)) < 1.0
 
 
 def test_png_needs_matplotlib(source, tmp_path):

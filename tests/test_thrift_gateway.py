@@ -20,12 +20,15 @@ import time
 
 import happybase
 import pytest
+import thriftpy2.protocol.binary
 from thriftpy2.protocol import TBinaryProtocolFactory
 from thriftpy2.rpc import make_client
 from thriftpy2.transport import TTransportException
 
 import storage
+from storage.errors import InvalidArgument
 from storage.server.process import ServerProcess
+from storage.thrift import GatewayConfig, containers
 from storage.thrift.idl import IDL_PATH, hbase
 
 import Hbase_thrift  # noqa: E402  (happybase's own copy of the IDL, loaded by importing happybase)
@@ -567,7 +570,7 @@ def test_bad_input_closes_only_that_connection(strict):
     started = time.time()
     assert _send_raw(port, huge) == b""
     assert time.time() - started < 5
-    # a list claiming 2**31 - 1 rows: its elements are read until the request limit, then it ends
+    # a list claiming 2**31 - 1 rows: refused at its header, before any row is read
     rows = _message(b"getRows", b"\x0b\x00\x01\x00\x00\x00\x01s" + b"\x0f\x00\x02\x0b" + struct.pack(">i", 0x7FFFFFFF))
     assert _send_raw(port, rows + b"\x00" * 70_000) == b""
     # a request over the limit
@@ -595,9 +598,131 @@ def test_framed_gateway_refuses_a_huge_frame(tmp_path):
         rss_before = _rss_kib(gw.proc.pid)
         assert _send_raw(gw.port, struct.pack(">i", 0x7FFFFFFF) + b"\x80\x01") == b""
         assert _rss_kib(gw.proc.pid) - rss_before < 50_000
+        # in a frame, a list of 2**31 - 1 void entries, and one of 20 rows where the frame holds 3 bytes
+        for body in (b"\x0f\x00\x02\x01" + struct.pack(">i", 0x7FFFFFFF),
+                     b"\x0f\x00\x02\x0b" + struct.pack(">i", 20) + b"\x00" * 3):
+            call = _message(b"getRows", b"\x0b\x00\x01\x00\x00\x00\x01s" + body)
+            _refused_promptly(gw.port, struct.pack(">i", len(call)) + call)
+        _wait_for_log(gw, "declares entry type id 1", "declares 20 entries but the request holds at most 3 more bytes")
         conn = happybase.Connection("127.0.0.1", gw.port, transport="framed")
         assert conn.tables() == []
         conn.close()
+
+
+def _refused_promptly(port: int, data: bytes) -> None:
+    """``data`` gets no answer and its connection is closed within two seconds."""
+    started = time.monotonic()
+    assert _send_raw(port, data, timeout=5) == b""
+    assert time.monotonic() - started < 2
+
+
+def _wait_for_log(proc, *needles: str) -> None:
+    deadline = time.time() + 10  # the gateway's log reaches us through a reader thread
+    while time.time() < deadline:
+        log = "".join(proc.output)
+        if all(n in log for n in needles):
+            return
+        time.sleep(0.1)
+    pytest.fail(f"the gateway did not log {needles}: {log[-2000:]}")
+
+
+_HUGE = 0x7FFFFFFF
+
+
+def test_zero_width_containers_are_refused_binary(strict):
+    """Containers of entries that carry no bytes, which thriftpy2 would skip one by one for half an hour."""
+    port = strict.port
+    bystander = happybase.Connection("127.0.0.1", port)
+    table = b"\x0b\x00\x01\x00\x00\x00\x01s"
+    # getRows' rows (list<Text>) declared as 2**31 - 1 entries of type void
+    _refused_promptly(port, _message(b"getRows", table + b"\x0f\x00\x02\x01" + struct.pack(">i", _HUGE)))
+    # its attributes (map<Text,Text>) declared as 2**31 - 1 stop -> stop entries
+    _refused_promptly(port, _message(b"getRows", table + b"\x0d\x00\x03\x00\x00" + struct.pack(">i", _HUGE)))
+    # an unknown field (skipped, not read) holding a list of a type id no Thrift type has
+    _refused_promptly(port, _message(b"getRows", table + b"\x0f\x00\x63\x63" + struct.pack(">i", _HUGE)))
+    # a set nested in a skipped list: the inner header is checked too
+    nested = b"\x0f\x00\x63\x0e\x00\x00\x00\x01" + b"\x00" + struct.pack(">i", _HUGE)
+    _refused_promptly(port, _message(b"getRows", table + nested))
+    # a negative count
+    _refused_promptly(port, _message(b"getRows", table + b"\x0f\x00\x02\x0b" + struct.pack(">i", -5)))
+    # the gateway answers the others at once
+    started = time.monotonic()
+    assert bystander.tables() == [b"s"]
+    assert _alive(port)
+    assert time.monotonic() - started < 2
+    bystander.close()
+    _wait_for_log(strict, "declares entry type id 1, which is not a value type",
+                  "declares entry type id 0, which is not a value type",
+                  "declares entry type id 99, which is not a value type",
+                  "a container declares -5 entries")
+
+
+def _compact_call(name: bytes, body: bytes) -> bytes:
+    """A framed compact-protocol call: header (CALL, seqid 1), ``name``, then the struct ``body``."""
+    message = b"\x82\x21\x01" + bytes([len(name)]) + name + body
+    return struct.pack(">i", len(message)) + message
+
+
+def test_zero_width_containers_and_per_host_limit_compact(tmp_path):
+    with _gateway(tmp_path / "compact", "--framed", "--compact", "--max-container-entries", "100",
+                  "--max-connections-per-host", "2") as gw:
+        port = gw.port
+        bystander = happybase.Connection("127.0.0.1", port, transport="framed", protocol="compact")
+        bystander.create_table("c", {"cf": dict()})
+        bystander.table("c").put(b"r", {b"cf:a": b"1"})
+        table = b"\x18\x01c"  # field 1, binary, length 1
+        varint_huge = b"\xff\xff\xff\xff\x07"
+        # getRows' rows field sent as a set (skipped: not the declared type) of 2**31 - 1 stop entries
+        _refused_promptly(port, _compact_call(b"getRows", table + b"\x1a\xf0" + varint_huge + b"\x00"))
+        # its attributes map: 2**31 - 1 entries of stop -> stop
+        _refused_promptly(port, _compact_call(b"getRows", table + b"\x2b" + varint_huge + b"\x00\x00"))
+        # 101 real (empty) rows: over --max-container-entries
+        _refused_promptly(port, _compact_call(b"getRows", table + b"\x19\xf8\x65" + b"\x00" * 101 + b"\x00"))
+        # 50 rows declared, 5 sent: more than the frame holds, refused before waiting for another frame
+        _refused_promptly(port, _compact_call(b"getRows", table + b"\x19\xf8\x32" + b"\x00" * 5))
+        # a well-formed call on the same bytes answers
+        client = happybase.Connection("127.0.0.1", port, transport="framed", protocol="compact")
+        assert client.table("c").rows([b"r"] * 3) == [(b"r", {b"cf:a": b"1"})] * 3
+        started = time.monotonic()
+        assert bystander.tables() == [b"c"]
+        assert time.monotonic() - started < 2
+        # bystander and client hold this host's 2 connections: a third is closed at once
+        third = happybase.Connection("127.0.0.1", port, transport="framed", protocol="compact", timeout=3000)
+        with pytest.raises((TTransportException, EOFError, OSError)):
+            third.tables()
+        third.close()
+        client.close()
+        deadline = time.time() + 5  # the gateway notices the close when its worker reads EOF
+        while True:
+            again = happybase.Connection("127.0.0.1", port, transport="framed", protocol="compact", timeout=3000)
+            try:
+                assert again.tables() == [b"c"]
+                break
+            except (TTransportException, EOFError, OSError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+            finally:
+                again.close()
+        bystander.close()
+        _wait_for_log(gw, "declares entry type id 0, which is not a value type",
+                      "more than max_container_entries (100)", "the request holds at most",
+                      "connections from that host open or queued")
+
+
+def test_container_and_connection_limits_in_config():
+    assert GatewayConfig(workers=4, max_queued=6).max_connections_per_host == 10
+    assert GatewayConfig(max_connections_per_host=3).max_connections_per_host == 3
+    with pytest.raises(InvalidArgument, match="^max_container_entries must be a positive int, got 0$"):
+        GatewayConfig(max_container_entries=0)
+    with pytest.raises(InvalidArgument, match="^max_connections_per_host must be a positive int, got -1$"):
+        GatewayConfig(max_connections_per_host=-1)
+    with pytest.raises(InvalidArgument, match="^workers must be a positive int"):
+        GatewayConfig(workers="8")
+    # the checked binary decoder is a private copy: thriftpy2's shared module, used by clients, is untouched
+    assert thriftpy2.protocol.binary.read_list_begin is not containers.CheckedBinaryProtocol.read_struct.__globals__[
+        "read_list_begin"]
+    assert containers.CheckedBinaryProtocol is not thriftpy2.protocol.binary.TBinaryProtocol
 
 
 def test_idle_connections_are_closed(tmp_path):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from serde.errors import MappingError
 from serde.mapping.model import ColumnKind, ColumnSpec
 
-__all__ = ["CellSpec", "parse_cell_spec"]
+__all__ = ["CellSpec", "parse_cell_spec", "offset_of"]
 
 _SUFFIX = {
     "b": ("binary", None),
@@ -57,6 +57,11 @@ def column_from_cell_spec(spec: CellSpec, name: str, data_type, token: str, pos:
         )
     except MappingError as exc:
         raise MappingError(exc.message, token, pos) from None
+
+
+def offset_of(text: str, token: object) -> int:
+    """Where ``token`` first appears in the mapping ``text`` (0 when it does not)."""
+    return max(text.find(token), 0) if isinstance(token, str) and token else 0
 
 
 def _suffix(text: str, pos: int) -> tuple[str, str | None]:

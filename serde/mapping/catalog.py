@@ -27,11 +27,11 @@ its JSON path.
 
 from __future__ import annotations
 
-import json
 from types import MappingProxyType
 from typing import Any, Mapping
 
 from serde.errors import MappingError
+from storage.jsonlimits import JsonLimitError, loads_bounded
 from serde.mapping.model import ColumnKind, ColumnMapping, ColumnSpec, RowKeySpec
 from serde.types import parse_type
 
@@ -39,6 +39,7 @@ __all__ = ["parse_catalog"]
 
 _TOP_KEYS = {"table", "rowkey", "columns", "rowkey_delimiter"}
 _TABLE_KEYS = {"namespace", "name", "tableCoder", "version"}
+_MAX_JSON_DEPTH = 64  # a catalog is 3 levels deep; an inline Avro schema adds its own nesting
 _COLUMN_KEYS = {"cf", "col", "type", "length", "storage", "encoding", "avro"}
 
 
@@ -48,9 +49,10 @@ def _load(catalog: str | Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(catalog, str):
         raise MappingError("a catalog must be a JSON string or a dict", type(catalog).__name__)
     try:
-        doc = json.loads(catalog)
-    except json.JSONDecodeError as exc:
-        raise MappingError(f"invalid JSON catalog ({exc.msg})", catalog[exc.pos : exc.pos + 20] or "<end>", exc.pos) from None
+        doc = loads_bounded(catalog, _MAX_JSON_DEPTH)
+    except JsonLimitError as exc:
+        token = catalog[exc.position : exc.position + 20] or "<end>"
+        raise MappingError(f"invalid JSON catalog ({exc})", token, exc.position) from None
     if not isinstance(doc, dict):
         raise MappingError("a catalog must be a JSON object", catalog[:20], 0)
     return doc
@@ -86,8 +88,8 @@ def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[Column
     if encoding == "binary":  # accepted as "no special encoding"
         encoding = None
     length = spec.get("length")
-    if isinstance(length, str) and length.isdigit():
-        length = int(length)
+    if isinstance(length, str) and length.isascii() and length.isdigit() and len(length) <= 9:
+        length = int(length)  # ASCII digits only: str.isdigit() also accepts "²"
     options: dict[str, Any] = {}
     if "avro" in spec:
         options["avro.schema"] = spec["avro"]
@@ -128,6 +130,13 @@ def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[Column
 
 def parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
     """Parse a JSON catalog (string or already-loaded dict) into a :class:`ColumnMapping`."""
+    try:
+        return _parse_catalog(catalog)
+    except MappingError as exc:  # a check made after parsing: point at the entry it names
+        raise exc.at("<catalog>") from None
+
+
+def _parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
     doc = _load(catalog)
     _check_keys(doc, _TOP_KEYS, "")
     table = doc.get("table", {})
@@ -151,7 +160,10 @@ def parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
     if delimiter is not None:
         if not isinstance(delimiter, str) or not delimiter:
             raise MappingError("rowkey_delimiter must be a non-empty string", delimiter, "rowkey_delimiter")
-        delimiter = delimiter.encode("utf-8")
+        try:
+            delimiter = delimiter.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MappingError("rowkey_delimiter holds a lone surrogate", delimiter, f"rowkey_delimiter:{exc.start}") from None
 
     cols: list[ColumnSpec] = []
     part_columns: dict[str, str] = {}

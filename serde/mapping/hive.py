@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 from serde.errors import MappingError
-from serde.mapping._cellspec import CellSpec, column_from_cell_spec, parse_cell_spec
+from serde.mapping._cellspec import offset_of, CellSpec, column_from_cell_spec, parse_cell_spec
 from serde.mapping.model import ColumnKind, ColumnMapping
 from serde.types import STRING, TIMESTAMP, DataType, parse_type, parse_type_at
 
@@ -86,10 +86,23 @@ def parse_hive_mapping(
     ``types`` the colon-separated list of Hive types (or a list).  Errors are
     :class:`~serde.errors.MappingError` naming the token and its position.
     """
+    try:
+        return _parse_hive_mapping(mapping, columns, types, default_storage)
+    except MappingError as exc:  # a check made after parsing: point at the entry it names
+        raise exc.at(offset_of(mapping, exc.token) if isinstance(mapping, str) else 0) from None
+
+
+def _parse_hive_mapping(
+    mapping: str,
+    columns: str | Sequence[str] | None = None,
+    types: str | Sequence[str] | None = None,
+    default_storage: str = "string",
+) -> ColumnMapping:
+
     if not isinstance(mapping, str) or not mapping.strip():
-        raise MappingError("hbase.columns.mapping must be a non-empty string", mapping)
+        raise MappingError("hbase.columns.mapping must be a non-empty string", mapping, 0)
     if default_storage not in ("binary", "string"):
-        raise MappingError("hbase.table.default.storage.type must be binary or string", default_storage)
+        raise MappingError("hbase.table.default.storage.type must be binary or string", default_storage, 0)
     entries = _split_entries(mapping)
     specs = [(parse_cell_spec(tok, pos), tok, pos) for tok, pos in entries]
 
@@ -101,7 +114,7 @@ def parse_hive_mapping(
         names = [str(n).strip() for n in columns]
     for name in names:
         if not name:
-            raise MappingError("empty column name in columns", columns)
+            raise MappingError("empty column name in columns", columns, 0)
     if len(names) != len(specs):
         extra = entries[len(names)][0] if len(specs) > len(names) else names[len(specs)]
         raise MappingError(

@@ -16,9 +16,11 @@ from typing import Any, Mapping
 from serde.errors import MappingError
 from serde.types import DataType
 
-__all__ = ["ColumnKind", "ColumnSpec", "RowKeySpec", "ColumnMapping", "STORAGE_TYPES", "ENCODINGS"]
+__all__ = ["ColumnKind", "ColumnSpec", "RowKeySpec", "ColumnMapping", "STORAGE_TYPES", "ENCODINGS", "MAX_KEY_PART_LENGTH"]
 
 STORAGE_TYPES = ("binary", "string")
+MAX_KEY_PART_LENGTH = 1 << 20
+"""Most bytes of a fixed-length row key part (a key is far shorter in practice)."""
 """How a value is stored: HBase ``Bytes`` encodings or UTF-8 text."""
 
 ENCODINGS = ("ordered",)
@@ -58,6 +60,12 @@ class ColumnSpec:
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
     def __post_init__(self) -> None:
+        for what, value in (("name", self.name), ("family", self.family), ("qualifier", self.qualifier)):
+            if isinstance(value, str):
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError as exc:  # names become UTF-8 cell coordinates and schema fields
+                    raise MappingError(f"column {what} holds a lone surrogate at character {exc.start}", value) from None
         for what, value, allowed in (
             ("storage", self.storage, STORAGE_TYPES),
             ("key storage", self.key_storage, STORAGE_TYPES),
@@ -79,8 +87,10 @@ class ColumnSpec:
             raise MappingError(f"column {self.name!r} maps :timestamp and must be bigint or timestamp", str(self.type))
         if self.kind in (ColumnKind.KEY, ColumnKind.KEY_PART) and not self.type.is_primitive:
             raise MappingError(f"row key column {self.name!r} must have a primitive type", str(self.type))
-        if self.length is not None and (not isinstance(self.length, int) or self.length < 1):
-            raise MappingError(f"column {self.name!r}: length must be a positive integer", self.length)
+        if self.length is not None and (
+            not isinstance(self.length, int) or isinstance(self.length, bool) or not 1 <= self.length <= MAX_KEY_PART_LENGTH
+        ):
+            raise MappingError(f"column {self.name!r}: length must be an integer in [1, {MAX_KEY_PART_LENGTH}]", self.length)
 
     @property
     def cell(self) -> str:

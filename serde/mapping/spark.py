@@ -13,7 +13,7 @@ suffix is accepted).  As in hbase-spark, values default to the binary
 from __future__ import annotations
 
 from serde.errors import MappingError
-from serde.mapping._cellspec import column_from_cell_spec, parse_cell_spec
+from serde.mapping._cellspec import offset_of, column_from_cell_spec, parse_cell_spec
 from serde.mapping.model import ColumnMapping
 from serde.types import parse_type_at
 
@@ -47,8 +47,15 @@ def parse_spark_mapping(mapping: str, default_storage: str = "binary") -> Column
     Errors are :class:`~serde.errors.MappingError` naming the token and its
     position.
     """
+    try:
+        return _parse_spark_mapping(mapping, default_storage)
+    except MappingError as exc:  # a check made after parsing: point at the entry it names
+        raise exc.at(offset_of(mapping, exc.token) if isinstance(mapping, str) else 0) from None
+
+
+def _parse_spark_mapping(mapping: str, default_storage: str = "binary") -> ColumnMapping:
     if not isinstance(mapping, str) or not mapping.strip():
-        raise MappingError("the column mapping must be a non-empty string", mapping)
+        raise MappingError("the column mapping must be a non-empty string", mapping, 0)
     cols = []
     pos = 0
     while True:

@@ -17,7 +17,10 @@ from .cell_filters import (
     TimestampsFilter,
     ValueFilter,
 )
+from .column_filters import ColumnPaginationFilter, ColumnRangeFilter, FamilyFilter, MultipleColumnPrefixFilter
 from .column_value import SingleColumnValueFilter
+from .column_value_exclude import SingleColumnValueExcludeFilter
+from .inclusive_stop import InclusiveStopFilter
 from .comparators import (
     BinaryComparator,
     BinaryPrefixComparator,
@@ -47,6 +50,12 @@ __all__ = [
     "SingleColumnValueFilter",
     "ValueFilter",
     "PageFilter",
+    "FamilyFilter",
+    "MultipleColumnPrefixFilter",
+    "ColumnRangeFilter",
+    "ColumnPaginationFilter",
+    "InclusiveStopFilter",
+    "SingleColumnValueExcludeFilter",
     "TimestampsFilter",
     "FilterList",
     "FilterListOperator",

@@ -8,7 +8,7 @@ parses back to the same bytes.
 
 from __future__ import annotations
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, clip
 
 __all__ = ["to_bytes", "to_text", "quote", "quote_text"]
 
@@ -20,8 +20,13 @@ def to_bytes(value: object, what: str) -> bytes:
     if isinstance(value, (bytearray, memoryview)):
         return bytes(value)
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogateescape")
-    raise InvalidArgument(f"{what} must be bytes or str, got {type(value).__name__} {value!r}")
+        try:
+            return value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as exc:  # a lone surrogate that is not an escaped byte
+            raise InvalidArgument(
+                f"{what} holds a lone surrogate {value[exc.start]!r} at character {exc.start}, which is not text"
+            ) from None
+    raise InvalidArgument(f"{what} must be bytes or str, got {type(value).__name__} {clip(repr(value), 60)}")
 
 
 def to_text(value: bytes) -> str:

@@ -42,11 +42,20 @@ import numpy as np
 import pyarrow as pa
 
 from ..cells import CELL_SCHEMA, Cell
+from ..errors import InvalidArgument
 from . import _values
 from ._rows import RowBatch, as_cell_table
 from .ranges import KeyRange
 
-__all__ = ["Filter", "Keep", "Mode", "apply_row", "apply_batch", "eval_rows"]
+__all__ = ["Filter", "Keep", "Mode", "apply_row", "apply_batch", "eval_rows", "MAX_FILTER_DEPTH", "filter_depth", "check_depth"]
+
+MAX_FILTER_DEPTH = 64
+"""The deepest nesting of lists and wrappers a filter may have.
+
+Evaluation, ``copy`` and ``repr`` walk a filter recursively, a few Python
+frames per level; bounding the depth where filters are built and parsed keeps
+them far from the interpreter's recursion limit (a RecursionError would
+otherwise surface mid-scan, or as a filter the remote client cannot send)."""
 
 Keep = Union[bool, list]
 Mode = Union[int, list]
@@ -78,6 +87,10 @@ class Filter(ABC):
         memo[id(self)] = clone
         clone.__dict__.update(_copy.deepcopy(self.__dict__, memo))
         return clone
+
+    def _children(self) -> tuple["Filter", ...]:
+        """The filters this one combines or wraps (none for a leaf)."""
+        return ()
 
     # --- hints to the scanner ------------------------------------------
     def row_ranges(self) -> list[KeyRange] | None:
@@ -156,6 +169,29 @@ class Filter(ABC):
         from .filter_list import FilterList
 
         return FilterList.join(FilterList.MUST_PASS_ONE, self, other)
+
+
+def filter_depth(f: Filter) -> int:
+    """Levels of ``f`` (1 for a leaf), counted without recursion."""
+    deepest = 0
+    stack = [(f, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > deepest:
+            deepest = depth
+            if deepest > MAX_FILTER_DEPTH:
+                break  # deep enough to refuse; a cycle must not loop forever
+        stack.extend((child, depth + 1) for child in node._children())
+    return deepest
+
+
+def check_depth(f: Filter, extra: int = 0) -> None:
+    """Raise InvalidArgument when ``f`` nested ``extra`` levels deeper passes MAX_FILTER_DEPTH."""
+    depth = filter_depth(f) + extra
+    if depth > MAX_FILTER_DEPTH:
+        raise InvalidArgument(
+            f"filter is nested more than {MAX_FILTER_DEPTH} levels deep (lists and SKIP/WHILE wrappers)"
+        )
 
 
 def eval_rows(f: Filter, batch: RowBatch, rows: np.ndarray | None) -> tuple[np.ndarray, Any]:

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..cells import Cell
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
 from ._text import quote, quote_text, to_bytes
@@ -146,8 +146,10 @@ class TimestampsFilter(Filter):
     def __init__(self, timestamps: Iterable[int]):
         stamps = list(timestamps)
         for t in stamps:
-            if not isinstance(t, (int, np.integer)) or isinstance(t, bool):
-                raise InvalidArgument(f"TimestampsFilter timestamps must be integers, got {t!r}")
+            if not isinstance(t, (int, np.integer)) or isinstance(t, bool) or not -(2**63) <= t < 2**63:
+                raise InvalidArgument(
+                    f"TimestampsFilter timestamps must be signed 64-bit integers, got {clip(repr(t), 40)}"
+                )
         self.timestamps = tuple(sorted(set(int(t) for t in stamps)))
         self._set = frozenset(self.timestamps)
         self._array = pa.array(self.timestamps, pa.int64())

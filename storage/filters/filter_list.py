@@ -28,10 +28,10 @@ from typing import Iterable
 import numpy as np
 
 from ..cells import Cell
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
-from .base import Filter, Keep, Mode, eval_rows
+from .base import Filter, Keep, Mode, check_depth, eval_rows
 from .ranges import KeyRange, intersect, union
 
 __all__ = ["FilterList", "FilterListOperator"]
@@ -133,8 +133,12 @@ class FilterList(Filter):
     def add_filter(self, filter: Filter) -> None:
         """Append a child."""
         if not isinstance(filter, Filter):
-            raise InvalidArgument(f"FilterList children must be Filters, got {filter!r}")
+            raise InvalidArgument(f"FilterList children must be Filters, got {clip(repr(filter), 80)}")
+        check_depth(filter, extra=1)
         self.filters.append(filter)
+
+    def _children(self) -> tuple[Filter, ...]:
+        return tuple(self.filters)
 
     @property
     def stateful(self) -> bool:  # type: ignore[override]

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, clip
 from ._text import to_bytes
-from .base import Filter
+from .base import MAX_FILTER_DEPTH, Filter, check_depth
 from .cell_filters import (
     ColumnPrefixFilter,
     FirstKeyOnlyFilter,
@@ -37,6 +37,9 @@ from .compare import CompareOperator
 from .filter_list import FilterList
 from .page import PageFilter
 from .row_filters import MultiRowRangeFilter, PrefixFilter, RowFilter, RowRange
+from .column_filters import ColumnPaginationFilter, ColumnRangeFilter, FamilyFilter, MultipleColumnPrefixFilter
+from .column_value_exclude import SingleColumnValueExcludeFilter
+from .inclusive_stop import InclusiveStopFilter
 from .wrappers import SkipFilter, WhileMatchFilter
 
 __all__ = ["FilterSyntaxError", "parse_filter_string", "coerce_filter", "FILTER_NAMES"]
@@ -57,10 +60,17 @@ class FilterSyntaxError(InvalidArgument):
         self.hint = hint
         line_start = text.rfind("\n", 0, position) + 1
         line_end = text.find("\n", position)
-        line = text[line_start : line_end if line_end >= 0 else len(text)]
-        caret = " " * (position - line_start) + "^"
+        line_end = line_end if line_end >= 0 else len(text)
+        # The picture shows a window around the spot, so a long filter
+        # string never turns into a long message.
+        lo = max(line_start, position - _CONTEXT)
+        hi = min(line_end, position + _CONTEXT)
+        line = ("..." if lo > line_start else "") + text[lo:hi] + ("..." if hi < line_end else "")
+        caret = " " * (position - lo + (3 if lo > line_start else 0)) + "^"
         more = f"; {hint}" if hint else ""
-        super().__init__(f"{reason} at position {position}{more}\n{line}\n{caret}")
+        # a lone surrogate in the text would make the message unprintable
+        picture = f"{line}\n{caret}".encode("utf-8", "backslashreplace").decode("utf-8")
+        super().__init__(f"{clip(reason)} at position {position}{more}\n{picture}")
 
 
 # --- tokens -------------------------------------------------------------------
@@ -71,6 +81,10 @@ class _Token(NamedTuple):
     pos: int
 
 
+_CONTEXT = 100  # characters shown either side of an error's position
+_DIGITS = "0123456789"  # str.isdigit() also accepts "²" and other digits int() refuses
+_INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # integer arguments are Java longs in HBase
+_MAX_INT_CHARS = 20  # "-9223372036854775808": longer literals are refused unread
 _OPERATOR_CHARS = "<>=!"
 _OPERATORS = {op.symbol: op for op in CompareOperator if op is not CompareOperator.NO_OP}
 _KEYWORDS = {"AND", "OR", "SKIP", "WHILE"}
@@ -112,19 +126,23 @@ def _tokenize(text: str) -> list[_Token]:
                     f"unknown compare operator {symbol!r} (expected one of {', '.join(_OPERATORS)})", text, start
                 )
             tokens.append(_Token("op", _OPERATORS[symbol], start))
-        elif c.isdigit() or (c == "-" and text[i + 1 : i + 2].isdigit()):
+        elif c in _DIGITS or (c == "-" and text[i + 1 : i + 2] in tuple(_DIGITS)):
             start = i
             i += 1
-            while i < n and text[i].isdigit():
+            while i < n and text[i] in _DIGITS:
                 i += 1
-            tokens.append(_Token("int", int(text[start:i]), start))
+            literal = text[start:i].lstrip("-").lstrip("0") or "0"
+            value = int(text[start:i]) if len(literal) < _MAX_INT_CHARS else None
+            if value is None or not _INT_MIN <= value <= _INT_MAX:
+                raise FilterSyntaxError("integer out of the signed 64-bit range", text, start)
+            tokens.append(_Token("int", value, start))
         elif c.isalpha() or c == "_":
             start = i
             while i < n and (text[i].isalnum() or text[i] == "_"):
                 i += 1
             tokens.append(_Token("name", text[start:i], start))
         else:
-            raise FilterSyntaxError(f"unexpected character {c!r}", text, i)
+            raise FilterSyntaxError(f"unexpected character {ascii(c)}", text, i)
     tokens.append(_Token("end", None, n))
     return tokens
 
@@ -162,7 +180,10 @@ class _Args:
         tok = self.args[i]
         if tok.kind != "string":
             raise self.fail(f"{self.name.value} argument {i + 1} must be a quoted string, got {_describe(tok)}", tok)
-        return to_bytes(tok.value, "string")
+        try:
+            return to_bytes(tok.value, "string")
+        except InvalidArgument as exc:
+            raise self.fail(str(exc), tok) from None
 
     def integer(self, i: int) -> int:
         tok = self.args[i]
@@ -247,7 +268,33 @@ def _timestamps(a: _Args) -> Filter:
     return TimestampsFilter(a.integer(i) for i in range(len(a.args)))
 
 
+def _single_column_value_exclude(a: _Args) -> Filter:
+    n = a.count(4, 6)
+    extra = (a.boolean(4), a.boolean(5)) if n == 6 else ()
+    return SingleColumnValueExcludeFilter(a.string(0), a.string(1), a.operator(2), a.comparator(3), *extra)
+
+
+def _column_pagination(a: _Args) -> Filter:
+    a.count(2)
+    return ColumnPaginationFilter(a.integer(0), a.integer(1))
+
+
+def _column_range(a: _Args) -> Filter:
+    a.count(4)
+    return ColumnRangeFilter(a.string(0), a.boolean(1), a.string(2), a.boolean(3))
+
+
+def _multiple_column_prefix(a: _Args) -> Filter:
+    return MultipleColumnPrefixFilter(a.string(i) for i in range(len(a.args)))
+
+
 _BUILDERS: dict[str, Callable[[_Args], Filter]] = {
+    "ColumnPaginationFilter": _column_pagination,
+    "ColumnRangeFilter": _column_range,
+    "FamilyFilter": _compare_filter(FamilyFilter),
+    "InclusiveStopFilter": _prefix(InclusiveStopFilter),
+    "MultipleColumnPrefixFilter": _multiple_column_prefix,
+    "SingleColumnValueExcludeFilter": _single_column_value_exclude,
     "ColumnPrefixFilter": _prefix(ColumnPrefixFilter),
     "FirstKeyOnlyFilter": _first_key_only,
     "KeyOnlyFilter": _key_only,
@@ -272,6 +319,13 @@ class _Parser:
         self.text = text
         self.tokens = _tokenize(text)
         self.i = 0
+        self.depth = 0  # open parentheses and SKIP/WHILE around the current spot
+
+    def nest(self, tok: _Token) -> None:
+        """Enter one level; refuse nesting past MAX_FILTER_DEPTH before recursing."""
+        self.depth += 1
+        if self.depth > MAX_FILTER_DEPTH:
+            raise FilterSyntaxError(f"filter nested more than {MAX_FILTER_DEPTH} levels deep", self.text, tok.pos)
 
     def peek(self) -> _Token:
         return self.tokens[self.i]
@@ -298,32 +352,44 @@ class _Parser:
             raise FilterSyntaxError(f"unexpected {_describe(tok)} after a complete filter", self.text, tok.pos)
         return result
 
+    def build(self, tok: _Token, cls: type, *args: Any) -> Filter:
+        """``cls(*args)``, its InvalidArgument (nesting too deep) pointing at ``tok``."""
+        try:
+            return cls(*args)
+        except InvalidArgument as exc:
+            raise FilterSyntaxError(str(exc), self.text, tok.pos) from None
+
     def or_expr(self) -> Filter:
+        start = self.peek()
         parts = [self.and_expr()]
         while self.keyword("OR"):
             self.take()
             parts.append(self.and_expr())
-        return parts[0] if len(parts) == 1 else FilterList(FilterList.MUST_PASS_ONE, parts)
+        return parts[0] if len(parts) == 1 else self.build(start, FilterList, FilterList.MUST_PASS_ONE, parts)
 
     def and_expr(self) -> Filter:
+        start = self.peek()
         parts = [self.unary()]
         while self.keyword("AND"):
             self.take()
             parts.append(self.unary())
-        return parts[0] if len(parts) == 1 else FilterList(FilterList.MUST_PASS_ALL, parts)
+        return parts[0] if len(parts) == 1 else self.build(start, FilterList, FilterList.MUST_PASS_ALL, parts)
 
     def unary(self) -> Filter:
-        if self.keyword("SKIP"):
-            self.take()
-            return SkipFilter(self.unary())
-        if self.keyword("WHILE"):
-            self.take()
-            return WhileMatchFilter(self.unary())
         tok = self.peek()
+        if self.keyword("SKIP") or self.keyword("WHILE"):
+            self.take()
+            self.nest(tok)
+            wrapper = SkipFilter if tok.value.upper() == "SKIP" else WhileMatchFilter
+            inner = self.unary()
+            self.depth -= 1
+            return self.build(tok, wrapper, inner)
         if tok.kind == "(":
             self.take()
+            self.nest(tok)
             inner = self.or_expr()
             self.expect(")", "')'")
+            self.depth -= 1
             return inner
         if tok.kind != "name" or tok.value.upper() in _KEYWORDS:
             raise FilterSyntaxError(f"expected a filter name or '(', got {_describe(tok)}", self.text, tok.pos)
@@ -356,7 +422,9 @@ class _Parser:
             return builder(a)
         except FilterSyntaxError:
             raise
-        except InvalidArgument as exc:
+        except (InvalidArgument, ValueError, OverflowError, TypeError) as exc:
+            # a filter class refusing its arguments (its own checks, or a numeric
+            # conversion they missed) is reported at the call, never as a foreign error
             raise FilterSyntaxError(str(exc), self.text, name.pos) from None
 
 
@@ -375,8 +443,13 @@ def parse_filter_string(text: str | bytes) -> Filter:
 
 def coerce_filter(filter: Filter | str | bytes | None) -> Filter | None:
     """Accept what ``Table.scan(filter=...)`` takes: a Filter, a filter string, or None."""
-    if filter is None or isinstance(filter, Filter):
+    if filter is None:
+        return filter
+    if isinstance(filter, Filter):
+        check_depth(filter)  # a list may have grown deeper after it was built
         return filter
     if isinstance(filter, (str, bytes, bytearray, memoryview)):
         return parse_filter_string(filter)
-    raise InvalidArgument(f"filter must be a Filter, a filter string or None, got {type(filter).__name__} {filter!r}")
+    raise InvalidArgument(
+        f"filter must be a Filter, a filter string or None, got {type(filter).__name__} {clip(repr(filter), 60)}"
+    )

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..cells import Cell
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
-from .base import Filter, Keep, Mode, eval_rows
+from .base import Filter, Keep, Mode, check_depth, eval_rows
 from .ranges import KeyRange
 
 __all__ = ["SkipFilter", "WhileMatchFilter"]
@@ -29,8 +29,12 @@ def _fully_kept(keep: Keep) -> bool:
 class _Wrapper(Filter):
     def __init__(self, filter: Filter):
         if not isinstance(filter, Filter):
-            raise InvalidArgument(f"{type(self).__name__} wraps a Filter, got {filter!r}")
+            raise InvalidArgument(f"{type(self).__name__} wraps a Filter, got {clip(repr(filter), 80)}")
+        check_depth(filter, extra=1)
         self.filter = filter
+
+    def _children(self) -> tuple[Filter, ...]:
+        return (self.filter,)
 
     def reset(self) -> None:
         self.filter.reset()

@@ -20,6 +20,7 @@ HBASE_NAMES: dict[str, str] = {
     "bytes_in_results": "BYTES_IN_RESULTS",
     "blocks_read_from_disk": "BLOCK_READ_OPS_COUNT",
     "bytes_read_from_disk": "BYTES_READ_FROM_FS",
+    "read_requests": "READ_REQUESTS_TO_FS",
     "blocks_read_from_cache": "BLOCKS_READ_FROM_BLOCK_CACHE",
     "bytes_read_from_cache": "BYTES_READ_FROM_BLOCK_CACHE",
     "bytes_read_from_memstore": "BYTES_READ_FROM_MEMSTORE",
@@ -44,7 +45,8 @@ class ScanMetrics:
     ``rows_filtered`` the rows a filter dropped, ``cells_scanned`` the
     visible cells of scanned rows before filtering, ``bytes_in_results`` the
     approximate size of the cells returned.  Block and byte counters are
-    filled by the store file and memstore scanners; ``seeks`` counts the
+    filled by the store file and memstore scanners (``read_requests`` counts
+    read calls on store files: one ranged GET each on an object store); ``seeks`` counts the
     seek calls the merging heaps issue to their sources; ``rpc_calls`` is
     filled by the region server; ``time_ms`` is wall time spent inside
     ``next_rows``.
@@ -56,6 +58,7 @@ class ScanMetrics:
     bytes_in_results: int = 0
     blocks_read_from_disk: int = 0
     bytes_read_from_disk: int = 0
+    read_requests: int = 0
     blocks_read_from_cache: int = 0
     bytes_read_from_cache: int = 0
     bytes_read_from_memstore: int = 0

@@ -11,7 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .config import ServerConfig
-from .remote_errors import LeaseExpired, LimitExceeded, OutOfOrderScannerNext, RemoteError, Unauthenticated, UnknownScanner
+from .remote_errors import (
+    LeaseExpired,
+    LimitExceeded,
+    MalformedRequest,
+    OutOfOrderScannerNext,
+    RemoteError,
+    RequestFieldError,
+    Unauthenticated,
+    UnknownScanner,
+)
 
 if TYPE_CHECKING:
     from .service import RegionServer
@@ -22,6 +31,8 @@ __all__ = [
     "serve_main",
     "Unauthenticated",
     "LimitExceeded",
+    "MalformedRequest",
+    "RequestFieldError",
     "UnknownScanner",
     "LeaseExpired",
     "OutOfOrderScannerNext",

@@ -17,7 +17,7 @@ import re
 import pyarrow.flight as flight
 
 from .. import errors as _errors
-from ..errors import ScannerError, StorageError
+from ..errors import InvalidArgument, ScannerError, StorageError, clip
 
 __all__ = [
     "Unauthenticated",
@@ -26,6 +26,9 @@ __all__ = [
     "LeaseExpired",
     "OutOfOrderScannerNext",
     "RemoteError",
+    "MalformedRequest",
+    "RequestFieldError",
+    "MAX_ERROR_CHARS",
     "REMOTE_ERRORS",
     "to_flight_error",
     "from_flight_error",
@@ -56,6 +59,16 @@ class OutOfOrderScannerNext(ScannerError):
     last call (HBase's OutOfOrderScannerNextException): rows would be skipped or repeated."""
 
 
+class MalformedRequest(InvalidArgument):
+    """A request's bytes are not a well-formed message: bad framing, invalid or too deeply
+    nested JSON, a number too long, or a body over the size limits."""
+
+
+class RequestFieldError(InvalidArgument):
+    """A request field is missing, of the wrong type, or out of its range (wire types are strict:
+    ``{"reverse": "maybe"}`` is refused, not read as true)."""
+
+
 class RemoteError(StorageError):
     """The server failed in a way that has no engine error class (the message says how)."""
 
@@ -66,10 +79,16 @@ REMOTE_ERRORS: dict[str, type[BaseException]] = {
 REMOTE_ERRORS.update(
     {
         cls.__name__: cls
-        for cls in (Unauthenticated, LimitExceeded, UnknownScanner, LeaseExpired, OutOfOrderScannerNext, RemoteError)
+        for cls in (
+            Unauthenticated, LimitExceeded, UnknownScanner, LeaseExpired, OutOfOrderScannerNext, RemoteError,
+            MalformedRequest, RequestFieldError,
+        )
     }
 )
 """Error classes rebuilt on the client, by type tag."""
+
+MAX_ERROR_CHARS = 600
+"""The most characters of an error message sent to a client (echoed input is cut shorter still)."""
 
 _TAG_RE = re.compile(r"\[regionscan:(\w+)\] ?(.*)", re.S)
 
@@ -86,7 +105,9 @@ def _tag_of(exc: BaseException) -> str:
 def to_flight_error(exc: BaseException) -> flight.FlightError:
     """The Flight error that carries ``exc`` to the client, tagged with its class."""
     tag = _tag_of(exc)
-    message = str(exc)
+    # gRPC refuses status metadata over 16 KB (the client would see "resource
+    # exhausted" instead of the error): every message is cut to a few hundred characters.
+    message = clip(str(exc), MAX_ERROR_CHARS)
     info = json.dumps({"type": tag, "message": message}).encode()
     text = f"[regionscan:{tag}] {message}"
     if tag == "Unauthenticated":

@@ -16,6 +16,10 @@ A scanner idle for longer than its lease is closed by the reaper thread (or
 by the next call that finds it stale): its generator is closed, which frees
 the region views and file readers it held.  A later next() on it raises
 :class:`LeaseExpired`; an id never issued raises :class:`UnknownScanner`.
+
+Streams (do_get) have the same lease: the reaper expires a stream that has
+waited for its client past the lease (see :mod:`storage.server.streams`).
+Limits count per client host (:func:`peer_host`), over all its connections.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from .. import kernels
 from .remote_errors import LeaseExpired, LimitExceeded, OutOfOrderScannerNext, UnknownScanner
 from .wire import batches_to_ipc
 
-__all__ = ["RpcScanner", "StreamEntry", "ScannerRegistry"]
+__all__ = ["RpcScanner", "StreamEntry", "ScannerRegistry", "peer_host"]
 
 _EXPIRED_MEMORY = 4096  # ids of expired scanners remembered, to tell "expired" from "unknown"
 
@@ -194,10 +198,29 @@ class RpcScanner:
         }
 
 
-class StreamEntry:
-    """Bookkeeping of one streaming scan (do_get) while it runs."""
+def peer_host(peer: str) -> str:
+    """The client machine of a gRPC peer (``ipv4:10.0.0.5:51234`` -> ``ipv4:10.0.0.5``).
 
-    __slots__ = ("stream_id", "peer", "table", "created", "batches", "rows")
+    Limits count per host, not per connection: opening more connections
+    must not buy a client more scanners or streams.
+    """
+    if peer.startswith(("ipv4:", "ipv6:")):
+        host, sep, port = peer.rpartition(":")
+        if sep and port.isdigit():
+            return host
+    return peer
+
+
+class StreamEntry:
+    """Bookkeeping of one streaming scan (do_get) while it runs.
+
+    ``busy`` is set while the stream produces a batch; between batches the
+    stream waits for gRPC to take the last one (flow control), and
+    ``last_active`` says since when.  ``expire`` (set by the server) frees
+    the scan of a stream idle past the lease and returns True if it did.
+    """
+
+    __slots__ = ("stream_id", "peer", "table", "created", "batches", "rows", "last_active", "busy", "expired", "expire")
 
     def __init__(self, stream_id: str, peer: str, table: str):
         self.stream_id = stream_id
@@ -206,11 +229,20 @@ class StreamEntry:
         self.created = time.time()
         self.batches = 0
         self.rows = 0
+        self.last_active = time.monotonic()
+        self.busy = False
+        self.expired = False
+        self.expire: Callable[[], bool] | None = None
+
+    def idle_for(self, now: float | None = None) -> float:
+        """Seconds the stream has waited for its client (0 while it produces a batch)."""
+        return 0.0 if self.busy else (time.monotonic() if now is None else now) - self.last_active
 
     def describe(self) -> dict:
         """What list_scanners reports about this stream."""
         return {"id": self.stream_id, "kind": "stream", "peer": self.peer, "table": self.table,
-                "batches": self.batches, "rows": self.rows}
+                "batches": self.batches, "rows": self.rows, "idle_s": round(self.idle_for(), 3),
+                "expired": self.expired}
 
 
 class ScannerRegistry:
@@ -223,6 +255,11 @@ class ScannerRegistry:
         self._mutex = threading.Lock()
         self._scanners: dict[str, RpcScanner] = {}
         self._streams: dict[str, StreamEntry] = {}
+        # Expired streams whose handler thread is still blocked handing the client its
+        # last batch: their scan is freed, but they count against their client's limit
+        # until the thread is released, so one client cannot pin more threads than that.
+        self._draining: dict[str, StreamEntry] = {}
+        self.streams_expired_total = 0
         self._expired: OrderedDict[str, None] = OrderedDict()
         self._stop = threading.Event()
         self._reaper: threading.Thread | None = None
@@ -241,11 +278,19 @@ class ScannerRegistry:
             self.reap()
 
     def reap(self) -> int:
-        """Close every scanner idle past its lease; return how many."""
+        """Close every scanner and stream idle past its lease; return how many."""
         now = time.monotonic()
         with self._mutex:
             stale = [s for s in self._scanners.values() if s.idle_for(now) > self.lease_timeout]
+            idle_streams = [e for e in self._streams.values() if e.idle_for(now) > self.lease_timeout]
         count = 0
+        for entry in idle_streams:
+            if entry.expire is not None and entry.expire():
+                with self._mutex:
+                    if self._streams.pop(entry.stream_id, None) is not None:
+                        self._draining[entry.stream_id] = entry
+                    self.streams_expired_total += 1
+                count += 1
         for scanner in stale:
             # A scanner whose lock is held is serving a call: it is not idle.
             if scanner.lock.acquire(blocking=False):
@@ -283,12 +328,17 @@ class ScannerRegistry:
         total = len(self._scanners) + len(self._streams)
         if total >= self.max_total:
             raise LimitExceeded(f"the server has {total} open scanners and streams, its limit (max_scanners)")
-        mine = sum(1 for s in self._scanners.values() if s.peer == peer)
-        mine += sum(1 for s in self._streams.values() if s.peer == peer)
+        host = peer_host(peer)
+        mine = sum(
+            1
+            for group in (self._scanners, self._streams, self._draining)
+            for s in group.values()
+            if peer_host(s.peer) == host
+        )
         if mine >= self.max_per_client:
             raise LimitExceeded(
-                f"client {peer} has {mine} open scanners and streams, the per-client limit"
-                f" (max_scanners_per_client={self.max_per_client}); close some first"
+                f"client {host} has {mine} open scanners and streams over all its connections, the per-client"
+                f" limit (max_scanners_per_client={self.max_per_client}); close some first"
             )
 
     # -- RPC scanners --------------------------------------------------------
@@ -367,6 +417,7 @@ class ScannerRegistry:
         """Forget a stream that ended (harmless if already forgotten)."""
         with self._mutex:
             self._streams.pop(stream_id, None)
+            self._draining.pop(stream_id, None)
 
     # -- admin -----------------------------------------------------------------
     def describe(self) -> dict:
@@ -374,9 +425,13 @@ class ScannerRegistry:
         with self._mutex:
             scanners = list(self._scanners.values())
             streams = list(self._streams.values())
+            draining = list(self._draining.values())
             expired = self.expired_total
+            streams_expired = self.streams_expired_total
         return {
             "scanners": [s.describe() for s in scanners],
             "streams": [s.describe() for s in streams],
+            "draining_streams": [s.describe() for s in draining],
             "expired_total": expired,
+            "streams_expired_total": streams_expired,
         }

@@ -17,19 +17,20 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.flight as flight
 
 from ..cells import CELL_SCHEMA
 from ..connection import Connection
-from ..errors import InvalidArgument
+from ..errors import clip
 from ..table import Table
 from .auth import TokenMiddlewareFactory
 from .config import ServerConfig
-from .remote_errors import LimitExceeded, to_flight_error
+from .remote_errors import LimitExceeded, RequestFieldError, to_flight_error
 from .scanners import ScannerRegistry
+from .streams import StreamIterator
 from .wire import ACTIONS, PROTOCOL_VERSION, SCAN_OPTIONS, decode_message, encode_message
 
 __all__ = ["RegionServer", "scan_kwargs", "table_read_counters"]
@@ -38,33 +39,68 @@ _MUTATIONS = ("put", "delete", "delete_version")
 
 
 def _field(header: dict, name: str, kind: type | tuple, required: bool = True, default: Any = None) -> Any:
+    """Field ``name`` of a request, of exactly ``kind`` (a bool is not an int, nor an int a bool)."""
     if name not in header or header[name] is None:
         if required:
-            raise InvalidArgument(f"request is missing {name!r}")
+            raise RequestFieldError(f"request is missing {name!r}")
         return default
     value = header[name]
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise InvalidArgument(f"request field {name!r} has the wrong type: {type(value).__name__}")
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        want = " or ".join(k.__name__ for k in kinds)
+        raise RequestFieldError(f"request field {name!r} must be {want}, got {type(value).__name__}")
     return value
+
+
+# The JSON type of each scan option on the wire; anything else is refused, not coerced.
+_SCAN_TYPES: dict[str, type | tuple] = {
+    "row_start": bytes,
+    "row_stop": bytes,
+    "row_prefix": bytes,
+    "columns": list,
+    "filter": str,
+    "timestamp": int,
+    "time_range": list,
+    "max_versions": int,
+    "limit": int,
+    "reverse": bool,
+    "output": str,
+    "include_timestamp": bool,
+    "batch_size": int,
+}
 
 
 def scan_kwargs(raw: Any) -> dict:
     """Check a wire scan description and turn it into ``Table.scan_batches`` keywords."""
     if not isinstance(raw, dict):
-        raise InvalidArgument(f"scan must be an object of scan options, got {type(raw).__name__}")
+        raise RequestFieldError(f"scan must be an object of scan options, got {type(raw).__name__}")
     unknown = sorted(set(raw) - set(SCAN_OPTIONS))
     if unknown:
-        raise InvalidArgument(f"unknown scan options {unknown}; accepted: {', '.join(SCAN_OPTIONS)}")
-    kwargs = {k: v for k, v in raw.items() if v is not None}
+        raise RequestFieldError(
+            f"unknown scan options {clip(repr(unknown), 120)}; accepted: {', '.join(SCAN_OPTIONS)}"
+        )
+    kwargs = {k: _field(raw, k, _SCAN_TYPES[k]) for k, v in raw.items() if v is not None}
     if "time_range" in kwargs:
         tr = kwargs["time_range"]
-        if not isinstance(tr, list) or len(tr) != 2:
-            raise InvalidArgument(f"time_range must be a [min, max) pair, got {tr!r}")
+        if len(tr) != 2 or not all(isinstance(t, int) and not isinstance(t, bool) for t in tr):
+            raise RequestFieldError(f"time_range must be a [min, max) pair of ints, got {clip(repr(tr), 80)}")
         kwargs["time_range"] = tuple(tr)
-    flt = kwargs.get("filter")
-    if flt is not None and not isinstance(flt, str):
-        raise InvalidArgument("filter must travel as a filter string")
+    for column in kwargs.get("columns", ()):
+        if not isinstance(column, (bytes, str)):
+            raise RequestFieldError(f"scan columns must be bytes or strings, got {type(column).__name__}")
     return kwargs
+
+
+def _read_options(h: dict) -> dict:
+    """The typed ``columns`` / ``timestamp`` / ``include_timestamp`` options of a point read."""
+    columns = _field(h, "columns", list, required=False)
+    if columns is not None and not all(isinstance(c, (bytes, str)) for c in columns):
+        raise RequestFieldError("columns must be a list of bytes or strings")
+    return {
+        "columns": columns,
+        "timestamp": _field(h, "timestamp", int, required=False),
+        "include_timestamp": _field(h, "include_timestamp", bool, required=False, default=False),
+    }
 
 
 def table_read_counters(table: Table, reset: bool = False) -> dict:
@@ -128,7 +164,7 @@ class RegionServer(flight.FlightServerBase):
                 )
             handler = self._handlers.get(action.type)
             if handler is None:
-                raise InvalidArgument(f"unknown action {action.type!r}; known: {', '.join(ACTIONS)}")
+                raise RequestFieldError(f"unknown action {clip(repr(action.type), 80)}; known: {', '.join(ACTIONS)}")
             request = decode_message(body if body is not None else b"", f"{action.type} request")
             header, payload = handler(context.peer(), request.header)
             return [encode_message(header, payload)]
@@ -167,40 +203,18 @@ class RegionServer(flight.FlightServerBase):
             schema = CELL_SCHEMA
         else:
             schema = pa.schema([pa.field("key", pa.binary())])
-        registry = self.registry
-
-        def produce() -> Iterator[pa.RecordBatch]:
-            try:
-                batch = first
-                while batch is not None:
-                    if batch.schema != schema:
-                        batch = batch.cast(schema)
-                    entry.batches += 1
-                    entry.rows += batch.num_rows
-                    yield batch
-                    if context.is_cancelled():
-                        return
-                    batch = next(batches, None)
-            except flight.FlightError:
-                raise
-            except Exception as exc:  # a failure mid-stream reaches the client with its class
-                raise to_flight_error(exc) from exc
-            finally:
-                batches.close()
-                registry.remove_stream(entry.stream_id)
-
-        gen = produce()
-        # If gRPC drops the call before the generator ever runs, its finally
-        # never runs either: forget the stream when the generator is collected.
-        weakref.finalize(gen, registry.remove_stream, entry.stream_id)
-        weakref.finalize(gen, batches.close)
-        return flight.GeneratorStream(schema, gen)
+        stream = StreamIterator(entry, first, batches, schema, context, self.registry, self.config.lease_timeout)
+        # If gRPC drops the call before the stream is ever pulled, nothing calls
+        # finish(): forget the stream when the iterator is collected.
+        weakref.finalize(stream, self.registry.remove_stream, entry.stream_id)
+        weakref.finalize(stream, batches.close)
+        return flight.GeneratorStream(schema, stream)
 
     # -- helpers ----------------------------------------------------------------
     def _table(self, header: dict, key: str = "table") -> Table:
         name = header.get(key)
         if not isinstance(name, (str, bytes)):
-            raise InvalidArgument(f"request field {key!r} must name a table, got {name!r:.60}")
+            raise RequestFieldError(f"request field {key!r} must name a table, got {type(name).__name__}")
         return self.connection.table(name)  # validates the name: nothing outside the root
 
     # -- admin actions ----------------------------------------------------------
@@ -228,7 +242,7 @@ class RegionServer(flight.FlightServerBase):
         return {}, b""
 
     def _do_delete_table(self, peer: str, h: dict) -> tuple[dict, bytes]:
-        self.connection.delete_table(_field(h, "name", (str, bytes)), disable=bool(h.get("disable")))
+        self.connection.delete_table(_field(h, "name", (str, bytes)), disable=_field(h, "disable", bool, required=False, default=False))
         return {}, b""
 
     def _do_is_table_available(self, peer: str, h: dict) -> tuple[dict, bytes]:
@@ -245,7 +259,7 @@ class RegionServer(flight.FlightServerBase):
         return {}, b""
 
     def _do_compact(self, peer: str, h: dict) -> tuple[dict, bytes]:
-        self._table(h).compact(major=bool(h.get("major", True)))
+        self._table(h).compact(major=_field(h, "major", bool, required=False, default=True))
         return {}, b""
 
     def _do_split(self, peer: str, h: dict) -> tuple[dict, bytes]:
@@ -257,7 +271,7 @@ class RegionServer(flight.FlightServerBase):
         return self.registry.describe(), b""
 
     def _do_read_counters(self, peer: str, h: dict) -> tuple[dict, bytes]:
-        return table_read_counters(self._table(h), reset=bool(h.get("reset"))), b""
+        return table_read_counters(self._table(h), reset=_field(h, "reset", bool, required=False, default=False)), b""
 
     # -- mutations --------------------------------------------------------------
     def _do_mutate(self, peer: str, h: dict) -> tuple[dict, bytes]:
@@ -285,7 +299,7 @@ class RegionServer(flight.FlightServerBase):
 
         for i, op in enumerate(ops):
             if not isinstance(op, list) or len(op) != 4 or op[0] not in _MUTATIONS:
-                raise InvalidArgument(f"mutation {i} must be [kind, row, arg, timestamp] with kind in {_MUTATIONS}")
+                raise RequestFieldError(f"mutation {i} must be [kind, row, arg, timestamp] with kind in {_MUTATIONS}")
             kind, row, arg, ts = op
             if kind == "delete_version":
                 send()
@@ -301,22 +315,22 @@ class RegionServer(flight.FlightServerBase):
     # -- point reads ------------------------------------------------------------
     def _do_row(self, peer: str, h: dict) -> tuple[dict, bytes]:
         data = self._table(h).row(
-            _field(h, "row", bytes), columns=h.get("columns"), timestamp=h.get("timestamp"),
-            include_timestamp=bool(h.get("include_timestamp")),
+            _field(h, "row", bytes), **_read_options(h),
         )
         return {"data": data}, b""
 
     def _do_rows(self, peer: str, h: dict) -> tuple[dict, bytes]:
         rows = self._table(h).rows(
-            _field(h, "rows", list), columns=h.get("columns"), timestamp=h.get("timestamp"),
-            include_timestamp=bool(h.get("include_timestamp")),
+            _field(h, "rows", list), **_read_options(h),
         )
         return {"rows": rows}, b""
 
     def _do_cells(self, peer: str, h: dict) -> tuple[dict, bytes]:
         cells = self._table(h).cells(
-            _field(h, "row", bytes), _field(h, "column", (bytes, str)), versions=h.get("versions"),
-            timestamp=h.get("timestamp"), include_timestamp=bool(h.get("include_timestamp")),
+            _field(h, "row", bytes), _field(h, "column", (bytes, str)),
+            versions=_field(h, "versions", int, required=False),
+            timestamp=_field(h, "timestamp", int, required=False),
+            include_timestamp=_field(h, "include_timestamp", bool, required=False, default=False),
         )
         return {"cells": cells}, b""
 
@@ -349,7 +363,7 @@ class RegionServer(flight.FlightServerBase):
             )
         max_bytes = _field(h, "max_bytes", int, required=False, default=self.config.max_next_bytes)
         if max_bytes < 1:
-            raise InvalidArgument(f"max_bytes must be positive, got {max_bytes}")
+            raise RequestFieldError(f"max_bytes must be positive, got {max_bytes}")
         max_bytes = min(max_bytes, self.config.max_next_bytes)
         return self.registry.next(_field(h, "scanner_id", str), _field(h, "seq", int), rows, max_bytes)
 

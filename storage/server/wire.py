@@ -23,6 +23,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from ..errors import InvalidArgument
+from ..jsonlimits import loads_bounded
+from .remote_errors import MalformedRequest
 
 __all__ = [
     "MAGIC",
@@ -37,12 +39,16 @@ __all__ = [
     "ipc_to_batches",
     "ACTIONS",
     "SCAN_OPTIONS",
+    "MAX_HEADER_DEPTH",
 ]
 
 # DO NOT CHANGE: these bytes are the protocol; bump PROTOCOL_VERSION instead.
 MAGIC = b"RSWP"
 PROTOCOL_VERSION = 1
 PRELUDE = struct.Struct(">4sHHI")  # magic, version, flags, header_len
+
+MAX_HEADER_DEPTH = 32
+"""Deepest JSON nesting of a header (the deepest real message, a put in a mutate, is 7)."""
 
 _BYTES_TAG = "$b"
 _MAP_TAG = "$m"
@@ -130,7 +136,10 @@ def from_wire(value: Any) -> Any:
             if _BYTES_TAG in value:
                 return base64.b64decode(value[_BYTES_TAG], validate=True)
             if _MAP_TAG in value:
-                return {_hashable(from_wire(k)): from_wire(v) for k, v in value[_MAP_TAG]}
+                pairs = value[_MAP_TAG]
+                if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+                    raise TypeError(f"{_MAP_TAG} must hold [key, value] pairs")
+                return {_hashable(from_wire(k)): from_wire(v) for k, v in pairs}
         return {k: from_wire(v) for k, v in value.items()}
     return value
 
@@ -152,23 +161,24 @@ def decode_message(data: bytes | memoryview | pa.Buffer, what: str = "message") 
     """Parse one message, naming ``what`` in the error when it is malformed."""
     view = memoryview(data) if not isinstance(data, memoryview) else data
     if len(view) < PRELUDE.size:
-        raise InvalidArgument(f"{what} is {len(view)} bytes, shorter than the {PRELUDE.size}-byte prelude")
+        raise MalformedRequest(f"{what} is {len(view)} bytes, shorter than the {PRELUDE.size}-byte prelude")
     magic, version, _flags, header_len = PRELUDE.unpack_from(view, 0)
     if magic != MAGIC:
-        raise InvalidArgument(f"{what} does not start with the {MAGIC!r} magic (got {bytes(magic)!r})")
+        raise MalformedRequest(f"{what} does not start with the {MAGIC!r} magic (got {bytes(magic)!r})")
     if version != PROTOCOL_VERSION:
-        raise InvalidArgument(
+        raise MalformedRequest(
             f"{what} uses wire protocol version {version}; this side speaks version {PROTOCOL_VERSION}"
         )
     end = PRELUDE.size + header_len
     if end > len(view):
-        raise InvalidArgument(f"{what} header length {header_len} runs past the end ({len(view)} bytes)")
+        raise MalformedRequest(f"{what} header length {header_len} runs past the end ({len(view)} bytes)")
     try:
-        header = from_wire(json.loads(bytes(view[PRELUDE.size:end]).decode("utf-8")))
-    except (ValueError, TypeError) as exc:
-        raise InvalidArgument(f"{what} header is not valid tagged JSON: {exc}") from None
+        # nesting and number sizes are checked before json builds anything
+        header = from_wire(loads_bounded(bytes(view[PRELUDE.size:end]), MAX_HEADER_DEPTH))
+    except (ValueError, TypeError) as exc:  # JsonLimitError is a ValueError; so is a bad base64 tag
+        raise MalformedRequest(f"{what} header is not valid tagged JSON: {exc}") from None
     if not isinstance(header, dict):
-        raise InvalidArgument(f"{what} header must be a JSON object, got {type(header).__name__}")
+        raise MalformedRequest(f"{what} header must be a JSON object, got {type(header).__name__}")
     return Message(header, view[end:])
 
 

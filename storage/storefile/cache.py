@@ -1,8 +1,9 @@
 """The block cache: decoded data blocks shared by every reader of a connection.
 
-An LRU map bounded in bytes: each entry is charged its Arrow ``nbytes`` and
-the least recently used entries are evicted when the total passes the
-capacity.  Keys are ``(file identity, block offset)``.  The cache is
+An LRU map bounded in bytes: each entry is charged all it holds (a block's
+Arrow ``nbytes``, plus the Python list of row keys a point read attaches to
+it, see :meth:`BlockCache.recharge`) and the least recently used entries are
+evicted when the total passes the capacity.  Keys are ``(file identity, block offset)``.  The cache is
 consulted once per block, never per cell, so one lock around an
 ``OrderedDict`` costs nothing measurable.
 """
@@ -68,6 +69,25 @@ class BlockCache:
                 self.used_bytes -= evicted
                 self.evictions += 1
             return True
+
+    def recharge(self, key: Hashable, value: Any, charge: int) -> None:
+        """Charge ``charge`` for ``key`` from now on, if it still holds ``value``.
+
+        For an entry that grew after it was cached (a block whose row keys a
+        point read turned into a Python list): the total stays within the
+        capacity, evicting least recently used entries as :meth:`put` does.
+        """
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry[0] is not value:
+                return
+            self.used_bytes += charge - entry[1]
+            self._entries[key] = (value, charge)
+            self._entries.move_to_end(key)
+            while self.used_bytes > self.capacity_bytes and self._entries:
+                _, (_, evicted) = self._entries.popitem(last=False)
+                self.used_bytes -= evicted
+                self.evictions += 1
 
     def evict_file(self, file_id: Hashable) -> int:
         """Drop every block of one file (keys ``(file_id, offset)``); returns how many."""

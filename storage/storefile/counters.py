@@ -18,6 +18,8 @@ class ReadCounters:
 
     ``blocks_read``        data blocks read from the file (cache hits excluded)
     ``bytes_read``         bytes read from the file, every read included
+    ``reads``              read calls on the file, every read included (on an
+                           object store each is one ranged GET request)
     ``extra_header_reads`` sequential block reads that had to read the block
                            header separately because no prefetched header
                            matched
@@ -26,12 +28,13 @@ class ReadCounters:
                            and a block from its start
     """
 
-    FIELDS = ("blocks_read", "bytes_read", "extra_header_reads", "cache_hits", "cache_misses", "seeks")
+    FIELDS = ("blocks_read", "bytes_read", "reads", "extra_header_reads", "cache_hits", "cache_misses", "seeks")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.blocks_read = 0
         self.bytes_read = 0
+        self.reads = 0
         self.extra_header_reads = 0
         self.cache_hits = 0
         self.cache_misses = 0
@@ -46,6 +49,7 @@ class ReadCounters:
         """Record one read of ``nbytes`` (a data block read if ``block``)."""
         with self._lock:
             self.bytes_read += nbytes
+            self.reads += 1
             if block:
                 self.blocks_read += 1
 

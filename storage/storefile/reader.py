@@ -16,13 +16,19 @@ whose calls hop between threads still reads sequentially, HBASE-10676).
 ``prefetch="thread_local"`` keeps it per thread, the old HBase behaviour,
 for benchmarks; a miss costs one extra header read, counted in
 ``counters.extra_header_reads``.
+
+On a file that is not memory-mapped (an object store), a forward scan also
+reads block N+1 on a background thread while its caller works on block N,
+so the next ranged GET is in flight while the current block is consumed.
 """
 
 from __future__ import annotations
 
 import bisect
+import sys
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Iterator
 
 import pyarrow as pa
@@ -59,6 +65,23 @@ __all__ = ["StoreFileReader", "PREFETCH_MODES"]
 PREFETCH_MODES = ("shared", "thread_local")
 
 _READ_HEADER = object()  # "no prefetched header: read it separately"
+_PREFETCH_POOL: ThreadPoolExecutor | None = None
+_PREFETCH_POOL_LOCK = threading.Lock()
+
+
+def _prefetch_pool() -> ThreadPoolExecutor:
+    """The threads that read the next block of remote files ahead of their scanners."""
+    global _PREFETCH_POOL
+    if _PREFETCH_POOL is None:
+        with _PREFETCH_POOL_LOCK:
+            if _PREFETCH_POOL is None:
+                _PREFETCH_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="block-prefetch")
+    return _PREFETCH_POOL
+
+
+def _list_bytes(items: list) -> int:
+    """Memory of a list of bytes objects: the list and each object (header included)."""
+    return sys.getsizeof(items) + sum(map(sys.getsizeof, items))
 
 
 class StoreFileReader:
@@ -272,6 +295,8 @@ class StoreFileReader:
             rows = block.rows
             if rows is None:
                 rows = block.rows = block.batch.column(0).to_pylist()
+                if self._cache is not None:  # the cached block now holds the list too: charge it
+                    self._cache.recharge((self.file_id, block.offset), block, block.batch.nbytes + _list_bytes(rows))
             lo = bisect.bisect_left(rows, row)
             hi = bisect.bisect_right(rows, row, lo)
             if hi > lo:
@@ -332,11 +357,26 @@ class StoreFileReader:
             if stop_row is not None and rows[n - 1].as_py() >= stop_row:
                 hi = count_rows_below(rows, stop_row)
                 last_block = True
-            if hi > lo:
-                yield batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
             if last_block:
+                if hi > lo:
+                    yield batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
                 return
-            block = self._next_block(block, cache_blocks)
+            if self._mapped is None:
+                # A remote file: fetch the next block (one ranged read, which
+                # also brings the block after's header) while the caller
+                # works on this one, so the pipe stays full (HBase seed 001).
+                upcoming = _prefetch_pool().submit(self._next_block, block, cache_blocks)
+                if hi > lo:
+                    try:
+                        yield batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
+                    except GeneratorExit:
+                        upcoming.cancel()  # the scan stopped early: nobody wants that block
+                        raise
+                block = upcoming.result()
+            else:
+                if hi > lo:
+                    yield batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
+                block = self._next_block(block, cache_blocks)
 
     def _scan_reverse(self, start_row, stop_row, cache_blocks) -> Iterator[pa.RecordBatch]:
         keys = self.block_first_keys

@@ -37,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="connections waiting for a worker before new ones are closed (default %(default)s)")
     parser.add_argument("--max-request-bytes", type=int, default=d.max_request_bytes,
                         help="largest request accepted; a larger one closes its connection (default %(default)s)")
+    parser.add_argument("--max-container-entries", type=int, default=d.max_container_entries,
+                        help="most entries one list, set or map of a request may declare; more closes the "
+                             "connection (default %(default)s)")
+    parser.add_argument("--max-connections-per-host", type=int, default=None,
+                        help="connections one peer host may hold open or queued; more are closed at once "
+                             "(default: workers + max-queued)")
     parser.add_argument("--max-rows-per-call", type=int, default=d.max_rows_per_call,
                         help="most rows one scannerGetList returns (default %(default)s)")
     parser.add_argument("--max-scanners-per-connection", type=int, default=d.max_scanners_per_connection,
@@ -64,6 +70,8 @@ def _config(args: argparse.Namespace) -> GatewayConfig:
         workers=args.workers,
         max_queued=args.max_queued,
         max_request_bytes=args.max_request_bytes,
+        max_container_entries=args.max_container_entries,
+        max_connections_per_host=args.max_connections_per_host,
         max_rows_per_call=args.max_rows_per_call,
         max_scanners_per_connection=args.max_scanners_per_connection,
         max_scanners=args.max_scanners,

@@ -21,7 +21,12 @@ class GatewayConfig:
     happybase's.  ``workers`` threads serve connections, one connection per
     thread while it is open (HBase's thread-pool server); connections
     beyond ``workers + max_queued`` are closed at once.  A request larger
-    than ``max_request_bytes`` closes its connection.  Scanners idle for
+    than ``max_request_bytes``, or with a list, set or map declaring more
+    than ``max_container_entries`` entries, closes its connection.  One
+    peer host holds at most ``max_connections_per_host`` connections at a
+    time (default, None: ``workers + max_queued``, every slot, since on
+    loopback every client is one host); more from it are closed at once.
+    Scanners idle for
     ``scanner_lease_timeout`` seconds are reclaimed; at most
     ``max_scanners_per_connection`` are open per connection and
     ``max_scanners`` in all.  ``max_rows_per_call`` caps one
@@ -41,6 +46,8 @@ class GatewayConfig:
     workers: int = 64
     max_queued: int = 256
     max_request_bytes: int = 16 << 20
+    max_container_entries: int = 1_000_000
+    max_connections_per_host: int | None = None
     max_rows_per_call: int = 100_000
     max_scanners_per_connection: int = 64
     max_scanners: int = 1024
@@ -50,9 +57,11 @@ class GatewayConfig:
     block_cache_size: int = 256 << 20
 
     def __post_init__(self) -> None:
-        check_common(self)
         if not isinstance(self.workers, int) or isinstance(self.workers, bool) or self.workers < 1:
             raise InvalidArgument(f"workers must be a positive int, got {self.workers!r}")
+        if self.max_connections_per_host is None and isinstance(self.max_queued, int):
+            object.__setattr__(self, "max_connections_per_host", self.workers + self.max_queued)
+        check_common(self)
         if not self.loopback and not self.allow_remote:
             raise InvalidArgument(
                 f"refusing to bind {self.host}: Thrift 1 carries no credentials, so anyone who can reach "

@@ -85,6 +85,7 @@ class ThriftGateway:
         self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="thrift-worker")
         self._slots = threading.BoundedSemaphore(config.workers + config.max_queued)
         self._ids = itertools.count(1)
+        self._per_host: dict[str, int] = {}  # open or queued connections by peer host, under _clients_lock
         self._clients: dict[int, socket.socket] = {}
         self._clients_lock = threading.Lock()
         self._closing = threading.Event()
@@ -107,16 +108,38 @@ class ThriftGateway:
                 if self._closing.is_set():
                     break
                 raise
+            host = peer[0] if isinstance(peer, tuple) else str(peer)
+            if not self._admit(host):
+                log.warning("refusing connection from %s: %d connections from that host open or queued",
+                            _peer(peer), self.config.max_connections_per_host)
+                sock.close()
+                continue
             if not self._slots.acquire(blocking=False):
+                self._leave(host)
                 log.warning("refusing connection from %s: %d connections open or queued",
-                            peer, self.config.workers + self.config.max_queued)
+                            _peer(peer), self.config.workers + self.config.max_queued)
                 sock.close()
                 continue
             sock.settimeout(self.config.idle_timeout or None)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._pool.submit(self._serve_connection, sock, peer)
+            self._pool.submit(self._serve_connection, sock, peer, host)
 
-    def _serve_connection(self, sock: socket.socket, peer) -> None:
+    def _admit(self, host: str) -> bool:
+        """Count a new connection from ``host``, unless it already holds ``max_connections_per_host``."""
+        with self._clients_lock:
+            n = self._per_host.get(host, 0)
+            if n >= self.config.max_connections_per_host:
+                return False
+            self._per_host[host] = n + 1
+            return True
+
+    def _leave(self, host: str) -> None:
+        with self._clients_lock:
+            n = self._per_host.pop(host) - 1
+            if n:
+                self._per_host[host] = n
+
+    def _serve_connection(self, sock: socket.socket, peer, host: str) -> None:
         connection_id = next(self._ids)
         with self._clients_lock:
             self._clients[connection_id] = sock
@@ -143,6 +166,7 @@ class ThriftGateway:
             with self._clients_lock:
                 self._clients.pop(connection_id, None)
             self.scanners.close_connection(connection_id)
+            self._leave(host)  # before the close: a peer that sees it may reconnect at once
             try:
                 sock.close()
             finally:

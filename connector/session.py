@@ -1,0 +1,152 @@
+"""A correctly configured SparkSession for the ``regionscan`` source, and its registration.
+
+A Spark session reads ``regionscan`` tables when three things hold:
+
+* its Python workers run an interpreter that imports this project
+  (``PYSPARK_PYTHON``; without it they start the system ``python3`` and fail
+  with ``No module named 'connector'``), and on machines whose hostname
+  resolves to loopback Spark needs ``SPARK_LOCAL_IP``;
+* the source is registered: Spark finds ``pyspark_regionscan`` by itself
+  when that module is on its workers' path, and :func:`register` does it
+  explicitly otherwise (an editable install that hides the module);
+* ``spark.sql.python.filterPushdown.enabled`` is on, so key ranges and
+  engine filters are pushed down (with it off every read still returns
+  the right rows: Spark then filters them itself);
+* ``spark.sql.execution.pyspark.udf.hideTraceback.enabled`` is on, so an
+  error of the source (a misspelled option, a missing table) reads as one
+  line, Spark's error class and then the source's message, instead of a
+  Python traceback.
+
+:func:`spark_session` gives such a session; :func:`register` fixes up one
+that already runs.  This module imports pyspark only when called.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+__all__ = [
+    "worker_import_problem",
+    "PUSHDOWN_CONF",
+    "HIDE_TRACEBACK_CONF",
+    "code_root",
+    "prepare_local_environment",
+    "register",
+    "spark_session",
+    "quiet_spark_logs",
+]
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+# Python errors of data sources (and UDFs) come back without their traceback, so the first
+# line of Spark's AnalysisException carries the source's own one-line message.
+HIDE_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
+SOURCE_NAME = "regionscan"
+
+
+def code_root() -> str:
+    """The folder that holds the ``storage`` / ``serde`` / ``connector`` / ``jobs`` packages."""
+    return str(Path(__file__).resolve().parents[1])
+
+
+def prepare_local_environment() -> None:
+    """Environment a Spark JVM started from this process passes on to its Python workers.
+
+    ``SPARK_LOCAL_IP`` and ``PYSPARK_PYTHON`` are set only when unset; the
+    folder holding the project's packages goes first on ``PYTHONPATH`` so
+    local workers import the same code as this process.
+    """
+    # The machine's hostname may resolve to loopback: Spark then warns and picks another
+    # interface, which can be unreachable; a local session needs nothing but loopback.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers otherwise start the system python3, which lacks this environment's packages.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    root = code_root()
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([root] + paths)
+
+
+_MISSING_PACKAGE = re.compile(r"No module named '((?:storage|serde|connector|jobs|pyspark_regionscan)[\w.]*)'")
+
+
+def worker_import_problem(error_text: str) -> str | None:
+    """The one-line explanation when a Spark error says its Python workers cannot import this project.
+
+    Spark reports it as ``No module named 'connector'`` deep in a worker
+    traceback; None when ``error_text`` says nothing of the kind.
+    """
+    found = _MISSING_PACKAGE.search(error_text)
+    if found is None:
+        return None
+    return (f"Spark's Python workers cannot import regionscan (No module named '{found.group(1)}'): their Python "
+            f"lacks the package. Set PYSPARK_PYTHON to a Python where regionscan is installed (locally "
+            f"connector.spark_session() sets it to this one), or install regionscan on every executor")
+
+
+def quiet_spark_logs(spark: Any, verbose: bool = False) -> None:
+    """Spark's log at WARN (INFO when ``verbose``): its INFO lines would hide a job's result."""
+    spark.sparkContext.setLogLevel("INFO" if verbose else "WARN")
+
+
+def _already_registered(spark: Any) -> bool:
+    # Registering a name Spark found by itself logs "replaced a statically registered data
+    # source"; ask the JVM first (classic sessions only; Spark Connect has no _jsparkSession).
+    try:
+        manager = spark._jsparkSession.sessionState().dataSourceManager()
+        return bool(manager.dataSourceExists(SOURCE_NAME))
+    except Exception:  # noqa: BLE001 - Spark Connect or another JVM API: register explicitly
+        return False
+
+
+def register(spark: Any = None) -> bool:
+    """Make ``spark`` (default: the active session) read and write ``format("regionscan")``.
+
+    Registers the source unless Spark already found it, and turns Python
+    filter pushdown and one-line Python errors on.  Returns False when
+    there is no session.
+    """
+    if spark is None:
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        if spark is None:
+            return False
+    spark.conf.set(PUSHDOWN_CONF, "true")
+    spark.conf.set(HIDE_TRACEBACK_CONF, "true")
+    if not _already_registered(spark):
+        from .datasource import RegionScanDataSource
+
+        spark.dataSource.register(RegionScanDataSource)
+    return True
+
+
+def spark_session(master: str = "local[*]", app_name: str = "regionscan", conf: Mapping[str, str] | None = None,
+                  verbose: bool = False) -> Any:
+    """A SparkSession ready for ``spark.read.format("regionscan")``.
+
+    Returns the active session (registered, pushdown on) if one runs;
+    otherwise starts one on ``master`` with the environment of
+    :func:`prepare_local_environment`, pushdown on, the web UI off for
+    local masters, ``conf`` added, and Spark's log at WARN (``verbose``:
+    INFO).
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        register(active)
+        return active
+    prepare_local_environment()
+    builder = SparkSession.builder.appName(app_name).master(master).config(PUSHDOWN_CONF, "true")
+    if master == "local" or master.startswith("local["):
+        builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
+    for key, value in dict(conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    quiet_spark_logs(spark, verbose)
+    register(spark)
+    return spark

@@ -1,0 +1,156 @@
+"""Filters that pick columns of a row: FamilyFilter, MultipleColumnPrefixFilter,
+ColumnRangeFilter, ColumnPaginationFilter (HBase's filters of these names).
+
+The first three look at each cell on its own; ColumnPaginationFilter counts
+the columns of each row (a column's versions are adjacent, newest first,
+and it keeps the newest version only, as HBase's ``INCLUDE_AND_NEXT_COL``).
+A row left with no cells is dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..cells import Cell
+from ..errors import InvalidArgument
+from . import _values
+from ._rows import RowBatch
+from ._text import quote, to_bytes
+from .base import Filter, Keep, Mode
+from .cell_filters import _CellCompareFilter
+
+__all__ = ["FamilyFilter", "MultipleColumnPrefixFilter", "ColumnRangeFilter", "ColumnPaginationFilter"]
+
+_FAMILY = 1
+_QUALIFIER = 2
+
+
+class FamilyFilter(_CellCompareFilter):
+    """Cells whose family satisfies the comparison (HBase ``FamilyFilter``)."""
+
+    _field = _FAMILY
+    _column = "family"
+
+
+class MultipleColumnPrefixFilter(Filter):
+    """Cells whose qualifier starts with any of ``prefixes``, in any family."""
+
+    def __init__(self, prefixes: Iterable[bytes | str]):
+        if isinstance(prefixes, (bytes, str)):
+            raise InvalidArgument("MultipleColumnPrefixFilter takes a list of prefixes, not one")
+        self.prefixes = tuple(sorted({to_bytes(p, "MultipleColumnPrefixFilter prefix") for p in prefixes}))
+        if not self.prefixes:
+            raise InvalidArgument("MultipleColumnPrefixFilter needs at least one prefix")
+
+    def _eval_row(self, cells: list[Cell]) -> tuple[Keep, Mode]:
+        prefixes = self.prefixes
+        return [c[_QUALIFIER].startswith(prefixes) for c in cells], _values.KEEP
+
+    def _eval_batch(self, batch: RowBatch) -> tuple[np.ndarray, int]:
+        qualifiers = batch.column("qualifier")
+        mask = np.zeros(batch.num_cells, dtype=bool)
+        for prefix in self.prefixes:
+            mask |= pc.starts_with(qualifiers, prefix).to_numpy(zero_copy_only=False)
+        return mask, _values.KEEP
+
+    def _settings(self) -> tuple:
+        return self.prefixes
+
+    def __repr__(self) -> str:
+        return f"MultipleColumnPrefixFilter ({', '.join(quote(p) for p in self.prefixes)})"
+
+
+class ColumnRangeFilter(Filter):
+    """Cells whose qualifier lies between ``min_column`` and ``max_column``, in any family.
+
+    Each bound is inclusive or not; an empty bound is open (HBase's null).
+    """
+
+    def __init__(self, min_column: bytes | str, min_inclusive: bool, max_column: bytes | str, max_inclusive: bool):
+        for name, flag in (("min_inclusive", min_inclusive), ("max_inclusive", max_inclusive)):
+            if not isinstance(flag, bool):
+                raise InvalidArgument(f"ColumnRangeFilter {name} must be a bool, got {flag!r}")
+        self.min_column = to_bytes(min_column, "ColumnRangeFilter min_column")
+        self.max_column = to_bytes(max_column, "ColumnRangeFilter max_column")
+        self.min_inclusive = min_inclusive
+        self.max_inclusive = max_inclusive
+
+    def _inside(self, q: bytes) -> bool:
+        lo, hi = self.min_column, self.max_column
+        if lo and (q < lo or (q == lo and not self.min_inclusive)):
+            return False
+        if hi and (q > hi or (q == hi and not self.max_inclusive)):
+            return False
+        return True
+
+    def _eval_row(self, cells: list[Cell]) -> tuple[Keep, Mode]:
+        return [self._inside(c[_QUALIFIER]) for c in cells], _values.KEEP
+
+    def _eval_batch(self, batch: RowBatch) -> tuple[np.ndarray, int]:
+        q = batch.column("qualifier")
+        mask = pa.array(np.ones(len(q), dtype=bool))
+        if self.min_column:
+            lo = pa.scalar(self.min_column, pa.binary())
+            mask = pc.and_(mask, pc.greater_equal(q, lo) if self.min_inclusive else pc.greater(q, lo))
+        if self.max_column:
+            hi = pa.scalar(self.max_column, pa.binary())
+            mask = pc.and_(mask, pc.less_equal(q, hi) if self.max_inclusive else pc.less(q, hi))
+        return mask.to_numpy(zero_copy_only=False), _values.KEEP
+
+    def _settings(self) -> tuple:
+        return (self.min_column, self.min_inclusive, self.max_column, self.max_inclusive)
+
+    def __repr__(self) -> str:
+        return (f"ColumnRangeFilter ({quote(self.min_column)}, {str(self.min_inclusive).lower()}, "
+                f"{quote(self.max_column)}, {str(self.max_inclusive).lower()})")
+
+
+class ColumnPaginationFilter(Filter):
+    """Per row, the newest version of columns ``offset`` to ``offset + limit - 1`` (in column order)."""
+
+    def __init__(self, limit: int, offset: int):
+        for name, value in (("limit", limit), ("offset", offset)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
+                raise InvalidArgument(f"ColumnPaginationFilter {name} must be a non-negative integer, got {value!r}")
+        self.limit = int(limit)
+        self.offset = int(offset)
+
+    def _eval_row(self, cells: list[Cell]) -> tuple[Keep, Mode]:
+        keep = []
+        index = -1
+        previous = None
+        for c in cells:
+            column = (c[_FAMILY], c[_QUALIFIER])
+            first_version = column != previous
+            if first_version:
+                index += 1
+                previous = column
+            keep.append(first_version and self.offset <= index < self.offset + self.limit)
+        return keep, _values.KEEP
+
+    def _eval_batch(self, batch: RowBatch) -> tuple[np.ndarray, int]:
+        n = batch.num_cells
+        if n == 0:
+            return np.zeros(0, dtype=bool), _values.KEEP
+        family, qualifier = batch.column("family"), batch.column("qualifier")
+        new_column = np.ones(n, dtype=bool)
+        if n > 1:
+            same = pc.and_(pc.equal(family.slice(1), family.slice(0, n - 1)),
+                           pc.equal(qualifier.slice(1), qualifier.slice(0, n - 1)))
+            new_column[1:] = ~same.to_numpy(zero_copy_only=False)
+        new_column[batch.starts] = True
+        running = np.cumsum(new_column)  # columns seen so far, counting from the batch start
+        before_row = batch.broadcast(running[batch.starts] - 1)
+        index = running - 1 - before_row  # the column's position within its row
+        mask = new_column & (index >= self.offset) & (index < self.offset + self.limit)
+        return mask, _values.KEEP
+
+    def _settings(self) -> tuple:
+        return (self.limit, self.offset)
+
+    def __repr__(self) -> str:
+        return f"ColumnPaginationFilter ({self.limit}, {self.offset})"

@@ -1,0 +1,155 @@
+"""Every mistake a newcomer makes on the command line is one line, before the work, with a non-zero exit.
+
+Run through ``regionscan``'s own entry point (:func:`jobs.cli.main`); the
+jobs here fail before Spark starts, so none of these tests starts Spark
+(``spark_session`` is replaced by a function that fails the test if a job
+gets that far).  Also: the HBase spellings each job accepts or refuses.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+import storage
+from jobs import cli, export
+from storage.errors import TableNotFound
+
+UNWRITABLE = "/proc/regionscan-no/out"  # /proc refuses new entries, even for root
+
+
+@pytest.fixture
+def root(tmp_path):
+    path = str(tmp_path / "tables")
+    conn = storage.connect(path)
+    table = conn.create_table("t", {"cf": {}})
+    table.put(b"r1", {b"cf:a": b"1"})
+    table.flush()
+    conn.close()
+    return path
+
+
+@pytest.fixture(autouse=True)
+def no_spark(monkeypatch):
+    """A job that reaches Spark here has skipped a check it should have made first."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the job started Spark before refusing its arguments")
+
+    import jobs._spark
+
+    for module in ("row_counter", "cell_counter", "export", "import_", "import_tsv", "copy_table", "pe_distributed"):
+        mod = __import__(f"jobs.{module}", fromlist=["spark_session"])
+        monkeypatch.setattr(mod, "spark_session", refuse)
+    monkeypatch.setattr(jobs._spark, "spark_session", refuse)
+
+
+def _fails(argv, capsys, status):
+    assert cli.main(argv) == status
+    captured = capsys.readouterr()
+    lines = [line for line in captured.err.splitlines() if line.strip()]
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+def test_unwritable_output_paths_are_refused_before_the_work(root, tmp_path, capsys):
+    tsv = tmp_path / "in.tsv"
+    tsv.write_bytes(b"r1\t1\n")
+    cases = [
+        ["export", "--root", root, "t", UNWRITABLE],
+        ["cell_counter", "--root", root, "t", UNWRITABLE],
+        ["import_tsv", "--root", UNWRITABLE, "-Dimporttsv.columns=HBASE_ROW_KEY,cf:a", "t", str(tsv)],
+        ["pe", "--root", root, "--rows", "10", "--json", UNWRITABLE + ".json", "sequentialWrite"],
+        ["pe", "--root", root, "--rows", "10", "--chart", UNWRITABLE + ".html", "sequentialWrite"],
+        ["profile-serde", "--root", root, "t", "--mapping", "k STRING :key", "--chart", UNWRITABLE + ".html"],
+    ]
+    for argv in cases:
+        line = _fails(argv, capsys, 2)
+        assert UNWRITABLE in line and line.startswith(f"regionscan {argv[0]}: error: cannot write"), line
+    # a file where a folder must go, and a folder where a file must go
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = _fails(["export", "--root", root, "t", str(blocker)], capsys, 2)
+    assert "exists and is not a folder" in line
+    line = _fails(["pe", "--root", root, "--json", str(tmp_path), "sequentialWrite"], capsys, 2)
+    assert "it is a folder" in line
+
+
+def test_pe_writes_nothing_when_its_output_is_unwritable(tmp_path, capsys):
+    root = tmp_path / "pe"
+    _fails(["pe", "--root", str(root), "--rows", "10", "--json", UNWRITABLE, "sequentialWrite"], capsys, 2)
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("command", ["row_counter", "row-counter", "cell_counter", "cell-counter"])
+def test_a_missing_table_or_root_fails_before_spark(root, tmp_path, command, capsys):
+    line = _fails([command, "--root", root, "nope"], capsys, 1)
+    assert line == f"regionscan {command.replace('-', '_')}: failed: table nope does not exist under {root}"
+    typo = str(tmp_path / "tabels")
+    line = _fails([command, "--root", typo, "t"], capsys, 1)
+    assert "does not exist" in line and typo in line
+    assert not (tmp_path / "tabels").exists()
+
+
+def test_connect_creates_no_root_until_a_table_is_created(tmp_path):
+    typo = tmp_path / "typo"
+    conn = storage.connect(str(typo))
+    assert conn.tables() == []
+    with pytest.raises(TableNotFound, match="there is no root folder .*a mistyped root"):
+        conn.table("t")
+    assert not typo.exists()
+    conn.create_table("t", {"cf": {}})
+    conn.close()
+    assert (typo / "t").is_dir()
+
+
+def test_importtsv_and_import_refuse_misspelled_or_foreign_settings(root, tmp_path, capsys):
+    tsv = tmp_path / "in.tsv"
+    tsv.write_bytes(b"r1,1\n")
+    line = _fails(["import_tsv", "--root", root, "-Dimporttsv.columns=HBASE_ROW_KEY,cf:a",
+                   "-Dimporttsv.seperator=,", "t", str(tsv)], capsys, 2)
+    assert line == ("regionscan import_tsv: error: unknown setting -D 'importtsv.seperator'; "
+                    "did you mean 'importtsv.separator'?")
+    line = _fails(["import", "--root", root, "-Dimport.bulk.output=/tmp/x", "t", str(tsv), "--format", "csv"],
+                  capsys, 2)
+    assert "-Dimport.bulk.output is not supported" in line
+
+
+def test_hbase_spellings_refused_with_a_pointer(root, capsys):
+    cases = [
+        (["copy_table", "--root", root, "--new.name=u", "--all.cells", "t"], "--all.cells is not supported"),
+        (["row_counter", "--root", root, "--countDeleteMarkers", "t"], "--countDeleteMarkers is not supported"),
+        (["pe", "--root", root, "--oneCon=false", "randomRead"], "--oneCon=false is not supported"),
+        (["pe", "--root", root, "--columns", "3", "randomRead"], "--columns=3 is not supported"),
+        (["export", "--root", root, "t", "out", "2", "--versions", "3"], "versions is given twice"),
+        (["export", "--root", root, "t", "out", "1", "2", "3", "4"], "at most VERSIONS STARTTIME ENDTIME"),
+        (["export", "--root", root, "t", "out", "-Dhbase.mapreduce.scan.row.start=a", "--startrow", "b"],
+         "not both"),
+    ]
+    for argv, message in cases:
+        line = _fails(argv, capsys, 2)
+        assert message in line, line
+
+
+def test_export_takes_hbase_positional_times_and_row_bounds_without_a_mapping():
+    parser = argparse.ArgumentParser()
+    export.add_arguments(parser)
+    args = parser.parse_args(["t", "out", "3", "100", "200", "-Dhbase.mapreduce.scan.row.start=a",
+                              "-Dhbase.mapreduce.scan.row.stop=m"])
+    export._merge_hbase_forms(args)
+    assert (args.versions, args.starttime, args.endtime) == (3, "100", "200")
+    assert (args.startrow, args.stoprow, args.defines) == ("a", "m", [])
+    args = parser.parse_args(["t", "out"])
+    export._merge_hbase_forms(args)
+    assert (args.versions, args.starttime, args.endtime) == (1, None, None)
+
+
+def test_every_command_answers_to_both_spellings(capsys):
+    parser = cli.build_parser()
+    for name in cli.COMMANDS:
+        for spelling in {name, name.replace("_", "-"), name.replace("-", "_")}:
+            with pytest.raises(SystemExit) as done:
+                parser.parse_args([spelling, "--help"])
+            assert done.value.code == 0
+    capsys.readouterr()
