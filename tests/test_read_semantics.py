@@ -551,12 +551,13 @@ def check_connector(root: str, name: str, model: Model, opts) -> None:
 # -- the test -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("semantics") / "root")
+    path = tmp_path_factory.mktemp("semantics") / "root"
+    path.mkdir()  # the servers serve an existing root; the examples create its tables
+    return str(path)
 
 
 @pytest.fixture(scope="module")
 def server(root):
-    storage.connect(root).close()  # the root exists before the server opens it
     with ServerProcess(root) as proc:
         yield proc
 
