@@ -4,9 +4,13 @@ This is HBase's ``HFileOutputFormat2`` + ``LoadIncrementalHFiles``
 (``completebulkload``) for regionscan tables.
 
 Staging (one task attempt, :class:`BulkLoadTask`): row batches (as the
-SerDe's ``serialize_batch`` makes them) become cells, are sorted with Arrow
+SerDe's ``serialize_batch`` makes them) are sorted by row key with Arrow
 kernels and written as store files cut at region boundaries, one file per
-region and family per buffered run, under::
+region and family per buffered run.  Batches of ``family:qualifier`` columns
+with distinct keys are written column by column as dense blocks
+(``StoreFileWriter.append_rows``), never becoming cells; batches with family
+maps, repeated keys, or mixed with :meth:`BulkLoadTask.add_cells` in one run
+become cells, sorted and deduplicated.  Files go under::
 
     <table>/.staging/<job id>/<task id>/<region id>/<family>/<run>.sf
 
@@ -35,7 +39,7 @@ from __future__ import annotations
 import bisect
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -209,6 +213,77 @@ def _sort_dedup(cells: pa.Table) -> pa.Table:
     return cells
 
 
+def _column_batch(rows: pa.RecordBatch) -> bool:
+    """True for a row batch of ``key`` then ``family:qualifier`` columns (with
+    optional ``@ts`` columns), no family maps: the shape written column by column."""
+    names = rows.schema.names
+    if not names or names[0] != "key":
+        return False
+    return all(":" in n and not pa.types.is_map(rows.schema.field(n).type) for n in names[1:])
+
+
+def _sorted_distinct_rows(batches: list[pa.RecordBatch]) -> pa.Table | None:
+    """The batches as one table sorted by key (no sort when already in order),
+    or None when their columns differ or a key repeats (the cell path then
+    merges the repeated rows column by column)."""
+    schema = batches[0].schema
+    if any(b.schema != schema for b in batches[1:]):
+        return None
+    table = pa.Table.from_batches(batches)  # chunks stay where they are: no copy
+    keys = table.column(0).cast(pa.binary())
+    n = len(keys)
+    if n > 1:
+        ordered = pc.all(pc.less_equal(keys.slice(0, n - 1), keys.slice(1))).as_py()
+        if not ordered:
+            table = table.take(pc.sort_indices(keys)).combine_chunks()
+            keys = table.column(0).cast(pa.binary())
+        if pc.any(pc.equal(keys.slice(0, n - 1), keys.slice(1))).as_py():
+            return None
+    return table
+
+
+def _family_columns(table: pa.Table, timestamp: int) -> dict[str, tuple]:
+    """Per family, ``(keys, qualifiers, values, timestamps)`` of the rows holding
+    a value of the family, qualifiers ascending (``StoreFileWriter.append_rows``'s
+    arguments, as chunked arrays: :func:`write_store_file` writes them chunk by chunk)."""
+    keys = table.column(0).cast(pa.binary())
+    by_family: dict[str, list[tuple[bytes, str]]] = {}
+    for name in table.schema.names[1:]:
+        if name.endswith("@ts"):
+            continue
+        family, qualifier = name.split(":", 1)
+        by_family.setdefault(family, []).append((qualifier.encode(), name))
+    out = {}
+    for family, cols in sorted(by_family.items()):
+        cols.sort()
+        values = [table.column(name).cast(pa.binary()) for _, name in cols]
+        stamps = []
+        for (_, name), v in zip(cols, values):
+            ts_index = table.schema.get_field_index(f"{name}@ts")
+            if ts_index >= 0:
+                ts = table.column(ts_index).cast(pa.int64()).fill_null(timestamp)
+                stamps.append(pc.if_else(v.is_valid(), ts, pa.scalar(None, pa.int64())))
+            elif v.null_count:
+                stamps.append(pc.if_else(v.is_valid(), pa.scalar(timestamp, pa.int64()), pa.scalar(None, pa.int64())))
+            else:
+                stamps.append(pa.chunked_array([pa.repeat(pa.scalar(timestamp, pa.int64()), len(c)) for c in v.chunks],
+                                               pa.int64()))
+        present = values[0].is_valid()
+        for v in values[1:]:
+            present = pc.or_(present, v.is_valid())
+        if not pc.any(present).as_py():
+            continue
+        if not pc.all(present).as_py():
+            keep = present
+            keys_f = keys.filter(keep)
+            values = [v.filter(keep) for v in values]
+            stamps = [t.filter(keep) for t in stamps]
+        else:
+            keys_f = keys
+        out[family] = (keys_f, [q for q, _ in cols], values, stamps)
+    return out
+
+
 class _Rows:
     """A sorted row column as a sequence of bytes, for bisect (O(log n) scalar reads)."""
 
@@ -245,6 +320,7 @@ class BulkLoadTask:
         self.run_cells = run_cells
         self.dir = f"{STAGING_DIR}/{job_id}/{task_id}"
         self._pending: dict[str, list[pa.Table]] = {}
+        self._pending_rows: list[pa.RecordBatch] = []  # batches of family:qualifier columns only
         self._pending_cells = 0
         self._runs = 0
         self.staged: list[StagedFile] = []
@@ -253,8 +329,22 @@ class BulkLoadTask:
     def add(self, rows: pa.RecordBatch) -> None:
         """Add a row batch (``key`` + cell/family columns, as ``SerDe.serialize_batch`` returns)."""
         self._check_open()
-        for family, cells in row_batch_to_cells(rows, self.timestamp).items():
-            self._buffer(family, cells)
+        if _column_batch(rows):
+            for name in rows.schema.names[1:]:
+                family = name.split(":", 1)[0]
+                if family not in self.families:
+                    raise InvalidArgument(
+                        f"the table has no column family {family!r} (families: {sorted(self.families)})"
+                    )
+            if rows.column(0).null_count:
+                raise InvalidArgument("a row batch has a null row key")
+            self._pending_rows.append(rows)
+            self._pending_cells += sum(
+                len(c) - c.null_count for n, c in zip(rows.schema.names[1:], rows.columns[1:]) if not n.endswith("@ts")
+            )
+        else:
+            for family, cells in row_batch_to_cells(rows, self.timestamp).items():
+                self._buffer(family, cells)
         if self._pending_cells >= self.run_cells:
             self._write_run()
 
@@ -286,17 +376,29 @@ class BulkLoadTask:
         self._pending_cells += cells.num_rows
 
     def _write_run(self) -> None:
-        pending, self._pending, self._pending_cells = self._pending, {}, 0
+        row_batches, self._pending_rows = self._pending_rows, []
         run = self._runs
         self._runs += 1
+        if row_batches:
+            table = _sorted_distinct_rows(row_batches) if not self._pending else None
+            if table is not None:
+                self._pending_cells = 0
+                for family, columns in _family_columns(table, self.timestamp).items():
+                    self.staged.extend(self._write_dense_regions(family, columns, run))
+                return
+            for rows in row_batches:  # repeated keys, or cells in the same run: the cell path
+                for family, cells in row_batch_to_cells(rows, self.timestamp).items():
+                    self._buffer(family, cells)
+        pending, self._pending, self._pending_cells = self._pending, {}, 0
         for family, parts in sorted(pending.items()):
             cells = _sort_dedup(pa.concat_tables(parts))
             self.staged.extend(self._write_regions(family, cells, run))
 
-    def _write_regions(self, family: str, cells: pa.Table, run: int) -> list[StagedFile]:
-        rows = _Rows(cells.column("row"))
-        out = []
-        n = cells.num_rows
+    def _region_slices(self, keys) -> Iterator[tuple[RegionBounds, int, int]]:
+        """``(region, lo, hi)``: the regions the sorted ``keys`` fall in, with
+        the range of keys in each (by bisection, no pass over the keys)."""
+        rows = _Rows(keys)
+        n = len(keys)
         first = bisect.bisect_right(self._starts, rows[0]) - 1
         for i in range(max(first, 0), len(self.regions)):
             region = self.regions[i]
@@ -304,12 +406,27 @@ class BulkLoadTask:
             hi = n if region.end is None else bisect.bisect_left(rows, region.end)
             if lo >= hi:
                 if lo >= n:
-                    break
+                    return
                 continue
+            yield region, lo, hi
+            if hi >= n:
+                return
+
+    def _write_regions(self, family: str, cells: pa.Table, run: int) -> list[StagedFile]:
+        out = []
+        for region, lo, hi in self._region_slices(cells.column("row")):
             path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
             out.append(write_store_file(self.fs, path, region.region_id, family, self.families[family], cells.slice(lo, hi - lo)))
-            if hi >= n:
-                break
+        return out
+
+    def _write_dense_regions(self, family: str, columns: tuple, run: int) -> list[StagedFile]:
+        keys, qualifiers, values, stamps = columns
+        out = []
+        for region, lo, hi in self._region_slices(keys):
+            path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
+            size = hi - lo
+            part = (keys.slice(lo, size), qualifiers, [v.slice(lo, size) for v in values], [t.slice(lo, size) for t in stamps])
+            out.append(write_store_file(self.fs, path, region.region_id, family, self.families[family], None, part))
         return out
 
     def finish(self) -> list[StagedFile]:
@@ -317,7 +434,7 @@ class BulkLoadTask:
         if self._state != "open":
             raise InvalidArgument(f"bulk-load task {self.task_id} is already {self._state}")
         try:
-            if self._pending_cells:
+            if self._pending_cells or self._pending_rows:
                 self._write_run()
         except BaseException:
             self.abandon()
@@ -336,24 +453,36 @@ class BulkLoadTask:
         """Delete this attempt's staged files."""
         self._state = "abandoned"
         self._pending = {}
+        self._pending_rows = []
         self.fs.delete_dir(self.dir)
 
 
 def write_store_file(table_fs: FileSystem, path: str, region_id: str, family: str,
-                     settings: FamilySettings, cells: pa.Table) -> StagedFile:
-    """Write sorted cells of one family into a store file at ``path`` with the family's settings."""
+                     settings: FamilySettings, cells: pa.Table | None, columns: tuple | None = None) -> StagedFile:
+    """Write sorted cells of one family, or its sorted rows as ``columns``
+    (``(keys, qualifiers, values, timestamps)``, see ``StoreFileWriter.append_rows``),
+    into a store file at ``path`` with the family's settings."""
     parent = path.rsplit("/", 1)[0]
     table_fs.makedirs(parent)
     writer = StoreFileWriter(table_fs, path, family=family.encode(), block_size=settings.block_size,
                              compression=settings.compression, bloom=settings.bloom_filter)
     try:
-        writer.append_batch(cells)
+        if columns is not None:
+            keys, qualifiers, values, stamps = columns
+            # aligned zero-copy pieces of the chunked columns, one append_rows each
+            pieces = pa.Table.from_arrays([keys, *values, *stamps], names=[str(i) for i in range(1 + 2 * len(values))])
+            q = len(values)
+            for piece in pieces.to_batches():
+                if piece.num_rows:
+                    cols = piece.columns
+                    writer.append_rows(cols[0], qualifiers, cols[1 : 1 + q], cols[1 + q :])
+        else:
+            writer.append_batch(cells)
         info = writer.finish(max_seq_id=0)
     except BaseException:
         writer.abandon()
         raise
-    rows = cells.column("row")
-    return StagedFile(region_id, family, path, info.cell_count, info.file_size, rows[0].as_py(), rows[-1].as_py())
+    return StagedFile(region_id, family, path, info.cell_count, info.file_size, info.first_cell[0], info.last_cell[0])
 
 
 # -- commit -----------------------------------------------------------------------

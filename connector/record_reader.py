@@ -21,10 +21,11 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from storage.errors import InvalidArgument, ScannerError, StorageError, TableNotFound
+from storage.kernels import row_boundaries
 from storage.scanner.metrics import ScanMetrics
 from storage.rows import cells_to_dicts
 
-from .scanning import last_row_of, split_batches
+from .scanning import last_row_of, split_batches, split_row_count
 from .snapshot import SnapshotLost
 from .splits import TableSplit
 
@@ -140,6 +141,26 @@ class _ReaderBase:
         if scan.done:
             return 1.0
         return key_progress(scan.split.start, scan.split.end, scan.last_row)
+
+    def count_rows(self) -> int:
+        """The rows the reader has still to hand out, counted instead of read; the
+        reader is done afterwards.
+
+        Before the first row, a split without columns, filter or time range is
+        counted from the store files' block indexes where they can answer
+        (:func:`connector.scanning.split_row_count`); otherwise the remaining
+        batches are read and their rows counted.
+        """
+        scan = self._require()
+        if scan.last_row is None and not scan.done:
+            counted = split_row_count(scan.split, scan.metrics)
+            if counted is not None:
+                scan.close()
+                return counted
+        total = 0
+        while (batch := scan.next_batch()) is not None:
+            total += batch.num_rows if scan.output == "rows" else len(row_boundaries(batch))
+        return total
 
     def get_counters(self) -> dict[str, int | float]:
         """Scan metrics by HBase name, plus ``NUM_SCANNER_RESTARTS`` (group :data:`COUNTER_GROUP`)."""

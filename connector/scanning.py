@@ -24,6 +24,7 @@ from storage.cells import LATEST_TIMESTAMP
 from storage.filters import coerce_filter
 from storage.filters.ranges import KeyRange, intersect, key_after
 from storage.fs import FileSystem
+from storage.row_count import ROW_COUNT_FILTER, count_region_rows
 from storage.schema import FamilySettings
 from storage.scanner.metrics import ScanMetrics
 
@@ -31,7 +32,7 @@ from .options import ScanSpec
 from .snapshot import PinnedRegion, shared_block_cache
 from .splits import TableSplit
 
-__all__ = ["is_remote_root", "split_batches", "last_row_of"]
+__all__ = ["is_remote_root", "split_batches", "split_row_count", "last_row_of"]
 
 _REMOTE_PREFIXES = ("grpc://", "grpc+tcp://", "grpc+tls://")
 
@@ -86,6 +87,31 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
                 yield from scan_region_batches(region.view, region_scan, metrics)
                 if flt is not None and flt.filter_all_remaining():
                     return
+
+
+def split_row_count(split: TableSplit, metrics: ScanMetrics | None = None) -> int | None:
+    """The split's row count through :func:`storage.row_count.count_region_rows`
+    (block indexes where they can answer), or None when the split's scan has
+    columns, a filter other than the row-counting one or a time range, or
+    reads from a server: then rows must be scanned."""
+    scan = split.scan or ScanSpec()
+    counting = scan.filter is None or scan.filter == ROW_COUNT_FILTER
+    if is_remote_root(split.root) or scan.columns or not counting or scan.time_range is not None:
+        return None
+    table_fs = FileSystem(split.root).sub(split.table)
+    families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
+    cache = shared_block_cache() if scan.cache_blocks else None
+    total = 0
+    spans = _spans(split, None)
+    for pin in split.regions:
+        region_spans = intersect(spans, [(pin.start, pin.end)])
+        if not region_spans:
+            continue
+        with PinnedRegion(table_fs, split.table, pin, families, cache) as region:
+            if metrics is not None:
+                metrics.regions_scanned += 1
+            total += sum(count_region_rows(region.view, lo, hi) for lo, hi in region_spans)
+    return total
 
 
 def _remote_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], output: str,

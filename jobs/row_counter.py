@@ -4,7 +4,10 @@
                            [--expected-count N] [COLUMN ...]
     spark-submit jobs/row_counter.py --root R TABLE ...
 
-One Spark task per region split.  Each task scans its split with
+One Spark task per region split.  Without columns or a time range a task
+counts from the store files' block indexes where they can answer
+(``connector.scanning.split_row_count``: clean version 2 files, nothing in
+the memstore); otherwise it scans its split with
 ``FirstKeyOnlyFilter() AND KeyOnlyFilter()``: the engine hands over one
 empty-valued cell per row, so no value leaves the store files and nothing
 but a count leaves the task.  ``--range`` takes ``[start],[stop]`` (stop
@@ -28,18 +31,18 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from storage.errors import InvalidArgument
+from storage.row_count import ROW_COUNT_FILTER
 from storage.filters.ranges import KeyRange, normalize
 from storage.scanner.metrics import ScanMetrics
 
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
+from connector.scanning import split_row_count
 from jobs._splits import ScanRequest, column_list, require_table, scan_split, scanned_bytes, table_splits
 
 __all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "SplitCount", "ROW_COUNT_FILTER"]
 
-ROW_COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
-"""One empty-valued cell per row: the cheapest scan that still sees every row."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ def parse_ranges(values: Sequence[str]) -> list[KeyRange] | None:
 def count_split(split: Any) -> SplitCount:
     """Count the rows of one split (runs in a Spark task)."""
     metrics = ScanMetrics()
+    counted = split_row_count(split, metrics)
+    if counted is not None:
+        return SplitCount(split.index, counted, scanned_bytes(metrics, split))
     rows = 0
     for batch in scan_split(split, "cells", metrics):
         # FirstKeyOnlyFilter leaves exactly one cell per row

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import kernels
+from . import dense_scan, kernels
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from .region import RegionView, chunk_bounds
 from .columns import parse_column
@@ -235,6 +235,36 @@ def _empty_values(n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(b"")])
 
 
+def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
+    """``(field names, qualifiers, filter plan)`` when this scan takes dense
+    blocks straight to rows (see :mod:`storage.dense_scan`), else None."""
+    scan = proc.scan
+    if scan.output != "rows" or not skip_resolve:
+        return None
+    family = view.family.encode()
+    columns = dense_scan.dense_columns(family, proc.output_columns)
+    plan = dense_scan.dense_filter(scan.filter, family)
+    if columns is None or plan is None:
+        return None
+    names, qualifiers = columns
+    return names, qualifiers, plan
+
+
+def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
+    """One dense block part as rows: column slices, a filter as one comparison."""
+    names, qualifiers, plan = direct
+    mask, value_masks = dense_scan.filter_masks(plan, dense, qualifiers)
+    out = dense_scan.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks)
+    if proc.metrics is not None:
+        proc.metrics.cells_scanned += dense.cell_count()
+        if plan[0] != "none":
+            proc.metrics.rows_filtered += dense.num_rows - (out.num_rows if out is not None else 0)
+    if out is not None and proc.rows_left is not None:
+        out = out.slice(0, min(out.num_rows, proc.rows_left))
+        proc.rows_left -= out.num_rows
+    return out if out is not None and out.num_rows else None
+
+
 def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> Iterator[pa.RecordBatch]:
     """Stream one store file's blocks through the kernels, a group of blocks at a time.
 
@@ -243,6 +273,11 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     only a row wider than a block makes a carry-over and a concatenation.
     Blocks smaller than ``_MIN_GROUP_CELLS`` are grouped first, because the
     kernels' fixed cost per call dominates for small batches.
+
+    Dense blocks (format version 2) of whole rows skip the cell kernels: a
+    rows scan slices their columns (:func:`_dense_to_rows`), and the
+    row-counting filter takes the first cell of each row from their keys
+    (:func:`storage.dense_scan.first_cells`), many blocks per call.
     """
     reader = view.files[0].reader
     # a file with one version per column and no markers needs no resolution
@@ -252,6 +287,20 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     held: pa.RecordBatch | None = None  # complete rows, except maybe the last
 
     drop_values = values_discarded(proc.scan.filter)
+    direct = _dense_plan(view, proc, skip_resolve)
+    first_only = (
+        drop_values and skip_resolve and proc.select is None and dense_scan.first_cell_only(proc.scan.filter)
+    )
+    firsts: list = []  # dense parts waiting to become first cells
+    firsts_rows = 0
+    dense_out: list[pa.RecordBatch] = []  # rows sliced from dense blocks, joined up to a group
+    dense_out_cells = 0  # as the cell path counts a group: cells, here rows x columns
+    group_limit = min(_MIN_GROUP_CELLS, proc.scan.batch_cells)
+
+    def emit_dense_out() -> Iterator[pa.RecordBatch]:
+        # one batch per group, not per block: consumers pay per batch (and
+        # batch_size asks for batches that size); joining is a copy, no gather
+        yield dense_out[0] if len(dense_out) == 1 else pa.concat_batches(dense_out)
 
     def emit(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         if drop_values:
@@ -266,7 +315,52 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
         if out is not None and out.num_rows:
             yield out
 
-    for batch in reader.scan_batches(low, high):
+    def emit_firsts() -> Iterator[pa.RecordBatch]:
+        if proc.metrics is not None:
+            proc.metrics.cells_scanned += sum(d.cell_count() for d in firsts) - firsts_rows  # finish adds the rest
+        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]))
+        if out is not None and out.num_rows:
+            yield out
+
+    for part in reader.scan_parts(low, high, keys_only=drop_values):
+        dense = part.dense
+        if dense is not None and (direct is not None or first_only) and not part.continued and not part.open:
+            # the part starts a row, so the held rows are complete
+            if held is not None:
+                group.append(held)
+                group_cells += held.num_rows
+                held = None
+            if group:
+                yield from emit(group)
+                group, group_cells = [], 0
+            if first_only:
+                firsts.append(dense)
+                firsts_rows += dense.num_rows
+                if firsts_rows >= group_limit:
+                    yield from emit_firsts()
+                    firsts, firsts_rows = [], 0
+                    if proc.done:
+                        return
+                continue
+            out = _dense_to_rows(dense, direct, proc)
+            if out is not None:
+                dense_out.append(out)
+                dense_out_cells += out.num_rows * len(direct[0])
+                if dense_out_cells >= group_limit:
+                    yield from emit_dense_out()
+                    dense_out, dense_out_cells = [], 0
+            if proc.done:
+                break
+            continue
+        if dense_out:
+            yield from emit_dense_out()
+            dense_out, dense_out_cells = [], 0
+        if firsts:
+            yield from emit_firsts()
+            firsts, firsts_rows = [], 0
+            if proc.done:
+                return
+        batch = part.batch()
         if held is None:
             held = batch
             continue
@@ -281,11 +375,15 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             group.append(held)
             group_cells += held.num_rows
             held = batch
-        if group_cells >= min(_MIN_GROUP_CELLS, proc.scan.batch_cells):
+        if group_cells >= group_limit:
             yield from emit(group)
             group, group_cells = [], 0
             if proc.done:
                 return
+    if dense_out:
+        yield from emit_dense_out()
+    if firsts:
+        yield from emit_firsts()
     if held is not None:
         group.append(held)
     if group:

@@ -711,6 +711,24 @@ class Table:
         region.close()
         retire_dir(self.fs, f"regions/{region.info.region_id}")
 
+    def count(self, row_start: bytes | None = None, row_stop: bytes | None = None, row_prefix: bytes | None = None) -> int:
+        """The number of rows in ``[row_start, row_stop)`` (or with ``row_prefix``),
+        as a full scan would see them.
+
+        Where a region's store files are clean (no delete markers), its families
+        have no TTL, its memstore holds nothing for the range and the files'
+        row ranges do not overlap, the count comes from the version 2 block
+        indexes without reading data blocks (see :mod:`storage.row_count`);
+        otherwise the region is scanned with the row-counting filter.
+        """
+        from .row_count import count_region_rows
+
+        self._check_open()
+        low, high = row_range(row_start, row_stop, row_prefix, False)
+        if high is not None and low >= high:
+            return 0
+        return sum(count_region_rows(region.view(), low, high) for region in self._regions_for_range(low, high))
+
     def store_file_readers(self) -> list:
         """The open :class:`storage.storefile.StoreFileReader` of every live store file."""
         return [f.reader for r in self._regions for s in r.stores.values() for f in s.files]

@@ -123,8 +123,9 @@ def test_readers_share_one_cache(tmp_path):
     first_a = [b.to_pylist() for b in ra.scan_batches()]
     list(rb.scan_batches())
     assert len(cache) == ra.block_count + rb.block_count
-    assert cache.used_bytes == sum(ra.read_block(i).nbytes for i in range(ra.block_count)) + sum(
-        rb.read_block(i).nbytes for i in range(rb.block_count)
+    # each block is charged its decoded size (a dense block: its columns)
+    assert cache.used_bytes == sum(ra._block(i).nbytes for i in range(ra.block_count)) + sum(
+        rb._block(i).nbytes for i in range(rb.block_count)
     )
     # A second reader of the same file finds its blocks in the cache: no block reads.
     ra2 = StoreFileReader(fs, "a.sf", cache=cache)
@@ -139,7 +140,7 @@ def test_cache_bound_holds_under_scans_and_lru_keeps_hot_blocks(tmp_path):
     fs = FileSystem(str(tmp_path))
     _write(fs, "a.sf", 2000, 3)
     probe = StoreFileReader(fs, "a.sf")
-    block_bytes = probe.read_block(0).nbytes
+    block_bytes = probe._block(0).nbytes  # what the cache charges per block
     probe.close()
     cache = BlockCache(4 * block_bytes + block_bytes // 2)
     with StoreFileReader(fs, "a.sf", cache=cache) as r:

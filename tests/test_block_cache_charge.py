@@ -31,7 +31,10 @@ def test_each_block_is_charged_its_arrow_bytes_and_its_row_key_list(tmp_path):
     fs, keys = _file(tmp_path)
     cache = BlockCache(1 << 30)
     reader = StoreFileReader(fs, "a.sf", cache=cache)
-    arrow = sum(reader.read_block(i).nbytes for i in range(reader.block_count))
+    for i in range(reader.block_count):
+        reader.read_block(i)
+    # what each block holds: its Arrow arrays (a dense block's columns and, once built, its cells)
+    arrow = sum(reader._block(i).nbytes for i in range(reader.block_count))
     assert cache.used_bytes == arrow  # scans attach no list
     for i in range(reader.block_count):
         first = reader.read_block(i).column(0)[0].as_py()
@@ -48,7 +51,7 @@ def test_each_block_is_charged_its_arrow_bytes_and_its_row_key_list(tmp_path):
 def test_point_reads_keep_the_cache_within_its_bound(tmp_path):
     fs, keys = _file(tmp_path)
     probe = StoreFileReader(fs, "a.sf")
-    arrow = sum(probe.read_block(i).nbytes for i in range(probe.block_count))
+    arrow = sum(probe._block(i).nbytes for i in range(probe.block_count))
     probe.close()
     capacity = arrow  # holds every block as Arrow bytes, not with the lists on top
     cache = BlockCache(capacity)

@@ -12,7 +12,7 @@ import storage
 from connector import SnapshotLost, TableInputFormat
 from connector.bulkload import BulkLoadTask, abort_load, lock_table, prepare_commit, recover, table_regions
 from connector.options import ScanSpec, scan_spec_from_conf, normalize_conf, to_bytes_binary, to_string_binary
-from connector.record_reader import TableBatchRecordReader, key_progress
+from connector.record_reader import TableBatchRecordReader, TableRecordReader, key_progress
 from connector.scanning import split_batches
 from connector.snapshot import live_pins
 from connector.splits import block_cut_keys
@@ -479,3 +479,32 @@ def test_a_task_finishing_after_the_abort_discards_its_files(root):
     assert table_fs.exists(aborted_marker("job-late"))
     assert drop_old_abort_markers(table_fs, older_than_s=-1) == 1
     assert not table_fs.exists(aborted_marker("job-late"))
+
+
+def _counts(fmt, reader_type) -> list[int]:
+    """count_rows() of a fresh reader per split."""
+    counts = []
+    for s in fmt.get_splits():
+        reader = reader_type()
+        reader.initialize(s)
+        counts.append(reader.count_rows())
+        assert reader.get_progress() == 1.0
+        reader.close()
+    return counts
+
+
+def test_record_readers_count_rows_from_the_index_or_by_reading(root):
+    fmt = TableInputFormat(_conf(root))
+    expected = [len(list(_read_all(fmt, [s]))) for s in fmt.get_splits()]
+    for reader_type in (TableRecordReader, TableBatchRecordReader):
+        counts = _counts(fmt, reader_type)
+        assert counts == expected and sum(counts) == ROWS
+    # unflushed deletes: the indexes cannot answer, the rows are read
+    conn = storage.connect(root)
+    conn.table("t").delete(_key(5))
+    conn.table("t").delete(_key(700))
+    conn.close()
+    assert sum(_counts(TableInputFormat(_conf(root)), TableBatchRecordReader)) == ROWS - 2
+    # with columns the rows are read too, and only rows holding them count
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.columns": "cf2:x"}))
+    assert sum(_counts(fmt, TableRecordReader)) == len(_embedded_rows(root, columns=[b"cf2:x"]))

@@ -23,6 +23,8 @@ from storage.storefile.bloom import RowBloomFilter, row_hash_pair, row_hash_pair
 from storage.storefile.codecs import CODECS, BlockCodec
 from storage.storefile.format import (
     BLOCK_HEADER_SIZE,
+    BLOCK_V2_HEADER_SIZE,
+    BlockHeaderV2,
     BLOOM_MAGIC,
     TRAILER_SIZE,
     CompressionType,
@@ -533,18 +535,29 @@ def _read_everything(fs: FileSystem, path: str) -> None:
         r.check()
 
 
-def _small_file(fs: FileSystem, path: str, compression=None) -> tuple[bytes, Trailer]:
+def _small_file(fs: FileSystem, path: str, compression=None, version: int = FORMAT_VERSION) -> tuple[bytes, Trailer]:
     cells = make_cells(seed=11, rows=12, value_size=20)
-    write(fs, path, cells, block_size=300, compression=compression)
+    write(fs, path, cells, block_size=300, compression=compression, format_version=version)
     data = fs.read_bytes(path)
     return data, Trailer.decode(data[-TRAILER_SIZE:], path, len(data))
 
 
 def _regions(data: bytes, tr: Trailer) -> dict[str, tuple[int, int]]:
-    first_body = struct.unpack_from("<I", data, 8)[0]
+    if tr.format_version >= 2:
+        head = BlockHeaderV2.decode(data[:BLOCK_V2_HEADER_SIZE], "f", 0)
+        blocks = {
+            "block header": (0, BLOCK_V2_HEADER_SIZE),
+            "key section": (BLOCK_V2_HEADER_SIZE, head.key_end),
+            "value section": (head.key_end, head.length),
+        }
+    else:
+        first_body = struct.unpack_from("<I", data, 8)[0]
+        blocks = {
+            "block header": (0, BLOCK_HEADER_SIZE),
+            "block body": (BLOCK_HEADER_SIZE, BLOCK_HEADER_SIZE + first_body),
+        }
     return {
-        "block header": (0, BLOCK_HEADER_SIZE),
-        "block body": (BLOCK_HEADER_SIZE, BLOCK_HEADER_SIZE + first_body),
+        **blocks,
         "last block": (tr.index_offset - 60, tr.index_offset),
         "index": (tr.index_offset, tr.index_offset + tr.index_length),
         "bloom": (tr.bloom_offset, tr.bloom_offset + tr.bloom_length),
@@ -553,9 +566,10 @@ def _regions(data: bytes, tr: Trailer) -> dict[str, tuple[int, int]]:
     }
 
 
+@pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("compression", [None, "zstd"])
-def test_flipped_byte_in_every_region_is_detected(fs, tmp_path, compression):
-    data, tr = _small_file(fs, "good.sf", compression)
+def test_flipped_byte_in_every_region_is_detected(fs, tmp_path, compression, version):
+    data, tr = _small_file(fs, "good.sf", compression, version)
     _read_everything(fs, "good.sf")
     rng = random.Random(12)
     for region, (lo, hi) in _regions(data, tr).items():
@@ -569,9 +583,10 @@ def test_flipped_byte_in_every_region_is_detected(fs, tmp_path, compression):
             assert "bad.sf" in str(err.value) and err.value.offset is not None, region
 
 
-def test_every_byte_is_covered_by_a_check(fs, tmp_path):
+@pytest.mark.parametrize("version", [1, 2])
+def test_every_byte_is_covered_by_a_check(fs, tmp_path, version):
     cells = [Cell(b"r%d" % i, FAMILY, b"q", i, 4, b"v%d" % i) for i in range(4)]
-    write(fs, "good.sf", cells, block_size=60)
+    write(fs, "good.sf", cells, block_size=60, format_version=version)
     data = fs.read_bytes("good.sf")
     with StoreFileReader(fs, "good.sf") as r:
         assert r.block_count >= 2 and r.has_bloom
@@ -583,8 +598,9 @@ def test_every_byte_is_covered_by_a_check(fs, tmp_path):
             _read_everything(fs, "bad.sf")
 
 
-def test_truncated_files_are_detected(fs, tmp_path):
-    data, tr = _small_file(fs, "good.sf")
+@pytest.mark.parametrize("version", [1, 2])
+def test_truncated_files_are_detected(fs, tmp_path, version):
+    data, tr = _small_file(fs, "good.sf", version=version)
     cuts = {0, 1, 39, 40, 41, tr.index_offset, tr.index_offset + 5, tr.info_offset, len(data) - TRAILER_SIZE, len(data) - 1}
     cuts |= set(range(0, len(data), max(1, len(data) // 25)))
     for cut in sorted(cuts):
@@ -603,16 +619,18 @@ def test_unsupported_format_version_is_refused(fs, tmp_path):
     struct.pack_into("<I", trailer, 64, 99)
     struct.pack_into("<I", trailer, 68, checksum(bytes(trailer[:68])))
     (tmp_path / "v99.sf").write_bytes(data[:-TRAILER_SIZE] + bytes(trailer))
-    with pytest.raises(CorruptionError, match="version 99"):
+    with pytest.raises(CorruptionError, match=r"format version 99 is not supported .*v99\.sf"):
         StoreFileReader(fs, "v99.sf")
 
 
-def test_block_header_disagreeing_with_index_is_detected(fs, tmp_path):
+@pytest.mark.parametrize("version", [1, 2])
+def test_block_header_disagreeing_with_index_is_detected(fs, tmp_path, version):
     """A block header rewritten with a valid checksum but a wrong cell count."""
-    data, _ = _small_file(fs, "good.sf")
+    data, _ = _small_file(fs, "good.sf", version=version)
     bad = bytearray(data)
-    struct.pack_into("<I", bad, 24, struct.unpack_from("<I", bad, 24)[0] + 1)
-    struct.pack_into("<I", bad, 36, checksum(bytes(bad[:36])))
+    at, size = (24, BLOCK_HEADER_SIZE) if version == 1 else (12, BLOCK_V2_HEADER_SIZE)
+    struct.pack_into("<I", bad, at, struct.unpack_from("<I", bad, at)[0] + 1)
+    struct.pack_into("<I", bad, size - 4, checksum(bytes(bad[: size - 4])))
     (tmp_path / "hdr.sf").write_bytes(bytes(bad))
     with pytest.raises(CorruptionError, match="offset 0"):
         _read_everything(fs, "hdr.sf")
@@ -637,7 +655,7 @@ def _with_info(data: bytes, **changes) -> bytes:
 
 
 def test_check_finds_info_that_disagrees_with_the_blocks(fs, tmp_path):
-    data, _ = _small_file(fs, "good.sf")
+    data, _ = _small_file(fs, "good.sf", version=1)  # version 2 checks row_count at open
     (tmp_path / "same.sf").write_bytes(_with_info(data))
     StoreFileReader(fs, "same.sf").check()  # the rewrite itself is faithful
     for field, value in (("row_count", 999), ("max_timestamp", 10**9), ("first_cell", Cell(b"a", FAMILY, b"q", 1, 4, b""))):
@@ -666,3 +684,39 @@ def test_check_finds_unsorted_cells_behind_valid_checksums(fs, tmp_path, monkeyp
         with pytest.raises(CorruptionError, match="out of order"):
             r.check()
 
+
+
+def test_version_2_index_row_counts_are_checked_at_open(fs, tmp_path):
+    data, _ = _small_file(fs, "good.sf", version=2)
+    with StoreFileReader(fs, "good.sf") as r:
+        rows = r.info.row_count
+        assert r.count_rows() == rows
+    (tmp_path / "rows.sf").write_bytes(_with_info(data, row_count=rows + 1))
+    with pytest.raises(CorruptionError, match="row counts disagree with the file info"):
+        StoreFileReader(fs, "rows.sf")
+
+
+def test_append_rows_contract(fs):
+    rows = pa.array([b"r1", b"r2"])
+    vals, stamps = [pa.array([b"a", None])], [pa.array([1, None], pa.int64())]
+    w = StoreFileWriter(fs, "v1.sf", family=FAMILY, format_version=1)
+    with pytest.raises(InvalidArgument, match="format version 2"):
+        w.append_rows(rows, [b"q"], vals, stamps)
+    w.abandon()
+    w = StoreFileWriter(fs, "rows.sf", family=FAMILY)
+    with pytest.raises(InvalidArgument, match="has no value"):
+        w.append_rows(rows, [b"q"], vals, stamps)
+    with pytest.raises(InvalidArgument, match="strictly ascending"):
+        w.append_rows(pa.array([b"r2", b"r1"]), [b"q"], [pa.array([b"a", b"b"])], [pa.array([1, 1], pa.int64())])
+    with pytest.raises(InvalidArgument, match="different rows"):
+        w.append_rows(rows, [b"q"], [pa.array([b"a", b"b"])], [pa.array([1, None], pa.int64())])
+    with pytest.raises(InvalidArgument, match="qualifiers"):
+        w.append_rows(rows, [b"q", b"a"], [pa.array([b"a", b"b"])] * 2, [pa.array([1, 1], pa.int64())] * 2)
+    w.append_rows(rows, [b"q"], [pa.array([b"a", b"b"])], [pa.array([1, 2], pa.int64())])
+    with pytest.raises(InvalidArgument, match="does not sort after"):
+        w.append_rows(rows, [b"q"], [pa.array([b"a", b"b"])], [pa.array([1, 2], pa.int64())])
+    info = w.finish()
+    assert (info.row_count, info.cell_count, info.min_timestamp, info.max_timestamp) == (2, 2, 1, 2)
+    with StoreFileReader(fs, "rows.sf") as r:
+        r.check()
+        assert batch_cells(r.scan_batches()) == [Cell(b"r1", FAMILY, b"q", 1, 4, b"a"), Cell(b"r2", FAMILY, b"q", 2, 4, b"b")]

@@ -20,19 +20,57 @@ __all__ = ["Block", "encode_block", "decode_body"]
 
 
 class Block:
-    """A decoded data block with its place in the file (immutable once built)."""
+    """A decoded data block with its place in the file (immutable once built).
 
-    __slots__ = ("index", "offset", "length", "next_offset", "batch", "rows")
+    ``batch`` is the block's cells (``CELL_SCHEMA``).  A version 2 dense block
+    keeps its columns in ``dense`` (a :class:`DenseBlock`) and builds the cell
+    batch only when a caller asks for it.  ``keys_only`` blocks were read
+    without their value section: their cells have empty values.
+    """
 
-    def __init__(self, index: int, offset: int, length: int, batch: pa.RecordBatch):
+    __slots__ = ("index", "offset", "length", "next_offset", "_batch", "dense", "family", "keys_only", "rows", "on_grow")
+
+    def __init__(
+        self,
+        index: int,
+        offset: int,
+        length: int,
+        batch: pa.RecordBatch | None,
+        dense=None,
+        family: bytes = b"",
+        keys_only: bool = False,
+    ):
         self.index = index
         self.offset = offset
-        self.length = length  # header + on-disk body
+        self.length = length  # header + on-disk body (both sections in version 2)
         self.next_offset = offset + length
-        self.batch = batch
+        self._batch = batch
+        self.dense = dense
+        self.family = family
+        self.keys_only = keys_only
         # The row keys as a Python list, built on the first point read of the
         # block and kept with it (in the block cache) so later gets bisect.
         self.rows: list[bytes] | None = None
+        # called with the block when it comes to hold more (its cells built):
+        # the reader sets it on cached blocks so the cache charges what they hold
+        self.on_grow = None
+
+    @property
+    def batch(self) -> pa.RecordBatch:
+        """The block's cells in cell order (built once from a dense block)."""
+        if self._batch is None:
+            self._batch = self.dense.cells(self.family)
+            if self.on_grow is not None:
+                self.on_grow(self)
+        return self._batch
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the decoded block (what the block cache charges)."""
+        if self.dense is None:
+            return self._batch.nbytes
+        # a dense block's columns, and its cells once a caller had them built
+        return self.dense.nbytes + (self._batch.nbytes if self._batch is not None else 0)
 
 
 def encode_block(batch: pa.RecordBatch, prev_offset: int, codec: BlockCodec) -> tuple[bytes, pa.Buffer, int]:

@@ -41,17 +41,23 @@ __all__ = [
     "SECTION_HEADER_SIZE",
     "TRAILER_SIZE",
     "INDEX_SCHEMA",
+    "INDEX_SCHEMA_V2",
+    "BLOCK_V2_MAGIC",
+    "BLOCK_V2_HEADER_SIZE",
+    "BlockLayout",
+    "BlockHeaderV2",
+    "align8",
     "BlockHeader",
     "SectionHeader",
     "Trailer",
     "checksum",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """Version written into the trailer of every new file."""
 
-SUPPORTED_VERSIONS = frozenset({1})
-"""Versions this reader understands; any other is refused as corrupt."""
+SUPPORTED_VERSIONS = frozenset({1, 2})
+"""Versions this reader understands; any other is refused with an error naming it."""
 
 
 class ChecksumType(IntEnum):
@@ -78,7 +84,18 @@ class CompressionType(IntEnum):
     GZIP = 4
 
 
+class BlockLayout(IntEnum):
+    """How a version 2 data block stores its cells.
+
+    DO NOT CHANGE THESE VALUES: they are written into block headers and the index.
+    """
+
+    CELLS = 0  # one entry per cell, like version 1 but split into key and value sections
+    DENSE = 1  # one entry per row: row keys, then per qualifier timestamps / values
+
+
 DATA_BLOCK_MAGIC = b"RSFDATA*"
+BLOCK_V2_MAGIC = b"RSFBLK2*"
 INDEX_MAGIC = b"RSFINDEX"
 BLOOM_MAGIC = b"RSFBLOOM"
 INFO_MAGIC = b"RSFINFO*"
@@ -88,6 +105,12 @@ TRAILER_MAGIC = b"RSFTRAIL"
 # cell count, checksum type, compression, reserved, body checksum | header checksum
 _BLOCK_HEADER = struct.Struct("<8sIIqIBBHI")
 BLOCK_HEADER_SIZE = _BLOCK_HEADER.size + 4  # 36 + header checksum = 40
+
+# magic, layout, checksum type, compression, reserved, cell count, row count,
+# previous block offset, key section stored / raw sizes, value section stored /
+# raw sizes, key section checksum, value section checksum | header checksum
+_BLOCK_V2_HEADER = struct.Struct("<8sBBBBIIqIIIIII")
+BLOCK_V2_HEADER_SIZE = _BLOCK_V2_HEADER.size + 4  # 52 + header checksum = 56
 
 # magic, body length, checksum type, 3 reserved bytes, body checksum | header checksum
 _SECTION_HEADER = struct.Struct("<8sQB3xI")
@@ -117,6 +140,37 @@ INDEX_SCHEMA = pa.schema(
 
 DO NOT CHANGE: the index body is an Arrow IPC message read with this schema.
 """
+
+
+INDEX_SCHEMA_V2 = pa.schema(
+    [
+        pa.field("offset", pa.int64(), nullable=False),  # file offset of the block header
+        pa.field("length", pa.int64(), nullable=False),  # header + both padded sections
+        pa.field("key_length", pa.int64(), nullable=False),  # header + padded key section
+        pa.field("layout", pa.uint8(), nullable=False),  # BlockLayout
+        pa.field("cell_count", pa.int64(), nullable=False),
+        pa.field("row_count", pa.int64(), nullable=False),  # distinct rows with a cell in the block
+        pa.field("row_start", pa.int64(), nullable=False),  # cell index of the first row that begins here
+        pa.field("row", pa.binary(), nullable=False),  # first cell of the block (family: once per file)
+        pa.field("qualifier", pa.binary(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("type", pa.uint8(), nullable=False),
+    ]
+)
+"""Arrow schema of the version 2 block index body (one row per data block).
+
+``row_start`` is 0 when the block's first row begins in it, else the cell
+index where the next row begins (``cell_count`` when the whole block continues
+the previous block's last row), so the file's row count is the sum of
+``row_count`` less the blocks with ``row_start > 0``.
+
+DO NOT CHANGE: the index body is an Arrow IPC message read with this schema.
+"""
+
+
+def align8(n: int) -> int:
+    """``n`` rounded up to a multiple of 8 (sections start 8-byte aligned)."""
+    return (n + 7) & ~7
 
 
 def checksum(data) -> int:
@@ -175,6 +229,78 @@ class BlockHeader:
         if reserved != 0 or cells == 0 or prev < -1 or prev >= offset:
             raise CorruptionError("inconsistent data block header", path, offset)
         return cls(disk, raw_size, prev, cells, comp, body_crc)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockHeaderV2:
+    """The fixed 56-byte header of a version 2 data block.
+
+    The block is ``| header | key section | value section |``, each section
+    padded with zeros to a multiple of 8 bytes and checksummed on its own
+    (padding included), so a key-only read fetches and verifies the header
+    and the key section and never touches the values.
+    """
+
+    layout: int
+    compression: int
+    cell_count: int
+    row_count: int
+    prev_offset: int
+    key_size: int  # key section bytes as stored (compressed), before padding
+    key_raw_size: int
+    value_size: int
+    value_raw_size: int
+    key_checksum: int  # CRC32 of the padded stored key section
+    value_checksum: int  # CRC32 of the padded stored value section
+
+    @property
+    def key_end(self) -> int:
+        """Bytes from the block start to the end of the padded key section."""
+        return BLOCK_V2_HEADER_SIZE + align8(self.key_size)
+
+    @property
+    def length(self) -> int:
+        """Bytes of the whole block: header and both padded sections."""
+        return self.key_end + align8(self.value_size)
+
+    def encode(self) -> bytes:
+        """The 56 header bytes, header checksum included."""
+        head = _BLOCK_V2_HEADER.pack(
+            BLOCK_V2_MAGIC,
+            self.layout,
+            ChecksumType.CRC32,
+            self.compression,
+            0,
+            self.cell_count,
+            self.row_count,
+            self.prev_offset,
+            self.key_size,
+            self.key_raw_size,
+            self.value_size,
+            self.value_raw_size,
+            self.key_checksum,
+            self.value_checksum,
+        )
+        return head + _U32.pack(checksum(head))
+
+    @classmethod
+    def decode(cls, raw, path: str, offset: int) -> "BlockHeaderV2":
+        """Parse and verify a header read at ``offset`` (magic, checksum, fields)."""
+        view = memoryview(raw)
+        if len(view) != BLOCK_V2_HEADER_SIZE:
+            raise CorruptionError(f"truncated data block header ({len(view)} bytes)", path, offset)
+        (magic, layout, ctype, comp, reserved, cells, rows, prev, ksize, kraw, vsize, vraw, kcrc, vcrc) = (
+            _BLOCK_V2_HEADER.unpack_from(view, 0)
+        )
+        if magic != BLOCK_V2_MAGIC:
+            raise CorruptionError(f"bad data block magic {magic!r}", path, offset)
+        _check_header_crc(view, BLOCK_V2_HEADER_SIZE, "data block header", path, offset)
+        _check_checksum_type(ctype, "data block header", path, offset)
+        if layout not in (BlockLayout.CELLS, BlockLayout.DENSE):
+            raise CorruptionError(f"data block names unknown layout {layout}", path, offset)
+        if reserved != 0 or cells == 0 or rows == 0 or rows > cells or prev < -1 or prev >= offset:
+            raise CorruptionError("inconsistent data block header", path, offset)
+        return cls(layout, comp, cells, rows, prev, ksize, kraw, vsize, vraw, kcrc, vcrc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +390,12 @@ class Trailer:
         _check_header_crc(view, TRAILER_SIZE, "trailer", path, offset)
         _check_checksum_type(ctype, "trailer", path, offset)
         if version not in SUPPORTED_VERSIONS:
-            raise CorruptionError(f"unsupported store file format version {version}", path, offset)
+            known = ", ".join(str(v) for v in sorted(SUPPORTED_VERSIONS))
+            raise CorruptionError(
+                f"store file format version {version} is not supported (this reader knows versions {known})",
+                path,
+                offset,
+            )
         # The sections must tile the file exactly: data, index, [bloom], info, trailer.
         after_index = idx_off + idx_len
         if bl_len:

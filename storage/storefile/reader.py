@@ -38,6 +38,8 @@ from ..cells import Cell
 from ..errors import CorruptionError, InvalidArgument, StorageError
 from ..fs import FileSystem
 from ._block import Block, decode_body
+from ._block_v2 import cells_with, decode_keys, decode_values
+from ._dense import DenseBlock
 from ._kernels import count_rows_below, first_unsorted, key_at, reverse_rows_order, row_starts
 from .bloom import RowBloomFilter, decode_bloom
 from .cache import BlockCache
@@ -46,6 +48,8 @@ from .counters import ReadCounters
 from .fileinfo import FileInfo
 from .format import (
     BLOCK_HEADER_SIZE,
+    BLOCK_V2_HEADER_SIZE,
+    BlockHeaderV2,
     BLOOM_MAGIC,
     INDEX_MAGIC,
     INFO_MAGIC,
@@ -60,7 +64,7 @@ from .index import BlockIndex
 if TYPE_CHECKING:
     from .scanner import StoreFileScanner
 
-__all__ = ["StoreFileReader", "PREFETCH_MODES"]
+__all__ = ["StoreFileReader", "BlockPart", "PREFETCH_MODES"]
 
 PREFETCH_MODES = ("shared", "thread_local")
 
@@ -84,12 +88,35 @@ def _list_bytes(items: list) -> int:
     return sys.getsizeof(items) + sum(map(sys.getsizeof, items))
 
 
-class StoreFileReader:
-    """Reads one store file; safe to share between threads.
+class BlockPart:
+    """A forward scan's piece of one data block, limited to the scanned rows.
 
-    ``info`` (:class:`FileInfo`), ``block_count`` and ``block_first_keys``
-    (sort keys of each block's first cell) come from the verified meta
-    sections.  ``counters`` (:class:`ReadCounters`) is shared by every
+    Exactly one of ``cells`` (a ``CELL_SCHEMA`` batch) and ``dense`` (a
+    :class:`DenseBlock` sliced to the rows) is set.  ``continued``: the first
+    row began in an earlier block; ``open``: the last row goes on in the next
+    block.  Values are empty when the scan asked for keys only.
+    """
+
+    __slots__ = ("cells", "dense", "continued", "open", "family")
+
+    def __init__(self, cells, dense, continued: bool, open_: bool, family: bytes):
+        self.cells = cells
+        self.dense = dense
+        self.continued = continued
+        self.open = open_
+        self.family = family
+
+    def batch(self) -> pa.RecordBatch:
+        """The part as cells."""
+        return self.cells if self.cells is not None else self.dense.cells(self.family)
+
+
+class StoreFileReader:
+    """Reads one store file (format version 1 or 2); safe to share between threads.
+
+    ``info`` (:class:`FileInfo`), ``format_version``, ``block_count`` and
+    ``block_first_keys`` (sort keys of each block's first cell) come from the
+    verified meta sections.  ``counters`` (:class:`ReadCounters`) is shared by every
     thread and scanner of this reader.  ``cache`` is the connection's
     :class:`BlockCache`, or None.
     """
@@ -158,7 +185,13 @@ class StoreFileReader:
             raise CorruptionError("file info disagrees with the trailer", where, trailer.info_offset)
         index_body = section(trailer.index_offset, trailer.index_length, INDEX_MAGIC)
         index = BlockIndex.decode(
-            index_body, where, trailer.index_offset + SECTION_HEADER_SIZE, trailer.index_offset, trailer.block_count
+            index_body,
+            where,
+            trailer.index_offset + SECTION_HEADER_SIZE,
+            trailer.index_offset,
+            trailer.block_count,
+            trailer.format_version,
+            info.family,
         )
         if sum(index.cell_counts) != info.cell_count:
             raise CorruptionError("block index cell counts disagree with the file info", where, trailer.index_offset)
@@ -174,6 +207,10 @@ class StoreFileReader:
         self._codec = codec
         self._bloom: RowBloomFilter | None = bloom
         self._data_end = trailer.index_offset
+        self.format_version: int = trailer.format_version
+        self._hsize = BLOCK_V2_HEADER_SIZE if trailer.format_version >= 2 else BLOCK_HEADER_SIZE
+        if index.row_counts is not None and index.rows_in_blocks(0, len(index)) != info.row_count:
+            raise CorruptionError("block index row counts disagree with the file info", where, trailer.index_offset)
 
     # -- raw reads ---------------------------------------------------------
     def _read(self, offset: int, nbytes: int, block: bool = False) -> pa.Buffer:
@@ -220,30 +257,48 @@ class StoreFileReader:
                 self.counters.add("cache_hits")
                 return hit
             self.counters.add("cache_misses")
+        hsize = self._hsize
         has_next = i + 1 < len(idx)
-        tail = BLOCK_HEADER_SIZE if has_next else 0
+        tail = hsize if has_next else 0
         if header_raw is _READ_HEADER:
-            header_raw = self._read(offset, BLOCK_HEADER_SIZE)
+            header_raw = self._read(offset, hsize)
             self.counters.add("extra_header_reads")
         if header_raw is None:
             # Random access: header, body and the next header in one read.
             buf = self._read(offset, length + tail, block=True)
-            header = BlockHeader.decode(buf.slice(0, BLOCK_HEADER_SIZE), self._where, offset)
-            self._check_header(header, i, offset, length)
-            body = buf.slice(BLOCK_HEADER_SIZE, length - BLOCK_HEADER_SIZE)
+            header_raw = buf.slice(0, hsize)
+            body = buf.slice(hsize, length - hsize)
         else:
-            # Sequential: the size comes from the header; body and next header in one read.
-            header = BlockHeader.decode(header_raw, self._where, offset)
-            self._check_header(header, i, offset, length)
-            buf = self._read(offset + BLOCK_HEADER_SIZE, header.on_disk_size + tail, block=True)
-            body = buf.slice(0, header.on_disk_size)
+            # Sequential: the size comes from the index (checked against the
+            # header below); body and next header in one read.
+            buf = self._read(offset + hsize, length - hsize + tail, block=True)
+            body = buf.slice(0, length - hsize)
         if has_next:
             self._set_prefetched((offset + length, buf.slice(buf.size - tail).to_pybytes()))
-        batch = decode_body(header, body, self._codec, self._where, offset)
-        block = Block(i, offset, length, batch)
+        if self.format_version >= 2:
+            header = self._header_v2(header_raw, i)
+            keys = decode_keys(header, body.slice(0, header.key_end - hsize), self._codec, self._where, offset)
+            values = body.slice(header.key_end - hsize)
+            decoded = decode_values(header, keys, values, self._codec, self.info.family, self._where, offset)
+            if isinstance(decoded, DenseBlock):
+                block = Block(i, offset, length, None, decoded, self.info.family)
+            else:
+                block = Block(i, offset, length, decoded)
+        else:
+            header = BlockHeader.decode(header_raw, self._where, offset)
+            self._check_header(header, i, offset, length)
+            batch = decode_body(header, body, self._codec, self._where, offset)
+            block = Block(i, offset, length, batch)
         if cache_blocks and cache is not None:
-            cache.put(key, block, batch.nbytes)
+            cache.put(key, block, block.nbytes)
+            block.on_grow = self._recharge
         return block
+
+    def _recharge(self, block: Block) -> None:
+        """Charge a cached block for all it holds now (its cells once built, the
+        row-key list a point read attached)."""
+        extra = _list_bytes(block.rows) if block.rows is not None else 0
+        self._cache.recharge((self.file_id, block.offset), block, block.nbytes + extra)
 
     def _check_header(self, header: BlockHeader, i: int, offset: int, length: int) -> None:
         idx = self._index
@@ -252,6 +307,59 @@ class StoreFileReader:
             raise CorruptionError("data block header disagrees with the block index", self._where, offset)
         if header.cell_count != idx.cell_counts[i]:
             raise CorruptionError("data block cell count disagrees with the block index", self._where, offset)
+
+    def _header_v2(self, raw, i: int) -> BlockHeaderV2:
+        """Decode a version 2 block header and check it against the index."""
+        idx = self._index
+        offset = idx.offsets[i]
+        header = BlockHeaderV2.decode(raw, self._where, offset)
+        prev = idx.offsets[i - 1] if i else -1
+        if (
+            header.length != idx.lengths[i]
+            or header.key_end != idx.key_lengths[i]
+            or header.prev_offset != prev
+            or header.layout != idx.layouts[i]
+        ):
+            raise CorruptionError("data block header disagrees with the block index", self._where, offset)
+        if header.cell_count != idx.cell_counts[i] or header.row_count != int(idx.row_counts[i]):
+            raise CorruptionError("data block cell or row count disagrees with the block index", self._where, offset)
+        if header.compression != self._codec.code:
+            raise CorruptionError(
+                f"data block compression code {header.compression} differs from the file's ({int(self._codec.code)})",
+                self._where,
+                offset,
+            )
+        return header
+
+    def _load_keys(self, i: int, cache_blocks: bool):
+        """Block ``i`` for its keys only: a cached full block, or the header and
+        key section alone (one read; the value section is never read, checked
+        or, through a mapping, touched).  Returns a :class:`Block`."""
+        idx = self._index
+        offset = idx.offsets[i]
+        cache = self._cache
+        if cache is not None:
+            hit = cache.get((self.file_id, offset, "keys"))
+            if hit is None:
+                hit = cache.get((self.file_id, offset))
+            if hit is not None:
+                self.counters.add("cache_hits")
+                return hit
+            self.counters.add("cache_misses")
+        if self.format_version < 2:
+            return self._load(i, None, False, cache_blocks)
+        hsize = self._hsize
+        buf = self._read(offset, idx.key_lengths[i], block=True)
+        header = self._header_v2(buf.slice(0, hsize), i)
+        keys = decode_keys(header, buf.slice(hsize), self._codec, self._where, offset)
+        family = self.info.family
+        if isinstance(keys, DenseBlock):
+            block = Block(i, offset, idx.lengths[i], None, keys, family, keys_only=True)
+        else:
+            block = Block(i, offset, idx.lengths[i], cells_with(keys, None, family), keys_only=True)
+        if cache_blocks and cache is not None:
+            cache.put((self.file_id, offset, "keys"), block, block.nbytes)
+        return block
 
     def _block(self, i: int, cache_blocks: bool = True, use_cache: bool = True) -> Block:
         """Block ``i`` by random access through the index."""
@@ -296,7 +404,7 @@ class StoreFileReader:
             if rows is None:
                 rows = block.rows = block.batch.column(0).to_pylist()
                 if self._cache is not None:  # the cached block now holds the list too: charge it
-                    self._cache.recharge((self.file_id, block.offset), block, block.batch.nbytes + _list_bytes(rows))
+                    self._recharge(block)
             lo = bisect.bisect_left(rows, row)
             hi = bisect.bisect_right(rows, row, lo)
             if hi > lo:
@@ -321,6 +429,7 @@ class StoreFileReader:
         reverse: bool = False,
         *,
         cache_blocks: bool = True,
+        keys_only: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """Cells of rows in ``[start_row, stop_row)`` as block-sized batches.
 
@@ -330,53 +439,158 @@ class StoreFileReader:
         comes out whole in one batch, so a batch may hold cells of two
         blocks.  Either way no Python loop runs per cell.  ``cache_blocks``
         False reads through the cache without adding to it (big scans).
+        ``keys_only`` (forward only) gives every cell an empty value and, in
+        a version 2 file, never reads the value sections.
         """
-        for name, value in (("start_row", start_row), ("stop_row", stop_row)):
-            if value is not None and not isinstance(value, bytes):
-                raise InvalidArgument(f"{name} must be bytes or None, got {value!r}")
+        self._check_range(start_row, stop_row)
         if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):
             return iter(())
         if reverse:
             return self._scan_reverse(start_row, stop_row, cache_blocks)
-        return self._scan_forward(start_row, stop_row, cache_blocks)
+        return (part.batch() for part in self.scan_parts(start_row, stop_row, cache_blocks=cache_blocks, keys_only=keys_only))
 
-    def _scan_forward(self, start_row, stop_row, cache_blocks) -> Iterator[pa.RecordBatch]:
+    @staticmethod
+    def _check_range(start_row, stop_row) -> None:
+        for name, value in (("start_row", start_row), ("stop_row", stop_row)):
+            if value is not None and not isinstance(value, bytes):
+                raise InvalidArgument(f"{name} must be bytes or None, got {value!r}")
+
+    def scan_parts(
+        self,
+        start_row: bytes | None = None,
+        stop_row: bytes | None = None,
+        *,
+        cache_blocks: bool = True,
+        keys_only: bool = False,
+    ) -> Iterator[BlockPart]:
+        """The blocks of rows in ``[start_row, stop_row)``, forward, as
+        :class:`BlockPart` pieces: dense blocks stay columns (a row slice of
+        them), the others are cell batches.  ``keys_only`` reads only the key
+        sections of a version 2 file (values come out empty)."""
+        self._check_range(start_row, stop_row)
+        if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):
+            return
         keys = self.block_first_keys
+        count = self.block_count
+        family = self.info.family
         first = self.find_block((start_row,)) if start_row is not None else 0
-        block = self._block(first, cache_blocks)
-        while block is not None:
-            batch = block.batch
-            rows = batch.column(0)
-            n = batch.num_rows
+        block = self._load_keys(first, cache_blocks) if keys_only else self._block(first, cache_blocks)
+        # version 2: whether a block's first row began in the previous block is in the index
+        starts = self._index.row_start_list
+        prev_last: bytes | None = None
+        while True:
+            i = block.index
+            dense = block.dense
+            rows = dense.rows if dense is not None else block.batch.column(0)
+            n = len(rows)
             lo, hi = 0, n
-            if start_row is not None and block.index == first and keys[first][0] < start_row:
+            if start_row is not None and i == first and keys[first][0] < start_row:
                 lo = count_rows_below(rows, start_row)
-            last_block = block.index + 1 >= self.block_count or (
-                stop_row is not None and keys[block.index + 1][0] >= stop_row
-            )
-            if stop_row is not None and rows[n - 1].as_py() >= stop_row:
+            last_block = i + 1 >= count or (stop_row is not None and keys[i + 1][0] >= stop_row)
+            last_row = rows[n - 1].as_py() if starts is None or (last_block and stop_row is not None) else None
+            if last_block and stop_row is not None and last_row >= stop_row:
                 hi = count_rows_below(rows, stop_row)
-                last_block = True
+            part = None
+            if hi > lo:
+                if starts is not None:
+                    continued = lo == 0 and starts[i] > 0
+                    open_ = hi == n and not last_block and starts[i + 1] > 0
+                else:
+                    continued = lo == 0 and prev_last is not None and keys[i][0] == prev_last
+                    open_ = hi == n and not last_block and keys[i + 1][0] == last_row
+                if dense is not None:
+                    piece = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
+                    if keys_only and piece.values is not None:
+                        piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None)
+                    part = BlockPart(None, piece, continued, open_, family)
+                else:
+                    batch = block.batch
+                    if keys_only and not block.keys_only:
+                        batch = cells_with(batch.select([0, 2, 3, 4]), None, family)
+                    part = BlockPart(batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo), None, continued, open_, family)
             if last_block:
-                if hi > lo:
-                    yield batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
+                if part is not None:
+                    yield part
                 return
+            prev_last = last_row
+            if keys_only:
+                fetch, args = self._load_keys, (i + 1, cache_blocks)
+            else:
+                fetch, args = self._next_block, (block, cache_blocks)
             if self._mapped is None:
                 # A remote file: fetch the next block (one ranged read, which
                 # also brings the block after's header) while the caller
                 # works on this one, so the pipe stays full (HBase seed 001).
-                upcoming = _prefetch_pool().submit(self._next_block, block, cache_blocks)
-                if hi > lo:
+                upcoming = _prefetch_pool().submit(fetch, *args)
+                if part is not None:
                     try:
-                        yield batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
+                        yield part
                     except GeneratorExit:
                         upcoming.cancel()  # the scan stopped early: nobody wants that block
                         raise
                 block = upcoming.result()
             else:
-                if hi > lo:
-                    yield batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo)
-                block = self._next_block(block, cache_blocks)
+                if part is not None:
+                    yield part
+                block = fetch(*args)
+
+    def count_rows(self, start_row: bytes | None = None, stop_row: bytes | None = None) -> int:
+        """Distinct rows of the file in ``[start_row, stop_row)``, delete markers
+        and versions not considered (a clean file's visible row count).
+
+        In a version 2 file the blocks wholly inside the range are counted from
+        the block index alone; only the (at most two) blocks at the range's
+        ends are read, for their keys.  A version 1 file is read for its keys.
+        """
+        self._check_range(start_row, stop_row)
+        idx = self._index
+        if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):
+            return 0
+        if idx.row_counts is None:
+            total, last = 0, None
+            for batch in self.scan_batches(start_row, stop_row, keys_only=True):
+                rows = batch.column(0)
+                total += len(row_starts(rows)) - (1 if rows[0].as_py() == last else 0)
+                last = rows[len(rows) - 1].as_py()
+            return total
+        keys = self.block_first_keys
+        count = self.block_count
+        lo = self.find_block((start_row,)) if start_row is not None else 0
+        hi = count if stop_row is None else max(bisect.bisect_left(keys, (stop_row,)), lo + 1)
+        last_file_row = self.info.last_cell[0]
+
+        def inside(j: int) -> bool:
+            after_start = start_row is None or keys[j][0] >= start_row
+            end_row = keys[j + 1][0] if j + 1 < count else last_file_row
+            before_stop = stop_row is None or end_row < stop_row
+            return after_start and before_stop
+
+        total = 0
+        j = lo
+        while j < hi:
+            if inside(j):
+                k = j
+                while k < hi and inside(k):
+                    k += 1
+                total += idx.rows_in_blocks(j, k)
+                j = k
+                continue
+            total += self._rows_beginning_in(j, start_row, stop_row)
+            j += 1
+        return total
+
+    def _rows_beginning_in(self, j: int, start_row: bytes | None, stop_row: bytes | None) -> int:
+        """Rows of block ``j`` (keys only) that begin in it and lie in the range."""
+        block = self._load_keys(j, cache_blocks=True)
+        rows = block.dense.rows if block.dense is not None else block.batch.column(0)
+        starts = row_starts(rows)
+        distinct = rows.take(pa.array(starts)) if len(starts) != len(rows) else rows
+        if int(self._index.row_starts[j]) > 0:
+            distinct = distinct.slice(1)  # began in the previous block, counted there
+        n = len(distinct)
+        lo = count_rows_below(distinct, start_row) if start_row is not None else 0
+        hi = count_rows_below(distinct, stop_row) if stop_row is not None else n
+        return max(hi - lo, 0)
 
     def _scan_reverse(self, start_row, stop_row, cache_blocks) -> Iterator[pa.RecordBatch]:
         keys = self.block_first_keys

@@ -19,11 +19,13 @@ from ..cells import CELL_SCHEMA, Cell, cells_to_batch
 from ..errors import InvalidArgument
 from ..fs import FileSystem
 from ._block import encode_block
+from ._block_v2 import encode_block_v2
+from ._dense import DenseBlock
 from ._kernels import CELL_OVERHEAD, cell_at, cell_sizes, first_unsorted, key_at, key_run_end, row_starts
 from .bloom import RowBloomFilter, row_hash_pairs
 from .codecs import get_codec
 from .fileinfo import FileInfo
-from .format import BLOOM_MAGIC, FORMAT_VERSION, INDEX_MAGIC, INFO_MAGIC, SectionHeader, Trailer
+from .format import BLOOM_MAGIC, FORMAT_VERSION, INDEX_MAGIC, INFO_MAGIC, SUPPORTED_VERSIONS, SectionHeader, Trailer
 from .index import IndexBuilder
 
 __all__ = ["StoreFileWriter"]
@@ -52,6 +54,9 @@ class StoreFileWriter:
     large block), and never between two cells with equal keys.
     ``compression`` is a codec name from :data:`codecs.CODECS` or None.
     ``bloom`` adds a row bloom filter (files without rows get none).
+    ``format_version`` is :data:`format.FORMAT_VERSION` (2) unless an older
+    version is asked for (version 1 stays writable for compatibility tests
+    and benchmarks).
     """
 
     def __init__(
@@ -63,7 +68,10 @@ class StoreFileWriter:
         block_size: int = 65536,
         compression: str | None = None,
         bloom: bool = True,
+        format_version: int = FORMAT_VERSION,
     ):
+        if format_version not in SUPPORTED_VERSIONS:
+            raise InvalidArgument(f"format_version must be one of {sorted(SUPPORTED_VERSIONS)}, got {format_version!r}")
         if not isinstance(family, bytes):
             raise InvalidArgument(f"family must be bytes, got {family!r}")
         if not isinstance(block_size, int) or isinstance(block_size, bool) or not 1 <= block_size <= _MAX_BODY // 2:
@@ -74,6 +82,7 @@ class StoreFileWriter:
         self.family = family
         self.block_size = block_size
         self._bloom = bool(bloom)
+        self.format_version = format_version
         self._file = fs.create(path)
         self._state = "open"
         # Cells appended one by one wait here until they fill a block.
@@ -86,7 +95,7 @@ class StoreFileWriter:
         self._last_key: tuple | None = None
         self._appended = 0
         # What has been written.
-        self._index = IndexBuilder()
+        self._index = IndexBuilder(format_version)
         self._offset = 0
         self._prev_offset = -1
         self._cell_count = 0
@@ -177,6 +186,109 @@ class StoreFileWriter:
         if self._chunk_bytes >= self.block_size:
             self._cut(final=False)
 
+    def append_rows(
+        self,
+        rows: pa.Array,
+        qualifiers: list[bytes],
+        values: list[pa.Array],
+        timestamps: list[pa.Array],
+    ) -> None:
+        """Add whole rows column by column, written as dense blocks without
+        ever becoming cells (format version 2 only).
+
+        ``rows``: binary, strictly ascending, each after every row added
+        before.  ``qualifiers``: strictly ascending.  ``values[j]`` and
+        ``timestamps[j]``: the value and timestamp of qualifier ``j`` per row,
+        both null where the row lacks it; every row has at least one value.
+        Blocks are cut at row boundaries by the same size estimate as cells;
+        each call ends a block.  Checks are vectorized; on a violation nothing
+        is added.
+        """
+        self._check_open()
+        if self.format_version < 2:
+            raise InvalidArgument("append_rows writes dense blocks, which need format version 2")
+        n = len(rows)
+        q = len(qualifiers)
+        if not (q and len(values) == q and len(timestamps) == q) or any(len(c) != n for c in (*values, *timestamps)):
+            raise InvalidArgument(f"append_rows needs one value and one timestamp column of {n} entries per qualifier")
+        if any(type(x) is not bytes for x in qualifiers) or any(a >= b for a, b in zip(qualifiers, qualifiers[1:])):
+            raise InvalidArgument(f"qualifiers must be bytes in strictly ascending order, got {qualifiers!r}")
+        if n == 0:
+            return
+        rows = rows.cast(pa.binary())
+        values = [v.cast(pa.binary()) for v in values]
+        timestamps = [t.cast(pa.int64()) for t in timestamps]
+        if rows.null_count or (n > 1 and not pc.all(pc.less(rows.slice(0, n - 1), rows.slice(1))).as_py()):
+            raise InvalidArgument("append_rows: rows must be non-null and strictly ascending")
+        if self._last_key is not None and not self._last_key[0] < rows[0].as_py():
+            raise InvalidArgument(f"append_rows: row {rows[0].as_py()!r} does not sort after the rows already added")
+        any_value = np.zeros(n, dtype=bool)
+        sizes = np.zeros(n, dtype=np.int64)
+        cells_per_row = np.zeros(n, dtype=np.int64)
+        row_len = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype(np.int64)
+        for qual, v, t in zip(qualifiers, values, timestamps):
+            if v.null_count == 0 and t.null_count == 0:
+                valid = True
+                value_len = pc.binary_length(v).to_numpy(zero_copy_only=False)
+            else:
+                valid = v.is_valid().to_numpy(zero_copy_only=False)
+                if not np.array_equal(valid, t.is_valid().to_numpy(zero_copy_only=False)):
+                    raise InvalidArgument(f"append_rows: qualifier {qual!r} has values and timestamps of different rows")
+                value_len = pc.binary_length(v).fill_null(0).to_numpy(zero_copy_only=False)
+            any_value |= valid
+            cells_per_row += valid
+            sizes += np.where(valid, row_len + len(self.family) + len(qual) + value_len + CELL_OVERHEAD, 0)
+        if not any_value.all():
+            raise InvalidArgument(f"append_rows: row {rows[int(np.flatnonzero(~any_value)[0])].as_py()!r} has no value")
+        self._flush_py()
+        self._cut(final=True)  # cells added before end their block here
+        for t in timestamps:
+            bounds = pc.min_max(t).as_py()
+            if bounds["min"] is not None:
+                self._min_ts = bounds["min"] if self._min_ts is None else min(self._min_ts, bounds["min"])
+                self._max_ts = bounds["max"] if self._max_ts is None else max(self._max_ts, bounds["max"])
+        if self._bloom:
+            self._hashes.append(row_hash_pairs(rows))
+        cum = np.cumsum(sizes)
+        cum_cells = np.cumsum(cells_per_row)
+        start, base = 0, 0
+        while start < n:
+            end = min(int(np.searchsorted(cum, base + self.block_size, side="left")) + 1, n)
+            size = end - start
+            dense = DenseBlock(
+                rows.slice(start, size), tuple(qualifiers),
+                [t.slice(start, size) for t in timestamps], [v.slice(start, size) for v in values],
+            )
+            self._write_dense(dense, int(cum_cells[end - 1]) - (int(cum_cells[start - 1]) if start else 0))
+            start, base = end, int(cum[end - 1])
+        self._appended = self._cell_count
+        last = self._last_cell
+        self._last_key = (last[0], last[1], last[2], -last[3], -last[4])
+
+    def _write_dense(self, dense: DenseBlock, cells: int) -> None:
+        """Write one dense block of ``cells`` cells in whole rows (each sorting
+        after what came before); timestamps and bloom keys are the caller's."""
+        n = dense.num_rows
+        family = self.family
+        first = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(0))))
+        last = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(n - 1, last=True))))
+        offset = self._offset
+        enc = encode_block_v2(None, self._prev_offset, self._codec, n, dense=dense, cell_count=cells)
+        if enc.raw_size > _MAX_BODY:
+            raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
+        for part in enc.parts:
+            self._file.write(part)
+        self._index.add_v2(offset, enc.length, enc.key_length, enc.layout, cells, n, 0, first)
+        self._prev_offset = offset
+        self._offset += enc.length
+        self._uncompressed += enc.raw_size
+        self._cell_count += cells
+        if self._first_cell is None:
+            self._first_cell = first
+        self._last_cell = last
+        self._row_count += n
+        self._last_row = last[0]
+
     # -- block cutting ---------------------------------------------------
     def _flush_py(self) -> None:
         if not self._py_cells:
@@ -230,16 +342,29 @@ class StoreFileWriter:
             self._chunks, self._chunk_sizes, self._chunk_bytes = [], [], 0
 
     def _write_block(self, block: pa.RecordBatch) -> None:
-        header, stored, raw_size = encode_block(block, self._prev_offset, self._codec)
-        if raw_size > _MAX_BODY or stored.size > _MAX_BODY:
-            raise InvalidArgument(f"a data block of {raw_size} bytes is too large (cells over 4 GiB?)")
         n = block.num_rows
         offset = self._offset
-        self._file.write(header)
-        self._file.write(stored)
-        length = len(header) + stored.size
         first = cell_at(block, 0)
-        self._index.add(offset, length, n, first)
+        rows = block.column("row")
+        starts = row_starts(rows)
+        continues = self._last_row is not None and first[0] == self._last_row  # the row began in the previous block
+        if self.format_version >= 2:
+            enc = encode_block_v2(block, self._prev_offset, self._codec, len(starts))
+            if enc.raw_size > _MAX_BODY:
+                raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
+            for part in enc.parts:
+                self._file.write(part)
+            length, raw_size = enc.length, enc.raw_size
+            row_start = (int(starts[1]) if len(starts) > 1 else n) if continues else 0
+            self._index.add_v2(offset, length, enc.key_length, enc.layout, n, len(starts), row_start, first)
+        else:
+            header, stored, raw_size = encode_block(block, self._prev_offset, self._codec)
+            if raw_size > _MAX_BODY or stored.size > _MAX_BODY:
+                raise InvalidArgument(f"a data block of {raw_size} bytes is too large (cells over 4 GiB?)")
+            self._file.write(header)
+            self._file.write(stored)
+            length = len(header) + stored.size
+            self._index.add(offset, length, n, first)
         self._prev_offset = offset
         self._offset += length
         self._uncompressed += raw_size
@@ -251,9 +376,8 @@ class StoreFileWriter:
         bounds = pc.min_max(block.column("timestamp")).as_py()
         self._min_ts = bounds["min"] if self._min_ts is None else min(self._min_ts, bounds["min"])
         self._max_ts = bounds["max"] if self._max_ts is None else max(self._max_ts, bounds["max"])
-        rows = block.column("row")
-        distinct = rows.take(pa.array(row_starts(rows)))
-        if self._last_row is not None and distinct[0].as_py() == self._last_row:
+        distinct = rows.take(pa.array(starts))
+        if continues:
             distinct = distinct.slice(1)  # the row continues from the previous block
         self._row_count += len(distinct)
         if self._bloom and len(distinct):
@@ -315,7 +439,7 @@ class StoreFileWriter:
                 compression=None if self._codec.name == "none" else self._codec.name,
                 block_count=len(self._index),
                 block_size=self.block_size,
-                format_version=FORMAT_VERSION,
+                format_version=self.format_version,
                 file_size=0,
                 has_bloom=policy is not None,
                 bloom_policy=policy,
@@ -336,6 +460,7 @@ class StoreFileWriter:
                 bloom_length=len(bloom_section),
                 info_offset=info_offset,
                 info_length=len(info_section),
+                format_version=self.format_version,
             ).encode()
             self._file.write(index + bloom_section + info_section + trailer)
             self._file.sync()

@@ -1,0 +1,225 @@
+"""Dense blocks: cells stored column by column, one entry per row.
+
+A block qualifies when every cell is a put and no column has a second
+version in it (no cell repeats the previous cell's row and qualifier).  Its
+cells are then fully described by the distinct row keys and, per qualifier
+of the block (ascending), a timestamp and a value per row, null where the
+row lacks the qualifier.  Rows output slices these columns directly; the
+cell form is rebuilt only for paths that need cells (:meth:`DenseBlock.cells`).
+
+Everything here runs over whole Arrow / NumPy arrays; nothing loops over
+cells or rows in Python.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..cells import CELL_SCHEMA, CellType
+from ._kernels import row_starts
+
+__all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "MAX_DENSE_QUALIFIERS"]
+
+MAX_DENSE_QUALIFIERS = 255
+"""A block with more distinct qualifiers keeps the cell layout."""
+
+_MAX_FILL = 2  # rows x qualifiers may be at most this many times the cell count
+
+MIN_DENSE_ROWS = 8
+"""A block of fewer rows keeps the cell layout: with so few rows per block the
+columns save nothing and cost a decode per qualifier."""
+
+
+@lru_cache(maxsize=256)
+def constant_binary(value: bytes, n: int) -> pa.Array:
+    """``n`` copies of ``value`` as a binary array, built without a Python loop.
+
+    Cached: blocks of one file ask for the family column at the same few
+    sizes again and again, and Arrow arrays are immutable, so one serves all.
+    """
+    offsets = np.arange(n + 1, dtype=np.int64) * len(value)
+    if n and offsets[-1] >= 1 << 31:
+        return pa.array(np.full(n, value, dtype=object), pa.binary())
+    return pa.Array.from_buffers(
+        pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32).tobytes()), pa.py_buffer(value * n)]
+    )
+
+
+def _np(arr) -> np.ndarray:
+    return arr.to_numpy(zero_copy_only=False)
+
+
+class DenseBlock:
+    """The columns of a dense block (or a row range of one).
+
+    ``rows``: the distinct row keys, ascending.  ``qualifiers``: the block's
+    qualifiers, ascending.  ``timestamps[j]``: int64 per row for qualifier
+    ``j`` (a run-end encoded array when stored run-length), null where the row
+    lacks it.  ``values[j]``: binary per row, null where the row lacks it;
+    None for a block read for its keys only.
+    """
+
+    __slots__ = ("rows", "qualifiers", "timestamps", "values", "_plain_ts")
+
+    def __init__(self, rows: pa.Array, qualifiers: tuple, timestamps: list, values: list | None):
+        self.rows = rows
+        self.qualifiers = qualifiers
+        self.timestamps = timestamps
+        self.values = values
+        self._plain_ts: list | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.rows)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the columns held (what the block cache charges)."""
+        total = self.rows.nbytes
+        for t in self.timestamps:
+            total += t.nbytes
+        if self.values is not None:
+            for v in self.values:
+                total += v.nbytes
+        return total
+
+    def plain_timestamps(self) -> list[pa.Array]:
+        """The timestamp columns as plain int64 arrays (run-length ones decoded once)."""
+        if self._plain_ts is None:
+            self._plain_ts = [
+                pc.run_end_decode(t) if pa.types.is_run_end_encoded(t.type) else t for t in self.timestamps
+            ]
+        return self._plain_ts
+
+    def presence(self, j: int) -> pa.Array | None:
+        """Boolean per row: the row has qualifier ``j``; None when every row has it."""
+        ts = self.timestamps[j]
+        if pa.types.is_run_end_encoded(ts.type):
+            if ts.values.null_count == 0:
+                return None
+            return pc.is_valid(self.plain_timestamps()[j])
+        return None if ts.null_count == 0 else pc.is_valid(ts)
+
+    def slice(self, lo: int, hi: int) -> "DenseBlock":
+        """Rows ``lo`` (inclusive) to ``hi`` (exclusive), zero-copy."""
+        if (lo, hi) == (0, self.num_rows):
+            return self
+        n = hi - lo
+        ts = [t.slice(lo, n) for t in self.plain_timestamps()]
+        vals = None if self.values is None else [v.slice(lo, n) for v in self.values]
+        return DenseBlock(self.rows.slice(lo, n), self.qualifiers, ts, vals)
+
+    def row_cell(self, i: int, last: bool = False) -> tuple:
+        """The first (or ``last``) cell of row ``i`` as a tuple, by scalar reads
+        (for per-block bookkeeping, never per row)."""
+        order = range(len(self.qualifiers) - 1, -1, -1) if last else range(len(self.qualifiers))
+        for j in order:
+            ts = self.plain_timestamps()[j][i]
+            if ts.is_valid:
+                value = b"" if self.values is None else self.values[j][i].as_py()
+                return (self.rows[i].as_py(), None, self.qualifiers[j], ts.as_py(), int(CellType.PUT), value)
+        raise ValueError(f"row {i} of a dense block has no cell")
+
+    def cell_count(self) -> int:
+        """Cells the block holds (present entries over all qualifiers)."""
+        n = self.num_rows
+        total = 0
+        for t in self.timestamps:
+            if not pa.types.is_run_end_encoded(t.type):
+                total += n - t.null_count
+            elif t.values.null_count == 0:
+                total += n
+            else:
+                # run-end encoded columns are never sliced: their runs add up to n
+                lengths = np.diff(_np(t.run_ends).astype(np.int64), prepend=0)
+                total += int(lengths[_np(t.values.is_valid())].sum())
+        return total
+
+    def cells(self, family: bytes) -> pa.RecordBatch:
+        """The block's cells as a ``CELL_SCHEMA`` batch in cell order (empty
+        values for a keys-only block)."""
+        n, q = self.num_rows, len(self.qualifiers)
+        ts_plain = self.plain_timestamps()
+        ts = np.empty((n, q), dtype=np.int64)
+        if all(t.null_count == 0 for t in ts_plain):
+            # every row has every qualifier: the cells are the whole n x q grid
+            for j, t in enumerate(ts_plain):
+                ts[:, j] = _np(t)
+            flat = np.arange(n * q)
+        else:
+            # present[i, j]: row i has qualifier j; cells are the present entries in row-major order
+            present = np.empty((n, q), dtype=bool)
+            for j, t in enumerate(ts_plain):
+                present[:, j] = _np(pc.is_valid(t))
+                ts[:, j] = _np(t.fill_null(0))
+            flat = np.flatnonzero(present.ravel())
+        row_idx, qual_idx = np.divmod(flat, q)
+        total = len(flat)
+        rows = self.rows.take(pa.array(row_idx)) if total != n else self.rows
+        quals = pa.array(list(self.qualifiers), pa.binary()).take(pa.array(qual_idx))
+        if self.values is None:
+            values = constant_binary(b"", total)
+        else:
+            # values of qualifier j for row i sit at j * n + i in the concatenated columns
+            joined = pa.concat_arrays([v.cast(pa.binary()) for v in self.values]) if q > 1 else self.values[0]
+            values = joined.take(pa.array(qual_idx * n + row_idx))
+        return pa.RecordBatch.from_arrays(
+            [
+                rows,
+                constant_binary(family, total),
+                quals,
+                pa.array(ts.ravel()[flat], pa.int64()),
+                pa.array(np.full(total, int(CellType.PUT), dtype=np.uint8)),
+                values,
+            ],
+            schema=CELL_SCHEMA,
+        )
+
+
+def dense_from_cells(batch: pa.RecordBatch) -> DenseBlock | None:
+    """The dense form of a block of cells (``CELL_SCHEMA``, sort order), or None
+    when the block does not qualify (markers, versions, too many or too sparse
+    qualifiers)."""
+    n = batch.num_rows
+    types = _np(batch.column("type"))
+    if n == 0 or (types != CellType.PUT).any():
+        return None
+    row_col = batch.column("row")
+    qual_col = batch.column("qualifier")
+    starts = row_starts(row_col)
+    if n > 1:
+        same_row = _np(pc.equal(row_col.slice(1), row_col.slice(0, n - 1)))
+        same_qual = _np(pc.equal(qual_col.slice(1), qual_col.slice(0, n - 1)))
+        if (same_row & same_qual).any():
+            return None  # a second version of a column
+    uniq = pc.unique(qual_col)
+    q = len(uniq)
+    nrows = len(starts)
+    if q > MAX_DENSE_QUALIFIERS or nrows * q > _MAX_FILL * n or nrows < MIN_DENSE_ROWS:
+        return None
+    order = pc.array_sort_indices(uniq)
+    qualifiers = uniq.take(order)
+    qual_id = _np(pc.index_in(qual_col, value_set=qualifiers))
+    row_id = np.repeat(np.arange(nrows), np.diff(np.append(starts, n)))
+    slot = qual_id.astype(np.int64) * nrows + row_id  # column-major: qualifier, then row
+    ts_all = np.zeros(q * nrows, dtype=np.int64)
+    ts_all[slot] = _np(batch.column("timestamp"))
+    present = np.zeros(q * nrows, dtype=bool)
+    present[slot] = True
+    # where the value of each (qualifier, row) slot comes from; absent slots are null
+    src = np.zeros(q * nrows, dtype=np.int64)
+    src[slot] = np.arange(n)
+    value_col = batch.column("value")
+    rows = row_col.take(pa.array(starts)) if nrows != n else row_col
+    timestamps, values = [], []
+    for j in range(q):
+        part = slice(j * nrows, (j + 1) * nrows)
+        missing = ~present[part]
+        mask = missing if missing.any() else None
+        timestamps.append(pa.array(ts_all[part], pa.int64(), mask=mask))
+        values.append(value_col.take(pa.array(src[part], mask=mask)))
+    return DenseBlock(rows, tuple(qualifiers.to_pylist()), timestamps, values)

@@ -1,0 +1,221 @@
+"""Golden store files and byte vectors: files written by earlier writers must keep
+reading, and the hashes and checksums on disk must keep their exact values.
+
+The files under tests/golden/storefile/ were written once by the writer of
+each format version (tests/golden/make_golden.py) and are never regenerated;
+each comes with the cells it holds as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import struct
+
+import pyarrow as pa
+import pytest
+
+from storage.cells import Cell
+from storage.errors import CorruptionError
+from storage.fs import FileSystem
+from storage.storefile import StoreFileReader
+from storage.storefile.bloom import RowBloomFilter, row_hash_pair, row_hash_pairs
+from storage.storefile.format import (
+    BLOCK_V2_HEADER_SIZE,
+    TRAILER_SIZE,
+    BlockHeaderV2,
+    BlockLayout,
+    Trailer,
+    checksum,
+)
+
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "storefile")
+NAMES = sorted(n[:-4] for n in os.listdir(GOLDEN) if n.endswith(".rsf"))
+
+
+def expected_cells(name: str) -> list[Cell]:
+    with open(os.path.join(GOLDEN, name + ".json")) as f:
+        raw = json.load(f)
+    return [Cell(bytes.fromhex(r), bytes.fromhex(fam), bytes.fromhex(q), ts, kind, bytes.fromhex(v)) for r, fam, q, ts, kind, v in raw]
+
+
+def all_cells(batches) -> list[Cell]:
+    out = []
+    for b in batches:
+        out.extend(map(Cell._make, zip(*[b.column(k).to_pylist() for k in range(6)])))
+    return out
+
+
+@pytest.fixture
+def golden_fs() -> FileSystem:
+    return FileSystem(GOLDEN)
+
+
+def test_both_versions_and_both_layouts_are_covered():
+    assert {n.split("_")[0] for n in NAMES} == {"v1", "v2"}
+    fs = FileSystem(GOLDEN)
+    layouts = set()
+    for name in NAMES:
+        with StoreFileReader(fs, name + ".rsf") as r:
+            assert r.format_version == int(name[1])
+            if r.format_version == 2:
+                layouts |= set(r._index.layouts)
+    assert layouts == {BlockLayout.CELLS, BlockLayout.DENSE}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_file_reads_its_cells_on_every_path(golden_fs, name):
+    cells = expected_cells(name)
+    with StoreFileReader(golden_fs, name + ".rsf") as r:
+        r.check()
+        assert r.info.cell_count == len(cells) and r.info.max_seq_id == 42
+        assert all_cells(r.scan_batches()) == cells
+        assert all_cells(r.read_block(i) for i in range(r.block_count)) == cells
+        scanner_cells = []
+        s = r.scanner()
+        c = s.seek(())
+        while c is not None:
+            scanner_cells.append(tuple(s.next()))
+            c = s.peek()
+        assert scanner_cells == [tuple(c) for c in cells]
+        by_row: dict[bytes, list] = {}
+        for c in cells:
+            by_row.setdefault(c.row, []).append(c)
+        for row in random.Random(1).sample(sorted(by_row), 10):
+            assert r.row_cells(row) == by_row[row]
+        reverse = all_cells(r.scan_batches(reverse=True))
+        assert sorted(reverse, key=lambda c: c.row) == sorted(cells, key=lambda c: c.row)
+        keys_only = all_cells(r.scan_batches(keys_only=True))
+        assert keys_only == [c._replace(value=b"") for c in cells]
+        assert r.count_rows() == len(by_row) == r.info.row_count
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_file_counts_rows_in_ranges(golden_fs, name):
+    rows = sorted({c.row for c in expected_cells(name)})
+    rng = random.Random(7)
+    with StoreFileReader(golden_fs, name + ".rsf") as r:
+        for _ in range(25):
+            a, b = sorted(rng.sample(range(len(rows) + 1), 2))
+            start = rows[a] if a < len(rows) else rows[-1] + b"\xff"
+            stop = rows[b] if b < len(rows) else None
+            want = sum(1 for row in rows if row >= start and (stop is None or row < stop))
+            assert r.count_rows(start, stop) == want, (start, stop)
+        assert r.count_rows(b"", rows[0]) == 0
+
+
+def _v2_block_regions(data: bytes) -> list[tuple[int, BlockHeaderV2]]:
+    """(offset, header) of every block of a version 2 file."""
+    tr = Trailer.decode(data[-TRAILER_SIZE:], "f", len(data))
+    out, at = [], 0
+    while at < tr.index_offset:
+        head = BlockHeaderV2.decode(data[at : at + BLOCK_V2_HEADER_SIZE], "f", at)
+        out.append((at, head))
+        at += head.length
+    return out
+
+
+@pytest.mark.parametrize("name", ["v2_dense_plain", "v2_mixed_plain"])
+def test_key_only_reads_never_read_value_sections(tmp_path, name):
+    """A value section with a flipped byte breaks full reads but not counts or
+    keys-only scans: those never read (or verify) value bytes."""
+    data = bytearray(open(os.path.join(GOLDEN, name + ".rsf"), "rb").read())
+    blocks = _v2_block_regions(bytes(data))
+    for at, head in blocks:
+        data[at + head.key_end + 3] ^= 0x40
+    (tmp_path / "f.rsf").write_bytes(bytes(data))
+    fs = FileSystem(str(tmp_path))
+    cells = expected_cells(name)
+    with StoreFileReader(fs, "f.rsf") as r:
+        assert r.count_rows() == r.info.row_count
+        before = r.counters.bytes_read
+        keys = all_cells(r.scan_batches(keys_only=True))
+        assert keys == [c._replace(value=b"") for c in cells]
+        assert r.counters.bytes_read - before == sum(h.key_end for _, h in blocks)
+        with pytest.raises(CorruptionError, match="value section checksum"):
+            list(r.scan_batches())
+
+
+@pytest.mark.parametrize("name", ["v2_dense_zstd", "v2_mixed_lz4"])
+def test_flipped_key_section_byte_breaks_keys_only_reads(tmp_path, name):
+    data = bytearray(open(os.path.join(GOLDEN, name + ".rsf"), "rb").read())
+    (at, head), *_ = _v2_block_regions(bytes(data))
+    data[at + BLOCK_V2_HEADER_SIZE + head.key_size // 2] ^= 0x01
+    (tmp_path / "f.rsf").write_bytes(bytes(data))
+    with StoreFileReader(FileSystem(str(tmp_path)), "f.rsf") as r:
+        with pytest.raises(CorruptionError, match=r"key section checksum mismatch in .*f\.rsf at offset 56"):
+            list(r.scan_batches(keys_only=True))
+
+
+def test_unknown_block_layout_is_refused(tmp_path):
+    data = bytearray(open(os.path.join(GOLDEN, "v2_dense_plain.rsf"), "rb").read())
+    data[8] = 7  # the layout byte of block 0
+    struct.pack_into("<I", data, BLOCK_V2_HEADER_SIZE - 4, checksum(bytes(data[: BLOCK_V2_HEADER_SIZE - 4])))
+    (tmp_path / "f.rsf").write_bytes(bytes(data))
+    with StoreFileReader(FileSystem(str(tmp_path)), "f.rsf") as r:
+        with pytest.raises(CorruptionError, match="unknown layout 7"):
+            r.read_block(0)
+
+
+def test_unknown_format_version_names_file_and_version(tmp_path):
+    data = bytearray(open(os.path.join(GOLDEN, "v2_mixed_plain.rsf"), "rb").read())
+    end = len(data) - TRAILER_SIZE
+    struct.pack_into("<I", data, end + 64, 3)
+    struct.pack_into("<I", data, end + 68, checksum(bytes(data[end : end + 68])))
+    (tmp_path / "future.rsf").write_bytes(bytes(data))
+    with pytest.raises(CorruptionError, match=r"format version 3 is not supported \(this reader knows versions 1, 2\) in .*future\.rsf"):
+        StoreFileReader(FileSystem(str(tmp_path)), "future.rsf")
+
+
+# -- byte vectors ------------------------------------------------------------
+
+ROW_HASH_VECTORS = [
+    (b"", 0x9CA066F1A4AB2EEA, 0x8FF0EEFE01C6837D),
+    (b"a", 0x848A613D6EC315DE, 0x9B6885129900C539),
+    (b"12345678", 0x4C6AC8CB76349760, 0x48C57CBD329135A1),
+    (b"123456789", 0x0444FD542908D3A7, 0xBF2073694F27C58F),
+    (b"row-00001", 0x2BD308766E3DB828, 0x2E297F803DB35B94),
+    (bytes(range(20)), 0x2AD76D6844BCFD80, 0x99EBDFA76CAFCE4B),
+]
+
+
+@pytest.mark.parametrize("key,h1,h2", ROW_HASH_VECTORS)
+def test_row_hash_vectors(key, h1, h2):
+    assert row_hash_pair(key) == (h1, h2)
+    v1, v2 = row_hash_pairs(pa.array([key], pa.binary()))
+    assert (int(v1[0]), int(v2[0])) == (h1, h2)
+
+
+def test_bloom_section_bytes():
+    h1, h2 = row_hash_pairs(pa.array([b"a", b"b", b"row-1"], pa.binary()))
+    body = RowBloomFilter.build(h1, h2).encode()
+    assert body.hex() == (
+        "0f" + b"rs-row-bloom-v1".hex() + "07000000" + "4000000000000000" + "0300000000000000" + "0602a7402402142a"
+    )
+
+
+def test_checksum_vectors():
+    assert checksum(b"123456789") == 0xCBF43926  # the CRC-32/ISO-HDLC check value
+    assert checksum(b"") == 0
+    assert checksum(bytes(32)) == 0x190A55AD
+    assert checksum(pa.py_buffer(b"123456789")) == checksum(memoryview(b"123456789")) == 0xCBF43926
+
+
+def test_block_header_v2_bytes():
+    head = BlockHeaderV2(1, 2, 10, 5, -1, 100, 200, 300, 400, 0x11223344, 0x55667788)
+    raw = head.encode()
+    assert raw.hex() == (
+        "525346424c4b322a010102000a00000005000000ffffffffffffffff64000000c80000002c010000"
+        "9001000044332211887766557ff00816"
+    )
+    assert BlockHeaderV2.decode(raw, "f", 0) == head
+    assert head.key_end == 56 + 104 and head.length == 56 + 104 + 304
+
+
+def test_trailer_bytes():
+    raw = Trailer(0, 3, 1000, 50, 0, 0, 1050, 80, 2).encode()
+    assert raw.hex() == (
+        "525346545241494c0100000003000000e8030000000000003200000000000000000000000000000000000000"
+        "000000001a04000000000000500000000000000002000000ac186505"
+    )
