@@ -3,8 +3,9 @@
 A :class:`RegionPin` records a region's manifest as it was when the splits
 were made: its generation, its store files per family, its flushed sequence
 id, its WAL files and the highest sequence id in them.  A reader opens
-exactly those files read-only and replays exactly those WAL records
-(``flushed_seq_id < seq <= max_seq_id``) into a private memstore, so a
+exactly those files read-only and decodes exactly those WAL records
+(``flushed_seq_id < seq <= max_seq_id``) straight into one sorted Arrow
+run of cells (:class:`storage.sorted_cells.SortedCells`), so a
 flush, compaction or bulk load that happens later does not change what the
 split returns.
 
@@ -27,12 +28,13 @@ from typing import Callable, Iterable
 from storage.errors import StorageError
 from storage.fs import FileSystem
 from storage.manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
-from storage.memstore import MemStore
+from storage.cells import CELL_SCHEMA
+from storage.sorted_cells import SortedCells
 from storage.region import RegionView
 from storage.schema import FamilySettings
 from storage.store import StoreFile, StoreView
 from storage.storefile import BlockCache, StoreFileReader
-from storage.wal import WalReader, read_wal
+from storage.wal import WalReader, payloads_to_table
 
 from storage.bulkload import apply_entry, read_journals
 from storage.pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin
@@ -194,15 +196,14 @@ class PinnedRegion:
         self._readers: list[StoreFileReader] = []
         try:
             stores = {}
-            memstores = {name: MemStore() for name in families}
+            unflushed = self._replay(table_fs, pin)
             pinned = dict(pin.files)
             for name, settings in families.items():
                 files = []
                 for file_name in reversed(pinned.get(name, ())):  # the view wants newest first
                     reader = self._open(table_fs, pin, name, file_name, cache)
                     files.append(StoreFile(file_name, reader))
-                stores[name] = StoreView(name, settings, memstores[name], tuple(files))
-            self._replay(table_fs, pin, memstores)
+                stores[name] = StoreView(name, settings, unflushed.family(name.encode()), tuple(files))
             self.view = RegionView(pin.info, stores, table_name)
         except BaseException:
             self.close()
@@ -227,10 +228,12 @@ class PinnedRegion:
         )
 
     @staticmethod
-    def _replay(table_fs: FileSystem, pin: RegionPin, memstores: dict[str, MemStore]) -> None:
+    def _replay(table_fs: FileSystem, pin: RegionPin) -> SortedCells:
+        """The pinned WAL records' cells, decoded straight into Arrow and sorted once."""
         if pin.max_seq_id <= pin.flushed_seq_id:
-            return  # nothing unflushed was pinned: the WAL need not exist any more
+            return SortedCells(CELL_SCHEMA.empty_table())  # nothing unflushed was pinned
         rfs = table_fs.sub(f"regions/{pin.region_id}")
+        payloads = []
         for name in pin.wal_files:
             path = f"{_WAL_DIR}/{name}"
             if not rfs.exists(path):
@@ -245,19 +248,12 @@ class PinnedRegion:
             else:
                 rfs_used = rfs
             try:
-                records = list(read_wal(rfs_used, path))
+                # checksummed records, decoded below all at once
+                records = list(WalReader(rfs_used, path, decode="payload"))
             except FileNotFoundError:
                 raise SnapshotLost(f"WAL {rfs.uri(path)} pinned at region {pin.region_id} vanished while read") from None
-            for record in records:
-                if not pin.flushed_seq_id < record.seq_id <= pin.max_seq_id:
-                    continue
-                by_family: dict[bytes, list] = {}
-                for cell in record.cells:
-                    by_family.setdefault(cell[1], []).append(cell)
-                for family, cells in by_family.items():
-                    store = memstores.get(family.decode("ascii", "replace"))
-                    if store is not None:
-                        store.add_many(cells)
+            payloads += [r.cells for r in records if pin.flushed_seq_id < r.seq_id <= pin.max_seq_id]
+        return SortedCells.from_log(payloads_to_table(payloads, rfs.uri(_WAL_DIR)))
 
     def close(self) -> None:
         """Close the pinned files' readers."""

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from . import dense_scan, kernels
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
+from .late_values import index_values, materialize
 from .region import RegionView, chunk_bounds
 from .columns import parse_column
 from .store import StoreView
@@ -120,6 +121,21 @@ class _Processor:
             and scan.max_timestamp == LATEST_TIMESTAMP
             and scan.timestamps is None
         )
+
+    def resolve_sources(self, name: str, sources: list[pa.Table], clean: list[bool]) -> pa.Table:
+        """One family's sources of a chunk, merged and resolved.
+
+        Sources that each need no resolution, read without TTL or time
+        range, are final as they are: one alone is returned as it is, and
+        two that share no row are only merged.
+        """
+        if all(clean) and self.trivial_resolution(name):
+            if len(sources) == 1:
+                return sources[0]
+            merged = kernels.merge_disjoint(sources)
+            if merged is not None:
+                return merged
+        return self.resolve_family(name, sources)
 
     def resolve_family(self, name: str, sources: list[pa.Table]) -> pa.Table:
         view = self.families[name]
@@ -442,20 +458,22 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     if scan.reverse:
         ranges.reverse()
     for lo, hi in ranges:
+        chunk = {name: fview.sources_checked(lo, hi) for name, fview in families.items()}
+        # values only come back at the output when sources are merged and no filter reads them
+        pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None
         resolved = []
-        for name, fview in families.items():
-            sources, clean = fview.sources_checked(lo, hi)
+        for name, (sources, clean) in chunk.items():
             if not sources:
                 continue
-            # one clean store file and nothing in the memstore: the cells are final
-            trivial = clean and proc.trivial_resolution(name)
-            resolved.append(sources[0] if trivial else proc.resolve_family(name, sources))
+            if pool is not None:
+                sources = index_values(sources, pool)
+            resolved.append(proc.resolve_sources(name, sources, clean))
         resolved = [t for t in resolved if t.num_rows]
         if not resolved:
             continue
         cells = resolved[0] if len(resolved) == 1 else kernels.merge_sources(resolved)
         out = proc.finish(cells)
         if out is not None and out.num_rows:
-            yield out
+            yield out if pool is None else materialize(out, pool, scan.output)
         if proc.done:
             return

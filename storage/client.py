@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from .errors import InvalidArgument, TableNotFound
+from .errors import InvalidArgument, StorageError, TableNotFound
 from .manifest import RegionInfo
 from .schema import validate_table_name
 from .server.auth import AUTH_HEADER, bearer
@@ -62,6 +62,11 @@ class _Channel:
         except (flight.FlightError, pa.ArrowException) as exc:
             raise InvalidArgument(f"cannot connect to {location}: {exc}") from None
         self.rpc_calls = 0
+        self.closed = False
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise StorageError(f"connection to {self.location} is closed")
 
     def call(self, action: str, header: dict, retries: int = 0) -> Message:
         """One request/response action; server errors are re-raised as their engine class.
@@ -69,6 +74,7 @@ class _Channel:
         A transport failure (server unreachable, deadline passed) is retried
         ``retries`` times with the same body; only idempotent calls retry.
         """
+        self._check_open()
         body = encode_message(header)
         for attempt in range(retries + 1):
             self.rpc_calls += 1
@@ -85,12 +91,14 @@ class _Channel:
         return decode_message(results[0].body, f"{action} answer")
 
     def stream(self, header: dict) -> flight.FlightStreamReader:
+        self._check_open()
         try:
             return self.client.do_get(flight.Ticket(encode_message(header)), self.options)
         except flight.FlightError as exc:
             raise from_flight_error(exc) from None
 
     def close(self) -> None:
+        self.closed = True
         self.client.close()
 
 

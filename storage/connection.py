@@ -11,6 +11,7 @@ open one table at once; ``read_only=True`` connections take no lock.
 from __future__ import annotations
 
 import threading
+import uuid
 from typing import Any, Sequence
 
 from .errors import InvalidArgument, TableExists, TableNotFound
@@ -149,8 +150,17 @@ class Connection:
         name = validate_table_name(name)
         with self._mutex:
             table = self._tables.pop(name, None)
+            if table is not None and self.fs.is_local:
+                # Scans still open read on from the files they leased: move the
+                # table aside now (so the name is free at once) and delete it
+                # when the last of them ends.
+                trash = f".deleted-{name}-{uuid.uuid4().hex[:12]}"
+                self.fs.rename(name, trash)
+                self.fs.delete(f"{trash}/{TABLE_MANIFEST}", missing_ok=True)
+                table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
+                return
             if table is not None:
-                table.close()
+                table.close("was deleted")
             elif not self.fs.is_dir(name):
                 raise TableNotFound(self._missing(name))
             # The table is not opened: a damaged or unreadable manifest (or none,
@@ -199,7 +209,7 @@ class Connection:
             errors = []
             for table in self._tables.values():
                 try:
-                    table.close()
+                    table.close(f"is closed (its connection to {self.root} was closed)")
                 except Exception as exc:  # the other tables still close and unlock
                     errors.append(exc)
             self._tables.clear()

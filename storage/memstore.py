@@ -49,7 +49,7 @@ from .errors import ScannerError, StorageError
 if TYPE_CHECKING:
     from .scanner.metrics import ScanMetrics
 
-__all__ = ["MemStore", "MemStoreSnapshot", "MemStoreScanner", "CELL_OVERHEAD"]
+__all__ = ["MemStore", "MemStoreView", "MemStoreSnapshot", "MemStoreScanner", "CELL_OVERHEAD"]
 
 CELL_OVERHEAD = 200
 """Approximate bytes a cell costs beyond its row, family, qualifier and value
@@ -77,7 +77,7 @@ def _cell_bytes(cells: list) -> int:
 class _Segment:
     """One sorted map of cells (the active map or the snapshot)."""
 
-    __slots__ = ("cells", "seqs", "older", "max_seq", "heap_size")
+    __slots__ = ("cells", "seqs", "older", "max_seq", "heap_size", "arrow")
 
     def __init__(self) -> None:
         self.cells: SortedDict = SortedDict()  # sort key -> Cell
@@ -85,6 +85,7 @@ class _Segment:
         self.older: dict = {}  # sort key -> [(seq, Cell)] replaced while a scanner was open
         self.max_seq = 0
         self.heap_size = 0
+        self.arrow: "_ArrowRun | None" = None  # the cells as Arrow, until the next write
 
     def visible(self, keys: list, read_point: int) -> tuple[list, list]:
         """The keys and cells among ``keys`` a reader at ``read_point`` sees."""
@@ -129,21 +130,25 @@ class MemStore:
         """Insert one cell (a :class:`Cell` or a 6-tuple)."""
         self.add_many((cell,))
 
-    def add_many(self, cells: Iterable[tuple], trusted: bool = False) -> None:
+    def add_many(self, cells: Iterable[tuple], trusted: bool = False, seq: int | None = None) -> None:
         """Insert cells atomically: a scanner sees all of them or none.
 
         Every cell is validated before any is inserted, so an invalid cell
         leaves the memstore unchanged.  ``trusted=True`` skips that check for
         cells the caller built and checked already (the region's write path
-        and WAL replay), which halves the cost of a write.
+        and WAL replay), which halves the cost of a write.  ``seq`` is the
+        write's sequence id from the table's :class:`storage.mvcc.Mvcc`
+        (ids must grow); without it the memstore numbers writes itself.
         """
         made = cells if trusted and isinstance(cells, list) else [check_cell(c) for c in cells]
         if not made:
             return
         with self._lock:
-            self._seq += 1
-            seq = self._seq
+            seq = self._seq + 1 if seq is None else seq
+            if seq > self._seq:
+                self._seq = seq
             seg = self._active
+            seg.arrow = None
             store, seqs, older = seg.cells, seg.seqs, seg.older
             keep_old = self._open_scanners > 0
             size = 0
@@ -161,7 +166,8 @@ class MemStore:
                         size -= len(old[5])
                 store[key] = cell
                 seqs[key] = seq
-            seg.max_seq = seq
+            if seq > seg.max_seq:
+                seg.max_seq = seq
             seg.heap_size += size
 
     # -- sizes ----------------------------------------------------------
@@ -244,16 +250,32 @@ class MemStore:
 
     # -- reads ----------------------------------------------------------
 
-    def scanner(self, metrics: "ScanMetrics | None" = None) -> "MemStoreScanner":
+    def scanner(self, metrics: "ScanMetrics | None" = None, read_point: int | None = None) -> "MemStoreScanner":
         """Open a scanner over the active map and the snapshot as they are now.
 
         ``metrics`` (a :class:`storage.scanner.metrics.ScanMetrics`) gets
-        ``bytes_read_from_memstore`` once per copied window.
+        ``bytes_read_from_memstore`` once per copied window.  ``read_point``
+        (default: every write so far) is the newest write it shows.
         """
         with self._lock:
             segments = [s for s in (self._active, self._snapshot) if s is not None and s.cells]
             self._open_scanners += 1
-            return MemStoreScanner(segments, self._seq, self._scanner_closed, self._lock, metrics)
+            point = self._seq if read_point is None else read_point
+            return MemStoreScanner(segments, point, self._scanner_closed, self._lock, metrics)
+
+    def view(self, read_point: int | None = None) -> "MemStoreView":
+        """A read view of the memstore as of ``read_point`` (default: every write
+        so far): what one scan reads, whatever writes and flushes follow.
+        Call :meth:`MemStoreView.release` when done."""
+        with self._lock:
+            point = self._seq if read_point is None else read_point
+            segments = [s for s in (self._active, self._snapshot) if s is not None and s.cells]
+            if not segments:
+                # nothing to read and nothing to keep: later writes are past the read point
+                return MemStoreView(self, [], point, registered=False)
+            segments = [s for s in (self._active, self._snapshot) if s is not None]
+            self._open_scanners += 1
+        return MemStoreView(self, segments, point)
 
     def _scanner_closed(self) -> None:
         with self._lock:
@@ -283,6 +305,149 @@ class MemStore:
         if families is not None:
             table = table.filter(pc.is_in(table.column("family"), pa.array(list(families), pa.binary())))
         return table
+
+
+class _ArrowRun:
+    """A segment's cells as one sorted Arrow table, with each cell's sequence
+    id and the row keys as a list (for bisecting row ranges)."""
+
+    __slots__ = ("table", "seqs", "rows", "max_seq", "keys", "_clean")
+
+    def __init__(self, keys: list, cells: list, seqs: np.ndarray):
+        self.table = _cells_to_table(cells)
+        self.seqs = seqs
+        self.rows = list(map(_ROW, cells))
+        self.max_seq = int(seqs.max()) if len(seqs) else 0
+        self.keys = keys
+        self._clean: bool | None = None
+
+    @property
+    def clean(self) -> bool:
+        """True when every cell is a put and no column has two versions (any
+        subset then needs no version or delete resolution either)."""
+        if self._clean is None:
+            from .kernels import is_clean
+
+            self._clean = is_clean(self.table)
+        return self._clean
+
+    def visible(self, seg: _Segment, start_row: bytes, stop_row: bytes | None, read_point: int) -> pa.Table:
+        """Rows ``[start_row, stop_row)`` as a reader at ``read_point`` sees them."""
+        lo = bisect_left(self.rows, start_row)
+        hi = len(self.rows) if stop_row is None else bisect_left(self.rows, stop_row, lo)
+        part = self.table.slice(lo, hi - lo)
+        if self.max_seq <= read_point or hi == lo:
+            return part
+        seqs = self.seqs[lo:hi]
+        keep = seqs <= read_point
+        if keep.all():
+            return part
+        part = part.filter(pa.array(keep))
+        if seg.older:
+            # a cell overwritten after the read point: the reader sees the value it replaced
+            restored = []
+            for i in np.flatnonzero(~keep):
+                for seq, cell in reversed(seg.older.get(self.keys[lo + i], ())):
+                    if seq <= read_point:
+                        restored.append(cell)
+                        break
+            if restored:
+                from .kernels import merge_sources
+
+                part = merge_sources([_cells_to_table(restored), part])
+        return part
+
+
+def _arrow_run(seg: _Segment, lock: threading.Lock) -> _ArrowRun:
+    """The segment's Arrow run, built under the memstore lock if a write invalidated it."""
+    run = seg.arrow
+    if run is not None:
+        return run
+    with lock:
+        run = seg.arrow
+        if run is None:
+            keys = list(seg.cells.keys())
+            cells = list(seg.cells.values())
+            seqs = np.fromiter(map(seg.seqs.__getitem__, keys), dtype=np.int64, count=len(keys))
+            run = _ArrowRun(keys, cells, seqs)
+            seg.arrow = run
+    return run
+
+
+class MemStoreView:
+    """The memstore as one reader sees it: the maps it had when the view was
+    taken, filtered to writes at or below the read point.
+
+    Batch reads come from each map's sorted Arrow run (built once per map
+    and kept until the map's next write), sliced by row range, filtered by
+    sequence id only when the map holds writes newer than the read point;
+    an empty memstore costs a length check.  Call :meth:`release` when done.
+    """
+
+    def __init__(self, memstore: MemStore, segments: list[_Segment], read_point: int, registered: bool = True):
+        self._memstore = memstore
+        self._segments = segments  # newest first
+        self.read_point = read_point
+        self._released = not registered  # an unregistered view has nothing to give back
+
+    def is_empty(self) -> bool:
+        """True when the view's maps hold no cell at all (visible or not)."""
+        return not any(s.cells for s in self._segments)
+
+    def is_clean(self) -> bool:
+        """True when what the view shows needs no version or delete resolution."""
+        live = [s for s in self._segments if s.cells]
+        return len(live) <= 1 and all(_arrow_run(s, self._memstore._lock).clean for s in live)
+
+    def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
+        """Visible cells of rows ``[start_row, stop_row)`` as a CELL_SCHEMA table in cell order."""
+        parts = []
+        for seg in self._segments:
+            if not seg.cells:
+                continue
+            part = _arrow_run(seg, self._memstore._lock).visible(seg, start_row, stop_row, self.read_point)
+            if part.num_rows:
+                parts.append(part)
+        if not parts:
+            return CELL_SCHEMA.empty_table()
+        if len(parts) == 1:
+            return parts[0]
+        from .kernels import merge_sources
+
+        return merge_sources(parts)
+
+    def row_cells(self, row: bytes) -> list[Cell]:
+        """The visible cells of one row, in cell order (the point-read path)."""
+        parts = []
+        lock = self._memstore._lock
+        with lock:
+            for seg in reversed(self._segments):  # oldest first: newer maps override
+                if seg.cells:
+                    keys = list(seg.cells.irange(minimum=(row,), maximum=(row + b"\x00",), inclusive=(True, False)))
+                    parts.append(seg.visible(keys, self.read_point))
+        if not parts:
+            return []
+        if len(parts) == 1:
+            return parts[0][1]
+        merged: dict = {}
+        for keys, cells in parts:
+            merged.update(zip(keys, cells))
+        return [merged[k] for k in sorted(merged)]
+
+    def scanner(self, metrics: "ScanMetrics | None" = None) -> "MemStoreScanner":
+        """A cell scanner over the view (same maps, same read point)."""
+        memstore = self._memstore
+        with memstore._lock:
+            memstore._open_scanners += 1
+        segments = [s for s in self._segments if s.cells]
+        return MemStoreScanner(segments, self.read_point, memstore._scanner_closed, memstore._lock, metrics)
+
+    def release(self) -> None:
+        """End the view (the memstore may then drop values kept for it)."""
+        if not self._released:
+            self._released = True
+            self._segments = []
+            self._memstore._scanner_closed()
 
 
 def _merged_range(segments: list, start_row: bytes, stop_row: bytes | None) -> list[Cell]:

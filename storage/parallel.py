@@ -24,7 +24,11 @@ docs/performance.md has the measurements.
 
 Works on an embedded :class:`storage.table.Table` and on a
 :class:`storage.client.RemoteTable` (pass ``mode="rpc"`` or ``"stream"``
-through the scan options).
+through the scan options).  On an embedded table every task reads one
+:meth:`storage.table.Table.snapshot` taken when the scan starts: one read
+point, and regions split or compacted meanwhile are read as they were.  On
+a remote table each task is its own server scan (its own read point); each
+still survives splits.
 """
 
 from __future__ import annotations
@@ -126,10 +130,17 @@ class ParallelScanner:
             raise InvalidArgument("limit is not supported by ParallelScanner: stop iterating (and close) instead")
         options.pop("limit", None)
         low, high = row_range(row_start, row_stop, row_prefix, reverse)
-        tasks = region_tasks(self.table.regions(), low, high)
+        snapshot = None
+        if callable(getattr(self.table, "snapshot", None)):
+            snapshot = self.table.snapshot(low or None, high)
+            options["snapshot"] = snapshot
+            tasks = [(max(low, v.start), v.end if high is None or (v.end is not None and v.end < high) else high)
+                     for v in snapshot.views]
+        else:
+            tasks = region_tasks(self.table.regions(), low, high)
         if reverse:
             tasks.reverse()
-        return _Run(self, tasks, reverse, options).results()
+        return _Run(self, tasks, reverse, options, snapshot).results()
 
 
 def parallel_scan(table: Any, threads: int = 4, *, ordered: bool = True, queue_size: int = 4,
@@ -143,8 +154,9 @@ def parallel_scan(table: Any, threads: int = 4, *, ordered: bool = True, queue_s
 class _Run:
     """One parallel scan: its tasks, queues, workers and consumer."""
 
-    def __init__(self, owner: ParallelScanner, tasks: list, reverse: bool, options: dict):
+    def __init__(self, owner: ParallelScanner, tasks: list, reverse: bool, options: dict, snapshot: Any = None):
         self.owner = owner
+        self.snapshot = snapshot
         self.tasks = tasks
         self.reverse = reverse
         self.options = options
@@ -284,3 +296,5 @@ class _Run:
                 pass
         for t in self.workers:
             t.join()
+        if self.snapshot is not None:
+            self.snapshot.close()

@@ -9,6 +9,12 @@ ones.  On open, WAL records newer than the flushed sequence id are replayed.
 
 Store files not named in the manifest are leftovers of a flush or compaction
 that crashed before its manifest commit; a writer deletes them on open.
+
+Sequence ids come from the table's :class:`storage.mvcc.Mvcc`, so one read
+point orders writes across all regions.  A reader's :meth:`Region.view`
+leases the store files it will read (:mod:`storage.leases`); a compaction
+or close retires files, and a retired file is closed and deleted once the
+last view holding it is released.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ from .cells import Cell
 from .errors import InvalidArgument, StorageError
 from .fs import FileSystem
 from .bulkload import apply_entry
+from .leases import Leases
+from .memstore import MemStore
+from .mvcc import Mvcc
 from .pins import pinned_paths, retire
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from .schema import FamilySettings, TableSettings
@@ -42,13 +51,44 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class RegionView:
-    """A consistent read view of a region: its key range and one StoreView per family."""
+def _close_reader(f: StoreFile) -> None:
+    f.reader.close()
 
-    def __init__(self, info: RegionInfo, stores: dict[str, StoreView], table_name: str):
+
+class RegionView:
+    """A consistent read view of a region: its key range and one StoreView per family.
+
+    A view from :meth:`Region.view` holds leases on its store files and its
+    memstore views; :meth:`release` gives them back (once; later calls do
+    nothing).  Views built by hand (``leases`` None) hold nothing.
+    """
+
+    def __init__(self, info: RegionInfo, stores: dict[str, StoreView], table_name: str,
+                 leases: Leases | None = None):
         self.info = info
         self.stores = stores
         self.table_name = table_name
+        self._leases = leases
+        self._released = False
+
+    @property
+    def read_point(self) -> int | None:
+        """The read point of the view's memstores (None for a view without stores)."""
+        for store in self.stores.values():
+            return getattr(store.memstore, "read_point", None)
+        return None
+
+    def release(self) -> None:
+        """Give back the view's file leases and memstore views."""
+        if self._released:
+            return
+        self._released = True
+        for store in self.stores.values():
+            release = getattr(store.memstore, "release", None)
+            if release is not None:
+                release()
+        if self._leases is not None:
+            self._leases.release([f for store in self.stores.values() for f in store.files])
 
     @property
     def start(self) -> bytes:
@@ -94,6 +134,8 @@ class Region:
         settings: TableSettings,
         cache: BlockCache | None,
         read_only: bool = False,
+        mvcc: Mvcc | None = None,
+        leases: Leases | None = None,
     ):
         self.table_name = table_name
         self.info = info
@@ -104,6 +146,8 @@ class Region:
         self.fs = table_fs.sub(f"regions/{info.region_id}")
         self.stores = {name: Store(self.fs, name, fam, cache) for name, fam in families.items()}
         self._lock = threading.RLock()
+        self.mvcc = mvcc if mvcc is not None else Mvcc()
+        self.leases = leases if leases is not None else Leases()
         self._wal: WalWriter | None = None
         self._wal_name: str | None = None
         self._next_seq = 1
@@ -157,10 +201,12 @@ class Region:
             for seq_id, cells in replay.records:
                 if seq_id <= self.manifest.flushed_seq_id:
                     continue
-                self._apply_to_memstores(cells)
+                self._apply_to_memstores(cells, seq_id)
                 self.replayed_records += 1
                 max_seq = max(max_seq, seq_id)
         self._next_seq = max_seq + 1
+        if self.mvcc.last_seq < max_seq:
+            self.mvcc.advance_to(max_seq)
 
     def _roll_wal(self, delete_old: bool) -> None:
         old = self._wal_files()
@@ -178,18 +224,38 @@ class Region:
             for entry in stale:
                 retire(self._table_fs, self._table_path(f"{_WAL_DIR}/{entry}"), pinned)
 
-    def close(self) -> None:
+    def close(self, done=None) -> None:
+        """Close the region: its WAL now, each store file once no view leases it.
+
+        ``done`` (optional) runs once every store file is closed.  An error
+        closing the WAL (one that failed earlier) is raised after the files
+        are retired: a failed region still lets its files go.
+        """
+        files, error = self.detach()
+        self.leases.retire(files, _close_reader, done)
+        if error is not None:
+            raise error
+
+    def detach(self) -> tuple[list[StoreFile], Exception | None]:
+        """Mark the region closed, close its WAL and hand over its store files
+        (the caller retires them through :attr:`leases`), with the error the
+        WAL's close raised, if any."""
         with self._lock:
             if self.closed:
-                return
+                return [], None
             self.closed = True
             wal, self._wal = self._wal, None
-            try:
-                if wal is not None:
-                    wal.close()  # raises if the WAL failed earlier: the stores still close
-            finally:
+            with self.leases.lock:
+                files = [f for store in self.stores.values() for f in store.files]
                 for store in self.stores.values():
-                    store.close()
+                    store.replace_files(())
+        error = None
+        if wal is not None:
+            try:
+                wal.close()  # raises if the WAL failed earlier: the files go all the same
+            except Exception as exc:
+                error = exc
+        return files, error
 
     def _table_path(self, path: str) -> str:
         """``path`` (relative to the region) relative to the table directory, as pins name files."""
@@ -202,7 +268,7 @@ class Region:
         if self.closed:
             raise StorageError(f"region {self.info.region_id} of {self.table_name} is closed")
 
-    def _apply_to_memstores(self, cells: Sequence[Cell]) -> None:
+    def _apply_to_memstores(self, cells: Sequence[Cell], seq: int) -> None:
         by_family: dict[bytes, list] = {}
         for cell in cells:
             by_family.setdefault(cell[1], []).append(cell)
@@ -210,7 +276,7 @@ class Region:
             store = self.stores.get(family.decode("ascii", "replace"))
             if store is None:
                 raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
-            store.memstore.add_many(group, trusted=True)
+            store.memstore.add_many(group, trusted=True, seq=seq)
 
     def mutate(self, cells: Sequence[Cell]) -> int:
         """Log and apply one atomic group of cells; returns its sequence id."""
@@ -224,10 +290,13 @@ class Region:
             for family in set(map(_FAMILY, cells)):
                 if family.decode("ascii", "replace") not in self.stores:
                     raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
-            seq = self._next_seq
-            self._wal.append(seq, cells)
-            self._next_seq = seq + 1
-            self._apply_to_memstores(cells)
+            seq = self.mvcc.begin()
+            try:
+                self._wal.append(seq, cells)
+                self._next_seq = seq + 1
+                self._apply_to_memstores(cells, seq)
+            finally:
+                self.mvcc.complete(seq)  # readers opened from now on see the whole group
             return seq
 
     @property
@@ -283,10 +352,11 @@ class Region:
                 for store in dirty:
                     store.memstore.restore_snapshot()
                 raise
-            self.manifest = new_manifest
-            for store, sf in written:
-                store.replace_files((sf,) + store.files)
-                store.memstore.clear_snapshot()
+            with self.leases.lock:  # a view sees the snapshot or the new file, never both
+                self.manifest = new_manifest
+                for store, sf in written:
+                    store.replace_files((sf,) + store.files)
+                    store.memstore.clear_snapshot()
             self._roll_wal(delete_old=True)
             return True
 
@@ -318,7 +388,7 @@ class Region:
             return merged
 
     def _compact_store(self, store: Store, chosen: tuple[StoreFile, ...], major: bool) -> int:
-        view = StoreView(store.family, store.settings, store.memstore, chosen)
+        view = StoreView(store.family, store.settings, MemStore().view(), chosen)
         new_manifest = RegionManifest(
             self.manifest.region_id,
             {k: list(v) for k, v in self.manifest.files.items()},
@@ -363,7 +433,6 @@ class Region:
             keep.insert(insert_at, name)
         new_manifest.files[store.family] = keep
         new_manifest.save(self.fs)
-        self.manifest = new_manifest
         new_reader = store.open_reader(name) if info.cell_count else None
         newest_first = []
         for n in reversed(keep):
@@ -371,26 +440,43 @@ class Region:
                 newest_first.append(new_reader)
             else:
                 newest_first.append(next(f for f in store.files if f.name == n))
-        store.replace_files(tuple(newest_first))
+        with self.leases.lock:
+            self.manifest = new_manifest
+            store.replace_files(tuple(newest_first))
         if not info.cell_count:
             self.fs.delete(store.path(name), missing_ok=True)
-        pinned = pinned_paths(self._table_fs)
-        for f in chosen:
-            f.reader.close()
-            retire(self._table_fs, self._table_path(store.path(f.name)), pinned)
+        # Scans opened before the swap keep reading the merged files; each is
+        # closed and deleted (or archived, if pinned) when the last one ends.
+        self.leases.retire(chosen, lambda f: self._retire_file(store, f))
         return len(chosen)
 
-    # -- reads -----------------------------------------------------------
-    def view(self) -> RegionView:
-        """A read view that later flushes and compactions do not change."""
-        with self._lock:
-            return RegionView(self.info, {n: s.view() for n, s in self.stores.items()}, self.table_name)
+    def _retire_file(self, store: Store, f: StoreFile) -> None:
+        f.reader.close()
+        retire(self._table_fs, self._table_path(store.path(f.name)))
 
-    def cell_scanner(self, spec, metrics=None, low: bytes = b"", high: bytes | None = None):
-        """A cell-at-a-time :class:`storage.scanner.RegionScanner` over ``[low, high)`` of this region."""
+    # -- reads -----------------------------------------------------------
+    def view(self, read_point: int | None = None) -> RegionView:
+        """A read view at ``read_point`` (default: the table's read point now)
+        that later writes, flushes, compactions and splits do not change.
+
+        The view leases its store files; call :meth:`RegionView.release`.
+        A caller capturing views of several regions at one read point holds
+        ``leases.lock`` around the calls (see :mod:`storage.leases`).
+        """
+        with self.leases.lock:
+            if self.closed:
+                raise StorageError(f"region {self.info.region_id} of {self.table_name} is closed")
+            point = self.mvcc.read_point if read_point is None else read_point
+            stores = {n: s.view(point) for n, s in self.stores.items()}
+            self.leases.acquire([f for v in stores.values() for f in v.files])
+        return RegionView(self.info, stores, self.table_name, self.leases)
+
+    @staticmethod
+    def cell_scanner_of(view: RegionView, spec, metrics=None, low: bytes = b"", high: bytes | None = None):
+        """A cell-at-a-time :class:`storage.scanner.RegionScanner` over ``[low, high)``
+        of a region view (the caller releases the view after the scanner)."""
         from .scanner import RegionScanner, StoreScanner
 
-        view = self.view()
         read_spec = spec.with_filter_columns()
         wanted = read_spec.families()
         stores = []
@@ -408,8 +494,8 @@ class Region:
                     metrics=metrics,
                 )
             )
-        start = max(low, self.info.start)
-        end = self.info.end
+        start = max(low, view.info.start)
+        end = view.info.end
         if high is not None and (end is None or high < end):
             end = high
         return RegionScanner(stores, spec, start_row=start, end_row=end, metrics=metrics, shared_filter=True)
@@ -423,9 +509,17 @@ class Region:
         delete markers needs no resolution; anything else goes through the
         same :class:`StoreScanner` rules as scans.
         """
+        view = self.view()
+        try:
+            return self.get_of(view, row, spec)
+        finally:
+            view.release()
+
+    @staticmethod
+    def get_of(view: RegionView, row: bytes, spec) -> list[Cell]:
+        """The visible cells of ``row`` in a region view (see :meth:`get`)."""
         from .scanner import ListScanner, StoreScanner
 
-        view = self.view()
         wanted = spec.families()
         out: list[Cell] = []
         for name in sorted(view.stores):
@@ -481,6 +575,13 @@ class Region:
         daughter.fs.makedirs("")
         manifest = RegionManifest(info.region_id, {}, self.manifest.flushed_seq_id, 1)
         view = self.view()
+        try:
+            self._write_daughter_files(daughter, manifest, info, view)
+        finally:
+            view.release()
+        manifest.save(daughter.fs)
+
+    def _write_daughter_files(self, daughter: "Region", manifest: RegionManifest, info: RegionInfo, view: RegionView) -> None:
         for name, sview in view.stores.items():
             sources = [t for t in sview.sources(info.start, info.end) if t.num_rows]
             if not sources:
@@ -497,7 +598,6 @@ class Region:
                 writer.abandon()
                 raise
             manifest.files[name] = [fname]
-        manifest.save(daughter.fs)
 
     def check(self) -> None:
         """Verify the region's invariants: manifest files exist and pass their checks."""

@@ -2,8 +2,11 @@
 
 The store knows its sources in age order, newest first: the memstore, then
 its store files from the newest to the oldest.  Scans and compactions take a
-:class:`StoreView` (an immutable list of open readers plus the memstore), so
-a flush or compaction that swaps files does not disturb a scan under way.
+:class:`StoreView` (an immutable list of open readers plus a
+:class:`storage.memstore.MemStoreView` fixed at a read point), so a flush or
+compaction that swaps files does not disturb a scan under way; the region
+leases the view's files (:mod:`storage.leases`) so they stay open until the
+scan ends.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import pyarrow as pa
 
 from .cells import CELL_SCHEMA
 from .fs import FileSystem
-from .memstore import MemStore
+from .memstore import MemStore, MemStoreView
 from .schema import FamilySettings
 from .storefile import BlockCache, StoreFileReader, StoreFileWriter
 
@@ -36,15 +39,20 @@ class StoreFile:
 
 @dataclass(frozen=True)
 class StoreView:
-    """What one scan of a store reads: the memstore and the files, newest first."""
+    """What one scan of a store reads: the memstore as of the scan's read
+    point and the files, newest first.  ``memstore`` is any object with
+    :class:`storage.memstore.MemStoreView`'s read methods (``is_empty``,
+    ``to_batch``, ``row_cells``, ``scanner``)."""
 
     family: str
     settings: FamilySettings
-    memstore: MemStore
+    memstore: MemStoreView
     files: tuple[StoreFile, ...]  # newest first
 
     def memstore_batch(self, start_row: bytes, stop_row: bytes | None) -> pa.Table:
         """Memstore cells with start_row <= row < stop_row, in cell order."""
+        if self.memstore.is_empty():
+            return CELL_SCHEMA.empty_table()
         return self.memstore.to_batch(start_row, stop_row)
 
     def file_batches(self, start_row: bytes, stop_row: bytes | None) -> list[pa.Table]:
@@ -59,21 +67,21 @@ class StoreView:
         """All sources' cells in the range, newest first; empty sources left out."""
         return self.sources_checked(start_row, stop_row)[0]
 
-    def sources_checked(self, start_row: bytes, stop_row: bytes | None) -> tuple[list[pa.Table], bool]:
-        """The range's non-empty sources, newest first, and whether they are one
-        store file that needs no version or delete resolution."""
+    def sources_checked(self, start_row: bytes, stop_row: bytes | None) -> tuple[list[pa.Table], list[bool]]:
+        """The range's non-empty sources, newest first, and for each whether it
+        needs no version or delete resolution on its own."""
         tables: list[pa.Table] = []
-        clean = True
+        clean: list[bool] = []
         if not self.memstore.is_empty():
             mem = self.memstore_batch(start_row, stop_row)
             if mem.num_rows:
                 tables.append(mem)
-                clean = False
+                clean.append(self.memstore.is_clean())
         for f, table in zip(self.files, self.file_batches(start_row, stop_row)):
             if table.num_rows:
                 tables.append(table)
-                clean = clean and not f.reader.info.needs_resolution
-        return tables, clean and len(tables) == 1
+                clean.append(not f.reader.info.needs_resolution)
+        return tables, clean
 
     def scanners(self, metrics=None) -> list:
         """Cell scanners over every source, newest first (the heap's rank order)."""
@@ -119,8 +127,9 @@ class Store:
     def replace_files(self, new_files_newest_first: tuple[StoreFile, ...]) -> None:
         self._files = new_files_newest_first
 
-    def view(self) -> StoreView:
-        return StoreView(self.family, self.settings, self.memstore, self._files)
+    def view(self, read_point: int | None = None) -> StoreView:
+        """The store as a reader at ``read_point`` sees it (release its memstore view when done)."""
+        return StoreView(self.family, self.settings, self.memstore.view(read_point), self._files)
 
     @property
     def size(self) -> int:
@@ -140,8 +149,3 @@ class Store:
 
     def open_reader(self, name: str) -> StoreFile:
         return StoreFile(name, StoreFileReader(self.fs, self.path(name), cache=self.cache))
-
-    def close(self) -> None:
-        for f in self._files:
-            f.reader.close()
-        self._files = ()

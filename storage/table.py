@@ -4,6 +4,12 @@ Rows are routed to the region whose [start, end) holds them.  Row data is a
 dict of ``b"family:qualifier" -> bytes`` as in happybase.  Writes go through
 each region's WAL; a region is flushed past the memstore flush size,
 compacted past the compaction threshold and split past max_filesize.
+
+Reads are consistent (see docs/architecture.md, "What a reader sees"): a
+scan fixes the table's read point (:mod:`storage.mvcc`) and takes a leased
+view of every region its key range covers when it opens, all under the
+table's lease lock (:mod:`storage.leases`), so later writes, flushes,
+compactions and splits change nothing it returns.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import dataclasses
 import struct
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -29,13 +36,15 @@ from .errors import InvalidArgument, RegionNotFound, StorageError, clip
 from .filters import coerce_filter
 from .fs import FileSystem
 from .manifest import RegionInfo, TableManifest
-from .region import Region
+from .leases import Leases
+from .mvcc import Mvcc
+from .region import Region, RegionView
 from .scanner import ScanSpec, TableScanner
 from .scanner.metrics import ScanMetrics
 from .columns import parse_column
 from .schema import FamilySettings, TableSettings
 
-__all__ = ["Table", "Batch", "row_range"]
+__all__ = ["Table", "Batch", "ReadSnapshot", "row_range"]
 
 
 _PUT = int(CellType.PUT)
@@ -120,6 +129,9 @@ class Table:
         self._starts: list[bytes] = []
         self._columns: dict[bytes, tuple[bytes, bytes]] = {}
         self.closed = False
+        self._closed_why = "is closed"
+        self.mvcc = Mvcc()
+        self.leases = Leases()
         self._open_regions()
 
     # -- regions ---------------------------------------------------------
@@ -148,11 +160,40 @@ class Table:
             clean_archive(self.fs)
 
     def _new_region(self, info: RegionInfo) -> Region:
-        return Region(self.fs, self.name, info, self.families_settings, self.settings, self._cache, self.read_only)
+        return Region(
+            self.fs, self.name, info, self.families_settings, self.settings, self._cache, self.read_only,
+            self.mvcc, self.leases,
+        )
 
     def _set_regions(self, regions: list[Region]) -> None:
-        self._regions = regions
-        self._starts = [r.info.start for r in regions]
+        with self.leases.lock:
+            self._regions = regions
+            self._starts = [r.info.start for r in regions]
+
+    def _views(self, spans: Sequence[tuple[bytes, bytes | None]]) -> list[tuple[RegionView, bytes, bytes | None]]:
+        """Leased views, at one read point, of the regions each span covers, in key order.
+
+        Taken together under the lease lock, so the region list, each
+        region's files and memstores and the read point belong to one moment.
+        """
+        with self.leases.lock:
+            self._check_readable()
+            point = self.mvcc.read_point
+            views: dict[str, RegionView] = {}
+            plan = []
+            try:
+                for lo, hi in spans:
+                    regions = [self._region_for(lo)] if hi == lo + b"\x00" else self._regions_for_range(lo, hi)
+                    for region in regions:
+                        view = views.get(region.info.region_id)
+                        if view is None:
+                            view = views[region.info.region_id] = region.view(point)
+                        plan.append((view, lo, hi))
+            except BaseException:
+                for view in views.values():
+                    view.release()
+                raise
+        return plan
 
     def _region_for(self, row: bytes) -> Region:
         i = bisect.bisect_right(self._starts, row) - 1
@@ -173,6 +214,7 @@ class Table:
 
     def regions(self) -> list[dict]:
         """The table's regions in key order, as happybase's ``Table.regions()``."""
+        self._check_readable()
         return [
             {
                 "name": f"{self.name},{r.info.name}".encode(),
@@ -188,16 +230,22 @@ class Table:
         ]
 
     def region_infos(self) -> list[RegionInfo]:
+        """The regions' ids and key ranges, in key order."""
+        self._check_readable()
         return [r.info for r in self._regions]
 
     def families(self) -> dict[bytes, dict]:
         """Column families and their settings, as happybase's ``Table.families()``."""
+        self._check_readable()
         return {name.encode(): s.to_dict() for name, s in self.families_settings.items()}
 
     # -- writes ----------------------------------------------------------
-    def _check_open(self) -> None:
+    def _check_readable(self) -> None:
         if self.closed:
-            raise StorageError(f"table {self.name} is closed")
+            raise StorageError(f"table {self.name} {self._closed_why}")
+
+    def _check_open(self) -> None:
+        self._check_readable()
         if self.read_only:
             raise StorageError(f"table {self.name} is open read-only")
 
@@ -396,7 +444,7 @@ class Table:
         output="cells",
         include_timestamp=False,
         batch_cells=65536,
-    ) -> tuple[BatchScan, list[Region]]:
+    ) -> tuple[BatchScan, list[tuple[bytes, bytes | None]]]:
         low, high = row_range(row_start, row_stop, row_prefix, reverse)
         min_ts, max_ts = self._time_bounds(timestamp, time_range)
         columns = self._scan_columns(columns)
@@ -428,13 +476,7 @@ class Table:
             output=output,
             include_timestamp=include_timestamp,
         )
-        plan = []
-        for lo, hi in spans:
-            for region in self._regions_for_range(lo, hi):
-                plan.append((region, lo, hi))
-        if reverse:
-            plan.reverse()
-        return scan, plan
+        return scan, spans
 
     def scan_batches(
         self,
@@ -452,27 +494,55 @@ class Table:
         include_timestamp: bool = False,
         batch_size: int = 65536,
         metrics: ScanMetrics | None = None,
+        snapshot: "ReadSnapshot | None" = None,
     ) -> Iterator[pa.RecordBatch]:
         """Scan as Arrow record batches: ``output="rows"`` (key + one column per
-        requested column) or ``"cells"`` (the six cell columns).  The vectorized path."""
+        requested column) or ``"cells"`` (the six cell columns).  The vectorized path.
+
+        The scan fixes its read point and leases its region views here, when
+        called; ``snapshot`` (from :meth:`snapshot`) makes it read that
+        snapshot's views instead, so several scans share one read point.
+        """
         if output not in ("rows", "cells"):
             raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
-        scan, regions = self._batch_scan(
+        scan, spans = self._batch_scan(
             row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
             max_versions, limit, reverse, output, include_timestamp, batch_size,
         )
+        if snapshot is not None:
+            plan = snapshot.plan(spans)
+        else:
+            self._check_readable()
+            plan = self._views(spans)  # the scan opens here: read point and views fixed
+        if reverse:
+            plan.reverse()
+        owned = [] if snapshot is not None else [view for view, _, _ in plan]
+        batches = self._plan_batches(scan, plan, metrics, owned)
+        # a scan dropped before its first batch never runs its finally: release then
+        weakref.finalize(batches, _release_views, owned)
+        return batches
+
+    def snapshot(self, row_start: bytes | None = None, row_stop: bytes | None = None) -> "ReadSnapshot":
+        """Leased views of the regions of ``[row_start, row_stop)`` at one read
+        point, for several scans to share (``scan_batches(snapshot=...)``);
+        close it when they are done."""
+        low, high = row_range(row_start, row_stop, None, False)
+        return ReadSnapshot(self, low, high, [view for view, _, _ in self._views([(low, high)])])
+
+    @staticmethod
+    def _plan_batches(scan: BatchScan, plan: list, metrics: ScanMetrics | None,
+                      owned: list[RegionView]) -> Iterator[pa.RecordBatch]:
         started = time.perf_counter()
         remaining = scan.limit
         try:
-            for region, lo, hi in regions:
-                view = region.view()
+            for view, lo, hi in plan:
                 before = _read_counters(view) if metrics is not None else None
                 region_scan = dataclasses.replace(scan, low=lo, high=hi, limit=remaining)
                 for batch in scan_region_batches(view, region_scan, metrics):
                     if remaining is not None or metrics is not None:
-                        rows = batch.num_rows if output == "rows" else len(kernels.row_boundaries(batch))
+                        rows = batch.num_rows if scan.output == "rows" else len(kernels.row_boundaries(batch))
                         if remaining is not None:
                             remaining -= rows
                         if metrics is not None:
@@ -487,6 +557,7 @@ class Table:
                 if scan.filter is not None and scan.filter.filter_all_remaining():
                     break
         finally:
+            _release_views(owned)
             if metrics is not None:
                 metrics.time_ms += (time.perf_counter() - started) * 1000
 
@@ -582,11 +653,15 @@ class Table:
             max_result_size=max_result_size,
             caching=caching,
         )
+        plan = self._views([(low, high)])
         factories = [
-            (lambda spec, m, region=region: region.cell_scanner(spec, m, low, high))
-            for region in self._regions_for_range(low, high)
+            (lambda spec, m, view=view: Region.cell_scanner_of(view, spec, m, low, high))
+            for view, _, _ in plan
         ]
-        return TableScanner(factories, spec, metrics)
+        views = [view for view, _, _ in plan]
+        scanner = TableScanner(factories, spec, metrics, on_close=lambda: _release_views(views))
+        weakref.finalize(scanner, _release_views, views)  # a scanner never closed
+        return scanner
 
     def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> dict:
         """One row as ``{b"cf:q": value}`` ({} if absent); a cell-path point read."""
@@ -594,7 +669,13 @@ class Table:
         columns = self._scan_columns(columns)
         _, max_ts = self._time_bounds(timestamp, None)
         spec = ScanSpec(start_row=row, stop_row=row + b"\x00", columns=columns, max_timestamp=max_ts) if max_ts else None
-        cells = self._region_for(row).get(row, spec) if spec is not None else []
+        if spec is None:
+            return {}
+        ((view, _, _),) = self._views([(row, row + b"\x00")])
+        try:
+            cells = Region.get_of(view, row, spec)
+        finally:
+            view.release()
         if not cells:
             return {}
         if include_timestamp:
@@ -708,8 +789,10 @@ class Table:
         regions = list(self._regions)
         regions[index : index + 1] = daughters
         self._set_regions(regions)
-        region.close()
-        retire_dir(self.fs, f"regions/{region.info.region_id}")
+        # scans that took a view of the parent keep reading its files; its
+        # directory goes once the last of them ends
+        parent_dir = f"regions/{region.info.region_id}"
+        region.close(done=lambda: retire_dir(self.fs, parent_dir))
 
     def count(self, row_start: bytes | None = None, row_stop: bytes | None = None, row_prefix: bytes | None = None) -> int:
         """The number of rows in ``[row_start, row_stop)`` (or with ``row_prefix``),
@@ -752,25 +835,80 @@ class Table:
         for r in self._regions:
             r.check()
 
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
+    def close(self, why: str = "is closed", done=None) -> None:
+        """Close the table: later calls raise ``StorageError("table <name> <why>")``.
+
+        Scans already open finish on the files they leased; each file is
+        closed when the last of them ends, and ``done`` (optional) runs then.
+        """
+        with self.leases.lock:
+            if self.closed:
+                return
+            self.closed = True
+            self._closed_why = why
         # Every region closes and the lock is released even when one region
         # fails (a WAL that failed earlier): a failed table must not stay locked.
-        errors = []
+        files, errors = [], []
         for r in self._regions:
-            try:
-                r.close()
-            except Exception as exc:
-                errors.append(exc)
+            got, error = r.detach()
+            files += got
+            if error is not None:
+                errors.append(error)
         if self._lock is not None:
             self._lock.release()
+        self.leases.retire(files, lambda f: f.reader.close(), done)
         if errors:
             raise errors[0]
 
     def __repr__(self) -> str:
         return f"<Table {self.name!r} regions={len(self._regions)}>"
+
+
+class ReadSnapshot:
+    """Leased region views of one key range at one read point (see :meth:`Table.snapshot`)."""
+
+    def __init__(self, table: Table, low: bytes, high: bytes | None, views: list[RegionView]):
+        self.table = table
+        self.low = low
+        self.high = high
+        self.views = views  # in key order
+        self.read_point = views[0].read_point if views else table.mvcc.read_point
+
+    def plan(self, spans: Sequence[tuple[bytes, bytes | None]]) -> list[tuple[RegionView, bytes, bytes | None]]:
+        """The snapshot's views that each span covers, in key order (spans cut to the snapshot's range)."""
+        if self.views is None:
+            raise StorageError(f"snapshot of table {self.table.name} is closed")
+        plan = []
+        for lo, hi in spans:
+            lo = max(lo, self.low)
+            if self.high is not None and (hi is None or hi > self.high):
+                hi = self.high
+            if hi is not None and lo >= hi:
+                continue
+            for view in self.views:
+                if hi is not None and view.start >= hi:
+                    break
+                if view.end is not None and view.end <= lo:
+                    continue
+                plan.append((view, lo, hi))
+        return plan
+
+    def close(self) -> None:
+        """Release the views (scans still reading them must be done)."""
+        views, self.views = self.views, None
+        if views:
+            _release_views(views)
+
+    def __enter__(self) -> "ReadSnapshot":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _release_views(views: list[RegionView]) -> None:
+    for view in views:
+        view.release()
 
 
 def _read_counters(view) -> dict[str, int]:

@@ -630,3 +630,38 @@ def test_merge_narrow_newer_source_into_large_one():
     assert to_cells(merged) == model_merge(sources)
     older_first = merge_sources([cells_to_batch(s) for s in sources[::-1]])
     assert to_cells(older_first) == model_merge(sources[::-1])
+
+
+# -- merging sorted runs --------------------------------------------------------------
+def _model_merge(runs_newest_first: list[list[Cell]]) -> list[Cell]:
+    """Cell order, the newest run's cell kept where several hold the same key."""
+    merged: dict = {}
+    for run in reversed(runs_newest_first):
+        for c in run:
+            merged[sort_key(c)] = c
+    return [merged[k] for k in sorted(merged)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_merge_runs_equals_a_sort_of_the_runs(seed):
+    from storage.kernels.merge import merge_runs
+
+    rng = random.Random(seed)
+    rows = [b"", b"\x00", b"a", b"a\x00", b"a\x00\x00", b"ab", b"b", b"\xff", b"\xff\x00"]
+    runs = []
+    for r in range(rng.randint(2, 4)):
+        cells = {}
+        for _ in range(rng.randint(0, 60)):
+            c = Cell(
+                rng.choice(rows[1:]) + bytes([rng.randint(0, 2)]) * rng.randint(0, 2),
+                rng.choice([b"f", b"g"]),
+                rng.choice([b"", b"q", b"q\x00", b"qq"]),
+                rng.choice([-(1 << 63), -1, 0, 1, 5, LATEST_TIMESTAMP]),
+                rng.choice([PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY]),
+                b"run%d" % r,
+            )
+            cells[sort_key(c)] = c
+        runs.append([cells[k] for k in sorted(cells)])
+    tables = [pa.Table.from_batches([cells_to_batch(run)]) if run else CELL_SCHEMA.empty_table() for run in runs]
+    assert batch_to_cells(merge_runs(tables)) == _model_merge(runs)
+    assert batch_to_cells(merge_sources(tables)) == _model_merge(runs)

@@ -313,3 +313,44 @@ def test_closed_scanner_raises_and_unpositioned_scanner_is_empty():
         with pytest.raises(ScannerError):
             call()
     assert scanner.peek() is None
+
+
+# -- read views ---------------------------------------------------------------------------
+def test_a_view_sees_exactly_the_writes_at_or_below_its_read_point():
+    store = MemStore()
+    store.add_many([Cell(b"r1", b"f", b"a", 1, PUT, b"one"), Cell(b"r2", b"f", b"a", 1, PUT, b"two")], seq=5)
+    view = store.view(5)
+    assert view.read_point == 5 and not view.is_empty()
+    # after the view: a new row, an overwrite of the same key, and a flush snapshot
+    store.add_many([Cell(b"r0", b"f", b"a", 1, PUT, b"new")], seq=6)
+    store.add_many([Cell(b"r2", b"f", b"a", 1, PUT, b"TWO")], seq=7)
+    store.snapshot()
+    store.add_many([Cell(b"r3", b"f", b"a", 1, PUT, b"late")], seq=8)
+    expected = [Cell(b"r1", b"f", b"a", 1, PUT, b"one"), Cell(b"r2", b"f", b"a", 1, PUT, b"two")]
+    assert batch_to_cells(view.to_batch()) == expected
+    assert batch_to_cells(view.to_batch(b"r2", None)) == expected[1:]
+    assert view.row_cells(b"r2") == expected[1:] and view.row_cells(b"r0") == []
+    scanner = view.scanner()
+    assert [scanner.seek((b"",)), scanner.next() and scanner.next()] == [expected[0], expected[1]]
+    scanner.close()
+    later = store.view(8)
+    assert [c.value for c in batch_to_cells(later.to_batch())] == [b"new", b"one", b"TWO", b"late"]
+    view.release()
+    later.release()
+    view.release()  # a second release does nothing
+
+
+def test_the_arrow_run_is_kept_until_the_next_write_and_an_empty_view_costs_nothing():
+    store = MemStore()
+    empty = store.view()
+    assert empty.is_empty() and empty.to_batch().num_rows == 0
+    empty.release()
+    store.add_many([Cell(b"r%d" % i, b"f", b"a", 1, PUT, b"v") for i in range(50)])
+    view = store.view()
+    first = view.to_batch(b"r1", b"r2")
+    run = store._active.arrow
+    assert run is not None and view.to_batch().num_rows == 50 and store._active.arrow is run
+    store.add(Cell(b"r99", b"f", b"a", 1, PUT, b"v"))
+    assert store._active.arrow is None  # a write drops it; the view still reads its own point
+    assert view.to_batch().num_rows == 50 and first.num_rows == 11
+    view.release()

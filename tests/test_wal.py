@@ -537,3 +537,39 @@ def test_killed_writer_keeps_every_acknowledged_record(tmp_path):
         assert len(seqs) <= len(acked) + 1  # at most the append that was not yet acknowledged
         for record in replay.records:
             assert record.cells == make_cells(record.seq_id)
+
+
+# -- decoding straight into Arrow -----------------------------------------------------------
+
+
+def test_payloads_decode_into_the_same_cells_as_records(fs):
+    from storage.wal import payloads_to_table
+
+    small = [(seq, make_cells(seq)[:2]) for seq in range(1, 200)]  # many small records
+    big = [(seq, make_cells(seq) * 3) for seq in range(200, 220)]  # records of many cells
+    for name, records in (("small.wal", small), ("big.wal", big + [(220, [])])):
+        write_log(fs, name, records)
+        payloads = list(WalReader(fs, name, decode="payload"))
+        assert [r.seq_id for r in payloads] == [seq for seq, _ in records]
+        table = payloads_to_table([r.cells for r in payloads])
+        assert [Cell(*c.values()) for c in table.to_pylist()] == [c for _, cells in records for c in cells]
+
+
+def test_payloads_with_bad_structure_are_corruption(fs):
+    from storage.wal import encode_record, payloads_to_table
+
+    for cells in (make_cells(3)[:2], make_cells(4) * 3):  # both decode paths
+        payload = bytearray(encode_record(7, cells)[RECORD_HEADER_SIZE:])
+        n = len(cells)
+        bad_length = bytearray(payload)
+        bad_length[16 + 8 * n] ^= 0x01  # the first row length
+        with pytest.raises(CorruptionError, match="do not add up"):
+            payloads_to_table([bytes(bad_length)])
+        bad_type = bytearray(payload)
+        bad_type[16 + 24 * n] = 99
+        with pytest.raises(CorruptionError, match="unknown cell type"):
+            payloads_to_table([bytes(bad_type)])
+        too_many = bytearray(payload)
+        too_many[8:12] = (10**6).to_bytes(4, "little")
+        with pytest.raises(CorruptionError, match="more cells"):
+            payloads_to_table([bytes(too_many)])

@@ -17,8 +17,8 @@ a major compaction writes ``resolve(merge_sources(files), max_versions=...,
 ttl_cutoff=...)``; a minor compaction writes ``merge_sources(files)``.
 """
 
-from .merge import CELL_SORT_KEYS, merge_sources
-from .order import column_boundaries, is_sorted, reverse_rows, row_boundaries
+from .merge import CELL_SORT_KEYS, merge_disjoint, merge_sources
+from .order import column_boundaries, is_clean, is_sorted, reverse_rows, row_boundaries
 from .pivot import FAMILY_MAP_TYPE, cells_to_rows
 from .resolve import resolve
 
@@ -30,6 +30,8 @@ __all__ = [
     "column_boundaries",
     "reverse_rows",
     "is_sorted",
+    "is_clean",
+    "merge_disjoint",
     "FAMILY_MAP_TYPE",
     "CELL_SORT_KEYS",
 ]

@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._arrays import CellColumns, as_cell_table, empty_cells, take_cells
+from ._arrays import CellColumns, _offsets, as_cell_table, empty_cells, take_cells
 
-__all__ = ["merge_sources", "CELL_SORT_KEYS"]
+__all__ = ["merge_sources", "merge_runs", "merge_disjoint", "CELL_SORT_KEYS"]
 
 CELL_SORT_KEYS = [
     ("row", "ascending"),
@@ -40,10 +40,10 @@ def merge_sources(sources: Sequence[pa.Table | pa.RecordBatch]) -> pa.Table:
     One source is returned as is (a RecordBatch is wrapped in a Table without
     copying).  Sources whose row ranges do not overlap are concatenated in
     row order without sorting; only groups of sources with overlapping row
-    ranges are sorted, with a stable sort of their concatenation (newest
-    first, so that ties keep the newest source's cell first), and within a
-    group only the part of the largest source that the others' row range
-    covers.
+    ranges are merged, and within a group only the part of the largest
+    source that the others' row range covers.  Overlapping sources are
+    merged as the sorted runs they are (a binary search of each newer run's
+    cells in the older one, :func:`merge_runs`), not sorted again.
     """
     tables = [as_cell_table(source, f"sources[{i}]") for i, source in enumerate(sources)]
     if len(tables) == 1:
@@ -100,7 +100,7 @@ def _sort_merge(newest_first: list[pa.Table]) -> pa.Table:
     stop = _bisect(rows, high, right=True)
     middle = list(newest_first)
     middle[largest] = big.slice(start, stop - start)
-    merged = _sort_all(middle)
+    merged = merge_runs(middle)
     if start == 0 and stop == big.num_rows:
         return merged
     return pa.concat_tables([big.slice(0, start), merged, big.slice(stop)])
@@ -138,3 +138,145 @@ def _sort_all(newest_first: list[pa.Table]) -> pa.Table:
     if np.array_equal(order, np.arange(combined.num_rows)):
         return combined
     return take_cells(combined, order)
+
+
+_MAX_KEY_BYTES = 1024  # wider cell keys are merged by a sort instead
+
+
+def merge_runs(newest_first: list[pa.Table]) -> pa.Table:
+    """Merge sorted runs (newest first) into cell order, dropping exact
+    duplicates in favour of the newest run, without sorting.
+
+    Each cell's (row, family, qualifier, timestamp, type) is encoded as one
+    fixed-width byte string whose byte order is cell order; each newer run's
+    cells are then placed in the older run by binary search (NumPy
+    ``searchsorted``), which yields the merged permutation in one gather.
+    Runs whose keys would be wider than ``_MAX_KEY_BYTES`` are sorted.
+    """
+    runs = [t for t in newest_first if t.num_rows]
+    if not runs:
+        return empty_cells()
+    if len(runs) == 1:
+        return runs[0]
+    if len(runs) == 2:
+        merged = _merge_disjoint_rows(runs[0], runs[1])
+        if merged is not None:
+            return merged
+    keys = _cell_keys(runs)
+    if keys is None:
+        return _sort_all(runs)
+    merged, merged_keys = runs[0], keys[0]
+    for run, run_keys in zip(runs[1:], keys[1:]):
+        merged, merged_keys = _merge_two(merged, merged_keys, run, run_keys)
+    return merged
+
+
+def merge_disjoint(sources: Sequence[pa.Table]) -> pa.Table | None:
+    """Two sorted sources merged when no row is in both and their row keys
+    share one width of at most 8 bytes; None otherwise.  Resolution then
+    commutes with the merge: each row's cells come from one source."""
+    live = [t for t in sources if t.num_rows]
+    if len(live) < 2:
+        return live[0] if live else empty_cells()
+    if len(live) != 2:
+        return None
+    return _merge_disjoint_rows(live[0], live[1])
+
+
+def _merge_disjoint_rows(newer: pa.Table, older: pa.Table) -> pa.Table | None:
+    """Merge two runs that share no row, when their row keys have one width of
+    at most 8 bytes (read as big-endian integers); None otherwise.
+
+    Whole rows then interleave: each newer cell goes before the older cells
+    of greater rows, so the row keys alone place it.
+    """
+    new_rows = CellColumns(newer).view("row", order=True)
+    old_rows = CellColumns(older).view("row", order=True)
+    if new_rows is None or old_rows is None or new_rows.dtype != old_rows.dtype:
+        return None
+    pos = np.searchsorted(old_rows, new_rows, side="left")
+    inside = pos < len(old_rows)
+    if (old_rows[pos[inside]] == new_rows[inside]).any():
+        return None  # a row in both runs: cells must be ordered by their whole keys
+    n_new, n_old = len(new_rows), len(old_rows)
+    dest = pos + np.arange(n_new)
+    order = np.empty(n_new + n_old, dtype=np.int64)
+    from_new = np.zeros(n_new + n_old, dtype=bool)
+    from_new[dest] = True
+    order[dest] = np.arange(n_new)
+    order[~from_new] = np.arange(n_new, n_new + n_old)
+    return pa.concat_tables([newer, older]).take(pa.array(order))
+
+
+def _merge_two(newer: pa.Table, new_keys: np.ndarray, older: pa.Table, old_keys: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+    """Merge two sorted runs by their encoded keys; an exact tie keeps the newer cell only."""
+    n_new, n_old = len(new_keys), len(old_keys)
+    pos = np.searchsorted(old_keys, new_keys, side="left")
+    dest = pos + np.arange(n_new)  # where each newer cell lands in the merged order
+    order = np.empty(n_new + n_old, dtype=np.int64)
+    from_new = np.zeros(n_new + n_old, dtype=bool)
+    from_new[dest] = True
+    order[dest] = np.arange(n_new)
+    order[~from_new] = np.arange(n_new, n_new + n_old)
+    hit = pos < n_old
+    hit[hit] = old_keys[pos[hit]] == new_keys[hit]
+    if hit.any():
+        # the older duplicate sits right after the newer cell in the merged order
+        keep = np.ones(n_new + n_old, dtype=bool)
+        keep[dest[hit] + 1] = False
+        order = order[keep]
+    both = pa.concat_tables([newer, older])
+    keys = np.concatenate([new_keys, old_keys])[order]
+    # a gather straight from the chunks: cheaper (pyarrow 26) than concatenating them first
+    return both.take(pa.array(order)), keys
+
+
+def _cell_keys(runs: list[pa.Table]) -> list[np.ndarray] | None:
+    """Each run's cells as fixed-width byte strings in cell order (one
+    ``S<width>`` array per run), or None when the keys would be too wide."""
+    cols = [CellColumns(t) for t in runs]
+    parts: list[list[np.ndarray]] = [[] for _ in runs]
+    width = 0
+    for name in ("row", "family", "qualifier"):
+        widths = [c.width(name) for c in cols]
+        fixed = widths[0] is not None and all(w == widths[0] for w in widths)
+        longest = max(_max_length(c.array(name)) for c in cols)
+        if fixed and longest == 0:
+            continue  # every value empty: nothing to order by
+        width += longest + (0 if fixed else 4)
+        if width > _MAX_KEY_BYTES:
+            return None
+        for part, c in zip(parts, cols):
+            part.append(_padded(c.array(name), longest))
+            if not fixed:
+                # after zero padding, a value that is a prefix of another must sort first
+                part.append(np.diff(_offsets(c.array(name))).astype(">u4").view(np.uint8).reshape(-1, 4))
+    for part, c in zip(parts, cols):
+        # signed to order-preserving unsigned (flip the sign bit), then inverted: descending
+        ts = c.numpy("timestamp").astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
+        part.append((~ts).astype(">u8").view(np.uint8).reshape(-1, 8))
+        part.append((255 - c.numpy("type").astype(np.uint8)).reshape(-1, 1))  # descending
+    width += 9
+    return [np.ascontiguousarray(np.concatenate(part, axis=1)).view(f"S{width}").ravel() for part in parts]
+
+
+def _max_length(values: pa.Array) -> int:
+    if not len(values):
+        return 0
+    return int(np.diff(_offsets(values)).max())
+
+
+def _padded(values: pa.Array, width: int) -> np.ndarray:
+    """A binary array as an (n, width) uint8 matrix, each value zero-padded on the right."""
+    n = len(values)
+    offsets = _offsets(values)
+    first = int(offsets[0])
+    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[first : int(offsets[-1])] if n else np.zeros(0, np.uint8)
+    if len(data) == n * width:
+        return data.reshape(n, width)
+    out = np.zeros((n, width), dtype=np.uint8)
+    lengths = np.diff(offsets)
+    rows = np.repeat(np.arange(n), lengths)
+    cols = np.arange(len(data)) - np.repeat(offsets[:-1] - first, lengths)
+    out[rows, cols] = data
+    return out

@@ -5,9 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ..cells import CellType
 from ._arrays import CellColumns, as_cell_table, take_cells
 
-__all__ = ["row_boundaries", "column_boundaries", "reverse_rows", "is_sorted"]
+_PUT = int(CellType.PUT)
+
+__all__ = ["row_boundaries", "column_boundaries", "reverse_rows", "is_sorted", "is_clean"]
 
 
 def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
@@ -69,3 +72,15 @@ def is_sorted(cells: pa.Table | pa.RecordBatch, *, strict: bool = False) -> bool
         greater, equal = columns.adjacent_order(name)
         ok = greater | (equal & ok)
     return bool(ok.all())
+
+
+def is_clean(cells: pa.Table | pa.RecordBatch) -> bool:
+    """True when sorted cells need no version or delete resolution: every
+    cell is a put and no (row, family, qualifier) holds two cells."""
+    cols = CellColumns(as_cell_table(cells))
+    if cols.n == 0:
+        return True
+    types = cols.numpy("type")
+    if int(types.min()) != _PUT or int(types.max()) != _PUT:
+        return False
+    return bool(cols.column_starts().all())

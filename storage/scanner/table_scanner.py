@@ -3,7 +3,8 @@
 Regions are opened lazily, in key order (reverse order for a reverse
 scan), from factories the table supplies.  The scanner carries the scan's
 row limit across regions and stops early when a region's filter reports
-``filter_all_remaining``.
+``filter_all_remaining``.  ``on_close`` runs once, when the scan ends or
+is closed (the table releases the region views the scan read).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class TableScanner(ResultScanner):
         factories: Sequence[RegionScannerFactory],
         spec: ScanSpec,
         metrics: ScanMetrics | None = None,
+        on_close: Callable[[], object] | None = None,
     ):
         factories = list(factories)
         if spec.reverse:
@@ -52,18 +54,26 @@ class TableScanner(ResultScanner):
         self._rows_done = 0  # rows returned by regions already finished
         self._done = False
         self._closed = False
+        self._on_close = on_close  # releases what the scan holds (region views), once
+
+    def _release(self) -> None:
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
     def _region(self) -> RegionScanner | None:
         """The region scanner to read from, opening the next one if needed."""
         while self._current is None:
             if self._done or self._next_index >= len(self._factories):
                 self._done = True
+                self._release()
                 return None
             spec = self._spec
             if spec.limit is not None:
                 remaining = spec.limit - self._rows_done
                 if remaining <= 0:
                     self._done = True
+                    self._release()
                     return None
                 spec = dataclasses.replace(spec, limit=remaining)
             factory = self._factories[self._next_index]
@@ -107,4 +117,5 @@ class TableScanner(ResultScanner):
             if self._current is not None:
                 self._current.close()
                 self._current = None
+            self._release()
 

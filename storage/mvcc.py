@@ -1,0 +1,66 @@
+"""Multi-version concurrency control: sequence ids and the read point.
+
+As HBase's MultiVersionConcurrencyControl: every write (one region's
+mutation group) takes the next sequence id from :meth:`Mvcc.begin`; its
+cells carry that id in the memstore; :meth:`Mvcc.complete` marks it done.
+The read point is the highest id below which every write has completed.  A
+reader fixes the read point when it opens and shows only cells written at
+or below it, so a mutation group (a put to several families) is seen whole
+or not at all, and writes that finish while a scan runs stay invisible to it.
+
+One :class:`Mvcc` serves a whole table, so one read point covers every
+region a scan reads, including regions it reaches late.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+
+from .errors import StorageError
+
+__all__ = ["Mvcc"]
+
+
+class Mvcc:
+    """The table's write numbers and read point; thread-safe."""
+
+    def __init__(self, last_seq: int = 0):
+        self._lock = threading.Lock()
+        self._next = last_seq + 1
+        self._read_point = last_seq
+        self._done: list[int] = []  # completed ids above the read point (a heap)
+
+    def advance_to(self, seq: int) -> None:
+        """Start numbering after ``seq`` (a region replayed its log up to it); no write may be pending."""
+        with self._lock:
+            if self._done or self._next - 1 != self._read_point:
+                raise StorageError("cannot move the sequence ids on while writes are in flight")
+            if seq >= self._next:
+                self._next = seq + 1
+                self._read_point = seq
+
+    def begin(self) -> int:
+        """The sequence id of a new write; call :meth:`complete` with it when applied (or failed)."""
+        with self._lock:
+            seq = self._next
+            self._next = seq + 1
+            return seq
+
+    def complete(self, seq: int) -> None:
+        """Mark a write applied; the read point moves past every leading completed id."""
+        with self._lock:
+            heapq.heappush(self._done, seq)
+            done = self._done
+            while done and done[0] == self._read_point + 1:
+                self._read_point = heapq.heappop(done)
+
+    @property
+    def read_point(self) -> int:
+        """The id of the newest write that every reader opened now sees."""
+        return self._read_point
+
+    @property
+    def last_seq(self) -> int:
+        """The highest id handed out (complete or not)."""
+        return self._next - 1

@@ -1,0 +1,80 @@
+"""Sorted cells: an immutable run of cells in Arrow, read like a memstore view.
+
+What a reader builds from a log (the connector's pinned-snapshot reader
+decodes a region's WAL records into one cell table with
+:func:`storage.wal.payloads_to_table`): :meth:`SortedCells.from_log` sorts
+that table into cell order once and drops overwritten cells (the last write
+of a key wins, as in the memstore).  Scans then slice it per row range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .cells import CELL_SCHEMA, Cell
+from .kernels import is_clean
+from .kernels.merge import _bisect, _cell_keys, _sort_all
+
+__all__ = ["SortedCells"]
+
+
+class SortedCells:
+    """Cells in cell order with the read methods of :class:`storage.memstore.MemStoreView`."""
+
+    read_point = None  # everything in it is visible
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self._clean: bool | None = None
+
+    @classmethod
+    def from_log(cls, cells: pa.Table) -> "SortedCells":
+        """Sort cells given in write order, keeping the last write of each key."""
+        if cells.num_rows == 0:
+            return cls(CELL_SCHEMA.empty_table())
+        keys = _cell_keys([cells])
+        if keys is not None and bool((keys[0][1:] > keys[0][:-1]).all()):
+            return cls(cells)  # written in key order without overwrites (appends): nothing to do
+        newest_first = cells.take(pa.array(np.arange(cells.num_rows - 1, -1, -1)))
+        # a stable sort keeps equal keys in newest-first order; the de-dup keeps the first
+        return cls(_sort_all([newest_first]).combine_chunks())
+
+    def family(self, family: bytes) -> "SortedCells":
+        """The cells of one family (still in cell order)."""
+        if self.table.num_rows == 0:
+            return self
+        mask = pc.equal(self.table.column("family"), pa.scalar(family, pa.binary()))
+        return SortedCells(self.table.filter(mask))
+
+    def is_empty(self) -> bool:
+        """True when there is no cell."""
+        return self.table.num_rows == 0
+
+    def is_clean(self) -> bool:
+        """True when every cell is a put and no column has two versions."""
+        if self._clean is None:
+            self._clean = is_clean(self.table)
+        return self._clean
+
+    def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
+        """The cells of rows ``[start_row, stop_row)`` (a zero-copy slice)."""
+        rows = self.table.column("row")
+        lo = _bisect(rows, start_row, right=False) if start_row else 0
+        hi = len(rows) if stop_row is None else _bisect(rows, stop_row, right=False)
+        return self.table.slice(lo, max(hi - lo, 0))
+
+    def row_cells(self, row: bytes) -> list[Cell]:
+        """The cells of one row, as tuples (a point read)."""
+        part = self.to_batch(row, row + b"\x00")
+        return [Cell(*c.values()) for c in part.to_pylist()]
+
+    def scanner(self, metrics=None):
+        """A cell scanner over the cells (the cell path; builds a memstore of them)."""
+        from .memstore import MemStore
+
+        store = MemStore()
+        if self.table.num_rows:
+            store.add_many([Cell(*c.values()) for c in self.table.to_pylist()], trusted=True)
+        return store.scanner(metrics)
