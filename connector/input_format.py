@@ -33,7 +33,8 @@ from storage.errors import InvalidArgument, TableNotFound
 from storage.filters.ranges import KeyRange, intersect
 from storage.fs import FileSystem
 from storage.manifest import TABLE_MANIFEST
-from storage.schema import parse_column, validate_table_name
+from storage.columns import parse_column
+from storage.schema import validate_table_name
 
 from .options import (
     AUTOBALANCE,

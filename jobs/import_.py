@@ -42,7 +42,7 @@ from connector.source import SourceConfig
 from storage.cells import CELL_SCHEMA, CellType
 from storage.errors import InvalidArgument, TableNotFound
 from storage.fs import FileSystem
-from storage.schema import parse_column
+from storage.columns import parse_column
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
 from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load

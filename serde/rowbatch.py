@@ -20,6 +20,8 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
+from storage.columns import parse_column
+
 __all__ = [
     "rows_to_batch",
     "batch_to_rows",
@@ -50,8 +52,9 @@ def rows_to_batch(
     arrays = [pa.array([bytes(r[0]) for r in rows], pa.binary())]
     for column in columns:
         raw = _column_bytes(column)
-        name = raw.decode("utf-8")
-        if b":" in raw:
+        spec = parse_column(raw)
+        name = spec.name
+        if spec.qualifier is not None:  # b"cf:q", or b"cf:" for the empty qualifier
             names.append(name)
             arrays.append(pa.array([r[1].get(raw) for r in rows], pa.binary()))
             if include_timestamp:
@@ -179,15 +182,13 @@ class InMemoryRowSource:
         **_: Any,
     ) -> Iterator[tuple[bytes, dict]]:
         """Yield ``(key, {b"cf:q": value})`` (values ``(value, ts)`` with ``include_timestamp``)."""
-        wanted = None if columns is None else [_column_bytes(c) for c in columns]
+        specs = None if columns is None else [parse_column(_column_bytes(c)) for c in columns]
+        families = set() if specs is None else {s.family for s in specs if s.qualifier is None}
+        exact = set() if specs is None else {s.family + b":" + s.qualifier for s in specs if s.qualifier is not None}
         for row in self.rows:
             cells = row[1]
-            if wanted is not None:
-                cells = {
-                    k: v
-                    for k, v in cells.items()
-                    if k in wanted or k.split(b":", 1)[0] in wanted
-                }
+            if specs is not None:
+                cells = {k: v for k, v in cells.items() if k in exact or parse_column(k).family in families}
             if include_timestamp:
                 stamps = row[2] if len(row) > 2 and row[2] else {}
                 cells = {k: (v, stamps.get(k)) for k, v in cells.items()}

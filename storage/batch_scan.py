@@ -26,7 +26,7 @@ from . import dense_scan, kernels
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from .late_values import index_values, materialize
 from .region import RegionView, chunk_bounds
-from .schema import parse_column
+from .columns import parse_column
 from .store import StoreView
 
 __all__ = ["BatchScan", "scan_region_batches"]
@@ -77,7 +77,7 @@ def _column_mask(cells: pa.Table, columns: Sequence[bytes]) -> pa.ChunkedArray |
     exact = set()
     for spec in columns:
         family, qualifier = parse_column(spec)
-        if not qualifier:  # b"cf" and b"cf:" both mean the whole family
+        if qualifier is None:  # b"cf"; b"cf:" is the empty qualifier
             whole.add(family)
         else:
             exact.add(family + b":" + qualifier)

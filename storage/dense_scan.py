@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .cells import CELL_SCHEMA, CellType
-from .kernels.pivot import parse_column
+from .columns import parse_column
 from .storefile._dense import DenseBlock, constant_binary
 
 __all__ = ["dense_columns", "dense_rows", "dense_filter", "filter_masks", "first_cells", "first_cell_only"]
@@ -28,11 +28,11 @@ def dense_columns(family: bytes, columns: list[bytes]) -> tuple[list[str], list[
     or another family (those rows take the cell path)."""
     names, qualifiers = [], []
     for spec in columns:
-        fam, qualifier, name = parse_column(spec)
-        if fam != family or qualifier is None:
+        parsed = parse_column(spec)
+        if parsed.family != family or parsed.qualifier is None:
             return None
-        names.append(name)
-        qualifiers.append(qualifier)
+        names.append(parsed.name)
+        qualifiers.append(parsed.qualifier)
     return names, qualifiers
 
 

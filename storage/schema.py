@@ -18,7 +18,6 @@ __all__ = [
     "TableSettings",
     "validate_table_name",
     "validate_family_name",
-    "parse_column",
 ]
 
 # fullmatch, not match with "$": "$" also matches before a trailing newline.
@@ -82,20 +81,6 @@ def validate_family_name(name: str | bytes) -> str:
             f"invalid column family name {clip(repr(name))}: use 1-64 letters, digits, '_', '-' or '.'"
         )
     return name
-
-
-def parse_column(column: bytes | str) -> tuple[bytes, bytes | None]:
-    """Split ``b"family:qualifier"`` into (family, qualifier); ``b"family"`` gives qualifier None."""
-    if isinstance(column, str):
-        column = column.encode()
-    if not isinstance(column, bytes):
-        raise InvalidArgument(f"column must be bytes like b'family:qualifier', got {clip(repr(column))}")
-    family, sep, qualifier = column.partition(b":")
-    if not family:
-        raise InvalidArgument(f"column {clip(repr(column))} has an empty family")
-    if not sep:
-        return family, None
-    return family, qualifier
 
 
 @dataclass(frozen=True)

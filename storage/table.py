@@ -41,7 +41,8 @@ from .mvcc import Mvcc
 from .region import Region, RegionView
 from .scanner import ScanSpec, TableScanner
 from .scanner.metrics import ScanMetrics
-from .schema import FamilySettings, TableSettings, parse_column
+from .columns import parse_column
+from .schema import FamilySettings, TableSettings
 
 __all__ = ["Table", "Batch", "ReadSnapshot", "row_range"]
 
@@ -700,7 +701,8 @@ class Table:
                     else:
                         pairs = [(c[1] + b":" + c[2], c[5]) for c in cells]
                     if max_versions > 1:
-                        pairs.reverse()  # dict keeps the last duplicate; the newest must win
+                        # one value per column: its newest (first) cell, in column order
+                        pairs = [p for i, p in enumerate(pairs) if i == 0 or p[0] != pairs[i - 1][0]]
                     yield cells[0][0], make(pairs)
 
     def rows(self, rows: Sequence[bytes], columns: Sequence[bytes] | None = None, timestamp: int | None = None, include_timestamp: bool = False) -> list[tuple[bytes, dict]]:

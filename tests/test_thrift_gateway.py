@@ -210,7 +210,7 @@ def test_put_row_rows_cells_versions_and_timestamps(fresh):
     assert fresh.row(b"r1", include_timestamp=True)[b"cf:a"] == (b"v4", 400)
     assert fresh.row(b"r1", timestamp=300) == {b"cf:a": b"v2", b"meta:m": b"x"}
     assert fresh.row(b"r1", columns=[b"meta"]) == {b"meta:m": b"x"}
-    assert fresh.row(b"r1", columns=[b"meta:"]) == {b"meta:m": b"x"}  # trailing colon: the family
+    assert fresh.row(b"r1", columns=[b"meta:"]) == {}  # b"meta:" is the empty qualifier, as in HBase
     assert fresh.row(b"missing") == {}
     assert fresh.cells(b"r1", b"cf:a") == [b"v4", b"v3", b"v2"]
     assert fresh.cells(b"r1", b"cf:a", versions=2, include_timestamp=True) == [(b"v4", 400), (b"v3", 300)]
@@ -231,8 +231,11 @@ def test_deletes_with_and_without_timestamps(fresh):
     assert fresh.row(b"r") == {b"cf:a": b"new", b"cf:b": b"b"}
     fresh.delete(b"r")
     assert fresh.row(b"r") == {}
-    fresh.put(b"e", {b"cf:": b"empty qualifier"})
-    assert fresh.row(b"e") == {b"cf:": b"empty qualifier"}
+    fresh.put(b"e", {b"cf:": b"empty qualifier", b"cf:q": b"q"})
+    assert fresh.row(b"e") == {b"cf:": b"empty qualifier", b"cf:q": b"q"}
+    assert fresh.row(b"e", columns=[b"cf:"]) == {b"cf:": b"empty qualifier"}
+    assert fresh.row(b"e", columns=[b"cf"]) == {b"cf:": b"empty qualifier", b"cf:q": b"q"}
+    assert list(fresh.scan(columns=[b"cf:"])) == [(b"e", {b"cf:": b"empty qualifier"})]
 
 
 def test_scan_options(fresh):

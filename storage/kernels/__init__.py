@@ -8,8 +8,9 @@ by a Python loop per cell or per row.
   table, the newest source winning exact duplicates;
 * :func:`resolve` applies delete markers, TTL, time range and max versions;
 * :func:`cells_to_rows` pivots cells into a row batch (``key`` + columns);
-* :func:`row_boundaries`, :func:`reverse_rows`, :func:`is_sorted` give the
-  row structure, the reverse-scan order and a sortedness check.
+* :func:`row_boundaries`, :func:`column_boundaries`, :func:`reverse_rows`,
+  :func:`is_sorted` give the row and column structure, the reverse-scan
+  order and a sortedness check.
 
 A scan runs ``cells_to_rows(resolve(merge_sources(sources), ...), columns)``;
 a major compaction writes ``resolve(merge_sources(files), max_versions=...,
@@ -17,8 +18,8 @@ ttl_cutoff=...)``; a minor compaction writes ``merge_sources(files)``.
 """
 
 from .merge import CELL_SORT_KEYS, merge_disjoint, merge_sources
-from .order import is_clean, is_sorted, reverse_rows, row_boundaries
-from .pivot import FAMILY_MAP_TYPE, ColumnSpec, cells_to_rows, parse_column
+from .order import column_boundaries, is_clean, is_sorted, reverse_rows, row_boundaries
+from .pivot import FAMILY_MAP_TYPE, cells_to_rows
 from .resolve import resolve
 
 __all__ = [
@@ -26,12 +27,11 @@ __all__ = [
     "resolve",
     "cells_to_rows",
     "row_boundaries",
+    "column_boundaries",
     "reverse_rows",
     "is_sorted",
     "is_clean",
     "merge_disjoint",
-    "parse_column",
-    "ColumnSpec",
     "FAMILY_MAP_TYPE",
     "CELL_SORT_KEYS",
 ]

@@ -10,7 +10,7 @@ from ._arrays import CellColumns, as_cell_table, take_cells
 
 _PUT = int(CellType.PUT)
 
-__all__ = ["row_boundaries", "reverse_rows", "is_sorted", "is_clean"]
+__all__ = ["row_boundaries", "column_boundaries", "reverse_rows", "is_sorted", "is_clean"]
 
 
 def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
@@ -20,6 +20,12 @@ def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
     (cell order guarantees it).
     """
     return np.flatnonzero(CellColumns(as_cell_table(cells)).row_starts())
+
+
+def column_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
+    """Index of the first (newest) cell of each column (row, family, qualifier),
+    int64 ascending; the cells must be in cell order."""
+    return np.flatnonzero(CellColumns(as_cell_table(cells)).column_starts())
 
 
 def reverse_rows(cells: pa.Table | pa.RecordBatch) -> pa.Table:

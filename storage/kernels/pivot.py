@@ -1,60 +1,26 @@
 """Pivot resolved cells into a row batch: one row per row key, one column per spec.
 
-Column specs follow HBase / happybase: ``b"family:qualifier"`` is one
-column, ``b"family"`` or ``b"family:"`` the whole family.
+Column specs are parsed by :func:`storage.columns.parse_column` (HBase's
+rules): ``b"family:qualifier"`` is one column, ``b"family:"`` the column
+with the empty qualifier, ``b"family"`` the whole family.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from ..cells import CellType
+from ..columns import parse_column
 from ..errors import InvalidArgument
 from ._arrays import CellColumns, as_cell_table, group_ids
 
-__all__ = ["cells_to_rows", "ColumnSpec", "parse_column", "FAMILY_MAP_TYPE"]
+__all__ = ["cells_to_rows", "FAMILY_MAP_TYPE"]
 
 FAMILY_MAP_TYPE = pa.map_(pa.binary(), pa.binary())
 """Arrow type of a whole-family column: qualifier -> value."""
-
-
-class ColumnSpec(NamedTuple):
-    """A parsed column spec; ``qualifier`` is None for a whole family."""
-
-    family: bytes
-    qualifier: bytes | None
-    name: str
-
-
-def parse_column(spec: bytes | str) -> ColumnSpec:
-    """Parse ``b"family:qualifier"``, ``b"family:"`` or ``b"family"``.
-
-    The column name is ``"family:qualifier"`` (``"family"`` for a whole
-    family) decoded as UTF-8.  Bytes that are not UTF-8 are written as
-    ``\\xNN`` escapes (``backslashreplace``): Arrow field names must be
-    valid UTF-8, so the lone surrogates of ``surrogateescape`` cannot be
-    used.  A ``str`` spec is encoded with ``surrogateescape`` first.
-    """
-    if isinstance(spec, str):
-        spec = spec.encode("utf-8", "surrogateescape")
-    if not isinstance(spec, (bytes, bytearray, memoryview)):
-        raise InvalidArgument(f"column spec must be bytes, got {spec!r}")
-    spec = bytes(spec)
-    family, sep, qualifier = spec.partition(b":")
-    if not family:
-        raise InvalidArgument(f"column spec {spec!r} has an empty family")
-    family_name = _column_name(family)
-    if not sep or not qualifier:
-        return ColumnSpec(family, None, family_name)
-    return ColumnSpec(family, qualifier, f"{family_name}:{_column_name(qualifier)}")
-
-
-def _column_name(part: bytes) -> str:
-    """A family or qualifier as (valid UTF-8) text for an Arrow field name."""
-    return part.decode("utf-8", "backslashreplace")
 
 
 def cells_to_rows(
@@ -65,10 +31,11 @@ def cells_to_rows(
     The batch's first column is ``key`` (binary, not null), then one column
     per spec of ``columns``, in that order:
 
-    * ``b"family:qualifier"`` -> a binary column ``"family:qualifier"``, null
-      where the row lacks the cell; with ``include_timestamp`` it is followed
-      by an int64 column ``"family:qualifier@ts"`` (null likewise);
-    * ``b"family"`` or ``b"family:"`` -> a ``map<binary, binary>`` column
+    * ``b"family:qualifier"`` (``b"family:"``: the empty qualifier) -> a
+      binary column ``"family:qualifier"``, null where the row lacks the
+      cell; with ``include_timestamp`` it is followed by an int64 column
+      ``"family:qualifier@ts"`` (null likewise);
+    * ``b"family"`` -> a ``map<binary, binary>`` column
       ``"family"`` of qualifier -> value in qualifier order, **null** (not an
       empty map) where the row has no cell of the family.
 

@@ -12,7 +12,7 @@ from .heap import KeyValueHeap, ReversedKeyValueHeap, merge_scanners
 from .metrics import ScanMetrics
 from .protocol import CellScanner, next_row_key
 from .region_scanner import RegionScanner, result_size
-from .scan_spec import ScanSpec, parse_column
+from .scan_spec import ScanSpec
 from .store_scanner import StoreScanner
 from .table_scanner import RegionScannerFactory, TableScanner
 
@@ -25,7 +25,6 @@ __all__ = [
     "merge_scanners",
     "ScanMetrics",
     "ScanSpec",
-    "parse_column",
     "StoreScanner",
     "RegionScanner",
     "result_size",

@@ -7,42 +7,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Sequence
 
 from ..cells import LATEST_TIMESTAMP
+from ..columns import parse_column
 from ..errors import InvalidArgument
 
-__all__ = ["ScanSpec", "parse_column"]
+__all__ = ["ScanSpec"]
 
 _FILTER_METHODS = ("copy", "reset", "filter_row_key", "filter_row_cells", "filter_all_remaining")
-
-
-def parse_column(spec: Any) -> tuple[bytes, bytes | None]:
-    """Turn a column spec into ``(family, qualifier or None)``.
-
-    Accepts ``(family, qualifier)`` / ``(family, None)`` tuples and the
-    happybase strings ``b"family:qualifier"`` and ``b"family"`` (bytes or
-    str; str is UTF-8 encoded).  ``b"family:"`` selects the empty qualifier,
-    as in HBase.
-    """
-    if isinstance(spec, str):
-        spec = spec.encode()
-    if isinstance(spec, bytes):
-        family, sep, qualifier = spec.partition(b":")
-        result: tuple[bytes, bytes | None] = (family, qualifier if sep else None)
-    elif isinstance(spec, tuple) and len(spec) == 2:
-        family, qualifier = spec
-        if isinstance(family, str):
-            family = family.encode()
-        if isinstance(qualifier, str):
-            qualifier = qualifier.encode()
-        if not isinstance(family, bytes) or not (qualifier is None or isinstance(qualifier, bytes)):
-            raise InvalidArgument(f"columns: {spec!r} must be (bytes family, bytes qualifier or None)")
-        result = (family, qualifier)
-    else:
-        raise InvalidArgument(
-            f"columns: {spec!r} is neither b'family', b'family:qualifier' nor a (family, qualifier) tuple"
-        )
-    if not result[0]:
-        raise InvalidArgument(f"columns: {spec!r} has an empty family")
-    return result
 
 
 def _check_int(name: str, value: Any, minimum: int, optional: bool = False) -> None:
@@ -62,7 +32,8 @@ class ScanSpec:
     = from the last row) and ``stop_row`` the exclusive lower bound.
 
     ``columns`` selects ``(family, qualifier)`` pairs or whole families
-    (``(family, None)``, ``b"family"``); ``None`` selects everything.  A
+    (``(family, None)``, ``b"family"``), parsed by
+    :func:`storage.columns.parse_column`; ``None`` selects everything.  A
     whole family wins over single qualifiers of the same family.
     ``[min_timestamp, max_timestamp)`` is the time range, ``max_versions``
     the versions per column (capped by the family's own setting).
@@ -124,7 +95,10 @@ class ScanSpec:
         if self.columns is not None:
             if isinstance(self.columns, (bytes, str)):
                 raise InvalidArgument(f"columns={self.columns!r}: expected a list of column specs")
-            parsed = tuple(parse_column(c) for c in self.columns)
+            try:
+                parsed = tuple(parse_column(c) for c in self.columns)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"columns: {exc}") from None
             families: dict[bytes, frozenset | None] = {}
             for family, qualifier in parsed:
                 if qualifier is None:

@@ -1,9 +1,10 @@
 """Between the engine's values and HBase's Thrift structs.
 
-Column names follow HBase's gateway: in a *read* column list, ``b"cf"`` and
-``b"cf:"`` both name the whole family (happybase documents the trailing
-colon as optional); in a *mutation*, ``b"cf"`` deletes the family and puts
-to the empty qualifier, while ``b"cf:"`` names the empty qualifier.
+Column names follow HBase's gateway (``CellUtil.parseColumn``): in a *read*
+column list they are the engine's column specs (:mod:`storage.columns`):
+``b"cf"`` is the whole family, ``b"cf:q"`` a column and ``b"cf:"`` the column
+with the empty qualifier; in a *mutation*, ``b"cf"`` deletes the family and
+puts to the empty qualifier, while ``b"cf:"`` names the empty qualifier.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .idl import hbase
 
 __all__ = [
     "read_columns",
+    "family_column",
     "put_column",
     "family_options",
     "column_descriptor",
@@ -33,15 +35,24 @@ _FOREVER = (1 << 31) - 1  # HBase writes "no TTL" as Integer.MAX_VALUE
 
 
 def read_columns(columns: Iterable[bytes] | None) -> list[bytes] | None:
-    """A read's column list for the engine: None for all, ``b"cf"`` for a family."""
+    """A read's column list for the engine (None for all): the specs as sent,
+    parsed by the engine's one column-spec parser."""
     if not columns:
         return None
     out = []
     for c in columns:
         if not isinstance(c, bytes):
             raise InvalidArgument(f"column names must be bytes, got {c!r:.60}")
-        out.append(c[:-1] if c.endswith(b":") and c.count(b":") == 1 else c)
+        out.append(c)
     return out
+
+
+def family_column(family: bytes) -> list[bytes]:
+    """The column list reading one family named as getColumnDescriptors names it
+    (``b"cf:"``) or bare (``b"cf"``)."""
+    if not isinstance(family, bytes) or not family.rstrip(b":"):
+        raise InvalidArgument(f"family must be non-empty bytes like b'cf', got {family!r:.60}")
+    return [family[:-1] if family.endswith(b":") else family]
 
 
 def put_column(column: bytes) -> bytes:

@@ -21,6 +21,7 @@ from ..schema import validate_table_name
 from .convert import (
     cells_of_batches,
     column_descriptor,
+    family_column,
     family_options,
     put_column,
     read_columns,
@@ -284,7 +285,7 @@ class HbaseHandler:
     @_thrift_call
     def getRowOrBefore(self, tableName, row, family) -> list:
         table = self._table(tableName)
-        for _, data in table.scan(row_start=_row(row), columns=read_columns([family]), reverse=True, limit=1,
+        for _, data in table.scan(row_start=_row(row), columns=family_column(family), reverse=True, limit=1,
                                   include_timestamp=True):
             return [hbase.TCell(value=v, timestamp=ts) for v, ts in data.values()]
         return []

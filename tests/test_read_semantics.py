@@ -1,0 +1,613 @@
+"""One definition of read semantics: every read path against one reference model.
+
+Hypothesis generates tables (three families with different version limits
+and a TTL, puts at colliding timestamps, every delete type, several store
+files, unflushed memstore contents, splits, compactions) and scan options
+(row ranges, columns including ``b"cf"`` and ``b"cf:"``, time ranges,
+versions, ``scan_batching``, reverse, filters, limit, batch sizes).  Every
+read path must give what :class:`Model` -- a plain-Python statement of the
+engine's documented HBase semantics -- gives:
+
+* embedded: ``scan`` (batch and cell paths), ``scan_batches`` (cells and
+  rows), ``row`` / ``rows`` / ``cells``, the parallel scanner;
+* remote, through a real region server process on loopback (started once for
+  the module; each example's table is handed to it by closing the writer):
+  ``scan`` and ``scan_batches`` over the streaming and the RPC scanner,
+  ``row`` / ``rows`` / ``cells``, the parallel scanner;
+* happybase through the HBase Thrift gateway (read-only, beside the server):
+  ``scan``, ``row``, ``rows``;
+* the connector: ``TableRecordReader`` and ``TableBatchRecordReader`` over
+  every split of ``TableInputFormat``, reading the files and through the server.
+
+The model and the engine are independent statements of the same rules; a
+disagreement is fixed in the engine.  Examples are derandomized and bounded
+(``max_examples``), so the test is deterministic and takes about a minute.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import OrderedDict
+
+import happybase
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import storage
+from connector.input_format import TableInputFormat
+from connector.options import to_string_binary
+from storage.cells import LATEST_TIMESTAMP, Cell, CellType
+from storage.columns import parse_column
+from storage.parallel import ParallelScanner
+from storage.server.process import ServerProcess
+
+PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in (CellType.PUT, CellType.DELETE,
+                                                               CellType.DELETE_COLUMN, CellType.DELETE_FAMILY))
+
+ROWS = [b"r0", b"r1", b"r10", b"r2", b"r3", b"r35", b"r5", b"r7"]
+QUALIFIERS = [b"", b"q1", b"q10", b"q2"]
+VALUES = [b"v0", b"v1", b"v2", b"1x"]
+# Small blocks in family a, so its files hold many blocks (streamed and chunked reads).
+FAMILIES = {
+    b"a": {"max_versions": 3, "block_size": 256},
+    b"b": {"max_versions": 1, "bloom_filter": False},
+    b"t": {"max_versions": 2, "ttl": 3600},
+}
+MAX_VERSIONS = {f: s["max_versions"] for f, s in FAMILIES.items()}
+# Family t has a one-hour TTL: its cells are either long expired (small
+# timestamps) or ten minutes old, far from the cutoff on either side.
+RECENT = int(time.time() * 1000) - 600_000
+TTL_CUTOFF = RECENT - 3_000_000
+SMALL_TS = list(range(1, 13))
+TS_POOL = {b"a": SMALL_TS, b"b": SMALL_TS, b"t": SMALL_TS + [RECENT + k for k in range(1, 9)]}
+RANGE_POINTS = [0, 2, 4, 6, 9, 13, RECENT + 3, RECENT + 7, LATEST_TIMESTAMP]
+
+# Filters with the row/cell semantics the model states; the engine applies
+# a filter to the resolved cells of a row (after versions and deletes).
+FILTERS = [
+    None,
+    "PrefixFilter ('r1')",
+    "RowFilter (<, 'binary:r3')",
+    "ColumnPrefixFilter ('q1')",
+    "QualifierFilter (=, 'binary:')",
+    "ValueFilter (=, 'substring:1')",
+    "FirstKeyOnlyFilter ()",
+    "KeyOnlyFilter ()",
+    "PageFilter (2)",
+    "TimestampsFilter (3, 5, 8)",
+    "SingleColumnValueFilter ('a', 'q1', =, 'binary:v1')",
+    "SingleColumnValueFilter ('a', 'q1', =, 'binary:v1', true, true)",
+    "PrefixFilter ('r') AND ValueFilter (!=, 'binary:v2')",
+]
+
+
+class Model:
+    """HBase read semantics over the list of written cells.
+
+    A put is hidden by a DeleteFamily of its row and family, or a DeleteColumn
+    of its column, with a timestamp at or after its own, and by a Delete of
+    its column with exactly its timestamp, whatever the order of writing; of
+    two puts of one column and timestamp the later write wins.  A put older
+    than the family's TTL is expired.  Of the puts left inside the time range,
+    the newest ``min(max_versions, family max_versions)`` per column are seen.
+    A major compaction keeps exactly what a reader with no time range sees.
+    """
+
+    def __init__(self):
+        self.cells: list[Cell] = []  # in the order written
+
+    def write(self, row, family, qualifier, ts, kind, value=b""):
+        self.cells.append(Cell(row, family, qualifier, ts, kind, value))
+
+    def visible(self, max_versions=1, min_ts=0, max_ts=LATEST_TIMESTAMP) -> list[Cell]:
+        """Resolved puts in cell order: row, family, qualifier, newest first."""
+        fam_del: dict = {}
+        col_del: dict = {}
+        point_del: set = set()
+        puts: dict = {}
+        for c in self.cells:
+            if c.type == DELETE_FAMILY:
+                key = (c.row, c.family)
+                fam_del[key] = max(fam_del.get(key, -1), c.timestamp)
+            elif c.type == DELETE_COLUMN:
+                key = (c.row, c.family, c.qualifier)
+                col_del[key] = max(col_del.get(key, -1), c.timestamp)
+            elif c.type == DELETE:
+                point_del.add((c.row, c.family, c.qualifier, c.timestamp))
+            else:
+                puts[(c.row, c.family, c.qualifier, c.timestamp)] = c  # the later write wins
+        out = []
+        count: dict = {}
+        for key in sorted(puts, key=lambda k: (k[0], k[1], k[2], -k[3])):
+            c = puts[key]
+            row, family, qualifier, ts = key
+            if ts <= fam_del.get((row, family), -1) or ts <= col_del.get((row, family, qualifier), -1):
+                continue
+            if key in point_del:
+                continue
+            if FAMILIES[family].get("ttl") and ts < TTL_CUTOFF:
+                continue
+            if not min_ts <= ts < max_ts:
+                continue
+            column = key[:3]
+            if count.get(column, 0) >= min(max_versions, MAX_VERSIONS[family]):
+                continue
+            count[column] = count.get(column, 0) + 1
+            out.append(c)
+        return out
+
+    def major_compact(self) -> None:
+        kept = {id(c) for c in self.visible(max_versions=1 << 30)}
+        self.cells = [c for c in self.cells if id(c) in kept]
+
+    # -- the scan ------------------------------------------------------------
+    def scan(self, opts: dict) -> list[tuple[bytes, list[Cell]]]:
+        """``(row, cells)`` in scan order, after columns, filter and limit."""
+        lo, hi = opts["bounds"]
+        min_ts, max_ts = opts["time_range"]
+        cells = self.visible(opts["max_versions"], min_ts, max_ts)
+        rows: dict[bytes, list[Cell]] = {}
+        for c in cells:
+            if c.row >= lo and (hi is None or c.row < hi):
+                rows.setdefault(c.row, []).append(c)
+        order = sorted(rows, reverse=opts["reverse"])
+        wanted = selector(opts["columns"])
+        flt = opts["filter"]
+        out = []
+        for row in order:
+            selected = [c for c in rows[row] if wanted(c.family, c.qualifier)]
+            kept = apply_filter(flt, row, selected, rows[row])
+            if kept:
+                out.append((row, kept))
+        if flt == "PageFilter (2)":
+            out = out[:2]
+        if opts["limit"]:
+            out = out[: opts["limit"]]
+        return out
+
+
+def selector(columns):
+    """A predicate ``(family, qualifier) -> selected`` for a scan's columns."""
+    if columns is None:
+        return lambda family, qualifier: True
+    specs = [parse_column(c) for c in columns]
+    whole = {s.family for s in specs if s.qualifier is None}
+    exact = {(s.family, s.qualifier) for s in specs if s.qualifier is not None}
+    return lambda family, qualifier: family in whole or (family, qualifier) in exact
+
+
+def apply_filter(flt, row, cells, all_cells):
+    """The cells of one row that ``flt`` keeps (``all_cells``: the row's resolved
+    cells whatever the columns, which SingleColumnValueFilter reads)."""
+    if flt is None or flt == "PageFilter (2)":
+        return cells
+    if flt == "PrefixFilter ('r1')":
+        return cells if row.startswith(b"r1") else []
+    if flt == "RowFilter (<, 'binary:r3')":
+        return cells if row < b"r3" else []
+    if flt == "ColumnPrefixFilter ('q1')":
+        return [c for c in cells if c.qualifier.startswith(b"q1")]
+    if flt == "QualifierFilter (=, 'binary:')":
+        return [c for c in cells if c.qualifier == b""]
+    if flt == "ValueFilter (=, 'substring:1')":
+        return [c for c in cells if b"1" in c.value]
+    if flt == "FirstKeyOnlyFilter ()":
+        return cells[:1]
+    if flt == "KeyOnlyFilter ()":
+        return [c._replace(value=b"") for c in cells]
+    if flt == "TimestampsFilter (3, 5, 8)":
+        return [c for c in cells if c.timestamp in (3, 5, 8)]
+    if flt.startswith("SingleColumnValueFilter"):
+        column = [c for c in all_cells if (c.family, c.qualifier) == (b"a", b"q1")]
+        if not column:
+            return [] if flt.endswith("true, true)") else cells
+        return cells if column[0].value == b"v1" else []
+    if flt == "PrefixFilter ('r') AND ValueFilter (!=, 'binary:v2')":
+        return [c for c in cells if c.value != b"v2"]
+    raise AssertionError(f"no model for filter {flt}")
+
+
+# -- expected shapes ------------------------------------------------------------
+def as_dicts(rows, opts) -> list[tuple[bytes, list]]:
+    """happybase pairs: a row (or each ``scan_batching`` piece of it) as the
+    items of a dict holding the newest cell of each column."""
+    out = []
+    size = opts["scan_batching"]
+    for row, cells in rows:
+        pieces = [cells] if size is None else [cells[i : i + size] for i in range(0, len(cells), size)]
+        for piece in pieces:
+            items: dict = {}
+            for c in piece:
+                value = (c.value, c.timestamp) if opts["include_timestamp"] else c.value
+                items.setdefault(c.family + b":" + c.qualifier, value)
+            out.append((row, list(items.items())))
+    return out
+
+
+def as_cells(rows) -> list[tuple]:
+    return [(c.row, c.family, c.qualifier, c.timestamp, PUT, c.value) for _, cells in rows for c in cells]
+
+
+def as_row_records(rows, columns, include_timestamp: bool = False) -> list[dict]:
+    """Rows output: per spec, the newest value (a qualifier -> value map for a
+    family), and its timestamp as ``"name@ts"`` with ``include_timestamp``."""
+    specs = [parse_column(c) for c in (columns or sorted(FAMILIES))]
+    out = []
+    for row, cells in rows:
+        record = {}
+        for spec in specs:
+            if spec.qualifier is None:
+                items: dict = {}
+                for c in cells:
+                    if c.family == spec.family:
+                        items.setdefault(c.qualifier, c.value)
+                if items:
+                    record[spec.name] = items
+            else:
+                match = [c for c in cells if (c.family, c.qualifier) == spec]
+                if match:
+                    record[spec.name] = match[0].value
+                    if include_timestamp:
+                        record[spec.name + "@ts"] = match[0].timestamp
+        if record:
+            out.append((row, record))
+    return out
+
+
+def got_dicts(pairs, sorted_columns: bool) -> list[tuple[bytes, list]]:
+    out = []
+    for row, data in pairs:
+        if sorted_columns:
+            assert isinstance(data, OrderedDict)
+            items = list(data.items())
+        else:
+            items = sorted(data.items())
+        out.append((row, items))
+    return out
+
+
+def normalise(expected, sorted_columns: bool):
+    return expected if sorted_columns else [(row, sorted(items)) for row, items in expected]
+
+
+def got_cells(batches) -> list[tuple]:
+    out = []
+    for b in batches:
+        out.extend(tuple(r.values()) for r in b.to_pylist())
+    return out
+
+
+def got_row_records(batches) -> list[dict]:
+    out = []
+    for b in batches:
+        for rec in b.to_pylist():
+            key = rec.pop("key")
+            record = {}
+            for name, value in rec.items():
+                if value is None:
+                    continue
+                record[name] = dict(value) if isinstance(value, list) else value
+            out.append((key, record))
+    return out
+
+
+# -- generation -----------------------------------------------------------------
+COLUMN_CHOICES = [b"a", b"b", b"t", b"a:", b"b:", b"t:", b"a:q1", b"a:q10", b"b:q2", b"t:q1", b"a:q2"]
+
+
+@st.composite
+def put_op(draw):
+    family = draw(st.sampled_from(sorted(FAMILIES)))
+    qualifiers = draw(st.lists(st.sampled_from(QUALIFIERS), min_size=1, max_size=3, unique=True))
+    data = {family + b":" + q: draw(st.sampled_from(VALUES)) for q in qualifiers}
+    return ("put", draw(st.sampled_from(ROWS)), data, draw(st.sampled_from(TS_POOL[family])))
+
+
+@st.composite
+def delete_op(draw):
+    kind = draw(st.sampled_from(["row", "column", "family", "version"]))
+    row = draw(st.sampled_from(ROWS))
+    family = draw(st.sampled_from(sorted(FAMILIES)))
+    ts = draw(st.sampled_from(TS_POOL[family]))
+    if kind == "row":
+        return ("delete", row, None, ts)
+    if kind == "family":
+        return ("delete", row, [family], ts)
+    column = family + b":" + draw(st.sampled_from(QUALIFIERS))
+    return ("delete", row, [column], ts) if kind == "column" else ("delete_version", row, column, ts)
+
+
+_steps = st.lists(
+    st.one_of(
+        put_op(), put_op(), put_op(), delete_op(),
+        st.just(("flush",)),
+        st.tuples(st.just("split"), st.sampled_from(ROWS[1:])),
+        st.sampled_from([("minor",), ("major",)]),
+    ),
+    min_size=4,
+    max_size=60,
+)
+# End flushed or compacted now and then: a family read from one clean file with an
+# empty memstore takes the streaming path.
+operations = st.tuples(_steps, st.sampled_from([[], [], [("flush",)], [("major",)]])).map(lambda t: t[0] + t[1])
+
+
+@st.composite
+def scan_options(draw):
+    bounds = draw(st.sampled_from([(b"", None), (b"r1", None), (b"", b"r3"), (b"r10", b"r5"), (b"r2", b"r2\x00")]))
+    columns = draw(st.one_of(
+        st.none(),
+        st.lists(st.sampled_from(COLUMN_CHOICES), min_size=1, max_size=3, unique=True),
+        st.sampled_from([[b"a"], [b"a:q1"], [b"a:", b"a:q10"], [b"t"], [b"b:"]]),  # one family
+    ))
+    points = draw(st.lists(st.sampled_from(RANGE_POINTS), min_size=2, max_size=2, unique=True))
+    time_range = (0, LATEST_TIMESTAMP) if draw(st.booleans()) else tuple(sorted(points))
+    return {
+        "bounds": bounds,
+        "columns": columns,
+        "time_range": time_range,
+        "max_versions": draw(st.sampled_from([1, 2, 3, 5])),
+        "scan_batching": draw(st.sampled_from([None, None, 1, 2, 3])),
+        "reverse": draw(st.booleans()),
+        "filter": draw(st.sampled_from(FILTERS)),
+        "limit": draw(st.sampled_from([None, None, 1, 3])),
+        "batch_size": draw(st.sampled_from([1, 2, 1000])),
+        "include_timestamp": draw(st.booleans()),
+        "sorted_columns": draw(st.booleans()),
+    }
+
+
+def build(conn, name: str, ops) -> Model:
+    """Create table ``name``, apply ``ops`` to it and to a model; leaves memstore contents."""
+    table = conn.create_table(name, {f.decode(): dict(s) for f, s in FAMILIES.items()},
+                              settings={"wal_sync": "none", "compaction_threshold": 100})
+    model = Model()
+    for op in ops:
+        kind = op[0]
+        if kind == "put":
+            _, row, data, ts = op
+            table.put(row, data, timestamp=ts)
+            for column, value in data.items():
+                family, qualifier = parse_column(column)
+                model.write(row, family, qualifier, ts, PUT, value)
+        elif kind == "delete":
+            _, row, columns, ts = op
+            table.delete(row, columns=columns, timestamp=ts)
+            for spec in [parse_column(c) for c in columns] if columns else [(f, None) for f in FAMILIES]:
+                if spec[1] is None:
+                    model.write(row, spec[0], b"", ts, DELETE_FAMILY)
+                else:
+                    model.write(row, spec[0], spec[1], ts, DELETE_COLUMN)
+        elif kind == "delete_version":
+            _, row, column, ts = op
+            table.delete_version(row, column, ts)
+            family, qualifier = parse_column(column)
+            model.write(row, family, qualifier, ts, DELETE)
+        elif kind == "flush":
+            table.flush()
+        elif kind == "split":
+            if op[1] not in [r.start for r in table.region_infos()]:
+                table.split(op[1])
+        else:
+            table.compact(major=kind == "major")
+            if kind == "major":
+                model.major_compact()
+    return model
+
+
+# -- the paths ------------------------------------------------------------------
+def _range_args(opts) -> dict:
+    lo, hi = opts["bounds"]
+    if opts["reverse"]:
+        # reversed Scan: start is the highest row (inclusive), stop the exclusive lower bound
+        top = None if hi is None else _row_before(hi)
+        return {"row_start": top, "row_stop": _row_before(lo) if lo else None}
+    return {"row_start": lo or None, "row_stop": hi}
+
+
+def _row_before(hi: bytes) -> bytes:
+    """The highest row of the pool below ``hi`` (the pool is small and known, and
+    every bound used has a row of the pool below it)."""
+    return [r for r in ROWS if r < hi][-1]
+
+
+def scan_kwargs(opts) -> dict:
+    return {
+        **_range_args(opts),
+        "columns": opts["columns"],
+        "filter": opts["filter"],
+        "time_range": opts["time_range"],
+        "max_versions": opts["max_versions"],
+        "limit": opts["limit"],
+        "reverse": opts["reverse"],
+        "include_timestamp": opts["include_timestamp"],
+    }
+
+
+# Each variant is (name, extra scan() arguments, extra scan_batches() arguments).
+EMBEDDED = [("batch path", {}, {}), ("cell path", {"path": "cell"}, None)]
+REMOTE = [("stream", {}, {"mode": "stream"}), ("rpc", {"mode": "rpc"}, {"mode": "rpc"})]
+
+
+def check_scans(table, model: Model, opts, variants) -> None:
+    """``scan`` and ``scan_batches`` (cells and rows) in each variant against the model."""
+    rows = model.scan(opts)
+    want = normalise(as_dicts(rows, opts), opts["sorted_columns"])
+    kw = scan_kwargs(opts)
+    extra = {"scan_batching": opts["scan_batching"], "batch_size": opts["batch_size"],
+             "sorted_columns": opts["sorted_columns"]}
+    del kw["include_timestamp"]
+    for name, scan_args, batch_args in variants:
+        got = table.scan(**kw, **extra, **scan_args, include_timestamp=opts["include_timestamp"])
+        assert got_dicts(got, opts["sorted_columns"]) == want, f"scan ({name})"
+        if batch_args is None:
+            continue
+        if "mode" in batch_args:
+            batch_args = {**batch_args, "caching": opts["batch_size"]}  # several next() calls
+        cells = got_cells(table.scan_batches(**kw, output="cells", batch_size=opts["batch_size"], **batch_args))
+        assert cells == as_cells(rows), f"scan_batches (cells, {name})"
+        records = got_row_records(table.scan_batches(**kw, output="rows", batch_size=opts["batch_size"], **batch_args))
+        assert records == as_row_records(rows, opts["columns"]), f"scan_batches (rows, {name})"
+
+
+def point_options(opts) -> dict:
+    """The options a point read takes: columns and a timestamp bound."""
+    return {**opts, "bounds": (b"", None), "reverse": False, "filter": None, "limit": None,
+            "max_versions": 1, "scan_batching": None, "time_range": (0, opts["time_range"][1])}
+
+
+def check_point_reads(table, model: Model, opts, versions: bool = True) -> None:
+    """``row`` and ``rows`` (columns, a timestamp bound), and with ``versions`` ``cells``."""
+    popts = point_options(opts)
+    want = dict(normalise(as_dicts(model.scan(popts), popts), False))
+    stamp = None if popts["time_range"][1] == LATEST_TIMESTAMP else popts["time_range"][1]
+    kw = {"columns": opts["columns"], "timestamp": stamp, "include_timestamp": opts["include_timestamp"]}
+    for row in ROWS:
+        assert sorted(table.row(row, **kw).items()) == want.get(row, []), f"row({row!r})"
+    asked = ROWS[::-1]
+    got = [(r, sorted(d.items())) for r, d in table.rows(asked, **kw)]
+    assert got == [(r, want[r]) for r in asked if r in want], "rows()"
+    if not versions:
+        return
+    versions = opts["max_versions"]
+    seen = model.visible(versions, 0, popts["time_range"][1])
+    for column in (b"a:", b"a:q1", b"t:q1"):
+        family, qualifier = parse_column(column)
+        for row in ROWS[:4]:
+            want_cells = [(c.value, c.timestamp) for c in seen if c[:3] == (row, family, qualifier)]
+            got_cells = table.cells(row, column, versions=versions, timestamp=stamp, include_timestamp=True)
+            assert [tuple(c) for c in got_cells] == want_cells, f"cells({row!r}, {column!r})"
+
+
+def check_parallel(table, model: Model, opts) -> None:
+    """The parallel scanner: one scan per region, so no row limit or PageFilter."""
+    if opts["limit"] or opts["filter"] == "PageFilter (2)":
+        return
+    kw = scan_kwargs(opts)
+    del kw["include_timestamp"], kw["limit"]
+    scanner = ParallelScanner(table, threads=2)
+    cells = got_cells(scanner.scan(**kw, output="cells", batch_size=opts["batch_size"]))
+    assert cells == as_cells(model.scan(opts)), "ParallelScanner (cells)"
+
+
+def check_thrift(connection, name: str, model: Model, opts) -> None:
+    """happybase through the Thrift gateway: ``scan``, ``row`` and ``rows``.
+
+    happybase asks for one version and bounds time by ``timestamp`` alone, so the
+    model reads with those options."""
+    opts = {**opts, "max_versions": 1, "time_range": (0, opts["time_range"][1])}
+    stamp = None if opts["time_range"][1] == LATEST_TIMESTAMP else opts["time_range"][1]
+    table = connection.table(name)
+    kw = {**_range_args(opts), "columns": opts["columns"], "filter": opts["filter"], "timestamp": stamp,
+          "include_timestamp": opts["include_timestamp"], "batch_size": opts["batch_size"],
+          "scan_batching": opts["scan_batching"], "limit": opts["limit"], "sorted_columns": opts["sorted_columns"],
+          "reverse": opts["reverse"]}
+    want = normalise(as_dicts(model.scan(opts), opts), opts["sorted_columns"])
+    assert got_dicts(table.scan(**kw), opts["sorted_columns"]) == want, "happybase scan (Thrift gateway)"
+    check_point_reads(table, model, {**opts, "max_versions": 1}, versions=False)
+
+
+def check_connector(root: str, name: str, model: Model, opts) -> None:
+    """TableRecordReader and TableBatchRecordReader over every split (forward scans
+    without a limit), reading files (a path root) or the server (a grpc:// root)."""
+    opts = {**opts, "reverse": False, "limit": None}
+    lo, hi = opts["bounds"]
+    conf = {
+        "regionscan.root": root,
+        "hbase.mapreduce.inputtable": name,
+        "hbase.mapreduce.scan.maxversions": str(opts["max_versions"]),
+        "hbase.mapreduce.scan.timerange.start": str(opts["time_range"][0]),
+        "hbase.mapreduce.scan.timerange.end": str(opts["time_range"][1]),
+        "regionscan.scan.include.timestamp": str(opts["include_timestamp"]).lower(),
+        "regionscan.pin.register": "false",
+    }
+    if lo:
+        conf["hbase.mapreduce.scan.row.start"] = to_string_binary(lo)
+    if hi is not None:
+        conf["hbase.mapreduce.scan.row.stop"] = to_string_binary(hi)
+    if opts["columns"]:
+        conf["hbase.mapreduce.scan.columns"] = " ".join(c.decode() for c in opts["columns"])
+    if opts["filter"]:
+        conf["regionscan.scan.filter"] = opts["filter"]
+    if opts["scan_batching"]:
+        conf["hbase.mapreduce.scan.batchsize"] = str(opts["scan_batching"])
+    fmt = TableInputFormat(conf)
+    pairs = []
+    batches = []
+    for split in fmt.get_splits():
+        with fmt.create_record_reader(split) as reader:
+            pairs.extend(reader)
+        with fmt.create_batch_reader(split) as reader:
+            batches.extend(reader)
+    rows = model.scan(opts)
+    assert got_dicts(pairs, False) == normalise(as_dicts(rows, opts), False), "TableRecordReader"
+    assert got_row_records(batches) == as_row_records(rows, opts["columns"], opts["include_timestamp"]), \
+        "TableBatchRecordReader"
+
+
+# -- the test -------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    path = tmp_path_factory.mktemp("semantics") / "root"
+    path.mkdir()  # the servers serve an existing root; the examples create its tables
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def server(root):
+    with ServerProcess(root) as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def gateway(server, root):
+    """The HBase Thrift gateway, read-only beside the region server (which holds the tables)."""
+    with ServerProcess(root, "--read-only", module="storage.thrift") as proc:
+        yield proc
+
+
+@pytest.fixture(scope="module")
+def thrift(gateway):
+    conn = happybase.Connection("127.0.0.1", gateway.port)
+    yield conn
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def remote(server):
+    with storage.connect(server.location) as conn:
+        yield conn
+
+
+_names = itertools.count()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(ops=operations, scans=st.lists(scan_options(), min_size=4, max_size=4))
+def test_every_read_path_matches_the_model(root, server, remote, thrift, ops, scans):
+    remote_root = server.location
+    name = f"s{next(_names)}"
+    conn = storage.connect(root)
+    try:
+        model = build(conn, name, ops)
+        table = conn.table(name)
+        for opts in scans:
+            check_scans(table, model, opts, EMBEDDED)
+            check_point_reads(table, model, opts)
+            check_parallel(table, model, opts)
+    finally:
+        conn.close()  # releases the table for the server, which replays its WAL
+    rtable = remote.table(name)
+    for opts in scans:
+        check_scans(rtable, model, opts, REMOTE)
+        check_point_reads(rtable, model, opts)
+        check_parallel(rtable, model, opts)
+        check_thrift(thrift, name, model, opts)
+        if opts["filter"] != "PageFilter (2)":  # the connector runs a filter copy per split, as HBase per region
+            check_connector(root, name, model, opts)
+            check_connector(remote_root, name, model, opts)
