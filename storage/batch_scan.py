@@ -27,6 +27,7 @@ from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from .late_values import index_values, materialize
 from .region import RegionView, chunk_bounds
 from .columns import parse_column
+from .row_scan import CELLS, RowMerge
 from .store import StoreView
 
 __all__ = ["BatchScan", "scan_region_batches"]
@@ -452,12 +453,24 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     if stream_view is not None:
         yield from _stream_one_file(stream_view, low, high, proc)
         return
+    row_merge = None
+    if len(families) == 1:
+        # a rows scan of clean sources merges rows, not cells (storage/row_scan.py)
+        ((name, fview),) = families.items()
+        row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, proc.trivial_resolution(name)), proc)
     cuts = chunk_bounds(families.values(), low, high)
     bounds = [low] + cuts + [high]
     ranges = list(zip(bounds, bounds[1:]))
     if scan.reverse:
         ranges.reverse()
     for lo, hi in ranges:
+        if row_merge is not None:
+            rows = row_merge.chunk(lo, hi, scan.reverse)
+            if rows is not CELLS:
+                yield from rows
+                if proc.done:
+                    return
+                continue
         chunk = {name: fview.sources_checked(lo, hi) for name, fview in families.items()}
         # values only come back at the output when sources are merged and no filter reads them
         pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None

@@ -307,11 +307,14 @@ class MemStore:
         return table
 
 
+_NOT_BUILT = object()
+
+
 class _ArrowRun:
     """A segment's cells as one sorted Arrow table, with each cell's sequence
     id and the row keys as a list (for bisecting row ranges)."""
 
-    __slots__ = ("table", "seqs", "rows", "max_seq", "keys", "_clean")
+    __slots__ = ("table", "seqs", "rows", "max_seq", "keys", "_clean", "_row_run")
 
     def __init__(self, keys: list, cells: list, seqs: np.ndarray):
         self.table = _cells_to_table(cells)
@@ -320,6 +323,18 @@ class _ArrowRun:
         self.max_seq = int(seqs.max()) if len(seqs) else 0
         self.keys = keys
         self._clean: bool | None = None
+        self._row_run = _NOT_BUILT
+
+    def row_run(self, lock: threading.Lock):
+        """The cells as rows (:class:`storage.row_runs.RowRun`), built on first
+        use and kept with the run; None when they are not clean."""
+        if self._row_run is _NOT_BUILT:
+            with lock:
+                if self._row_run is _NOT_BUILT:
+                    from .row_runs import RowRun
+
+                    self._row_run = RowRun.of(self.table) if self.clean else None
+        return self._row_run
 
     @property
     def clean(self) -> bool:
@@ -398,6 +413,19 @@ class MemStoreView:
         """True when what the view shows needs no version or delete resolution."""
         live = [s for s in self._segments if s.cells]
         return len(live) <= 1 and all(_arrow_run(s, self._memstore._lock).clean for s in live)
+
+    def row_run(self):
+        """What the view shows as rows (a :class:`storage.row_runs.RowRun`),
+        when one map holds it all, every cell is visible at the read point and
+        the cells need no resolution; None otherwise (the scan then merges cells)."""
+        live = [s for s in self._segments if s.cells]
+        if len(live) != 1:
+            return None
+        lock = self._memstore._lock
+        run = _arrow_run(live[0], lock)
+        if run.max_seq > self.read_point:
+            return None
+        return run.row_run(lock)
 
     def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
         """Visible cells of rows ``[start_row, stop_row)`` as a CELL_SCHEMA table in cell order."""

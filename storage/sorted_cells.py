@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from .cells import CELL_SCHEMA, Cell
 from .kernels import is_clean
 from .kernels.merge import _bisect, _cell_keys, _sort_all
+from .row_runs import RowRun
 
 __all__ = ["SortedCells"]
 
@@ -28,6 +29,8 @@ class SortedCells:
     def __init__(self, table: pa.Table):
         self.table = table
         self._clean: bool | None = None
+        self._row_run: RowRun | None = None
+        self._row_run_built = False
 
     @classmethod
     def from_log(cls, cells: pa.Table) -> "SortedCells":
@@ -57,6 +60,13 @@ class SortedCells:
         if self._clean is None:
             self._clean = is_clean(self.table)
         return self._clean
+
+    def row_run(self) -> RowRun | None:
+        """The cells as rows, built once; None when they are not clean."""
+        if not self._row_run_built:
+            self._row_run = RowRun.of(self.table) if self.is_clean() else None
+            self._row_run_built = True
+        return self._row_run
 
     def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
         """The cells of rows ``[start_row, stop_row)`` (a zero-copy slice)."""

@@ -180,10 +180,10 @@ class DenseBlock:
         )
 
 
-def dense_from_cells(batch: pa.RecordBatch) -> DenseBlock | None:
+def dense_from_cells(batch: pa.RecordBatch, min_rows: int = MIN_DENSE_ROWS) -> DenseBlock | None:
     """The dense form of a block of cells (``CELL_SCHEMA``, sort order), or None
     when the block does not qualify (markers, versions, too many or too sparse
-    qualifiers)."""
+    qualifiers, fewer than ``min_rows`` rows)."""
     n = batch.num_rows
     types = _np(batch.column("type"))
     if n == 0 or (types != CellType.PUT).any():
@@ -199,7 +199,7 @@ def dense_from_cells(batch: pa.RecordBatch) -> DenseBlock | None:
     uniq = pc.unique(qual_col)
     q = len(uniq)
     nrows = len(starts)
-    if q > MAX_DENSE_QUALIFIERS or nrows * q > _MAX_FILL * n or nrows < MIN_DENSE_ROWS:
+    if q > MAX_DENSE_QUALIFIERS or nrows * q > _MAX_FILL * n or nrows < min_rows:
         return None
     order = pc.array_sort_indices(uniq)
     qualifiers = uniq.take(order)

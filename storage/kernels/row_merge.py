@@ -1,0 +1,173 @@
+"""Merge sorted runs of ROWS (row batches, ``key`` first) that share no key.
+
+A scan into rows that reads a memstore and store files needs no cell merge
+when the sources hold different rows: each row of the result is a row of
+exactly one source, so the sources' row batches (``key`` plus one column per
+requested column, see :func:`storage.kernels.cells_to_rows`) only need to be
+interleaved in key order.  :func:`merge_row_runs` does that without sorting:
+each run's keys are encoded as fixed-width byte strings whose byte order is
+the keys' order, every newer run's keys are placed in the merged older ones
+with NumPy ``searchsorted``, and each column is gathered once at the end.
+
+A key found in more than one run ends the merge with None: such a row needs
+its cells merged and resolved (versions, timestamps), which is the cell
+path's work.  Nothing here loops over rows in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..errors import InvalidArgument
+from ._arrays import _offsets
+from .merge import _max_length, _padded
+
+__all__ = ["merge_row_runs", "keys_disjoint", "order_keys"]
+
+_MAX_KEY_BYTES = 1024  # wider row keys are placed by an Arrow sort instead
+_MAX_PIECES = 16  # a merged order of fewer contiguous pieces is built from slices, not gathered
+
+
+def order_keys(keys: Sequence[pa.Array]) -> list[np.ndarray] | None:
+    """Binary key arrays as NumPy byte strings (one ``S<width>`` array each,
+    all of one width) whose order is the keys' byte order; None when the
+    longest key is wider than ``_MAX_KEY_BYTES``.
+
+    Keys of one common width are compared as they are.  Otherwise each key is
+    zero-padded to the longest and followed by its length (4 bytes, big
+    endian), so that a key sorts before the longer keys it is a prefix of,
+    trailing 0x00 bytes included (``b"a" < b"a\\x00" < b"a\\x00\\x01"``).
+    NumPy's ``S`` comparison ignores trailing zero bytes, which is safe here
+    because every encoded key has the same width.
+    """
+    arrays = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
+    lengths = [np.diff(_offsets(a)) if len(a) else np.zeros(0, np.int32) for a in arrays]
+    present = [ls for ls in lengths if len(ls)]
+    longest = max((int(ls.max()) for ls in present), default=0)
+    if longest > _MAX_KEY_BYTES:
+        return None
+    fixed = all(int(ls.min()) == longest for ls in present)
+    out = []
+    for array, ls in zip(arrays, lengths):
+        if fixed:
+            if longest == 0:
+                out.append(np.zeros(len(array), dtype="S1"))  # every key empty: all equal
+                continue
+            matrix = _padded(array, longest)
+        else:
+            matrix = np.concatenate(
+                [_padded(array, longest), ls.astype(">u4").view(np.uint8).reshape(-1, 4)], axis=1
+            )
+        width = matrix.shape[1]
+        out.append(np.ascontiguousarray(matrix).view(f"S{width}").ravel())
+    return out
+
+
+def _check_runs(runs: Sequence[pa.RecordBatch | pa.Table]) -> list[pa.Table]:
+    tables = []
+    for i, run in enumerate(runs):
+        table = pa.Table.from_batches([run]) if isinstance(run, pa.RecordBatch) else run
+        if not isinstance(table, pa.Table):
+            raise InvalidArgument(f"runs[{i}] must be a pyarrow RecordBatch or Table, got {type(run).__name__}")
+        if table.schema.names[:1] != ["key"] or not pa.types.is_binary(table.schema.field(0).type):
+            raise InvalidArgument(f"runs[{i}] must start with a binary column 'key', got {table.schema.names[:1]}")
+        if i and not table.schema.equals(tables[0].schema):
+            raise InvalidArgument(f"runs[{i}] has the columns {table.schema.names}, runs[0] {tables[0].schema.names}")
+        tables.append(table)
+    return tables
+
+
+def _placement(keys: list[np.ndarray]) -> np.ndarray | None:
+    """The merged order of runs of distinct sorted keys, as indices into the
+    runs laid end to end; None when a key is in two runs."""
+    merged = keys[0]
+    order = np.arange(len(merged), dtype=np.int64)
+    base = len(merged)
+    for run_keys in keys[1:]:
+        n_new, n_old = len(run_keys), len(merged)
+        pos = np.searchsorted(merged, run_keys, side="left")
+        inside = pos < n_old
+        if (merged[pos[inside]] == run_keys[inside]).any():
+            return None
+        dest = pos + np.arange(n_new)  # where each key of this run lands
+        from_new = np.zeros(n_new + n_old, dtype=bool)
+        from_new[dest] = True
+        next_order = np.empty(n_new + n_old, dtype=np.int64)
+        next_order[dest] = np.arange(base, base + n_new)
+        next_order[~from_new] = order
+        next_keys = np.empty(n_new + n_old, dtype=merged.dtype)
+        next_keys[dest] = run_keys
+        next_keys[~from_new] = merged
+        merged, order = next_keys, next_order
+        base += n_new
+    return order
+
+
+def _sorted_placement(keys: list[pa.Array]) -> np.ndarray | None:
+    """:func:`_placement` for keys too wide to encode: a stable Arrow sort of
+    all keys, then a check of neighbours for a key in two runs."""
+    joined = pa.concat_arrays(keys)
+    order = pc.sort_indices(joined).to_numpy()
+    ordered = joined.take(pa.array(order))
+    if len(ordered) > 1 and pc.any(pc.equal(ordered.slice(1), ordered.slice(0, len(ordered) - 1))).as_py():
+        return None
+    return order
+
+
+def _order(key_arrays: list[pa.Array]) -> np.ndarray | None:
+    encoded = order_keys(key_arrays)
+    if encoded is None:
+        return _sorted_placement(key_arrays)
+    return _placement(encoded)
+
+
+def keys_disjoint(keys: Sequence[pa.Array]) -> bool:
+    """True when no key is in two of the sorted, distinct key arrays."""
+    live = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys if len(k)]
+    return len(live) < 2 or _order(live) is not None
+
+
+def merge_row_runs(
+    newest_first: Sequence[pa.RecordBatch | pa.Table], *, descending: bool = False
+) -> pa.Table | None:
+    """Row runs with one schema (first column ``key``, binary), each sorted
+    by key without repeats, interleaved into one table in key order
+    (``descending``: the reverse order, for reverse scans, in the same one
+    gather); None when a key is in more than one run (its cells must then be
+    merged and resolved).
+
+    Runs that interleave in fewer than ``_MAX_PIECES`` contiguous pieces
+    (one run's keys after another's) are laid end to end as slices, with no
+    copy; otherwise each column is gathered once from all runs.  A key
+    wider than ``_MAX_KEY_BYTES`` makes the placement an Arrow sort.
+    """
+    runs = [t for t in _check_runs(newest_first) if t.num_rows]
+    if not runs:
+        return _check_runs(newest_first)[0].slice(0, 0) if newest_first else None
+    if len(runs) == 1:
+        return _reversed(runs[0]) if descending else runs[0]
+    keys = [t.column(0).combine_chunks() for t in runs]
+    order = _order(keys)
+    if order is None:
+        return None
+    both = pa.concat_tables(runs)
+    if descending:
+        return both.take(pa.array(order[::-1]))
+    # where the merged order jumps from one run (or place) to another
+    breaks = np.flatnonzero(order[1:] != order[:-1] + 1) + 1
+    if len(breaks) < _MAX_PIECES:
+        # runs that hold key ranges of their own (a memstore of recent keys
+        # after the files' rows): zero-copy slices laid end to end
+        starts = np.concatenate([[0], breaks])
+        ends = np.append(breaks, len(order))
+        return pa.concat_tables([both.slice(int(order[s]), int(e - s)) for s, e in zip(starts, ends)])
+    # a gather straight from the chunks: cheaper (pyarrow 26) than concatenating them first
+    return both.take(pa.array(order))
+
+
+def _reversed(table: pa.Table) -> pa.Table:
+    return table.take(pa.array(np.arange(table.num_rows - 1, -1, -1)))
