@@ -408,6 +408,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
 
 
 _MIN_GROUP_CELLS = 16384
+_ROW_MERGE_BLOCKS = 64  # blocks of the largest file per chunk of a row-run merge
 
 
 def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
@@ -458,7 +459,8 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
         # a rows scan of clean sources merges rows, not cells (storage/row_scan.py)
         ((name, fview),) = families.items()
         row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, proc.trivial_resolution(name)), proc)
-    cuts = chunk_bounds(families.values(), low, high)
+    # row runs cost little per row but a fixed amount per chunk: larger chunks
+    cuts = chunk_bounds(families.values(), low, high, *(() if row_merge is None else (_ROW_MERGE_BLOCKS,)))
     bounds = [low] + cuts + [high]
     ranges = list(zip(bounds, bounds[1:]))
     if scan.reverse:
