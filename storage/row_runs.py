@@ -33,7 +33,8 @@ class RowRun:
     def of(cls, cells: pa.Table) -> "RowRun | None":
         """The row form of sorted cells of one family, or None when they are not
         all puts with one version per column (or too sparse or too wide for the
-        dense form: see :func:`storage.storefile._dense.dense_from_cells`)."""
+        dense form: see :func:`storage.storefile._dense.dense_from_cells`, which
+        checks both)."""
         table = as_cell_table(cells)
         if table.num_rows == 0:
             return None

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .cells import CELL_SCHEMA, Cell
 from .kernels import is_clean
+from .kernels._arrays import CellColumns
 from .kernels.merge import _bisect, _cell_keys, _sort_all
 from .row_runs import RowRun
 
@@ -48,8 +48,10 @@ class SortedCells:
         """The cells of one family (still in cell order)."""
         if self.table.num_rows == 0:
             return self
-        mask = pc.equal(self.table.column("family"), pa.scalar(family, pa.binary()))
-        return SortedCells(self.table.filter(mask))
+        mask = CellColumns(self.table).equals("family", family)
+        if mask.all():
+            return self  # a log of one family (the usual case): no copy
+        return SortedCells(self.table.filter(pa.array(mask)))
 
     def is_empty(self) -> bool:
         """True when there is no cell."""
@@ -64,7 +66,8 @@ class SortedCells:
     def row_run(self) -> RowRun | None:
         """The cells as rows, built once; None when they are not clean."""
         if not self._row_run_built:
-            self._row_run = RowRun.of(self.table) if self.is_clean() else None
+            # the row form exists only for clean cells: no separate is_clean() pass
+            self._row_run = RowRun.of(self.table)
             self._row_run_built = True
         return self._row_run
 
