@@ -1,0 +1,374 @@
+"""The row-run merge: its kernel against a sort of Python bytes, and rows scans
+that take it (memstore rows merged into dense store file rows) against the
+cell-at-a-time scan of the same table, embedded and through the connector."""
+
+from __future__ import annotations
+
+import itertools
+import random
+import struct
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import storage
+from connector.input_format import TableInputFormat
+from connector.options import to_string_binary
+from storage import batch_scan
+from storage.columns import parse_column
+from storage.errors import InvalidArgument
+from storage.kernels.row_merge import keys_disjoint, merge_row_runs, order_keys
+from storage.row_scan import CELLS, RowMerge
+
+
+# -- the kernel ------------------------------------------------------------------------
+def _rows(keys, tag=b""):
+    keys = list(keys)
+    return pa.table({
+        "key": pa.array(keys, pa.binary()),
+        "f:q": pa.array([tag + k for k in keys], pa.binary()),
+        "f:q@ts": pa.array(list(range(len(keys))), pa.int64()),
+    })
+
+
+def _split(keys, n, rng):
+    """Sorted distinct ``keys`` dealt at random into ``n`` sorted runs."""
+    runs = [[] for _ in range(n)]
+    for k in sorted(set(keys)):
+        runs[rng.randrange(n)].append(k)
+    return runs
+
+
+KEY_STYLES = {
+    # one width that NumPy reads as integers, other fixed widths, and mixed widths
+    "u4": st.binary(min_size=4, max_size=4),
+    "u1": st.binary(min_size=1, max_size=1),
+    "w3": st.binary(min_size=3, max_size=3),
+    "w12": st.binary(min_size=12, max_size=12),
+    # prefixes of each other and trailing 0x00 bytes: b"a" < b"a\x00" < b"a\x00\x01"
+    "prefixes": st.lists(st.sampled_from([b"\x00", b"\x01", b"a", b"\xff"]), min_size=0, max_size=5).map(b"".join),
+    "short": st.binary(min_size=0, max_size=7),
+    "long": st.binary(min_size=0, max_size=300),
+}
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(data=st.data(), style=st.sampled_from(sorted(KEY_STYLES)))
+def test_order_keys_sort_like_the_bytes(data, style):
+    keys = data.draw(st.lists(KEY_STYLES[style], min_size=1, max_size=40))
+    cut = data.draw(st.integers(0, len(keys)))
+    encoded = order_keys([pa.array(keys[:cut], pa.binary()), pa.array(keys[cut:], pa.binary())])
+    joined = np.concatenate(encoded)
+    order = np.argsort(joined, kind="stable")
+    assert [keys[i] for i in order] == sorted(keys)
+    for i in range(len(keys) - 1):  # equal exactly when the bytes are equal
+        assert (joined[i] == joined[i + 1]) == (keys[i] == keys[i + 1])
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(data=st.data(), style=st.sampled_from(sorted(KEY_STYLES)), n=st.integers(1, 4), descending=st.booleans())
+def test_merge_row_runs_interleaves_distinct_keys_and_refuses_shared_ones(data, style, n, descending):
+    keys = data.draw(st.lists(KEY_STYLES[style], min_size=0, max_size=60))
+    rng = random.Random(data.draw(st.integers(0, 1000)))
+    runs = _split(keys, n, rng)
+    tables = [_rows(run, b"%d:" % i) for i, run in enumerate(runs)]
+    merged = merge_row_runs(tables, descending=descending)
+    source = {k: i for i, run in enumerate(runs) for k in run}
+    want = sorted(source, reverse=descending)
+    assert merged.column("key").to_pylist() == want
+    assert merged.column("f:q").to_pylist() == [b"%d:" % source[k] + k for k in want]
+    assert merged.schema == tables[0].schema
+    assert keys_disjoint([t.column("key") for t in tables])
+    shared = [run for run in runs if run]
+    if len(shared) >= 2:
+        # a key of one run also in another: its cells must be merged, not its rows
+        k = rng.choice(shared[0])
+        other = sorted(set(shared[1]) | {k})
+        clash = [_rows(shared[0]), _rows(other)]
+        assert merge_row_runs(clash) is None
+        assert not keys_disjoint([t.column("key") for t in clash])
+
+
+def test_merge_row_runs_edge_cases():
+    a, b = _rows([b"a", b"c"]), _rows([b"b"])
+    assert merge_row_runs([a]) is a
+    assert merge_row_runs([a, _rows([])]) is a
+    assert merge_row_runs([_rows([]), _rows([])]).num_rows == 0
+    assert merge_row_runs([a], descending=True).column("key").to_pylist() == [b"c", b"a"]
+    assert merge_row_runs([b, a]).column("key").to_pylist() == [b"a", b"b", b"c"]
+    # runs of their own key ranges come back as slices, in key order
+    tail = merge_row_runs([_rows([b"x", b"y"]), a])
+    assert tail.column("key").to_pylist() == [b"a", b"c", b"x", b"y"]
+    # every key empty but one: the empty key sorts first
+    assert merge_row_runs([_rows([b""]), _rows([b"\x00"])]).column("key").to_pylist() == [b"", b"\x00"]
+    assert merge_row_runs([_rows([b""]), _rows([b""])]) is None
+    # keys wider than the encoded limit are placed by an Arrow sort
+    wide = [bytes([i]) * 2000 for i in (3, 1, 2)]
+    got = merge_row_runs([_rows([wide[0]]), _rows(sorted(wide[1:]))])
+    assert got.column("key").to_pylist() == sorted(wide)
+    assert merge_row_runs([_rows([wide[0]]), _rows([wide[0]])]) is None
+    assert order_keys([pa.array(wide, pa.binary())]) is None
+    # record batches are accepted as runs
+    assert merge_row_runs([b.to_batches()[0], a]).num_rows == 3
+
+
+def test_merge_row_runs_rejects_bad_runs():
+    with pytest.raises(InvalidArgument, match="runs\\[1\\] must be a pyarrow"):
+        merge_row_runs([_rows([b"a"]), [b"b"]])
+    with pytest.raises(InvalidArgument, match="must start with a binary column 'key'"):
+        merge_row_runs([pa.table({"k": pa.array([b"a"])})])
+    with pytest.raises(InvalidArgument, match="runs\\[1\\] has the columns"):
+        merge_row_runs([_rows([b"a"]), _rows([b"b"]).drop_columns(["f:q@ts"])])
+
+
+# -- rows scans through the row merge, against the cell path ------------------------------
+FAMILY = {"block_size": 1024, "max_versions": 1}
+QUALIFIERS = [b"", b"q1", b"q2", b"q3"]
+VALUES = [b"v0", b"v1", b"x1", b"v22"]
+
+
+def _key_pool(style: str) -> list[bytes]:
+    if style == "fixed":
+        return [struct.pack(">I", i * 7919) for i in range(60)]
+    if style == "three":
+        return [struct.pack(">I", i * 7919)[1:] for i in range(60)]
+    # variable width: prefixes of each other, trailing 0x00, a few wide keys
+    pool = {b"k", b"k\x00", b"k\x00\x00", b"k\x00\x01", b"k\x01", b"ka", b"kab", b"l" * 20, b"l" * 21}
+    pool |= {b"k%d" % i for i in range(40)} | {b"k%d\x00" % i for i in range(0, 40, 3)}
+    return sorted(pool)
+
+
+@st.composite
+def _puts(draw, pool, min_rows=8):
+    rows = draw(st.lists(st.sampled_from(pool), min_size=min_rows, max_size=40, unique=True))
+    quals = draw(st.lists(st.sampled_from(QUALIFIERS), min_size=1, max_size=3, unique=True))
+    return ("puts", rows, quals, draw(st.integers(0, 3)))
+
+
+@st.composite
+def _table_ops(draw):
+    """Store files (puts, now and then a second version or a delete marker, then a
+    flush; sometimes a compaction or a split), then what stays in the memstore."""
+    style = draw(st.sampled_from(["fixed", "three", "var"]))
+    pool = _key_pool(style)
+    ops = []
+    for _ in range(draw(st.integers(0, 3))):
+        ops.append(draw(_puts(pool)))
+        ops += draw(st.lists(st.tuples(st.sampled_from(["delete", "version"]), st.sampled_from(pool)), max_size=1))
+        ops.append(("flush",))
+        ops += draw(st.sampled_from([[], [], [("major",)], [("split", draw(st.sampled_from(pool)))]]))
+    memstore = draw(st.sampled_from(["new", "new", "overlap", "marker", "none"]))
+    if memstore != "none":
+        op = draw(_puts(pool, min_rows=1))
+        ops.append((*op, "new" if memstore == "new" else "any"))
+        if memstore == "marker":
+            ops.append(("delete", draw(st.sampled_from(pool))))
+    return style, ops
+
+
+SCAN_COLUMNS = [[b"f:q1"], [b"f:q1", b"f:q2"], [b"f:", b"f:q3"], [b"f:q2", b"f:q1", b"f:"], [b"f"], [b"f:q1", b"g:z"]]
+SCAN_FILTERS = [
+    None, None,
+    "SingleColumnValueFilter ('f', 'q1', =, 'binary:v1')",
+    "SingleColumnValueFilter ('f', 'q2', =, 'binary:v1', true, true)",
+    "ValueFilter (=, 'substring:1')",
+    "PrefixFilter ('k')",
+]
+
+
+@st.composite
+def _scan_options(draw, pool):
+    bounds = sorted(draw(st.lists(st.sampled_from(pool), min_size=2, max_size=2)))
+    start = bounds[0] if draw(st.booleans()) else None
+    stop = bounds[1] if draw(st.booleans()) and bounds[1] != bounds[0] else None
+    reverse = draw(st.booleans())
+    if reverse:
+        start, stop = (stop, start) if stop is not None and start is not None else (None, None)
+    return {
+        "row_start": start,
+        "row_stop": stop,
+        "columns": draw(st.sampled_from(SCAN_COLUMNS)),
+        "filter": draw(st.sampled_from(SCAN_FILTERS)),
+        "reverse": reverse,
+        "limit": draw(st.sampled_from([None, None, 1, 7])),
+        "include_timestamp": draw(st.booleans()),
+    }
+
+
+def _apply(table, ops, rng) -> None:
+    for op in ops:
+        kind = op[0]
+        if kind == "puts":
+            _, rows, quals, ts_pick, *tail = op
+            if tail and tail[0] == "new":
+                # rows the table does not hold yet (else the scan falls back, which is checked too)
+                held = {k for k, _ in table.scan(columns=[b"f"])}
+                rows = [r for r in rows if r not in held]
+            with table.batch(timestamp=None if ts_pick == 0 else 100 + ts_pick) as b:
+                for row in rows:
+                    b.put(row, {b"f:" + q: rng.choice(VALUES) for q in quals})
+        elif kind == "flush":
+            table.flush()
+        elif kind == "delete":
+            table.delete(op[1], columns=[b"f:q1"])
+        elif kind == "version":
+            table.put(op[1], {b"f:q1": b"v1"}, timestamp=50)  # an older version of the column
+            table.put(op[1], {b"f:q1": b"x1"}, timestamp=60)
+        elif kind == "split":
+            if op[1] not in [r.start for r in table.region_infos()] and op[1]:
+                table.split(op[1])
+        else:
+            table.compact(major=True)
+
+
+def _want(table, opts) -> list[tuple]:
+    """The cell-at-a-time path's rows, shaped as rows output records."""
+    pairs = table.scan(path="cell", **opts)
+    specs = [parse_column(c) for c in opts["columns"]]
+    out = []
+    for row, data in pairs:
+        record = {}
+        for spec in specs:
+            if spec.qualifier is None:
+                items = {c[len(spec.family) + 1:]: v for c, v in data.items() if c.startswith(spec.family + b":")}
+                if items:
+                    record[spec.name] = sorted((q, v[0] if opts["include_timestamp"] else v) for q, v in items.items())
+                continue
+            value = data.get(spec.family + b":" + spec.qualifier)
+            if value is None:
+                continue
+            if opts["include_timestamp"]:
+                record[spec.name], record[spec.name + "@ts"] = value
+            else:
+                record[spec.name] = value
+        if record:
+            out.append((row, record))
+    return out
+
+
+def _got(batches) -> list[tuple]:
+    out = []
+    for batch in batches:
+        for rec in batch.to_pylist():
+            key = rec.pop("key")
+            record = {k: (sorted(v) if isinstance(v, list) else v) for k, v in rec.items() if v is not None}
+            out.append((key, record))
+    return out
+
+
+def _connector_rows(root, name, opts) -> list[tuple]:
+    conf = {
+        "regionscan.root": root,
+        "hbase.mapreduce.inputtable": name,
+        "hbase.mapreduce.scan.columns": " ".join(c.decode() for c in opts["columns"]),
+        "regionscan.scan.include.timestamp": str(opts["include_timestamp"]).lower(),
+        "regionscan.pin.register": "false",
+    }
+    if opts["row_start"]:
+        conf["hbase.mapreduce.scan.row.start"] = to_string_binary(opts["row_start"])
+    if opts["row_stop"]:
+        conf["hbase.mapreduce.scan.row.stop"] = to_string_binary(opts["row_stop"])
+    if opts["filter"]:
+        conf["regionscan.scan.filter"] = opts["filter"]
+    fmt = TableInputFormat(conf)
+    batches = []
+    for split in fmt.get_splits():
+        with fmt.create_batch_reader(split) as reader:
+            batches.extend(reader)
+    return _got(batches)
+
+
+_names = itertools.count()
+
+
+def test_rows_scans_through_the_row_merge_match_the_cell_path(tmp_path):
+    root = str(tmp_path / "root")
+    taken = Counter()
+    chunk = RowMerge.chunk
+
+    def counted(self, lo, hi, reverse):
+        out = chunk(self, lo, hi, reverse)
+        taken["cells" if out is CELLS else "rows"] += 1
+        return out
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(table_ops=_table_ops(), data=st.data())
+    def check(table_ops, data):
+        style, ops = table_ops
+        pool = _key_pool(style)
+        scans = data.draw(st.lists(_scan_options(pool), min_size=3, max_size=3))
+        name = f"m{next(_names)}"
+        conn = storage.connect(root)
+        try:
+            table = conn.create_table(name, {"f": dict(FAMILY), "g": {}}, settings={"wal_sync": "none"})
+            _apply(table, ops, random.Random(len(ops)))
+            for opts in scans:
+                want = _want(table, opts)
+                for batch_size in (3, 1000):
+                    got = _got(table.scan_batches(output="rows", batch_size=batch_size, **opts))
+                    assert got == want, f"scan_batches rows, batch_size {batch_size}"
+        finally:
+            conn.close()
+        # the connector's partition read: the pinned files and the WAL decoded into Arrow
+        conn = storage.connect(root)
+        try:
+            table = conn.table(name)
+            for opts in scans:
+                forward = {**opts, "reverse": False, "limit": None}
+                if opts["reverse"]:
+                    forward["row_start"], forward["row_stop"] = opts["row_stop"], opts["row_start"]
+                want = _want(table, forward)
+                conn_rows = _connector_rows(root, name, forward)
+                assert conn_rows == want, "connector batch reader"
+        finally:
+            conn.close()
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RowMerge, "chunk", counted)
+        mp.setattr(batch_scan, "_ROW_MERGE_BLOCKS", 2)  # several chunks per region
+        check()
+    # the generated tables take both ways: rows merged, and chunks sent back to the cell path
+    assert taken["rows"] > 50 and taken["cells"] > 5, taken
+
+
+def _live_table(conn, name="t"):
+    """Rows k00..k39 flushed (q1 = v1 at ts 1), then in the memstore a newer q1 of
+    row k05 (x1 at ts 2) and new rows k05a and k40..k44."""
+    table = conn.create_table(name, {"f": dict(FAMILY)}, settings={"wal_sync": "none"})
+    with table.batch(timestamp=1) as b:
+        for i in range(40):
+            b.put(b"k%02d" % i, {b"f:q1": b"v1", b"f:q2": b"a%d" % i})
+    table.flush()
+    with table.batch(timestamp=2) as b:
+        for row in [b"k05a"] + [b"k%02d" % i for i in range(40, 45)]:
+            b.put(row, {b"f:q1": b"v1", b"f:q2": b"m"})
+    return table
+
+
+@pytest.mark.parametrize("flt", [
+    None,
+    "SingleColumnValueFilter ('f', 'q1', =, 'binary:v1')",
+    "ValueFilter (=, 'binary:v1')",
+])
+def test_a_row_in_the_memstore_and_a_file_is_resolved_from_its_cells(tmp_path, flt):
+    with storage.connect(str(tmp_path / "root")) as conn:
+        table = _live_table(conn)
+        opts = {"columns": [b"f:q1", b"f:q2"], "filter": flt, "reverse": False, "limit": None,
+                "include_timestamp": True, "row_start": None, "row_stop": None}
+        clean = _got(table.scan_batches(output="rows", **opts))
+        assert clean == _want(table, opts)
+        assert [k for k, _ in clean][:8] == [b"k00", b"k01", b"k02", b"k03", b"k04", b"k05", b"k05a", b"k06"]
+        # the memstore's newer q1 of k05 fails both filters: the row (or its q1) goes, as on the cell path
+        table.put(b"k05", {b"f:q1": b"x1"}, timestamp=2)
+        got = _got(table.scan_batches(output="rows", **opts))
+        assert got == _want(table, opts)
+        k05 = dict(got).get(b"k05")
+        if flt is None:
+            assert k05 == {"f:q1": b"x1", "f:q1@ts": 2, "f:q2": b"a5", "f:q2@ts": 1}
+        else:
+            assert k05 is None  # its q2 (a5) fails the value filter as well
