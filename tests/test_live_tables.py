@@ -371,3 +371,54 @@ def test_unflushed_cells_scan_like_the_same_cells_flushed(conn, options):
     want = list(flushed.scan_batches(batch_size=50, **options))
     assert pa.Table.from_batches(got).to_pylist() == pa.Table.from_batches(want).to_pylist()
     assert sum(b.num_rows for b in got) > 0
+
+
+# -- memstore rows merged as rows into dense file rows --------------------------------------
+@pytest.mark.parametrize("layout", ["interleaved", "tail", "flushed"])
+def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, monkeypatch, layout):
+    from storage.row_scan import CELLS, RowMerge
+
+    chunks = []  # what each row-merge chunk gave: rows, or CELLS (sent to the cell path)
+    chunk = RowMerge.chunk
+
+    def recorded(self, *args):
+        chunks.append(chunk(self, *args))
+        return chunks[-1]
+
+    monkeypatch.setattr(RowMerge, "chunk", recorded)
+    rows = 3000
+    late = {"interleaved": lambda i: i % 4 == 3, "tail": lambda i: i >= rows * 3 // 4, "flushed": lambda i: False}[layout]
+    splits = [_key(1000), _key(2000)]
+    with storage.connect(str(tmp_path / "root")) as conn:
+        tables = {}
+        for name in ("live", "flushed"):
+            table = conn.create_table(name, {"cf": {}}, split_keys=splits, settings={"wal_sync": "none"})
+            with table.batch(timestamp=5) as b:
+                for i in range(rows):
+                    if name == "flushed" or not late(i):
+                        b.put(_key(i), {b"cf:n": b"%d" % i, b"cf:s": b"s" * (i % 40)})
+            table.compact(major=True)
+            tables[name] = table
+        with tables["live"].batch(timestamp=5) as b:
+            for i in range(rows):
+                if late(i):
+                    b.put(_key(i), {b"cf:n": b"%d" % i, b"cf:s": b"s" * (i % 40)})
+        for options in [
+            {"columns": [b"cf:n", b"cf:s"]},
+            {"columns": [b"cf:s"], "include_timestamp": True, "reverse": True},
+            {"columns": [b"cf:n"], "row_start": _key(1500), "row_stop": _key(2700), "limit": 333},
+            {"columns": [b"cf:n", b"cf:s"], "filter": "SingleColumnValueFilter ('cf', 'n', =, 'binary:2999')"},
+        ]:
+            want = pa.Table.from_batches(list(tables["flushed"].scan_batches(batch_size=700, **options)))
+            got = pa.Table.from_batches(list(tables["live"].scan_batches(batch_size=700, **options)))
+            assert got.to_pylist() == want.to_pylist()
+            assert got.num_rows > 0
+        fmt = TableInputFormat({"regionscan.root": str(tmp_path / "root"), "hbase.mapreduce.inputtable": "live",
+                                "hbase.mapreduce.scan.columns": "cf:n cf:s", "regionscan.pin.register": "false"})
+        keys = []
+        for split in fmt.get_splits():
+            with fmt.create_batch_reader(split) as reader:
+                keys.extend(k for batch in reader for k in batch.column("key").to_pylist())
+        assert keys == [_key(i) for i in range(rows)]
+    if layout != "flushed":  # a flushed table streams its one file; the live ones merge rows
+        assert chunks and all(c is not CELLS for c in chunks)
