@@ -47,6 +47,7 @@ class RowMerge:
         self.mem = mem
         self.names, self.qualifiers, self.plan = direct
         self.proc = proc
+        self.schema = _row_schema(self.names, proc.scan.include_timestamp)
 
     @classmethod
     def for_scan(cls, view: StoreView, direct: tuple | None, proc) -> "RowMerge | None":
@@ -113,14 +114,54 @@ class RowMerge:
         cells scanned and rows filtered to ``counts`` when metrics are kept."""
         proc = self.proc
         include_ts = proc.scan.include_timestamp
+        if proc.metrics is not None:
+            counts[0] += sum(dense.cell_count() for dense in blocks)
+        if self.plan[0] == "none":
+            whole = self._whole_rows(blocks, include_ts)
+            if whole is not None:
+                return whole
         out = []
         for dense in blocks:
             mask, value_masks = filter_masks(self.plan, dense, self.qualifiers)
             rows = dense_rows(dense, self.names, self.qualifiers, include_ts, mask, value_masks)
-            if proc.metrics is not None:
-                counts[0] += dense.cell_count()
-                if self.plan[0] != "none":
-                    counts[1] += dense.num_rows - (rows.num_rows if rows is not None else 0)
+            if proc.metrics is not None and self.plan[0] != "none":
+                counts[1] += dense.num_rows - (rows.num_rows if rows is not None else 0)
             if rows is not None:
                 out.append(rows)
         return pa.Table.from_batches(out) if out else None
+
+    def _whole_rows(self, blocks: list, include_ts: bool) -> pa.Table | None:
+        """The rows of blocks in which every row has every requested column
+        (a bulk-loaded or compacted table, appended rows), without a filter:
+        the blocks' columns chained as they are, with none of the per-block
+        batch building of :func:`dense_rows` (which gives the same rows);
+        None when some row lacks a column."""
+        schema = self.schema
+        columns: list[list] = [[] for _ in schema]
+        for dense in blocks:
+            columns[0].append(dense.rows)
+            k = 1
+            for qualifier in self.qualifiers:
+                if qualifier not in dense.qualifiers:
+                    return None
+                j = dense.qualifiers.index(qualifier)
+                if dense.presence(j) is not None:
+                    return None
+                columns[k].append(dense.values[j])
+                k += 1
+                if include_ts:
+                    columns[k].append(dense.plain_timestamps()[j])
+                    k += 1
+        return pa.Table.from_arrays(
+            [pa.chunked_array(parts, field.type) for parts, field in zip(columns, schema)], schema=schema
+        )
+
+
+def _row_schema(names: list[str], include_ts: bool) -> pa.Schema:
+    """The row batches' schema, as :func:`storage.dense_scan.dense_rows` builds it."""
+    fields = [pa.field("key", pa.binary(), nullable=False)]
+    for name in names:
+        fields.append(pa.field(name, pa.binary()))
+        if include_ts:
+            fields.append(pa.field(f"{name}@ts", pa.int64()))
+    return pa.schema(fields)
