@@ -13,9 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 from .cells import CELL_SCHEMA, Cell
-from .kernels import is_clean
+from .kernels import is_clean, is_sorted
 from .kernels._arrays import CellColumns
-from .kernels.merge import _bisect, _cell_keys, _sort_all
+from .kernels.merge import _bisect, _sort_all
 from .row_runs import RowRun
 
 __all__ = ["SortedCells"]
@@ -37,8 +37,7 @@ class SortedCells:
         """Sort cells given in write order, keeping the last write of each key."""
         if cells.num_rows == 0:
             return cls(CELL_SCHEMA.empty_table())
-        keys = _cell_keys([cells])
-        if keys is not None and bool((keys[0][1:] > keys[0][:-1]).all()):
+        if is_sorted(cells, strict=True):
             return cls(cells)  # written in key order without overwrites (appends): nothing to do
         newest_first = cells.take(pa.array(np.arange(cells.num_rows - 1, -1, -1)))
         # a stable sort keeps equal keys in newest-first order; the de-dup keeps the first

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..cells import CELL_SCHEMA, CellType
-from ._kernels import row_starts
+from ..kernels._arrays import CellColumns
 
 __all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "MAX_DENSE_QUALIFIERS"]
 
@@ -190,12 +190,12 @@ def dense_from_cells(batch: pa.RecordBatch, min_rows: int = MIN_DENSE_ROWS) -> D
         return None
     row_col = batch.column("row")
     qual_col = batch.column("qualifier")
-    starts = row_starts(row_col)
-    if n > 1:
-        same_row = _np(pc.equal(row_col.slice(1), row_col.slice(0, n - 1)))
-        same_qual = _np(pc.equal(qual_col.slice(1), qual_col.slice(0, n - 1)))
-        if (same_row & same_qual).any():
-            return None  # a second version of a column
+    # neighbour comparisons as NumPy integers where the keys have one small width
+    cols = CellColumns(pa.Table.from_batches([batch]))
+    new_row = cols.adjacent_ne("row")
+    starts = np.flatnonzero(new_row)
+    if n > 1 and not (new_row[1:] | cols.adjacent_ne("qualifier")[1:]).all():
+        return None  # a second version of a column
     uniq = pc.unique(qual_col)
     q = len(uniq)
     nrows = len(starts)
@@ -214,7 +214,7 @@ def dense_from_cells(batch: pa.RecordBatch, min_rows: int = MIN_DENSE_ROWS) -> D
     src = np.zeros(q * nrows, dtype=np.int64)
     src[slot] = np.arange(n)
     value_col = batch.column("value")
-    rows = row_col.take(pa.array(starts)) if nrows != n else row_col
+    rows = cols.take_binary("row", starts) if nrows != n else row_col
     timestamps, values = [], []
     for j in range(q):
         part = slice(j * nrows, (j + 1) * nrows)
