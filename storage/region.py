@@ -36,6 +36,7 @@ from .mvcc import Mvcc
 from .pins import pinned_paths, retire
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from .schema import FamilySettings, TableSettings
+from .row_compaction import chunk_rows, write_rows
 from .store import Store, StoreFile, StoreView
 from .storefile import BlockCache
 from .wal import WalWriter, replay_wal
@@ -405,7 +406,13 @@ class Region:
             max_seq = max(f.reader.info.max_seq_id for f in chosen)
             cuts = chunk_bounds([view], b"", None)
             bounds = [b""] + cuts + [None]
+            # dense files with nothing to resolve are merged as rows (storage/row_compaction.py)
+            as_rows = ttl_cutoff is None and writer.format_version >= 2
             for lo, hi in zip(bounds, bounds[1:]):
+                rows = chunk_rows(chosen, lo, hi) if as_rows else None
+                if rows is not None:
+                    write_rows(writer, *rows)
+                    continue
                 sources = [t for t in view.file_batches(lo, hi) if t.num_rows]
                 if not sources:
                     continue

@@ -59,8 +59,10 @@ class RowMerge:
         """
         if direct is None:
             return None
-        if any(f.reader.format_version < 2 or f.reader.info.needs_resolution for f in view.files):
-            return None  # version 1 files have no dense blocks; the others need resolution
+        if any(f.reader.format_version < 2 for f in view.files):
+            return None  # version 1 files have no dense blocks
+        # A file that needs resolution still has chunks of dense blocks only:
+        # markers and versions belong to their row, whose blocks are cells.
         mem = None
         if not view.memstore.is_empty():
             row_run = getattr(view.memstore, "row_run", None)

@@ -22,12 +22,13 @@ import pyarrow.compute as pc
 from ..cells import CELL_SCHEMA, CellType
 from ..kernels._arrays import CellColumns
 
-__all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "MAX_DENSE_QUALIFIERS"]
+__all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "MAX_DENSE_QUALIFIERS", "MAX_FILL"]
 
 MAX_DENSE_QUALIFIERS = 255
 """A block with more distinct qualifiers keeps the cell layout."""
 
-_MAX_FILL = 2  # rows x qualifiers may be at most this many times the cell count
+MAX_FILL = 2
+"""A block whose rows x qualifiers exceed this many times its cell count keeps the cell layout."""
 
 MIN_DENSE_ROWS = 8
 """A block of fewer rows keeps the cell layout: with so few rows per block the
@@ -199,7 +200,7 @@ def dense_from_cells(batch: pa.RecordBatch, min_rows: int = MIN_DENSE_ROWS) -> D
     uniq = pc.unique(qual_col)
     q = len(uniq)
     nrows = len(starts)
-    if q > MAX_DENSE_QUALIFIERS or nrows * q > _MAX_FILL * n or nrows < min_rows:
+    if q > MAX_DENSE_QUALIFIERS or nrows * q > MAX_FILL * n or nrows < min_rows:
         return None
     order = pc.array_sort_indices(uniq)
     qualifiers = uniq.take(order)
