@@ -36,7 +36,7 @@ from .mvcc import Mvcc
 from .pins import pinned_paths, retire
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from .schema import FamilySettings, TableSettings
-from .row_compaction import chunk_rows, write_rows
+from .row_compaction import cell_sources, chunk_rows, read_parts, write_rows
 from .store import Store, StoreFile, StoreView
 from .storefile import BlockCache
 from .wal import WalWriter, replay_wal
@@ -409,11 +409,12 @@ class Region:
             # dense files with nothing to resolve are merged as rows (storage/row_compaction.py)
             as_rows = ttl_cutoff is None and writer.format_version >= 2
             for lo, hi in zip(bounds, bounds[1:]):
-                rows = chunk_rows(chosen, lo, hi) if as_rows else None
+                parts = read_parts(chosen, lo, hi)
+                rows = chunk_rows(parts) if as_rows else None
                 if rows is not None:
                     write_rows(writer, *rows)
                     continue
-                sources = [t for t in view.file_batches(lo, hi) if t.num_rows]
+                sources = [t for t in cell_sources(parts) if t.num_rows]
                 if not sources:
                     continue
                 cells = kernels.merge_sources(sources)

@@ -22,49 +22,59 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from .kernels.row_merge import merge_row_runs
+from .cells import CELL_SCHEMA
+from .kernels.row_merge import merge_row_runs, row_order
 from .store import StoreFile
+from .storefile.reader import BlockPart
 from .storefile._dense import MAX_DENSE_QUALIFIERS, MAX_FILL
 
-__all__ = ["chunk_rows", "write_rows"]
+__all__ = ["read_parts", "cell_sources", "chunk_rows", "write_rows"]
 
 
-def chunk_rows(files: Sequence[StoreFile], lo: bytes, hi: bytes | None) -> tuple[list[bytes], pa.Table] | None:
-    """The rows of ``files`` in ``[lo, hi)`` merged into one sorted table
-    (``key``, then per qualifier ``"v<j>"`` and ``"t<j>"``) and the qualifiers
-    in order, or None when the chunk needs the cell path (see the module
-    docstring).  ``([], empty table)`` when the files hold no row there."""
+def read_parts(files: Sequence[StoreFile], lo: bytes, hi: bytes | None) -> list[list[BlockPart]]:
+    """Each file's blocks of rows ``[lo, hi)``, read once (not cached: a
+    compaction reads each block once) for either way of compacting them."""
+    return [list(f.reader.scan_parts(lo, hi, cache_blocks=False)) for f in files]
+
+
+def cell_sources(parts: list[list[BlockPart]]) -> list[pa.Table]:
+    """The files' blocks as cell tables, for compaction from cells (empty files left out)."""
+    return [pa.Table.from_batches([p.batch() for p in file_parts], schema=CELL_SCHEMA) for file_parts in parts if file_parts]
+
+
+def chunk_rows(parts: list[list[BlockPart]]) -> tuple[list[bytes], pa.Table] | None:
+    """The files' rows of one chunk (their :func:`read_parts`) merged into one
+    sorted table (``key``, then per qualifier ``"v<j>"`` and ``"t<j>"``) and
+    the qualifiers in order, or None when the chunk needs the cell path (see
+    the module docstring)."""
     sources: list[list] = []
-    for f in files:
-        if f.reader.format_version < 2:
-            return None
+    for file_parts in parts:
         blocks = []
-        for part in f.reader.scan_parts(lo, hi, cache_blocks=False):
+        for part in file_parts:
             if part.dense is None or part.continued or part.open:
                 return None
             blocks.append(part.dense)
         if blocks:
             sources.append(blocks)
-    qualifiers = sorted({q for blocks in sources for d in blocks for q in d.qualifiers})
     if not sources:
-        return [], pa.table({"key": pa.array([], pa.binary())})
+        return None
+    qualifiers = sorted({q for blocks in sources for d in blocks for q in d.qualifiers})
     if len(qualifiers) > MAX_DENSE_QUALIFIERS:
         return None
-    runs = [_run(blocks, qualifiers) for blocks in sources]
-    rows = sum(run.num_rows for run in runs)
+    rows = sum(d.num_rows for blocks in sources for d in blocks)
     cells = sum(d.cell_count() for blocks in sources for d in blocks)
     if rows * len(qualifiers) > MAX_FILL * cells:
         return None  # too sparse for dense blocks: the writer would keep cells
-    merged = merge_row_runs(runs)
-    if merged is None:
-        return None  # a row in two files: its cells need resolving
-    return qualifiers, merged
+    # the keys alone tell whether a row is in two files (its cells then need
+    # resolving): checked before any value column is touched
+    order = row_order([b[0].rows if len(b) == 1 else pa.concat_arrays([d.rows for d in b]) for b in sources])
+    if order is None:
+        return None
+    return qualifiers, merge_row_runs([_run(blocks, qualifiers) for blocks in sources], order=order)
 
 
 def write_rows(writer, qualifiers: list[bytes], rows: pa.Table) -> None:
     """Append the rows :func:`chunk_rows` gave to a version 2 ``writer``."""
-    if not rows.num_rows:
-        return
     rows = rows.combine_chunks()
     columns = [c.chunk(0) if c.num_chunks == 1 else c.combine_chunks() for c in rows.columns]
     writer.append_rows(

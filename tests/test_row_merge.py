@@ -21,7 +21,7 @@ from connector.options import to_string_binary
 from storage import batch_scan
 from storage.columns import parse_column
 from storage.errors import InvalidArgument
-from storage.kernels.row_merge import keys_disjoint, merge_row_runs, order_keys
+from storage.kernels.row_merge import keys_disjoint, merge_row_runs, order_keys, row_order
 from storage.row_scan import CELLS, RowMerge
 
 
@@ -114,6 +114,13 @@ def test_merge_row_runs_edge_cases():
     assert order_keys([pa.array(wide, pa.binary())]) is None
     # record batches are accepted as runs
     assert merge_row_runs([b.to_batches()[0], a]).num_rows == 3
+    # the order alone, over arrays laid end to end (empty ones included), then applied
+    keys = [pa.array([], pa.binary()), pa.array([b"b", b"d"]), pa.array([b"a", b"c"])]
+    assert row_order(keys).tolist() == [2, 0, 3, 1]
+    assert row_order(keys[:2]).tolist() == [0, 1]
+    assert row_order([pa.array([b"a"]), pa.array([b"a"])]) is None
+    runs = [_rows([b"b", b"d"]), _rows([b"a", b"c"])]
+    assert merge_row_runs(runs, order=row_order(keys[1:])).column("key").to_pylist() == [b"a", b"b", b"c", b"d"]
 
 
 def test_merge_row_runs_rejects_bad_runs():

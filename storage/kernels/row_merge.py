@@ -26,7 +26,7 @@ from ..errors import InvalidArgument
 from ._arrays import _UINT_BY_WIDTH, _offsets
 from .merge import _max_length, _padded
 
-__all__ = ["merge_row_runs", "keys_disjoint", "order_keys"]
+__all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys"]
 
 _MAX_KEY_BYTES = 1024  # wider row keys are placed by an Arrow sort instead
 _MAX_PIECES = 16  # a merged order of fewer contiguous pieces is built from slices, not gathered
@@ -131,14 +131,22 @@ def _order(key_arrays: list[pa.Array]) -> np.ndarray | None:
     return _placement(encoded)
 
 
+def row_order(keys: Sequence[pa.Array]) -> np.ndarray | None:
+    """The merged order of sorted arrays of distinct keys, as indices into the
+    arrays laid end to end; None when a key is in two of them."""
+    arrays = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
+    if sum(1 for k in arrays if len(k)) < 2:
+        return np.arange(sum(len(k) for k in arrays), dtype=np.int64)
+    return _order(arrays)
+
+
 def keys_disjoint(keys: Sequence[pa.Array]) -> bool:
     """True when no key is in two of the sorted, distinct key arrays."""
-    live = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys if len(k)]
-    return len(live) < 2 or _order(live) is not None
+    return row_order(keys) is not None
 
 
 def merge_row_runs(
-    newest_first: Sequence[pa.RecordBatch | pa.Table], *, descending: bool = False
+    newest_first: Sequence[pa.RecordBatch | pa.Table], *, descending: bool = False, order: np.ndarray | None = None
 ) -> pa.Table | None:
     """Row runs with one schema (first column ``key``, binary), each sorted
     by key without repeats, interleaved into one table in key order
@@ -150,16 +158,17 @@ def merge_row_runs(
     (one run's keys after another's) are laid end to end as slices, with no
     copy; otherwise each column is gathered once from all runs.  A key
     wider than ``_MAX_KEY_BYTES`` makes the placement an Arrow sort.
+    ``order``: the runs' :func:`row_order`, when the caller has it already.
     """
     runs = [t for t in _check_runs(newest_first) if t.num_rows]
     if not runs:
         return _check_runs(newest_first)[0].slice(0, 0) if newest_first else None
     if len(runs) == 1:
         return _reversed(runs[0]) if descending else runs[0]
-    keys = [t.column(0).combine_chunks() for t in runs]
-    order = _order(keys)
     if order is None:
-        return None
+        order = _order([t.column(0).combine_chunks() for t in runs])
+        if order is None:
+            return None
     both = pa.concat_tables(runs)
     if descending:
         return both.take(pa.array(order[::-1]))
