@@ -84,14 +84,21 @@ def _twins(root, ops, name):
     return conn, tables
 
 
-def test_appended_dense_files_are_compacted_as_rows_into_the_same_cells(tmp_path):
-    used = Counter()
+def _counting(used: Counter):
+    """``row_compaction.chunk_rows`` counting in ``used`` the chunks compacted as rows and from cells."""
     chunk_rows = row_compaction.chunk_rows
 
     def counted(*args):
         out = chunk_rows(*args)
         used["rows" if out is not None else "cells"] += 1
         return out
+
+    return counted
+
+
+def test_appended_dense_files_are_compacted_as_rows_into_the_same_cells(tmp_path):
+    used = Counter()
+    counted = _counting(used)
 
     ops = []
     for part in range(4):  # four flushes of rows of their own, interleaved by key
@@ -139,12 +146,7 @@ _names = itertools.count()
 def test_compaction_from_rows_gives_the_cells_of_compaction_from_cells(tmp_path):
     root = str(tmp_path / "root")
     used = Counter()
-    chunk_rows = row_compaction.chunk_rows
-
-    def counted(*args):
-        out = chunk_rows(*args)
-        used["rows" if out is not None else "cells"] += 1
-        return out
+    counted = _counting(used)
 
     @settings(max_examples=30, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
