@@ -4,10 +4,11 @@ A scan into rows that reads a memstore and store files needs no cell merge
 when the sources hold different rows: each row of the result is a row of
 exactly one source, so the sources' row batches (``key`` plus one column per
 requested column, see :func:`storage.kernels.cells_to_rows`) only need to be
-interleaved in key order.  :func:`merge_row_runs` does that without sorting:
-each run's keys are encoded as fixed-width byte strings whose byte order is
-the keys' order, every newer run's keys are placed in the merged older ones
-with NumPy ``searchsorted``, and each column is gathered once at the end.
+interleaved in key order.  :func:`merge_row_runs` does that on the keys
+alone: they are encoded as fixed-width values whose order is the keys' byte
+order (NumPy integers where they fit in 8 bytes), a stable NumPy sort of the
+runs laid end to end merges the already sorted runs, and each column is then
+gathered once (or, for runs of key ranges of their own, sliced).
 
 A key found in more than one run ends the merge with None: such a row needs
 its cells merged and resolved (versions, timestamps), which is the cell
