@@ -8,6 +8,8 @@ by a Python loop per cell or per row.
   table, the newest source winning exact duplicates;
 * :func:`resolve` applies delete markers, TTL, time range and max versions;
 * :func:`cells_to_rows` pivots cells into a row batch (``key`` + columns);
+* :func:`merge_row_runs` interleaves sorted row batches that share no key
+  (a rows scan of clean sources, a compaction of dense files);
 * :func:`row_boundaries`, :func:`column_boundaries`, :func:`reverse_rows`,
   :func:`is_sorted` give the row and column structure, the reverse-scan
   order and a sortedness check.
@@ -21,6 +23,7 @@ from .merge import CELL_SORT_KEYS, merge_disjoint, merge_sources
 from .order import column_boundaries, is_clean, is_sorted, reverse_rows, row_boundaries
 from .pivot import FAMILY_MAP_TYPE, cells_to_rows
 from .resolve import resolve
+from .row_merge import merge_row_runs
 
 __all__ = [
     "merge_sources",
@@ -32,6 +35,7 @@ __all__ = [
     "is_sorted",
     "is_clean",
     "merge_disjoint",
+    "merge_row_runs",
     "FAMILY_MAP_TYPE",
     "CELL_SORT_KEYS",
 ]
