@@ -8,13 +8,14 @@ source's rows are already the result's rows.  So the memstore's rows (its
 file's dense blocks are sliced to the chunk and turned into row batches as the
 streaming path does (:func:`storage.dense_scan.dense_rows`, a value filter as
 one comparison per column), then interleaved by key
-(:func:`storage.kernels.row_merge.merge_row_runs`: a binary search of the
+(:func:`storage.kernels.row_merge.merge_row_runs`: one sort of the encoded
 keys, one gather of each column).
 
-Whatever this cannot prove equal to the cell path sends the chunk back to
-it (:data:`CELLS`): a row in two sources, a block in the cell layout, a row
-cut across blocks, memstore cells that need resolution or are newer than
-the read point.
+Whatever this cannot prove equal to the cell path goes to the cell path: a
+chunk with a row in two sources, a block in the cell layout or a row cut
+across blocks comes back as :data:`CELLS`; memstore cells that need
+resolution or are newer than the scan's read point keep the whole scan on
+the cell path (:meth:`RowMerge.for_scan` gives None).
 """
 
 from __future__ import annotations
