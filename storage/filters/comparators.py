@@ -78,6 +78,11 @@ def _always(_: bytes) -> bool:
 
 
 def _to_numpy(mask: pa.Array) -> np.ndarray:
+    # A null value (a dense column's absent cell) compares as False here, so
+    # callers mask absent cells out afterwards instead of copying the values
+    # to fill them; a boolean array with nulls would become an object array.
+    if mask.null_count:
+        mask = mask.fill_null(False)
     return mask.to_numpy(zero_copy_only=False)
 
 
