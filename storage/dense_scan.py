@@ -43,53 +43,77 @@ def dense_rows(
     columns: list[bytes],
     qualifiers: list[bytes],
     include_timestamp: bool,
-    mask=None,
+    mask: np.ndarray | None = None,
     value_masks: dict | None = None,
 ) -> pa.RecordBatch | None:
     """The row batch of ``dense`` (as :func:`storage.kernels.cells_to_rows`
     would build it from the block's cells) for the columns named ``columns``
     (field names, as ``parse_column(spec).name``) with the qualifiers
     ``qualifiers``; ``mask`` (boolean per row) keeps only some rows and
-    ``value_masks`` (qualifier index -> boolean per row) only some cells."""
+    ``value_masks`` (qualifier index -> boolean per row) only some cells.
+
+    Rows without any kept cell are dropped first, so the value columns are
+    filtered once and only the surviving rows' cells are masked.
+    """
     n = dense.num_rows
     where = {q: j for j, q in enumerate(dense.qualifiers)}
-    fields = [pa.field("key", pa.binary(), nullable=False)]
-    arrays = [dense.rows]
-    present = None  # rows holding at least one requested column; None: all
+    value_masks = value_masks or {}
+    picked = []  # (field name, qualifier index or None, rows holding a kept cell or None for all, masked)
+    present = np.zeros(n, dtype=bool)  # rows holding at least one kept cell
     any_full = False
     for name, qualifier in zip(columns, qualifiers):
         j = where.get(qualifier)
         if j is None:
-            value, ts = pa.nulls(n, pa.binary()), pa.nulls(n, pa.int64())
+            picked.append((name, None, None, False))
+            continue
+        has = dense.presence(j)
+        cells = None if has is None else has.to_numpy(zero_copy_only=False)
+        masked = j in value_masks
+        if masked:
+            cells = value_masks[j] if cells is None else cells & value_masks[j]
+        picked.append((name, j, cells, masked))
+        if cells is None:
+            any_full = True
+        elif not any_full:
+            present |= cells
+    keep = None if any_full else present
+    if mask is not None:
+        keep = mask if keep is None else keep & mask
+    if keep is not None and keep.all():
+        keep = None
+    if keep is not None and not keep.any():
+        return None
+    chosen = None if keep is None else pa.array(keep)
+    rows = dense.rows if chosen is None else dense.rows.filter(chosen)
+    m = len(rows)
+    if m == 0:
+        return None
+    fields = [pa.field("key", pa.binary(), nullable=False)]
+    arrays = [rows]
+    plain = dense.plain_timestamps() if include_timestamp else None
+    for name, j, cells, masked in picked:
+        if j is None:
+            value, ts = pa.nulls(m, pa.binary()), pa.nulls(m, pa.int64())
         else:
             value = dense.values[j]
-            ts = dense.plain_timestamps()[j] if include_timestamp else None
-            has = dense.presence(j)
-            if value_masks and j in value_masks:
-                keep_cells = value_masks[j]
-                if has is not None:
-                    keep_cells = keep_cells & has.to_numpy(zero_copy_only=False)
-                has = pa.array(keep_cells)
-                value = pc.if_else(has, value, pa.scalar(None, pa.binary()))
-                if ts is not None:
-                    ts = pc.if_else(has, ts, pa.scalar(None, pa.int64()))
-            if has is None:
-                any_full = True
-            elif not any_full:
-                present = has if present is None else pc.or_(present, has)
+            ts = plain[j] if include_timestamp else None
+            if chosen is not None:
+                value = value.filter(chosen)
+                ts = ts.filter(chosen) if ts is not None else None
+            if masked:  # absent cells are null already; masked-out present ones become null here
+                kept = cells if keep is None else cells[keep]
+                if not kept.any():
+                    value, ts = pa.nulls(m, pa.binary()), pa.nulls(m, pa.int64()) if ts is not None else None
+                elif not kept.all():
+                    kept = pa.array(kept)
+                    value = pc.if_else(kept, value, pa.scalar(None, pa.binary()))
+                    ts = pc.if_else(kept, ts, pa.scalar(None, pa.int64())) if ts is not None else None
         fields.append(pa.field(name, pa.binary()))
         arrays.append(value)
         if include_timestamp:
             fields.append(pa.field(f"{name}@ts", pa.int64()))
             arrays.append(ts)
-    batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
-    keep = None if any_full else (present if present is not None else pa.array(np.zeros(n, dtype=bool)))
-    if mask is not None:
-        mask = pa.array(mask) if isinstance(mask, np.ndarray) else mask
-        keep = mask if keep is None else pc.and_(keep, mask)
-    if keep is not None:
-        batch = batch.filter(keep)
-    return batch if batch.num_rows else None
+    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
 
 
 def first_cell_only(flt) -> bool:
