@@ -196,3 +196,15 @@ def test_cell_path_protocol_on_one_row():
     assert f.filter_row_cells(row) == row[:1]
     assert f.filter_row_cells(row[1:]) is None
     assert batch_to_cells(f.filter_batch(cells_to_batch(row))) == row[:1]
+
+
+def test_connector_explain_lists_the_filter(tmp_path):
+    import connector
+
+    conn = storage.connect(str(tmp_path / "x"))
+    conn.create_table("t", {"cf": {}}, settings={"wal_sync": "none"}).put(b"k", {b"cf:s": b"x"})
+    conn.close()
+    flt = "ColumnValueFilter ('cf', 's', >=, 'regexstring:^x')"
+    plan = connector.explain({"root": str(tmp_path / "x"), "table": "t", "hbase.columns.mapping": ":key,cf:s",
+                              "filter": flt})
+    assert plan.engine_filter == flt and f"engine filter: {flt}" in str(plan)
