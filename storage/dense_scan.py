@@ -4,7 +4,8 @@ A dense block (``storage.storefile._dense.DenseBlock``) already holds one
 value column per qualifier, aligned with its row keys, which is the shape a
 scan into Arrow rows returns.  The streaming scan path hands such blocks to
 :func:`dense_rows`, which picks the requested columns, applies value filters
-(SingleColumnValueFilter, ColumnValueFilter, ValueFilter and lists of them)
+(SingleColumnValueFilter, ColumnValueFilter, ValueFilter, row-key filters and
+lists of them)
 as one vectorized comparison per tested column (:func:`dense_filter`,
 :func:`filter_masks`) and drops rows without any requested column, all over
 whole arrays.  Keys-only
@@ -216,11 +217,18 @@ def dense_filter(flt, family: bytes):
     * ``("column", qualifier, op, comparator)`` for a ``ColumnValueFilter``
       (``qualifier`` None for another family: nothing passes);
     * ``("cell", op, comparator)`` for a ``ValueFilter``;
+    * ``("key", filter)`` for a filter deciding on the row key alone
+      (``PrefixFilter``, ``RowFilter``, ``MultiRowRangeFilter``,
+      ``InclusiveStopFilter``), tested on the block's row keys;
     * ``("all" | "one", [plans])`` for a stateless ``FilterList`` of such filters.
     """
     from .filters import (
         ColumnValueFilter,
         FilterList,
+        InclusiveStopFilter,
+        MultiRowRangeFilter,
+        PrefixFilter,
+        RowFilter,
         SingleColumnValueExcludeFilter,
         SingleColumnValueFilter,
         ValueFilter,
@@ -229,6 +237,8 @@ def dense_filter(flt, family: bytes):
     if flt is None:
         return ("none",)
     kind = type(flt)
+    if kind in (PrefixFilter, RowFilter, MultiRowRangeFilter, InclusiveStopFilter):
+        return ("key", flt)
     if kind in (SingleColumnValueFilter, SingleColumnValueExcludeFilter):
         qualifier = flt.qualifier if flt.family == family else None
         return ("row", qualifier, flt.op, flt.comparator, flt.filter_if_missing, kind is SingleColumnValueExcludeFilter)
@@ -296,6 +306,8 @@ def _masks(plan: tuple, dense: DenseBlock, columns: list[int]) -> tuple:
     if kind == "cell":
         _, op, comparator = plan
         return None, {k: _value_mask(dense, k, op, comparator) for k in columns}
+    if kind == "key":
+        return plan[1]._passes_keys(dense.rows), None  # the row-key filters' vectorized key test
     parts = [_masks(p, dense, columns) for p in plan[1]]
     if kind == "all":
         rows = [r for r, _ in parts if r is not None]

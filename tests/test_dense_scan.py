@@ -24,7 +24,12 @@ from storage.filters import (
     CompareOperator,
     FilterList,
     FilterListOperator,
+    InclusiveStopFilter,
+    MultiRowRangeFilter,
+    PrefixFilter,
     RegexStringComparator,
+    RowFilter,
+    RowRange,
     SingleColumnValueExcludeFilter,
     SingleColumnValueFilter,
     SubstringComparator,
@@ -116,6 +121,10 @@ _leaves = st.one_of(
     st.builds(SingleColumnValueExcludeFilter, st.just(b"cf"), _qualifiers, _ops, _comparators, st.booleans()),
     st.builds(ColumnValueFilter, st.sampled_from([b"cf", b"cf", b"other"]), _qualifiers, _ops, _comparators),
     st.builds(ValueFilter, _ops, _comparators),
+    st.builds(RowFilter, _ops, st.sampled_from([b"r00100", b"r0015", b"r003"]).map(BinaryComparator)),
+    st.sampled_from([b"r001", b"r0003", b"x"]).map(PrefixFilter),
+    st.sampled_from([b"r00050", b"r00399"]).map(InclusiveStopFilter),
+    st.just(MultiRowRangeFilter([RowRange(b"r00010", True, b"r00020", False), RowRange(b"r00300", False, b"", False)])),
 )
 _value_filters = st.recursive(
     _leaves,
@@ -129,7 +138,7 @@ def dense_pair(tmp_path_factory):
     return _tables(tmp_path_factory.mktemp("pair"), 4)
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_value_filters, st.sampled_from(COLUMNS), st.booleans())
 def test_value_filters_on_dense_blocks_equal_the_cell_kernels(dense_pair, flt, columns, include_timestamp):
     flushed, memory = dense_pair
