@@ -56,8 +56,11 @@ def _cells_batch(table, flt, **kw) -> list[tuple]:
 
 
 def _cells_scanner(table, flt, **kw) -> list[tuple]:
+    out = []
     with table.scanner(filter=flt, **kw) as scanner:
-        return [tuple(c) for row in scanner.next_rows(10_000) for c in row]
+        while rows := scanner.next_rows(100):
+            out.extend(tuple(c) for row in rows for c in row)
+    return out
 
 
 def _rows(table, flt, **kw) -> list[dict]:
@@ -80,7 +83,7 @@ def _every_path(tables, flt, **kw) -> list[tuple]:
         for c in want:
             if c[1] + b":" + c[2] in wanted:
                 by_row.setdefault(c[0], {})[(c[1] + b":" + c[2]).decode()] = c[5]
-        assert [{k: v for k, v in r.items() if v is not None and k != "key"} for r in rows] == list(by_row.values())
+        assert [(r["key"], {k: v for k, v in r.items() if v is not None and k != "key"}) for r in rows] == list(by_row.items())
     return want
 
 
