@@ -148,6 +148,23 @@ def test_filter_lists(tables):
     assert [c[0] for c in skip] == [b"r001", b"r031"]
 
 
+def test_a_scan_reads_only_the_filtered_family(tables):
+    """No cell of another family can pass a ColumnValueFilter, so the batch path
+    leaves the other families' files unread (and streams the one family)."""
+    compacted, memory = tables
+    others = [f.reader for r in compacted._regions for name, s in r.stores.items() if name != "cf" for f in s.files]
+    ours = [f.reader for r in compacted._regions for f in r.stores["cf"].files]
+    assert others and ours
+    for reader in others + ours:
+        reader.counters.reset()
+    flt = "ColumnValueFilter ('cf', 'a', >=, 'binary:v7')"
+    got = _cells_batch(compacted, flt)
+    assert got == _cells_scanner(memory, flt) and got
+    assert _rows(compacted, flt) == _rows(memory, flt)
+    touched = lambda readers: sum(r.counters.snapshot()["reads"] + r.counters.snapshot()["cache_hits"] for r in readers)
+    assert touched(others) == 0 and touched(ours) > 0
+
+
 def test_each_returned_version_is_tested_on_its_own(tmp_path):
     """HBase 2 counts versions before the filter: with one version only the newest
     visible cell is tested; with more, each one is, and only matching ones are kept."""

@@ -26,6 +26,9 @@ class ColumnValueFilter(ColumnTest):
     when the scan's column list leaves it out (then nothing passes), as in HBase.
     """
 
+    def families_kept(self) -> set[bytes] | None:
+        return {self.family}  # only the tested column's cells pass, and they depend on nothing else
+
     def _eval_row(self, cells: list[Cell]) -> tuple[Keep, Mode]:
         column, test = self._column, self._test
         return [(c[1], c[2]) == column and test(c[5]) for c in cells], _values.KEEP
