@@ -57,6 +57,9 @@ class BatchScan:
 
 
 def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
+    kept = scan.filter.families_kept() if scan.filter is not None else None
+    if kept is not None:  # no other family's cell can pass the filter
+        return [name for name in view.stores if name.encode() in kept and _family_read(name.encode(), scan.columns)]
     if not scan.columns:
         return list(view.stores)
     names = []
@@ -69,6 +72,11 @@ def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
         if name in view.stores and name not in names:
             names.append(name)
     return names
+
+
+def _family_read(family: bytes, columns: Sequence[bytes] | None) -> bool:
+    """Does a scan of ``columns`` (None: everything) read any of ``family``'s cells?"""
+    return not columns or any(parse_column(spec).family == family for spec in columns)
 
 
 def _column_mask(cells: pa.Table, columns: Sequence[bytes]) -> pa.ChunkedArray | None:
