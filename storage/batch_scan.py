@@ -28,6 +28,7 @@ from .late_values import index_values, materialize
 from .region import RegionView, chunk_bounds
 from .columns import parse_column
 from .store import StoreView
+from .storefile._dense import empty_binary
 
 __all__ = ["BatchScan", "scan_region_batches"]
 
@@ -245,12 +246,6 @@ def values_discarded(flt) -> bool:
     return False
 
 
-def _empty_values(n: int) -> pa.Array:
-    """``n`` empty (not null) binary values, built without a Python loop."""
-    offsets = pa.py_buffer(np.zeros(n + 1, dtype=np.int32).tobytes())
-    return pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(b"")])
-
-
 def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
     """``(field names, qualifiers, filter plan)`` when this scan takes dense
     blocks straight to rows (see :mod:`storage.dense_scan`), else None."""
@@ -323,7 +318,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             # the filter empties every value anyway: never copy them
             keys = [b.select(_KEY_COLUMNS) for b in batches]
             batch = keys[0] if len(keys) == 1 else pa.concat_batches(keys)
-            batch = batch.append_column(CELL_SCHEMA.field(5), _empty_values(batch.num_rows))
+            batch = batch.append_column(CELL_SCHEMA.field(5), empty_binary(batch.num_rows))
         else:
             batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
         cells = pa.Table.from_batches([batch])
@@ -457,8 +452,9 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     ranges = list(zip(bounds, bounds[1:]))
     if scan.reverse:
         ranges.reverse()
+    keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
     for lo, hi in ranges:
-        chunk = {name: fview.sources_checked(lo, hi) for name, fview in families.items()}
+        chunk = {name: fview.sources_checked(lo, hi, keys_only) for name, fview in families.items()}
         # values only come back at the output when sources are merged and no filter reads them
         pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None
         resolved = []
