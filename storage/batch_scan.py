@@ -150,8 +150,9 @@ class _Processor:
             timestamps=self.scan.timestamps,
         )
 
-    def finish(self, cells: pa.Table) -> pa.RecordBatch | None:
-        """Select, filter, limit and shape one chunk of resolved cells (forward order)."""
+    def finish(self, cells: pa.Table, filtered: bool = False) -> pa.RecordBatch | None:
+        """Select, filter, limit and shape one chunk of resolved cells (forward order);
+        ``filtered``: the cells are already what the filter leaves of them."""
         scan = self.scan
         if cells.num_rows == 0:
             return None
@@ -165,7 +166,7 @@ class _Processor:
         pivot_then_reverse = scan.reverse and scan.output == "rows" and scan.filter is None
         if scan.reverse and not pivot_then_reverse:
             cells = kernels.reverse_rows(cells)
-        if scan.filter is not None:
+        if scan.filter is not None and not filtered:
             before = _row_count(cells)
             cells = scan.filter.filter_batch(cells)
             if self.metrics is not None:
@@ -329,7 +330,8 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     def emit_firsts() -> Iterator[pa.RecordBatch]:
         if proc.metrics is not None:
             proc.metrics.cells_scanned += sum(d.cell_count() for d in firsts) - firsts_rows  # finish adds the rest
-        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]))
+        # first cells with empty values are what the row-counting filter leaves
+        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]), filtered=True)
         if out is not None and out.num_rows:
             yield out
 

@@ -172,8 +172,14 @@ def read_run(reader: "StoreFileReader", a: int, b: int) -> list[tuple[int, int, 
     offsets = idx.offsets[a : b + 1]
     key_lengths = idx.key_lengths[a : b + 1]
     raws = _sections(reader, offsets, key_lengths)
-    heads = np.frombuffer(b"".join([r[:BLOCK_V2_HEADER_SIZE] for r in raws]), dtype=_HEADER_DTYPE)
     hsize = BLOCK_V2_HEADER_SIZE
+    mapped = reader._mapped
+    if mapped is not None:  # one gather from the mapping, no slice per block
+        data = np.frombuffer(mapped, dtype=np.uint8)
+        at = np.asarray(offsets, dtype=np.int64)[:, None] + np.arange(hsize)
+        heads = data[at].view(_HEADER_DTYPE).ravel()
+    else:
+        heads = np.frombuffer(b"".join([r[:hsize] for r in raws]), dtype=_HEADER_DTYPE)
     header_crc = np.fromiter(
         (zlib.crc32(r[: hsize - 4]) for r in raws), dtype=np.uint32, count=len(raws)
     )
