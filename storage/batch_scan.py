@@ -404,6 +404,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
 
 
 _MIN_GROUP_CELLS = 16384
+_KEYS_ONLY_CHUNK_BLOCKS = 256  # blocks of the largest file per chunk of a keys-only scan
 
 
 def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
@@ -449,12 +450,16 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     if stream_view is not None:
         yield from _stream_one_file(stream_view, low, high, proc)
         return
-    cuts = chunk_bounds(families.values(), low, high)
+    keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
+    if keys_only:
+        # chunks without values: many more blocks per chunk for the same memory, fewer kernel calls
+        cuts = chunk_bounds(families.values(), low, high, _KEYS_ONLY_CHUNK_BLOCKS)
+    else:
+        cuts = chunk_bounds(families.values(), low, high)
     bounds = [low] + cuts + [high]
     ranges = list(zip(bounds, bounds[1:]))
     if scan.reverse:
         ranges.reverse()
-    keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
     for lo, hi in ranges:
         chunk = {name: fview.sources_checked(lo, hi, keys_only) for name, fview in families.items()}
         # values only come back at the output when sources are merged and no filter reads them
