@@ -213,3 +213,24 @@ def test_flipped_value_bytes_do_not_reach_keys_only_runs(tmp_path, files):
         assert got == _keys_only(cells, None, None)
         with pytest.raises(CorruptionError, match="value section checksum"):
             list(r.scan_batches())
+
+
+def test_a_decoded_run_is_cached_as_one_entry(files):
+    from storage.storefile import BlockCache
+
+    root, cells = files
+    cache = BlockCache(64 << 20)
+    with StoreFileReader(FileSystem(root), "plain.rsf", cache=cache) as r:
+        list(r.scan_parts(keys_only=True, cache_blocks=False))
+        assert len(cache) == 0  # a scan that does not cache blocks leaves nothing behind
+        first, _ = _parts_cells(r, None, None, 65536)
+        entries = len(cache)
+        dense_units = [u for u in plan_units(r, 0, r.block_count - 1, 65536)
+                       if r._index.layouts[u[0]] == BlockLayout.DENSE]
+        cells_blocks = sum(1 for lay in r._index.layouts if lay != BlockLayout.DENSE)
+        assert entries == len(dense_units) + cells_blocks
+        r.counters.reset()
+        again, _ = _parts_cells(r, None, None, 65536)
+        c = r.counters.snapshot()
+        assert again == first == _keys_only(cells, None, None)
+        assert c["reads"] == c["cache_misses"] == 0 and c["cache_hits"] == entries

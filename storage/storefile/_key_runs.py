@@ -26,8 +26,11 @@ vectorized check finds a bad block, that block is decoded alone by the
 per-block decoder, which raises its exact error: what counts as corrupt is
 defined once, in :mod:`._block_v2` and ``StoreFileReader._header_v2``.
 
-Nothing here goes through the block cache: the key sections are read from
-the file (the OS page cache, for a local file) on every pass.
+With a block cache and ``cache_blocks``, a decoded run (its row keys and
+timestamp columns, never values) is cached as one entry keyed by the file,
+the run's first block and its last block; a later read of the same run (a
+repeated count) takes it from there.  Without one, every pass reads and
+verifies the key sections again (from the OS page cache, for a local file).
 """
 
 from __future__ import annotations
@@ -129,16 +132,29 @@ def key_units(
 ) -> Iterator[tuple[Block, int]]:
     """The keys-only blocks ``first`` to ``last`` as ``(block, last block index)``
     units: a run of dense blocks is one keys-only :class:`Block` spanning
-    them; a ``CELLS`` block is read alone (through the block cache)."""
+    them (cached as one entry), a ``CELLS`` block is read alone (each through
+    the block cache)."""
     idx = reader._index
     family = reader.info.family
+    cache = reader._cache
     for a, b in plan_units(reader, first, last, max_rows):
         if idx.layouts[a] != BlockLayout.DENSE:
             yield reader._load_keys(a, cache_blocks), a
             continue
-        for ga, gb, dense in read_run(reader, a, b):
-            length = idx.offsets[gb] + idx.lengths[gb] - idx.offsets[ga]
-            yield Block(ga, idx.offsets[ga], length, None, dense, family, keys_only=True), gb
+        key = (reader.file_id, idx.offsets[a], "key run", b)
+        units = cache.get(key) if cache is not None else None
+        if units is not None:
+            reader.counters.add("cache_hits")
+        else:
+            if cache is not None:
+                reader.counters.add("cache_misses")
+            units = []
+            for ga, gb, dense in read_run(reader, a, b):
+                length = idx.offsets[gb] + idx.lengths[gb] - idx.offsets[ga]
+                units.append((Block(ga, idx.offsets[ga], length, None, dense, family, keys_only=True), gb))
+            if cache_blocks and cache is not None:
+                cache.put(key, units, sum(block.nbytes for block, _ in units))
+        yield from units
 
 
 def _sections(reader: "StoreFileReader", offsets: list[int], lengths: list[int]) -> list:
