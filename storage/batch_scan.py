@@ -460,8 +460,11 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     ranges = list(zip(bounds, bounds[1:]))
     if scan.reverse:
         ranges.reverse()
+    # the row-counting filter: each clean source can be cut to its rows' first cells before merging
+    firsts = {name: keys_only and proc.select is None and dense_scan.first_cell_only(scan.filter)
+              and proc.trivial_resolution(name) for name in families}
     for lo, hi in ranges:
-        chunk = {name: fview.sources_checked(lo, hi, keys_only) for name, fview in families.items()}
+        chunk = {name: fview.sources_checked(lo, hi, keys_only, firsts[name]) for name, fview in families.items()}
         # values only come back at the output when sources are merged and no filter reads them
         pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None
         resolved = []
