@@ -183,25 +183,42 @@ def read_run(reader: "StoreFileReader", a: int, b: int) -> list[tuple[int, int, 
     """Blocks ``a`` to ``b`` (inclusive, all ``DENSE``, no row split between
     them) read for their keys: ``(first, last, keys-only DenseBlock)`` per
     group of blocks sharing one qualifier table (usually one group)."""
-    idx = reader._index
-    where = reader._where
-    offsets = idx.offsets[a : b + 1]
-    key_lengths = idx.key_lengths[a : b + 1]
-    raws = _sections(reader, offsets, key_lengths)
+    offsets = reader._index.offsets[a : b + 1]
+    raws = _sections(reader, offsets, reader._index.key_lengths[a : b + 1])
+    heads = _checked_headers(reader, a, b, raws)
+    bodies = _key_bodies(reader, a, raws, heads)
     hsize = BLOCK_V2_HEADER_SIZE
+    groups = []
+    g = 0
+    while g < len(bodies):
+        qualifiers, encodings, table_size = qualifier_table(bodies[g], reader._where, offsets[g] + hsize)
+        table = bytes(bodies[g][:table_size])
+        h = g + 1
+        while h < len(bodies) and bodies[h][:table_size] == table:
+            h += 1
+        dense = _decode_group(reader, a + g, raws[g:h], bodies[g:h], heads[g:h], qualifiers, encodings, table_size)
+        groups.append((a + g, a + h - 1, dense))
+        g = h
+    return groups
+
+
+def _checked_headers(reader: "StoreFileReader", a: int, b: int, raws: list) -> np.ndarray:
+    """The headers of blocks ``a`` to ``b`` as a structured array, each
+    checked (magic, checksums of the header and the key section, fields)
+    against itself and the block index in one vectorized pass."""
+    idx = reader._index
+    hsize = BLOCK_V2_HEADER_SIZE
+    offsets = idx.offsets[a : b + 1]
     mapped = reader._mapped
     if mapped is not None:  # one gather from the mapping, no slice per block
         data = np.frombuffer(mapped, dtype=np.uint8)
-        at = np.asarray(offsets, dtype=np.int64)[:, None] + np.arange(hsize)
-        heads = data[at].view(_HEADER_DTYPE).ravel()
+        heads = data[np.asarray(offsets, dtype=np.int64)[:, None] + np.arange(hsize)].view(_HEADER_DTYPE).ravel()
     else:
         heads = np.frombuffer(b"".join([r[:hsize] for r in raws]), dtype=_HEADER_DTYPE)
-    header_crc = np.fromiter(
-        (zlib.crc32(r[: hsize - 4]) for r in raws), dtype=np.uint32, count=len(raws)
-    )
+    header_crc = np.fromiter((zlib.crc32(r[: hsize - 4]) for r in raws), dtype=np.uint32, count=len(raws))
     key_crc = np.fromiter((zlib.crc32(r[hsize:]) for r in raws), dtype=np.uint32, count=len(raws))
-    prev = np.asarray(idx.offsets[a - 1 : b] if a else [-1] + idx.offsets[: b], dtype=np.int64)
-    key_size = heads["key_size"].astype(np.int64)
+    prev = np.asarray(idx.offsets[a - 1 : b] if a else [-1] + idx.offsets[:b], dtype=np.int64)
+    key_end = hsize + _align8(heads["key_size"].astype(np.int64))
     cells = heads["cells"].astype(np.int64)
     rows = heads["rows"].astype(np.int64)
     ok = (
@@ -214,9 +231,8 @@ def read_run(reader: "StoreFileReader", a: int, b: int) -> list[tuple[int, int, 
         & (rows > 0)
         & (rows <= cells)
         & (heads["prev"] == prev)
-        & (hsize + _align8(key_size) == np.asarray(key_lengths, dtype=np.int64))
-        & (hsize + _align8(key_size) + _align8(heads["value_size"].astype(np.int64))
-           == np.asarray(idx.lengths[a : b + 1], dtype=np.int64))
+        & (key_end == np.asarray(idx.key_lengths[a : b + 1], dtype=np.int64))
+        & (key_end + _align8(heads["value_size"].astype(np.int64)) == np.asarray(idx.lengths[a : b + 1], dtype=np.int64))
         & (cells == np.asarray(idx.cell_counts[a : b + 1], dtype=np.int64))
         & (rows == idx.row_counts[a : b + 1])
         & (heads["compression"] == reader._codec.code)
@@ -225,36 +241,33 @@ def read_run(reader: "StoreFileReader", a: int, b: int) -> list[tuple[int, int, 
     if not ok.all():
         k = int(np.flatnonzero(~ok)[0])
         _decode_alone(reader, a + k, raws[k])
-        raise CorruptionError("data block header disagrees with the block index", where, offsets[k])
+        raise CorruptionError("data block header disagrees with the block index", reader._where, offsets[k])
+    return heads
+
+
+def _key_bodies(reader: "StoreFileReader", a: int, raws: list, heads: np.ndarray) -> list:
+    """The (decompressed) key section of each block, checksums already verified."""
+    hsize = BLOCK_V2_HEADER_SIZE
     codec = reader._codec
+    sizes = heads["key_raw_size"].tolist()
     if codec.arrow_name is None:
-        bodies = [r[hsize : hsize + n] for r, n in zip(raws, key_size.tolist())]
+        bodies = [r[hsize : hsize + n] for r, n in zip(raws, heads["key_size"].tolist())]
     else:
+        offsets = reader._index.offsets[a : a + len(raws)]
         bodies = [
             memoryview(
                 _unpack_section(
                     pa.py_buffer(r[hsize:]), int(h["key_size"]), int(h["key_raw_size"]),
-                    int(h["key_checksum"]), codec, _WHAT, where, o + hsize,
+                    int(h["key_checksum"]), codec, _WHAT, reader._where, o + hsize,
                 )
             ).cast("B")
             for r, h, o in zip(raws, heads, offsets)
         ]
-    if any(len(body) != n for body, n in zip(bodies, heads["key_raw_size"].tolist())):
-        k = next(i for i, (body, n) in enumerate(zip(bodies, heads["key_raw_size"].tolist())) if len(body) != n)
-        _decode_alone(reader, a + k, raws[k])
-        raise CorruptionError(f"{_WHAT} has the wrong size", where, offsets[k])
-    groups = []
-    g = 0
-    while g < len(bodies):
-        qualifiers, encodings, table_size = qualifier_table(bodies[g], where, offsets[g] + hsize)
-        table = bytes(bodies[g][:table_size])
-        h = g + 1
-        while h < len(bodies) and bodies[h][:table_size] == table:
-            h += 1
-        dense = _decode_group(reader, a + g, raws[g:h], bodies[g:h], heads[g:h], qualifiers, encodings, table_size)
-        groups.append((a + g, a + h - 1, dense))
-        g = h
-    return groups
+    for k, (body, n) in enumerate(zip(bodies, sizes)):
+        if len(body) != n:
+            _decode_alone(reader, a + k, raws[k])
+            raise CorruptionError(f"{_WHAT} has the wrong size", reader._where, reader._index.offsets[a + k])
+    return bodies
 
 
 def _decode_group(reader, first: int, raws, bodies, heads, qualifiers, encodings, table_size) -> DenseBlock:
