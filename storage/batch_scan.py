@@ -335,7 +335,11 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
         if out is not None and out.num_rows:
             yield out
 
-    for part in reader.scan_parts(low, high, keys_only=drop_values):
+    # keys-only runs of dense blocks: large for a count, a little past the limit for a limited scan
+    run_rows = max(proc.scan.batch_cells, _MIN_GROUP_CELLS)
+    if proc.rows_left is not None:
+        run_rows = min(run_rows, max(proc.rows_left, 1024))
+    for part in reader.scan_parts(low, high, keys_only=drop_values, run_rows=run_rows):
         dense = part.dense
         if dense is not None and (direct is not None or first_only) and not part.continued and not part.open:
             # the part starts a row, so the held rows are complete
