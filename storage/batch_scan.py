@@ -28,6 +28,7 @@ from .late_values import index_values, materialize
 from .region import RegionView, chunk_bounds
 from .columns import parse_column
 from .store import StoreView
+from .storefile._dense import empty_binary
 
 __all__ = ["BatchScan", "scan_region_batches"]
 
@@ -157,8 +158,9 @@ class _Processor:
             timestamps=self.scan.timestamps,
         )
 
-    def finish(self, cells: pa.Table) -> pa.RecordBatch | None:
-        """Select, filter, limit and shape one chunk of resolved cells (forward order)."""
+    def finish(self, cells: pa.Table, filtered: bool = False) -> pa.RecordBatch | None:
+        """Select, filter, limit and shape one chunk of resolved cells (forward order);
+        ``filtered``: the cells are already what the filter leaves of them."""
         scan = self.scan
         if cells.num_rows == 0:
             return None
@@ -172,7 +174,7 @@ class _Processor:
         pivot_then_reverse = scan.reverse and scan.output == "rows" and scan.filter is None
         if scan.reverse and not pivot_then_reverse:
             cells = kernels.reverse_rows(cells)
-        if scan.filter is not None:
+        if scan.filter is not None and not filtered:
             before = _row_count(cells)
             cells = scan.filter.filter_batch(cells)
             if self.metrics is not None:
@@ -253,12 +255,6 @@ def values_discarded(flt) -> bool:
     return False
 
 
-def _empty_values(n: int) -> pa.Array:
-    """``n`` empty (not null) binary values, built without a Python loop."""
-    offsets = pa.py_buffer(np.zeros(n + 1, dtype=np.int32).tobytes())
-    return pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(b"")])
-
-
 def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
     """``(field names, qualifiers, filter plan)`` when this scan takes dense
     blocks straight to rows (see :mod:`storage.dense_scan`), else None."""
@@ -331,7 +327,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             # the filter empties every value anyway: never copy them
             keys = [b.select(_KEY_COLUMNS) for b in batches]
             batch = keys[0] if len(keys) == 1 else pa.concat_batches(keys)
-            batch = batch.append_column(CELL_SCHEMA.field(5), _empty_values(batch.num_rows))
+            batch = batch.append_column(CELL_SCHEMA.field(5), empty_binary(batch.num_rows))
         else:
             batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
         cells = pa.Table.from_batches([batch])
@@ -342,11 +338,16 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     def emit_firsts() -> Iterator[pa.RecordBatch]:
         if proc.metrics is not None:
             proc.metrics.cells_scanned += sum(d.cell_count() for d in firsts) - firsts_rows  # finish adds the rest
-        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]))
+        # first cells with empty values are what the row-counting filter leaves
+        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]), filtered=True)
         if out is not None and out.num_rows:
             yield out
 
-    for part in reader.scan_parts(low, high, keys_only=drop_values):
+    # keys-only runs of dense blocks: large for a count, a little past the limit for a limited scan
+    run_rows = max(proc.scan.batch_cells, _MIN_GROUP_CELLS)
+    if proc.rows_left is not None:
+        run_rows = min(run_rows, max(proc.rows_left, 1024))
+    for part in reader.scan_parts(low, high, keys_only=drop_values, run_rows=run_rows):
         dense = part.dense
         if dense is not None and (direct is not None or first_only) and not part.continued and not part.open:
             # the part starts a row, so the held rows are complete
@@ -415,6 +416,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
 
 
 _MIN_GROUP_CELLS = 16384
+_KEYS_ONLY_CHUNK_BLOCKS = 256  # blocks of the largest file per chunk of a keys-only scan
 
 
 def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
@@ -460,13 +462,21 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     if stream_view is not None:
         yield from _stream_one_file(stream_view, low, high, proc)
         return
-    cuts = chunk_bounds(families.values(), low, high)
+    keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
+    if keys_only:
+        # chunks without values: many more blocks per chunk for the same memory, fewer kernel calls
+        cuts = chunk_bounds(families.values(), low, high, _KEYS_ONLY_CHUNK_BLOCKS)
+    else:
+        cuts = chunk_bounds(families.values(), low, high)
     bounds = [low] + cuts + [high]
     ranges = list(zip(bounds, bounds[1:]))
     if scan.reverse:
         ranges.reverse()
+    # the row-counting filter: each clean source can be cut to its rows' first cells before merging
+    firsts = {name: keys_only and proc.select is None and dense_scan.first_cell_only(scan.filter)
+              and proc.trivial_resolution(name) for name in families}
     for lo, hi in ranges:
-        chunk = {name: fview.sources_checked(lo, hi) for name, fview in families.items()}
+        chunk = {name: fview.sources_checked(lo, hi, keys_only, firsts[name]) for name, fview in families.items()}
         # values only come back at the output when sources are merged and no filter reads them
         pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None
         resolved = []

@@ -21,8 +21,11 @@ import pyarrow.compute as pc
 from .cells import CELL_SCHEMA, CellType
 from .columns import parse_column
 from .storefile._dense import DenseBlock, constant_binary
+from .storefile._kernels import row_starts
 
-__all__ = ["dense_columns", "dense_rows", "dense_filter", "filter_masks", "first_cells", "first_cell_only"]
+__all__ = [
+    "dense_columns", "dense_rows", "dense_filter", "filter_masks", "first_cells", "first_cell_only", "first_cells_of_parts",
+]
 
 
 def dense_columns(family: bytes, columns: list[bytes]) -> tuple[list[str], list[bytes]] | None:
@@ -200,6 +203,25 @@ def first_cells(parts: list[DenseBlock], family: bytes) -> pa.RecordBatch:
         ],
         schema=CELL_SCHEMA,
     )
+
+
+def first_cells_of_parts(parts, family: bytes) -> pa.Table:
+    """The first cell of every row of a file's keys-only :class:`BlockPart`
+    pieces (in order), as one ``CELL_SCHEMA`` table: dense pieces through
+    :func:`first_cells`, cell pieces by taking each row's first cell; a row
+    that spans pieces keeps the cell of the piece it began in."""
+    pieces = []
+    for part in parts:
+        if part.dense is not None:
+            pieces.append(first_cells([part.dense], family))
+        else:
+            starts = row_starts(part.cells.column(0))
+            pieces.append(part.cells.take(pa.array(starts)) if len(starts) != part.cells.num_rows else part.cells)
+    if not pieces:
+        return CELL_SCHEMA.empty_table()
+    table = pa.Table.from_batches(pieces, schema=CELL_SCHEMA)
+    starts = row_starts(table.column(0))
+    return table if len(starts) == table.num_rows else table.take(pa.array(starts))
 
 
 def dense_filter(flt, family: bytes):

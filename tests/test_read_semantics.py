@@ -76,6 +76,7 @@ FILTERS = [
     "ValueFilter (=, 'substring:1')",
     "FirstKeyOnlyFilter ()",
     "KeyOnlyFilter ()",
+    "FirstKeyOnlyFilter () AND KeyOnlyFilter ()",
     "PageFilter (2)",
     "TimestampsFilter (3, 5, 8)",
     "SingleColumnValueFilter ('a', 'q1', =, 'binary:v1')",
@@ -206,6 +207,8 @@ def apply_filter(flt, row, cells, all_cells):
         return cells[:1]
     if flt == "KeyOnlyFilter ()":
         return [c._replace(value=b"") for c in cells]
+    if flt == "FirstKeyOnlyFilter () AND KeyOnlyFilter ()":  # the row-counting filter
+        return [c._replace(value=b"") for c in cells[:1]]
     if flt == "TimestampsFilter (3, 5, 8)":
         return [c for c in cells if c.timestamp in (3, 5, 8)]
     if flt.startswith("SingleColumnValueFilter"):
