@@ -153,7 +153,7 @@ class _ReaderBase:
         """
         scan = self._require()
         if scan.last_row is None and not scan.done:
-            counted = split_row_count(scan.split, scan.metrics)
+            counted = split_row_count(scan.split, scan.metrics, scan.remote_options)
             if counted is not None:
                 scan.close()
                 return counted

@@ -89,15 +89,25 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
                     return
 
 
-def split_row_count(split: TableSplit, metrics: ScanMetrics | None = None) -> int | None:
+def split_row_count(
+    split: TableSplit, metrics: ScanMetrics | None = None, remote_options: dict[str, Any] | None = None
+) -> int | None:
     """The split's row count through :func:`storage.row_count.count_region_rows`
-    (block indexes where they can answer), or None when the split's scan has
-    columns, a filter other than the row-counting one or a time range, or
-    reads from a server: then rows must be scanned."""
+    (block indexes where they can answer; on a region server, one ``count``
+    call per span, which runs the same there), or None when the split's scan
+    has columns, a filter other than the row-counting one or a time range:
+    then rows must be scanned.  ``remote_options`` go to ``storage.connect``
+    in server mode."""
     scan = split.scan or ScanSpec()
     counting = scan.filter is None or scan.filter == ROW_COUNT_FILTER
-    if is_remote_root(split.root) or scan.columns or not counting or scan.time_range is not None:
+    if scan.columns or not counting or scan.time_range is not None:
         return None
+    if is_remote_root(split.root):
+        import storage
+
+        with storage.connect(split.root, **dict(remote_options or {})) as conn:
+            table = conn.table(split.table)
+            return sum(table.count(row_start=lo or None, row_stop=hi) for lo, hi in _spans(split, None))
     table_fs = FileSystem(split.root).sub(split.table)
     families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
     cache = shared_block_cache() if scan.cache_blocks else None

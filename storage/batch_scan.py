@@ -29,6 +29,7 @@ from .region import RegionView, chunk_bounds
 from .columns import parse_column
 from .row_scan import CELLS, RowMerge
 from .store import StoreView
+from .storefile._dense import empty_binary
 
 __all__ = ["BatchScan", "scan_region_batches"]
 
@@ -58,6 +59,9 @@ class BatchScan:
 
 
 def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
+    kept = scan.filter.families_kept() if scan.filter is not None else None
+    if kept is not None:  # no other family's cell can pass the filter
+        return [name for name in view.stores if name.encode() in kept and _family_read(name.encode(), scan.columns)]
     if not scan.columns:
         return list(view.stores)
     names = []
@@ -70,6 +74,11 @@ def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
         if name in view.stores and name not in names:
             names.append(name)
     return names
+
+
+def _family_read(family: bytes, columns: Sequence[bytes] | None) -> bool:
+    """Does a scan of ``columns`` (None: everything) read any of ``family``'s cells?"""
+    return not columns or any(parse_column(spec).family == family for spec in columns)
 
 
 def _column_mask(cells: pa.Table, columns: Sequence[bytes]) -> pa.ChunkedArray | None:
@@ -150,8 +159,9 @@ class _Processor:
             timestamps=self.scan.timestamps,
         )
 
-    def finish(self, cells: pa.Table) -> pa.RecordBatch | None:
-        """Select, filter, limit and shape one chunk of resolved cells (forward order)."""
+    def finish(self, cells: pa.Table, filtered: bool = False) -> pa.RecordBatch | None:
+        """Select, filter, limit and shape one chunk of resolved cells (forward order);
+        ``filtered``: the cells are already what the filter leaves of them."""
         scan = self.scan
         if cells.num_rows == 0:
             return None
@@ -165,7 +175,7 @@ class _Processor:
         pivot_then_reverse = scan.reverse and scan.output == "rows" and scan.filter is None
         if scan.reverse and not pivot_then_reverse:
             cells = kernels.reverse_rows(cells)
-        if scan.filter is not None:
+        if scan.filter is not None and not filtered:
             before = _row_count(cells)
             cells = scan.filter.filter_batch(cells)
             if self.metrics is not None:
@@ -246,12 +256,6 @@ def values_discarded(flt) -> bool:
     return False
 
 
-def _empty_values(n: int) -> pa.Array:
-    """``n`` empty (not null) binary values, built without a Python loop."""
-    offsets = pa.py_buffer(np.zeros(n + 1, dtype=np.int32).tobytes())
-    return pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(b"")])
-
-
 def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
     """``(field names, qualifiers, filter plan)`` when this scan takes dense
     blocks straight to rows (see :mod:`storage.dense_scan`), else None."""
@@ -324,7 +328,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             # the filter empties every value anyway: never copy them
             keys = [b.select(_KEY_COLUMNS) for b in batches]
             batch = keys[0] if len(keys) == 1 else pa.concat_batches(keys)
-            batch = batch.append_column(CELL_SCHEMA.field(5), _empty_values(batch.num_rows))
+            batch = batch.append_column(CELL_SCHEMA.field(5), empty_binary(batch.num_rows))
         else:
             batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
         cells = pa.Table.from_batches([batch])
@@ -335,11 +339,16 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     def emit_firsts() -> Iterator[pa.RecordBatch]:
         if proc.metrics is not None:
             proc.metrics.cells_scanned += sum(d.cell_count() for d in firsts) - firsts_rows  # finish adds the rest
-        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]))
+        # first cells with empty values are what the row-counting filter leaves
+        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]), filtered=True)
         if out is not None and out.num_rows:
             yield out
 
-    for part in reader.scan_parts(low, high, keys_only=drop_values):
+    # keys-only runs of dense blocks: large for a count, a little past the limit for a limited scan
+    run_rows = max(proc.scan.batch_cells, _MIN_GROUP_CELLS)
+    if proc.rows_left is not None:
+        run_rows = min(run_rows, max(proc.rows_left, 1024))
+    for part in reader.scan_parts(low, high, keys_only=drop_values, run_rows=run_rows):
         dense = part.dense
         if dense is not None and (direct is not None or first_only) and not part.continued and not part.open:
             # the part starts a row, so the held rows are complete
@@ -409,6 +418,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
 
 _MIN_GROUP_CELLS = 16384
 _ROW_MERGE_BLOCKS = 64  # blocks of the largest file per chunk of a row-run merge
+_KEYS_ONLY_CHUNK_BLOCKS = 256  # blocks of the largest file per chunk of a keys-only scan
 
 
 def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
@@ -459,12 +469,22 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
         # a rows scan of clean sources merges rows, not cells (storage/row_scan.py)
         ((name, fview),) = families.items()
         row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, proc.trivial_resolution(name)), proc)
-    # row runs cost little per row but a fixed amount per chunk: larger chunks
-    cuts = chunk_bounds(families.values(), low, high, *(() if row_merge is None else (_ROW_MERGE_BLOCKS,)))
+    keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
+    if keys_only:
+        # chunks without values: many more blocks per chunk for the same memory, fewer kernel calls
+        cuts = chunk_bounds(families.values(), low, high, _KEYS_ONLY_CHUNK_BLOCKS)
+    elif row_merge is not None:
+        # row runs cost little per row but a fixed amount per chunk: larger chunks
+        cuts = chunk_bounds(families.values(), low, high, _ROW_MERGE_BLOCKS)
+    else:
+        cuts = chunk_bounds(families.values(), low, high)
     bounds = [low] + cuts + [high]
     ranges = list(zip(bounds, bounds[1:]))
     if scan.reverse:
         ranges.reverse()
+    # the row-counting filter: each clean source can be cut to its rows' first cells before merging
+    firsts = {name: keys_only and proc.select is None and dense_scan.first_cell_only(scan.filter)
+              and proc.trivial_resolution(name) for name in families}
     for lo, hi in ranges:
         if row_merge is not None:
             rows = row_merge.chunk(lo, hi, scan.reverse)
@@ -473,7 +493,7 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
                 if proc.done:
                     return
                 continue
-        chunk = {name: fview.sources_checked(lo, hi) for name, fview in families.items()}
+        chunk = {name: fview.sources_checked(lo, hi, keys_only, firsts[name]) for name, fview in families.items()}
         # values only come back at the output when sources are merged and no filter reads them
         pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None
         resolved = []

@@ -490,6 +490,13 @@ class RemoteTable:
         finally:
             batches.close()
 
+    def count(self, row_start: bytes | None = None, row_stop: bytes | None = None,
+              row_prefix: bytes | None = None) -> int:
+        """Rows in ``[row_start, row_stop)`` (or with ``row_prefix``), counted on
+        the server by ``Table.count()``: from the block indexes where they
+        answer, else by the row-counting scan.  One call, whatever the size."""
+        return self._call("count", {"row_start": row_start, "row_stop": row_stop, "row_prefix": row_prefix})["count"]
+
     # -- maintenance --------------------------------------------------------------
     def flush(self) -> None:
         """Flush every region's memstore to store files on the server."""

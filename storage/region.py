@@ -215,7 +215,13 @@ class Region:
             self._wal.close()
         name = f"{self._next_seq:020d}.wal"
         if name in old:  # never append to a file that may end in a torn record
-            name = f"{self._next_seq:020d}-{_now_ms()}.wal"
+            stamp, attempt = _now_ms(), 0
+            name = f"{self._next_seq:020d}-{stamp}.wal"
+            # An open within the same millisecond as a failed one finds that
+            # one's (possibly torn) file under the same name.
+            while name in old:
+                attempt += 1
+                name = f"{self._next_seq:020d}-{stamp}-{attempt}.wal"
         self._wal = WalWriter(self.fs, f"{_WAL_DIR}/{name}", sync=self.settings.wal_sync)
         self._wal_name = name
         self.fs.sync_dir(_WAL_DIR)

@@ -17,10 +17,13 @@ from typing import Sequence
 import pyarrow as pa
 
 from .cells import CELL_SCHEMA
+from .dense_scan import first_cells_of_parts
 from .fs import FileSystem
 from .memstore import MemStore, MemStoreView
 from .schema import FamilySettings
 from .storefile import BlockCache, StoreFileReader, StoreFileWriter
+from .storefile._dense import empty_binary
+from .storefile._kernels import row_starts
 
 __all__ = ["Store", "StoreView"]
 
@@ -55,11 +58,12 @@ class StoreView:
             return CELL_SCHEMA.empty_table()
         return self.memstore.to_batch(start_row, stop_row)
 
-    def file_batches(self, start_row: bytes, stop_row: bytes | None) -> list[pa.Table]:
-        """Each file's cells in the range as one table, newest file first."""
+    def file_batches(self, start_row: bytes, stop_row: bytes | None, keys_only: bool = False) -> list[pa.Table]:
+        """Each file's cells in the range as one table, newest file first
+        (``keys_only``: empty values, and no value section is read)."""
         out = []
         for f in self.files:
-            batches = list(f.reader.scan_batches(start_row, stop_row))
+            batches = list(f.reader.scan_batches(start_row, stop_row, keys_only=keys_only))
             out.append(pa.Table.from_batches(batches, schema=CELL_SCHEMA) if batches else CELL_SCHEMA.empty_table())
         return out
 
@@ -67,17 +71,40 @@ class StoreView:
         """All sources' cells in the range, newest first; empty sources left out."""
         return self.sources_checked(start_row, stop_row)[0]
 
-    def sources_checked(self, start_row: bytes, stop_row: bytes | None) -> tuple[list[pa.Table], list[bool]]:
+    def sources_checked(
+        self, start_row: bytes, stop_row: bytes | None, keys_only: bool = False, first_cells: bool = False
+    ) -> tuple[list[pa.Table], list[bool]]:
         """The range's non-empty sources, newest first, and for each whether it
-        needs no version or delete resolution on its own."""
+        needs no version or delete resolution on its own.  ``keys_only``:
+        every value is empty (files are read for their key sections only).
+        ``first_cells`` (with ``keys_only``, for a scan that keeps only the
+        first cell of each row and has no TTL or time range to apply): when
+        every source is clean, each is cut to the first cell of each of its
+        rows, which still resolve to the first cell of every row."""
         tables: list[pa.Table] = []
         clean: list[bool] = []
+        firsts = (
+            first_cells and keys_only and (self.memstore.is_empty() or self.memstore.is_clean())
+            and not any(f.reader.info.needs_resolution for f in self.files)
+        )
         if not self.memstore.is_empty():
             mem = self.memstore_batch(start_row, stop_row)
             if mem.num_rows:
+                if firsts:
+                    mem = mem.take(pa.array(row_starts(mem.column(0).combine_chunks())))
+                if keys_only:  # merging would copy the values only to drop them
+                    mem = mem.set_column(5, CELL_SCHEMA.field(5), pa.chunked_array([empty_binary(mem.num_rows)]))
                 tables.append(mem)
                 clean.append(self.memstore.is_clean())
-        for f, table in zip(self.files, self.file_batches(start_row, stop_row)):
+        if firsts:
+            family = self.family.encode()
+            for f in self.files:
+                table = first_cells_of_parts(f.reader.scan_parts(start_row, stop_row, keys_only=True), family)
+                if table.num_rows:
+                    tables.append(table)
+                    clean.append(True)
+            return tables, clean
+        for f, table in zip(self.files, self.file_batches(start_row, stop_row, keys_only)):
             if table.num_rows:
                 tables.append(table)
                 clean.append(not f.reader.info.needs_resolution)

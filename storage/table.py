@@ -806,7 +806,7 @@ class Table:
         """
         from .row_count import count_region_rows
 
-        self._check_open()
+        self._check_readable()
         low, high = row_range(row_start, row_stop, row_prefix, False)
         if high is not None and low >= high:
             return 0

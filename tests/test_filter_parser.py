@@ -26,6 +26,7 @@ from storage.filters import (
     RowFilter,
     RowRange,
     SingleColumnValueFilter,
+    ColumnValueFilter,
     SkipFilter,
     SubstringComparator,
     TimestampsFilter,
@@ -49,6 +50,15 @@ EXAMPLES = [
     (
         "SingleColumnValueFilter ('cf', 'q', >=, 'binary:5', true, false)",
         SingleColumnValueFilter(b"cf", b"q", ">=", BinaryComparator(b"5"), True, False),
+    ),
+    (
+        "ColumnValueFilter ('cf', 'q', =, 'binary:abc')",
+        ColumnValueFilter(b"cf", b"q", "=", BinaryComparator(b"abc")),
+    ),
+    (
+        "ColumnValueFilter ('cf', '', NO_OP, 'substring:X') OR ColumnValueFilter ('d', 'q', <=, 'binaryprefix:a')",
+        FilterList("OR", [ColumnValueFilter(b"cf", b"", CompareOperator.NO_OP, SubstringComparator(b"x")),
+                          ColumnValueFilter(b"d", b"q", "<=", BinaryPrefixComparator(b"a"))]),
     ),
     (
         "KeyOnlyFilter() AND FirstKeyOnlyFilter()",
@@ -132,6 +142,7 @@ leaves = st.one_of(
     st.builds(QualifierFilter, ops, comparators),
     st.builds(ValueFilter, ops, comparators),
     st.builds(SingleColumnValueFilter, any_bytes, any_bytes, ops, comparators, st.booleans(), st.booleans()),
+    st.builds(ColumnValueFilter, any_bytes, any_bytes, ops, comparators),
     st.integers(0, 10**6).map(PageFilter),
     st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4).map(TimestampsFilter),
 )
@@ -201,6 +212,13 @@ def error_of(text: str) -> FilterSyntaxError:
         ("PageFilter (-1)", 0, ["page_size"]),
         ("KeyOnlyFilter (yes)", 15, ["must be true or false"]),
         ("SingleColumnValueFilter ('cf', 'q', =, 'binary:1', true)", 55, ["takes 4 or 6 arguments, got 5"]),
+        ("ColumnValueFilter ('cf', 'q', =)", 31, ["ColumnValueFilter takes 4 arguments, got 3"]),
+        ("ColumnValueFilter ('cf', 'q', =, 'binary:1', true, true)", 45, ["takes 4 arguments, got 6"]),
+        ("ColumnValueFilter ('cf', 'q', 'binary:1', =)", 30, ["argument 3 must be a compare operator"]),
+        ("ColumnValueFilter ('cf', 7, =, 'binary:1')", 25, ["argument 2 must be a quoted string"]),
+        ("ColumnValueFilter (true, 'q', =, 'binary:1')", 19, ["argument 1 must be a quoted string"]),
+        ("ColumnValueFilter ('cf', 'q', =, 'long:1')", 33, ["must start with one of"]),
+        ("ColumnValueFilter ('cf', 'q', >, 'regexstring:(?<=a)b')", 33, ["RE2"]),
         ("MultiRowRangeFilter ('a', true, 'b')", 35, ["groups of 4"]),
         ("MultiRowRangeFilter ('b', true, 'a', true)", 0, ["after its stop"]),
         ("PrefixFilter ('a',)", 18, ["expected an argument of PrefixFilter"]),

@@ -19,6 +19,7 @@ from storage.filters import (
     BinaryComparator,
     BinaryPrefixComparator,
     ColumnPrefixFilter,
+    ColumnValueFilter,
     CompareOperator,
     Filter,
     FilterList,
@@ -130,6 +131,7 @@ leaf_filters = st.one_of(
         st.booleans(),
         st.booleans(),
     ),
+    st.builds(ColumnValueFilter, st.sampled_from(FAMILIES), qualifiers, ops, comparators(values)),
     st.integers(0, 4).map(PageFilter),
     st.lists(st.integers(1, 4), max_size=3).map(TimestampsFilter),
 )

@@ -451,6 +451,13 @@ def test_server_root_reads_through_the_region_server(root):
     from storage.server.process import ServerProcess
 
     expected = _embedded_rows(root)
+    conn = storage.connect(root)
+    one = conn.create_table("one", {"cf": {"block_size": 512}}, split_keys=[_key(300)], settings={"wal_sync": "none"})
+    with one.batch() as b:
+        for i in range(700):
+            b.put(_key(i), {b"cf:a": b"a%05d" % i})
+    one.flush()
+    conn.close()
     with ServerProcess(root) as server:
         fmt = TableInputFormat({"regionscan.root": server.location, "hbase.mapreduce.inputtable": "t",
                                 "hbase.mapreduce.tableinput.mappers.per.region": "3"})
@@ -462,6 +469,17 @@ def test_server_root_reads_through_the_region_server(root):
                                     key_ranges=[(_key(295), _key(305))])
         batches = [b for s in narrowed.get_splits() for b in narrowed.create_batch_reader(s)]
         assert pa.Table.from_batches(batches).column("key").to_pylist() == [_key(i) for i in range(295, 305)]
+        # count_rows() asks the server's count: the rows of each split, not read
+        expected_counts = [len(_read_all(fmt, [s])) for s in splits]
+        assert _counts(fmt, TableBatchRecordReader) == expected_counts and sum(expected_counts) == ROWS
+        assert _counts(narrowed, TableRecordReader) == [5, 5]  # the range spans two regions
+        # one family of clean files: the server's block indexes answer, no block is read or looked up
+        one = TableInputFormat({"regionscan.root": server.location, "hbase.mapreduce.inputtable": "one"})
+        with storage.connect(server.location) as remote:
+            remote.read_counters("one", reset=True)
+            assert _counts(one, TableRecordReader) == [300, 400]
+            counters = remote.read_counters("one")["counters"]
+            assert counters["blocks_read"] == counters["cache_hits"] == 0
 
 
 def test_a_task_finishing_after_the_abort_discards_its_files(root):

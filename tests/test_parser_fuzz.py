@@ -151,7 +151,7 @@ def test_bounded_json_counts_nesting_outside_strings_only():
 # -- fuzzing -------------------------------------------------------------------------
 
 _FILTER_WORDS = [
-    "PrefixFilter", "PageFilter", "TimestampsFilter", "SingleColumnValueFilter", "ValueFilter",
+    "PrefixFilter", "PageFilter", "TimestampsFilter", "SingleColumnValueFilter", "ValueFilter", "ColumnValueFilter",
     "MultiRowRangeFilter", "KeyOnlyFilter", "(", ")", ",", "'a'", "'binary:x'", "'regexstring:[a'",
     "1", "-1", "true", "false", "AND", "OR", "SKIP", "WHILE", "=", "!=", "<=", ">", "NO_OP",
 ]

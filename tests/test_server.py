@@ -170,6 +170,29 @@ def test_writes_admin_and_errors(remote):
     assert not remote.is_table_available("w")
 
 
+COUNTS = [{}, {"row_start": b"row00500", "row_stop": b"row02500"}, {"row_prefix": b"row012"}, {"row_stop": b"row00001"},
+          {"row_start": b"row09"}]
+
+
+def test_count_equals_embedded(remote, embedded):
+    table = remote.table("t")
+    for kw in COUNTS:
+        rows = sum(b.num_rows for b in embedded.scan_batches(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()",
+                                                              output="cells", **kw))
+        assert table.count(**kw) == embedded.count(**kw) == rows, kw
+    assert table.count() == ROWS - len(range(1, ROWS, 50))
+    # a flushed table of one clean file: the server counts from the block index, reading no block
+    remote.read_counters("p", reset=True)
+    assert remote.table("p").count() == ROWS
+    assert remote.read_counters("p")["counters"]["blocks_read"] == 0
+    with pytest.raises(storage.InvalidArgument, match="request field 'row_start' must be bytes, got str"):
+        table.count(row_start="row1")
+    with pytest.raises(storage.InvalidArgument, match="row_prefix cannot be combined with row_start or row_stop"):
+        table.count(row_start=b"a", row_prefix=b"b")
+    with pytest.raises(storage.TableNotFound):
+        remote._call("count", {"table": "missing"})
+
+
 def test_sequence_numbers(remote, embedded):
     table = remote.table("t")
     expected = pa.Table.from_batches(list(embedded.scan_batches(columns=[b"cf:a"])))

@@ -106,3 +106,27 @@ def test_torn_wal_tail_is_dropped(tmp_path):
     with storage.connect(str(root)) as c:
         c.table("t").put(b"r9", {b"cf:v": b"again"})
     assert len(_read_all(root)) == 10
+
+
+def test_an_open_never_appends_to_a_torn_log_left_in_the_same_millisecond(tmp_path, monkeypatch):
+    """An open starts a new log named by the next sequence id, or by that id and
+    the clock's millisecond when a log has that name. A failed open in the same
+    millisecond can leave a torn log under the second name too; the next open
+    then takes a third name instead of appending behind the torn record."""
+    import shutil
+
+    import storage.region
+
+    monkeypatch.setattr(storage.region, "_now_ms", lambda: 1_700_000_000_000)
+    root = tmp_path / "root"
+    with storage.connect(str(root)) as c:
+        c.create_table("t", {"cf": {}}, settings={"wal_sync": "each"})
+    (wal,) = (root / "t" / "regions").glob("*/wal/*.wal")  # empty: the next open's id names it too
+    shutil.copy(wal, wal.with_name(wal.stem + "-1700000000000.wal"))
+    for log in wal.parent.glob("*.wal"):
+        with open(log, "ab") as f:
+            f.write(b"\x00" * 8)  # as a write cut short by a full disk leaves it
+    assert _read_all(root) == []
+    with storage.connect(str(root)) as c:
+        c.table("t").put(b"s", {b"cf:v": b"y"})
+    assert [k for k, _ in _read_all(root)] == [b"s"]

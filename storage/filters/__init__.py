@@ -19,6 +19,7 @@ from .cell_filters import (
 )
 from .column_filters import ColumnPaginationFilter, ColumnRangeFilter, FamilyFilter, MultipleColumnPrefixFilter
 from .column_value import SingleColumnValueFilter
+from .column_value_cells import ColumnValueFilter
 from .column_value_exclude import SingleColumnValueExcludeFilter
 from .inclusive_stop import InclusiveStopFilter
 from .comparators import (
@@ -48,6 +49,7 @@ __all__ = [
     "ColumnPrefixFilter",
     "QualifierFilter",
     "SingleColumnValueFilter",
+    "ColumnValueFilter",
     "ValueFilter",
     "PageFilter",
     "FamilyFilter",

@@ -110,6 +110,13 @@ class RowBatch:
         """A per-row array repeated for every cell of the row."""
         return np.repeat(per_row, self.lengths)
 
+    def column_cells(self, family: bytes, qualifier: bytes) -> np.ndarray:
+        """Mask of the cells in column ``family:qualifier``."""
+        return pc.and_(
+            pc.equal(self.column("family"), pa.scalar(family, pa.binary())),
+            pc.equal(self.column("qualifier"), pa.scalar(qualifier, pa.binary())),
+        ).to_numpy(zero_copy_only=False)
+
     def first_rows(self, count: int) -> np.ndarray:
         """Mask of the cells of the first ``count`` rows."""
         mask = np.zeros(self.num_cells, dtype=bool)

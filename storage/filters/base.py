@@ -107,6 +107,12 @@ class Filter(ABC):
         scan's column list leaves them out, or None."""
         return None
 
+    def families_kept(self) -> set[bytes] | None:
+        """Families outside of which the filter keeps no cell, whatever else a row
+        holds, or None.  A scan may then skip the other families' stores: their
+        cells could never come out and cannot change the answer."""
+        return None
+
     # --- the cell-at-a-time path --------------------------------------
     def filter_row_key(self, row: bytes) -> bool:
         """True to skip ``row`` before its cells are read.  Never changes state."""

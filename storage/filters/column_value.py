@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..cells import Cell
 from ..errors import InvalidArgument
 from . import _values
+from ._column_test import ColumnTest
 from ._rows import RowBatch
-from ._text import quote, quote_text, to_bytes
-from .base import Filter, Keep, Mode
+from .base import Keep, Mode
 from .comparators import Comparator
-from .compare import CompareOperator, to_operator
+from .compare import CompareOperator
 
 __all__ = ["SingleColumnValueFilter"]
 
 
-class SingleColumnValueFilter(Filter):
+class SingleColumnValueFilter(ColumnTest):
     """Rows whose ``family:qualifier`` value satisfies ``value <op> comparator``.
 
     As HBase's ``SingleColumnValueFilter``: with ``latest_version_only`` only
@@ -36,19 +34,12 @@ class SingleColumnValueFilter(Filter):
         filter_if_missing: bool = False,
         latest_version_only: bool = True,
     ):
-        if not isinstance(comparator, Comparator):
-            raise InvalidArgument(f"SingleColumnValueFilter comparator must be a Comparator, got {comparator!r}")
+        super().__init__(family, qualifier, op, comparator)
         for name, flag in (("filter_if_missing", filter_if_missing), ("latest_version_only", latest_version_only)):
             if not isinstance(flag, bool):
-                raise InvalidArgument(f"SingleColumnValueFilter {name} must be a bool, got {flag!r}")
-        self.family = to_bytes(family, "SingleColumnValueFilter family")
-        self.qualifier = to_bytes(qualifier, "SingleColumnValueFilter qualifier")
-        self.op = to_operator(op)
-        self.comparator = comparator
+                raise InvalidArgument(f"{type(self).__name__} {name} must be a bool, got {flag!r}")
         self.filter_if_missing = filter_if_missing
         self.latest_version_only = latest_version_only
-        self._test = comparator.predicate(self.op)
-        self._column = (self.family, self.qualifier)
 
     def columns_needed(self) -> set[bytes] | None:
         return {self.family + b":" + self.qualifier}
@@ -70,11 +61,7 @@ class SingleColumnValueFilter(Filter):
         return passes, _values.KEEP
 
     def _eval_batch(self, batch: RowBatch) -> tuple[np.ndarray, int]:
-        family, qualifier = batch.column("family"), batch.column("qualifier")
-        in_column = pc.and_(
-            pc.equal(family, pa.scalar(self.family, pa.binary())),
-            pc.equal(qualifier, pa.scalar(self.qualifier, pa.binary())),
-        ).to_numpy(zero_copy_only=False)
+        in_column = self._column_cells(batch)
         if self.latest_version_only:
             # the newest version is the column's first cell within its row
             after_same = np.zeros_like(in_column)
@@ -82,7 +69,7 @@ class SingleColumnValueFilter(Filter):
             after_same[batch.starts] = False
             in_column &= ~after_same
         tested = np.flatnonzero(in_column)
-        matched = self.comparator.mask(batch.column("value").take(pa.array(tested, pa.int64())), self.op)
+        matched = self._matching(batch, tested)
         found_rows = np.zeros(batch.num_rows, dtype=bool)
         tested_rows = batch.row_of(tested)
         found_rows[tested_rows] = True
@@ -92,13 +79,10 @@ class SingleColumnValueFilter(Filter):
         return batch.broadcast(passes), _values.KEEP
 
     def _settings(self) -> tuple:
-        return (self.family, self.qualifier, self.op, self.comparator, self.filter_if_missing, self.latest_version_only)
+        return super()._settings() + (self.filter_if_missing, self.latest_version_only)
 
     def __repr__(self) -> str:
-        text = (
-            f"SingleColumnValueFilter ({quote(self.family)}, {quote(self.qualifier)}, "
-            f"{self.op.symbol}, {quote_text(self.comparator.to_string())}"
-        )
+        text = self._call_text()
         if self.filter_if_missing or not self.latest_version_only:
             text += f", {str(self.filter_if_missing).lower()}, {str(self.latest_version_only).lower()}"
         return text + ")"

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..cells import Cell
 from . import _values
@@ -31,11 +29,4 @@ class SingleColumnValueExcludeFilter(SingleColumnValueFilter):
 
     def _eval_batch(self, batch: RowBatch) -> tuple[np.ndarray, int]:
         mask, mode = super()._eval_batch(batch)
-        in_column = pc.and_(
-            pc.equal(batch.column("family"), pa.scalar(self.family, pa.binary())),
-            pc.equal(batch.column("qualifier"), pa.scalar(self.qualifier, pa.binary())),
-        ).to_numpy(zero_copy_only=False)
-        return mask & ~in_column, _values.KEEP
-
-    def __repr__(self) -> str:
-        return "SingleColumnValueExcludeFilter" + super().__repr__()[len("SingleColumnValueFilter"):]
+        return mask & ~self._column_cells(batch), _values.KEEP

@@ -78,6 +78,11 @@ def _always(_: bytes) -> bool:
 
 
 def _to_numpy(mask: pa.Array) -> np.ndarray:
+    # A null value (a dense column's absent cell) compares as False here, so
+    # callers mask absent cells out afterwards instead of copying the values
+    # to fill them; a boolean array with nulls would become an object array.
+    if mask.null_count:
+        mask = mask.fill_null(False)
     return mask.to_numpy(zero_copy_only=False)
 
 
@@ -149,6 +154,10 @@ class BinaryPrefixComparator(Comparator):
         op = to_operator(op)
         if op is CompareOperator.NO_OP:
             return np.zeros(len(data), dtype=bool)
+        if op in (CompareOperator.EQUAL, CompareOperator.NOT_EQUAL):
+            # equality needs no cut copy of every value: one prefix test
+            found = _to_numpy(pc.starts_with(data, self.value))
+            return found if op is CompareOperator.EQUAL else ~found
         head = pc.binary_slice(data, 0, len(self.value))
         return _to_numpy(_KERNEL[op](head, pa.scalar(self.value, pa.binary())))
 
@@ -198,11 +207,15 @@ class SubstringComparator(_MatchComparator):
     def __init__(self, value: bytes | str):
         super().__init__(value)
         self.value = self.value.lower()  # bytes.lower() folds ASCII only
+        self._folds = self.value != self.value.upper()  # holds an ASCII letter
 
     def _matches(self, x: bytes) -> bool:
         return self.value in x.lower()
 
     def _match_mask(self, data: pa.Array) -> np.ndarray:
+        if not self._folds:
+            # no letter in the substring: case cannot matter, and the values need no lowered copy
+            return _to_numpy(pc.match_substring(data, self.value))
         # ascii_lower only rewrites bytes A-Z, so viewing binary data as
         # string (no UTF-8 validation happens on a view) is safe here.
         lowered = pc.ascii_lower(data.view(pa.string())).view(pa.binary())

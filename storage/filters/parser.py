@@ -32,6 +32,7 @@ from .cell_filters import (
     ValueFilter,
 )
 from .column_value import SingleColumnValueFilter
+from .column_value_cells import ColumnValueFilter
 from .comparators import Comparator, comparator_from_string
 from .compare import CompareOperator
 from .filter_list import FilterList
@@ -231,6 +232,11 @@ def _single_column_value(a: _Args) -> Filter:
     return SingleColumnValueFilter(a.string(0), a.string(1), a.operator(2), a.comparator(3), *extra)
 
 
+def _column_value(a: _Args) -> Filter:
+    a.count(4)
+    return ColumnValueFilter(a.string(0), a.string(1), a.operator(2), a.comparator(3))
+
+
 def _multi_row_range(a: _Args) -> Filter:
     if len(a.args) % 4:
         raise a.fail(
@@ -291,6 +297,7 @@ def _multiple_column_prefix(a: _Args) -> Filter:
 _BUILDERS: dict[str, Callable[[_Args], Filter]] = {
     "ColumnPaginationFilter": _column_pagination,
     "ColumnRangeFilter": _column_range,
+    "ColumnValueFilter": _column_value,
     "FamilyFilter": _compare_filter(FamilyFilter),
     "InclusiveStopFilter": _prefix(InclusiveStopFilter),
     "MultipleColumnPrefixFilter": _multiple_column_prefix,

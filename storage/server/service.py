@@ -254,6 +254,14 @@ class RegionServer(flight.FlightServerBase):
     def _do_table_families(self, peer: str, h: dict) -> tuple[dict, bytes]:
         return {"families": self._table(h).families()}, b""
 
+    def _do_count(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        count = self._table(h).count(
+            row_start=_field(h, "row_start", bytes, required=False),
+            row_stop=_field(h, "row_stop", bytes, required=False),
+            row_prefix=_field(h, "row_prefix", bytes, required=False),
+        )
+        return {"count": count}, b""
+
     def _do_flush(self, peer: str, h: dict) -> tuple[dict, bytes]:
         self._table(h).flush()
         return {}, b""

@@ -68,6 +68,7 @@ ACTIONS: dict[str, str] = {
     "counter_get": "read a counter",
     "counter_set": "set a counter",
     "counter_inc": "add to a counter atomically, return the new value",
+    "count": "rows in a row range (Table.count(): block indexes where they answer)",
     "flush": "flush every region's memstore",
     "compact": "compact every region",
     "split": "split one region or every region",

@@ -32,7 +32,10 @@ from ._dense import DenseBlock, constant_binary, dense_from_cells
 from .codecs import BlockCodec
 from .format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockLayout, align8, checksum
 
-__all__ = ["KEY_SCHEMA", "VALUE_SCHEMA", "EncodedBlock", "encode_block_v2", "decode_keys", "decode_values"]
+__all__ = [
+    "KEY_SCHEMA", "VALUE_SCHEMA", "EncodedBlock", "encode_block_v2", "decode_keys", "decode_values", "qualifier_table",
+    "dense_key_schema",
+]
 
 KEY_SCHEMA = pa.schema(
     [
@@ -56,7 +59,9 @@ _PAD = bytes(8)
 
 
 @lru_cache(maxsize=1024)
-def _dense_key_schema(encodings: tuple) -> pa.Schema:
+def dense_key_schema(encodings: tuple) -> pa.Schema:
+    """Schema of the IPC message in a ``DENSE`` key section with these
+    timestamp encodings: the row keys, then a timestamp column per qualifier."""
     fields = [pa.field("row", pa.binary(), nullable=False)]
     for j, enc in enumerate(encodings):
         fields.append(pa.field(f"t{j}", _REE_TYPE if enc == TS_RUN_LENGTH else pa.int64()))
@@ -113,7 +118,7 @@ def encode_dense(dense: DenseBlock) -> tuple[bytes, pa.Buffer]:
         head.append(_QUAL_HEAD.pack(enc, len(q)) + q)
     table = b"".join(head)
     table += _PAD[: align8(len(table)) - len(table)]
-    keys = pa.RecordBatch.from_arrays([dense.rows, *ts_cols], schema=_dense_key_schema(tuple(encodings)))
+    keys = pa.RecordBatch.from_arrays([dense.rows, *ts_cols], schema=dense_key_schema(tuple(encodings)))
     values = pa.RecordBatch.from_arrays(dense.values, schema=_dense_value_schema(len(dense.qualifiers)))
     return table + keys.serialize().to_pybytes(), values.serialize()
 
@@ -194,17 +199,10 @@ def _read_batch(body: pa.Buffer, schema: pa.Schema, what: str, path: str, offset
     return batch
 
 
-def decode_keys(header: BlockHeaderV2, stored: pa.Buffer, codec: BlockCodec, path: str, offset: int):
-    """The key section of the block at ``offset``: a ``KEY_SCHEMA`` batch for a
-    ``CELLS`` block, a keys-only :class:`DenseBlock` for a ``DENSE`` one."""
-    at = offset + BLOCK_V2_HEADER_SIZE
+def qualifier_table(body, path: str, at: int) -> tuple[tuple, tuple, int]:
+    """``(qualifiers, timestamp encodings, padded size)`` of the qualifier table
+    that opens the (decompressed) key section of a ``DENSE`` block at ``at``."""
     what = "data block key section"
-    body = _unpack_section(stored, header.key_size, header.key_raw_size, header.key_checksum, codec, what, path, at)
-    if header.layout == BlockLayout.CELLS:
-        keys = _read_batch(body, KEY_SCHEMA, what, path, at)
-        if keys.num_rows != header.cell_count:
-            raise CorruptionError(f"{what} holds {keys.num_rows} cells, its header says {header.cell_count}", path, at)
-        return keys
     view = memoryview(body)
     try:
         (q,) = _U32.unpack_from(view, 0)
@@ -222,10 +220,25 @@ def decode_keys(header: BlockHeaderV2, stored: pa.Buffer, codec: BlockCodec, pat
         raise CorruptionError(f"{what} has a bad qualifier table ({exc})", path, at) from None
     if q == 0 or any(a >= b for a, b in zip(qualifiers, qualifiers[1:])):
         raise CorruptionError(f"{what} qualifiers are missing or out of order", path, at)
-    keys = _read_batch(body.slice(align8(pos)), _dense_key_schema(tuple(encodings)), what, path, at)
+    return tuple(qualifiers), tuple(encodings), align8(pos)
+
+
+def decode_keys(header: BlockHeaderV2, stored: pa.Buffer, codec: BlockCodec, path: str, offset: int):
+    """The key section of the block at ``offset``: a ``KEY_SCHEMA`` batch for a
+    ``CELLS`` block, a keys-only :class:`DenseBlock` for a ``DENSE`` one."""
+    at = offset + BLOCK_V2_HEADER_SIZE
+    what = "data block key section"
+    body = _unpack_section(stored, header.key_size, header.key_raw_size, header.key_checksum, codec, what, path, at)
+    if header.layout == BlockLayout.CELLS:
+        keys = _read_batch(body, KEY_SCHEMA, what, path, at)
+        if keys.num_rows != header.cell_count:
+            raise CorruptionError(f"{what} holds {keys.num_rows} cells, its header says {header.cell_count}", path, at)
+        return keys
+    qualifiers, encodings, table_size = qualifier_table(body, path, at)
+    keys = _read_batch(body.slice(table_size), dense_key_schema(encodings), what, path, at)
     if keys.num_rows != header.row_count:
         raise CorruptionError(f"{what} holds {keys.num_rows} rows, its header says {header.row_count}", path, at)
-    dense = DenseBlock(keys.column(0), tuple(qualifiers), list(keys.columns[1:]), None)
+    dense = DenseBlock(keys.column(0), qualifiers, list(keys.columns[1:]), None)
     if dense.cell_count() != header.cell_count:
         raise CorruptionError(f"{what} holds {dense.cell_count()} cells, its header says {header.cell_count}", path, at)
     return dense

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from ..cells import CELL_SCHEMA, CellType
 from ..kernels._arrays import CellColumns
 
-__all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "MAX_DENSE_QUALIFIERS", "MAX_FILL"]
+__all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "empty_binary", "MAX_DENSE_QUALIFIERS", "MAX_FILL"]
 
 MAX_DENSE_QUALIFIERS = 255
 """A block with more distinct qualifiers keeps the cell layout."""
@@ -48,6 +48,13 @@ def constant_binary(value: bytes, n: int) -> pa.Array:
     return pa.Array.from_buffers(
         pa.binary(), n, [None, pa.py_buffer(offsets.astype(np.int32).tobytes()), pa.py_buffer(value * n)]
     )
+
+
+def empty_binary(n: int) -> pa.Array:
+    """``n`` empty (not null) binary values, built without a Python loop and
+    not cached (for sizes that vary, such as a memstore's)."""
+    offsets = pa.py_buffer(np.zeros(n + 1, dtype=np.int32).tobytes())
+    return pa.Array.from_buffers(pa.binary(), n, [None, offsets, pa.py_buffer(b"")])
 
 
 def _np(arr) -> np.ndarray:

@@ -53,6 +53,14 @@ class ReadCounters:
             if block:
                 self.blocks_read += 1
 
+    def add_reads(self, nbytes: int, reads: int, blocks: int) -> None:
+        """Record ``reads`` reads of ``nbytes`` in all, ``blocks`` of them data
+        block reads (a run of blocks read as one unit)."""
+        with self._lock:
+            self.bytes_read += nbytes
+            self.reads += reads
+            self.blocks_read += blocks
+
     def snapshot(self) -> dict[str, int]:
         """The counters as a dict, read consistently."""
         with self._lock:

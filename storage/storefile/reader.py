@@ -40,6 +40,7 @@ from ..fs import FileSystem
 from ._block import Block, decode_body
 from ._block_v2 import cells_with, decode_keys, decode_values
 from ._dense import DenseBlock
+from ._key_runs import key_units
 from ._kernels import count_rows_below, first_unsorted, key_at, reverse_rows_order, row_starts
 from .bloom import RowBloomFilter, decode_bloom
 from .cache import BlockCache
@@ -109,6 +110,23 @@ class BlockPart:
     def batch(self) -> pa.RecordBatch:
         """The part as cells."""
         return self.cells if self.cells is not None else self.dense.cells(self.family)
+
+
+def _block_part(
+    block: Block, lo: int, hi: int, n: int, continued: bool, open_: bool, keys_only: bool, family: bytes
+) -> BlockPart:
+    """Rows ``lo`` to ``hi`` of a block's ``n`` as a :class:`BlockPart`
+    (values dropped when the scan asked for keys only)."""
+    dense = block.dense
+    if dense is not None:
+        piece = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
+        if keys_only and piece.values is not None:
+            piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None)
+        return BlockPart(None, piece, continued, open_, family)
+    batch = block.batch
+    if keys_only and not block.keys_only:
+        batch = cells_with(batch.select([0, 2, 3, 4]), None, family)
+    return BlockPart(batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo), None, continued, open_, family)
 
 
 class StoreFileReader:
@@ -462,57 +480,63 @@ class StoreFileReader:
         *,
         cache_blocks: bool = True,
         keys_only: bool = False,
+        run_rows: int = 65536,
     ) -> Iterator[BlockPart]:
         """The blocks of rows in ``[start_row, stop_row)``, forward, as
         :class:`BlockPart` pieces: dense blocks stay columns (a row slice of
         them), the others are cell batches.  ``keys_only`` reads only the key
-        sections of a version 2 file (values come out empty)."""
+        sections of a version 2 file (values come out empty), and a run of
+        consecutive dense blocks of up to ``run_rows`` rows then comes out as
+        one part (:mod:`._key_runs`: one decode for the run, not one per block)."""
         self._check_range(start_row, stop_row)
         if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):
             return
         keys = self.block_first_keys
-        count = self.block_count
         family = self.info.family
         first = self.find_block((start_row,)) if start_row is not None else 0
-        block = self._load_keys(first, cache_blocks) if keys_only else self._block(first, cache_blocks)
+        last = self.block_count - 1 if stop_row is None else max(bisect.bisect_left(keys, (stop_row,)) - 1, first)
+        if keys_only and self.format_version >= 2:
+            units = key_units(self, first, last, cache_blocks, run_rows)
+        else:
+            units = self._block_units(first, last, cache_blocks, keys_only)
         # version 2: whether a block's first row began in the previous block is in the index
         starts = self._index.row_start_list
         prev_last: bytes | None = None
+        try:
+            for block, b in units:  # blocks block.index to b
+                a = block.index
+                dense = block.dense
+                rows = dense.rows if dense is not None else block.batch.column(0)
+                n = len(rows)
+                lo, hi = 0, n
+                if start_row is not None and a == first and keys[first][0] < start_row:
+                    lo = count_rows_below(rows, start_row)
+                last_block = b == last
+                last_row = rows[n - 1].as_py() if starts is None or (last_block and stop_row is not None) else None
+                if last_block and stop_row is not None and last_row >= stop_row:
+                    hi = count_rows_below(rows, stop_row)
+                if hi > lo:
+                    if starts is not None:
+                        continued = lo == 0 and starts[a] > 0
+                        open_ = hi == n and not last_block and starts[b + 1] > 0
+                    else:
+                        continued = lo == 0 and prev_last is not None and keys[a][0] == prev_last
+                        open_ = hi == n and not last_block and keys[b + 1][0] == last_row
+                    yield _block_part(block, lo, hi, n, continued, open_, keys_only, family)
+                prev_last = last_row
+        finally:
+            units.close()
+
+    def _block_units(self, first: int, last: int, cache_blocks: bool, keys_only: bool) -> Iterator[tuple[Block, int]]:
+        """Blocks ``first`` to ``last`` one at a time, as ``(block, block.index)``,
+        read sequentially (prefetched headers; on a remote file the next block
+        is fetched on a background thread while the caller works on this one)."""
+        block = self._load_keys(first, cache_blocks) if keys_only else self._block(first, cache_blocks)
         while True:
             i = block.index
-            dense = block.dense
-            rows = dense.rows if dense is not None else block.batch.column(0)
-            n = len(rows)
-            lo, hi = 0, n
-            if start_row is not None and i == first and keys[first][0] < start_row:
-                lo = count_rows_below(rows, start_row)
-            last_block = i + 1 >= count or (stop_row is not None and keys[i + 1][0] >= stop_row)
-            last_row = rows[n - 1].as_py() if starts is None or (last_block and stop_row is not None) else None
-            if last_block and stop_row is not None and last_row >= stop_row:
-                hi = count_rows_below(rows, stop_row)
-            part = None
-            if hi > lo:
-                if starts is not None:
-                    continued = lo == 0 and starts[i] > 0
-                    open_ = hi == n and not last_block and starts[i + 1] > 0
-                else:
-                    continued = lo == 0 and prev_last is not None and keys[i][0] == prev_last
-                    open_ = hi == n and not last_block and keys[i + 1][0] == last_row
-                if dense is not None:
-                    piece = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
-                    if keys_only and piece.values is not None:
-                        piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None)
-                    part = BlockPart(None, piece, continued, open_, family)
-                else:
-                    batch = block.batch
-                    if keys_only and not block.keys_only:
-                        batch = cells_with(batch.select([0, 2, 3, 4]), None, family)
-                    part = BlockPart(batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo), None, continued, open_, family)
-            if last_block:
-                if part is not None:
-                    yield part
+            if i == last:
+                yield block, i
                 return
-            prev_last = last_row
             if keys_only:
                 fetch, args = self._load_keys, (i + 1, cache_blocks)
             else:
@@ -522,16 +546,14 @@ class StoreFileReader:
                 # also brings the block after's header) while the caller
                 # works on this one, so the pipe stays full (HBase seed 001).
                 upcoming = _prefetch_pool().submit(fetch, *args)
-                if part is not None:
-                    try:
-                        yield part
-                    except GeneratorExit:
-                        upcoming.cancel()  # the scan stopped early: nobody wants that block
-                        raise
+                try:
+                    yield block, i
+                except GeneratorExit:
+                    upcoming.cancel()  # the scan stopped early: nobody wants that block
+                    raise
                 block = upcoming.result()
             else:
-                if part is not None:
-                    yield part
+                yield block, i
                 block = fetch(*args)
 
     def count_rows(self, start_row: bytes | None = None, stop_row: bytes | None = None) -> int:

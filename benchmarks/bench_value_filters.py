@@ -1,0 +1,114 @@
+"""Value filters on dense blocks: one comparison per tested column, against its peers.
+
+    python benchmarks/bench_value_filters.py --rows 1000000 --root /tmp/bench/vf
+
+The sample table of ``bench_format.py`` (4-byte key, ``cf:n``, ``cf:s`` of
+``--value-size`` bytes) is bulk loaded and major-compacted, so every block is
+a version 2 dense block.  For each filter, a scan into Arrow rows
+(``scan_batches(columns=[cf:n, cf:s], filter=...)``) is timed three ways in
+the same run, best of ``--repeat`` after a warm-up, CPU seconds by default:
+
+* dense: the filter as the engine runs it on dense blocks (one vectorized
+  comparison over the tested column, then column slices);
+* cell kernels: the same filter ANDed with a ``PageFilter`` larger than the
+  table, which keeps every row but is stateful, so the dense path declines
+  it and the blocks go through the cell kernels (cells, filter, pivot);
+* no filter: the full scan into rows, the floor a filter that keeps every
+  row cannot beat.
+
+For the binary comparisons, pyarrow reading the same rows from one
+uncompressed Parquet file and filtering them with one ``pyarrow.compute``
+comparison is printed as an outside peer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import bench_format  # noqa: E402  (the sample table and its bulk load)
+import bench_scan  # noqa: E402  (best_of: warm-up, alternating runs, best time)
+import storage  # noqa: E402
+
+COLUMNS = [b"cf:n", b"cf:s"]
+
+
+def filters(rows: int) -> list[tuple[str, str, tuple | None]]:
+    """``(label, filter string, (column, operator, value) for the Parquet peer or None)``."""
+    tenth = b"value-%010d" % (rows // 10)
+    return [
+        ("SingleColumnValueFilter binary <",
+         f"SingleColumnValueFilter ('cf', 's', <, 'binary:{tenth.decode()}')", ("cf:s", pc.less, tenth)),
+        ("ColumnValueFilter binary < (cf:s only)",
+         f"ColumnValueFilter ('cf', 's', <, 'binary:{tenth.decode()}')", ("cf:s", pc.less, tenth)),
+        ("ValueFilter binaryprefix =", "ValueFilter (=, 'binaryprefix:value-00000')", None),
+        ("ColumnValueFilter substring =", "ColumnValueFilter ('cf', 's', =, 'substring:00123-')", None),
+        ("SingleColumnValueFilter regexstring =",
+         "SingleColumnValueFilter ('cf', 's', =, 'regexstring:^value-\\d{9}7')", None),
+        ("ColumnValueFilter OR SingleColumnValueFilter",
+         f"ColumnValueFilter ('cf', 's', <, 'binary:{tenth.decode()}') OR "
+         "SingleColumnValueFilter ('cf', 's', =, 'substring:00123-')", None),
+    ]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--regions", type=int, default=1)
+    p.add_argument("--value-size", type=int, default=100)
+    p.add_argument("--block-size", type=int, default=65536)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--root", default="./bench-data/value-filters")
+    p.add_argument("--clock", choices=sorted(bench_scan.CLOCKS), default="cpu")
+    args = p.parse_args(argv)
+    bench_scan._clock = bench_scan.CLOCKS[args.clock]
+    rows = args.rows
+    root = os.path.join(args.root, "tables")
+    batches = bench_format.sample_batches(rows, args.value_size)
+    bench_format.bulk_load(root, rows, args.regions, args.value_size, args.block_size, batches)
+    conn = storage.connect(root)
+    table = conn.table(bench_format.TABLE)
+    table.compact(major=True)
+    layouts = {k for r in table.store_file_readers() for k in r._index.layouts}
+    print(f"{rows:,} rows, {args.value_size}-byte cf:s, {args.regions} region(s), block layouts {sorted(layouts)} "
+          f"(1: dense); clock: {args.clock}")
+    parquet = os.path.join(args.root, "rows.parquet")
+    pq.write_table(pa.Table.from_batches(list(table.scan_batches(columns=COLUMNS))), parquet, compression="none")
+
+    def scan(flt) -> callable:
+        return lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, filter=flt))
+
+    (t_full, n_full), = bench_scan.best_of(args.repeat, scan(None))
+    assert n_full == rows, n_full
+    print(f"no filter: {rows / t_full:,.0f} rows/s ({t_full:.3f} s)")
+    page = f" AND PageFilter ({rows + 1})"
+    for label, flt, peer in filters(rows):
+        fns = [scan(flt), scan(flt + page)]
+        if peer is not None:
+            column, compare, value = peer
+            fns.append(lambda: (lambda t: t.filter(compare(t[column], pa.scalar(value, pa.binary()))).num_rows)(
+                pq.read_table(parquet, use_threads=False)))
+        timed = bench_scan.best_of(args.repeat, *fns)
+        (t_dense, n_dense), (t_cells, n_cells) = timed[:2]
+        assert n_dense == n_cells, (label, n_dense, n_cells)
+        line = (f"{label}: keeps {n_dense:,} rows ({100 * n_dense / rows:.1f}%); dense {rows / t_dense:,.0f} rows scanned/s ({t_dense:.3f} s), "
+                f"cell kernels {rows / t_cells:,.0f} ({t_cells:.3f} s): {t_cells / t_dense:.2f}x; "
+                f"vs no filter {t_full / t_dense:.2f}x")
+        if peer is not None:
+            t_pq, n_pq = timed[2]
+            line += f"; parquet read + pyarrow filter {rows / t_pq:,.0f} ({t_pq:.3f} s): {t_pq / t_dense:.2f}x"
+            assert n_pq == n_dense, (label, n_pq, n_dense)
+        print(line)
+    conn.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,317 @@
+"""Keys-only reads of version 2 files: runs of dense blocks decoded together.
+
+A keys-only read (a row count, a ``KeyOnlyFilter`` scan) needs each block's
+header and key section, never its values.  Read block by block, every block
+costs a fixed amount of Python (header parse, two checksums, an IPC decode,
+the block objects); with 1000-byte values a 64 KiB block holds about 60
+rows, and that fixed cost bounded a count near 3.5M rows/s.  Here a *run* of
+consecutive ``DENSE`` blocks is one unit:
+
+* the run's blocks and their key section lengths come from the block index;
+  on a memory-mapped file each key section is a slice of the mapping (value
+  pages are never touched), elsewhere one ranged read per block, issued
+  concurrently on the reader's prefetch threads;
+* all headers of the run are decoded and checked against the index in one
+  NumPy pass over a structured array; the header and key section checksums
+  are one ``zlib.crc32`` call per block;
+* blocks whose qualifier table is byte for byte the run's first one have
+  their IPC record batch messages laid end to end behind the schema message:
+  one Arrow IPC stream, decoded by one ``read_all`` (C++ loops over the
+  messages);
+* the run comes out as one keys-only :class:`DenseBlock` over all its rows.
+
+A run never holds a row split between two of its blocks (the index's
+``row_start`` says where rows continue), so its rows stay distinct.  When a
+vectorized check finds a bad block, that block is decoded alone by the
+per-block decoder, which raises its exact error: what counts as corrupt is
+defined once, in :mod:`._block_v2` and ``StoreFileReader._header_v2``.
+
+With a block cache and ``cache_blocks``, a decoded run (its row keys and
+timestamp columns, never values) is cached as one entry keyed by the file,
+the run's first block and its last block; a later read of the same run (a
+repeated count) takes it from there.  Without one, every pass reads and
+verifies the key sections again (from the OS page cache, for a local file).
+"""
+
+from __future__ import annotations
+
+import zlib
+from functools import lru_cache
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CorruptionError, StorageError
+from ._block import Block
+from ._block_v2 import _unpack_section, decode_keys, dense_key_schema, qualifier_table
+from ._dense import DenseBlock
+from .format import BLOCK_V2_HEADER_SIZE, BLOCK_V2_MAGIC, BlockLayout, ChecksumType
+
+if TYPE_CHECKING:
+    from .reader import StoreFileReader
+
+__all__ = ["plan_units", "key_units", "read_run", "RUN_KEY_BYTES"]
+
+RUN_KEY_BYTES = 64 << 20
+"""At most this many key section bytes per run (bounds memory and keeps the
+run's row key offsets far from Arrow's 2 GiB binary limit)."""
+
+# One version 2 block header as NumPy reads it (``format._BLOCK_V2_HEADER``
+# and its checksum, little-endian, no padding).
+_HEADER_DTYPE = np.dtype(
+    [
+        ("magic", "S8"),
+        ("layout", "u1"),
+        ("checksum_type", "u1"),
+        ("compression", "u1"),
+        ("reserved", "u1"),
+        ("cells", "<u4"),
+        ("rows", "<u4"),
+        ("prev", "<i8"),
+        ("key_size", "<u4"),
+        ("key_raw_size", "<u4"),
+        ("value_size", "<u4"),
+        ("value_raw_size", "<u4"),
+        ("key_checksum", "<u4"),
+        ("value_checksum", "<u4"),
+        ("header_checksum", "<u4"),
+    ]
+)
+
+_END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+_WHAT = "data block key section"
+
+
+def _align8(a: np.ndarray) -> np.ndarray:
+    return (a + 7) & ~7
+
+
+@lru_cache(maxsize=64)
+def _stream_head(encodings: tuple) -> bytes:
+    """The IPC schema message that turns a dense key section's messages into a stream."""
+    return dense_key_schema(encodings).serialize().to_pybytes()
+
+
+def plan_units(reader: "StoreFileReader", first: int, last: int, max_rows: int) -> list[tuple[int, int]]:
+    """Blocks ``first`` to ``last`` (inclusive) cut into units ``(a, b)``
+    (inclusive): runs of ``DENSE`` blocks of at most ``max_rows`` rows (at
+    least one block) and ``RUN_KEY_BYTES`` key bytes, no row split inside a
+    run, and every other block alone.  Planned from the index alone."""
+    idx = reader._index
+    span = slice(first, last + 1)
+    dense = np.asarray(idx.layouts[span]) == BlockLayout.DENSE
+    continues = idx.row_starts[span] > 0  # the block's first row began in the block before
+    cut = ~dense | continues
+    cut[1:] |= ~dense[:-1]
+    cut[0] = True
+    rows = np.cumsum(idx.row_counts[span])
+    key_bytes = np.cumsum(np.asarray(idx.key_lengths[span], dtype=np.int64))
+    seg = np.flatnonzero(cut).tolist() + [last - first + 1]
+    units = []
+    for s, e in zip(seg, seg[1:]):
+        if not dense[s]:
+            units.append((first + s, first + s))
+            continue
+        while s < e:
+            rows_before = int(rows[s - 1]) if s else 0
+            bytes_before = int(key_bytes[s - 1]) if s else 0
+            k = min(
+                int(np.searchsorted(rows, rows_before + max_rows, side="right")),
+                int(np.searchsorted(key_bytes, bytes_before + RUN_KEY_BYTES, side="right")),
+                e,
+            )
+            k = max(k, s + 1)
+            units.append((first + s, first + k - 1))
+            s = k
+    return units
+
+
+def key_units(
+    reader: "StoreFileReader", first: int, last: int, cache_blocks: bool, max_rows: int
+) -> Iterator[tuple[Block, int]]:
+    """The keys-only blocks ``first`` to ``last`` as ``(block, last block index)``
+    units: a run of dense blocks is one keys-only :class:`Block` spanning
+    them (cached as one entry), a ``CELLS`` block is read alone (each through
+    the block cache)."""
+    idx = reader._index
+    family = reader.info.family
+    cache = reader._cache
+    for a, b in plan_units(reader, first, last, max_rows):
+        if idx.layouts[a] != BlockLayout.DENSE:
+            yield reader._load_keys(a, cache_blocks), a
+            continue
+        key = (reader.file_id, idx.offsets[a], "key run", b)
+        units = cache.get(key) if cache is not None else None
+        if units is not None:
+            reader.counters.add("cache_hits")
+        else:
+            if cache is not None:
+                reader.counters.add("cache_misses")
+            units = []
+            for ga, gb, dense in read_run(reader, a, b):
+                length = idx.offsets[gb] + idx.lengths[gb] - idx.offsets[ga]
+                units.append((Block(ga, idx.offsets[ga], length, None, dense, family, keys_only=True), gb))
+            if cache_blocks and cache is not None:
+                cache.put(key, units, sum(block.nbytes for block, _ in units))
+        yield from units
+
+
+def _sections(reader: "StoreFileReader", offsets: list[int], lengths: list[int]) -> list:
+    """Header and key section of each block (``lengths`` bytes at ``offsets``)
+    as memoryviews: slices of the mapping, or one ranged read per block."""
+    mapped = reader._mapped
+    if mapped is not None:
+        # the index was checked at open to tile the data within the file
+        view = memoryview(mapped).cast("B")  # Arrow exports signed bytes ("b"), which compare slowly
+        out = [view[o : o + n] for o, n in zip(offsets, lengths)]
+        reader.counters.add_reads(sum(lengths), len(out), len(out))
+        return out
+    if reader.closed:
+        raise StorageError(f"store file reader of {reader._where} is closed")
+    from .reader import _prefetch_pool
+
+    def read(pair: tuple[int, int]) -> memoryview:
+        return memoryview(reader._read(pair[0], pair[1], block=True)).cast("B")
+
+    if len(offsets) == 1:
+        return [read((offsets[0], lengths[0]))]
+    return list(_prefetch_pool().map(read, zip(offsets, lengths)))
+
+
+def read_run(reader: "StoreFileReader", a: int, b: int) -> list[tuple[int, int, DenseBlock]]:
+    """Blocks ``a`` to ``b`` (inclusive, all ``DENSE``, no row split between
+    them) read for their keys: ``(first, last, keys-only DenseBlock)`` per
+    group of blocks sharing one qualifier table (usually one group)."""
+    offsets = reader._index.offsets[a : b + 1]
+    raws = _sections(reader, offsets, reader._index.key_lengths[a : b + 1])
+    heads = _checked_headers(reader, a, b, raws)
+    bodies = _key_bodies(reader, a, raws, heads)
+    hsize = BLOCK_V2_HEADER_SIZE
+    groups = []
+    g = 0
+    while g < len(bodies):
+        qualifiers, encodings, table_size = qualifier_table(bodies[g], reader._where, offsets[g] + hsize)
+        table = bytes(bodies[g][:table_size])
+        h = g + 1
+        while h < len(bodies) and bodies[h][:table_size] == table:
+            h += 1
+        dense = _decode_group(reader, a + g, raws[g:h], bodies[g:h], heads[g:h], qualifiers, encodings, table_size)
+        groups.append((a + g, a + h - 1, dense))
+        g = h
+    return groups
+
+
+def _checked_headers(reader: "StoreFileReader", a: int, b: int, raws: list) -> np.ndarray:
+    """The headers of blocks ``a`` to ``b`` as a structured array, each
+    checked (magic, checksums of the header and the key section, fields)
+    against itself and the block index in one vectorized pass."""
+    idx = reader._index
+    hsize = BLOCK_V2_HEADER_SIZE
+    offsets = idx.offsets[a : b + 1]
+    mapped = reader._mapped
+    if mapped is not None:  # one gather from the mapping, no slice per block
+        data = np.frombuffer(mapped, dtype=np.uint8)
+        heads = data[np.asarray(offsets, dtype=np.int64)[:, None] + np.arange(hsize)].view(_HEADER_DTYPE).ravel()
+    else:
+        heads = np.frombuffer(b"".join([r[:hsize] for r in raws]), dtype=_HEADER_DTYPE)
+    header_crc = np.fromiter((zlib.crc32(r[: hsize - 4]) for r in raws), dtype=np.uint32, count=len(raws))
+    key_crc = np.fromiter((zlib.crc32(r[hsize:]) for r in raws), dtype=np.uint32, count=len(raws))
+    prev = np.asarray(idx.offsets[a - 1 : b] if a else [-1] + idx.offsets[:b], dtype=np.int64)
+    key_end = hsize + _align8(heads["key_size"].astype(np.int64))
+    cells = heads["cells"].astype(np.int64)
+    rows = heads["rows"].astype(np.int64)
+    ok = (
+        (heads["magic"] == BLOCK_V2_MAGIC)
+        & (header_crc == heads["header_checksum"])
+        & (heads["checksum_type"] == ChecksumType.CRC32)
+        & (heads["layout"] == BlockLayout.DENSE)
+        & (heads["reserved"] == 0)
+        & (cells > 0)
+        & (rows > 0)
+        & (rows <= cells)
+        & (heads["prev"] == prev)
+        & (key_end == np.asarray(idx.key_lengths[a : b + 1], dtype=np.int64))
+        & (key_end + _align8(heads["value_size"].astype(np.int64)) == np.asarray(idx.lengths[a : b + 1], dtype=np.int64))
+        & (cells == np.asarray(idx.cell_counts[a : b + 1], dtype=np.int64))
+        & (rows == idx.row_counts[a : b + 1])
+        & (heads["compression"] == reader._codec.code)
+        & (key_crc == heads["key_checksum"])
+    )
+    if not ok.all():
+        k = int(np.flatnonzero(~ok)[0])
+        _decode_alone(reader, a + k, raws[k])
+        raise CorruptionError("data block header disagrees with the block index", reader._where, offsets[k])
+    return heads
+
+
+def _key_bodies(reader: "StoreFileReader", a: int, raws: list, heads: np.ndarray) -> list:
+    """The (decompressed) key section of each block, checksums already verified."""
+    hsize = BLOCK_V2_HEADER_SIZE
+    codec = reader._codec
+    sizes = heads["key_raw_size"].tolist()
+    if codec.arrow_name is None:
+        bodies = [r[hsize : hsize + n] for r, n in zip(raws, heads["key_size"].tolist())]
+    else:
+        offsets = reader._index.offsets[a : a + len(raws)]
+        bodies = [
+            memoryview(
+                _unpack_section(
+                    pa.py_buffer(r[hsize:]), int(h["key_size"]), int(h["key_raw_size"]),
+                    int(h["key_checksum"]), codec, _WHAT, reader._where, o + hsize,
+                )
+            ).cast("B")
+            for r, h, o in zip(raws, heads, offsets)
+        ]
+    for k, (body, n) in enumerate(zip(bodies, sizes)):
+        if len(body) != n:
+            _decode_alone(reader, a + k, raws[k])
+            raise CorruptionError(f"{_WHAT} has the wrong size", reader._where, reader._index.offsets[a + k])
+    return bodies
+
+
+def _decode_group(reader, first: int, raws, bodies, heads, qualifiers, encodings, table_size) -> DenseBlock:
+    """One IPC stream of the blocks' key messages (all behind the same
+    qualifier table), checked against their headers."""
+    stream = b"".join([_stream_head(encodings), *[body[table_size:] for body in bodies], _END_OF_STREAM])
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(stream)).read_all()
+        table.validate()
+    except (pa.ArrowException, ValueError):
+        table = None
+    counts = heads["rows"].astype(np.int64)
+    if table is not None:
+        chunks = table.column(0).chunks
+        lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
+        if len(lengths) != len(counts) or not np.array_equal(lengths, counts):
+            table = None
+    if table is not None:
+        columns = [c.chunk(0) for c in table.combine_chunks().columns]
+        dense = DenseBlock(columns[0], qualifiers, columns[1:], None)
+        if np.array_equal(_cells_per_block(dense, counts), heads["cells"].astype(np.int64)):
+            return dense
+    # something in the group does not decode or disagrees: find the block
+    for k, raw in enumerate(raws):
+        _decode_alone(reader, first + k, raw)
+    raise CorruptionError(f"{_WHAT}s do not decode together", reader._where, reader._index.offsets[first])
+
+
+def _cells_per_block(dense: DenseBlock, rows_per_block: np.ndarray) -> np.ndarray:
+    """Cells of each block of a run: present timestamps per row, summed per block."""
+    total = np.zeros(len(rows_per_block), dtype=np.int64)
+    starts = np.concatenate(([0], np.cumsum(rows_per_block)[:-1]))
+    for j in range(len(dense.qualifiers)):
+        has = dense.presence(j)
+        if has is None:
+            total += rows_per_block
+        else:
+            total += np.add.reduceat(has.to_numpy(zero_copy_only=False).astype(np.int64), starts)
+    return total
+
+
+def _decode_alone(reader, i: int, raw) -> None:
+    """Decode block ``i``'s header and key section by the per-block decoder,
+    which raises the exact error of a corrupt block."""
+    offset = reader._index.offsets[i]
+    header = reader._header_v2(pa.py_buffer(raw[:BLOCK_V2_HEADER_SIZE]), i)
+    decode_keys(header, pa.py_buffer(raw[BLOCK_V2_HEADER_SIZE:]), reader._codec, reader._where, offset)
