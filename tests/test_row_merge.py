@@ -184,6 +184,10 @@ SCAN_FILTERS = [
     "SingleColumnValueFilter ('f', 'q2', =, 'binary:v1', true, true)",
     "ValueFilter (=, 'substring:1')",
     "PrefixFilter ('k')",
+    "ColumnValueFilter ('f', 'q1', =, 'binary:v1')",
+    "SingleColumnValueExcludeFilter ('f', 'q2', =, 'substring:1')",
+    "RowFilter (<, 'binary:k2') OR ValueFilter (=, 'binary:v0')",
+    "InclusiveStopFilter ('k3') AND SingleColumnValueFilter ('f', 'q1', !=, 'binary:x1')",
 ]
 
 
