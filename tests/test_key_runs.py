@@ -21,7 +21,7 @@ from storage.cells import cells_to_batch
 from storage.errors import CorruptionError
 from storage.fs import FileSystem
 from storage.storefile import StoreFileReader, StoreFileWriter
-from storage.storefile._key_runs import _HEADER_DTYPE, plan_units
+from storage.storefile._key_runs import _HEADER_DTYPE, _gather_headers, plan_units
 from storage.storefile.format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockLayout, checksum
 
 
@@ -158,6 +158,23 @@ def test_header_dtype_mirrors_the_header(files):
             h.layout, h.cell_count, h.row_count, h.prev_offset, h.key_size)
         assert (int(n["key_checksum"]), int(n["value_size"]), int(n["value_checksum"])) == (
             h.key_checksum, h.value_size, h.value_checksum)
+
+
+def test_headers_are_gathered_by_words_or_bytes_alike(files):
+    root, _ = files
+    data = open(f"{root}/plain.rsf", "rb").read()
+    with StoreFileReader(FileSystem(root), "plain.rsf") as r:
+        starts = np.asarray(r._index.offsets, dtype=np.int64)
+    assert not (starts & 7).any()  # blocks are whole words long: the word gather is taken
+    expect = np.frombuffer(b"".join(data[at : at + BLOCK_V2_HEADER_SIZE] for at in starts.tolist()), dtype=_HEADER_DTYPE)
+    got = _gather_headers(pa.py_buffer(data), starts)
+    assert got.dtype == _HEADER_DTYPE and got.shape == expect.shape
+    assert got.tobytes() == expect.tobytes()
+    # headers off a word boundary (one byte of padding in front) take the byte gather
+    shifted = _gather_headers(pa.py_buffer(b"\x00" + data), starts + 1)
+    assert shifted.tobytes() == expect.tobytes()
+    # one block alone: the last one
+    assert _gather_headers(pa.py_buffer(data), starts[-1:]).tobytes() == expect[-1:].tobytes()
 
 
 def _corrupt(tmp_path, root, change) -> StoreFileReader:
