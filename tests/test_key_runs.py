@@ -10,8 +10,13 @@ inside a run must fail with the error a block-by-block read gives.
 
 from __future__ import annotations
 
+import os
 import random
+import signal
 import struct
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -20,7 +25,7 @@ import pytest
 from storage.cells import cells_to_batch
 from storage.errors import CorruptionError
 from storage.fs import FileSystem
-from storage.storefile import StoreFileReader, StoreFileWriter
+from storage.storefile import StoreFileReader, StoreFileWriter, _key_runs
 from storage.storefile._key_runs import _HEADER_DTYPE, _gather_headers, plan_units
 from storage.storefile.format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockLayout, checksum
 
@@ -175,6 +180,52 @@ def test_headers_are_gathered_by_words_or_bytes_alike(files):
     assert shifted.tobytes() == expect.tobytes()
     # one block alone: the last one
     assert _gather_headers(pa.py_buffer(data), starts[-1:]).tobytes() == expect[-1:].tobytes()
+
+
+def test_runs_are_decoded_off_the_callers_thread(files, monkeypatch):
+    root, cells = files
+    seen = []
+    read_run = _key_runs.read_run
+
+    def spy(reader, a, b):
+        seen.append(threading.current_thread().name)
+        return read_run(reader, a, b)
+
+    monkeypatch.setattr(_key_runs, "read_run", spy)
+    with StoreFileReader(FileSystem(root), "plain.rsf") as r:
+        got, _ = _parts_cells(r, None, None, 65536)
+    assert got == _keys_only(cells, None, None)
+    assert seen and all(name.startswith("key-run-decode") for name in seen)
+
+
+def test_concurrent_keys_only_reads_agree(files):
+    root, cells = files
+    expect = _keys_only(cells, None, None)
+    with StoreFileReader(FileSystem(root), "plain.rsf") as r, ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(lambda run_rows: _parts_cells(r, None, None, run_rows)[0], [37, 500, 65536] * 4))
+    assert all(got == expect for got in results)
+
+
+def test_a_forked_child_decodes_with_its_own_threads(files):
+    root, cells = files
+    with StoreFileReader(FileSystem(root), "plain.rsf") as r:
+        _parts_cells(r, None, None, 65536)  # the parent's decode threads exist now
+    pid = os.fork()
+    if pid == 0:  # the child: a scan must not wait on the parent's threads
+        ok = False
+        try:
+            with StoreFileReader(FileSystem(root), "plain.rsf") as r:
+                ok = _parts_cells(r, None, None, 65536)[0] == _keys_only(cells, None, None)
+        finally:
+            os._exit(0 if ok else 1)
+    deadline = time.monotonic() + 60
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's keys-only read hung")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
 
 
 def _corrupt(tmp_path, root, change) -> StoreFileReader:

@@ -35,7 +35,10 @@ verifies the key sections again (from the OS page cache, for a local file).
 
 from __future__ import annotations
 
+import os
+import threading
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import TYPE_CHECKING, Iterator
 
@@ -78,6 +81,19 @@ _HEADER_DTYPE = np.dtype(
         ("header_checksum", "<u4"),
     ]
 )
+
+_DECODERS: ThreadPoolExecutor | None = None
+_DECODERS_LOCK = threading.Lock()
+
+
+def _forget_decoders() -> None:
+    # a forked child (Spark's Python workers are forked) has none of the
+    # parent's threads: it starts its own pool on first use
+    global _DECODERS, _DECODERS_LOCK
+    _DECODERS, _DECODERS_LOCK = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_decoders)
 
 _END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 _WHAT = "data block key section"
@@ -149,12 +165,33 @@ def key_units(
             if cache is not None:
                 reader.counters.add("cache_misses")
             units = []
-            for ga, gb, dense in read_run(reader, a, b):
+            for ga, gb, dense in _decoders().submit(read_run, reader, a, b).result():
                 length = idx.offsets[gb] + idx.lengths[gb] - idx.offsets[ga]
                 units.append((Block(ga, idx.offsets[ga], length, None, dense, family, keys_only=True), gb))
             if cache_blocks and cache is not None:
                 cache.put(key, units, sum(block.nbytes for block, _ in units))
         yield from units
+
+
+def _decoders() -> ThreadPoolExecutor:
+    """The threads that read and decode key runs (:func:`read_run`).
+
+    Why not the caller's thread: a run's decode makes tens of small C heap
+    allocations per block (the C++ objects of Arrow's IPC decode, validation
+    and concatenation, NumPy's arrays).  glibc's ``malloc`` serves a thread
+    from one arena, and the main thread's arena of a long-lived process is
+    fragmented by everything it did before (loads, compactions, scans):
+    there the same decode took 1.1x-1.3x the CPU time it takes in a fresh
+    process (docs/performance.md, "Counting and key-only reads").  These
+    threads only ever decode runs, so their arenas stay as compact as a fresh
+    process's.  A few threads, so concurrent scans still decode in parallel
+    (the IPC decode and the checksums release the GIL)."""
+    global _DECODERS
+    if _DECODERS is None:
+        with _DECODERS_LOCK:
+            if _DECODERS is None:
+                _DECODERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="key-run-decode")
+    return _DECODERS
 
 
 def _sections(reader: "StoreFileReader", offsets: list[int], lengths: list[int]) -> list:
