@@ -19,6 +19,9 @@ consecutive ``DENSE`` blocks is one unit:
   one Arrow IPC stream, decoded by one ``read_all`` (C++ loops over the
   messages);
 * the run comes out as one keys-only :class:`DenseBlock` over all its rows.
+* a run is read and decoded on one of a few threads kept for that
+  (:func:`_decoders`): its many small C heap allocations then come from a
+  ``malloc`` arena that the rest of a long-lived process has not fragmented.
 
 A run never holds a row split between two of its blocks (the index's
 ``row_start`` says where rows continue), so its rows stay distinct.  When a
