@@ -41,7 +41,7 @@ from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_
 from connector.scanning import split_row_count
 from jobs._splits import ScanRequest, column_list, require_table, scan_split, scanned_bytes, table_splits
 
-__all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "SplitCount", "ROW_COUNT_FILTER"]
+__all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "ScanRequest", "SplitCount", "ROW_COUNT_FILTER"]
 
 
 

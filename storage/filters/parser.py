@@ -47,11 +47,13 @@ __all__ = ["FilterSyntaxError", "parse_filter_string", "coerce_filter", "FILTER_
 
 
 class FilterSyntaxError(InvalidArgument):
-    """A filter string that does not parse; the message points at the spot.
+    """A filter string that does not parse; the one-line message names the
+    problem, its position and the text around it.
 
     ``text`` is the filter string, ``position`` the 0-based character index
-    of the problem, ``reason`` the message without the picture and ``hint``
-    what would have been accepted (or "").
+    of the problem, ``reason`` the problem alone, ``hint`` what would have
+    been accepted (or "") and ``picture`` two lines for a terminal: the text
+    around the spot and a caret under it.
     """
 
     def __init__(self, reason: str, text: str, position: int, hint: str = ""):
@@ -70,8 +72,9 @@ class FilterSyntaxError(InvalidArgument):
         caret = " " * (position - lo + (3 if lo > line_start else 0)) + "^"
         more = f"; {hint}" if hint else ""
         # a lone surrogate in the text would make the message unprintable
-        picture = f"{line}\n{caret}".encode("utf-8", "backslashreplace").decode("utf-8")
-        super().__init__(f"{clip(reason)} at position {position}{more}\n{picture}")
+        line = line.encode("utf-8", "backslashreplace").decode("utf-8")
+        self.picture = f"{line}\n{caret}"
+        super().__init__(f'{clip(reason)} at position {position} in "{line}"{more}')
 
 
 # --- tokens -------------------------------------------------------------------
