@@ -38,8 +38,6 @@ verifies the key sections again (from the OS page cache, for a local file).
 
 from __future__ import annotations
 
-import os
-import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
@@ -50,6 +48,7 @@ import pyarrow as pa
 
 from ..errors import CorruptionError, StorageError
 from ._block import Block
+from ._pools import LazyPool
 from ._block_v2 import _unpack_section, decode_keys, dense_key_schema, qualifier_table
 from ._dense import DenseBlock
 from .format import BLOCK_V2_HEADER_SIZE, BLOCK_V2_MAGIC, BlockLayout, ChecksumType
@@ -85,19 +84,7 @@ _HEADER_DTYPE = np.dtype(
     ]
 )
 
-_DECODERS: ThreadPoolExecutor | None = None
-_DECODERS_LOCK = threading.Lock()
-
-
-def _forget_decoders() -> None:
-    # a forked child (Spark's Python workers are forked) has none of the
-    # parent's threads: it starts its own pool on first use
-    global _DECODERS, _DECODERS_LOCK
-    _DECODERS, _DECODERS_LOCK = None, threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_decoders)
-
+_DECODERS = LazyPool(4, "key-run-decode")
 _END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 _WHAT = "data block key section"
 
@@ -188,13 +175,9 @@ def _decoders() -> ThreadPoolExecutor:
     process (docs/performance.md, "Counting and key-only reads").  These
     threads only ever decode runs, so their arenas stay as compact as a fresh
     process's.  A few threads, so concurrent scans still decode in parallel
-    (the IPC decode and the checksums release the GIL)."""
-    global _DECODERS
-    if _DECODERS is None:
-        with _DECODERS_LOCK:
-            if _DECODERS is None:
-                _DECODERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="key-run-decode")
-    return _DECODERS
+    (the IPC decode and the checksums release the GIL).  Forgotten in a
+    forked child (:mod:`._pools`)."""
+    return _DECODERS.get()
 
 
 def _sections(reader: "StoreFileReader", offsets: list[int], lengths: list[int]) -> list:

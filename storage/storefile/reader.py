@@ -42,6 +42,7 @@ from ._block_v2 import cells_with, decode_keys, decode_values
 from ._dense import DenseBlock
 from ._key_runs import key_units
 from ._kernels import count_rows_below, first_unsorted, key_at, reverse_rows_order, row_starts
+from ._pools import LazyPool
 from .bloom import RowBloomFilter, decode_bloom
 from .cache import BlockCache
 from .codecs import codec_for_code
@@ -70,18 +71,12 @@ __all__ = ["StoreFileReader", "BlockPart", "PREFETCH_MODES"]
 PREFETCH_MODES = ("shared", "thread_local")
 
 _READ_HEADER = object()  # "no prefetched header: read it separately"
-_PREFETCH_POOL: ThreadPoolExecutor | None = None
-_PREFETCH_POOL_LOCK = threading.Lock()
+_PREFETCH_POOL = LazyPool(8, "block-prefetch")
 
 
 def _prefetch_pool() -> ThreadPoolExecutor:
     """The threads that read the next block of remote files ahead of their scanners."""
-    global _PREFETCH_POOL
-    if _PREFETCH_POOL is None:
-        with _PREFETCH_POOL_LOCK:
-            if _PREFETCH_POOL is None:
-                _PREFETCH_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="block-prefetch")
-    return _PREFETCH_POOL
+    return _PREFETCH_POOL.get()
 
 
 def _list_bytes(items: list) -> int:
