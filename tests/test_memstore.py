@@ -340,7 +340,7 @@ def test_a_view_sees_exactly_the_writes_at_or_below_its_read_point():
     view.release()  # a second release does nothing
 
 
-def test_the_arrow_run_is_kept_until_the_next_write_and_an_empty_view_costs_nothing():
+def test_the_arrow_run_is_kept_and_merged_with_later_writes_and_an_empty_view_costs_nothing():
     store = MemStore()
     empty = store.view()
     assert empty.is_empty() and empty.to_batch().num_rows == 0
@@ -351,6 +351,11 @@ def test_the_arrow_run_is_kept_until_the_next_write_and_an_empty_view_costs_noth
     run = store._active.arrow
     assert run is not None and view.to_batch().num_rows == 50 and store._active.arrow is run
     store.add(Cell(b"r99", b"f", b"a", 1, PUT, b"v"))
-    assert store._active.arrow is None  # a write drops it; the view still reads its own point
+    # a write only queues its key; the view still reads its own point
+    assert store._active.arrow is run and store._active.pending == [(b"r99", b"f", b"a", -1, -PUT)]
     assert view.to_batch().num_rows == 50 and first.num_rows == 11
     view.release()
+    later = store.view()
+    assert later.to_batch().num_rows == 51  # the run brought up to date by a merge
+    assert store._active.arrow is not run and store._active.pending == []
+    later.release()
