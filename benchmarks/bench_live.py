@@ -29,7 +29,10 @@ once before the timing starts, always with the same timestamp: a rewrite
 replaces the memstore cell (no version piles up), so the tables keep their
 size and row count while the scans run.  The clock is then the scanning
 thread's CPU time (``--clock thread``, the default with a writer): the
-process clock would count the writer's own work too.
+process clock would count the writer's own work too.  A second flushed
+table that the writer leaves alone is timed as well, and each live table's
+speed is also given against it (``of quiet``): live under writes against a
+flushed table at rest.
 """
 
 from __future__ import annotations
@@ -192,8 +195,9 @@ def main(argv: list[str] | None = None) -> int:
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
             return 0
         if args.writer:
+            quiet = build(conn, "quiet", args.rows, None)
             with Writer([flushed, *live.values()], args.rows, args.writer) as writer:
-                failed = _measure(root, flushed, live, args)
+                failed = _measure(root, flushed, live, args, quiet)
             print(f"writer: {writer.written:,} puts into each table at {args.writer:,.0f} rows/s "
                   f"(rewriting {len(writer.keys):,} rows)")
             return 1 if failed else 0
@@ -204,22 +208,29 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _measure(root: str, flushed: storage.Table, live: dict, args) -> bool:
-    """Time both read paths of every table; print the ratios; True when one misses."""
+def _measure(root: str, flushed: storage.Table, live: dict, args, quiet: storage.Table | None = None) -> bool:
+    """Time both read paths of every table; print the ratios; True when one misses.
+    ``quiet``: a flushed table no writer touches, timed too and compared against."""
     failed = False
     for path in ("embedded", "connector"):
         runs = [embedded(flushed) if path == "embedded" else connector(root, "flushed")]
         for layout in LAYOUTS:
             runs.append(embedded(live[layout]) if path == "embedded" else connector(root, f"live_{layout}"))
+        if quiet is not None:
+            runs.append(embedded(quiet) if path == "embedded" else connector(root, "quiet"))
         results = bench_scan.best_of(args.repeat, *runs)
         (base_s, base_n), *others = results
+        quiet_s = others.pop()[0] if quiet is not None else None
         print(f"{path:<10} flushed              {base_s:8.4f} s  {base_n / base_s:>12,.0f} rows/s")
+        if quiet_s is not None:
+            print(f"{path:<10} flushed, no writer   {quiet_s:8.4f} s")
         for layout, (secs, n) in zip(LAYOUTS, others):
             ratio = base_s / secs
             ok = ratio >= 0.67 and n == base_n
             failed |= not ok
             print(f"{path:<10} live ({layout:<11}) {secs:8.4f} s  {n / secs:>12,.0f} rows/s  "
                   f"{ratio:5.2f}x of flushed  {'meets' if ok else 'MISSES'} >= 0.67x"
+                  + ("" if quiet_s is None else f"  {quiet_s / secs:5.2f}x of quiet")
                   + ("" if n == base_n else f"  ROW COUNT {n} != {base_n}"))
     return failed
 
