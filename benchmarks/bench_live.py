@@ -19,6 +19,20 @@ kept (``--clock cpu`` by default: CPU seconds, steadier on a shared machine).
 Run from the repository root::
 
     python benchmarks/bench_live.py --rows 200000 --repeat 5
+
+``--writer RATE`` runs the same scans while a writer thread puts ``RATE``
+rows per second into EVERY table (the flushed one too, so each side scans
+under the same write load and holds the writer's rows in its memstore).  The
+writer keeps rewriting a fixed set of ``rows // 100`` rows of its own (keys
+spread over all regions: a sample row key plus a 4-byte suffix), written
+once before the timing starts, always with the same timestamp: a rewrite
+replaces the memstore cell (no version piles up), so the tables keep their
+size and row count while the scans run.  The clock is then the scanning
+thread's CPU time (``--clock thread``, the default with a writer): the
+process clock would count the writer's own work too.  A second flushed
+table that the writer leaves alone is timed as well, and each live table's
+speed is also given against it (``of quiet``): live under writes against a
+flushed table at rest.
 """
 
 from __future__ import annotations
@@ -29,7 +43,9 @@ import os
 import pstats
 import shutil
 import sys
+import struct
 import tempfile
+import threading
 import time
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,6 +89,54 @@ def build(conn: storage.Connection, name: str, rows: int, unflushed) -> storage.
     return table
 
 
+CLOCKS = {**bench_scan.CLOCKS, "thread": time.thread_time}
+
+
+WRITER_TS = 1 << 40  # every writer put has this timestamp: a rewrite replaces the cell
+
+
+class Writer:
+    """A thread rewriting ``rate`` rows per second in each of ``tables``: the
+    same ``rows // 100`` rows of its own over and over (keys spread over the
+    key space of ``rows`` sample rows, each a sample key plus a suffix, so
+    every region's memstore takes writes)."""
+
+    def __init__(self, tables: list[storage.Table], rows: int, rate: float):
+        self.tables, self.rate = tables, rate
+        self.keys = [sample_row(j * 100 + 50, 0)[0] + struct.pack(">I", j) for j in range(max(rows // 100, 1))]
+        self.written = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-live-writer", daemon=True)
+
+    def _row(self, i: int) -> tuple[bytes, dict]:
+        return self.keys[i % len(self.keys)], sample_row(i, 100)[1]
+
+    def _run(self) -> None:
+        start = time.perf_counter()
+        i = 0
+        while not self._stop.is_set():
+            key, data = self._row(i)
+            for table in self.tables:
+                table.put(key, data, timestamp=WRITER_TS)
+            i += 1
+            self.written = i
+            ahead = start + i / self.rate - time.perf_counter()
+            if ahead > 0:
+                self._stop.wait(ahead)
+
+    def __enter__(self) -> "Writer":
+        for table in self.tables:
+            with table.batch(timestamp=WRITER_TS) as batch:
+                for i in range(len(self.keys)):
+                    batch.put(*self._row(i))
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def embedded(table: storage.Table):
     def run() -> int:
         return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
@@ -99,12 +163,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--clock", choices=sorted(bench_scan.CLOCKS), default="cpu")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default=None,
+                        help="cpu (default), wall, or thread (the scanning thread's CPU; default with --writer)")
+    parser.add_argument("--writer", type=float, default=0, metavar="RATE",
+                        help="scan while a thread puts RATE new rows/s into every table (default: no writer)")
     parser.add_argument("--root", default=None, help="folder for the tables (default: a temporary one)")
     parser.add_argument("--profile", choices=["embedded", "connector"], default=None,
                         help="print a cProfile of one live (interleaved) run of this path and stop")
     args = parser.parse_args(argv)
-    bench_scan._clock = bench_scan.CLOCKS[args.clock]
+    if args.writer < 0:
+        parser.error(f"--writer must be >= 0, not {args.writer}")
+    if args.clock is None:
+        args.clock = "thread" if args.writer else "cpu"
+    bench_scan._clock = CLOCKS[args.clock]
     root = args.root or tempfile.mkdtemp(prefix="bench-live-")
     shutil.rmtree(root, ignore_errors=True)
     conn = storage.connect(root, block_cache_size=256 << 20)
@@ -123,26 +194,45 @@ def main(argv: list[str] | None = None) -> int:
             prof.disable()
             pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
             return 0
-        failed = False
-        for path in ("embedded", "connector"):
-            runs = [embedded(flushed) if path == "embedded" else connector(root, "flushed")]
-            for layout in LAYOUTS:
-                runs.append(embedded(live[layout]) if path == "embedded" else connector(root, f"live_{layout}"))
-            results = bench_scan.best_of(args.repeat, *runs)
-            (base_s, base_n), *others = results
-            print(f"{path:<10} flushed              {base_s:8.4f} s  {base_n / base_s:>12,.0f} rows/s")
-            for layout, (secs, n) in zip(LAYOUTS, others):
-                ratio = base_s / secs
-                ok = ratio >= 0.67 and n == base_n
-                failed |= not ok
-                print(f"{path:<10} live ({layout:<11}) {secs:8.4f} s  {n / secs:>12,.0f} rows/s  "
-                      f"{ratio:5.2f}x of flushed  {'meets' if ok else 'MISSES'} >= 0.67x"
-                      + ("" if n == base_n else f"  ROW COUNT {n} != {base_n}"))
-        return 1 if failed else 0
+        if args.writer:
+            quiet = build(conn, "quiet", args.rows, None)
+            with Writer([flushed, *live.values()], args.rows, args.writer) as writer:
+                failed = _measure(root, flushed, live, args, quiet)
+            print(f"writer: {writer.written:,} puts into each table at {args.writer:,.0f} rows/s "
+                  f"(rewriting {len(writer.keys):,} rows)")
+            return 1 if failed else 0
+        return 1 if _measure(root, flushed, live, args) else 0
     finally:
         conn.close()
         if args.root is None:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _measure(root: str, flushed: storage.Table, live: dict, args, quiet: storage.Table | None = None) -> bool:
+    """Time both read paths of every table; print the ratios; True when one misses.
+    ``quiet``: a flushed table no writer touches, timed too and compared against."""
+    failed = False
+    for path in ("embedded", "connector"):
+        runs = [embedded(flushed) if path == "embedded" else connector(root, "flushed")]
+        for layout in LAYOUTS:
+            runs.append(embedded(live[layout]) if path == "embedded" else connector(root, f"live_{layout}"))
+        if quiet is not None:
+            runs.append(embedded(quiet) if path == "embedded" else connector(root, "quiet"))
+        results = bench_scan.best_of(args.repeat, *runs)
+        (base_s, base_n), *others = results
+        quiet_s = others.pop()[0] if quiet is not None else None
+        print(f"{path:<10} flushed              {base_s:8.4f} s  {base_n / base_s:>12,.0f} rows/s")
+        if quiet_s is not None:
+            print(f"{path:<10} flushed, no writer   {quiet_s:8.4f} s")
+        for layout, (secs, n) in zip(LAYOUTS, others):
+            ratio = base_s / secs
+            ok = ratio >= 0.67 and n == base_n
+            failed |= not ok
+            print(f"{path:<10} live ({layout:<11}) {secs:8.4f} s  {n / secs:>12,.0f} rows/s  "
+                  f"{ratio:5.2f}x of flushed  {'meets' if ok else 'MISSES'} >= 0.67x"
+                  + ("" if quiet_s is None else f"  {quiet_s / secs:5.2f}x of quiet")
+                  + ("" if n == base_n else f"  ROW COUNT {n} != {base_n}"))
+    return failed
 
 
 if __name__ == "__main__":

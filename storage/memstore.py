@@ -77,7 +77,7 @@ def _cell_bytes(cells: list) -> int:
 class _Segment:
     """One sorted map of cells (the active map or the snapshot)."""
 
-    __slots__ = ("cells", "seqs", "older", "max_seq", "heap_size", "arrow")
+    __slots__ = ("cells", "seqs", "older", "max_seq", "heap_size", "arrow", "pending")
 
     def __init__(self) -> None:
         self.cells: SortedDict = SortedDict()  # sort key -> Cell
@@ -85,7 +85,8 @@ class _Segment:
         self.older: dict = {}  # sort key -> [(seq, Cell)] replaced while a scanner was open
         self.max_seq = 0
         self.heap_size = 0
-        self.arrow: "_ArrowRun | None" = None  # the cells as Arrow, until the next write
+        self.arrow: "_ArrowRun | None" = None  # the cells as Arrow, as of the last read
+        self.pending: list = []  # keys written since ``arrow`` was built (merged in at the next read)
 
     def visible(self, keys: list, read_point: int) -> tuple[list, list]:
         """The keys and cells among ``keys`` a reader at ``read_point`` sees."""
@@ -148,8 +149,8 @@ class MemStore:
             if seq > self._seq:
                 self._seq = seq
             seg = self._active
-            seg.arrow = None
             store, seqs, older = seg.cells, seg.seqs, seg.older
+            pending = seg.pending if seg.arrow is not None else None
             keep_old = self._open_scanners > 0
             size = 0
             for cell in made:
@@ -166,9 +167,14 @@ class MemStore:
                         size -= len(old[5])
                 store[key] = cell
                 seqs[key] = seq
+                if pending is not None:
+                    pending.append(key)
             if seq > seg.max_seq:
                 seg.max_seq = seq
             seg.heap_size += size
+            if pending is not None and len(pending) * _REBUILD_SHARE >= len(store):
+                # unread for long: the next read rebuilds the run whole anyway
+                seg.arrow, seg.pending = None, []
 
     # -- sizes ----------------------------------------------------------
 
@@ -311,19 +317,19 @@ _NOT_BUILT = object()
 
 
 class _ArrowRun:
-    """A segment's cells as one sorted Arrow table, with each cell's sequence
-    id and the row keys as a list (for bisecting row ranges)."""
+    """Cells as one sorted Arrow table with each cell's sequence id: a
+    segment's cells (kept with the segment and brought up to date at its
+    next read after writes), or what one reader sees of them."""
 
-    __slots__ = ("table", "seqs", "rows", "max_seq", "keys", "_clean", "_row_run")
+    __slots__ = ("table", "seqs", "max_seq", "_clean", "_row_run", "_rows")
 
-    def __init__(self, keys: list, cells: list, seqs: np.ndarray):
-        self.table = _cells_to_table(cells)
-        self.seqs = seqs
-        self.rows = list(map(_ROW, cells))
-        self.max_seq = int(seqs.max()) if len(seqs) else 0
-        self.keys = keys
+    def __init__(self, table: pa.Table, seqs: np.ndarray | None, max_seq: int):
+        self.table = table
+        self.seqs = seqs  # None for a reader's run: every cell is visible to it
+        self.max_seq = max_seq
         self._clean: bool | None = None
         self._row_run = _NOT_BUILT
+        self._rows = None
 
     def row_run(self, lock: threading.Lock):
         """The cells as rows (:class:`storage.row_runs.RowRun`), built on first
@@ -346,64 +352,140 @@ class _ArrowRun:
             self._clean = is_clean(self.table)
         return self._clean
 
-    def visible(self, seg: _Segment, start_row: bytes, stop_row: bytes | None, read_point: int) -> pa.Table:
-        """Rows ``[start_row, stop_row)`` as a reader at ``read_point`` sees them."""
-        lo = bisect_left(self.rows, start_row)
-        hi = len(self.rows) if stop_row is None else bisect_left(self.rows, stop_row, lo)
-        part = self.table.slice(lo, hi - lo)
-        if self.max_seq <= read_point or hi == lo:
-            return part
-        seqs = self.seqs[lo:hi]
-        keep = seqs <= read_point
-        if keep.all():
-            return part
-        part = part.filter(pa.array(keep))
-        if seg.older:
+    def slice(self, start_row: bytes, stop_row: bytes | None) -> pa.Table:
+        """The cells of rows ``[start_row, stop_row)`` (zero-copy), found by
+        bisecting the row column."""
+        from .kernels.merge import _bisect
+
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = self.table.column("row")
+        lo = _bisect(rows, start_row, right=False) if start_row else 0
+        hi = len(rows) if stop_row is None else _bisect(rows, stop_row, right=False)
+        return self.table.slice(lo, max(hi - lo, 0))
+
+    def at(self, seg: _Segment, read_point: int, lock: threading.Lock) -> "_ArrowRun":
+        """The cells a reader at ``read_point`` sees: this run itself when it
+        holds no later write, else a run filtered by sequence id (one vector
+        comparison) with the values that later writes replaced restored from
+        ``seg.older``."""
+        if self.max_seq <= read_point:
+            return self
+        keep = self.seqs <= read_point
+        table = self.table.filter(pa.array(keep))
+        later = np.flatnonzero(~keep)
+        if seg.older and len(later):
             # a cell overwritten after the read point: the reader sees the value it replaced
+            cols = self.table.select(["row", "family", "qualifier", "timestamp", "type"]).take(pa.array(later))
             restored = []
-            for i in np.flatnonzero(~keep):
-                for seq, cell in reversed(seg.older.get(self.keys[lo + i], ())):
-                    if seq <= read_point:
-                        restored.append(cell)
-                        break
+            with lock:
+                older = seg.older
+                for row, family, qualifier, ts, kind in zip(*(c.to_pylist() for c in cols.columns)):
+                    for seq, cell in reversed(older.get((row, family, qualifier, -ts, -kind), ())):
+                        if seq <= read_point:
+                            restored.append(cell)
+                            break
             if restored:
                 from .kernels import merge_sources
 
-                part = merge_sources([_cells_to_table(restored), part])
-        return part
+                table = merge_sources([_cells_to_table(restored), table])
+        return _ArrowRun(table, None, read_point)
+
+
+_REBUILD_SHARE = 4  # a segment is rebuilt whole once its unmerged writes reach 1/4 of its cells
+
+
+def _full_run(seg: _Segment) -> _ArrowRun:
+    """The segment's cells built into a run from the sorted map; lock held."""
+    keys = list(seg.cells.keys())
+    cells = list(seg.cells.values())
+    seqs = np.fromiter(map(seg.seqs.__getitem__, keys), dtype=np.int64, count=len(keys))
+    return _ArrowRun(_cells_to_table(cells), seqs, int(seqs.max()) if len(seqs) else 0)
+
+
+def _merged_run(run: _ArrowRun, cells: list, seqs: np.ndarray) -> _ArrowRun | None:
+    """``run`` with sorted new ``cells`` (sequence ids ``seqs``) merged in, a
+    new cell replacing the run's cell of the same key; None when the keys are
+    too wide to encode (the caller rebuilds)."""
+    from .kernels.merge import cell_keys, merge_order
+
+    new = _cells_to_table(cells)
+    keys = cell_keys([new, run.table])
+    if keys is None:
+        return None
+    order = merge_order(keys[0], keys[1])
+    table = pa.concat_tables([new, run.table]).take(pa.array(order))
+    merged_seqs = np.concatenate([seqs, run.seqs])[order]
+    return _ArrowRun(table, merged_seqs, max(run.max_seq, int(seqs.max())))
 
 
 def _arrow_run(seg: _Segment, lock: threading.Lock) -> _ArrowRun:
-    """The segment's Arrow run, built under the memstore lock if a write invalidated it."""
+    """The segment's Arrow run, brought up to date if writes followed it.
+
+    The run is kept with the segment; a write only appends its keys to
+    ``seg.pending``.  An update merges the cells of those keys (the only ones
+    read as Python tuples) into the previous run by encoded key; the merge
+    runs outside the lock, so writers wait only while the new cells are
+    copied out.  Many pending writes (a quarter of the segment) rebuild the
+    run whole instead.
+    """
     run = seg.arrow
-    if run is not None:
+    if run is not None and not seg.pending:
         return run
     with lock:
         run = seg.arrow
-        if run is None:
-            keys = list(seg.cells.keys())
-            cells = list(seg.cells.values())
-            seqs = np.fromiter(map(seg.seqs.__getitem__, keys), dtype=np.int64, count=len(keys))
-            run = _ArrowRun(keys, cells, seqs)
-            seg.arrow = run
-    return run
+        pending = seg.pending
+        if run is not None and not pending:
+            return run
+        if run is None or len(pending) * _REBUILD_SHARE >= len(seg.cells):
+            run = _full_run(seg)
+            seg.arrow, seg.pending = run, []
+            return run
+        taken = len(pending)
+        keys = sorted(set(pending))
+        cells = list(map(seg.cells.__getitem__, keys))
+        seqs = np.fromiter(map(seg.seqs.__getitem__, keys), dtype=np.int64, count=len(keys))
+    merged = _merged_run(run, cells, seqs)
+    with lock:
+        if merged is None:
+            merged = _full_run(seg)
+            seg.arrow, seg.pending = merged, []
+        elif seg.arrow is run and seg.pending is pending:
+            # writes made during the merge stay pending for the next update
+            seg.arrow, seg.pending = merged, pending[taken:]
+    return merged
 
 
 class MemStoreView:
     """The memstore as one reader sees it: the maps it had when the view was
     taken, filtered to writes at or below the read point.
 
-    Batch reads come from each map's sorted Arrow run (built once per map
-    and kept until the map's next write), sliced by row range, filtered by
-    sequence id only when the map holds writes newer than the read point;
-    an empty memstore costs a length check.  Call :meth:`release` when done.
+    Batch reads come from each map's sorted Arrow run (kept with the map and
+    updated incrementally after writes).  The view takes each map's run once,
+    filters it to its read point once (when the map holds later writes) and
+    slices that per chunk; its row form is built once per view too.  An
+    empty memstore costs a length check.  Call :meth:`release` when done.
     """
 
     def __init__(self, memstore: MemStore, segments: list[_Segment], read_point: int, registered: bool = True):
         self._memstore = memstore
         self._segments = segments  # newest first
+        self._runs: list = [None] * len(segments)  # each map's cells visible at the read point
         self.read_point = read_point
         self._released = not registered  # an unregistered view has nothing to give back
+
+    def _visible(self, i: int) -> _ArrowRun:
+        """Map ``i``'s cells visible at the read point, built on first use."""
+        run = self._runs[i]
+        if run is None:
+            seg, lock = self._segments[i], self._memstore._lock
+            run = _arrow_run(seg, lock).at(seg, self.read_point, lock)
+            self._runs[i] = run
+        return run
+
+    def _live(self) -> list[_ArrowRun]:
+        """The visible runs of the maps that hold cells, newest first."""
+        return [self._visible(i) for i, s in enumerate(self._segments) if s.cells]
 
     def is_empty(self) -> bool:
         """True when the view's maps hold no cell at all (visible or not)."""
@@ -411,31 +493,23 @@ class MemStoreView:
 
     def is_clean(self) -> bool:
         """True when what the view shows needs no version or delete resolution."""
-        live = [s for s in self._segments if s.cells]
-        return len(live) <= 1 and all(_arrow_run(s, self._memstore._lock).clean for s in live)
+        live = [r for r in self._live() if r.table.num_rows]
+        return len(live) <= 1 and all(r.clean for r in live)
 
     def row_run(self):
         """What the view shows as rows (a :class:`storage.row_runs.RowRun`),
-        when one map holds it all, every cell is visible at the read point and
-        the cells need no resolution; None otherwise (the scan then merges cells)."""
-        live = [s for s in self._segments if s.cells]
+        when one map holds every cell visible at the read point and those
+        cells need no resolution; None otherwise (the scan then merges cells).
+        Writes after the read point do not matter: the row form is built from
+        the cells visible at it."""
+        live = [r for r in self._live() if r.table.num_rows]
         if len(live) != 1:
             return None
-        lock = self._memstore._lock
-        run = _arrow_run(live[0], lock)
-        if run.max_seq > self.read_point:
-            return None
-        return run.row_run(lock)
+        return live[0].row_run(self._memstore._lock)
 
     def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
         """Visible cells of rows ``[start_row, stop_row)`` as a CELL_SCHEMA table in cell order."""
-        parts = []
-        for seg in self._segments:
-            if not seg.cells:
-                continue
-            part = _arrow_run(seg, self._memstore._lock).visible(seg, start_row, stop_row, self.read_point)
-            if part.num_rows:
-                parts.append(part)
+        parts = [p for p in (r.slice(start_row, stop_row) for r in self._live()) if p.num_rows]
         if not parts:
             return CELL_SCHEMA.empty_table()
         if len(parts) == 1:

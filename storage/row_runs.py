@@ -4,8 +4,8 @@ A memstore map (or a connector's decoded WAL, :mod:`storage.sorted_cells`)
 whose cells are all puts with one version per column is, as rows, exactly
 a dense block (:class:`storage.storefile._dense.DenseBlock`): its distinct
 row keys and a value and timestamp column per qualifier.  :class:`RowRun`
-pivots the cells into that form once (the owner keeps it until its next
-write, beside its Arrow copy of the cells) and hands out zero-copy row-range
+pivots the cells into that form once (the owner keeps it beside its Arrow
+copy of the cells: a memstore view, for the cells at its read point) and hands out zero-copy row-range
 slices, which a rows scan merges with the store files' dense rows
 (:mod:`storage.row_scan`).
 """

@@ -4,7 +4,8 @@ A chunk of a rows scan whose sources (the memstore and each store file) are
 clean -- puts only, one version per column, no TTL or time range to apply --
 and hold different rows needs no cell merge, resolution or pivot: each
 source's rows are already the result's rows.  So the memstore's rows (its
-:class:`storage.row_runs.RowRun`, pivoted once per memstore write) and each
+:class:`storage.row_runs.RowRun` at the scan's read point, pivoted once per
+view, or once per memstore run while no write follows) and each
 file's dense blocks are sliced to the chunk and turned into row batches as the
 streaming path does (:func:`storage.dense_scan.dense_rows`, a value filter as
 one comparison per column), then interleaved by key
@@ -13,9 +14,11 @@ keys, one gather of each column).
 
 Whatever this cannot prove equal to the cell path goes to the cell path: a
 chunk with a row in two sources, a block in the cell layout or a row cut
-across blocks comes back as :data:`CELLS`; memstore cells that need
-resolution or are newer than the scan's read point keep the whole scan on
-the cell path (:meth:`RowMerge.for_scan` gives None).
+across blocks comes back as :data:`CELLS`; memstore cells visible at the
+scan's read point that need resolution (or that sit in two maps during a
+flush) keep the whole scan on the cell path (:meth:`RowMerge.for_scan`
+gives None).  Writes newer than the read point do not: the row form is
+built from the cells the read point shows.
 """
 
 from __future__ import annotations

@@ -422,3 +422,65 @@ def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, mon
         assert keys == [_key(i) for i in range(rows)]
     if layout != "flushed":  # a flushed table streams its one file; the live ones merge rows
         assert chunks and all(c is not CELLS for c in chunks)
+
+
+# -- rows scans under a writer take the row-run path at their read point ----------------------
+def test_a_rows_scan_under_a_writer_sees_its_read_point_through_the_row_run_path(tmp_path, monkeypatch):
+    from storage.memstore import MemStoreView
+
+    taken = []  # per memstore row form asked for: (given, built from cells filtered to the read point)
+    row_run = MemStoreView.row_run
+
+    def recorded(self):
+        out = row_run(self)
+        taken.append((out is not None, any(run.seqs is None for run in self._live())))
+        return out
+
+    monkeypatch.setattr(MemStoreView, "row_run", recorded)
+    with storage.connect(str(tmp_path / "root")) as conn:
+        table = conn.create_table("w", {"cf": {}}, split_keys=[_key(600)], settings={"wal_sync": "none"})
+        with table.batch() as b:
+            for i in range(0, 1200, 2):
+                b.put(_key(i), {b"cf:n": b"%d" % i})
+        table.flush()
+        with table.batch() as b:
+            for i in range(1, 1200, 4):
+                b.put(_key(i), {b"cf:n": b"%d" % i})  # unflushed rows between the file's
+        base = {_key(i) for i in range(0, 1200, 2)} | {_key(i) for i in range(1, 1200, 4)}
+        acked = [0]  # writer rows put so far: rows 3, 7, 11, ... in that order
+        stop = threading.Event()
+
+        def writer():
+            n = 0
+            while not stop.is_set() and n < 300:
+                table.put(_key(3 + 4 * n), {b"cf:n": b"w%d" % n})
+                n += 1
+                acked[0] = n
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            deadline = time.monotonic() + 2.0
+            scans = 0
+            while time.monotonic() < deadline and (scans < 5 or thread.is_alive()):
+                before = acked[0]
+                rows = _batch_rows(table.scan_batches(columns=[b"cf:n"], batch_size=97))
+                after = acked[0]
+                written = sorted((int.from_bytes(k, "big") - 3) // 4 for k in set(rows) - base)
+                # a read point shows a prefix of the writer's rows: every one acknowledged before the scan
+                assert written == list(range(len(written))) and before <= len(written) <= after + 1
+                assert base <= set(rows) and all(rows[_key(3 + 4 * n)]["cf:n"] == b"w%d" % n for n in written)
+                scans += 1
+        finally:
+            stop.set()
+            thread.join()
+        assert scans >= 5 and all(given for given, _ in taken)
+        # for certain: writes into the second region once the scan is under way in the first
+        taken.clear()
+        scan = iter(table.scan_batches(columns=[b"cf:n"], batch_size=97))
+        first = next(scan)
+        table.put(_key(1101), {b"cf:n": b"changed"})
+        table.put(_key(5000), {b"cf:n": b"new"})
+        rows = _batch_rows([first, *scan])
+        assert rows[_key(1101)]["cf:n"] == b"1101" and _key(5000) not in rows and base <= set(rows)
+    assert taken and all(given for given, _ in taken) and taken[-1][1]  # rows built at the read point

@@ -340,7 +340,7 @@ def test_a_view_sees_exactly_the_writes_at_or_below_its_read_point():
     view.release()  # a second release does nothing
 
 
-def test_the_arrow_run_is_kept_until_the_next_write_and_an_empty_view_costs_nothing():
+def test_the_arrow_run_is_kept_and_merged_with_later_writes_and_an_empty_view_costs_nothing():
     store = MemStore()
     empty = store.view()
     assert empty.is_empty() and empty.to_batch().num_rows == 0
@@ -351,6 +351,95 @@ def test_the_arrow_run_is_kept_until_the_next_write_and_an_empty_view_costs_noth
     run = store._active.arrow
     assert run is not None and view.to_batch().num_rows == 50 and store._active.arrow is run
     store.add(Cell(b"r99", b"f", b"a", 1, PUT, b"v"))
-    assert store._active.arrow is None  # a write drops it; the view still reads its own point
+    # a write only queues its key; the view still reads its own point
+    assert store._active.arrow is run and store._active.pending == [(b"r99", b"f", b"a", -1, -PUT)]
     assert view.to_batch().num_rows == 50 and first.num_rows == 11
     view.release()
+    later = store.view()
+    assert later.to_batch().num_rows == 51  # the run brought up to date by a merge
+    assert store._active.arrow is not run and store._active.pending == []
+    later.release()
+
+
+# -- the incremental Arrow run equals a full rebuild ------------------------------------------
+row_bounds = st.sampled_from([b"", b"b", b"bb", b"c", b"e", b"e\x00", b"z"])
+view_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.lists(cells, min_size=1, max_size=4)),
+        # writes then a read of every map: the kept runs are merged with just those writes
+        st.tuples(st.just("add+update"), st.lists(cells, min_size=1, max_size=4)),
+        st.tuples(st.just("snapshot"), st.none()),
+        st.tuples(st.just("clear"), st.none()),
+        st.tuples(st.just("restore"), st.none()),
+        st.tuples(st.just("view"), st.none()),
+        st.tuples(st.just("read"), st.tuples(st.integers(0, 5), row_bounds, st.one_of(st.none(), row_bounds))),
+        st.tuples(st.just("release"), st.integers(0, 5)),
+    ),
+    min_size=8,
+    max_size=40,
+)
+
+
+def _scanned(view, start: bytes, stop: bytes | None) -> list:
+    """The view's cells of ``[start, stop)`` read through its cell scanner (no Arrow run)."""
+    scanner = view.scanner()
+    out = []
+    cell = scanner.seek((start,))
+    while cell is not None and (stop is None or cell.row < stop):
+        out.append(cell)
+        scanner.next()
+        cell = scanner.peek()
+    scanner.close()
+    return out
+
+
+def _check_runs(store: MemStore) -> None:
+    """Every segment's kept run (brought up to date) equals a full rebuild from its map."""
+    from storage.memstore import _arrow_run, _full_run
+
+    for seg in (store._active, store._snapshot):
+        if seg is None or not seg.cells:
+            continue
+        run, full = _arrow_run(seg, store._lock), _full_run(seg)
+        assert run.table.equals(full.table)
+        assert run.seqs.tolist() == full.seqs.tolist() and run.max_seq == full.max_seq
+
+
+@pytest.mark.parametrize("share", [4, 0])  # 0: never rebuild, every update is a merge
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=view_ops)
+def test_incrementally_updated_runs_and_views_read_what_a_full_rebuild_gives(monkeypatch, share, script):
+    import storage.memstore as memstore_module
+
+    monkeypatch.setattr(memstore_module, "_REBUILD_SHARE", share)
+    store = MemStore()
+    snap = None
+    views = []
+    for op, arg in script:
+        if op == "add":
+            store.add_many(arg)
+        elif op == "add+update":
+            store.add_many(arg)
+            _check_runs(store)
+        elif op == "snapshot":
+            snap = store.snapshot()
+        elif op == "clear" and snap is not None:
+            store.clear_snapshot(snap)
+            snap = None
+        elif op == "restore":
+            store.restore_snapshot()
+            snap = None
+        elif op == "view":
+            views.append(store.view())
+        elif op == "read" and views:
+            i, start, stop = arg
+            view = views[i % len(views)]
+            got = batch_to_cells(view.to_batch(start, stop))
+            assert got == _scanned(view, start, stop)
+            _check_runs(store)
+        elif op == "release" and views:
+            views.pop(arg % len(views)).release()
+    _check_runs(store)
+    for view in views:
+        assert batch_to_cells(view.to_batch()) == _scanned(view, b"", None)
+        view.release()

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ._arrays import CellColumns, _offsets, as_cell_table, empty_cells, take_cells
 
-__all__ = ["merge_sources", "merge_runs", "merge_disjoint", "CELL_SORT_KEYS"]
+__all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "CELL_SORT_KEYS"]
 
 CELL_SORT_KEYS = [
     ("row", "ascending"),
@@ -162,7 +162,7 @@ def merge_runs(newest_first: list[pa.Table]) -> pa.Table:
         merged = _merge_disjoint_rows(runs[0], runs[1])
         if merged is not None:
             return merged
-    keys = _cell_keys(runs)
+    keys = cell_keys(runs)
     if keys is None:
         return _sort_all(runs)
     merged, merged_keys = runs[0], keys[0]
@@ -210,6 +210,18 @@ def _merge_disjoint_rows(newer: pa.Table, older: pa.Table) -> pa.Table | None:
 
 def _merge_two(newer: pa.Table, new_keys: np.ndarray, older: pa.Table, old_keys: np.ndarray) -> tuple[pa.Table, np.ndarray]:
     """Merge two sorted runs by their encoded keys; an exact tie keeps the newer cell only."""
+    order = merge_order(new_keys, old_keys)
+    both = pa.concat_tables([newer, older])
+    keys = np.concatenate([new_keys, old_keys])[order]
+    # a gather straight from the chunks: cheaper (pyarrow 26) than concatenating them first
+    return both.take(pa.array(order)), keys
+
+
+def merge_order(new_keys: np.ndarray, old_keys: np.ndarray) -> np.ndarray:
+    """The gather order that merges two sorted runs laid end to end (newer
+    first) by their encoded keys (:func:`cell_keys`); an exact tie keeps the
+    newer cell only.  Callers gather any column riding along with the cells
+    (sequence ids, say) by the same order."""
     n_new, n_old = len(new_keys), len(old_keys)
     pos = np.searchsorted(old_keys, new_keys, side="left")
     dest = pos + np.arange(n_new)  # where each newer cell lands in the merged order
@@ -225,13 +237,10 @@ def _merge_two(newer: pa.Table, new_keys: np.ndarray, older: pa.Table, old_keys:
         keep = np.ones(n_new + n_old, dtype=bool)
         keep[dest[hit] + 1] = False
         order = order[keep]
-    both = pa.concat_tables([newer, older])
-    keys = np.concatenate([new_keys, old_keys])[order]
-    # a gather straight from the chunks: cheaper (pyarrow 26) than concatenating them first
-    return both.take(pa.array(order)), keys
+    return order
 
 
-def _cell_keys(runs: list[pa.Table]) -> list[np.ndarray] | None:
+def cell_keys(runs: list[pa.Table]) -> list[np.ndarray] | None:
     """Each run's cells as fixed-width byte strings in cell order (one
     ``S<width>`` array per run), or None when the keys would be too wide."""
     cols = [CellColumns(t) for t in runs]
