@@ -24,7 +24,8 @@ from .storefile._dense import DenseBlock, constant_binary
 from .storefile._kernels import row_starts
 
 __all__ = [
-    "dense_columns", "dense_rows", "dense_filter", "filter_masks", "first_cells", "first_cell_only", "first_cells_of_parts",
+    "dense_columns", "dense_rows", "row_schema", "dense_filter", "filter_masks",
+    "first_cells", "first_cell_only", "first_cells_of_parts",
 ]
 
 
@@ -92,7 +93,6 @@ def dense_rows(
     m = len(rows)
     if m == 0:
         return None
-    fields = [pa.field("key", pa.binary(), nullable=False)]
     arrays = [rows]
     plain = dense.plain_timestamps() if include_timestamp else None
     for name, j, cells, masked in picked:
@@ -112,12 +112,21 @@ def dense_rows(
                     kept = pa.array(kept)
                     value = pc.if_else(kept, value, pa.scalar(None, pa.binary()))
                     ts = pc.if_else(kept, ts, pa.scalar(None, pa.int64())) if ts is not None else None
-        fields.append(pa.field(name, pa.binary()))
         arrays.append(value)
         if include_timestamp:
-            fields.append(pa.field(f"{name}@ts", pa.int64()))
             arrays.append(ts)
-    return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+    return pa.RecordBatch.from_arrays(arrays, schema=row_schema([p[0] for p in picked], include_timestamp))
+
+
+def row_schema(names: list[str], include_timestamp: bool) -> pa.Schema:
+    """The schema of a scan's row batches: ``key``, then per column its
+    binary value (and its ``@ts`` timestamp when ``include_timestamp``)."""
+    fields = [pa.field("key", pa.binary(), nullable=False)]
+    for name in names:
+        fields.append(pa.field(name, pa.binary()))
+        if include_timestamp:
+            fields.append(pa.field(f"{name}@ts", pa.int64()))
+    return pa.schema(fields)
 
 
 def first_cell_only(flt) -> bool:

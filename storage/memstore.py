@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sortedcontainers import SortedDict
 
-from .cells import CELL_SCHEMA, Cell, CellType, check_cell
+from .cells import CELL_SCHEMA, Cell, CellType, check_cell, sort_key
 from .errors import ScannerError, StorageError
 
 if TYPE_CHECKING:
@@ -380,8 +380,8 @@ class _ArrowRun:
             restored = []
             with lock:
                 older = seg.older
-                for row, family, qualifier, ts, kind in zip(*(c.to_pylist() for c in cols.columns)):
-                    for seq, cell in reversed(older.get((row, family, qualifier, -ts, -kind), ())):
+                for key in zip(*(c.to_pylist() for c in cols.columns)):
+                    for seq, cell in reversed(older.get(sort_key(key), ())):
                         if seq <= read_point:
                             restored.append(cell)
                             break

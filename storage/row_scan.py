@@ -27,7 +27,7 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from .dense_scan import dense_rows, filter_masks
+from .dense_scan import dense_rows, filter_masks, row_schema
 from .kernels.row_merge import keys_disjoint, merge_row_runs
 from .row_runs import RowRun
 from .store import StoreView
@@ -51,7 +51,7 @@ class RowMerge:
         self.mem = mem
         self.names, self.qualifiers, self.plan = direct
         self.proc = proc
-        self.schema = _row_schema(self.names, proc.scan.include_timestamp)
+        self.schema = row_schema(self.names, proc.scan.include_timestamp)
 
     @classmethod
     def for_scan(cls, view: StoreView, direct: tuple | None, proc) -> "RowMerge | None":
@@ -162,12 +162,3 @@ class RowMerge:
             [pa.chunked_array(parts, field.type) for parts, field in zip(columns, schema)], schema=schema
         )
 
-
-def _row_schema(names: list[str], include_ts: bool) -> pa.Schema:
-    """The row batches' schema, as :func:`storage.dense_scan.dense_rows` builds it."""
-    fields = [pa.field("key", pa.binary(), nullable=False)]
-    for name in names:
-        fields.append(pa.field(name, pa.binary()))
-        if include_ts:
-            fields.append(pa.field(f"{name}@ts", pa.int64()))
-    return pa.schema(fields)
