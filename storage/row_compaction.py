@@ -5,9 +5,9 @@ puts only, one version per column) and whose files share no row holds
 nothing to resolve: no version to drop, no marker to apply.  A file may
 hold markers or versions elsewhere: both belong to their own row, so they
 sit in that row's blocks (a row cut across blocks is refused), and those
-are in the cell layout.  (TTL is the caller's to rule out.)  Such a chunk is merged here without ever becoming cells: each
-file's blocks are laid out as one row run over the union of their
-qualifiers (a value and a timestamp column per qualifier, null where a row
+are in the cell layout.  (TTL is the caller's to rule out.)  Such a chunk
+is merged here without ever becoming cells: each file's blocks are laid
+out as one row run over the union of their qualifiers (a value and a timestamp column per qualifier, null where a row
 lacks it), the runs are interleaved by key
 (:func:`storage.kernels.row_merge.merge_row_runs`), and the result goes to
 :meth:`storage.storefile.StoreFileWriter.append_rows`, which writes dense

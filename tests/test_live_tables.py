@@ -484,3 +484,44 @@ def test_a_rows_scan_under_a_writer_sees_its_read_point_through_the_row_run_path
         rows = _batch_rows([first, *scan])
         assert rows[_key(1101)]["cf:n"] == b"1101" and _key(5000) not in rows and base <= set(rows)
     assert taken and all(given for given, _ in taken) and taken[-1][1]  # rows built at the read point
+
+
+def test_a_rows_scan_merging_memstore_rows_survives_a_flush_a_compaction_and_a_split(tmp_path, monkeypatch):
+    """The row-merge path (memstore rows merged into dense file rows) with a
+    flush, a major compaction and a split between its batches returns the rows
+    of its read point: the chunks after them still read the leased files and
+    the memstore maps the scan opened with."""
+    from storage.row_scan import CELLS, RowMerge
+
+    chunks = []
+    chunk = RowMerge.chunk
+
+    def recorded(self, *args):
+        chunks.append(chunk(self, *args))
+        return chunks[-1]
+
+    monkeypatch.setattr(RowMerge, "chunk", recorded)
+    with storage.connect(str(tmp_path / "root")) as conn:
+        table = conn.create_table("m", {"cf": {}}, split_keys=[_key(1500)], settings={"wal_sync": "none"})
+        with table.batch() as b:
+            for i in range(0, 3000, 2):
+                b.put(_key(i), {b"cf:n": b"%d" % i})
+        table.compact(major=True)
+        with table.batch() as b:
+            for i in range(1, 3000, 2):
+                b.put(_key(i), {b"cf:n": b"%d" % i})  # unflushed rows between the files' rows
+        want = {_key(i): b"%d" % i for i in range(3000)}
+        scan = table.scan_batches(columns=[b"cf:n"], batch_size=100)
+        first = next(scan)
+        opened = len(chunks)  # chunks merged before the flush, compaction and split
+        for i in range(0, 3000, 3):  # after the read point: overwrites and new rows
+            table.put(_key(i), {b"cf:n": b"late"})
+        table.put(_key(5000), {b"cf:n": b"late"})
+        table.flush()
+        table.compact(major=True)
+        table.split(_key(700))
+        table.split(_key(2200))
+        got = _batch_rows([first, *scan])
+    assert {k: v["cf:n"] for k, v in got.items()} == want
+    assert len(chunks) > opened >= 1 and all(c is not CELLS for c in chunks)
+    assert all(chunks[opened:])  # the chunks read after them merged rows too
