@@ -7,7 +7,7 @@
 """
 
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType
-from .connection import Connection, connect, uniform_split_keys
+from .table.connection import Connection, connect, uniform_split_keys
 from .errors import (
     CorruptionError,
     InvalidArgument,
@@ -18,7 +18,7 @@ from .errors import (
     TableLocked,
     TableNotFound,
 )
-from .table import Batch, Table
+from .table.table import Batch, Table
 
 __all__ = [
     "connect",

@@ -24,7 +24,7 @@ import pytest
 
 from storage.cells import cells_to_batch
 from storage.errors import CorruptionError
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader, StoreFileWriter, _key_runs
 from storage.storefile._key_runs import _HEADER_DTYPE, _gather_headers, plan_units
 from storage.storefile.format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockLayout, checksum

@@ -23,11 +23,11 @@ import pytest
 
 import storage
 from storage.errors import CorruptionError, InvalidArgument, StorageError, TableLocked
-from storage.fs import FileSystem
-from storage.objstore import PreconditionFailed, S3Settings, redact_uri
+from storage.vfs.fs import FileSystem
+from storage.vfs.objstore import PreconditionFailed, S3Settings, redact_uri
 from storage.scanner import ScanMetrics
-from storage.wal import WalWriter, replay_wal
-from storage.wal_segments import NONE_SEGMENT_BYTES, SegmentWalWriter, segment_names
+from storage.wal.format import WalWriter, replay_wal
+from storage.wal.segments import NONE_SEGMENT_BYTES, SegmentWalWriter, segment_names
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -161,7 +161,7 @@ def test_sigkill_of_a_writer_on_s3_loses_no_acknowledged_write(s3_server):
 
 def test_committed_bulk_load_is_rolled_forward_on_s3(s3_root):
     from test_bulkload_journal import _committed_but_not_rolled_forward
-    from storage.bulkload import STAGING_DIR, read_journals
+    from storage.region.load_journal import STAGING_DIR, read_journals
 
     expected = _committed_but_not_rolled_forward(s3_root)
     with storage.connect(s3_root, read_only=True) as conn:

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import storage
-from storage import region as region_module
-from storage import row_compaction
+from storage.region import region as region_module
+from storage.region import compaction_rows
 from storage.storefile.format import BlockLayout
 
 FAMILY = {"block_size": 4096, "max_versions": 2}
@@ -85,8 +85,8 @@ def _twins(root, ops, name):
 
 
 def _counting(used: Counter):
-    """``row_compaction.chunk_rows`` counting in ``used`` the chunks compacted as rows and from cells."""
-    chunk_rows = row_compaction.chunk_rows
+    """``compaction_rows.chunk_rows`` counting in ``used`` the chunks compacted as rows and from cells."""
+    chunk_rows = compaction_rows.chunk_rows
 
     def counted(*args):
         out = chunk_rows(*args)

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from storage.cells import LATEST_TIMESTAMP, Cell, CellType
 from storage.errors import CorruptionError, InvalidArgument, StorageError
-from storage.fs import FileSystem
-from storage.wal import (
+from storage.vfs.fs import FileSystem
+from storage.wal.format import (
     FILE_HEADER_SIZE,
     MAX_RECORD_BYTES,
     RECORD_HEADER_SIZE,
@@ -499,9 +499,9 @@ def test_reader_without_decoding_reports_sequence_ids(fs):
 CHILD = """
 import sys
 sys.path.insert(0, {repo!r})
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.cells import LATEST_TIMESTAMP
-from storage.wal import WalWriter
+from storage.wal.format import WalWriter
 {make_cells}
 w = WalWriter(FileSystem(sys.argv[1]), "crash.wal", "each")
 print("ready", flush=True)
@@ -543,7 +543,7 @@ def test_killed_writer_keeps_every_acknowledged_record(tmp_path):
 
 
 def test_payloads_decode_into_the_same_cells_as_records(fs):
-    from storage.wal import payloads_to_table
+    from storage.wal.format import payloads_to_table
 
     small = [(seq, make_cells(seq)[:2]) for seq in range(1, 200)]  # many small records
     big = [(seq, make_cells(seq) * 3) for seq in range(200, 220)]  # records of many cells
@@ -556,7 +556,7 @@ def test_payloads_decode_into_the_same_cells_as_records(fs):
 
 
 def test_payloads_with_bad_structure_are_corruption(fs):
-    from storage.wal import encode_record, payloads_to_table
+    from storage.wal.format import encode_record, payloads_to_table
 
     for cells in (make_cells(3)[:2], make_cells(4) * 3):  # both decode paths
         payload = bytearray(encode_record(7, cells)[RECORD_HEADER_SIZE:])

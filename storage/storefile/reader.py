@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from ..cells import Cell
 from ..errors import CorruptionError, InvalidArgument, StorageError
-from ..fs import FileSystem
+from ..vfs.fs import FileSystem
 from ._block import Block, decode_body
 from ._block_v2 import cells_with, decode_keys, decode_values
 from ._dense import DenseBlock

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..cells import CELL_SCHEMA, Cell, cells_to_batch
 from ..errors import InvalidArgument
-from ..fs import FileSystem
+from ..vfs.fs import FileSystem
 from ._block import encode_block
 from ._block_v2 import encode_block_v2
 from ._dense import DenseBlock

@@ -2,7 +2,7 @@
 
 Shaped like Pebble's ``vfs/errorfs`` and LevelDB's fault-injection test
 environment: :class:`FaultFileSystem` is the engine's own
-:class:`~storage.fs.FileSystem` over a real local directory, with every
+:class:`~storage.vfs.fs.FileSystem` over a real local directory, with every
 mutating call counted by a shared :class:`FaultInjector`:
 
 * ``create`` (a file opened for writing), ``write`` (one write call),
@@ -171,7 +171,7 @@ class _FaultWritable:
 
 
 class FaultFileSystem(FileSystem):
-    """A local :class:`~storage.fs.FileSystem` whose mutations go through a :class:`FaultInjector`."""
+    """A local :class:`~storage.vfs.fs.FileSystem` whose mutations go through a :class:`FaultInjector`."""
 
     def __init__(self, root: str, injector: FaultInjector | None = None):
         super().__init__(root)

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import kernels
+from .. import kernels
 
 __all__ = ["cells_to_dicts"]
 

@@ -23,13 +23,13 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from .errors import InvalidArgument, StorageError, TableNotFound
-from .manifest import RegionInfo
-from .schema import validate_table_name
-from .server.auth import AUTH_HEADER, bearer
-from .server.remote_errors import from_flight_error
-from .server.wire import Message, decode_message, encode_message, ipc_to_batches
-from .rows import cells_to_dicts
+from ..errors import InvalidArgument, StorageError, TableNotFound
+from ..region.manifest import RegionInfo
+from ..schema import validate_table_name
+from .auth import AUTH_HEADER, bearer
+from .remote_errors import from_flight_error
+from .wire import Message, decode_message, encode_message, ipc_to_batches
+from ..read.python_rows import cells_to_dicts
 
 __all__ = ["connect_remote", "RemoteConnection", "RemoteTable", "RemoteBatch", "RemoteScanner", "SCAN_MODES"]
 
@@ -43,7 +43,7 @@ def _filter_string(flt: Any) -> str | None:
         return flt
     if isinstance(flt, bytes):
         return flt.decode("utf-8")
-    from .filters.base import Filter
+    from ..filters.base import Filter
 
     if isinstance(flt, Filter):
         return repr(flt)  # Filter's repr is its filter-language form
@@ -117,7 +117,7 @@ def connect_remote(root: str, token: str | None = None, timeout: float | None = 
 
 
 class RemoteConnection:
-    """A connection to a region server; same calls as :class:`storage.connection.Connection`."""
+    """A connection to a region server; same calls as :class:`storage.table.connection.Connection`."""
 
     def __init__(self, location: str, *, token: str | None = None, timeout: float | None = None):
         if not isinstance(location, str) or "://" not in location:
@@ -266,7 +266,7 @@ class RemoteScanner:
 
 
 class RemoteTable:
-    """A table on a region server; same calls as :class:`storage.table.Table`, plus scan modes."""
+    """A table on a region server; same calls as :class:`storage.table.table.Table`, plus scan modes."""
 
     def __init__(self, connection: RemoteConnection, name: str):
         self.connection = connection
@@ -283,7 +283,7 @@ class RemoteTable:
         return self._call("table_regions")["regions"]
 
     def region_infos(self) -> list[RegionInfo]:
-        """The regions as :class:`~storage.manifest.RegionInfo` (id, start, end)."""
+        """The regions as :class:`~storage.region.manifest.RegionInfo` (id, start, end)."""
         return [RegionInfo(r["id"], r["start_key"], r["end_key"] or None) for r in self.regions()]
 
     def families(self) -> dict[bytes, dict]:

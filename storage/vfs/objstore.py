@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pyarrow.fs as pafs
 
-from .errors import InvalidArgument, StorageError
+from ..errors import InvalidArgument, StorageError
 
 __all__ = ["S3Settings", "ObjectStore", "PreconditionFailed", "redact_uri", "PART_SIZE"]
 
@@ -158,7 +158,7 @@ class ObjectStore:
         self._client_lock = threading.Lock()
         self._etags: dict[str, str] = {}
         self._etag_lock = threading.Lock()
-        self.leases: list = []  # storage.lease.Lease objects held through this store
+        self.leases: list = []  # storage.vfs.writer_lease.Lease objects held through this store
 
     # -- the boto3 client --------------------------------------------------
     @property

@@ -7,7 +7,7 @@ table's ``.staging/<job>/`` folder, then commit them here.
 A region manifest is replaced atomically, but a bulk load touches many
 regions.  So the commit first writes one journal document naming every
 loaded file of every region (``<table>/bulkload/<job>.commit``, framed and
-checksummed by :mod:`storage.framing`, replaced atomically); that write is
+checksummed by :mod:`storage.region.framing`, replaced atomically); that write is
 the commit.  Then each region manifest is updated, and the journal deleted.
 
 A journal still present is a committed load whose manifests may be only
@@ -32,9 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import CorruptionError, InvalidArgument, StorageError
+from ..errors import CorruptionError, InvalidArgument, StorageError
 from .framing import decode_document, encode_document
-from .fs import FileSystem
+from ..vfs.fs import FileSystem
 from .manifest import REGION_MANIFEST, RegionManifest
 from .pins import pinned_paths, retire
 

@@ -43,11 +43,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sortedcontainers import SortedDict
 
-from .cells import CELL_SCHEMA, Cell, CellType, check_cell, sort_key
-from .errors import ScannerError, StorageError
+from ..cells import CELL_SCHEMA, Cell, CellType, check_cell, sort_key
+from ..errors import ScannerError, StorageError
 
 if TYPE_CHECKING:
-    from .scanner.metrics import ScanMetrics
+    from ..scanner.metrics import ScanMetrics
 
 __all__ = ["MemStore", "MemStoreView", "MemStoreSnapshot", "MemStoreScanner", "CELL_OVERHEAD"]
 
@@ -332,7 +332,7 @@ class _ArrowRun:
         self._rows = None
 
     def row_run(self, lock: threading.Lock):
-        """The cells as rows (:class:`storage.row_runs.RowRun`), built on first
+        """The cells as rows (:class:`storage.memstore.row_runs.RowRun`), built on first
         use and kept with the run; None when they are not clean."""
         if self._row_run is _NOT_BUILT:
             with lock:
@@ -347,7 +347,7 @@ class _ArrowRun:
         """True when every cell is a put and no column has two versions (any
         subset then needs no version or delete resolution either)."""
         if self._clean is None:
-            from .kernels import is_clean
+            from ..kernels import is_clean
 
             self._clean = is_clean(self.table)
         return self._clean
@@ -355,7 +355,7 @@ class _ArrowRun:
     def slice(self, start_row: bytes, stop_row: bytes | None) -> pa.Table:
         """The cells of rows ``[start_row, stop_row)`` (zero-copy), found by
         bisecting the row column."""
-        from .kernels.merge import _bisect
+        from ..kernels.merge import _bisect
 
         rows = self._rows
         if rows is None:
@@ -386,7 +386,7 @@ class _ArrowRun:
                             restored.append(cell)
                             break
             if restored:
-                from .kernels import merge_sources
+                from ..kernels import merge_sources
 
                 table = merge_sources([_cells_to_table(restored), table])
         return _ArrowRun(table, None, read_point)
@@ -407,7 +407,7 @@ def _merged_run(run: _ArrowRun, cells: list, seqs: np.ndarray) -> _ArrowRun | No
     """``run`` with sorted new ``cells`` (sequence ids ``seqs``) merged in, a
     new cell replacing the run's cell of the same key; None when the keys are
     too wide to encode (the caller rebuilds)."""
-    from .kernels.merge import cell_keys, merge_order
+    from ..kernels.merge import cell_keys, merge_order
 
     new = _cells_to_table(cells)
     keys = cell_keys([new, run.table])
@@ -497,7 +497,7 @@ class MemStoreView:
         return len(live) <= 1 and all(r.clean for r in live)
 
     def row_run(self):
-        """What the view shows as rows (a :class:`storage.row_runs.RowRun`),
+        """What the view shows as rows (a :class:`storage.memstore.row_runs.RowRun`),
         when one map holds every cell visible at the read point and those
         cells need no resolution; None otherwise (the scan then merges cells).
         Writes after the read point do not matter: the row form is built from
@@ -514,7 +514,7 @@ class MemStoreView:
             return CELL_SCHEMA.empty_table()
         if len(parts) == 1:
             return parts[0]
-        from .kernels import merge_sources
+        from ..kernels import merge_sources
 
         return merge_sources(parts)
 

@@ -1,22 +1,22 @@
 """The row form of a clean run of cells: what a memstore adds to a rows scan.
 
-A memstore map (or a connector's decoded WAL, :mod:`storage.sorted_cells`)
+A memstore map (or a connector's decoded WAL, :mod:`storage.memstore.sorted_cells`)
 whose cells are all puts with one version per column is, as rows, exactly
 a dense block (:class:`storage.storefile._dense.DenseBlock`): its distinct
 row keys and a value and timestamp column per qualifier.  :class:`RowRun`
 pivots the cells into that form once (the owner keeps it beside its Arrow
 copy of the cells: a memstore view, for the cells at its read point) and hands out zero-copy row-range
 slices, which a rows scan merges with the store files' dense rows
-(:mod:`storage.row_scan`).
+(:mod:`storage.read.row_scan`).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from .kernels._arrays import CellColumns, as_cell_table
-from .kernels.merge import _bisect
-from .storefile._dense import DenseBlock, dense_from_cells
+from ..kernels._arrays import CellColumns, as_cell_table
+from ..kernels.merge import _bisect
+from ..storefile._dense import DenseBlock, dense_from_cells
 
 __all__ = ["RowRun"]
 

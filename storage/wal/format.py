@@ -40,9 +40,9 @@ from typing import Iterator, NamedTuple, Sequence
 import numpy as np
 import pyarrow as pa
 
-from .cells import Cell, CellType
-from .errors import CorruptionError, InvalidArgument, StorageError
-from .fs import FileSystem, WritableFile
+from ..cells import Cell, CellType
+from ..errors import CorruptionError, InvalidArgument, StorageError
+from ..vfs.fs import FileSystem, WritableFile
 
 __all__ = [
     "WAL_MAGIC",
@@ -305,13 +305,13 @@ class WalWriter:
     docstring) or call :func:`repair_wal` first.
 
     On a filesystem that cannot append (object stores), constructing a
-    ``WalWriter`` gives a :class:`storage.wal_segments.SegmentWalWriter`,
+    ``WalWriter`` gives a :class:`storage.wal.segments.SegmentWalWriter`,
     which writes the log as immutable segment objects.
     """
 
     def __new__(cls, fs: FileSystem, path: str, sync: "SyncPolicy | str | int" = "each"):
         if cls is WalWriter and not fs.can_append:
-            from .wal_segments import SegmentWalWriter
+            from .segments import SegmentWalWriter
 
             cls = SegmentWalWriter
         return super().__new__(cls)
@@ -559,8 +559,8 @@ class WalReader:
         self.torn_tail_bytes = size - end
 
     def _segments(self) -> Iterator[WalRecord]:
-        """Records of a WAL kept as segment objects (storage.wal_segments), in order."""
-        from .wal_segments import segment_names
+        """Records of a WAL kept as segment objects (storage.wal.segments), in order."""
+        from .segments import segment_names
 
         total = 0
         for seg in segment_names(self._fs, self.path):
@@ -679,7 +679,7 @@ def payloads_to_table(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table
     per cell.  The payloads' checksums have passed; only the structure
     (lengths adding up, known cell types) is checked, as a whole.
     """
-    from .cells import CELL_SCHEMA
+    from ..cells import CELL_SCHEMA
 
     counted = [(p, _PAYLOAD_HEADER.unpack_from(p, 0)[1]) for p in payloads]
     payloads = [p for p, n in counted if n]
@@ -731,7 +731,7 @@ _BIG_RECORDS = 64  # cells per record from which records are decoded one by one
 def _big_payloads_to_table(payloads: list[bytes], where: str) -> pa.Table:
     """:func:`payloads_to_table` for records of many cells: a few NumPy views
     and four contiguous slices per record, no copy of the log as a whole."""
-    from .cells import CELL_SCHEMA
+    from ..cells import CELL_SCHEMA
 
     head = _PAYLOAD_HEADER.size
     stamps, lengths, types = [], [], []

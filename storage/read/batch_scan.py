@@ -22,14 +22,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from . import dense_scan, kernels
-from .cells import CELL_SCHEMA, LATEST_TIMESTAMP
+from ..storefile import dense_rows
+from .. import kernels
+from ..cells import CELL_SCHEMA, LATEST_TIMESTAMP
 from .late_values import index_values, materialize
-from .region import RegionView, chunk_bounds
-from .columns import parse_column
+from ..region.region import RegionView, chunk_bounds
+from ..columns import parse_column
 from .row_scan import CELLS, RowMerge
-from .store import StoreView
-from .storefile._dense import empty_binary
+from ..region.store import StoreView
+from ..storefile._dense import empty_binary
 
 __all__ = ["BatchScan", "scan_region_batches"]
 
@@ -233,7 +234,7 @@ def values_discarded(flt) -> bool:
     """True when a filter's output has only empty values and nothing in it reads
     them: a plain KeyOnlyFilter, alone or ANDed with filters that look at keys only
     (the row-counting filters)."""
-    from .filters import (
+    from ..filters import (
         ColumnPrefixFilter,
         FilterList,
         FirstKeyOnlyFilter,
@@ -258,13 +259,13 @@ def values_discarded(flt) -> bool:
 
 def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
     """``(field names, qualifiers, filter plan)`` when this scan takes dense
-    blocks straight to rows (see :mod:`storage.dense_scan`), else None."""
+    blocks straight to rows (see :mod:`storage.storefile.dense_rows`), else None."""
     scan = proc.scan
     if scan.output != "rows" or not skip_resolve:
         return None
     family = view.family.encode()
-    columns = dense_scan.dense_columns(family, proc.output_columns)
-    plan = dense_scan.dense_filter(scan.filter, family)
+    columns = dense_rows.dense_columns(family, proc.output_columns)
+    plan = dense_rows.dense_filter(scan.filter, family)
     if columns is None or plan is None:
         return None
     names, qualifiers = columns
@@ -274,8 +275,8 @@ def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
 def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
     """One dense block part as rows: column slices, a filter as one comparison."""
     names, qualifiers, plan = direct
-    mask, value_masks = dense_scan.filter_masks(plan, dense, qualifiers)
-    out = dense_scan.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks)
+    mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers)
+    out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks)
     if proc.metrics is not None:
         proc.metrics.cells_scanned += dense.cell_count()
         if plan[0] != "none":
@@ -298,7 +299,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     Dense blocks (format version 2) of whole rows skip the cell kernels: a
     rows scan slices their columns (:func:`_dense_to_rows`), and the
     row-counting filter takes the first cell of each row from their keys
-    (:func:`storage.dense_scan.first_cells`), many blocks per call.
+    (:func:`storage.storefile.dense_rows.first_cells`), many blocks per call.
     """
     reader = view.files[0].reader
     # a file with one version per column and no markers needs no resolution
@@ -310,7 +311,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     drop_values = values_discarded(proc.scan.filter)
     direct = _dense_plan(view, proc, skip_resolve)
     first_only = (
-        drop_values and skip_resolve and proc.select is None and dense_scan.first_cell_only(proc.scan.filter)
+        drop_values and skip_resolve and proc.select is None and dense_rows.first_cell_only(proc.scan.filter)
     )
     firsts: list = []  # dense parts waiting to become first cells
     firsts_rows = 0
@@ -340,7 +341,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
         if proc.metrics is not None:
             proc.metrics.cells_scanned += sum(d.cell_count() for d in firsts) - firsts_rows  # finish adds the rest
         # first cells with empty values are what the row-counting filter leaves
-        out = proc.finish(pa.Table.from_batches([dense_scan.first_cells(firsts, reader.info.family)]), filtered=True)
+        out = proc.finish(pa.Table.from_batches([dense_rows.first_cells(firsts, reader.info.family)]), filtered=True)
         if out is not None and out.num_rows:
             yield out
 
@@ -466,7 +467,7 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
         return
     row_merge = None
     if len(families) == 1:
-        # a rows scan of clean sources merges rows, not cells (storage/row_scan.py)
+        # a rows scan of clean sources merges rows, not cells (storage/read/row_scan.py)
         ((name, fview),) = families.items()
         row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, proc.trivial_resolution(name)), proc)
     keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
@@ -483,7 +484,7 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     if scan.reverse:
         ranges.reverse()
     # the row-counting filter: each clean source can be cut to its rows' first cells before merging
-    firsts = {name: keys_only and proc.select is None and dense_scan.first_cell_only(scan.filter)
+    firsts = {name: keys_only and proc.select is None and dense_rows.first_cell_only(scan.filter)
               and proc.trivial_resolution(name) for name in families}
     for lo, hi in ranges:
         if row_merge is not None:

@@ -1,6 +1,6 @@
 """Table and region manifests: which regions a table has, which files a region has.
 
-Both are small documents written with :mod:`storage.framing` (magic, version,
+Both are small documents written with :mod:`storage.region.framing` (magic, version,
 length, CRC32, JSON payload) and replaced atomically (write a temporary file,
 fsync, rename, fsync the directory), so after a crash a reader finds either
 the old or the new manifest, never a mix.  Row keys are stored as hex strings.
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .errors import CorruptionError
-from .fs import FileSystem
+from ..errors import CorruptionError
+from ..vfs.fs import FileSystem
 from .framing import decode_document, encode_document
 
 __all__ = ["RegionInfo", "TableManifest", "RegionManifest", "TABLE_MANIFEST", "REGION_MANIFEST"]

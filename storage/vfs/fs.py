@@ -7,9 +7,9 @@ operating system directly where pyarrow offers no equivalent: ``fsync`` for
 durability, ``mmap`` for zero-copy block reads, ``flock`` for the writer lock.
 On other filesystems it uses pyarrow's streams, and a lock object created
 exclusively.  On S3-compatible object stores (``s3://``, see
-:mod:`storage.objstore`) objects are written whole and never appended to,
+:mod:`storage.vfs.objstore`) objects are written whole and never appended to,
 replacements are conditional puts instead of renames, and the writer lock is
-a renewed lease (:mod:`storage.lease`).
+a renewed lease (:mod:`storage.vfs.writer_lease`).
 
 Paths passed to methods are relative to the root and use ``/``.
 """
@@ -25,7 +25,7 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from .errors import InvalidArgument, StorageError, TableLocked
+from ..errors import InvalidArgument, StorageError, TableLocked
 from .objstore import ObjectStore, S3Settings
 
 __all__ = ["FileSystem", "WritableFile", "Lock", "open_filesystem", "TEMP_MARK"]
@@ -123,7 +123,7 @@ class Lock:
             os.pwrite(fd, owner, 0)
             self._fd = fd
         elif self._fs.object_store is not None:
-            from .lease import Lease  # a renewed lease, created and taken over with conditional puts
+            from .writer_lease import Lease  # a renewed lease, created and taken over with conditional puts
 
             store = self._fs.object_store
             self._lease = Lease(store, self._fs._full(self._path), store.settings.lease_seconds).acquire()
@@ -309,7 +309,7 @@ class FileSystem:
         atomic): the object is replaced by one conditional PUT, which is
         atomic, and only if it is still the version this process last read
         or wrote (absent if never seen).  A stale writer therefore fails
-        with :class:`~storage.objstore.PreconditionFailed` instead of
+        with :class:`~storage.vfs.objstore.PreconditionFailed` instead of
         overwriting a newer commit, and a writer whose lease is lost or
         expiring fails with :class:`TableLocked` before it writes.
         """
@@ -393,7 +393,7 @@ class FileSystem:
 
     def sub(self, path: str) -> "FileSystem":
         """A FileSystem rooted at ``path`` under this root."""
-        child = object.__new__(type(self))  # a wrapping subclass (storage.faultfs) wraps its children too
+        child = object.__new__(type(self))  # a wrapping subclass (storage.vfs.faultfs) wraps its children too
         child.__dict__.update(self.__dict__)  # the pyarrow filesystem and object store are shared
         child.base = self._full(path)
         child.root = self.root.rstrip("/") + "/" + path

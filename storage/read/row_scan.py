@@ -4,10 +4,10 @@ A chunk of a rows scan whose sources (the memstore and each store file) are
 clean -- puts only, one version per column, no TTL or time range to apply --
 and hold different rows needs no cell merge, resolution or pivot: each
 source's rows are already the result's rows.  So the memstore's rows (its
-:class:`storage.row_runs.RowRun` at the scan's read point, pivoted once per
+:class:`storage.memstore.row_runs.RowRun` at the scan's read point, pivoted once per
 view, or once per memstore run while no write follows) and each
 file's dense blocks are sliced to the chunk and turned into row batches as the
-streaming path does (:func:`storage.dense_scan.dense_rows`, a value filter as
+streaming path does (:func:`storage.storefile.dense_rows.dense_rows`, a value filter as
 one comparison per column), then interleaved by key
 (:func:`storage.kernels.row_merge.merge_row_runs`: one sort of the encoded
 keys, one gather of each column).
@@ -27,10 +27,10 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from .dense_scan import dense_rows, filter_masks, row_schema
-from .kernels.row_merge import keys_disjoint, merge_row_runs
-from .row_runs import RowRun
-from .store import StoreView
+from ..storefile.dense_rows import dense_rows, filter_masks, row_schema
+from ..kernels.row_merge import keys_disjoint, merge_row_runs
+from ..memstore.row_runs import RowRun
+from ..region.store import StoreView
 
 __all__ = ["RowMerge", "CELLS"]
 
@@ -42,8 +42,8 @@ class RowMerge:
     """The row-run plan of one scan of one family (see the module docstring).
 
     ``direct`` is the dense plan of the scan: ``(field names, qualifiers,
-    filter plan)`` as :func:`storage.dense_scan.dense_columns` and
-    :func:`storage.dense_scan.dense_filter` give them.
+    filter plan)`` as :func:`storage.storefile.dense_rows.dense_columns` and
+    :func:`storage.storefile.dense_rows.dense_filter` give them.
     """
 
     def __init__(self, view: StoreView, mem: RowRun | None, direct: tuple, proc):

@@ -19,7 +19,7 @@ empty-valued cell per row.
 from __future__ import annotations
 
 from .batch_scan import BatchScan, scan_region_batches
-from .region import RegionView
+from ..region.region import RegionView
 
 __all__ = ["ROW_COUNT_FILTER", "count_region_rows", "index_countable"]
 
@@ -60,7 +60,7 @@ def index_countable(view: RegionView, low: bytes, high: bytes | None) -> list | 
 
 def count_region_rows(view: RegionView, low: bytes = b"", high: bytes | None = None) -> int:
     """Visible rows of the region in ``[low, high)`` (clipped to the region)."""
-    from .filters import coerce_filter
+    from ..filters import coerce_filter
 
     low, high = _clip(view, low, high)
     if high is not None and low >= high:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from .cells import Cell
-from .errors import InvalidArgument
+from ..cells import Cell
+from ..errors import InvalidArgument
 
 if TYPE_CHECKING:
     from .table import Table

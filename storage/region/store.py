@@ -3,9 +3,9 @@
 The store knows its sources in age order, newest first: the memstore, then
 its store files from the newest to the oldest.  Scans and compactions take a
 :class:`StoreView` (an immutable list of open readers plus a
-:class:`storage.memstore.MemStoreView` fixed at a read point), so a flush or
+:class:`storage.memstore.write_buffer.MemStoreView` fixed at a read point), so a flush or
 compaction that swaps files does not disturb a scan under way; the region
-leases the view's files (:mod:`storage.leases`) so they stay open until the
+leases the view's files (:mod:`storage.region.reader_leases`) so they stay open until the
 scan ends.
 """
 
@@ -16,14 +16,14 @@ from typing import Sequence
 
 import pyarrow as pa
 
-from .cells import CELL_SCHEMA
-from .dense_scan import first_cells_of_parts
-from .fs import FileSystem
-from .memstore import MemStore, MemStoreView
-from .schema import FamilySettings
-from .storefile import BlockCache, StoreFileReader, StoreFileWriter
-from .storefile._dense import empty_binary
-from .storefile._kernels import row_starts
+from ..cells import CELL_SCHEMA
+from ..storefile.dense_rows import first_cells_of_parts
+from ..vfs.fs import FileSystem
+from ..memstore.write_buffer import MemStore, MemStoreView
+from ..schema import FamilySettings
+from ..storefile import BlockCache, StoreFileReader, StoreFileWriter
+from ..storefile._dense import empty_binary
+from ..storefile._kernels import row_starts
 
 __all__ = ["Store", "StoreView"]
 
@@ -44,7 +44,7 @@ class StoreFile:
 class StoreView:
     """What one scan of a store reads: the memstore as of the scan's read
     point and the files, newest first.  ``memstore`` is any object with
-    :class:`storage.memstore.MemStoreView`'s read methods (``is_empty``,
+    :class:`storage.memstore.write_buffer.MemStoreView`'s read methods (``is_empty``,
     ``to_batch``, ``row_cells``, ``scanner``)."""
 
     family: str

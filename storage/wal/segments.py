@@ -36,9 +36,9 @@ from __future__ import annotations
 import threading
 from typing import Sequence
 
-from .errors import InvalidArgument
-from .fs import FileSystem
-from .wal import SyncPolicy, WalReader, WalWriter, encode_record, file_header_bytes
+from ..errors import InvalidArgument
+from ..vfs.fs import FileSystem
+from .format import SyncPolicy, WalReader, WalWriter, encode_record, file_header_bytes
 
 __all__ = ["SegmentWalWriter", "SEGMENT_SUFFIX", "NONE_SEGMENT_BYTES", "segment_name", "segment_names"]
 

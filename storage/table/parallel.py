@@ -22,10 +22,10 @@ a Python loop per row does not, and for such work one process per region
 (``multiprocessing``, or one Spark task per region) is the parallel form.
 docs/performance.md has the measurements.
 
-Works on an embedded :class:`storage.table.Table` and on a
-:class:`storage.client.RemoteTable` (pass ``mode="rpc"`` or ``"stream"``
+Works on an embedded :class:`storage.table.table.Table` and on a
+:class:`storage.server.client.RemoteTable` (pass ``mode="rpc"`` or ``"stream"``
 through the scan options).  On an embedded table every task reads one
-:meth:`storage.table.Table.snapshot` taken when the scan starts: one read
+:meth:`storage.table.table.Table.snapshot` taken when the scan starts: one read
 point, and regions split or compacted meanwhile are read as they were.  On
 a remote table each task is its own server scan (its own read point); each
 still survives splits.
@@ -41,7 +41,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import InvalidArgument
+from ..errors import InvalidArgument
 from .table import row_range
 
 __all__ = ["ParallelScanner", "parallel_scan", "region_tasks"]

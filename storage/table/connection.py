@@ -14,11 +14,11 @@ import threading
 import uuid
 from typing import Any, Sequence
 
-from .errors import InvalidArgument, TableExists, TableNotFound
-from .fs import FileSystem
-from .manifest import TABLE_MANIFEST, RegionInfo, TableManifest
-from .schema import FamilySettings, TableSettings, validate_family_name, validate_table_name
-from .storefile import BlockCache
+from ..errors import InvalidArgument, TableExists, TableNotFound
+from ..vfs.fs import FileSystem
+from ..region.manifest import TABLE_MANIFEST, RegionInfo, TableManifest
+from ..schema import FamilySettings, TableSettings, validate_family_name, validate_table_name
+from ..storefile import BlockCache
 from .table import Table
 
 __all__ = ["Connection", "connect", "uniform_split_keys"]
@@ -61,7 +61,7 @@ class Connection:
     ):
         self.root = root
         # ``filesystem``: the layer to go through instead of FileSystem(root),
-        # e.g. a storage.faultfs.FaultFileSystem over the same root in tests.
+        # e.g. a storage.vfs.faultfs.FaultFileSystem over the same root in tests.
         self.fs = filesystem if filesystem is not None else FileSystem(root)
         self.read_only = read_only
         self.wal_sync = wal_sync
@@ -231,7 +231,7 @@ def connect(root: str = "regionscan-data", **options: Any) -> Connection:
     Options: ``read_only``, ``block_cache_size`` (bytes), ``wal_sync``.
     """
     if isinstance(root, str) and root.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
-        from .client import connect_remote  # the server client pulls in Flight
+        from ..server.client import connect_remote  # the server client pulls in Flight
 
         return connect_remote(root, **options)
     return Connection(root, **options)

@@ -2,7 +2,7 @@
 
 What a reader builds from a log (the connector's pinned-snapshot reader
 decodes a region's WAL records into one cell table with
-:func:`storage.wal.payloads_to_table`): :meth:`SortedCells.from_log` sorts
+:func:`storage.wal.format.payloads_to_table`): :meth:`SortedCells.from_log` sorts
 that table into cell order once and drops overwritten cells (the last write
 of a key wins, as in the memstore).  Scans then slice it per row range.
 """
@@ -12,17 +12,17 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from .cells import CELL_SCHEMA, Cell
-from .kernels import is_clean, is_sorted
-from .kernels._arrays import CellColumns
-from .kernels.merge import _bisect, _sort_all
+from ..cells import CELL_SCHEMA, Cell
+from ..kernels import is_clean, is_sorted
+from ..kernels._arrays import CellColumns
+from ..kernels.merge import _bisect, _sort_all
 from .row_runs import RowRun
 
 __all__ = ["SortedCells"]
 
 
 class SortedCells:
-    """Cells in cell order with the read methods of :class:`storage.memstore.MemStoreView`."""
+    """Cells in cell order with the read methods of :class:`storage.memstore.write_buffer.MemStoreView`."""
 
     read_point = None  # everything in it is visible
 
@@ -84,7 +84,7 @@ class SortedCells:
 
     def scanner(self, metrics=None):
         """A cell scanner over the cells (the cell path; builds a memstore of them)."""
-        from .memstore import MemStore
+        from .write_buffer import MemStore
 
         store = MemStore()
         if self.table.num_rows:

@@ -18,10 +18,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .cells import CELL_SCHEMA, CellType
-from .columns import parse_column
-from .storefile._dense import DenseBlock, constant_binary
-from .storefile._kernels import row_starts
+from ..cells import CELL_SCHEMA, CellType
+from ..columns import parse_column
+from ._dense import DenseBlock, constant_binary
+from ._kernels import row_starts
 
 __all__ = [
     "dense_columns", "dense_rows", "row_schema", "dense_filter", "filter_masks",
@@ -133,7 +133,7 @@ def first_cell_only(flt) -> bool:
     """True when a filter keeps exactly the first cell of each row with an empty
     value: ``FirstKeyOnlyFilter`` ANDed with plain ``KeyOnlyFilter`` (the
     row-counting filter)."""
-    from .filters import FilterList, FirstKeyOnlyFilter, KeyOnlyFilter
+    from ..filters import FilterList, FirstKeyOnlyFilter, KeyOnlyFilter
 
     if not isinstance(flt, FilterList) or flt.operator.name != "MUST_PASS_ALL" or not flt.filters:
         return False
@@ -253,7 +253,7 @@ def dense_filter(flt, family: bytes):
       ``InclusiveStopFilter``), tested on the block's row keys;
     * ``("all" | "one", [plans])`` for a stateless ``FilterList`` of such filters.
     """
-    from .filters import (
+    from ..filters import (
         ColumnValueFilter,
         FilterList,
         InclusiveStopFilter,

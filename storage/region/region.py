@@ -12,7 +12,7 @@ that crashed before its manifest commit; a writer deletes them on open.
 
 Sequence ids come from the table's :class:`storage.mvcc.Mvcc`, so one read
 point orders writes across all regions.  A reader's :meth:`Region.view`
-leases the store files it will read (:mod:`storage.leases`); a compaction
+leases the store files it will read (:mod:`storage.region.reader_leases`); a compaction
 or close retires files, and a retired file is closed and deleted once the
 last view holding it is released.
 """
@@ -25,21 +25,21 @@ import time
 from typing import Iterable, Sequence
 
 
-from . import kernels
-from .cells import Cell
-from .errors import InvalidArgument, StorageError
-from .fs import FileSystem
-from .bulkload import apply_entry
-from .leases import Leases
-from .memstore import MemStore
-from .mvcc import Mvcc
+from .. import kernels
+from ..cells import Cell
+from ..errors import InvalidArgument, StorageError
+from ..vfs.fs import FileSystem
+from .load_journal import apply_entry
+from .reader_leases import Leases
+from ..memstore.write_buffer import MemStore
+from ..mvcc import Mvcc
 from .pins import pinned_paths, retire
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
-from .schema import FamilySettings, TableSettings
-from .row_compaction import cell_sources, chunk_rows, read_parts, write_rows
+from ..schema import FamilySettings, TableSettings
+from .compaction_rows import cell_sources, chunk_rows, read_parts, write_rows
 from .store import Store, StoreFile, StoreView
-from .storefile import BlockCache
-from .wal import WalWriter, replay_wal
+from ..storefile import BlockCache
+from ..wal.format import WalWriter, replay_wal
 
 __all__ = ["Region", "RegionView", "chunk_bounds"]
 
@@ -412,7 +412,7 @@ class Region:
             max_seq = max(f.reader.info.max_seq_id for f in chosen)
             cuts = chunk_bounds([view], b"", None)
             bounds = [b""] + cuts + [None]
-            # dense files with nothing to resolve are merged as rows (storage/row_compaction.py)
+            # dense files with nothing to resolve are merged as rows (storage/region/compaction_rows.py)
             as_rows = ttl_cutoff is None and writer.format_version >= 2
             for lo, hi in zip(bounds, bounds[1:]):
                 parts = read_parts(chosen, lo, hi)
@@ -475,7 +475,7 @@ class Region:
 
         The view leases its store files; call :meth:`RegionView.release`.
         A caller capturing views of several regions at one read point holds
-        ``leases.lock`` around the calls (see :mod:`storage.leases`).
+        ``leases.lock`` around the calls (see :mod:`storage.region.reader_leases`).
         """
         with self.leases.lock:
             if self.closed:
@@ -489,7 +489,7 @@ class Region:
     def cell_scanner_of(view: RegionView, spec, metrics=None, low: bytes = b"", high: bytes | None = None):
         """A cell-at-a-time :class:`storage.scanner.RegionScanner` over ``[low, high)``
         of a region view (the caller releases the view after the scanner)."""
-        from .scanner import RegionScanner, StoreScanner
+        from ..scanner import RegionScanner, StoreScanner
 
         read_spec = spec.with_filter_columns()
         wanted = read_spec.families()
@@ -532,7 +532,7 @@ class Region:
     @staticmethod
     def get_of(view: RegionView, row: bytes, spec) -> list[Cell]:
         """The visible cells of ``row`` in a region view (see :meth:`get`)."""
-        from .scanner import ListScanner, StoreScanner
+        from ..scanner import ListScanner, StoreScanner
 
         wanted = spec.families()
         out: list[Cell] = []

@@ -8,7 +8,7 @@ compacted past the compaction threshold and split past max_filesize.
 Reads are consistent (see docs/architecture.md, "What a reader sees"): a
 scan fixes the table's read point (:mod:`storage.mvcc`) and takes a leased
 view of every region its key range covers when it opens, all under the
-table's lease lock (:mod:`storage.leases`), so later writes, flushes,
+table's lease lock (:mod:`storage.region.reader_leases`), so later writes, flushes,
 compactions and splits change nothing it returns.
 """
 
@@ -25,24 +25,24 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from . import kernels
-from .batch_scan import BatchScan, scan_region_batches
+from .. import kernels
+from ..read.batch_scan import BatchScan, scan_region_batches
 from .mutation_batch import Batch
-from .rows import cells_to_dicts
-from .bulkload import JOURNAL_DIR, pending_entries, recover
-from .pins import clean_archive, retire_dir
-from .cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
-from .errors import InvalidArgument, RegionNotFound, StorageError, clip
-from .filters import coerce_filter
-from .fs import FileSystem
-from .manifest import RegionInfo, TableManifest
-from .leases import Leases
-from .mvcc import Mvcc
-from .region import Region, RegionView
-from .scanner import ScanSpec, TableScanner
-from .scanner.metrics import ScanMetrics
-from .columns import parse_column
-from .schema import FamilySettings, TableSettings
+from ..read.python_rows import cells_to_dicts
+from ..region.load_journal import JOURNAL_DIR, pending_entries, recover
+from ..region.pins import clean_archive, retire_dir
+from ..cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
+from ..errors import InvalidArgument, RegionNotFound, StorageError, clip
+from ..filters import coerce_filter
+from ..vfs.fs import FileSystem
+from ..region.manifest import RegionInfo, TableManifest
+from ..region.reader_leases import Leases
+from ..mvcc import Mvcc
+from ..region.region import Region, RegionView
+from ..scanner import ScanSpec, TableScanner
+from ..scanner.metrics import ScanMetrics
+from ..columns import parse_column
+from ..schema import FamilySettings, TableSettings
 
 __all__ = ["Table", "Batch", "ReadSnapshot", "row_range"]
 
@@ -111,7 +111,7 @@ def row_range(
 
 
 class Table:
-    """A table of a :class:`storage.connection.Connection`; get one from ``connection.table(name)``."""
+    """A table of a :class:`storage.table.connection.Connection`; get one from ``connection.table(name)``."""
 
     def __init__(self, name: str, fs: FileSystem, manifest: TableManifest, cache, read_only: bool, lock=None):
         self.name = name
@@ -801,10 +801,10 @@ class Table:
         Where a region's store files are clean (no delete markers), its families
         have no TTL, its memstore holds nothing for the range and the files'
         row ranges do not overlap, the count comes from the version 2 block
-        indexes without reading data blocks (see :mod:`storage.row_count`);
+        indexes without reading data blocks (see :mod:`storage.read.row_count`);
         otherwise the region is scanned with the row-counting filter.
         """
-        from .row_count import count_region_rows
+        from ..read.row_count import count_region_rows
 
         self._check_readable()
         low, high = row_range(row_start, row_stop, row_prefix, False)
@@ -819,7 +819,7 @@ class Table:
     def read_counters(self, reset: bool = False) -> dict[str, int]:
         """Block read counters summed over the table's store files (blocks and
         bytes read, extra header reads, cache hits and misses, seeks)."""
-        from .storefile.counters import ReadCounters
+        from ..storefile.counters import ReadCounters
 
         total = dict.fromkeys(ReadCounters.FIELDS, 0)
         for reader in self.store_file_readers():

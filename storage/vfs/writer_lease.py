@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 
-from .errors import TableLocked
+from ..errors import TableLocked
 from .objstore import ObjectStore, PreconditionFailed
 
 __all__ = ["Lease", "SAFETY_MARGIN"]

@@ -28,8 +28,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Collection
 
-from .errors import CorruptionError, InvalidArgument
-from .fs import FileSystem
+from ..errors import CorruptionError, InvalidArgument
+from ..vfs.fs import FileSystem
 
 __all__ = [
     "FRAME_HEADER_SIZE",

@@ -20,7 +20,7 @@ import time
 import uuid
 from typing import Iterable
 
-from .fs import FileSystem
+from ..vfs.fs import FileSystem
 
 __all__ = [
     "PINS_DIR",
@@ -105,7 +105,7 @@ def retire(table_fs: FileSystem, path: str, pinned: set[str] | None = None) -> N
     if pinned is None:
         pinned = pinned_paths(table_fs)
     if not table_fs.can_append and table_fs.is_dir(path):
-        # a WAL kept as segment objects (storage.wal_segments): a directory
+        # a WAL kept as segment objects (storage.wal.segments): a directory
         if path in pinned:
             for name in table_fs.listdir(path):
                 target = f"{ARCHIVE_DIR}/{path}/{name}"
