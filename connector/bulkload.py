@@ -51,7 +51,7 @@ from storage.vfs.fs import FileSystem
 from storage.region.manifest import TableManifest
 from storage.schema import FamilySettings
 from storage.storefile import StoreFileReader, StoreFileWriter
-from storage.wal.format import WalReader
+from storage.wal.reader import WalReader
 
 from storage.region.load_journal import (
     JOURNAL_DIR,

@@ -30,11 +30,12 @@ from storage.vfs.fs import FileSystem
 from storage.region.manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
 from storage.cells import CELL_SCHEMA
 from storage.memstore.sorted_cells import SortedCells
-from storage.region.region import RegionView
+from storage.region.view import RegionView
 from storage.schema import FamilySettings
 from storage.region.store import StoreFile, StoreView
 from storage.storefile import BlockCache, StoreFileReader
-from storage.wal.format import WalReader, payloads_to_table
+from storage.wal.reader import WalReader
+from storage.wal.arrow_decode import payloads_to_table
 
 from storage.region.load_journal import apply_entry, read_journals
 from storage.region.pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin

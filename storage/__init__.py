@@ -18,7 +18,8 @@ from .errors import (
     TableLocked,
     TableNotFound,
 )
-from .table.table import Batch, Table
+from .table.mutation_batch import Batch
+from .table.table import Table
 
 __all__ = [
     "connect",

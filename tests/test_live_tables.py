@@ -426,7 +426,7 @@ def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, mon
 
 # -- rows scans under a writer take the row-run path at their read point ----------------------
 def test_a_rows_scan_under_a_writer_sees_its_read_point_through_the_row_run_path(tmp_path, monkeypatch):
-    from storage.memstore.write_buffer import MemStoreView
+    from storage.memstore.runs import MemStoreView
 
     taken = []  # per memstore row form asked for: (given, built from cells filtered to the read point)
     row_run = MemStoreView.row_run

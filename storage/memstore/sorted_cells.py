@@ -2,7 +2,7 @@
 
 What a reader builds from a log (the connector's pinned-snapshot reader
 decodes a region's WAL records into one cell table with
-:func:`storage.wal.format.payloads_to_table`): :meth:`SortedCells.from_log` sorts
+:func:`storage.wal.arrow_decode.payloads_to_table`): :meth:`SortedCells.from_log` sorts
 that table into cell order once and drops overwritten cells (the last write
 of a key wins, as in the memstore).  Scans then slice it per row range.
 """

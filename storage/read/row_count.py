@@ -18,8 +18,8 @@ empty-valued cell per row.
 
 from __future__ import annotations
 
+from ..region.view import RegionView
 from .batch_scan import BatchScan, scan_region_batches
-from ..region.region import RegionView
 
 __all__ = ["ROW_COUNT_FILTER", "count_region_rows", "index_countable"]
 

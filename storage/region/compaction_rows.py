@@ -25,7 +25,7 @@ import pyarrow as pa
 from ..cells import CELL_SCHEMA
 from ..kernels.row_merge import merge_row_runs, row_order
 from .store import StoreFile
-from ..storefile.reader import BlockPart
+from ..storefile.reader_scans import BlockPart
 from ..storefile._dense import MAX_DENSE_QUALIFIERS, MAX_FILL
 
 __all__ = ["read_parts", "cell_sources", "chunk_rows", "write_rows"]

@@ -21,109 +21,43 @@ from __future__ import annotations
 
 import threading
 from operator import itemgetter
-import time
-from typing import Iterable, Sequence
+from typing import Sequence
 
-
-from .. import kernels
 from ..cells import Cell
 from ..errors import InvalidArgument, StorageError
-from ..vfs.fs import FileSystem
-from .load_journal import apply_entry
-from .reader_leases import Leases
-from ..memstore.write_buffer import MemStore
 from ..mvcc import Mvcc
-from .pins import pinned_paths, retire
-from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from ..schema import FamilySettings, TableSettings
-from .compaction_rows import cell_sources, chunk_rows, read_parts, write_rows
-from .store import Store, StoreFile, StoreView
 from ..storefile import BlockCache
-from ..wal.format import WalWriter, replay_wal
+from ..vfs.fs import FileSystem
+from ..wal.open_writer import open_wal_writer
+from ..wal.replay import replay_wal
+from ..wal.writer import WalWriter
+from .compaction import RegionCompaction, _now_ms
+from .daughters import RegionDaughters
+from .load_journal import apply_entry
+from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
+from .pins import pinned_paths, retire
+from .reader_leases import Leases
+from .reads import RegionReads
+from .store import Store, StoreFile
 
-__all__ = ["Region", "RegionView", "chunk_bounds"]
+__all__ = ["Region"]
+
 
 _WAL_DIR = "wal"
+
+
 _ROW = itemgetter(0)
+
+
 _FAMILY = itemgetter(1)
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _close_reader(f: StoreFile) -> None:
     f.reader.close()
 
 
-class RegionView:
-    """A consistent read view of a region: its key range and one StoreView per family.
-
-    A view from :meth:`Region.view` holds leases on its store files and its
-    memstore views; :meth:`release` gives them back (once; later calls do
-    nothing).  Views built by hand (``leases`` None) hold nothing.
-    """
-
-    def __init__(self, info: RegionInfo, stores: dict[str, StoreView], table_name: str,
-                 leases: Leases | None = None):
-        self.info = info
-        self.stores = stores
-        self.table_name = table_name
-        self._leases = leases
-        self._released = False
-
-    @property
-    def read_point(self) -> int | None:
-        """The read point of the view's memstores (None for a view without stores)."""
-        for store in self.stores.values():
-            return getattr(store.memstore, "read_point", None)
-        return None
-
-    def release(self) -> None:
-        """Give back the view's file leases and memstore views."""
-        if self._released:
-            return
-        self._released = True
-        for store in self.stores.values():
-            release = getattr(store.memstore, "release", None)
-            if release is not None:
-                release()
-        if self._leases is not None:
-            self._leases.release([f for store in self.stores.values() for f in store.files])
-
-    @property
-    def start(self) -> bytes:
-        return self.info.start
-
-    @property
-    def end(self) -> bytes | None:
-        return self.info.end
-
-
-def chunk_bounds(views: Iterable[StoreView], start: bytes, stop: bytes | None, blocks_per_chunk: int = 16) -> list[bytes]:
-    """Row keys that cut [start, stop) into chunks of about ``blocks_per_chunk`` blocks.
-
-    Cuts come from the block index of the largest file, so each chunk reads a
-    bounded number of blocks from every source.  Cuts are row keys, so no row
-    straddles two chunks (resolution and filters need whole rows).
-    """
-    largest = None
-    for view in views:
-        for f in view.files:
-            if largest is None or f.reader.block_count > largest.block_count:
-                largest = f.reader
-    if largest is None or largest.block_count <= blocks_per_chunk:
-        return []
-    cuts = []
-    keys = largest.block_first_keys
-    for i in range(blocks_per_chunk, len(keys), blocks_per_chunk):
-        row = keys[i][0]
-        if row > start and (stop is None or row < stop) and (not cuts or row > cuts[-1]):
-            cuts.append(row)
-    return cuts
-
-
-class Region:
+class Region(RegionCompaction, RegionReads, RegionDaughters):
     """One region of a table; see the module docstring for its life cycle."""
 
     def __init__(
@@ -222,7 +156,7 @@ class Region:
             while name in old:
                 attempt += 1
                 name = f"{self._next_seq:020d}-{stamp}-{attempt}.wal"
-        self._wal = WalWriter(self.fs, f"{_WAL_DIR}/{name}", sync=self.settings.wal_sync)
+        self._wal = open_wal_writer(self.fs, f"{_WAL_DIR}/{name}", sync=self.settings.wal_sync)
         self._wal_name = name
         self.fs.sync_dir(_WAL_DIR)
         if delete_old:
@@ -366,252 +300,6 @@ class Region:
                     store.memstore.clear_snapshot()
             self._roll_wal(delete_old=True)
             return True
-
-    # -- compaction ------------------------------------------------------
-    def compact(self, major: bool = True, families: Sequence[str] | None = None) -> int:
-        """Merge store files; returns how many files were merged away.
-
-        Minor (major=False): merge the newest ``compaction_max_files`` files of
-        each store that has at least ``compaction_threshold`` of them, keeping
-        every version and delete marker.  Major: merge all files of each store,
-        dropping deleted cells, the markers, cells past the TTL and versions
-        past max_versions.
-        """
-        with self._lock:
-            self._check_writable()
-            merged = 0
-            for name in families or list(self.stores):
-                store = self.stores[name]
-                files = store.files
-                if major:
-                    chosen = files
-                    if not chosen:
-                        continue
-                else:
-                    if len(files) < self.settings.compaction_threshold:
-                        continue
-                    chosen = files[: self.settings.compaction_max_files]
-                merged += self._compact_store(store, chosen, major)
-            return merged
-
-    def _compact_store(self, store: Store, chosen: tuple[StoreFile, ...], major: bool) -> int:
-        view = StoreView(store.family, store.settings, MemStore().view(), chosen)
-        new_manifest = RegionManifest(
-            self.manifest.region_id,
-            {k: list(v) for k, v in self.manifest.files.items()},
-            self.manifest.flushed_seq_id,
-            self.manifest.next_file_id,
-            self.manifest.generation,
-        )
-        name = new_manifest.new_file_name()
-        writer = store.new_writer(name)
-        ttl_cutoff = None
-        if major and store.settings.ttl is not None:
-            ttl_cutoff = _now_ms() - store.settings.ttl * 1000
-        try:
-            max_seq = max(f.reader.info.max_seq_id for f in chosen)
-            cuts = chunk_bounds([view], b"", None)
-            bounds = [b""] + cuts + [None]
-            # dense files with nothing to resolve are merged as rows (storage/region/compaction_rows.py)
-            as_rows = ttl_cutoff is None and writer.format_version >= 2
-            for lo, hi in zip(bounds, bounds[1:]):
-                parts = read_parts(chosen, lo, hi)
-                rows = chunk_rows(parts) if as_rows else None
-                if rows is not None:
-                    write_rows(writer, *rows)
-                    continue
-                sources = [t for t in cell_sources(parts) if t.num_rows]
-                if not sources:
-                    continue
-                cells = kernels.merge_sources(sources)
-                if major:
-                    cells = kernels.resolve(
-                        cells, max_versions=store.settings.max_versions, ttl_cutoff=ttl_cutoff
-                    )
-                else:
-                    cells = kernels.resolve(cells, keep_deletes=True)
-                if cells.num_rows:
-                    writer.append_batch(cells)
-            info = writer.finish(max_seq_id=max_seq)
-        except BaseException:
-            writer.abandon()
-            raise
-        chosen_names = {f.name for f in chosen}
-        old = new_manifest.files.get(store.family, [])
-        # Files are listed oldest first; the merged file takes the place of the
-        # newest merged file so age order among the rest is kept.
-        positions = [i for i, n in enumerate(old) if n in chosen_names]
-        keep = [n for n in old if n not in chosen_names]
-        insert_at = positions[-1] - (len(positions) - 1)
-        if info.cell_count:
-            keep.insert(insert_at, name)
-        new_manifest.files[store.family] = keep
-        new_manifest.save(self.fs)
-        new_reader = store.open_reader(name) if info.cell_count else None
-        newest_first = []
-        for n in reversed(keep):
-            if n == name:
-                newest_first.append(new_reader)
-            else:
-                newest_first.append(next(f for f in store.files if f.name == n))
-        with self.leases.lock:
-            self.manifest = new_manifest
-            store.replace_files(tuple(newest_first))
-        if not info.cell_count:
-            self.fs.delete(store.path(name), missing_ok=True)
-        # Scans opened before the swap keep reading the merged files; each is
-        # closed and deleted (or archived, if pinned) when the last one ends.
-        self.leases.retire(chosen, lambda f: self._retire_file(store, f))
-        return len(chosen)
-
-    def _retire_file(self, store: Store, f: StoreFile) -> None:
-        f.reader.close()
-        retire(self._table_fs, self._table_path(store.path(f.name)))
-
-    # -- reads -----------------------------------------------------------
-    def view(self, read_point: int | None = None) -> RegionView:
-        """A read view at ``read_point`` (default: the table's read point now)
-        that later writes, flushes, compactions and splits do not change.
-
-        The view leases its store files; call :meth:`RegionView.release`.
-        A caller capturing views of several regions at one read point holds
-        ``leases.lock`` around the calls (see :mod:`storage.region.reader_leases`).
-        """
-        with self.leases.lock:
-            if self.closed:
-                raise StorageError(f"region {self.info.region_id} of {self.table_name} is closed")
-            point = self.mvcc.read_point if read_point is None else read_point
-            stores = {n: s.view(point) for n, s in self.stores.items()}
-            self.leases.acquire([f for v in stores.values() for f in v.files])
-        return RegionView(self.info, stores, self.table_name, self.leases)
-
-    @staticmethod
-    def cell_scanner_of(view: RegionView, spec, metrics=None, low: bytes = b"", high: bytes | None = None):
-        """A cell-at-a-time :class:`storage.scanner.RegionScanner` over ``[low, high)``
-        of a region view (the caller releases the view after the scanner)."""
-        from ..scanner import RegionScanner, StoreScanner
-
-        read_spec = spec.with_filter_columns()
-        wanted = read_spec.families()
-        stores = []
-        for name, sview in view.stores.items():
-            family = name.encode()
-            if wanted is not None and family not in wanted:
-                continue
-            stores.append(
-                StoreScanner(
-                    sview.scanners(metrics),
-                    family,
-                    read_spec,
-                    max_versions=sview.settings.max_versions,
-                    ttl=sview.settings.ttl,
-                    metrics=metrics,
-                )
-            )
-        start = max(low, view.info.start)
-        end = view.info.end
-        if high is not None and (end is None or high < end):
-            end = high
-        return RegionScanner(stores, spec, start_row=start, end_row=end, metrics=metrics, shared_filter=True)
-
-    def get(self, row: bytes, spec) -> list[Cell]:
-        """The visible cells of one row (a point read), in cell order.
-
-        Each source hands over the row's cells directly (memstore lookup;
-        bloom filter, index bisect and block bisect in store files).  A row
-        found in one store file that holds one version per column and no
-        delete markers needs no resolution; anything else goes through the
-        same :class:`StoreScanner` rules as scans.
-        """
-        view = self.view()
-        try:
-            return self.get_of(view, row, spec)
-        finally:
-            view.release()
-
-    @staticmethod
-    def get_of(view: RegionView, row: bytes, spec) -> list[Cell]:
-        """The visible cells of ``row`` in a region view (see :meth:`get`)."""
-        from ..scanner import ListScanner, StoreScanner
-
-        wanted = spec.families()
-        out: list[Cell] = []
-        for name in sorted(view.stores):
-            family = name.encode()
-            if wanted is not None and family not in wanted:
-                continue
-            sview = view.stores[name]
-            settings = sview.settings
-            mem = sview.memstore.row_cells(row)
-            found = [(f, f.reader.row_cells(row)) for f in sview.files]
-            hits = [(f, cells) for f, cells in found if cells]
-            if not mem and not hits:
-                continue
-            if not mem and len(hits) == 1 and not hits[0][0].reader.info.needs_resolution and settings.ttl is None:
-                qualifiers = spec.qualifiers(family)
-                lo, hi = spec.min_timestamp, spec.max_timestamp
-                out.extend(
-                    c for c in hits[0][1] if (qualifiers is None or c[2] in qualifiers) and lo <= c[3] < hi
-                )
-                continue
-            sources = [ListScanner(mem)] + [ListScanner(cells) for _, cells in found]
-            store = StoreScanner(sources, family, spec, max_versions=settings.max_versions, ttl=settings.ttl)
-            out.extend(store.read_row() or ())
-            store.close()
-        return out
-
-    def midkey(self) -> bytes | None:
-        """A row key near the middle of the region's data, for splitting."""
-        largest = None
-        for store in self.stores.values():
-            for f in store.files:
-                if largest is None or f.size > largest.size:
-                    largest = f
-        if largest is None:
-            return None
-        keys = largest.reader.block_first_keys
-        if len(keys) >= 2:
-            row = keys[len(keys) // 2][0]
-        else:
-            row = largest.reader.info.last_cell[0] if largest.reader.info.last_cell else None
-        if row is None or row <= self.info.start or (self.info.end is not None and row >= self.info.end):
-            return None
-        return row
-
-    def write_daughter(self, info: RegionInfo, table_fs: FileSystem) -> None:
-        """Write the cells of ``info``'s range into a new region directory.
-
-        Each family's files are merged into one (a minor-compaction merge that
-        keeps versions and markers).  The daughter's manifest carries the
-        parent's flushed sequence id, so its sequence ids keep increasing.
-        """
-        daughter = Region(table_fs, self.table_name, info, self.families, self.settings, None)
-        daughter.fs.makedirs("")
-        manifest = RegionManifest(info.region_id, {}, self.manifest.flushed_seq_id, 1)
-        view = self.view()
-        try:
-            self._write_daughter_files(daughter, manifest, info, view)
-        finally:
-            view.release()
-        manifest.save(daughter.fs)
-
-    def _write_daughter_files(self, daughter: "Region", manifest: RegionManifest, info: RegionInfo, view: RegionView) -> None:
-        for name, sview in view.stores.items():
-            sources = [t for t in sview.sources(info.start, info.end) if t.num_rows]
-            if not sources:
-                continue
-            cells = kernels.resolve(kernels.merge_sources(sources), keep_deletes=True)
-            if not cells.num_rows:
-                continue
-            fname = manifest.new_file_name()
-            writer = daughter.stores[name].new_writer(fname)
-            try:
-                writer.append_batch(cells)
-                writer.finish(max_seq_id=self.manifest.flushed_seq_id)
-            except BaseException:
-                writer.abandon()
-                raise
-            manifest.files[name] = [fname]
 
     def check(self) -> None:
         """Verify the region's invariants: manifest files exist and pass their checks."""

@@ -19,7 +19,8 @@ import pyarrow as pa
 from ..cells import CELL_SCHEMA
 from ..storefile.dense_rows import first_cells_of_parts
 from ..vfs.fs import FileSystem
-from ..memstore.write_buffer import MemStore, MemStoreView
+from ..memstore.write_buffer import MemStore
+from ..memstore.runs import MemStoreView
 from ..schema import FamilySettings
 from ..storefile import BlockCache, StoreFileReader, StoreFileWriter
 from ..storefile._dense import empty_binary

@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
-from .table import row_range
+from .arguments import row_range
 
 __all__ = ["ParallelScanner", "parallel_scan", "region_tasks"]
 

@@ -38,30 +38,21 @@ from typing import Sequence
 
 from ..errors import InvalidArgument
 from ..vfs.fs import FileSystem
-from .format import SyncPolicy, WalReader, WalWriter, encode_record, file_header_bytes
+from .format import SyncPolicy, encode_record, file_header_bytes
+from .reader import WalReader, segment_name, segment_names
+from .writer import WalWriter
 
-__all__ = ["SegmentWalWriter", "SEGMENT_SUFFIX", "NONE_SEGMENT_BYTES", "segment_name", "segment_names"]
+__all__ = ["SegmentWalWriter", "NONE_SEGMENT_BYTES"]
 
-SEGMENT_SUFFIX = ".seg"
 NONE_SEGMENT_BYTES = 8 << 20
 """Under policy ``none``, gathered records are written once they reach this size."""
-
-
-def segment_name(first_seq_id: int) -> str:
-    """The object name of a segment whose first record has ``first_seq_id``."""
-    return f"{first_seq_id:020d}{SEGMENT_SUFFIX}"
-
-
-def segment_names(fs: FileSystem, path: str) -> list[str]:
-    """The segment names of the WAL directory ``path``, in sequence-id order."""
-    return [n for n in fs.listdir(path) if n.endswith(SEGMENT_SUFFIX)]
 
 
 class SegmentWalWriter(WalWriter):
     """Writes a WAL as segment objects; same contract as :class:`WalWriter`.
 
-    ``WalWriter(fs, path, sync)`` returns one of these when ``fs`` cannot
-    append.  Sequence ids must increase from record to record (segments are
+    :func:`storage.wal.open_writer.open_wal_writer` returns one of these when
+    ``fs`` cannot append.  Sequence ids must increase from record to record (segments are
     named and replayed by them); a smaller or equal one raises
     :class:`InvalidArgument`.  ``size`` counts record bytes appended,
     ``synced_size`` those stored in segments; ``sync_count`` counts segments.
