@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import urlparse
 
 from storage.errors import InvalidArgument, TableNotFound
-from storage.filters.ranges import KeyRange, intersect
+from storage.keys import KeyRange, intersect
 from storage.vfs.fs import FileSystem
 from storage.region.manifest import TABLE_MANIFEST
 from storage.columns import parse_column

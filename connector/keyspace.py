@@ -42,7 +42,7 @@ from serde.codecs.hbase_bytes import (
 )
 from serde.codecs.text import BinaryText, StringText
 from serde.mapping import ColumnKind
-from storage.filters.ranges import KeyRange, normalize, prefix_stop
+from storage.keys import KeyRange, key_after, normalize, prefix_stop, row_range_of
 
 __all__ = ["LITERAL_TYPES", "ValueOrder", "value_order", "encode_literal", "Interval", "intersect_intervals", "KeyPart", "KeyLayout",
            "MAX_POINTS"]
@@ -270,11 +270,11 @@ class KeyLayout:
         if iv.lo is None:
             start = prefix
         else:
-            start = prefix + iv.lo + (b"" if iv.lo_incl else b"\x00")
+            start = prefix + iv.lo if iv.lo_incl else key_after(prefix + iv.lo)
         if iv.hi is None:
             stop = prefix_stop(prefix) if prefix else None
         else:
-            stop = prefix + iv.hi + (b"\x00" if iv.hi_incl else b"")
+            stop = key_after(prefix + iv.hi) if iv.hi_incl else prefix + iv.hi
         return (start, stop)
 
     def _exact_for_part(self, part: KeyPart, intervals: Sequence[Interval]) -> bool:
@@ -323,7 +323,7 @@ class KeyLayout:
                     return normalize([(p, prefix_stop(p)) for p in prefixes]) if i else None, i
                 if i == last:
                     keys = [p + pt for p in prefixes for pt in points]
-                    return normalize([(k, k + b"\x00") for k in keys]), (i + 1 if exact else i)
+                    return normalize([row_range_of(k) for k in keys]), (i + 1 if exact else i)
                 sep = self.delimiter if self.delimiter is not None else b""
                 new = [p + pt + sep for p in prefixes for pt in points]
                 if not exact:

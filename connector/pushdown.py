@@ -39,7 +39,7 @@ from storage.filters import (
     SingleColumnValueFilter,
     SubstringComparator,
 )
-from storage.filters.ranges import KeyRange, prefix_stop
+from storage.keys import KeyRange, key_after, prefix_stop
 
 from .keyspace import LITERAL_TYPES, Interval, KeyLayout, ValueOrder, encode_literal, intersect_intervals, value_order
 
@@ -96,7 +96,7 @@ class PushdownResult:
     @property
     def point_gets(self) -> int:
         """How many of the key ranges are single rows."""
-        return sum(1 for lo, hi in self.key_ranges or () if hi == lo + b"\x00")
+        return sum(1 for lo, hi in self.key_ranges or () if hi == key_after(lo))
 
 
 def _literal(codec, type_name: str, value: Any):

@@ -22,7 +22,7 @@ import pyarrow as pa
 from storage.read.batch_scan import BatchScan, scan_region_batches
 from storage.cells import LATEST_TIMESTAMP
 from storage.filters import coerce_filter
-from storage.filters.ranges import KeyRange, intersect, key_after
+from storage.keys import KeyRange, intersect, key_after
 from storage.vfs.fs import FileSystem
 from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows
 from storage.schema import FamilySettings

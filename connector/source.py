@@ -40,7 +40,7 @@ from typing import Any, Mapping
 from serde import SerDe, create_serde, load_mapping
 from serde.mapping import ColumnKind, ColumnMapping
 from storage.errors import InvalidArgument
-from storage.filters.ranges import KeyRange
+from storage.keys import KeyRange
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
 from .options import (

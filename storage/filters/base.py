@@ -45,7 +45,7 @@ from ..cells import CELL_SCHEMA, Cell
 from ..errors import InvalidArgument
 from . import _values
 from ._rows import RowBatch, as_cell_table
-from .ranges import KeyRange
+from ..keys import KeyRange
 
 __all__ = ["Filter", "Keep", "Mode", "apply_row", "apply_batch", "eval_rows", "MAX_FILTER_DEPTH", "filter_depth", "check_depth"]
 

@@ -32,7 +32,7 @@ from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
 from .base import Filter, Keep, Mode, check_depth, eval_rows
-from .ranges import KeyRange, intersect, union
+from ..keys import KeyRange, intersect, union
 
 __all__ = ["FilterList", "FilterListOperator"]
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import StorageError
+from ..keys import clip_bounds
 from ..region.view import RegionView
 
 if TYPE_CHECKING:
@@ -30,9 +31,7 @@ class ReadSnapshot:
             raise StorageError(f"snapshot of table {self.table.name} is closed")
         plan = []
         for lo, hi in spans:
-            lo = max(lo, self.low)
-            if self.high is not None and (hi is None or hi > self.high):
-                hi = self.high
+            lo, hi = clip_bounds(lo, hi, self.low, self.high)
             if hi is not None and lo >= hi:
                 continue
             for view in self.views:

@@ -15,7 +15,7 @@ from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
 from ..errors import InvalidArgument, clip
 from ..filters import coerce_filter
-from ..keys import _intersect_spans
+from ..keys import intersect
 from ..read.batch_scan import BatchScan, scan_region_batches
 from ..read.python_rows import cells_to_dicts
 from ..read.snapshot import ReadSnapshot, _release_views
@@ -115,7 +115,7 @@ class TableScans:
             ranges = flt.row_ranges()
             if ranges is not None:
                 # seek to each range the filter allows instead of filtering the gaps
-                spans = _intersect_spans(low, high, ranges)
+                spans = intersect([(low, high)], list(ranges))
         scan = BatchScan(
             low=low,
             high=high,
