@@ -31,7 +31,7 @@ from ..cells import Cell
 from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
-from .base import Filter, Keep, Mode, check_depth, eval_rows
+from .base import Filter, Keep, Mode, check_depth, eval_rows, register_join
 from ..keys import KeyRange, intersect, union
 
 __all__ = ["FilterList", "FilterListOperator"]
@@ -310,3 +310,6 @@ class FilterList(Filter):
                 text = f"({text})"
             parts.append(text)
         return f" {self.operator.value} ".join(parts)
+
+
+register_join(FilterList.join)
