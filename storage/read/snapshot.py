@@ -12,7 +12,7 @@ from ..region.view import RegionView
 if TYPE_CHECKING:
     from ..table.table import Table
 
-__all__ = ["ReadSnapshot"]
+__all__ = ["ReadSnapshot", "release_views"]
 
 
 class ReadSnapshot:
@@ -46,7 +46,7 @@ class ReadSnapshot:
         """Release the views (scans still reading them must be done)."""
         views, self.views = self.views, None
         if views:
-            _release_views(views)
+            release_views(views)
 
     def __enter__(self) -> "ReadSnapshot":
         return self
@@ -55,6 +55,7 @@ class ReadSnapshot:
         self.close()
 
 
-def _release_views(views: list[RegionView]) -> None:
+def release_views(views: list[RegionView]) -> None:
+    """Release leased region views (a closed snapshot, a finished scan)."""
     for view in views:
         view.release()
