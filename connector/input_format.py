@@ -18,7 +18,7 @@ Configure it with the keys HBase MapReduce users know (see
 
 ``get_splits()`` pins every region's manifest (files, generation, WAL) at
 that moment: the splits read that snapshot whatever is flushed, compacted
-or bulk-loaded later, or fail with :class:`~connector.snapshot.SnapshotLost`
+or bulk-loaded later, or fail with :class:`~storage.region.region_snapshots.SnapshotLost`
 naming a pinned file that was deleted meanwhile.
 """
 
@@ -53,7 +53,7 @@ from .options import (
 )
 from .record_reader import TableBatchRecordReader, TableRecordReader
 from .scanning import is_remote_root
-from .snapshot import pin_table, release_pin_file, write_pin_file
+from storage.region.region_snapshots import pin_table, release_pin_file, write_pin_file
 from .splits import TableSplit, plan_splits
 
 __all__ = ["TableInputFormat", "REMOTE_TOKEN"]

@@ -2,7 +2,7 @@
 
 Files mode (a path or pyarrow URI root): each pinned region of the split
 is opened read-only from exactly its pinned files and WAL records
-(:class:`~connector.snapshot.PinnedRegion`) and scanned with the engine's
+(:class:`~storage.region.region_snapshots.PinnedRegion`) and scanned with the engine's
 batch path, one span (row range) at a time.  Server mode (``grpc://``
 root): the same spans go to the region server's streaming scan through
 ``storage.connect(root)``.
@@ -29,7 +29,7 @@ from storage.schema import FamilySettings
 from storage.scanner.metrics import ScanMetrics
 
 from .options import ScanSpec
-from .snapshot import PinnedRegion, shared_block_cache
+from storage.region.region_snapshots import PinnedRegion, shared_block_cache
 from .splits import TableSplit
 
 __all__ = ["is_remote_root", "split_batches", "split_row_count", "last_row_of"]

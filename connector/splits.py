@@ -25,7 +25,7 @@ from storage.keys import KeyRange, clip_range, intersect
 from storage.storefile import StoreFileReader
 
 from .options import ScanSpec
-from .snapshot import ARCHIVE_DIR, RegionPin
+from storage.region.region_snapshots import ARCHIVE_DIR, RegionPin
 
 __all__ = ["TableSplit", "plan_splits", "block_cut_keys"]
 
