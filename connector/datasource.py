@@ -45,6 +45,7 @@ from pyspark.sql.datasource import (
 
 from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument, TableNotFound
+from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
 from storage.region.manifest import TABLE_MANIFEST
 
@@ -269,7 +270,7 @@ class RegionScanWriter(DataSourceArrowWriter):
             raise InvalidArgument(f"the DataFrame lacks the row key column(s) {missing}")
 
     def _table_fs(self) -> FileSystem:
-        return FileSystem(self.config.root).sub(self.config.table)
+        return FileSystem(self.config.root).sub(table_dir(self.config.table))
 
     def _create_table(self, serde, regions: int) -> None:
         import storage

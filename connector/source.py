@@ -40,6 +40,7 @@ from typing import Any, Mapping
 from serde import SerDe, create_serde, load_mapping
 from serde.mapping import ColumnKind, ColumnMapping
 from storage.errors import InvalidArgument
+from storage.namespaces import canonical_table_name
 from storage.filters.ranges import KeyRange
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
@@ -119,10 +120,13 @@ class SourceConfig:
         """The table: the ``table`` option, else the catalog's table name."""
         name = self.conf.get(INPUT_TABLE)
         if name:
-            return name
+            return canonical_table_name(name)
         mapping = self.mapping()
         if mapping.table:
-            return mapping.table
+            # hbase-spark's catalog names the table as {"namespace": ns, "name": t}
+            if mapping.namespace and ":" not in mapping.table:
+                return canonical_table_name(f"{mapping.namespace}:{mapping.table}")
+            return canonical_table_name(mapping.table)
         raise InvalidArgument("the table is not set: give option 'table' (or hbase.table, or the catalog's table name)")
 
     @property
