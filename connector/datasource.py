@@ -55,7 +55,7 @@ from .options import MAX_RESTARTS, conf_int
 from .pushdown import push_filters
 from .record_reader import TableBatchRecordReader
 from .scanning import is_remote_root
-from .source import WRITE_TIMESTAMP, SourceConfig
+from .source import SourceConfig, write_timestamp
 from .splits import TableSplit
 
 __all__ = [
@@ -244,7 +244,7 @@ class RegionScanWriter(DataSourceArrowWriter):
         self.config = config
         self.overwrite = overwrite
         self.job_id = _new_job_id()
-        self.timestamp = conf_int(config.conf, WRITE_TIMESTAMP, int(time.time() * 1000), minimum=0)
+        self.timestamp = write_timestamp(config.conf)
         serde = config.write_serde()
         table_fs = self._table_fs()
         if not table_fs.exists(TABLE_MANIFEST):

@@ -183,3 +183,21 @@ def test_row_counter_job_takes_a_namespaced_table(spark, root, capsys):
 
     assert row_counter.main(["--root", root, "ns:t"]) == 0
     assert "ROWS=7" in capsys.readouterr().out
+
+
+def test_namespace_command(tmp_path, capsys):
+    from jobs import cli
+
+    root = str(tmp_path / "cli")
+    assert cli.main(["namespace", "create", "app", "--root", root]) == 0
+    assert cli.main(["namespace", "list", "--root", root]) == 0
+    assert capsys.readouterr().out.split() == ["created", "namespace", "app", "default", "app"]
+    with storage.connect(root) as conn:
+        conn.create_table("app:events", {"cf": {}})
+    assert cli.main(["namespace", "tables", "app", "--root", root]) == 0
+    assert capsys.readouterr().out.split() == ["app:events"]
+    assert cli.main(["namespace", "drop", "app", "--root", root]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == "regionscan namespace: failed: namespace app still holds 1 table(s) (app:events): delete them first"
+    assert cli.main(["namespace", "create", "bad-name", "--root", root]) == 2
+    assert capsys.readouterr().err.strip().endswith("invalid namespace 'bad-name': use 1-128 letters, digits or '_'")
