@@ -1,7 +1,9 @@
 """Value order of stored bytes, and row-key ranges built from per-column value intervals.
 
 Pushdown may only promise what byte comparisons deliver exactly.  Each
-codec of the SerDe layer gets a :class:`ValueOrder`:
+codec of the SerDe layer gets a :class:`ValueOrder`, from the order its
+type declares in the type registry (:mod:`serde.type_registry`) for the
+codec's storage form:
 
 * ``bytes``: byte order is value order (UTF-8 strings, binaries, any
   width).  Text storage adds a null sequence (``\\N``) that reads as null.
@@ -26,25 +28,16 @@ row-key ranges ``[start, stop)``.
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Sequence
 
 from serde.codecs.base import Codec
-from serde.codecs.hbase_bytes import (
-    BinaryCodec,
-    DateCodec,
-    IntCodec,
-    OrderedDecimalCodec,
-    StringCodec,
-    TimestampCodec,
-)
-from serde.codecs.text import BinaryText, StringText
+from serde.codecs.text import TextCodec
 from serde.mapping import ColumnKind
+from serde.type_registry import COMPLEX_NAMES, TypeSpec, find_type
 from storage.filters.ranges import KeyRange, normalize, prefix_stop
 
-__all__ = ["LITERAL_TYPES", "ValueOrder", "value_order", "encode_literal", "Interval", "intersect_intervals", "KeyPart", "KeyLayout",
+__all__ = ["literal_spec", "ValueOrder", "value_order", "encode_literal", "Interval", "intersect_intervals", "KeyPart", "KeyLayout",
            "MAX_POINTS"]
 
 MAX_POINTS = 4096
@@ -73,48 +66,36 @@ class ValueOrder:
 
 
 def value_order(codec: Codec) -> ValueOrder | None:
-    """The :class:`ValueOrder` of a codec, or None when byte comparisons say nothing exact."""
-    if isinstance(codec, (StringCodec, BinaryCodec)):
-        return ValueOrder("bytes")
-    if isinstance(codec, (StringText, BinaryText)):
-        return ValueOrder("bytes", None, codec.null if codec.reads_null_sequence else None)
-    if isinstance(codec, OrderedDecimalCodec):
-        return ValueOrder("ordered", 16)
-    if isinstance(codec, IntCodec):
-        return ValueOrder("ordered" if codec.ordered else "signed", codec.width)
-    if isinstance(codec, (DateCodec, TimestampCodec)):
-        return ValueOrder("ordered" if codec.ordered else "signed", 8)
-    return None
+    """The :class:`ValueOrder` of a codec, or None when byte comparisons say nothing exact.
+
+    The kind is the type registry's fact for the codec's storage form
+    (``Codec.byte_order``); a text codec adds the null sequence it reads as null.
+    """
+    kind = getattr(codec, "byte_order", None)
+    if kind is None:
+        return None
+    if kind == "bytes":
+        marker = codec.null if isinstance(codec, TextCodec) and codec.reads_null_sequence else None
+        return ValueOrder("bytes", None, marker)
+    return ValueOrder(kind, codec.fixed_width)
 
 
-LITERAL_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "binary": (bytes, bytearray),
-    "tinyint": (int,),
-    "smallint": (int,),
-    "int": (int,),
-    "bigint": (int,),
-    "date": (_dt.date,),
-    "timestamp": (_dt.datetime,),
-    "decimal": (Decimal, int),
-}
+def literal_spec(type_name: str) -> TypeSpec | None:
+    """The registry entry of a scalar column type (None for arrays, maps, structs)."""
+    return find_type(type_name) if type_name not in COMPLEX_NAMES else None
 
 
 def encode_literal(codec: Codec, type_name: str, value: Any) -> bytes | None:
     """The stored form of a filter literal, or None if it has no exact one."""
-    allowed = LITERAL_TYPES.get(type_name)
-    if allowed is None or value is None or isinstance(value, bool) or not isinstance(value, allowed):
+    spec = literal_spec(type_name)
+    if spec is None or not spec.accepts_literal(value):
         return None
-    if type_name == "date" and isinstance(value, _dt.datetime):
-        return None
-    if type_name == "timestamp" and value.tzinfo is not None:
-        return None  # TIMESTAMP_NTZ columns compare naive values
     try:
         raw = codec.encode(value)
         back = codec.decode(raw)
     except Exception:  # any codec failure means "no exact stored form"
         return None
-    if back is None or back != value or type(back) is not type(value) and type_name not in ("binary", "decimal"):
+    if back is None or back != value or (spec.literal_same_class and type(back) is not type(value)):
         return None
     return raw
 

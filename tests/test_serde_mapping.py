@@ -218,7 +218,8 @@ def test_type_strings():
     assert parse_type("varchar(20)").name == "string"
     assert parse_type("decimal").precision == 10
     assert parse_type("STRUCT<a: INT, b: ARRAY<STRING>>").ddl() == "STRUCT<`a`: INT, `b`: ARRAY<STRING>>"
-    assert parse_type("timestamp").ddl() == "TIMESTAMP_NTZ"
+    assert parse_type("timestamp").ddl() == "TIMESTAMP"
+    assert parse_type("timestamp").ddl(timestamp_ntz=True) == "TIMESTAMP_NTZ"
     with pytest.raises(MappingError) as err:
         parse_type("map<string,int")
     assert err.value.position == len("map<string,int")
