@@ -24,7 +24,7 @@ from serde.errors import DecodeError, EncodeError, MappingError
 from serde.mapping import (
     ColumnKind,
     ColumnMapping,
-    ColumnSpec,
+    MappedColumn,
     RowKeySpec,
     load_mapping,
     parse_catalog,
@@ -45,7 +45,7 @@ __all__ = [
     "MappingError",
     "ColumnKind",
     "ColumnMapping",
-    "ColumnSpec",
+    "MappedColumn",
     "RowKeySpec",
     "DataType",
     "parse_type",

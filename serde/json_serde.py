@@ -27,7 +27,7 @@ from serde.codecs import TextOptions, text_codec
 from serde.codecs.base import Codec
 from serde.codecs.json_values import expect
 from serde.errors import MappingError
-from serde.mapping import ColumnKind, ColumnSpec
+from serde.mapping import ColumnKind, MappedColumn
 from serde.type_registry import COMPLEX_NAMES, type_spec
 from serde.types import DataType, walk
 
@@ -149,9 +149,9 @@ class JsonSerDe(RowDocumentSerDe):
                 raise MappingError("json.row.cell names a cell no column is mapped to", self.row_cell)
             self._row = _JsonRow([c.name for c in self._doc_columns], [c.type for c in self._doc_columns])
 
-    def value_codec(self, column: ColumnSpec, data_type: DataType, role: str) -> Codec:
+    def _value_codec(self, column: MappedColumn, data_type: DataType, role: str) -> Codec:
         if column.storage is not None:
-            return super().value_codec(column, data_type, role)  # explicit #b / #s
+            return super()._value_codec(column, data_type, role)  # explicit #b / #s
         return JsonCodec(data_type)
 
     def _document_codec(self):
