@@ -34,6 +34,7 @@ from typing import Any, Sequence
 from serde.codecs.base import Codec
 from serde.codecs.text import TextCodec
 from serde.mapping import ColumnKind
+from serde.rowkey import TERMINATED, TERMINATOR
 from serde.type_registry import COMPLEX_NAMES, TypeSpec, find_type
 from storage.filters.ranges import KeyRange, normalize, prefix_stop
 
@@ -90,6 +91,7 @@ def encode_literal(codec: Codec, type_name: str, value: Any) -> bytes | None:
     spec = literal_spec(type_name)
     if spec is None or not spec.accepts_literal(value):
         return None
+    value = spec.normalize_literal(value)
     try:
         raw = codec.encode(value)
         back = codec.decode(raw)
@@ -196,7 +198,7 @@ class KeyPart:
     type_name: str
     codec: Codec
     order: ValueOrder | None
-    width: int | None  # fixed byte width inside a fixed-length composite key; None: the rest of the key
+    width: int | None  # fixed byte width inside a fixed-length composite key; None: the rest; TERMINATED: to 0x00
 
 
 class KeyLayout:
@@ -216,13 +218,11 @@ class KeyLayout:
             codec = serde.codec(col, col.type, "key")
             return cls([KeyPart(col.name, col.type.name, codec, value_order(codec), None)])
         parts = []
-        names = list(mapping.rowkey.parts)
-        for i, name in enumerate(names):
+        widths = serde.composite_key.widths
+        for name, width in zip(mapping.rowkey.parts, widths):
             col = mapping.column(name)
             codec = serde.codec(col, col.type, "key")
-            width = None
-            if mapping.rowkey.delimiter is None:
-                width = col.length if col.length is not None else codec.fixed_width
+            width = None if mapping.rowkey.delimiter is not None else width
             parts.append(KeyPart(col.name, col.type.name, codec, value_order(codec), width))
         return cls(parts, mapping.rowkey.delimiter, True)
 
@@ -290,7 +290,10 @@ class KeyLayout:
                 return normalize([(p, prefix_stop(p)) for p in prefixes]), i
             if not intervals:
                 return [], i + 1  # contradictory: no key at all
-            fixed = self.delimiter is None and part.width is not None
+            terminated = self.delimiter is None and part.width == TERMINATED
+            fixed = self.delimiter is None and part.width is not None and not terminated
+            sep = self.delimiter if self.delimiter is not None else TERMINATOR if terminated else b""
+            separated = self.delimiter is not None or terminated
             if all(iv.is_point for iv in intervals) and len(prefixes) * len(intervals) <= MAX_POINTS:
                 points = [iv.lo for iv in intervals]
                 if fixed:
@@ -300,12 +303,11 @@ class KeyLayout:
                         return [], i + 1
                 marker = part.order.null_marker if part.order is not None else None
                 exact = part.order is not None and marker not in points
-                if self.delimiter is not None and i < last and any(self.delimiter in p for p in points):
+                if separated and i < last and any(sep in p for p in points):
                     return normalize([(p, prefix_stop(p)) for p in prefixes]) if i else None, i
                 if i == last:
                     keys = [p + pt for p in prefixes for pt in points]
                     return normalize([(k, k + b"\x00") for k in keys]), (i + 1 if exact else i)
-                sep = self.delimiter if self.delimiter is not None else b""
                 new = [p + pt + sep for p in prefixes for pt in points]
                 if not exact:
                     return normalize([(p, prefix_stop(p)) for p in new]), i
@@ -313,7 +315,7 @@ class KeyLayout:
                 continue
             # a range on this part: the last part this key range can honour
             exact = self._exact_for_part(part, intervals)
-            if self.delimiter is not None and i < last:
+            if separated and i < last:
                 return (normalize([(p, prefix_stop(p)) for p in prefixes]) if i else None), i
             out = []
             for p in prefixes:

@@ -20,6 +20,9 @@ Options (case-insensitive; Spark passes strings):
 ``hbase.spark.pushdown.columnfilter``  ``false`` keeps non-key filters in Spark
 ``regionscan.pushdown.superset``       ``true`` adds engine filters that only narrow
                                        the scan (``LIKE '%x%'``); Spark re-checks
+``regionscan.timestamp.ntz``           ``true`` gives timestamp columns as
+                                       ``TIMESTAMP_NTZ``; by default they are
+                                       ``TIMESTAMP`` (an instant, as in hbase-spark)
 ``filter``                             an HBase filter string applied by the engine
 ``token``                              region server token (``grpc://`` roots)
 =====================================  ===============================================
@@ -36,6 +39,8 @@ import json
 import threading
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+import pyarrow as pa
 
 from serde import SerDe, create_serde, load_mapping
 from serde.mapping import ColumnKind, ColumnMapping
@@ -57,14 +62,15 @@ from .options import (
     normalize_conf,
 )
 
-__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS"]
+__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "TIMESTAMP_NTZ"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
 SUPERSET_FILTERS = "regionscan.pushdown.superset"
 SPARK_PIN_TTL = 6 * 3600
 WRITE_TIMESTAMP = "regionscan.write.timestamp"
+TIMESTAMP_NTZ = "regionscan.timestamp.ntz"
 SOURCE_KEYS = frozenset({
-    COLUMN_FILTERS, SUPERSET_FILTERS, WRITE_TIMESTAMP, "regionscan.columns",
+    COLUMN_FILTERS, SUPERSET_FILTERS, WRITE_TIMESTAMP, TIMESTAMP_NTZ, "regionscan.columns",
     "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
 })
 """The source's own keys under the checked prefixes (beside the input format's)."""
@@ -224,12 +230,24 @@ class SourceConfig:
         keep = set(selected)
         return [n for n in names if n in keep]
 
+    @property
+    def timestamp_ntz(self) -> bool:
+        """True when ``regionscan.timestamp.ntz`` asks for TIMESTAMP_NTZ columns (default TIMESTAMP)."""
+        return conf_bool(self.conf, TIMESTAMP_NTZ, False)
+
     def schema_ddl(self) -> str:
         """The DataFrame schema as a Spark DDL string."""
         serde = self.read_serde()
+        ntz = self.timestamp_ntz
         return ", ".join(
-            "`" + name.replace("`", "``") + "` " + serde.column_type(name).ddl() for name in self.output_names
+            "`" + name.replace("`", "``") + "` " + serde.column_type(name).ddl(ntz) for name in self.output_names
         )
+
+    def spark_arrow_schema(self, names: list[str]) -> pa.Schema:
+        """The Arrow schema Spark expects for ``names`` (zoned timestamps unless NTZ)."""
+        serde = self.read_serde()
+        ntz = self.timestamp_ntz
+        return pa.schema([pa.field(n, serde.column_type(n).spark_arrow(ntz)) for n in names])
 
     # -- scanning ---------------------------------------------------------------
     def input_format(self, key_ranges: list[KeyRange] | None = None, engine_filter: str | None = None) -> TableInputFormat:

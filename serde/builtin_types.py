@@ -180,7 +180,8 @@ register_type(TypeSpec(
     json_write=js.write_timestamp,
     order=_SIGNED_ORDER,
     literal_types=(_dt.datetime,),
-    literal_check=lambda v: v.tzinfo is None,  # stored values are naive: an aware literal is not compared here
+    # Spark gives TimestampType literals as aware UTC datetimes; stored values are naive UTC.
+    literal_normalize=lambda v: v.astimezone(_dt.timezone.utc).replace(tzinfo=None) if isinstance(v, _dt.datetime) and v.tzinfo else v,
     sample=_dt.datetime(2000, 1, 1),
     from_text=_dt.datetime.fromisoformat,
 ))

@@ -70,6 +70,7 @@ class TypeSpec:
     Avro converter may be None: nothing to convert).  ``order`` maps a
     storage form to an order kind.  ``literal_types`` are the classes a
     pushed-down literal may have, ``literal_check`` refuses some of them,
+    ``literal_normalize`` brings one to the form of the stored values,
     ``literal_same_class`` asks the stored value to come back as the
     literal's own class, ``sample`` is a plain value, and ``from_text``
     reads a literal written on a command line.
@@ -94,6 +95,7 @@ class TypeSpec:
     order: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
     literal_types: tuple[type, ...] = ()
     literal_check: Callable[[Any], bool] | None = None
+    literal_normalize: Callable[[Any], Any] | None = None
     literal_same_class: bool = True
     sample: Any = None
     from_text: Callable[[str], Any] | None = None
@@ -141,6 +143,10 @@ class TypeSpec:
         if value is None or isinstance(value, bool) or not isinstance(value, self.literal_types):
             return False
         return self.literal_check is None or self.literal_check(value)
+
+    def normalize_literal(self, value: Any) -> Any:
+        """A literal in the form the stored values have (e.g. an aware timestamp as naive UTC)."""
+        return value if self.literal_normalize is None or value is None else self.literal_normalize(value)
 
 
 _lock = threading.RLock()
