@@ -118,8 +118,8 @@ class DataType:
 
     def __str__(self) -> str:
         """The Hive spelling (``decimal(10,2)``, ``map<string,int>``)."""
-        if self.name == "decimal":
-            return f"decimal({self.precision},{self.scale})"
+        if self.precision is not None:  # a parameterised scalar such as decimal(p,s)
+            return f"{self.name}({self.precision},{self.scale})"
         if self.name == "array":
             return f"array<{self.element}>"
         if self.name == "map":
