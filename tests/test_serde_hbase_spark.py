@@ -283,3 +283,17 @@ def test_per_column_serdes_by_registered_name():
     bad["columns"]["d"]["serdes"] = "no_such_serde"
     with pytest.raises(MappingError, match="column 'd'.*unknown SerDe"):
         create_serde("binary", bad)
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"type": "record", "fields": [{}]}, "invalid Avro schema"),
+    ({"type": "array"}, "invalid Avro schema"),
+    (5, "must be JSON text or a dict"),
+    ("notSet", "names an option holding the schema"),
+    ('{"type": ', "invalid Avro schema JSON"),
+])
+def test_bad_avro_entries_name_the_column(entry, message):
+    cat = {"rowkey": "k", "columns": {"k": {"cf": "rowkey", "col": "k"}, "a": {"cf": "c", "col": "a", "avro": entry}}}
+    with pytest.raises(MappingError, match=message) as err:
+        parse_catalog(cat)
+    assert err.value.position == "columns.a.avro"

@@ -113,13 +113,15 @@ def _column(
         schema = _avro_schema(spec["avro"], properties, f"{path}.avro")
         options["avro.schema"] = schema
         try:
-            value_type = avro_to_type(schema)  # the schema is authoritative, as in hbase-spark without "type"
+            value_type = avro_to_type(schema)  # the schema sets the type (hbase-spark's when no type is given)
         except MappingError as exc:
             raise MappingError(exc.message, exc.token, f"{path}.avro") from None
-        is_family = spec.get("col") in ("", "*") and spec.get("cf") != "rowkey"
-        data_type = DataType("map", key=data_type.key, value=value_type) if is_family and data_type.name == "map" else (
-            DataType("map", key=STRING, value=value_type) if is_family else value_type
-        )
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a malformed schema object
+            raise MappingError(f"invalid Avro schema ({type(exc).__name__}: {exc})", str(schema)[:60], f"{path}.avro") from None
+        if spec.get("col") in ("", "*") and spec.get("cf") != "rowkey":  # a whole family: the schema is each value's
+            data_type = DataType("map", key=data_type.key if data_type.name == "map" else STRING, value=value_type)
+        else:
+            data_type = value_type
     if "serdes" in spec:
         serde_name = spec["serdes"]
         if not isinstance(serde_name, str) or not serde_name:
