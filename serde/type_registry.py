@@ -20,7 +20,8 @@ user adds ...):
 Every module that used to keep a table or an if-chain on type names asks
 :func:`type_spec` instead, so adding a type is one :func:`register_type`
 call.  The built-in types are declared in :mod:`serde.builtin_types`, loaded
-on the first lookup (their codec classes import this module's users).
+on the first lookup (the codec modules they name import :mod:`serde.types`,
+which reads this registry, so they cannot be imported here up front).
 Array, map and struct are constructors over these types, not entries.
 """
 
@@ -64,8 +65,8 @@ class TypeSpec:
     ``ddl`` / ``arrow`` only for a type whose Spark form depends on the
     timestamp mode.  ``binary(t, ordered, unit)`` and ``text(t, options)``
     build codecs (None: no such form).  ``avro_schema`` is the Avro schema
-    (or a callable of the type), ``avro_names`` the Avro primitive or logical
-    types that read as this type, ``avro_read``/``avro_write`` and
+    (or a callable of the type), ``avro_names`` the Avro primitive names and
+    ``"type:logicalType"`` pairs that read as this type, ``avro_read``/``avro_write`` and
     ``json_read``/``json_write`` build value converters from the type (an
     Avro converter may be None: nothing to convert).  ``order`` maps a
     storage form to an order kind.  ``literal_types`` are the classes a
