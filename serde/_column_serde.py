@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Callable
 
-from serde.base import SerDe
 from serde.errors import MappingError
 from serde.mapping import ColumnKind, ColumnMapping, MappedColumn
-from serde.registry import get_serde_class
 from serde.types import BINARY
 from storage.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from serde.base import SerDe
 
 __all__ = ["serde_for_column"]
 
@@ -24,10 +26,13 @@ __all__ = ["serde_for_column"]
 _MAPPING_PROPERTIES = ("avro.row.cell", "json.row.cell", "avro.schema.literal")
 
 
-def serde_for_column(owner: SerDe, name: str, column: MappedColumn) -> SerDe | None:
-    """The SerDe ``name`` over a mapping of ``column`` alone (plus a key), or None when it is ``owner``'s own."""
+def serde_for_column(owner: "SerDe", resolve: Callable[[str], type], name: str, column: MappedColumn) -> "SerDe | None":
+    """The SerDe ``name`` over a mapping of ``column`` alone (plus a key), or None when it is ``owner``'s own.
+
+    ``resolve`` turns a SerDe name into its class (serde.registry's ``get_serde_class``).
+    """
     try:
-        cls = get_serde_class(name)
+        cls = resolve(name)
     except InvalidArgument as exc:
         raise MappingError(f"column {column.name!r}: {exc}", name) from None
     if cls is type(owner):

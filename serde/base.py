@@ -38,7 +38,7 @@ Properties common to all SerDes:
 from __future__ import annotations
 
 from abc import ABC
-from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -57,6 +57,7 @@ from serde._columns import (
     encode_column,
 )
 from serde._avro_types import load_schema
+from serde._column_serde import serde_for_column
 from serde.codecs import Codec, TextOptions, make_codec
 from serde.codecs.avro import AvroCodec
 from serde.codecs._time import datetime_to_us
@@ -86,6 +87,9 @@ class SerDe(ABC):
     """
 
     name: ClassVar[str] = "base"
+    # Set by serde.registry when it loads: how a column's ``serde`` option finds its class.
+    # Injected rather than imported because the registry itself imports this module.
+    serde_class_resolver: ClassVar[Callable[[str], type] | None] = None
     default_storage: ClassVar[str | None] = "binary"
 
     def __init__(
@@ -190,9 +194,10 @@ class SerDe(ABC):
             return None
         cache = self.__dict__.setdefault("_column_serdes", {})
         if column.name not in cache:
-            from serde._column_serde import serde_for_column  # it builds SerDes through the registry
-
-            cache[column.name] = serde_for_column(self, name, column)
+            resolver = SerDe.serde_class_resolver
+            if resolver is None:
+                raise MappingError(f"column {column.name!r} names SerDe {name!r}, but serde.registry is not loaded", name)
+            cache[column.name] = serde_for_column(self, resolver, name, column)
         return cache[column.name]
 
     def _check_mapping(self) -> None:
