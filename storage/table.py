@@ -34,6 +34,7 @@ from .pins import clean_archive, retire_dir
 from .cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
 from .errors import InvalidArgument, RegionNotFound, StorageError, clip
 from .filters import coerce_filter
+from .filters.base import scan_copy
 from .fs import FileSystem
 from .manifest import RegionInfo, TableManifest
 from .leases import Leases
@@ -455,8 +456,7 @@ class Table:
         flt = coerce_filter(filter)
         spans = [(low, high)]
         if flt is not None:
-            flt = flt.copy()
-            flt.reset()
+            flt = scan_copy(flt, reverse)
             ranges = flt.row_ranges()
             if ranges is not None:
                 # seek to each range the filter allows instead of filtering the gaps
@@ -637,8 +637,7 @@ class Table:
         # One filter copy serves the whole scan (a PageFilter counts across regions).
         flt = coerce_filter(filter)
         if flt is not None:
-            flt = flt.copy()
-            flt.reset()
+            flt = scan_copy(flt, reverse)
         spec = ScanSpec(
             start_row=b"" if reverse else low,
             stop_row=None if reverse else high,
