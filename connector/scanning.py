@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from storage.batch_scan import BatchScan, scan_region_batches
 from storage.cells import LATEST_TIMESTAMP
-from storage.filters import coerce_filter
 from storage.filters.ranges import KeyRange, intersect, key_after
 from storage.fs import FileSystem
 from storage.row_count import ROW_COUNT_FILTER, count_region_rows
@@ -61,7 +60,7 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
     table_fs = FileSystem(split.root).sub(split.table)
     families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
     cache = shared_block_cache() if scan.cache_blocks else None
-    flt = coerce_filter(scan.filter)
+    flt = scan.parsed_filter()
     if flt is not None:
         flt = flt.copy()
         flt.reset()
