@@ -165,3 +165,17 @@ def test_connector_splits_carry_the_user_filters(root, user_filter):
     with pytest.raises(InvalidArgument, match="cannot import"):
         TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": "t",
                           SCAN_FILTER: "PrefixFilter ('k')", FILTER_CLASSES: "X=nowhere_xyz:Y"}).get_splits()
+
+
+def test_spark_reads_with_a_user_filter(spark, root):
+    """``filter`` and ``regionscan.filter.classes`` options: Python workers register the class themselves."""
+    unregister_filter("KeyLengthFilter")
+    try:
+        df = (spark.read.format("regionscan")
+              .options(root=root, table="t", filter="KeyLengthFilter (2) AND ColumnPaginationFilter (1, 'c')",
+                       **{"hbase.columns.mapping": "key STRING :key, c BINARY cf:c", FILTER_CLASSES: USER})
+              .load())
+        got = sorted((r.key, bytes(r.c)) for r in df.collect())
+        assert got == sorted((f"k{i}", b"y%d" % i) for i in range(10))
+    finally:
+        unregister_filter("KeyLengthFilter")
