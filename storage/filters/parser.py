@@ -7,15 +7,16 @@ Grammar (keywords are case-insensitive; filter names are not)::
     and_expr   := unary ("AND" unary)*
     unary      := "SKIP" unary | "WHILE" unary | "(" or_expr ")" | call
     call       := NAME "(" [argument ("," argument)*] ")"
-    argument   := 'string' | integer | true | false | < | <= | = | != | >= | > | NO_OP
+    argument   := 'string' | integer | decimal | true | false | < | <= | = | != | >= | > | NO_OP
 
-Strings are single-quoted, ``''`` standing for one quote; comparators are
+Tokens come from :mod:`storage.filters._lexer`, each filter name's
+constructor from :mod:`storage.filters._builders`, or from the user filters
+of :mod:`storage.filters.registry`.  Strings are single-quoted, ``''`` standing for one quote; comparators are
 strings with a prefix (``'binary:abc'``).  As in HBase, SKIP and WHILE bind
 tighter than AND, and AND tighter than OR.  ``a AND b AND c`` becomes one
 FilterList of three; a parenthesized group stays a nested list, so
 ``repr(f)`` parses back to a filter equal to ``f``.
 """
-
 
 from __future__ import annotations
 
