@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from storage.errors import InvalidArgument
 from storage.filters import coerce_filter, register_filter_specs
-from storage.filters.ranges import KeyRange
+from storage.keys import KeyRange
 from storage.names import check_known_names
 
 __all__ = [
@@ -265,7 +265,7 @@ class ScanSpec:
 
     def spans(self) -> list[KeyRange]:
         """The sorted, disjoint row ranges the scan reads: bounds, key ranges and the filter's hints."""
-        from storage.filters.ranges import intersect, normalize
+        from storage.keys import intersect, normalize
 
         spans = [self.bounds]
         if spans[0][1] is not None and spans[0][0] >= spans[0][1]:

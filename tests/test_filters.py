@@ -48,7 +48,7 @@ from storage.filters import (
     WhileMatchFilter,
 )
 from storage.filters.base import scan_copy
-from storage.filters.ranges import intersect, normalize, prefix_stop, union
+from storage.keys import intersect, normalize, prefix_stop, union
 
 PUT = int(CellType.PUT)
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -40,7 +40,7 @@ from .compare import CompareOperator
 from .filter_list import FilterList, FilterListOperator
 from .page import PageFilter
 from .parser import FILTER_NAMES, FilterSyntaxError, coerce_filter, parse_filter_string
-from .ranges import KeyRange
+from ..keys import KeyRange
 from .row_filters import MultiRowRangeFilter, PrefixFilter, RowFilter, RowRange
 from .wrappers import SkipFilter, WhileMatchFilter
 

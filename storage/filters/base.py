@@ -46,7 +46,7 @@ from ..cells import CELL_SCHEMA, Cell
 from ..errors import InvalidArgument
 from . import _values
 from ._rows import RowBatch, as_cell_table
-from .ranges import KeyRange
+from ..keys import KeyRange
 
 __all__ = [
     "Filter",
@@ -188,15 +188,22 @@ class Filter(ABC):
 
     def __and__(self, other: "Filter") -> "Filter":
         """``a & b``: a MUST_PASS_ALL FilterList (flattening ``a & b & c``)."""
-        from .filter_list import FilterList
-
-        return FilterList.join(FilterList.MUST_PASS_ALL, self, other)
+        return _JOIN[0]("AND", self, other)
 
     def __or__(self, other: "Filter") -> "Filter":
         """``a | b``: a MUST_PASS_ONE FilterList (flattening ``a | b | c``)."""
-        from .filter_list import FilterList
+        return _JOIN[0]("OR", self, other)
 
-        return FilterList.join(FilterList.MUST_PASS_ONE, self, other)
+
+# FilterList subclasses Filter, so this module cannot import it; filter_list
+# registers FilterList.join here when it loads (the package imports it, so it
+# is there before any filter exists).
+_JOIN: list = []
+
+
+def register_join(join) -> None:
+    """Set what ``a & b`` and ``a | b`` build: ``join(operator, a, b)`` (FilterList.join)."""
+    _JOIN[:] = [join]
 
 
 def scan_copy(f: Filter, reverse: bool = False) -> Filter:

@@ -31,8 +31,8 @@ from ..cells import Cell
 from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
-from .base import Filter, Keep, Mode, check_depth, eval_rows
-from .ranges import KeyRange, intersect, union
+from .base import Filter, Keep, Mode, check_depth, eval_rows, register_join
+from ..keys import KeyRange, intersect, union
 
 __all__ = ["FilterList", "FilterListOperator"]
 
@@ -316,3 +316,6 @@ class FilterList(Filter):
                 text = f"({text})"
             parts.append(text)
         return f" {self.operator.value} ".join(parts)
+
+
+register_join(FilterList.join)

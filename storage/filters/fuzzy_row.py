@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidArgument, clip
 from ._text import quote, to_bytes
-from .ranges import KeyRange, prefix_stop
+from ..keys import KeyRange, prefix_stop
 from .row_filters import _RowKeyFilter, _restricting
 
 __all__ = ["FuzzyRowFilter"]

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._text import quote, to_bytes
-from .ranges import KeyRange, key_after
+from ..keys import KeyRange, key_after
 from .row_filters import _RowKeyFilter
 
 __all__ = ["InclusiveStopFilter"]

@@ -9,7 +9,7 @@ from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
 from .base import Filter, Keep, Mode, check_depth, eval_rows
-from .ranges import KeyRange
+from ..keys import KeyRange
 
 __all__ = ["SkipFilter", "WhileMatchFilter"]
 

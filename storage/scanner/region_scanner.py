@@ -21,7 +21,7 @@ from typing import Sequence
 
 from ..cells import Cell
 from ..errors import InvalidArgument, ScannerError
-from ..filters.ranges import normalize as normalize_ranges
+from ..keys import normalize as normalize_ranges
 from .metrics import ScanMetrics
 from .protocol import ResultScanner
 from .scan_spec import ScanSpec
