@@ -21,7 +21,6 @@ import pyarrow as pa
 
 from storage.read.batch_scan import BatchScan, scan_region_batches
 from storage.cells import LATEST_TIMESTAMP
-from storage.filters import coerce_filter
 from storage.keys import KeyRange, intersect, key_after
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
@@ -62,7 +61,7 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
     table_fs = FileSystem(split.root).sub(table_dir(split.table))
     families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
     cache = shared_block_cache() if scan.cache_blocks else None
-    flt = coerce_filter(scan.filter)
+    flt = scan.parsed_filter()
     if flt is not None:
         flt = flt.copy()
         flt.reset()

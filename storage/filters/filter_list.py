@@ -152,6 +152,12 @@ class FilterList(Filter):
         for f in self.filters:
             f.reset()
 
+    def oriented(self, reverse: bool) -> "FilterList":
+        children = [f.oriented(reverse) for f in self.filters]
+        if all(a is b for a, b in zip(children, self.filters)):
+            return self
+        return FilterList(self.operator, children)
+
     def __deepcopy__(self, memo: dict) -> "FilterList":
         import copy
 

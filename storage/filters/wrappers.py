@@ -39,6 +39,14 @@ class _Wrapper(Filter):
     def reset(self) -> None:
         self.filter.reset()
 
+    def oriented(self, reverse: bool) -> Filter:
+        inner = self.filter.oriented(reverse)
+        if inner is self.filter:
+            return self
+        twin = type(self)(inner)
+        twin.__dict__.update({k: v for k, v in self.__dict__.items() if k != "filter"})
+        return twin
+
     def columns_needed(self) -> set[bytes] | None:
         return self.filter.columns_needed()
 

@@ -15,6 +15,7 @@ from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
 from ..errors import InvalidArgument, clip
 from ..filters import coerce_filter
+from ..filters.base import scan_copy
 from ..keys import intersect
 from ..read.batch_scan import BatchScan, scan_region_batches
 from ..read.python_rows import cells_to_dicts
@@ -110,8 +111,7 @@ class TableScans:
         flt = coerce_filter(filter)
         spans = [(low, high)]
         if flt is not None:
-            flt = flt.copy()
-            flt.reset()
+            flt = scan_copy(flt, reverse)
             ranges = flt.row_ranges()
             if ranges is not None:
                 # seek to each range the filter allows instead of filtering the gaps
@@ -292,8 +292,7 @@ class TableScans:
         # One filter copy serves the whole scan (a PageFilter counts across regions).
         flt = coerce_filter(filter)
         if flt is not None:
-            flt = flt.copy()
-            flt.reset()
+            flt = scan_copy(flt, reverse)
         spec = ScanSpec(
             start_row=b"" if reverse else low,
             stop_row=None if reverse else high,
