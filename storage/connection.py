@@ -78,7 +78,8 @@ class Connection:
         return [
             name.encode()
             for name in self.fs.listdir("")
-            if self.fs.exists(f"{name}/{TABLE_MANIFEST}")
+            # a dot name is never a table (a table being deleted is moved to one)
+            if not name.startswith(".") and self.fs.exists(f"{name}/{TABLE_MANIFEST}")
         ]
 
     def is_table_available(self, name: str | bytes) -> bool:
@@ -155,9 +156,19 @@ class Connection:
                 # table aside now (so the name is free at once) and delete it
                 # when the last of them ends.
                 trash = f".deleted-{name}-{uuid.uuid4().hex[:12]}"
-                self.fs.rename(name, trash)
-                self.fs.delete(f"{trash}/{TABLE_MANIFEST}", missing_ok=True)
-                table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
+                try:
+                    self.fs.rename(name, trash)
+                except BaseException:
+                    if not self.fs.exists(trash):  # not moved: the table stays open, whole
+                        self._tables[name] = table
+                        raise
+                    # moved, but making the move durable failed: finish the delete, then report
+                    table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
+                    raise
+                try:
+                    self.fs.delete(f"{trash}/{TABLE_MANIFEST}", missing_ok=True)
+                finally:
+                    table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
                 return
             if table is not None:
                 table.close("was deleted")
