@@ -560,7 +560,7 @@ class WalReader:
 
     def _segments(self) -> Iterator[WalRecord]:
         """Records of a WAL kept as segment objects (storage.wal_segments), in order."""
-        from .wal_segments import segment_names
+        from .wal_segments import segment_last_seq, segment_names
 
         total = 0
         for seg in segment_names(self._fs, self.path):
@@ -568,9 +568,15 @@ class WalReader:
             name = self._fs.uri(path)
             f = pa.BufferReader(self._fs.read_bytes(path))
             size = f.size()
-            end = yield from self._records(f, size, name)
+            last: list[int] = []
+            end = yield from _noting_last(self._records(f, size, name), last)
             if end != size or size < FILE_HEADER_SIZE:
                 raise CorruptionError("WAL segment is incomplete (segments are written whole)", name, end)
+            promised = segment_last_seq(seg)
+            if promised is not None and last != [promised]:
+                raise CorruptionError(
+                    f"WAL segment ends at sequence id {last[0] if last else 'none'}, its name promises {promised}"
+                    " (records are missing)", name, end)
             total += size
         self.file_size = self.valid_length = total
         self.torn_tail_bytes = 0
@@ -622,6 +628,17 @@ class WalReader:
                 yield WalRecord(_PAYLOAD_HEADER.unpack_from(payload, 0)[0], [])
             pos = body + length
         return pos
+
+
+def _noting_last(records: Iterator[WalRecord], last: list[int]) -> Iterator[WalRecord]:
+    """Pass ``records`` through, keeping the last sequence id in ``last``; return their return value."""
+    while True:
+        try:
+            record = next(records)
+        except StopIteration as stop:
+            return stop.value
+        last[:] = [record.seq_id]
+        yield record
 
 
 def _zero_from(f: pa.NativeFile, start: int, size: int) -> bool:

@@ -6,14 +6,17 @@ false: ``s3://`` roots) a WAL at ``wal/<name>.wal`` is a directory of
 segments instead of one file.  Each sync writes one segment object holding
 the records appended since the previous sync::
 
-    wal/<name>.wal/<first seq id, 20 digits>.seg
+    wal/<name>.wal/<first seq id, 20 digits>-<last seq id, 20 digits>.seg
 
 A segment is laid out exactly like a WAL file (the file header, then
 records; docs/formats/wal.md), so the reader and the record format are the
 WAL's own.  Names sort in sequence-id order; replay lists the directory and
 reads the segments in name order.  A segment is written with one PUT and is
 either absent or whole, so a segment that ends in a torn record is corrupt,
-never a crash artefact.
+never a crash artefact; its name carries its last sequence id, so a segment
+cut at a record boundary (records lost, the rest intact) is caught as well.
+Names without the last id (``<first>.seg``, written before it was added)
+are still read.
 
 When a segment is written depends on the sync policy (what "acknowledged"
 means on an object store):
@@ -40,16 +43,24 @@ from .errors import InvalidArgument
 from .fs import FileSystem
 from .wal import SyncPolicy, WalReader, WalWriter, encode_record, file_header_bytes
 
-__all__ = ["SegmentWalWriter", "SEGMENT_SUFFIX", "NONE_SEGMENT_BYTES", "segment_name", "segment_names"]
+__all__ = ["SegmentWalWriter", "SEGMENT_SUFFIX", "NONE_SEGMENT_BYTES", "segment_name", "segment_names",
+           "segment_last_seq"]
 
 SEGMENT_SUFFIX = ".seg"
 NONE_SEGMENT_BYTES = 8 << 20
 """Under policy ``none``, gathered records are written once they reach this size."""
 
 
-def segment_name(first_seq_id: int) -> str:
-    """The object name of a segment whose first record has ``first_seq_id``."""
-    return f"{first_seq_id:020d}{SEGMENT_SUFFIX}"
+def segment_name(first_seq_id: int, last_seq_id: int) -> str:
+    """The object name of a segment holding the records ``first_seq_id`` .. ``last_seq_id``."""
+    return f"{first_seq_id:020d}-{last_seq_id:020d}{SEGMENT_SUFFIX}"
+
+
+def segment_last_seq(name: str) -> int | None:
+    """The last sequence id a segment's name promises (None for a ``<first>.seg`` name)."""
+    stem = name[: -len(SEGMENT_SUFFIX)]
+    first, sep, last = stem.partition("-")
+    return int(last) if sep and last.isdigit() else None
 
 
 def segment_names(fs: FileSystem, path: str) -> list[str]:
@@ -124,14 +135,14 @@ class SegmentWalWriter(WalWriter):
             if self._synced >= end:
                 return
             with self._lock:
-                records, first = self._pending, self._pending_first
+                records, first, last = self._pending, self._pending_first, self._last_seq
                 self._pending = []
                 target = self._size
             if not records:
                 return
             data = file_header_bytes() + b"".join(records)
             try:
-                self._fs.write_bytes(f"{self.path}/{segment_name(first)}", data)
+                self._fs.write_bytes(f"{self.path}/{segment_name(first, last)}", data)
             except BaseException as exc:
                 self._error = exc
                 raise
