@@ -28,6 +28,7 @@ from storage.errors import InvalidArgument, StorageError
 from storage.server import ServerConfig, Unauthenticated
 from storage.server.process import ServerProcess
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = "tls-test-token-3b9d2c7e81f4"
 SECRET = b"a-cell-value-6a1f0e93d2c4"
 
@@ -116,7 +117,7 @@ class _Relay:
 
 def _serve(*args: str):
     return subprocess.run([sys.executable, "-m", "storage.server", *args], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONPATH": os.getcwd()})
+                          timeout=60, env={**os.environ, "PYTHONPATH": REPO})
 
 
 # -- bind rules --------------------------------------------------------------------

@@ -75,6 +75,9 @@ def test_stalled_streams_are_cancelled_at_the_lease_and_their_slots_freed(root):
                 next(other.table("big").scan_batches(mode="stream"))
             time.sleep(max(0.0, stalled_at + 8 - time.monotonic()))
             # 8 s after the stall (the lease is 3 s) the host's slots are free again.
+            info = other.list_scanners()
+            assert not info["streams"] and not info["draining_streams"], {k: v if "total" in k else len(v)
+                                                                          for k, v in info.items()}
             assert sum(b.num_rows for b in other.table("big").scan_batches(mode="stream")) == ROWS
             info = other.list_scanners()
             assert info["streams"] == [] and info["draining_streams"] == []

@@ -267,6 +267,7 @@ class ScannerRegistry:
         # storage.server.connections), so a handler blocked in a send returns.
         self.cancel_connection: Callable[[str], int] | None = None
         self.connections_cancelled_total = 0
+        self._cancelled: set[str] = set()  # peers whose connection was shut down, while they drain
         self._expired: OrderedDict[str, None] = OrderedDict()
         self._stop = threading.Event()
         self._reaper: threading.Thread | None = None
@@ -321,10 +322,13 @@ class ScannerRegistry:
             return
         with self._mutex:
             live = {e.peer for e in self._streams.values()}
-            blocked = {e.peer for e in self._draining.values()} - live
+            draining = {e.peer for e in self._draining.values()}
+            self._cancelled &= draining
+            blocked = draining - live - self._cancelled
         for peer in sorted(blocked):
             if self.cancel_connection(peer):
                 with self._mutex:
+                    self._cancelled.add(peer)
                     self.connections_cancelled_total += 1
 
     def _expire(self, scanner: RpcScanner) -> None:
