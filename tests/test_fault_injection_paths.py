@@ -1,6 +1,6 @@
 """Faults on reads, and on the paths the workload of test_fault_injection does not take.
 
-Real files under :class:`storage.faultfs.FaultFileSystem`: a read, open,
+Real files under :class:`storage.vfs.faultfs.FaultFileSystem`: a read, open,
 listing or stat made to fail by path and count; a read failing in the middle
 of each kind of scan (the scan raises one error naming the file, never ends
 short as if complete, and once healed every row is there); ``delete_table``,
@@ -18,14 +18,14 @@ import pytest
 
 import storage
 from connector.bulkload import BulkLoadTask, abort_load, table_regions
-from storage.bulkload import STAGING_DIR, Journal, write_journal
+from storage.region.load_journal import STAGING_DIR, Journal, write_journal
 from storage.errors import StorageError, TableNotFound
-from storage.faultfs import FaultFileSystem, InjectedFault
-from storage.fs import FileSystem
-from storage.parallel import ParallelScanner
-from storage.pins import PINS_DIR, live_pins, release_pin, write_pin
-from storage.wal import WalReader
-from storage.wal_segments import SegmentWalWriter
+from storage.vfs.faultfs import FaultFileSystem, InjectedFault
+from storage.vfs.fs import FileSystem
+from storage.table.parallel import ParallelScanner
+from storage.region.pins import PINS_DIR, live_pins, release_pin, write_pin
+from storage.wal.reader import WalReader
+from storage.wal.segments import SegmentWalWriter
 
 FAMILIES = {"cf": {"block_size": 512}}
 ROWS = {b"%s%04d" % (p, i): b"v%05d" % i * 6 for p in (b"a", b"n", b"x") for i in range(0, 400, 2)}

@@ -22,15 +22,18 @@ import sys
 
 import pytest
 
-from storage.bulkload import JOURNAL_DIR, Journal, read_journals
+from storage.region.load_journal import JOURNAL_DIR, Journal, read_journals
 from storage.errors import CorruptionError
-from storage.faultfs import FaultFileSystem
-from storage.fs import FileSystem
-from storage.manifest import RegionManifest, TableManifest
+from storage.vfs.faultfs import FaultFileSystem
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import RegionManifest, TableManifest
 from storage.server.remote_errors import MalformedRequest
 from storage.server.wire import ACTIONS, PRELUDE, batches_to_ipc, decode_message, encode_message
-from storage.wal import WalReader, WalWriter, payloads_to_table, replay_wal
-from storage.wal_segments import SegmentWalWriter, segment_name
+from storage.wal.arrow_decode import payloads_to_table
+from storage.wal.reader import WalReader, segment_name
+from storage.wal.replay import replay_wal
+from storage.wal.segments import SegmentWalWriter
+from storage.wal.writer import WalWriter
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden"))
 import make_format_golden as golden  # noqa: E402 - the definitions live beside the files

@@ -19,13 +19,13 @@ import os
 
 import pyarrow as pa
 
-from storage.bulkload import Journal, RegionEntry
+from storage.region.load_journal import Journal, RegionEntry
 from storage.cells import CellType
-from storage.fs import FileSystem
-from storage.manifest import RegionInfo, RegionManifest, TableManifest
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import RegionInfo, RegionManifest, TableManifest
 from storage.server.wire import batches_to_ipc, encode_message
-from storage.wal import WalWriter
-from storage.wal_segments import SegmentWalWriter
+from storage.wal.writer import WalWriter
+from storage.wal.segments import SegmentWalWriter
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "formats")
 
