@@ -44,25 +44,40 @@ def _absent(n: int) -> np.ndarray:
     return np.full(n, ABSENT, dtype=np.int64)
 
 
-def dense_piece(dense: DenseBlock, qualifiers: Sequence[bytes]) -> RowPiece:
-    """The piece of a dense block for ``qualifiers`` (a qualifier the block
-    lacks is absent in every row)."""
-    n = dense.num_rows
-    where = {q: j for j, q in enumerate(dense.qualifiers)}
-    plain = dense.plain_timestamps()
+def dense_piece(blocks: DenseBlock | Sequence[DenseBlock], qualifiers: Sequence[bytes]) -> RowPiece:
+    """The piece of a dense block, or of consecutive dense blocks of one file
+    laid end to end, for ``qualifiers`` (a qualifier a block lacks is absent
+    in all its rows).  Values stay the blocks' arrays (a chunked array)."""
+    blocks = [blocks] if isinstance(blocks, DenseBlock) else list(blocks)
+    if len(blocks) == 1:
+        keys = blocks[0].rows
+    else:
+        keys = pa.concat_arrays([d.rows for d in blocks])
     ts, values = [], []
     for q in qualifiers:
-        j = where.get(q)
-        if j is None:
-            ts.append(_absent(n))
-            values.append(pa.nulls(n, pa.binary()))
-            continue
-        column = plain[j]
+        stamps, chunks = [], []
+        for d in blocks:
+            j = _index(d, q)
+            if j is None:
+                stamps.append(pa.nulls(d.num_rows, pa.int64()))
+                chunks.append(pa.nulls(d.num_rows, pa.binary()))
+                continue
+            stamps.append(d.plain_timestamps()[j])
+            chunks.append(d.values[j] if d.values is not None else pa.nulls(d.num_rows, pa.binary()))
+        # one Arrow call per column for all blocks: the nulls of absent entries become ABSENT
+        column = stamps[0] if len(stamps) == 1 else pa.chunked_array(stamps, pa.int64())
         if column.null_count:
             column = column.fill_null(ABSENT)
-        ts.append(column.to_numpy(zero_copy_only=False))
-        values.append(dense.values[j] if dense.values is not None else pa.nulls(n, pa.binary()))
-    return RowPiece(dense.rows, ts, values)
+        ts.append(column.to_numpy() if isinstance(column, pa.ChunkedArray) else column.to_numpy(zero_copy_only=False))
+        values.append(chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, pa.binary()))
+    return RowPiece(keys, ts, values)
+
+
+def _index(dense: DenseBlock, qualifier: bytes) -> int | None:
+    try:
+        return dense.qualifiers.index(qualifier)
+    except ValueError:
+        return None
 
 
 class CellSource:
@@ -72,7 +87,7 @@ class CellSource:
     :meth:`pieces` lays the puts out as row pieces.
     """
 
-    __slots__ = ("_puts", "markers", "_ranks", "_cache")
+    __slots__ = ("_puts", "markers", "_columns", "_ranks", "_row_ids", "_cache")
 
     def __init__(self, cells: pa.Table | pa.RecordBatch):
         table = as_cell_table(cells)
@@ -88,16 +103,23 @@ class CellSource:
                 marks.column("timestamp").to_numpy(), marks.column("type").to_numpy(),
             )
             self._puts = table.filter(pa.array(is_put)) if is_put.any() else None
+        self._columns: CellColumns | None = None
         self._ranks: np.ndarray | None = None
+        self._row_ids: np.ndarray | None = None
         self._cache: dict = {}
 
-    def _rank(self) -> np.ndarray:
-        """Each put's version rank in its column (0: the newest)."""
-        if self._ranks is None:
-            starts = CellColumns(self._puts).column_starts()
-            ids = group_ids(starts)
-            self._ranks = np.arange(len(starts)) - np.flatnonzero(starts)[ids]
-        return self._ranks
+    def qualifiers(self) -> list[bytes]:
+        """The distinct qualifiers of the puts."""
+        if self._puts is None or self._puts.num_rows == 0:
+            return []
+        return pc.unique(self._puts.column("qualifier")).to_pylist()
+
+    def _prepare(self) -> None:
+        """Each put's version rank in its column (0: the newest) and row number."""
+        cols = self._columns = CellColumns(self._puts)
+        starts = cols.column_starts()
+        self._ranks = np.arange(len(starts)) - np.flatnonzero(starts)[group_ids(starts)]
+        self._row_ids = group_ids(cols.row_starts())
 
     def pieces(self, qualifiers: Sequence[bytes], all_ranks: bool) -> list[RowPiece] | None:
         """The puts as pieces for ``qualifiers``: one per version rank, or
@@ -109,42 +131,52 @@ class CellSource:
         key = (tuple(qualifiers), all_ranks)
         if key in self._cache:
             return self._cache[key]
-        rank = self._rank()
+        if self._ranks is None:
+            self._prepare()
+        cols, rank = self._columns, self._ranks
         top = int(rank.max())
         if all_ranks and top >= MAX_RANKS:
             return None
+        qid = pc.index_in(cols.array("qualifier"), value_set=pa.array(list(qualifiers), pa.binary()))
+        qid = qid.fill_null(-1).to_numpy(zero_copy_only=False)
         out = []
         for k in range(top + 1 if all_ranks else 1):
-            chosen = rank == k
-            layer = puts if top == 0 else puts.filter(pa.array(chosen))
-            out.append(_layer_piece(layer, qualifiers))
+            chosen = None if top == 0 else np.flatnonzero(rank == k)
+            out.append(self._layer(chosen, qid, len(qualifiers)))
         self._cache[key] = out
         return out
 
-
-def _layer_piece(cells: pa.Table, qualifiers: Sequence[bytes]) -> RowPiece:
-    """Puts holding at most one cell per row and column as one piece."""
-    cols = CellColumns(cells)
-    new_row = cols.row_starts()
-    starts = np.flatnonzero(new_row)
-    n_rows = len(starts)
-    row_of = group_ids(new_row)
-    keys = cols.take_binary("row", starts) if n_rows != cells.num_rows else cols.array("row")
-    qid = pc.index_in(cols.array("qualifier"), value_set=pa.array(list(qualifiers), pa.binary()))
-    qid = qid.fill_null(-1).to_numpy(zero_copy_only=False)
-    stamps = cols.numpy("timestamp")
-    values = cols.array("value")
-    ts_out, values_out = [], []
-    for j in range(len(qualifiers)):
-        at = np.flatnonzero(qid == j)
-        ts = _absent(n_rows)
-        ts[row_of[at]] = stamps[at]
-        src = np.zeros(n_rows, dtype=np.int64)
-        src[row_of[at]] = at
-        missing = ts == ABSENT
-        ts_out.append(ts)
-        values_out.append(values.take(pa.array(src, mask=missing)) if len(at) else pa.nulls(n_rows, pa.binary()))
-    return RowPiece(keys, ts_out, values_out)
+    def _layer(self, chosen: np.ndarray | None, qid: np.ndarray, columns: int) -> RowPiece:
+        """The puts at ``chosen`` (all when None; at most one per row and
+        column) as one piece; each column's values gathered once."""
+        cols = self._columns
+        rows = self._row_ids if chosen is None else self._row_ids[chosen]
+        new_row = np.empty(len(rows), dtype=bool)
+        new_row[:1] = True
+        np.not_equal(rows[1:], rows[:-1], out=new_row[1:])
+        starts = np.flatnonzero(new_row)
+        n_rows = len(starts)
+        row_of = group_ids(new_row)
+        first = starts if chosen is None else chosen[starts]
+        keys = cols.take_binary("row", first) if len(first) != len(self._row_ids) else cols.array("row")
+        q = qid if chosen is None else qid[chosen]
+        stamps = cols.numpy("timestamp") if chosen is None else cols.numpy("timestamp")[chosen]
+        values = cols.array("value")
+        ts_out, values_out = [], []
+        for j in range(columns):
+            at = np.flatnonzero(q == j)
+            ts = _absent(n_rows)
+            ts[row_of[at]] = stamps[at]
+            if not len(at):
+                ts_out.append(ts)
+                values_out.append(pa.nulls(n_rows, pa.binary()))
+                continue
+            src = np.zeros(n_rows, dtype=np.int64)
+            src[row_of[at]] = at if chosen is None else chosen[at]
+            missing = ts == ABSENT
+            ts_out.append(ts)
+            values_out.append(values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src)))
+        return RowPiece(keys, ts_out, values_out)
 
 
 def join_markers(parts: Sequence[Markers | None]) -> Markers | None:

@@ -30,6 +30,7 @@ pieces.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -56,9 +57,11 @@ _DELETE_FAMILY = int(CellType.DELETE_FAMILY)
 class RowPiece:
     """Rows of one source (or one version rank of one source).
 
-    ``keys``: binary row keys, ascending, distinct.  ``ts[j]``: int64 per row
-    for column ``j`` (:data:`ABSENT` where the row lacks it).  ``values[j]``:
-    binary per row (anything where absent).
+    ``keys``: binary row keys (a row may repeat only with other columns or
+    timestamps: a row cut across blocks of one file).  ``ts[j]``: int64 per
+    row for column ``j`` (:data:`ABSENT` where the row lacks it).
+    ``values[j]``: binary per row (anything where absent), an array or a
+    chunked array.
     """
 
     keys: pa.Array
@@ -83,19 +86,35 @@ class Markers:
         return len(self.ts)
 
 
-@dataclass
 class ResolvedRows:
     """The rows a reader sees, ascending: ``keys``, and per column ``ts[j]``
-    (int64, :data:`ABSENT` where the row has no visible cell) and
-    ``values[j]`` (binary, null there)."""
+    (int64, :data:`ABSENT` where the row has no visible cell; gathered on
+    first use) and ``values[j]`` (binary, null there)."""
 
-    keys: pa.Array
-    ts: list
-    values: list
+    __slots__ = ("keys", "values", "_sources", "_laid", "_ts")
+
+    def __init__(self, keys: pa.Array, values: list, sources: list, laid: list):
+        self.keys = keys
+        self.values = values
+        self._sources = sources  # per column: the winning entry, -1 for none
+        self._laid = laid  # per column: every entry's timestamp
+        self._ts: list | None = None
 
     @property
     def num_rows(self) -> int:
         return len(self.keys)
+
+    @property
+    def ts(self) -> list:
+        if self._ts is None:
+            self._ts = [
+                np.where(src < 0, ABSENT, laid[np.where(src < 0, 0, src)]) for src, laid in zip(self._sources, self._laid)
+            ]
+        return self._ts
+
+    def present(self, j: int) -> np.ndarray:
+        """Boolean per row: column ``j`` has a visible cell."""
+        return self._sources[j] >= 0
 
 
 def resolve_rows(
@@ -122,15 +141,16 @@ def resolve_rows(
         if len(p.ts) != columns or len(p.values) != columns:
             raise InvalidArgument(f"pieces[{i}] has {len(p.ts)} timestamp and {len(p.values)} value columns, not {columns}")
     if not pieces:
-        return ResolvedRows(pa.array([], pa.binary()), [np.zeros(0, np.int64)] * columns,
-                            [pa.array([], pa.binary())] * columns)
+        none = np.zeros(0, np.int64)
+        return ResolvedRows(pa.array([], pa.binary()), [pa.array([], pa.binary())] * columns,
+                            [none] * columns, [none] * columns)
     if markers is not None and not len(markers):
         markers = None
-    key_arrays = [p.keys for p in pieces]
-    encoded = order_keys(key_arrays + ([markers.rows] if markers is not None else []))
+    all_keys = pa.concat_arrays([p.keys for p in pieces]) if len(pieces) > 1 else pieces[0].keys
+    encoded = order_keys([all_keys] + ([markers.rows] if markers is not None else []))
     if encoded is None:
         return None
-    joined = encoded[0] if len(pieces) == 1 else np.concatenate(encoded[: len(pieces)])
+    joined = encoded[0]
     n = len(joined)
     order = np.argsort(joined, kind="stable")
     ordered = joined[order]
@@ -138,8 +158,7 @@ def resolve_rows(
     new[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
     starts = np.flatnonzero(new)
-    group = np.cumsum(new) - 1
-    shared = len(starts) != n  # some row is in two pieces
+    groups = _Groups(starts, n)
 
     family_newest = column_newest = point = None
     if markers is not None:
@@ -157,17 +176,19 @@ def resolve_rows(
         laid.append(ts_all)
         ts = ts_all[order]
         visible = ts != ABSENT
+        if visible.all():
+            visible = None
         if ranged:
             inside = time_mask(ts, min_timestamp, max_timestamp, ttl_cutoff, timestamps)
             if inside is not None:
-                visible &= inside
+                visible = inside if visible is None else visible & inside
         if family_newest is not None:
-            visible &= ~covered(ts, family_newest[group])
+            visible = _and_not(visible, covered(ts, family_newest[groups.ids()]))
         if column_newest is not None and column_newest[j] is not None:
-            visible &= ~covered(ts, column_newest[j][group])
+            visible = _and_not(visible, covered(ts, column_newest[j][groups.ids()]))
         if point is not None and point[j] is not None:
-            visible &= ~_point_deleted(group, ts, point[j])
-        sources.append(_winners(ts, visible, order, starts, group, shared))
+            visible = _and_not(visible, _point_deleted(groups.ids(), ts, point[j]))
+        sources.append(groups.winners(ts, visible, order))
     keep = None
     if columns:
         any_cell = sources[0] >= 0
@@ -175,40 +196,123 @@ def resolve_rows(
             any_cell |= src >= 0
         if not any_cell.all():
             keep = np.flatnonzero(any_cell)
-    firsts = order[starts] if keep is None else order[starts[keep]]
-    all_keys = pa.concat_arrays(key_arrays) if len(key_arrays) > 1 else key_arrays[0]
-    keys = all_keys.take(pa.array(firsts))
-    out_ts, out_values = [], []
+    chosen = starts if keep is None else starts[keep]
+    keys = _keys(all_keys, joined, ordered[chosen], order[chosen])
+    out_values = []
     for j, src in enumerate(sources):
         if keep is not None:
-            src = src[keep]
+            src = sources[j] = src[keep]
         missing = src < 0
-        out_ts.append(np.where(missing, ABSENT, laid[j][np.where(missing, 0, src)]))
-        chunks = pa.chunked_array([p.values[j] for p in pieces], pa.binary())
-        index = pa.array(src, mask=missing) if missing.any() else pa.array(src)
-        taken = chunks.take(index)
+        chunks = [c for p in pieces for c in _chunks(p.values[j])]
+        values = pa.chunked_array(chunks, pa.binary()) if len(chunks) > 1 else chunks[0]
+        taken = values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src))
         out_values.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)
-    return ResolvedRows(keys, out_ts, out_values)
+    return ResolvedRows(keys, out_values, sources, laid)
 
 
-def _winners(ts, visible, order, starts, group, shared) -> np.ndarray:
-    """Per merged row, the entry (index into the pieces laid end to end) of
-    its newest visible cell, the first such on a tie; -1 where none is visible."""
-    if not shared:
-        return np.where(visible, order, -1)
-    best = np.maximum.reduceat(np.where(visible, ts, ABSENT), starts)
-    win = visible & (ts == best[group])
-    at = np.flatnonzero(win)
-    # the first winner of each row: the newest source holding the newest timestamp
-    if len(at):
-        first = np.empty(len(at), dtype=bool)
-        first[0] = True
-        g = group[at]
-        np.not_equal(g[1:], g[:-1], out=first[1:])
-        at = at[first]
-    src = np.full(len(starts), -1, dtype=np.int64)
-    src[group[at]] = order[at]
-    return src
+def _keys(all_keys: pa.Array, encoded: np.ndarray, chosen: np.ndarray, at: np.ndarray) -> pa.Array:
+    """The keys at positions ``at`` of ``all_keys`` (``chosen``: their
+    encodings): rebuilt from the integers when every key has one width of
+    1, 2, 4 or 8 bytes (the encoding is then the key itself), else gathered."""
+    dtype = encoded.dtype
+    # on a little-endian machine only the one-width encoding is a native integer
+    if sys.byteorder == "little" and dtype.kind == "u" and dtype.byteorder in ("=", "|") and len(chosen) \
+            and _data_bytes(all_keys) == len(all_keys) * dtype.itemsize:
+        width = dtype.itemsize
+        data = chosen.astype(f">u{width}").tobytes()
+        offsets = (np.arange(len(chosen) + 1, dtype=np.int32) * width).tobytes()
+        return pa.Array.from_buffers(pa.binary(), len(chosen), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return all_keys.take(pa.array(at))
+
+
+def _data_bytes(keys: pa.Array) -> int:
+    """Bytes of key data in a binary array (two offsets read)."""
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)
+    return int(offsets[keys.offset + len(keys)] - offsets[keys.offset])
+
+
+def _and_not(visible: np.ndarray | None, hidden: np.ndarray) -> np.ndarray:
+    return ~hidden if visible is None else visible & ~hidden
+
+
+def _chunks(values) -> list:
+    return values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+
+
+class _Groups:
+    """The merged rows: entries (positions in key order) grouped by key.
+
+    Most rows of a chunk are in one source only; the winner search runs on
+    the entries of rows held by several and takes the others as they are.
+    """
+
+    def __init__(self, starts: np.ndarray, n: int):
+        self.starts = starts
+        self.n = n
+        self._ids = None
+        self._lead = None  # the first entry of every group
+        self._pair = None  # the two entries of every row held twice
+        sizes = np.diff(np.append(starts, n))
+        self.multi = np.flatnonzero(sizes > 1)  # groups of several entries
+        self.pairs = False
+        if len(self.multi):
+            m_sizes = sizes[self.multi]
+            # the usual case: a row in two sources (a memstore and a file)
+            self.pairs = int(m_sizes.max()) == 2
+            if not self.pairs:
+                self.m_entries = np.flatnonzero(np.repeat(sizes > 1, sizes))  # their entries, in order
+                self.m_starts = np.concatenate([[0], np.cumsum(m_sizes)[:-1]])
+                self.m_sizes = m_sizes
+                self.m_of = np.repeat(np.arange(len(self.multi)), m_sizes)  # entry -> its multi group
+
+    def ids(self) -> np.ndarray:
+        """The group of every entry."""
+        if self._ids is None:
+            step = np.zeros(self.n, dtype=np.int64)
+            step[self.starts[1:]] = 1
+            self._ids = np.cumsum(step)
+        return self._ids
+
+    def winners(self, ts: np.ndarray, visible: np.ndarray | None, order: np.ndarray) -> np.ndarray:
+        """Per group, the entry (index into the pieces laid end to end) of its
+        newest visible cell, the first such on a tie; -1 where none is visible
+        (``visible`` None: every entry is)."""
+        if len(self.starts) == self.n:
+            return order.copy() if visible is None else np.where(visible, order, -1)
+        if self._lead is None:
+            self._lead = order[self.starts]
+        lead = self._lead
+        src = lead.copy() if visible is None else np.where(visible[self.starts], lead, -1)
+        if not len(self.multi):
+            return src  # right for groups of one entry
+        if self.pairs:
+            if self._pair is None:
+                a = self.starts[self.multi]
+                self._pair = (a, a + 1, order[a], order[a + 1])
+            a, b, at_a, at_b = self._pair
+            # the first (newer) entry wins unless only the second is visible or it is newer
+            if visible is None:
+                src[self.multi] = np.where(ts[b] > ts[a], at_b, at_a)
+            else:
+                va, vb = visible[a], visible[b]
+                take_b = vb & (~va | (ts[b] > ts[a]))
+                src[self.multi] = np.where(take_b, at_b, np.where(va, at_a, -1))
+            return src
+        at = self.m_entries
+        t = ts[at]
+        v = np.ones(len(at), dtype=bool) if visible is None else visible[at]
+        candidates = np.where(v, t, ABSENT)
+        best = np.maximum.reduceat(candidates, self.m_starts)
+        win = np.flatnonzero(v & (candidates == np.repeat(best, self.m_sizes)))
+        src[self.multi] = -1
+        if len(win):
+            g = self.m_of[win]
+            first = np.empty(len(win), dtype=bool)
+            first[0] = True
+            np.not_equal(g[1:], g[:-1], out=first[1:])
+            win = win[first]
+            src[self.multi[g[first]]] = order[at[win]]
+        return src
 
 
 def _place_markers(row_keys: np.ndarray, marker_keys: np.ndarray, markers: Markers, qualifiers, columns: int):
