@@ -239,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="scan while a thread puts RATE new rows/s into every table (default: no writer; "
                              "the memstore variant of the layouts asked for)")
     parser.add_argument("--root", default=None, help="folder for the tables (default: a temporary one)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --root: keep its tables from an earlier run (same --rows) instead of building them")
     parser.add_argument("--profile", choices=["embedded", "connector"], default=None,
                         help="print a cProfile of one run of this path on the first layout and variant and stop")
     args = parser.parse_args(argv)
@@ -257,19 +259,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.clock is None:
         args.clock = "thread" if args.writer else "cpu"
     bench_scan._clock = CLOCKS[args.clock]
+    if args.reuse and not args.root:
+        parser.error("--reuse needs --root")
     root = args.root or tempfile.mkdtemp(prefix="bench-live-")
-    shutil.rmtree(root, ignore_errors=True)
+    if not args.reuse:
+        shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root, exist_ok=True)
     conn = storage.connect(root, block_cache_size=512 << 20)
+    existing = {n.decode() for n in conn.tables()} if args.reuse else set()
     try:
         t0 = time.perf_counter()
         tables: dict = {}
         for layout in layouts:
             name = flushed_name(layout)
             if name not in tables:
-                tables[name] = build(conn, name, args.rows, LAYOUTS[layout], None)
+                tables[name] = conn.table(name) if name in existing else build(conn, name, args.rows, LAYOUTS[layout], None)
             for variant in variants:
-                tables[f"live_{layout}_{variant}"] = build(conn, f"live_{layout}_{variant}", args.rows,
-                                                           LAYOUTS[layout], variant)
+                live = f"live_{layout}_{variant}"
+                tables[live] = conn.table(live) if live in existing else build(conn, live, args.rows, LAYOUTS[layout], variant)
         print(f"built {len(tables)} tables of {args.rows:,} rows in {time.perf_counter() - t0:.1f}s "
               f"(clock: {args.clock}; load average {os.getloadavg()[0]:.1f})")
         if args.profile:

@@ -97,7 +97,7 @@ class CellSource:
         if is_put.all():
             self._puts = table
         else:
-            marks = table.filter(pa.array(~is_put))
+            marks = table if not is_put.any() else table.filter(pa.array(~is_put))
             self.markers = Markers(
                 marks.column("row").combine_chunks(), marks.column("qualifier").combine_chunks(),
                 marks.column("timestamp").to_numpy(), marks.column("type").to_numpy(),

@@ -36,8 +36,14 @@ __all__ = [
 
 def part_items(parts) -> list:
     """One file's :class:`BlockPart` pieces of a chunk as resolution items:
-    dense blocks as they are, cell blocks as :class:`CellSource`."""
-    return [p.dense if p.dense is not None else CellSource(p.cells) for p in parts]
+    dense blocks as they are, and its cell blocks together as one
+    :class:`CellSource` (they are in cell order: a dense block never sits
+    inside a row, so a column's versions are never split by one)."""
+    dense = [p.dense for p in parts if p.dense is not None]
+    cells = [p.cells for p in parts if p.dense is None]
+    if cells:
+        dense.append(CellSource(pa.Table.from_batches(cells) if len(cells) > 1 else cells[0]))
+    return dense
 
 
 def memstore_items(memstore, lo: bytes, hi: bytes | None) -> list:

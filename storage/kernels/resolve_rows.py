@@ -152,12 +152,20 @@ def resolve_rows(
         return None
     joined = encoded[0]
     n = len(joined)
-    order = np.argsort(joined, kind="stable")
-    ordered = joined[order]
-    new = np.empty(n, dtype=bool)
-    new[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    starts = np.flatnonzero(new)
+    # keys already strictly ascending (one source, or sources one after the
+    # other): no sort and no gathers by the order
+    identity = n < 2 or bool((joined[1:] > joined[:-1]).all())
+    if identity:
+        order = np.arange(n)
+        ordered = joined
+        starts = order
+    else:
+        order = np.argsort(joined, kind="stable")
+        ordered = joined[order]
+        new = np.empty(n, dtype=bool)
+        new[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
     groups = _Groups(starts, n)
 
     family_newest = column_newest = point = None
@@ -174,7 +182,7 @@ def resolve_rows(
     for j in range(columns):
         ts_all = np.concatenate([p.ts[j] for p in pieces]) if len(pieces) > 1 else pieces[0].ts[j]
         laid.append(ts_all)
-        ts = ts_all[order]
+        ts = ts_all if identity else ts_all[order]
         visible = ts != ABSENT
         if visible.all():
             visible = None
@@ -267,6 +275,8 @@ class _Groups:
 
     def ids(self) -> np.ndarray:
         """The group of every entry."""
+        if self._ids is None and len(self.starts) == self.n:
+            self._ids = self.starts  # every entry its own group: 0, 1, 2, ...
         if self._ids is None:
             step = np.zeros(self.n, dtype=np.int64)
             step[self.starts[1:]] = 1
