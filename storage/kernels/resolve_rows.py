@@ -7,7 +7,7 @@ each a run of distinct sorted row keys with, per column, a timestamp and a
 value per row (absent where the row lacks the column), given newest source
 first; plus the delete markers of every source (:class:`Markers`).  A source
 holding several versions of a column gives one piece per version rank
-(:mod:`storage.row_pieces` builds pieces from dense blocks and from cells).
+(:mod:`storage.region.row_pieces` builds pieces from dense blocks and from cells).
 
 How, over whole arrays:
 

@@ -9,6 +9,7 @@ from typing import Sequence
 from .. import kernels
 from ..memstore.write_buffer import MemStore
 from .compaction_rows import cell_sources, chunk_rows, read_parts, write_rows
+from .row_resolve import compaction_rows, write_resolved
 from .manifest import RegionManifest
 from .pins import retire
 from .store import Store, StoreFile, StoreView
@@ -68,12 +69,20 @@ class RegionCompaction:
             bounds = [b""] + cuts + [None]
             # dense files with nothing to resolve are merged as rows (storage/region/compaction_rows.py)
             as_rows = ttl_cutoff is None and writer.format_version >= 2
+            # a major compaction keeping one version writes each row's newest visible cells
+            resolve_rows = major and writer.format_version >= 2 and store.settings.max_versions == 1
             for lo, hi in zip(bounds, bounds[1:]):
                 parts = read_parts(chosen, lo, hi)
                 rows = chunk_rows(parts) if as_rows else None
                 if rows is not None:
                     write_rows(writer, *rows)
                     continue
+                if resolve_rows:
+                    # files sharing rows or holding markers: resolved as rows (storage/region/row_resolve.py)
+                    resolved = compaction_rows(parts, ttl_cutoff)
+                    if resolved is not None:
+                        write_resolved(writer, *resolved)
+                        continue
                 sources = [t for t in cell_sources(parts) if t.num_rows]
                 if not sources:
                     continue

@@ -27,10 +27,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .cells import CellType
-from .kernels._arrays import CellColumns, as_cell_table, group_ids
-from .kernels.resolve_rows import ABSENT, Markers, RowPiece
-from .storefile._dense import DenseBlock
+from ..cells import CellType
+from ..kernels._arrays import CellColumns, as_cell_table, group_ids
+from ..kernels.resolve_rows import ABSENT, Markers, RowPiece
+from ..storefile._dense import DenseBlock
 
 __all__ = ["MAX_RANKS", "dense_piece", "CellSource", "join_markers"]
 

@@ -4,7 +4,7 @@ A rows scan of one family, or a major compaction to one version, whose
 sources hold the same rows (a row re-put in the memstore or a newer file)
 or delete markers needs their cells resolved.  Here that happens on rows:
 each source's part of the chunk becomes row pieces and markers
-(:mod:`storage.row_pieces`: a dense block as it is, cells split into
+(:mod:`storage.region.row_pieces`: a dense block as it is, cells split into
 markers and version ranks), :func:`storage.kernels.resolve_rows.resolve_rows`
 picks each row and column's newest visible cell, and the result is a row
 batch (:func:`rows_batch`), a dense block a filter can run on
@@ -12,7 +12,7 @@ batch (:func:`rows_batch`), a dense block a filter can run on
 (:func:`write_resolved`).
 
 A source the row form cannot hold (keys wider than the key encoding, more
-than :data:`storage.row_pieces.MAX_RANKS` versions of a column that could
+than :data:`storage.region.row_pieces.MAX_RANKS` versions of a column that could
 be uncovered) makes these return None, and the caller resolves cells.
 """
 
@@ -23,10 +23,10 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from .cells import LATEST_TIMESTAMP
-from .kernels.resolve_rows import ABSENT, ResolvedRows, resolve_rows
+from ..cells import LATEST_TIMESTAMP
+from ..kernels.resolve_rows import ABSENT, ResolvedRows, resolve_rows
 from .row_pieces import CellSource, dense_piece, join_markers
-from .storefile._dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock
+from ..storefile._dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock
 
 __all__ = [
     "part_items", "memstore_items", "resolve_items", "as_dense", "rows_batch",
