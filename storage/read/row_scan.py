@@ -160,7 +160,9 @@ class RowMerge:
         qualifiers = self.resolved_qualifiers
         resolved = resolve_items(
             sources, qualifiers, min_timestamp=scan.min_timestamp, max_timestamp=scan.max_timestamp,
-            ttl_cutoff=proc.ttl_cutoff[self.view.family], timestamps=scan.timestamps,
+            # a row batch holds one version: with min_versions it outlives the TTL
+            ttl_cutoff=None if self.view.settings.min_versions else proc.ttl_cutoff[self.view.family],
+            timestamps=scan.timestamps,
         )
         if resolved is None:
             return CELLS

@@ -79,7 +79,8 @@ class RegionCompaction:
                     continue
                 if resolve_rows:
                     # files sharing rows or holding markers: resolved as rows (storage/region/row_resolve.py)
-                    resolved = compaction_rows(parts, ttl_cutoff)
+                    # one version kept: with min_versions the newest one outlives the TTL
+                    resolved = compaction_rows(parts, None if store.settings.min_versions else ttl_cutoff)
                     if resolved is not None:
                         write_resolved(writer, *resolved)
                         continue
@@ -89,7 +90,8 @@ class RegionCompaction:
                 cells = kernels.merge_sources(sources)
                 if major:
                     cells = kernels.resolve(
-                        cells, max_versions=store.settings.max_versions, ttl_cutoff=ttl_cutoff
+                        cells, max_versions=store.settings.max_versions, ttl_cutoff=ttl_cutoff,
+                        min_versions=store.settings.min_versions,
                     )
                 else:
                     cells = kernels.resolve(cells, keep_deletes=True)

@@ -48,6 +48,7 @@ class RegionReads:
                     max_versions=sview.settings.max_versions,
                     ttl=sview.settings.ttl,
                     metrics=metrics,
+                    min_versions=sview.settings.min_versions,
                 )
             )
         start = max(low, view.info.start)
@@ -97,7 +98,8 @@ class RegionReads:
                 )
                 continue
             sources = [ListScanner(mem)] + [ListScanner(cells) for _, cells in found]
-            store = StoreScanner(sources, family, spec, max_versions=settings.max_versions, ttl=settings.ttl)
+            store = StoreScanner(sources, family, spec, max_versions=settings.max_versions, ttl=settings.ttl,
+                                 min_versions=settings.min_versions)
             out.extend(store.read_row() or ())
             store.close()
         return out
