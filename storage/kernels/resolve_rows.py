@@ -206,6 +206,7 @@ def resolve_rows(
             keep = np.flatnonzero(any_cell)
     chosen = starts if keep is None else starts[keep]
     keys = _keys(all_keys, joined, ordered[chosen], order[chosen])
+    kept = None if keep is None else pa.array(any_cell)
     out_values = []
     for j, src in enumerate(sources):
         if keep is not None:
@@ -213,7 +214,11 @@ def resolve_rows(
         missing = src < 0
         chunks = [c for p in pieces for c in _chunks(p.values[j])]
         values = pa.chunked_array(chunks, pa.binary()) if len(chunks) > 1 else chunks[0]
-        taken = values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src))
+        if identity and not missing.any():
+            # entries in key order, each its row's cell: the kept ones, in place
+            taken = values if kept is None else values.filter(kept)
+        else:
+            taken = values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src))
         out_values.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)
     return ResolvedRows(keys, out_values, sources, laid)
 
