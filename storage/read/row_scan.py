@@ -59,6 +59,7 @@ class RowMerge:
         self.proc = proc
         self.schema = row_schema(self.names, proc.scan.include_timestamp)
         self.resolvable = resolvable
+        self.shared = False  # a chunk of this scan had a row in two sources
         # resolution applies a TTL or time range: every chunk is resolved
         self.bounded = not proc.trivial_resolution(view.family)
         self.resolved_qualifiers = _needed_qualifiers(self.qualifiers, self.plan)
@@ -116,11 +117,16 @@ class RowMerge:
             return []
         order = None
         if len(sources) > 1:
+            if self.shared and self.resolvable:
+                # the sources shared rows in earlier chunks (a table being
+                # updated): resolve at once rather than sort the keys twice
+                return self._resolved(lo, hi, reverse, file_parts)
             # a row in two sources needs resolving (found from the keys alone,
             # before any value column is touched)
             keys = [b[0].rows if len(b) == 1 else pa.concat_arrays([d.rows for d in b]) for b in sources]
             order = row_order(keys)
             if order is None:
+                self.shared = True
                 return self._resolved(lo, hi, reverse, file_parts)
         counts = [0, 0]  # cells scanned, rows filtered: counted once the chunk is done here
         runs = [r for r in (self._rows(blocks, counts) for blocks in sources) if r is not None]
