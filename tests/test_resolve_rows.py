@@ -23,7 +23,7 @@ from storage.cells import CELL_SCHEMA, CellType
 from storage.errors import InvalidArgument
 from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
 from storage.region.row_pieces import MAX_RANKS, CellSource, dense_piece, join_markers
-from storage.storefile._dense import dense_from_cells
+from storage.storefile.dense import dense_from_cells
 
 PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in (CellType.PUT, CellType.DELETE,
                                                                CellType.DELETE_COLUMN, CellType.DELETE_FAMILY))

@@ -3,7 +3,7 @@
 :func:`storage.kernels.resolve_rows.resolve_rows` resolves rows laid side by
 side; this module lays them out, over whole arrays:
 
-* a dense block (:class:`storage.storefile._dense.DenseBlock`: puts, one
+* a dense block (:class:`storage.storefile.dense.DenseBlock`: puts, one
   version per column) is one :class:`RowPiece` as it is (:func:`dense_piece`:
   the requested columns' timestamps and values, absent where the row lacks a
   column);
@@ -28,9 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..cells import CellType
-from ..kernels._arrays import CellColumns, as_cell_table, group_ids
+from ..kernels.cell_columns import CellColumns, as_cell_table, group_ids
 from ..kernels.resolve_rows import ABSENT, Markers, RowPiece
-from ..storefile._dense import DenseBlock
+from ..storefile.dense import DenseBlock
 
 __all__ = ["MAX_RANKS", "dense_piece", "CellSource", "join_markers"]
 

@@ -26,7 +26,7 @@ import pyarrow as pa
 from ..cells import LATEST_TIMESTAMP
 from ..kernels.resolve_rows import ABSENT, ResolvedRows, resolve_rows
 from .row_pieces import CellSource, dense_piece, join_markers
-from ..storefile._dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock
+from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock
 
 __all__ = [
     "part_items", "memstore_items", "resolve_items", "as_dense", "rows_batch",
