@@ -49,6 +49,7 @@ class RegionReads:
                     max_versions=sview.settings.max_versions,
                     ttl=sview.settings.ttl,
                     metrics=metrics,
+                    min_versions=sview.settings.min_versions,
                 )
             )
         start, end = clip_bounds(view.info.start, view.info.end, low, high)
@@ -95,7 +96,8 @@ class RegionReads:
                 )
                 continue
             sources = [ListScanner(mem)] + [ListScanner(cells) for _, cells in found]
-            store = StoreScanner(sources, family, spec, max_versions=settings.max_versions, ttl=settings.ttl)
+            store = StoreScanner(sources, family, spec, max_versions=settings.max_versions, ttl=settings.ttl,
+                                 min_versions=settings.min_versions)
             out.extend(store.read_row() or ())
             store.close()
         return out
