@@ -1,0 +1,380 @@
+"""Point reads on decoded blocks: binary search of the key column, scalar reads of a row.
+
+A point read must touch only what it returns (see docs/performance.md, "Point
+reads"): it finds its row by a binary search of the block's row-key column
+and reads one entry of each qualifier's timestamp and value column.  Nothing
+here turns a block into cells or its keys into a Python list.
+
+* :class:`SortedKeys` searches a sorted binary Arrow array with NumPy's
+  ``searchsorted`` over a fixed-width byte-string view of the keys: a
+  zero-copy view of the Arrow data buffer when every key has one width (the
+  common case: fixed-width keys), else one padded copy (charged to the cache
+  with the block).  ``find_many`` places many keys with one ``searchsorted``.
+* :class:`DensePoint` reads the cells of a row of a dense block (or of many
+  rows at once) from zero-copy NumPy views of the block's buffers.
+
+Both are built once per cached block, by the first point read that reaches
+it, and kept with the block; ``nbytes`` says what they add to its size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..cells import Cell, CellType
+
+__all__ = ["SortedKeys", "DensePoint"]
+
+_PUT = int(CellType.PUT)
+_OVERHEAD = 256  # a view object and its Python wrapper, charged per column
+
+
+def _offsets(arr: pa.Array) -> np.ndarray:
+    """The ``len(arr) + 1`` value offsets of a binary or large binary array, as a view."""
+    dtype = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + 1, offset=arr.offset * dtype().itemsize)
+
+
+def _validity(arr: pa.Array) -> np.ndarray | None:
+    """Booleans per entry (True: not null) of an array with nulls; None without nulls."""
+    if arr.null_count == 0:
+        return None
+    return np.asarray(arr.is_valid())
+
+
+class SortedKeys:
+    """Binary search over a binary Arrow array sorted ascending (repeats allowed).
+
+    ``find(key)`` gives ``(lo, hi)``: the entries equal to ``key`` are
+    ``[lo, hi)``, and ``lo`` is where ``key`` would be inserted.
+    ``find_many(keys)`` does the same for a list of keys in one NumPy call.
+
+    Keys are compared as NumPy ``S<width>`` strings.  Such strings compare
+    bytewise (unsigned) but ignore trailing zero bytes, so ``b"a"`` and
+    ``b"a\\x00"`` tie; entries of one width never tie unless equal, and for
+    mixed widths the tie is resolved by the key lengths (see :meth:`_settle`).
+    An array in which two different keys tie (one is the other plus zero
+    bytes) is searched by a plain bisect instead.
+    """
+
+    __slots__ = ("n", "width", "_keys", "_lengths", "_arr", "nbytes")
+
+    def __init__(self, arr: pa.Array):
+        self.n = n = len(arr)
+        self._arr = arr
+        offsets = _offsets(arr)
+        lengths = np.diff(offsets)
+        self.width = width = int(lengths.max()) if n else 1
+        self.nbytes = _OVERHEAD
+        data = arr.buffers()[2]
+        start = int(offsets[0]) if n else 0
+        if n and (lengths == width).all() and width:
+            # one width: the Arrow data buffer viewed as S<width>, no copy
+            self._keys = np.frombuffer(data, dtype=f"S{width}", count=n, offset=start)
+            self._lengths = None
+            return
+        padded = np.zeros((n, width), dtype=np.uint8)
+        if n:
+            raw = np.frombuffer(data, dtype=np.uint8, count=int(offsets[-1]) - start, offset=start)
+            row = np.repeat(np.arange(n), lengths)
+            col = np.arange(len(raw)) - np.repeat(offsets[:-1] - start, lengths)
+            padded[row, col] = raw
+        keys = padded.view(f"S{width}").reshape(n)
+        self.nbytes += keys.nbytes + lengths.nbytes
+        if n > 1 and ((keys[1:] == keys[:-1]) & (lengths[1:] != lengths[:-1])).any():
+            self._keys = None  # two different keys tie as S strings: bisect instead
+        else:
+            self._keys = keys
+        self._lengths = lengths
+
+    def key(self, i: int) -> bytes:
+        """Entry ``i`` as bytes."""
+        return self._arr[i].as_py()
+
+    def find(self, key: bytes) -> tuple[int, int]:
+        """``(lo, hi)``: entries ``[lo, hi)`` equal ``key``; ``lo`` is its insertion point."""
+        keys = self._keys
+        if keys is None:
+            return self._bisect(key)
+        width = self.width
+        if len(key) > width:
+            # longer than every entry: never equal; the entries that tie with its
+            # first ``width`` bytes are its prefixes, so it goes after them
+            at = int(keys.searchsorted(key[:width], "right"))
+            return at, at
+        lo = int(keys.searchsorted(key, "left"))
+        hi = int(keys.searchsorted(key, "right"))
+        if hi > lo and self._lengths is not None:
+            return self._settle(lo, hi, len(key))
+        if hi > lo and len(key) != width:
+            return lo, lo  # the tied entries are the key plus zero bytes: greater
+        return lo, hi
+
+    def _settle(self, lo: int, hi: int, size: int) -> tuple[int, int]:
+        """Resolve a tie of ``[lo, hi)`` (all one key, by construction) with a key of ``size`` bytes."""
+        have = int(self._lengths[lo])
+        if have == size:
+            return lo, hi
+        return (hi, hi) if have < size else (lo, lo)
+
+    def _bisect(self, key: bytes) -> tuple[int, int]:
+        arr = self._arr
+        lo, hi = 0, self.n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if arr[mid].as_py() < key:
+                lo = mid + 1
+            else:
+                hi = mid
+        end, top = lo, self.n
+        while end < top:
+            mid = (end + top) >> 1
+            if arr[mid].as_py() <= key:
+                end = mid + 1
+            else:
+                top = mid
+        return lo, end
+
+    def find_many(self, keys: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` arrays: :meth:`find` of each of ``keys`` (in any order)."""
+        if self._keys is None or not keys:
+            pairs = [self._bisect(k) for k in keys]
+            return np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64)
+        width = self.width
+        sizes = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
+        # keys longer than the width are cut to it: they go after the entries they tie with
+        needles = np.array(keys if int(sizes.max()) <= width else [k[:width] for k in keys], dtype=f"S{width}")
+        lo = self._keys.searchsorted(needles, "left").astype(np.int64)
+        hi = self._keys.searchsorted(needles, "right").astype(np.int64)
+        tied = hi > lo
+        if tied.any():
+            have = np.full(len(keys), width, dtype=np.int64)
+            if self._lengths is not None:
+                have[tied] = self._lengths[lo[tied]]
+            shorter = tied & (have < sizes)  # the entries are a prefix of the key: it goes after
+            longer = tied & (have > sizes)  # the entries are the key plus zero bytes: it goes before
+            lo[shorter] = hi[shorter]
+            hi[longer] = lo[longer]
+        return lo, hi
+
+
+class _Column:
+    """Zero-copy reads of one qualifier of a dense block: timestamps and values by row."""
+
+    __slots__ = ("qualifier", "ts", "run_ends", "ts_offset", "valid", "voffsets", "vdata", "values")
+
+    def __init__(self, qualifier: bytes, ts: pa.Array, values: pa.Array | None):
+        self.qualifier = qualifier
+        if pa.types.is_run_end_encoded(ts.type):
+            # a run per distinct timestamp: find the run of a row by its end
+            self.run_ends = ts.run_ends.to_numpy()
+            self.ts_offset = ts.offset
+            inner = ts.values
+            self.ts = inner.fill_null(0).to_numpy()
+            self.valid = _validity(inner)
+        else:
+            self.run_ends = None
+            self.ts_offset = 0
+            self.ts = ts.fill_null(0).to_numpy() if ts.null_count else ts.to_numpy()
+            self.valid = _validity(ts)
+        self.values = values
+        if values is None:
+            self.voffsets = self.vdata = None
+        else:
+            self.voffsets = _offsets(values)
+            data = values.buffers()[2]
+            self.vdata = memoryview(data) if data is not None else memoryview(b"")
+
+    @property
+    def nbytes(self) -> int:
+        own = self.ts.nbytes if (self.run_ends is not None or self.valid is not None) else 0
+        if self.valid is not None:
+            own += self.valid.nbytes
+        return own + _OVERHEAD
+
+    def slot(self, i: int) -> int:
+        """Index into ``ts``/``valid`` of row ``i``."""
+        if self.run_ends is None:
+            return i
+        return int(self.run_ends.searchsorted(i + self.ts_offset, "right"))
+
+    def slots(self, rows: np.ndarray) -> np.ndarray:
+        if self.run_ends is None:
+            return rows
+        return self.run_ends.searchsorted(rows + self.ts_offset, "right")
+
+    def value(self, i: int) -> bytes:
+        if self.voffsets is None:
+            return b""
+        return bytes(self.vdata[self.voffsets[i] : self.voffsets[i + 1]])
+
+
+class DensePoint:
+    """Point reads of one dense block (:class:`storage.storefile._dense.DenseBlock`).
+
+    ``keys`` searches its row keys; :meth:`row_cells` and :meth:`rows_cells`
+    read the cells of rows by position, in cell order (qualifiers ascending),
+    as :class:`storage.cells.Cell` tuples of ``family``.
+    """
+
+    __slots__ = ("keys", "family", "_columns", "nbytes")
+
+    def __init__(self, dense, family: bytes):
+        self.keys = SortedKeys(dense.rows)
+        self.family = family
+        values = dense.values
+        self._columns = [
+            _Column(q, ts, None if values is None else values[j])
+            for j, (q, ts) in enumerate(zip(dense.qualifiers, dense.timestamps))
+        ]
+        self.nbytes = self.keys.nbytes + sum(c.nbytes for c in self._columns)
+
+    def row_cells(self, row: bytes, i: int) -> list[Cell]:
+        """The cells of row ``i`` (whose key is ``row``)."""
+        out = []
+        family = self.family
+        for col in self._columns:
+            s = col.slot(i)
+            if col.valid is not None and not col.valid[s]:
+                continue
+            out.append(Cell(row, family, col.qualifier, int(col.ts[s]), _PUT, col.value(i)))
+        return out
+
+    def rows_cells(self, rows: list[bytes], positions: np.ndarray) -> list[list[Cell]]:
+        """The cells of the rows at ``positions`` (keys ``rows``), one list per
+        row, each column read with one gather for all of them."""
+        out: list[list[Cell]] = [[] for _ in rows]
+        family = self.family
+        take = pa.array(positions, pa.int64())
+        for col in self._columns:
+            s = col.slots(positions)
+            stamps = col.ts[s].tolist()
+            values = [b""] * len(rows) if col.values is None else col.values.take(take).to_pylist()
+            q = col.qualifier
+            if col.valid is None:
+                for cells, row, ts, value in zip(out, rows, stamps, values):
+                    cells.append(Cell(row, family, q, ts, _PUT, value))
+            else:
+                for cells, row, ts, value, ok in zip(out, rows, stamps, values, col.valid[s].tolist()):
+                    if ok:
+                        cells.append(Cell(row, family, q, ts, _PUT, value))
+        return out
+
+
+class CellPoint:
+    """Point reads of a block in the cell layout: its row column searched, cells sliced."""
+
+    __slots__ = ("keys", "batch", "nbytes")
+
+    def __init__(self, batch: pa.RecordBatch):
+        self.keys = SortedKeys(batch.column(0))
+        self.batch = batch
+        self.nbytes = self.keys.nbytes
+
+    def cells(self, lo: int, hi: int) -> list[Cell]:
+        part = self.batch.slice(lo, hi - lo)
+        return list(map(Cell._make, zip(*[part.column(k).to_pylist() for k in range(6)])))
+
+
+def block_point(block, family: bytes):
+    """The point-read form of a decoded block (:class:`DensePoint` or
+    :class:`CellPoint`), built on first use and kept on the block."""
+    point = block.point
+    if point is None:
+        point = DensePoint(block.dense, family) if block.dense is not None else CellPoint(block.batch)
+        block.point = point
+        if block.on_grow is not None:
+            block.on_grow(block)  # cached: charge what the block holds now
+    return point
+
+
+def _found_cells(point, row: bytes, lo: int, hi: int) -> list[Cell]:
+    if hi <= lo:
+        return []
+    if isinstance(point, DensePoint):
+        return point.row_cells(row, lo)  # a dense block holds a row once
+    return point.cells(lo, hi)
+
+
+def file_row_cells(reader, row: bytes) -> list[Cell]:
+    """Every cell of ``row`` in one store file, in cell order (the point read).
+
+    Bloom filter and key range first; then the block index (a bisect over
+    the pinned first keys) and a binary search of the block's row keys.  A
+    row that reaches the end of its block may go on in the next one.
+    """
+    if reader.block_count == 0 or not reader.might_contain_row(row):
+        return []
+    reader.counters.add("seeks")
+    i = reader.find_block((row,))
+    family = reader.info.family
+    out: list[Cell] = []
+    while i < reader.block_count:
+        point = block_point(reader._block(i), family)
+        lo, hi = point.keys.find(row)
+        out.extend(_found_cells(point, row, lo, hi))
+        if hi < point.keys.n:
+            break
+        i += 1
+    return out
+
+
+def _first_rows(reader) -> SortedKeys:
+    """The first row key of every block of a file, searchable (built once, kept by the reader)."""
+    first = reader.point_first_rows
+    if first is None:
+        first = reader.point_first_rows = SortedKeys(pa.array([k[0] for k in reader.block_first_keys], pa.binary()))
+    return first
+
+
+def file_rows_cells(reader, rows: list[bytes]) -> dict[bytes, list[Cell]]:
+    """The cells of each of ``rows`` (distinct, ascending) found in one store
+    file: a multi-get.  The bloom filter tests all rows in one call, the
+    block index places all of them with one ``searchsorted``, and each block
+    is visited once for all the rows that fall in it."""
+    out: dict[bytes, list[Cell]] = {}
+    info = reader.info
+    if reader.block_count == 0 or info.cell_count == 0 or not rows:
+        return out
+    lo_row, hi_row = info.first_cell[0], info.last_cell[0]
+    rows = [r for r in rows if lo_row <= r <= hi_row]
+    bloom = reader.bloom
+    if rows and bloom is not None:
+        keep = bloom.might_contain_many(pa.array(rows, pa.binary()))
+        rows = [r for r, k in zip(rows, keep.tolist()) if k]
+    if not rows:
+        return out
+    reader.counters.add("seeks", len(rows))
+    # the last block whose first row is below the row (the row may begin at the end of it)
+    start, _ = _first_rows(reader).find_many(rows)
+    blocks = np.maximum(start - 1, 0)
+    family = info.family
+    pending = list(range(len(rows)))  # indices of rows still to look up, ascending
+    while pending:
+        at = blocks[pending]
+        carry = []
+        order = np.flatnonzero(np.diff(at, prepend=-1))  # where a new block starts in ``pending``
+        bounds = np.append(order, len(pending)).tolist()
+        for b in range(len(order)):
+            group = pending[bounds[b] : bounds[b + 1]]
+            i = int(at[bounds[b]])
+            point = block_point(reader._block(i), family)
+            asked = [rows[g] for g in group]
+            lo, hi = point.keys.find_many(asked)
+            found = np.flatnonzero(hi > lo)
+            if len(found):
+                if isinstance(point, DensePoint):
+                    got = point.rows_cells([asked[f] for f in found.tolist()], lo[found])
+                else:
+                    got = [point.cells(int(lo[f]), int(hi[f])) for f in found.tolist()]
+                for f, cells in zip(found.tolist(), got):
+                    out.setdefault(asked[f], []).extend(cells)
+            n = point.keys.n
+            if i + 1 < reader.block_count:
+                # rows that reach the end of the block may go on in the next one
+                carry.extend(g for g, h in zip(group, hi.tolist()) if h >= n)
+        for g in carry:
+            blocks[g] += 1
+        pending = carry
+    return out
