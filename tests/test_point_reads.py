@@ -66,11 +66,11 @@ def test_row_and_rows_agree_with_the_scan(tmp_path_factory, ops, block_size, ver
     conn.close()
 
 
-def _dense_table(conn, rows: int = 4000):
-    table = conn.create_table("d", {"cf": {"max_versions": 1, "block_size": 2048}}, settings={"wal_sync": "none"})
+def _dense_table(conn, rows: int = 20000):
+    table = conn.create_table("d", {"cf": {"max_versions": 1, "block_size": 65536}}, settings={"wal_sync": "none"})
     with table.batch() as b:
         for i in range(rows):
-            b.put(b"%08d" % i, {b"cf:n": b"%d" % i, b"cf:s": b"s" * 30})
+            b.put(b"%08d" % i, {b"cf:n": b"%d" % i, b"cf:s": b"s" * 100})
     table.flush()
     table.compact(major=True)
     return table
@@ -92,13 +92,13 @@ def test_point_reads_on_every_block_after_a_scan_cause_no_evictions(tmp_path):
     sum(b.num_rows for b in table.scan_batches())
     after_scan = cache.used_bytes
     firsts = [k[0] for r in table.store_file_readers() for k in r.block_first_keys]
-    assert len(firsts) > 50
+    assert len(firsts) > 30
     for key in firsts:
         assert table.row(key)[b"cf:n"] == b"%d" % int(key)
     assert table.rows(firsts[::-1])[0][0] == firsts[-1]
     assert cache.evictions == 0
-    # what a point read adds to a cached block is small next to the block
-    assert cache.used_bytes <= after_scan * 1.1
+    # what a point read adds to a cached block (views of its buffers) is small next to the block
+    assert cache.used_bytes <= after_scan * 1.05
     conn.close()
 
 
@@ -107,12 +107,12 @@ def test_a_point_read_charges_the_block_it_reads(tmp_path):
     table = _dense_table(conn, 500)
     cache = conn.block_cache
     cache.clear()
-    assert table.row(b"%08d" % 250) == {b"cf:n": b"250", b"cf:s": b"s" * 30}
+    assert table.row(b"%08d" % 250) == {b"cf:n": b"250", b"cf:s": b"s" * 100}
+    assert len(cache) == 1  # the one block holding the row
     (reader,) = table.store_file_readers()
-    blocks = [reader._block(i) for i in range(reader.block_count)]
-    held = [b for b in blocks if (reader.file_id, b.offset) in cache]
-    assert len(held) == 1
-    assert cache.used_bytes == held[0].nbytes + held[0].point.nbytes
+    block = reader._block(reader.find_block((b"%08d" % 250,)))  # a hit: the cache is unchanged
+    assert block.point is not None
+    assert cache.used_bytes == block.nbytes + block.point.nbytes
     conn.close()
 
 

@@ -27,7 +27,7 @@ def _expected(keys: list[bytes], key: bytes) -> tuple[int, int]:
 def test_sorted_keys_agree_with_bisect(keys, asked, repeats, sliced):
     keys = sorted(keys if repeats else set(keys))
     arr = pa.array([b"zz"] + keys, pa.binary()).slice(1) if sliced else pa.array(keys, pa.binary())
-    search = SortedKeys(arr)
+    search = SortedKeys(arr, distinct=not repeats)
     asked = asked + keys[:3]
     for key in asked:
         assert search.find(key) == _expected(keys, key), key
@@ -48,9 +48,11 @@ def test_fixed_width_keys_are_searched_in_place(keys, asked):
 
 def test_keys_that_tie_as_strings_are_bisected():
     keys = [b"a", b"a\x00", b"a\x00\x00", b"b"]
+    for distinct in (False, True):
+        search = SortedKeys(pa.array(keys, pa.binary()), distinct=distinct)
+        for key in keys + [b"", b"a\x00\x00\x00", b"\x00", b"c"]:
+            assert search.find(key) == _expected(keys, key)
     search = SortedKeys(pa.array(keys, pa.binary()))
-    for key in keys + [b"", b"a\x00\x00\x00", b"\x00", b"c"]:
-        assert search.find(key) == _expected(keys, key)
     assert list(search.find_many([b"a\x00", b"c"])[0]) == [1, 4]
 
 

@@ -19,6 +19,8 @@ it, and kept with the block; ``nbytes`` says what they add to its size.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pyarrow as pa
 
@@ -27,7 +29,12 @@ from ..cells import Cell, CellType
 __all__ = ["SortedKeys", "DensePoint"]
 
 _PUT = int(CellType.PUT)
-_OVERHEAD = 256  # a view object and its Python wrapper, charged per column
+
+
+def _held(*objs) -> int:
+    """Memory of the objects a point form keeps: ``sys.getsizeof`` counts a
+    NumPy view's header only and an array that owns its data with the data."""
+    return sum(sys.getsizeof(o) for o in objs if o is not None)
 
 
 def _offsets(arr: pa.Array) -> np.ndarray:
@@ -58,21 +65,23 @@ class SortedKeys:
     bytes) is searched by a plain bisect instead.
     """
 
-    __slots__ = ("n", "width", "_keys", "_lengths", "_arr", "nbytes")
+    __slots__ = ("n", "width", "distinct", "_keys", "_lengths", "_data", "_offsets", "nbytes")
 
-    def __init__(self, arr: pa.Array):
+    def __init__(self, arr: pa.Array, distinct: bool = False):
         self.n = n = len(arr)
-        self._arr = arr
+        self.distinct = distinct  # the caller knows no key repeats (a dense block's rows)
         offsets = _offsets(arr)
         lengths = np.diff(offsets)
         self.width = width = int(lengths.max()) if n else 1
-        self.nbytes = _OVERHEAD
         data = arr.buffers()[2]
+        self._data = memoryview(data) if data is not None else memoryview(b"")
+        self._offsets = offsets
         start = int(offsets[0]) if n else 0
         if n and (lengths == width).all() and width:
             # one width: the Arrow data buffer viewed as S<width>, no copy
             self._keys = np.frombuffer(data, dtype=f"S{width}", count=n, offset=start)
             self._lengths = None
+            self.nbytes = _held(self, self._keys, self._data, self._offsets)
             return
         padded = np.zeros((n, width), dtype=np.uint8)
         if n:
@@ -81,7 +90,7 @@ class SortedKeys:
             col = np.arange(len(raw)) - np.repeat(offsets[:-1] - start, lengths)
             padded[row, col] = raw
         keys = padded.view(f"S{width}").reshape(n)
-        self.nbytes += keys.nbytes + lengths.nbytes
+        self.nbytes = _held(self, lengths, self._data, self._offsets) + padded.nbytes + 128
         if n > 1 and ((keys[1:] == keys[:-1]) & (lengths[1:] != lengths[:-1])).any():
             self._keys = None  # two different keys tie as S strings: bisect instead
         else:
@@ -90,7 +99,7 @@ class SortedKeys:
 
     def key(self, i: int) -> bytes:
         """Entry ``i`` as bytes."""
-        return self._arr[i].as_py()
+        return bytes(self._data[self._offsets[i] : self._offsets[i + 1]])
 
     def find(self, key: bytes) -> tuple[int, int]:
         """``(lo, hi)``: entries ``[lo, hi)`` equal ``key``; ``lo`` is its insertion point."""
@@ -104,6 +113,16 @@ class SortedKeys:
             at = int(keys.searchsorted(key[:width], "right"))
             return at, at
         lo = int(keys.searchsorted(key, "left"))
+        if self.distinct:
+            # one search: the entry at ``lo`` is the key, a prefix of it that ties
+            # with it (the key goes after it), or greater
+            if lo < self.n:
+                entry = self.key(lo)
+                if entry == key:
+                    return lo, lo + 1
+                if len(entry) < len(key) and not key[len(entry):].strip(b"\x00") and key.startswith(entry):
+                    return lo + 1, lo + 1
+            return lo, lo
         hi = int(keys.searchsorted(key, "right"))
         if hi > lo and self._lengths is not None:
             return self._settle(lo, hi, len(key))
@@ -119,18 +138,17 @@ class SortedKeys:
         return (hi, hi) if have < size else (lo, lo)
 
     def _bisect(self, key: bytes) -> tuple[int, int]:
-        arr = self._arr
         lo, hi = 0, self.n
         while lo < hi:
             mid = (lo + hi) >> 1
-            if arr[mid].as_py() < key:
+            if self.key(mid) < key:
                 lo = mid + 1
             else:
                 hi = mid
         end, top = lo, self.n
         while end < top:
             mid = (end + top) >> 1
-            if arr[mid].as_py() <= key:
+            if self.key(mid) <= key:
                 end = mid + 1
             else:
                 top = mid
@@ -188,20 +206,21 @@ class _Column:
 
     @property
     def nbytes(self) -> int:
-        own = self.ts.nbytes if (self.run_ends is not None or self.valid is not None) else 0
-        if self.valid is not None:
-            own += self.valid.nbytes
-        return own + _OVERHEAD
+        return _held(self, self.ts, self.run_ends, self.valid, self.voffsets, self.vdata)
 
     def slot(self, i: int) -> int:
         """Index into ``ts``/``valid`` of row ``i``."""
         if self.run_ends is None:
             return i
+        if len(self.run_ends) == 1:
+            return 0  # one timestamp for the whole block (rows written together)
         return int(self.run_ends.searchsorted(i + self.ts_offset, "right"))
 
     def slots(self, rows: np.ndarray) -> np.ndarray:
         if self.run_ends is None:
             return rows
+        if len(self.run_ends) == 1:
+            return np.zeros(len(rows), dtype=np.int64)
         return self.run_ends.searchsorted(rows + self.ts_offset, "right")
 
     def value(self, i: int) -> bytes:
@@ -221,14 +240,14 @@ class DensePoint:
     __slots__ = ("keys", "family", "_columns", "nbytes")
 
     def __init__(self, dense, family: bytes):
-        self.keys = SortedKeys(dense.rows)
+        self.keys = SortedKeys(dense.rows, distinct=True)
         self.family = family
         values = dense.values
         self._columns = [
             _Column(q, ts, None if values is None else values[j])
             for j, (q, ts) in enumerate(zip(dense.qualifiers, dense.timestamps))
         ]
-        self.nbytes = self.keys.nbytes + sum(c.nbytes for c in self._columns)
+        self.nbytes = _held(self, self._columns) + self.keys.nbytes + sum(c.nbytes for c in self._columns)
 
     def row_cells(self, row: bytes, i: int) -> list[Cell]:
         """The cells of row ``i`` (whose key is ``row``)."""
@@ -270,7 +289,7 @@ class CellPoint:
     def __init__(self, batch: pa.RecordBatch):
         self.keys = SortedKeys(batch.column(0))
         self.batch = batch
-        self.nbytes = self.keys.nbytes
+        self.nbytes = _held(self) + self.keys.nbytes
 
     def cells(self, lo: int, hi: int) -> list[Cell]:
         part = self.batch.slice(lo, hi - lo)
@@ -300,24 +319,37 @@ def _found_cells(point, row: bytes, lo: int, hi: int) -> list[Cell]:
 def file_row_cells(reader, row: bytes) -> list[Cell]:
     """Every cell of ``row`` in one store file, in cell order (the point read).
 
-    Bloom filter and key range first; then the block index (a bisect over
-    the pinned first keys) and a binary search of the block's row keys.  A
-    row that reaches the end of its block may go on in the next one.
+    The key range first, then the block index (a bisect over the pinned
+    first keys) and a binary search of the block's row keys.  The bloom
+    filter is asked before a block is read, not when the block is in the
+    cache already: it saves reads, and a cached block's search costs about
+    what the bloom filter's hashing does.  A row that reaches the end of its
+    block may go on in the next one.
     """
-    if reader.block_count == 0 or not reader.might_contain_row(row):
+    info = reader.info
+    if reader.block_count == 0 or info.cell_count == 0 or not info.first_cell[0] <= row <= info.last_cell[0]:
         return []
     reader.counters.add("seeks")
     i = reader.find_block((row,))
-    family = reader.info.family
+    starts = reader.block_row_starts
+    if starts is not None and i + 1 < reader.block_count and reader.block_first_keys[i + 1][0] == row and not starts[i + 1]:
+        i += 1  # the next block begins with the row, and no part of it is in this one
+    block = reader.cached_block(i)
+    if block is None:
+        bloom = reader.bloom
+        if bloom is not None and not bloom.might_contain(row):
+            return []
+        block = reader._block(i)
+    family = info.family
     out: list[Cell] = []
-    while i < reader.block_count:
-        point = block_point(reader._block(i), family)
+    while True:
+        point = block_point(block, family)
         lo, hi = point.keys.find(row)
         out.extend(_found_cells(point, row, lo, hi))
-        if hi < point.keys.n:
-            break
         i += 1
-    return out
+        if hi < point.keys.n or i >= reader.block_count:
+            return out
+        block = reader._block(i)
 
 
 def _first_rows(reader) -> SortedKeys:
@@ -326,6 +358,9 @@ def _first_rows(reader) -> SortedKeys:
     if first is None:
         first = reader.point_first_rows = SortedKeys(pa.array([k[0] for k in reader.block_first_keys], pa.binary()))
     return first
+
+
+_SCALAR_KEYS = 8  # keys of one block below which a multi-get searches one key at a time
 
 
 def file_rows_cells(reader, rows: list[bytes]) -> dict[bytes, list[Cell]]:
@@ -346,9 +381,14 @@ def file_rows_cells(reader, rows: list[bytes]) -> dict[bytes, list[Cell]]:
     if not rows:
         return out
     reader.counters.add("seeks", len(rows))
-    # the last block whose first row is below the row (the row may begin at the end of it)
-    start, _ = _first_rows(reader).find_many(rows)
-    blocks = np.maximum(start - 1, 0)
+    # the last block whose first row is below the row (the row may begin at the end of
+    # it), or the block that begins with the row when no part of the row is before it
+    below, equal = _first_rows(reader).find_many(rows)
+    blocks = np.maximum(below - 1, 0)
+    starts = reader.block_row_starts
+    if starts is not None:
+        begins = (equal > below) & (starts[np.minimum(below, reader.block_count - 1)] == 0)
+        blocks[begins] = below[begins]
     family = info.family
     pending = list(range(len(rows)))  # indices of rows still to look up, ascending
     while pending:
@@ -361,6 +401,15 @@ def file_rows_cells(reader, rows: list[bytes]) -> dict[bytes, list[Cell]]:
             i = int(at[bounds[b]])
             point = block_point(reader._block(i), family)
             asked = [rows[g] for g in group]
+            if len(asked) <= _SCALAR_KEYS:
+                # a few keys: scalar searches cost less than the vectorized calls' fixed cost
+                for g, key in zip(group, asked):
+                    lo, hi = point.keys.find(key)
+                    if hi > lo:
+                        out.setdefault(key, []).extend(_found_cells(point, key, lo, hi))
+                    if hi >= point.keys.n and i + 1 < reader.block_count:
+                        carry.append(g)
+                continue
             lo, hi = point.keys.find_many(asked)
             found = np.flatnonzero(hi > lo)
             if len(found):
