@@ -45,8 +45,8 @@ from pyspark.sql.datasource import (
 
 from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument, TableNotFound
-from storage.fs import FileSystem
-from storage.manifest import TABLE_MANIFEST
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import TABLE_MANIFEST
 
 from .bulkload import BulkLoadTask, StagedFile, abort_load, commit_load, table_regions
 from .explain import ScanPlan, save_plan

@@ -31,8 +31,8 @@ from urllib.parse import urlparse
 
 from storage.errors import InvalidArgument, TableNotFound
 from storage.filters.ranges import KeyRange, intersect
-from storage.fs import FileSystem
-from storage.manifest import TABLE_MANIFEST
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import TABLE_MANIFEST
 from storage.columns import parse_column
 from storage.schema import validate_table_name
 

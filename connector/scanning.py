@@ -19,12 +19,12 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from storage.batch_scan import BatchScan, scan_region_batches
+from storage.read.batch_scan import BatchScan, scan_region_batches
 from storage.cells import LATEST_TIMESTAMP
 from storage.filters import coerce_filter
 from storage.filters.ranges import KeyRange, intersect, key_after
-from storage.fs import FileSystem
-from storage.row_count import ROW_COUNT_FILTER, count_region_rows
+from storage.vfs.fs import FileSystem
+from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows
 from storage.schema import FamilySettings
 from storage.scanner.metrics import ScanMetrics
 
@@ -92,7 +92,7 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
 def split_row_count(
     split: TableSplit, metrics: ScanMetrics | None = None, remote_options: dict[str, Any] | None = None
 ) -> int | None:
-    """The split's row count through :func:`storage.row_count.count_region_rows`
+    """The split's row count through :func:`storage.read.row_count.count_region_rows`
     (block indexes where they can answer; on a region server, one ``count``
     call per span, which runs the same there), or None when the split's scan
     has columns, a filter other than the row-counting one or a time range:

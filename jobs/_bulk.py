@@ -32,8 +32,8 @@ from connector.bulkload import (
 )
 from connector.scanning import is_remote_root
 from storage.errors import InvalidArgument, TableNotFound
-from storage.fs import FileSystem
-from storage.manifest import TABLE_MANIFEST
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import TABLE_MANIFEST
 from storage.schema import FamilySettings
 
 from jobs._progress import Progress

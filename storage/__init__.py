@@ -7,7 +7,7 @@
 """
 
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType
-from .connection import Connection, connect, uniform_split_keys
+from .table.connection import Connection, connect, uniform_split_keys
 from .errors import (
     CorruptionError,
     InvalidArgument,
@@ -18,7 +18,8 @@ from .errors import (
     TableLocked,
     TableNotFound,
 )
-from .table import Batch, Table
+from .table.mutation_batch import Batch
+from .table.table import Table
 
 __all__ = [
     "connect",

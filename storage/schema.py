@@ -170,7 +170,7 @@ class TableSettings:
     @classmethod
     def from_options(cls, options: dict | None) -> "TableSettings":
         """Build settings from a dict, checking every value and its bounds before anything is written."""
-        from .wal import SyncPolicy  # the WAL owns the spelling of its sync policy
+        from .wal.format import SyncPolicy  # the WAL owns the spelling of its sync policy
 
         if options is not None and not isinstance(options, dict):
             raise InvalidArgument(f"table settings must be a dict, got {type(options).__name__}")

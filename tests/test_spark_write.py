@@ -133,7 +133,7 @@ def test_commit_recuts_files_of_a_region_split_since_staging(tmp_path):
     import pyarrow as pa
 
     from connector.bulkload import BulkLoadTask, commit_load, table_regions
-    from storage.fs import FileSystem
+    from storage.vfs.fs import FileSystem
 
     root = str(tmp_path / "root")
     _new_table(root)

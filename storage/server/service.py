@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from ..cells import CELL_SCHEMA
-from ..connection import Connection
+from ..table.connection import Connection
 from ..errors import clip
-from ..table import Table
+from ..table.table import Table
 from .auth import TokenMiddlewareFactory
 from .config import ServerConfig
 from .remote_errors import LimitExceeded, RequestFieldError, to_flight_error
@@ -120,7 +120,7 @@ class RegionServer(flight.FlightServerBase):
 
     ``serve()`` blocks until :meth:`shutdown`; :attr:`port` is the bound
     port (useful with port 0).  The server owns a writable
-    :class:`~storage.connection.Connection`, so it holds the writer lock of
+    :class:`~storage.table.connection.Connection`, so it holds the writer lock of
     every table it has opened.
     """
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 
-from ..fs import FileSystem
+from ..vfs.fs import FileSystem
 
 __all__ = ["TableStates", "DISABLED_MARKER"]
 
