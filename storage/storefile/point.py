@@ -74,15 +74,15 @@ class SortedKeys:
         lengths = np.diff(offsets)
         self.width = width = int(lengths.max()) if n else 1
         data = arr.buffers()[2]
-        self._data = memoryview(data) if data is not None else memoryview(b"")
-        self._offsets = offsets
         start = int(offsets[0]) if n else 0
         if n and (lengths == width).all() and width:
             # one width: the Arrow data buffer viewed as S<width>, no copy
             self._keys = np.frombuffer(data, dtype=f"S{width}", count=n, offset=start)
-            self._lengths = None
-            self.nbytes = _held(self, self._keys, self._data, self._offsets)
+            self._lengths = self._data = self._offsets = None
+            self.nbytes = _held(self, self._keys)
             return
+        self._data = memoryview(data) if data is not None else memoryview(b"")
+        self._offsets = offsets
         padded = np.zeros((n, width), dtype=np.uint8)
         if n:
             raw = np.frombuffer(data, dtype=np.uint8, count=int(offsets[-1]) - start, offset=start)
@@ -99,6 +99,8 @@ class SortedKeys:
 
     def key(self, i: int) -> bytes:
         """Entry ``i`` as bytes."""
+        if self._offsets is None:
+            return self._keys[i : i + 1].tobytes()  # the raw bytes (a scalar would drop trailing zeros)
         return bytes(self._data[self._offsets[i] : self._offsets[i + 1]])
 
     def find(self, key: bytes) -> tuple[int, int]:

@@ -55,6 +55,7 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
         self._regions: list[Region] = []
         self._starts: list[bytes] = []
         self._columns: dict[bytes, tuple[bytes, bytes]] = {}
+        self._point_specs: dict = {}  # (columns, timestamp) -> ScanSpec of point reads
         self.closed = False
         self._closed_why = "is closed"
         self.mvcc = Mvcc()
