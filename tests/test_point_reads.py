@@ -139,3 +139,21 @@ def test_rows_refuses_bad_keys_before_reading(tmp_path, bad):
     with pytest.raises(storage.errors.InvalidArgument):
         table.rows(bad)
     conn.close()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_op, min_size=1, max_size=60), st.sampled_from([256, 4096]),
+       st.sampled_from([None, [b"f:a"], [b"f:b", b"f:long-qualifier"]]), st.booleans(), st.booleans(),
+       st.sampled_from([None, 3]))
+def test_scan_rows_from_columns_agree_with_the_cell_path(tmp_path_factory, ops, block_size, columns, stamps,
+                                                         ordered, limit):
+    """scan() builds dicts from whole columns of dense blocks (sparse ones included)."""
+    conn = storage.connect(str(tmp_path_factory.mktemp("t")))
+    table = _load(conn, "t", ops + [("major",)], block_size, 1)
+    kw = {"columns": columns, "include_timestamp": stamps, "sorted_columns": ordered, "limit": limit}
+    got = list(table.scan(**kw))
+    want = list(table.scan(path="cell", **kw))
+    assert got == want
+    if ordered:
+        assert [list(d) for _, d in got] == [list(d) for _, d in want]  # column order too
+    conn.close()
