@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from ..errors import InvalidArgument, StorageError, TableNotFound
+from ..namespaces import validate_namespace
 from ..schema import validate_table_name
 from .auth import AUTH_HEADER, bearer
 from .remote_errors import from_flight_error
@@ -126,9 +127,22 @@ class RemoteConnection:
             self._info = self._call("server_info").header
         return self._info
 
-    def tables(self) -> list[bytes]:
-        """Names of the tables the server hosts (bytes, as happybase returns them)."""
-        return list(self._call("list_tables").header["tables"])
+    def tables(self, namespace: str | None = None) -> list[bytes]:
+        """Names of the tables the server hosts (bytes, as happybase returns them; ``ns:t`` outside default)."""
+        header = {} if namespace is None else {"namespace": validate_namespace(namespace)}
+        return list(self._call("list_tables", header).header["tables"])
+
+    def create_namespace(self, name: str | bytes) -> None:
+        """Create a namespace on the server."""
+        self._call("create_namespace", {"name": validate_namespace(name, creating=True)})
+
+    def list_namespaces(self) -> list[str]:
+        """Names of the server's namespaces, ``default`` first."""
+        return list(self._call("list_namespaces").header["namespaces"])
+
+    def delete_namespace(self, name: str | bytes) -> None:
+        """Drop an empty namespace on the server."""
+        self._call("delete_namespace", {"name": validate_namespace(name, creating=True)})
 
     def is_table_available(self, name: str | bytes) -> bool:
         """Whether the server has a table of that name."""

@@ -229,7 +229,18 @@ class RegionServer(flight.FlightServerBase):
         }, b""
 
     def _do_list_tables(self, peer: str, h: dict) -> tuple[dict, bytes]:
-        return {"tables": self.connection.tables()}, b""
+        return {"tables": self.connection.tables(_field(h, "namespace", str, required=False))}, b""
+
+    def _do_create_namespace(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self.connection.create_namespace(_field(h, "name", str))
+        return {}, b""
+
+    def _do_list_namespaces(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {"namespaces": self.connection.list_namespaces()}, b""
+
+    def _do_delete_namespace(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self.connection.delete_namespace(_field(h, "name", str))
+        return {}, b""
 
     def _do_create_table(self, peer: str, h: dict) -> tuple[dict, bytes]:
         self.connection.create_table(

@@ -1,7 +1,8 @@
 """Connections: the entry point of the embedded store, shaped like happybase.
 
 ``storage.connect(path)`` opens a root directory whose subdirectories are
-tables.  Connecting creates nothing: the root folder is made with its first
+tables, grouped in namespaces as HBase's are (``ns:table``; a bare name is in
+``default``; the layout is in storage/namespaces.py).  Connecting creates nothing: the root folder is made with its first
 table, so a mistyped root shows up as "table ... does not exist (no root
 folder ...)" instead of a new empty folder.  A connection opened for writing holds each
 table's writer lock while the table is open, so two writer processes cannot
@@ -14,9 +15,25 @@ import threading
 import uuid
 from typing import Any, Sequence
 
-from ..errors import InvalidArgument, TableExists, TableNotFound
+from ..errors import (
+    InvalidArgument,
+    NamespaceExists,
+    NamespaceNotEmpty,
+    NamespaceNotFound,
+    TableExists,
+    TableNotFound,
+)
 from ..vfs.fs import FileSystem
 from ..region.manifest import TABLE_MANIFEST, RegionInfo, TableManifest
+from ..namespaces import (
+    DEFAULT_NAMESPACE,
+    NAMESPACE_MARKER,
+    is_namespace_dir,
+    namespace_dir,
+    parse_table_name,
+    table_dir,
+    validate_namespace,
+)
 from ..schema import FamilySettings, TableSettings, validate_family_name, validate_table_name
 from ..storefile import BlockCache
 from .table import Table
@@ -72,18 +89,67 @@ class Connection:
         self._mutex = threading.RLock()
         self.closed = False
 
-    # -- admin -----------------------------------------------------------
-    def tables(self) -> list[bytes]:
-        """Names of the tables under the root (bytes, as happybase returns them)."""
-        return [
-            name.encode()
-            for name in self.fs.listdir("")
-            if self.fs.exists(f"{name}/{TABLE_MANIFEST}")
+    # -- namespaces --------------------------------------------------------
+    def create_namespace(self, name: str | bytes) -> None:
+        """Create a namespace (HBase's ``create_namespace``); tables in it are ``name:table``."""
+        self._check_writable()
+        name = validate_namespace(name, creating=True)
+        with self._mutex:
+            marker = f"{namespace_dir(name)}/{NAMESPACE_MARKER}"
+            if self.fs.exists(marker):
+                raise NamespaceExists(f"namespace {name} already exists under {self.fs.uri()}")
+            self.fs.makedirs(namespace_dir(name))
+            self.fs.write_atomic(marker, b"regionscan namespace\n")
+
+    def list_namespaces(self) -> list[str]:
+        """Names of the namespaces under the root, ``default`` first (HBase's ``list_namespace``)."""
+        found = [
+            entry[1:]
+            for entry in (self.fs.listdir("") if self.fs.is_dir("") else [])
+            if is_namespace_dir(entry) and self.fs.exists(f"{entry}/{NAMESPACE_MARKER}")
         ]
+        return [DEFAULT_NAMESPACE] + sorted(found)
+
+    def delete_namespace(self, name: str | bytes) -> None:
+        """Drop an empty namespace; one that still holds tables is refused, as HBase refuses it."""
+        self._check_writable()
+        name = validate_namespace(name, creating=True)
+        with self._mutex:
+            self._check_namespace(name)
+            held = self.tables(namespace=name)
+            if held:
+                shown = ", ".join(t.decode() for t in held[:5])
+                raise NamespaceNotEmpty(f"namespace {name} still holds {len(held)} table(s) ({shown}): delete them first")
+            self.fs.delete_dir(namespace_dir(name))
+
+    def _check_namespace(self, namespace: str) -> None:
+        if namespace != DEFAULT_NAMESPACE and not self.fs.exists(f"{namespace_dir(namespace)}/{NAMESPACE_MARKER}"):
+            raise NamespaceNotFound(f"namespace {namespace} does not exist under {self.fs.uri()} (create_namespace first)")
+
+    # -- admin -----------------------------------------------------------
+    def tables(self, namespace: str | bytes | None = None) -> list[bytes]:
+        """Names of the tables under the root (bytes, as happybase returns them).
+
+        Tables of ``default`` come as bare names and others as ``ns:table``, as
+        HBase lists them; ``namespace`` lists one namespace only.
+        """
+        spaces = self.list_namespaces() if namespace is None else [validate_namespace(namespace)]
+        names: list[bytes] = []
+        for space in spaces:
+            if namespace is not None:
+                self._check_namespace(space)
+            folder = namespace_dir(space)
+            if not self.fs.is_dir(folder):
+                continue
+            for entry in sorted(self.fs.listdir(folder)):
+                path = f"{folder}/{entry}" if folder else entry
+                if not is_namespace_dir(entry) and self.fs.exists(f"{path}/{TABLE_MANIFEST}"):
+                    names.append(entry.encode() if space == DEFAULT_NAMESPACE else f"{space}:{entry}".encode())
+        return names
 
     def is_table_available(self, name: str | bytes) -> bool:
         name = validate_table_name(name)
-        return self.fs.exists(f"{name}/{TABLE_MANIFEST}")
+        return self.fs.exists(f"{table_dir(name)}/{TABLE_MANIFEST}")
 
     def create_table(
         self,
@@ -124,12 +190,14 @@ class Connection:
             table_settings.setdefault("wal_sync", self.wal_sync)
         table_settings = TableSettings.from_options(table_settings).to_dict()
         with self._mutex:
-            if self.fs.exists(f"{name}/{TABLE_MANIFEST}"):
+            self._check_namespace(parse_table_name(name).namespace)
+            path = table_dir(name)
+            if self.fs.exists(f"{path}/{TABLE_MANIFEST}"):
                 raise TableExists(f"table {name} already exists under {self.fs.uri()}")
             bounds = [b""] + keys + [None]
             regions = [RegionInfo(f"{i:08d}", lo, hi) for i, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
             manifest = TableManifest(name, fams, table_settings, regions, len(regions))
-            tfs = self.fs.sub(name)
+            tfs = self.fs.sub(path)
             tfs.makedirs("regions")
             lock = tfs.lock(_LOCK_FILE).acquire()
             try:
@@ -139,7 +207,7 @@ class Connection:
                 # A table that never opened leaves nothing behind: no manifest
                 # that later opens would trip on, no held lock.
                 lock.release()
-                self.fs.delete_dir(name)
+                self.fs.delete_dir(path)
                 raise
             self._tables[name] = table
             return table
@@ -148,26 +216,27 @@ class Connection:
         """Drop a table and its files (``disable`` is accepted for happybase compatibility)."""
         self._check_writable()
         name = validate_table_name(name)
+        path = table_dir(name)
         with self._mutex:
             table = self._tables.pop(name, None)
             if table is not None and self.fs.is_local:
                 # Scans still open read on from the files they leased: move the
                 # table aside now (so the name is free at once) and delete it
                 # when the last of them ends.
-                trash = f".deleted-{name}-{uuid.uuid4().hex[:12]}"
-                self.fs.rename(name, trash)
+                trash = f".deleted-{path.replace('/', '-')}-{uuid.uuid4().hex[:12]}"
+                self.fs.rename(path, trash)
                 self.fs.delete(f"{trash}/{TABLE_MANIFEST}", missing_ok=True)
                 table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
                 return
             if table is not None:
                 table.close("was deleted")
-            elif not self.fs.is_dir(name):
+            elif not self.fs.is_dir(path):
                 raise TableNotFound(self._missing(name))
             # The table is not opened: a damaged or unreadable manifest (or none,
             # after a create that failed half-way) must not keep it from going.
             # Taking the writer lock keeps another writer's open table safe.
-            with self.fs.sub(name).lock(_LOCK_FILE):
-                self.fs.delete_dir(name)
+            with self.fs.sub(path).lock(_LOCK_FILE):
+                self.fs.delete_dir(path)
 
     def table(self, name: str | bytes) -> Table:
         """Open (once per connection) and return the named table."""
@@ -182,7 +251,7 @@ class Connection:
     def _open(self, name: str) -> Table:
         if self.closed:
             raise InvalidArgument("connection is closed")
-        tfs = self.fs.sub(name)
+        tfs = self.fs.sub(table_dir(name))
         if not tfs.exists(TABLE_MANIFEST):
             raise TableNotFound(self._missing(name))
         lock = None if self.read_only else tfs.lock(_LOCK_FILE).acquire()
@@ -197,6 +266,9 @@ class Connection:
     def _missing(self, name: str) -> str:
         if not self.fs.is_dir(""):
             return f"table {name} does not exist: there is no root folder {self.fs.uri()} (a mistyped root?)"
+        namespace = parse_table_name(name).namespace
+        if namespace != DEFAULT_NAMESPACE and not self.fs.exists(f"{namespace_dir(namespace)}/{NAMESPACE_MARKER}"):
+            return f"table {name} does not exist: there is no namespace {namespace} under {self.fs.uri()}"
         return f"table {name} does not exist under {self.fs.uri()}"
 
     def _check_writable(self) -> None:
