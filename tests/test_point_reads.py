@@ -157,3 +157,15 @@ def test_scan_rows_from_columns_agree_with_the_cell_path(tmp_path_factory, ops, 
     if ordered:
         assert [list(d) for _, d in got] == [list(d) for _, d in want]  # column order too
     conn.close()
+
+
+def test_point_read_arguments_are_checked_every_time(tmp_path):
+    conn = storage.connect(str(tmp_path))
+    table = _dense_table(conn, 20)
+    assert table.row(b"%08d" % 3, columns=[b"cf:n"], timestamp=1) == {}  # a bound kept for reuse
+    for bad in ({"timestamp": True}, {"timestamp": -1}, {"columns": [b"nope:x"]}, {"columns": b"cf:n"}):
+        with pytest.raises(storage.errors.InvalidArgument):
+            table.row(b"%08d" % 3, **{"columns": [b"cf:n"], **bad})
+        with pytest.raises(storage.errors.InvalidArgument):
+            table.rows([b"%08d" % 3], **{"columns": [b"cf:n"], **bad})
+    conn.close()

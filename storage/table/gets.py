@@ -47,7 +47,8 @@ class TableGets:
         for reuse by column list and bound (None: the bound excludes every cell)."""
         key = (None if columns is None else tuple(columns) if isinstance(columns, (list, tuple)) else columns, timestamp)
         try:
-            spec = self._point_specs.get(key)
+            # only plain ints are kept by timestamp: True == 1 must still be refused
+            spec = self._point_specs.get(key) if timestamp is None or type(timestamp) is int else None
         except TypeError:  # an unhashable column list: checked below, not kept
             spec, key = None, None
         if spec is not None:
@@ -57,7 +58,7 @@ class TableGets:
         if not max_ts:
             return None
         spec = ScanSpec(columns=checked, max_timestamp=max_ts)
-        if key is not None and len(self._point_specs) < 256:
+        if key is not None and (timestamp is None or type(timestamp) is int) and len(self._point_specs) < 256:
             self._point_specs[key] = spec
         return spec
 
