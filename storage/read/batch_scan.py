@@ -55,6 +55,9 @@ class BatchScan:
     output: str = "cells"  # or "rows"
     include_timestamp: bool = False
     now_ms: int | None = None
+    # cells output whose dense blocks may come as row batches of each block's own
+    # columns (schema ``key`` + ``family:qualifier``): what Table.scan turns into dicts
+    row_dicts: bool = False
 
 
 def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
