@@ -37,7 +37,7 @@ import storage
 from storage.errors import InvalidArgument
 from storage.schema import FamilySettings, validate_table_name
 
-from ._writable import check_writable_file
+from ._writable import check_writable_file, check_writable_folder
 from .pe_chart import write_chart
 from .pe_stats import ClientResult, CommandResult, format_command
 from .pe_workloads import (
@@ -182,6 +182,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
     if args.columns != 1:
         raise InvalidArgument(f"--columns={args.columns} is not supported: pe writes and reads one column (info:0) "
                               "per row; use --valueSize to change the bytes per row")
+    check_writable_folder(args.root, "--root")  # the tables go there: a file in the way, a read-only place
     for option, path in (("--json", args.json), ("--chart", args.chart)):
         check_writable_file(path, option)  # before the run: its results must not be lost
     if args.chart is not None:
