@@ -96,6 +96,11 @@ def test_a_file_where_a_folder_must_go_is_one_line_before_the_work(root, tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.tsv", "tables"]
 
 
+def test_pe_distributed_refuses_a_write_to_a_table_folder_before_spark(root, capsys):
+    line = _fails(["pe-distributed", "--root", root, "--rows", "10", "randomRead", "sequentialWrite"], capsys, 2)
+    assert line.startswith("regionscan pe-distributed: error: sequentialWrite writes from many processes at once")
+
+
 def test_pe_writes_nothing_when_its_output_is_unwritable(tmp_path, capsys):
     root = tmp_path / "pe"
     _fails(["pe", "--root", str(root), "--rows", "10", "--json", UNWRITABLE, "sequentialWrite"], capsys, 2)
@@ -192,3 +197,33 @@ def test_servers_refuse_a_root_that_does_not_exist_unless_told_to_create_it(tmp_
     with ServerProcess(str(typo), "--create", module=("jobs.cli", command), create=False) as proc:
         assert proc.location.startswith(("grpc://127.0.0.1:", "thrift://127.0.0.1:"))
         assert typo.is_dir()
+
+
+def test_a_chart_without_matplotlib_is_refused_before_the_work_naming_the_flag(root, tmp_path):
+    """matplotlib made unimportable (a module of that name that raises ImportError, first on the path)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    shadow = tmp_path / "shadow" / "matplotlib"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('matplotlib is not installed here')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shadow.parent), str(REPO_ROOT)]))
+    pe_root = tmp_path / "pe"
+    cases = [
+        ["profile-serde", "--root", root, "t", "--mapping", "k STRING :key, a STRING cf:a", "--chart",
+         str(tmp_path / "x.png")],
+        ["pe", "--root", str(pe_root), "--rows", "10", "--chart", str(tmp_path / "x.svg"), "sequentialWrite"],
+        ["pe", "--root", str(pe_root), "--rows", "10", "--chart", str(tmp_path / "x.html"), "sequentialWrite"],
+    ]
+    for argv in cases:
+        done = subprocess.run([sys.executable, "-m", "jobs.cli", *argv], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines() == [
+            f"regionscan {argv[0]}: error: --chart: charts are drawn with matplotlib, which is not installed "
+            "(pip install 'regionscan[charts]')"]
+        assert done.stdout == ""  # refused before the profile or the benchmark ran
+    assert not pe_root.exists() and not list(tmp_path.glob("x.*"))
