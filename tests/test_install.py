@@ -91,7 +91,7 @@ def _pip_install(python: Path, *args: str) -> None:
     # offline, against the setuptools (and wheel, which setuptools before 70.1 needs for PEP 660)
     # of the environment or of the test interpreter
     proc = subprocess.run([str(python), "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-                           "--no-index", "-q", *args], capture_output=True, text=True, timeout=300)
+                           "--no-index", "-q", *args], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
 
 
@@ -112,7 +112,12 @@ def _start(python: Path, tmp_path: Path, order: str) -> tuple[subprocess.Popen, 
 
 
 def _check(proc: subprocess.Popen, package_dir: Path) -> None:
-    out, err = proc.communicate(timeout=300)
+    try:
+        out, err = proc.communicate(timeout=900)  # a fresh JVM and Python workers, on a loaded machine
+    except subprocess.TimeoutExpired:
+        proc.kill()  # not left running after the test
+        out, err = proc.communicate()
+        raise AssertionError(f"the story did not finish within 900 s:\n{err[-2000:]}") from None
     first_error = next((line for line in err.splitlines() if "Error" in line or "Exception" in line), "")
     assert proc.returncode == 0, first_error + "\n" + err[-2000:]
     lines = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith(("MODULES ", "COUNTS ")))

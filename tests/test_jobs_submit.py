@@ -144,11 +144,14 @@ def test_row_counter_and_main_job_through_spark_submit(cluster, tmp_path):
                  "--expected-count", "1000")
     assert ok.returncode == 0, ok.stderr[-3000:]
     assert "ROWS=1000" in ok.stdout
+    # spark-submit starts its driver JVM logging at INFO; the job turns it to WARN before Spark's start-up
+    assert [line for line in ok.stderr.splitlines() if " INFO " in line] == [], ok.stderr[-3000:]
     assert "1 task(s)" in ok.stdout  # only the first region holds the range: one split, one task
 
     main = _submit(cluster, "main_job.py", "--root", root, "--rows", "3000", "--regions", "3",
                    "--profile-rows", "1000")
     assert main.returncode == 0, main.stdout[-3000:] + main.stderr[-3000:]
+    assert [line for line in main.stderr.splitlines() if " INFO " in line] == [], main.stderr[-3000:]
     assert "3 partition(s) for 3 region(s)" in main.stdout
     assert "ok: Spark's answers match" in main.stdout
     assert "start Spark (spark://127.0.0.1:" in main.stdout
