@@ -463,26 +463,6 @@ def test_errors_are_hbase_exceptions(client, fresh, gateway):
     client.scannerClose(sid)
 
 
-def test_namespaced_table_names_are_illegal_arguments_where_the_call_declares_them(connection, client):
-    """``ns:t``: IllegalArgument where the IDL lets the call throw it, IOError (same message) elsewhere."""
-    invalid = "invalid table name 'ns:t'"
-    with pytest.raises(Hbase_thrift.IllegalArgument, match=invalid):
-        connection.create_table("ns:t", {"cf": dict()})
-    with pytest.raises(Hbase_thrift.IllegalArgument, match=invalid):
-        connection.table("ns:t").put(b"r", {b"cf:a": b"1"})  # mutateRow
-    with pytest.raises(Hbase_thrift.IllegalArgument, match=invalid):
-        with connection.table("ns:t").batch() as batch:  # mutateRows
-            batch.put(b"r", {b"cf:a": b"1"})
-    with pytest.raises(Hbase_thrift.IllegalArgument, match=invalid):
-        connection.table("ns:t").counter_inc(b"r", b"cf:n")  # atomicIncrement
-    # getRow, scannerOpen and deleteTable declare IOError only: a client cannot receive another exception
-    for call in (lambda: connection.table("ns:t").row(b"r"), lambda: list(connection.table("ns:t").scan()),
-                 lambda: client.deleteTable(b"ns:t")):
-        with pytest.raises(Hbase_thrift.IOError, match=invalid):
-            call()
-    assert "ns:t" not in [t.decode() for t in connection.tables()]
-
-
 # -- limits, leases and bad input -------------------------------------------------
 
 
