@@ -40,7 +40,6 @@ from connector.session import (
     forwarded_environment,
     prepare_local_environment,
     quiet_spark_logs,
-    worker_import_problem,
 )
 from jobs._failure import early_quiet_logs, quiet_task_failures, spark_error_line, write_failure_log
 from jobs._interrupt import cancel_on_interrupt, interrupted
