@@ -19,7 +19,7 @@ import time
 import traceback
 from typing import Any
 
-__all__ = ["spark_error_line", "write_failure_log", "quiet_task_failures", "early_quiet_logs"]
+__all__ = ["spark_error_line", "write_failure_log", "quiet_task_failures"]
 
 # Spark logs each failed task with its whole stack: the executor ("Exception in task"), the
 # scheduler ("Lost task", "aborting job").  The driver's exception carries the same text.
@@ -96,22 +96,4 @@ def quiet_task_failures(spark: Any) -> None:
         for name in _TASK_FAILURE_LOGGERS:
             _log4j(jvm, name, "OFF")
     except Exception:  # noqa: BLE001 - Spark Connect, or a JVM without log4j 2: leave its log alone
-        return
-
-
-def early_quiet_logs() -> None:
-    """Under ``spark-submit``: Spark's log at WARN before the session starts, not after its INFO lines.
-
-    ``spark-submit`` starts the driver JVM at INFO (a shell starts at WARN);
-    its SparkContext logs some 40 INFO lines while it starts.  The JVM is
-    already running, so its root level is set through the gateway first.
-    """
-    try:
-        from pyspark import SparkContext
-
-        SparkContext._ensure_initialized()
-        jvm = SparkContext._jvm
-        jvm.org.apache.logging.log4j.core.config.Configurator.setRootLevel(
-            jvm.org.apache.logging.log4j.Level.toLevel("WARN"))
-    except Exception:  # noqa: BLE001 - no log4j 2 in this JVM: Spark's own setLogLevel follows anyway
         return

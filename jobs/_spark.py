@@ -41,7 +41,7 @@ from connector.session import (
     prepare_local_environment,
     quiet_spark_logs,
 )
-from jobs._failure import early_quiet_logs, quiet_task_failures, spark_error_line, write_failure_log
+from jobs._failure import quiet_task_failures, spark_error_line, write_failure_log
 from jobs._interrupt import cancel_on_interrupt, interrupted
 from jobs._progress import Progress
 
@@ -199,12 +199,14 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
                 builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
         elif master is not None:
             print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
+        if submitted and not verbose and "spark.log.level" not in conf:
+            # spark-submit's driver logs at INFO; Spark applies this as its context starts (after the
+            # three lines naming its version), not after its 40 start-up lines as setLogLevel would
+            builder = builder.config("spark.log.level", "WARN")
         builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
                    .config(PUSHDOWN_CONF, "true"))
         for key, value in {**forwarded_environment(conf), **conf}.items():
             builder = builder.config(key, value)
-        if submitted and not verbose:
-            early_quiet_logs()
         try:
             spark = builder.getOrCreate()
         except Exception as exc:  # noqa: BLE001 - Py4J / PySpark start-up errors of every kind
