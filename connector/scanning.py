@@ -2,7 +2,7 @@
 
 Files mode (a path or pyarrow URI root): each pinned region of the split
 is opened read-only from exactly its pinned files and WAL records
-(:class:`~connector.snapshot.PinnedRegion`) and scanned with the engine's
+(:class:`~storage.region.region_snapshots.PinnedRegion`) and scanned with the engine's
 batch path, one span (row range) at a time.  Server mode (``grpc://``
 root): the same spans go to the region server's streaming scan through
 ``storage.connect(root)``.
@@ -21,8 +21,7 @@ import pyarrow as pa
 
 from storage.read.batch_scan import BatchScan, scan_region_batches
 from storage.cells import LATEST_TIMESTAMP
-from storage.filters import coerce_filter
-from storage.filters.ranges import KeyRange, intersect, key_after
+from storage.keys import KeyRange, intersect, key_after
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
 from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows
@@ -30,7 +29,7 @@ from storage.schema import FamilySettings
 from storage.scanner.metrics import ScanMetrics
 
 from .options import ScanSpec
-from .snapshot import PinnedRegion, shared_block_cache
+from storage.region.region_snapshots import PinnedRegion, shared_block_cache
 from .splits import TableSplit
 
 __all__ = ["is_remote_root", "split_batches", "split_row_count", "last_row_of"]
@@ -62,7 +61,7 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
     table_fs = FileSystem(split.root).sub(table_dir(split.table))
     families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
     cache = shared_block_cache() if scan.cache_blocks else None
-    flt = coerce_filter(scan.filter)
+    flt = scan.parsed_filter()
     if flt is not None:
         flt = flt.copy()
         flt.reset()

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
-from ._arrays import CellColumns, as_cell_table, group_ids
+from .cell_columns import CellColumns, as_cell_table, group_ids
 
 __all__ = ["resolve"]
 

@@ -12,7 +12,7 @@ from .. import kernels
 from ..cells import CELL_SCHEMA
 from ..region.store import StoreView
 from ..storefile import dense_rows
-from ..storefile._dense import empty_binary
+from ..storefile.dense import empty_binary
 from .batch_resolve import _Processor
 
 if TYPE_CHECKING:

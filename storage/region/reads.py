@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..cells import Cell
 from ..errors import StorageError
+from ..keys import clip_bounds
 from .view import RegionView
 
 
@@ -50,10 +51,7 @@ class RegionReads:
                     metrics=metrics,
                 )
             )
-        start = max(low, view.info.start)
-        end = view.info.end
-        if high is not None and (end is None or high < end):
-            end = high
+        start, end = clip_bounds(view.info.start, view.info.end, low, high)
         return RegionScanner(stores, spec, start_row=start, end_row=end, metrics=metrics, shared_filter=True)
 
     def get(self, row: bytes, spec) -> list[Cell]:

@@ -29,6 +29,7 @@ from typing import Sequence
 
 from ..cells import Cell, sort_key
 from ..errors import InvalidArgument, ScannerError
+from ..keys import key_after
 from .heap import merge_scanners
 from .metrics import ScanMetrics
 from .protocol import CellScanner, next_row_key
@@ -123,7 +124,7 @@ class StoreScanner:
             if row is None:
                 heap.seek_to_last_row()
             else:
-                heap.seek_to_previous_row(row + b"\x00" if inclusive else row)
+                heap.seek_to_previous_row(key_after(row) if inclusive else row)
         else:
             key = (b"",) if row is None else ((row,) if inclusive else next_row_key(row))
             cur = heap.peek() if self._opened else None
@@ -180,7 +181,7 @@ class StoreScanner:
         (or past the row when there is none)."""
         wanted = self._wanted_sorted
         if wanted is None:
-            target = qualifier + b"\x00"
+            target = key_after(qualifier)
         else:
             i = bisect_right(wanted, qualifier)
             if i == len(wanted):

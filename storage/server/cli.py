@@ -13,6 +13,7 @@ import sys
 
 from ..errors import InvalidArgument
 from .config import ServerConfig
+from ..filters.registry import register_filter_specs
 
 __all__ = ["add_arguments", "run", "serve_main", "read_token_file", "run_in_foreground", "module_main",
            "add_create_argument", "prepare_root"]
@@ -38,6 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-cache-size", type=int, default=defaults.block_cache_size,
                         help="block cache bytes (0 disables it; default %(default)s)")
     parser.add_argument("--read-only", action="store_true", help="serve reads only (takes no table locks)")
+    parser.add_argument("--filter", dest="filter_classes", action="append", default=[], metavar="NAME=MODULE:CLASS",
+                        help="let filter strings call NAME, a user filter class (repeatable; HBase's registerFilter)")
     add_create_argument(parser)
 
 
@@ -100,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; return the exit status."""
     from .service import RegionServer  # pulls in Flight only when serving
 
+    register_filter_specs(args.filter_classes)  # a bad class is refused before the port opens
     config = _config(args)
     prepare_root(args.root, args.create)
     if not config.loopback and config.token is None:

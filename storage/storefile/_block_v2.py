@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from ..cells import CELL_SCHEMA
 from ..errors import CorruptionError, StorageError
-from ._dense import DenseBlock, constant_binary, dense_from_cells
+from .dense import DenseBlock, constant_binary, dense_from_cells
 from .codecs import BlockCodec
 from .format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockLayout, align8, checksum
 

@@ -36,7 +36,7 @@ from ..errors import CorruptionError, InvalidArgument, StorageError
 from ..vfs.fs import FileSystem
 from ._block import Block, decode_body
 from ._block_v2 import cells_with, decode_keys, decode_values
-from ._dense import DenseBlock
+from .dense import DenseBlock
 from .block_source import BlockSource
 from .bloom import RowBloomFilter, decode_bloom
 from .cache import BlockCache

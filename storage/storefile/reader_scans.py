@@ -11,8 +11,9 @@ import pyarrow as pa
 from ..errors import InvalidArgument
 from ._block import Block
 from ._block_v2 import cells_with
-from ._dense import DenseBlock
-from ._kernels import count_rows_below, reverse_rows_order, row_starts
+from .dense import DenseBlock
+from .block_cells import count_rows_below
+from ..kernels.order import reverse_rows_order, row_starts
 from ._key_runs import key_units
 from ._pools import prefetch_pool
 

@@ -15,10 +15,11 @@ from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
 from ..errors import InvalidArgument, clip
 from ..filters import coerce_filter
-from ..keys import _intersect_spans
+from ..filters.base import scan_copy
+from ..keys import intersect
 from ..read.batch_scan import BatchScan, scan_region_batches
 from ..read.python_rows import cells_to_dicts
-from ..read.snapshot import ReadSnapshot, _release_views
+from ..read.snapshot import ReadSnapshot, release_views
 from ..region.region import Region
 from ..region.view import RegionView
 from ..scanner import ScanSpec, TableScanner
@@ -110,12 +111,11 @@ class TableScans:
         flt = coerce_filter(filter)
         spans = [(low, high)]
         if flt is not None:
-            flt = flt.copy()
-            flt.reset()
+            flt = scan_copy(flt, reverse)
             ranges = flt.row_ranges()
             if ranges is not None:
                 # seek to each range the filter allows instead of filtering the gaps
-                spans = _intersect_spans(low, high, ranges)
+                spans = intersect([(low, high)], list(ranges))
         scan = BatchScan(
             low=low,
             high=high,
@@ -176,7 +176,7 @@ class TableScans:
         owned = [] if snapshot is not None else [view for view, _, _ in plan]
         batches = self._plan_batches(scan, plan, metrics, owned)
         # a scan dropped before its first batch never runs its finally: release then
-        weakref.finalize(batches, _release_views, owned)
+        weakref.finalize(batches, release_views, owned)
         return batches
 
     def snapshot(self, row_start: bytes | None = None, row_stop: bytes | None = None) -> "ReadSnapshot":
@@ -212,7 +212,7 @@ class TableScans:
                 if scan.filter is not None and scan.filter.filter_all_remaining():
                     break
         finally:
-            _release_views(owned)
+            release_views(owned)
             if metrics is not None:
                 metrics.time_ms += (time.perf_counter() - started) * 1000
 
@@ -292,8 +292,7 @@ class TableScans:
         # One filter copy serves the whole scan (a PageFilter counts across regions).
         flt = coerce_filter(filter)
         if flt is not None:
-            flt = flt.copy()
-            flt.reset()
+            flt = scan_copy(flt, reverse)
         spec = ScanSpec(
             start_row=b"" if reverse else low,
             stop_row=None if reverse else high,
@@ -314,8 +313,8 @@ class TableScans:
             for view, _, _ in plan
         ]
         views = [view for view, _, _ in plan]
-        scanner = TableScanner(factories, spec, metrics, on_close=lambda: _release_views(views))
-        weakref.finalize(scanner, _release_views, views)  # a scanner never closed
+        scanner = TableScanner(factories, spec, metrics, on_close=lambda: release_views(views))
+        weakref.finalize(scanner, release_views, views)  # a scanner never closed
         return scanner
 
     def count(self, row_start: bytes | None = None, row_stop: bytes | None = None, row_prefix: bytes | None = None) -> int:

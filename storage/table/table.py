@@ -19,6 +19,7 @@ import threading
 from typing import Sequence
 
 from ..errors import RegionNotFound, StorageError
+from ..keys import key_after
 from ..mvcc import Mvcc
 from ..region.load_journal import JOURNAL_DIR, pending_entries, recover
 from ..region.manifest import RegionInfo, TableManifest
@@ -110,7 +111,7 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
             plan = []
             try:
                 for lo, hi in spans:
-                    regions = [self._region_for(lo)] if hi == lo + b"\x00" else self._regions_for_range(lo, hi)
+                    regions = [self._region_for(lo)] if hi == key_after(lo) else self._regions_for_range(lo, hi)
                     for region in regions:
                         view = views.get(region.info.region_id)
                         if view is None:

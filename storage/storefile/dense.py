@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..cells import CELL_SCHEMA, CellType
-from ..kernels._arrays import CellColumns
+from ..kernels.cell_columns import CellColumns
 
 __all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "empty_binary", "MAX_DENSE_QUALIFIERS", "MAX_FILL"]
 
