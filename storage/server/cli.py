@@ -26,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=defaults.host, help="address to bind (default: loopback only)")
     parser.add_argument("--port", type=int, default=defaults.port, help="port to bind (0: any free port)")
     parser.add_argument("--token-file", help="file holding the token every call must present")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="allow a non-loopback --host without a token (anyone who reaches it can read and write)")
+    parser.add_argument("--tls-cert", help="PEM certificate (chain) of the server: serve grpc+tls")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--lease-timeout", type=float, default=defaults.lease_timeout,
                         help="seconds an idle RPC scanner lives (default %(default)s)")
     parser.add_argument("--max-request-bytes", type=int, default=defaults.max_request_bytes,
@@ -96,6 +100,9 @@ def _config(args: argparse.Namespace) -> ServerConfig:
         max_scanners_per_client=args.max_scanners_per_client,
         max_scanners=args.max_scanners,
         block_cache_size=args.block_cache_size,
+        allow_remote=args.allow_remote,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
     )
 
 
@@ -107,8 +114,11 @@ def run(args: argparse.Namespace) -> int:
     config = _config(args)
     prepare_root(args.root, args.create)
     if not config.loopback and config.token is None:
-        print(f"warning: serving on {config.host} without a token: anyone who can reach it can read and write",
-              file=sys.stderr, flush=True)
+        print(f"warning: serving {config.host} to the network without a token (--allow-remote): anyone who can"
+              " reach the port can read and write every table", file=sys.stderr, flush=True)
+    elif not config.loopback and not config.tls:
+        print(f"warning: serving {config.host} without TLS: the token and the data cross the network in the"
+              " clear (give --tls-cert and --tls-key)", file=sys.stderr, flush=True)
     server = RegionServer(args.root, config, read_only=args.read_only)
 
     return run_in_foreground(server, "region server stopped")
