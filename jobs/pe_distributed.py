@@ -102,14 +102,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_spark_arguments(parser)
 
 
-def _prepare(root: str, command: str, opts: PeOptions, args: argparse.Namespace, say) -> str:
-    """Create or load what the command needs (on the driver); return the table it runs on."""
-    kind = COMMANDS[command].kind
-    remote = is_remote_root(root)
-    if kind in ("write", "meta_write") and not remote:
+def _check_writers(root: str, command: str) -> None:
+    """A write command needs a region server: its client tasks write from many processes at once."""
+    if COMMANDS[command].kind in ("write", "meta_write") and not is_remote_root(root):
         raise InvalidArgument(
             f"{command} writes from many processes at once, but a table folder has one writer process at a time: "
             "give --root grpc://host:port (a regionscan serve region server), or run it with regionscan pe (threads)")
+
+
+def _prepare(root: str, command: str, opts: PeOptions, args: argparse.Namespace, say) -> str:
+    """Create or load what the command needs (on the driver); return the table it runs on."""
+    kind = COMMANDS[command].kind
+    _check_writers(root, command)
     conn = storage.connect(root)
     try:
         if kind == "write":
@@ -172,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
     args.oneCon = True  # each task has a connection of its own: hbase pe's oneCon does not apply
     commands, opts = pe_setup.options_from_args(args)
     root = args.root
+    for name in commands:
+        _check_writers(root, name)  # before Spark starts: it takes tens of seconds to say no otherwise
     where = os.path.abspath(root) if "://" not in root else root
     print(f"regionscan pe-distributed: {' '.join(commands)} with {opts.clients} client task(s), "
           f"{opts.rows:,} rows each, valueSize {opts.value_size}, table {opts.table!r} under {where}")

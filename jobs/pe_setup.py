@@ -5,17 +5,17 @@ differ, and loaded for read commands)."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import time
 from typing import Sequence
 
 import numpy as np
 
 import storage
+from serde.charts import check_chart_path
 from storage.errors import InvalidArgument
 from storage.schema import FamilySettings, validate_table_name
 
-from ._writable import check_writable_file
+from ._writable import check_writable_file, check_writable_folder
 from .pe_workloads import (
     COLUMN,
     COMMANDS,
@@ -84,7 +84,7 @@ def add_arguments(parser: argparse.ArgumentParser, tasks: bool = False) -> None:
     parser.add_argument("--seed", type=int, default=None, help="random seed, for repeatable key sequences")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the results as JSON to PATH")
     parser.add_argument("--chart", default=None, metavar="PATH",
-                        help="draw latency percentiles and throughput to PATH (.html, or .png with matplotlib)")
+                        help="draw latency percentiles and throughput to PATH: .png, .svg or .html (needs matplotlib)")
     _bool_option(parser, "--nomapred", True,
                  "ignored: every client is a Spark task" if tasks else
                  "true (default): clients are threads of this process; false: each client a Spark task "
@@ -158,15 +158,11 @@ def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
     if args.columns != 1:
         raise InvalidArgument(f"--columns={args.columns} is not supported: pe writes and reads one column (info:0) "
                               "per row; use --valueSize to change the bytes per row")
+    check_writable_folder(args.root, "--root")  # the tables go there: a file in the way, a read-only place
     for option, path in (("--json", args.json), ("--chart", args.chart)):
         check_writable_file(path, option)  # before the run: its results must not be lost
     if args.chart is not None:
-        if not args.chart.lower().endswith((".html", ".htm", ".png")):
-            raise InvalidArgument(f"--chart must name a .html or .png file, got {args.chart!r}")
-        if args.chart.lower().endswith(".png") and importlib.util.find_spec("matplotlib") is None:
-            # say so before the run, not after it
-            raise InvalidArgument("--chart: a .png chart needs matplotlib (pip install 'regionscan[bench]'); "
-                                  "use a .html path instead")
+        check_chart_path(args.chart, "--chart")  # before the run, not after it
     opts = PeOptions(
         table=args.table,
         meta_table=args.metaTable or f"{args.table}-meta",

@@ -274,6 +274,37 @@ def test_uri_parameters_and_redaction(monkeypatch):
     assert "secret" not in fs.uri("x") and "AKIA" not in fs.uri("x")
 
 
+def test_endpoints_are_taken_with_or_without_their_scheme(s3_server, monkeypatch):
+    """``endpoint_override=http%3A%2F%2Fhost%3Aport`` (pyarrow's and AWS_ENDPOINT_URL's form) reads and writes."""
+    from urllib.parse import quote
+
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    bucket = s3_server.new_bucket()
+    spelled = [quote(f"http://{s3_server.endpoint}", safe=""), f"http://{s3_server.endpoint}/", s3_server.endpoint + "&scheme=http"]
+    for i, endpoint in enumerate(spelled):
+        root = f"s3://{bucket}/p{i}?endpoint_override={endpoint}&region=us-east-1"
+        settings, _ = S3Settings.from_uri(root)
+        assert (settings.endpoint_override, settings.scheme) == (s3_server.endpoint, "http")
+        with storage.connect(root) as conn:
+            conn.create_table("t", {"cf": {}}).put(b"r", {b"cf:a": b"%d" % i})
+        with storage.connect(root, read_only=True) as conn:
+            assert conn.table("t").row(b"r") == {b"cf:a": b"%d" % i}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{s3_server.endpoint}")
+    with storage.connect(f"s3://{bucket}/p0?region=us-east-1", read_only=True) as conn:
+        assert conn.table("t").row(b"r") == {b"cf:a": b"0"}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)  # scheme-less: https by default
+    assert S3Settings.from_uri(f"s3://{bucket}/p")[0].scheme == "https"
+    # what cannot be an endpoint is refused at connect, in one line naming it
+    for bad, message in [
+        ("ftp%3A%2F%2F127.0.0.1%3A9", "scheme must be http or https"),
+        ("http%3A%2F%2F127.0.0.1%3A9%2Fpath", r"must be host:port or http\(s\)://host:port"),
+        ("http%3A%2F%2F127.0.0.1%3A9&scheme=https", "says http but the scheme parameter says https"),
+    ]:
+        with pytest.raises(InvalidArgument, match=message) as info:
+            storage.connect(f"s3://{bucket}/p?endpoint_override={bad}")
+        assert "\n" not in str(info.value)
+
+
 def test_a_silent_endpoint_fails_promptly_instead_of_hanging():
     import socket
 

@@ -54,8 +54,43 @@ _COLUMN_KEYS = {"cf", "col", "type", "length", "storage", "encoding", "avro", "s
 _HBASE_SPARK_SERDES = {"org.apache.hadoop.hbase.spark.datasources.DoubleSerDes": "binary"}
 
 
+def _check_loaded(doc: Mapping[str, Any]) -> None:
+    """A catalog given as a dict gets the checks its JSON text would: nesting and 64-bit integers.
+
+    Without them a key or value such as ``10**5000`` reaches an error
+    message, and Python's limit on int-to-text conversion raises its own
+    ValueError there.  An explicit stack: a deep dict must not recurse.
+    """
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            if not -(2**63) <= value < 2**63:
+                digits = int(abs(value).bit_length() * 0.30103) + 1
+                raise MappingError("an integer outside the signed 64-bit range", f"<an integer of about {digits} "
+                                   "digits>", path or "<catalog>")
+            continue
+        if isinstance(value, Mapping):
+            items = [(k, v) for k, v in value.items()]
+        elif isinstance(value, (list, tuple)):
+            items = list(enumerate(value))
+        else:
+            continue
+        if depth >= _MAX_JSON_DEPTH:
+            raise MappingError(f"a catalog nested more than {_MAX_JSON_DEPTH} levels deep", None, path or "<catalog>")
+        for key, item in items:
+            if isinstance(value, Mapping) and not isinstance(key, str):
+                shown = "a key" if not isinstance(key, int) or -(2**63) <= key < 2**63 else "a huge integer key"
+                raise MappingError(f"catalog keys must be strings, got {shown} of type {type(key).__name__}", None,
+                                   path or "<catalog>")
+            stack.append((item, f"{path}.{key}" if path else str(key), depth + 1))
+
+
 def _load(catalog: str | Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(catalog, Mapping):
+        _check_loaded(catalog)
         return catalog
     if not isinstance(catalog, str):
         raise MappingError("a catalog must be a JSON string or a dict", type(catalog).__name__)

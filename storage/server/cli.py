@@ -7,6 +7,7 @@ On startup it prints ``listening on grpc://HOST:PORT`` (the bound port, so
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -14,7 +15,8 @@ from ..errors import InvalidArgument
 from .config import ServerConfig
 from ..filters.registry import register_filter_specs
 
-__all__ = ["add_arguments", "run", "serve_main", "read_token_file", "run_in_foreground", "module_main"]
+__all__ = ["add_arguments", "run", "serve_main", "read_token_file", "run_in_foreground", "module_main",
+           "add_create_argument", "prepare_root"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +45,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--read-only", action="store_true", help="serve reads only (takes no table locks)")
     parser.add_argument("--filter", dest="filter_classes", action="append", default=[], metavar="NAME=MODULE:CLASS",
                         help="let filter strings call NAME, a user filter class (repeatable; HBase's registerFilter)")
+    add_create_argument(parser)
+
+
+def add_create_argument(parser: argparse.ArgumentParser) -> None:
+    """``--create``: a root folder that does not exist is made instead of refused."""
+    parser.add_argument("--create", action="store_true",
+                        help="make the root folder when it does not exist (default: refuse, as a mistyped path)")
+
+
+def prepare_root(root: str, create: bool) -> None:
+    """Refuse a local root that does not exist unless ``create`` (then make it); refuse a file.
+
+    Serving a mistyped path would answer every call with "no such table"
+    and never say why.  URIs (``s3://``...) are left to their filesystem:
+    an object store has no folders to find.
+    """
+    if "://" in root and not root.startswith("file://"):
+        return
+    path = os.path.abspath(root[len("file://"):] if root.startswith("file://") else root)
+    if os.path.isdir(path):
+        return
+    if os.path.exists(path):
+        raise InvalidArgument(f"--root {root} is a file, not a folder of tables")
+    if not create:
+        raise InvalidArgument(f"--root {root} does not exist (a mistyped path?); pass --create to serve a new, "
+                              "empty root")
+    try:
+        os.makedirs(path)
+    except OSError as exc:
+        raise InvalidArgument(f"cannot create --root {root}: {exc.strerror or exc}") from None
 
 
 def read_token_file(path: str) -> str:
@@ -80,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
     register_filter_specs(args.filter_classes)  # a bad class is refused before the port opens
     config = _config(args)
+    prepare_root(args.root, args.create)
     if not config.loopback and config.token is None:
         print(f"warning: serving {config.host} to the network without a token (--allow-remote): anyone who can"
               " reach the port can read and write every table", file=sys.stderr, flush=True)
