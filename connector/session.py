@@ -99,12 +99,12 @@ def quiet_spark_logs(spark: Any, verbose: bool = False) -> None:
     spark.sparkContext.setLogLevel("INFO" if verbose else "WARN")
 
 
-def _already_registered(spark: Any) -> bool:
+def _already_registered(spark: Any, name: str = SOURCE_NAME) -> bool:
     # Registering a name Spark found by itself logs "replaced a statically registered data
     # source"; ask the JVM first (classic sessions only; Spark Connect has no _jsparkSession).
     try:
         manager = spark._jsparkSession.sessionState().dataSourceManager()
-        return bool(manager.dataSourceExists(SOURCE_NAME))
+        return bool(manager.dataSourceExists(name))
     except Exception:  # noqa: BLE001 - Spark Connect or another JVM API: register explicitly
         return False
 
@@ -124,10 +124,12 @@ def register(spark: Any = None) -> bool:
             return False
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.conf.set(HIDE_TRACEBACK_CONF, "true")
-    if not _already_registered(spark):
-        from .datasource import RegionScanDataSource
+    from .datasource import PYTHON_SOURCE_NAME, PythonRegionScanDataSource, RegionScanDataSource
 
+    if not _already_registered(spark):
         spark.dataSource.register(RegionScanDataSource)
+    if not _already_registered(spark, PYTHON_SOURCE_NAME):
+        spark.dataSource.register(PythonRegionScanDataSource)
     return True
 
 

@@ -20,6 +20,8 @@ Options (case-insensitive; Spark passes strings):
 ``hbase.spark.pushdown.columnfilter``  ``false`` keeps non-key filters in Spark
 ``regionscan.pushdown.superset``       ``true`` adds engine filters that only narrow
                                        the scan (``LIKE '%x%'``); Spark re-checks
+``regionscan.python.pushdown``         ``true`` lets the Python source push filters
+                                       (off: unsafe on reused DataFrames/views)
 ``filter``                             an HBase filter string applied by the engine
 ``token``                              region server token (``grpc://`` roots)
 =====================================  ===============================================
@@ -57,14 +59,15 @@ from .options import (
     normalize_conf,
 )
 
-__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS"]
+__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "PYTHON_PUSHDOWN"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
 SUPERSET_FILTERS = "regionscan.pushdown.superset"
+PYTHON_PUSHDOWN = "regionscan.python.pushdown"
 SPARK_PIN_TTL = 6 * 3600
 WRITE_TIMESTAMP = "regionscan.write.timestamp"
 SOURCE_KEYS = frozenset({
-    COLUMN_FILTERS, SUPERSET_FILTERS, WRITE_TIMESTAMP, "regionscan.columns",
+    COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, WRITE_TIMESTAMP, "regionscan.columns",
     "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
 })
 """The source's own keys under the checked prefixes (beside the input format's)."""
@@ -165,6 +168,16 @@ class SourceConfig:
     def column_filters(self) -> bool:
         """False when ``hbase.spark.pushdown.columnfilter`` keeps non-key filters in Spark."""
         return conf_bool(self.conf, COLUMN_FILTERS, True)
+
+    @property
+    def python_pushdown(self) -> bool:
+        """True when ``regionscan.python.pushdown`` opts the Python source into filter pushdown.
+
+        Off by default: Spark 4.3 keeps a Python reader's last pushdown on
+        the relation, so a reused DataFrame or view would answer a later
+        query with an earlier query's filters (see docs/connector.md).
+        """
+        return conf_bool(self.conf, PYTHON_PUSHDOWN, False)
 
     @property
     def superset_filters(self) -> bool:

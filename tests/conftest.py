@@ -57,10 +57,22 @@ def spark():
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    import connector
+
+    connector.register(session)
     try:
         yield session
     finally:
         session.stop()
+
+
+SOURCE_FORMATS = ("regionscan_python", "regionscan")
+
+
+@pytest.fixture(params=SOURCE_FORMATS)
+def source_format(request, spark) -> str:
+    """Each Spark source in turn: the Python source, and ``regionscan`` (the JVM source where built)."""
+    return request.param
 
 
 @pytest.fixture(scope="session")
