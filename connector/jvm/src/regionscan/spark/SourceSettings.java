@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
+import org.apache.spark.sql.internal.SQLConf;
 
 import java.io.IOException;
 import java.io.Serializable;
@@ -14,7 +15,8 @@ import java.util.TreeMap;
 /**
  * The read's options and the Python that serves them; serializable, so tasks carry it.
  *
- * The worker's Python is {@code spark.regionscan.python}, else {@code spark.pyspark.python},
+ * The worker's Python is {@code spark.regionscan.python} (a session setting, else the
+ * application's), else {@code spark.pyspark.python},
  * else {@code PYSPARK_PYTHON}, else {@code python3}; {@code spark.regionscan.pythonpath} goes
  * first on its PYTHONPATH. On an executor its own settings win over the driver's.
  */
@@ -36,6 +38,10 @@ final class SourceSettings implements Serializable {
   }
 
   private static String conf(String key, String fallback) {
+    String session = SQLConf.get().getConfString(key, null);  // runtime settings (spark.conf.set) first
+    if (session != null && !session.isEmpty()) {
+      return session;
+    }
     SparkEnv env = SparkEnv.get();
     if (env == null) {
       return fallback;
