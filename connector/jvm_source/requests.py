@@ -159,7 +159,12 @@ def push(req: dict) -> dict:
 
 
 def pack_splits(splits: list[TableSplit], max_bytes: int, open_cost: int, parallelism: int) -> list[list[TableSplit]]:
-    """Splits packed into tasks as Spark packs files (FilePartition): largest first, up to a size."""
+    """Splits packed into tasks by size as Spark packs files (FilePartition's target size and open cost).
+
+    Spark packs files largest first; splits are packed in key order instead
+    (next fit), so a task reads adjacent rows and the tasks' rows come in key
+    order, as the Python source's do.
+    """
     if not splits:
         return []
     total = sum(s.size + open_cost for s in splits)
@@ -168,14 +173,14 @@ def pack_splits(splits: list[TableSplit], max_bytes: int, open_cost: int, parall
     tasks: list[list[TableSplit]] = []
     current: list[TableSplit] = []
     size = 0
-    for split in sorted(splits, key=lambda s: s.size, reverse=True):
+    for split in sorted(splits, key=lambda s: s.index):
         if current and size + split.size > target:
             tasks.append(current)
             current, size = [], 0
         current.append(split)
         size += split.size + open_cost
     tasks.append(current)
-    return [sorted(t, key=lambda s: s.index) for t in tasks]
+    return tasks
 
 
 def _int(req: dict, key: str, default: int) -> int:
