@@ -1,8 +1,14 @@
 package regionscan.spark;
 
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableProvider;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.CreatableRelationProvider;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -17,9 +23,12 @@ import java.util.Properties;
  * {@code spark.read.format("regionscan")}: a DataSource V2 over the regionscan engine.
  *
  * The schema comes from the mapping (the worker's SerDe); a user schema narrows it.
- * Planning and reading go to this JVM's engine worker ({@link EngineWorker}).
+ * Planning and reading go to this JVM's engine worker ({@link EngineWorker}). Writes
+ * ({@code df.write.format("regionscan")}) go to the bulk-load writer of the Python source
+ * ({@code regionscan_python}), which stages store files in its tasks and commits them all or
+ * nothing on the driver.
  */
-public final class RegionScanProvider implements TableProvider, DataSourceRegister {
+public final class RegionScanProvider implements TableProvider, DataSourceRegister, CreatableRelationProvider {
   /** The Spark version this jar was compiled against (from the jar's build.properties). */
   static final String BUILT_FOR = builtFor();
 
@@ -60,6 +69,26 @@ public final class RegionScanProvider implements TableProvider, DataSourceRegist
   @Override
   public boolean supportsExternalMetadata() {
     return true;
+  }
+
+  @Override
+  public BaseRelation createRelation(SQLContext sqlContext, SaveMode mode,
+      scala.collection.immutable.Map<String, String> parameters, Dataset<Row> data) {
+    checkVersion();
+    Map<String, String> options = scala.jdk.javaapi.CollectionConverters.asJava(parameters);
+    data.write().format("regionscan_python").mode(mode).options(options).save();
+    StructType schema = data.schema();
+    return new BaseRelation() {
+      @Override
+      public SQLContext sqlContext() {
+        return sqlContext;
+      }
+
+      @Override
+      public StructType schema() {
+        return schema;
+      }
+    };
   }
 
   @Override
