@@ -75,7 +75,7 @@ def bulk_load(root: str, rows: int, regions: int, value_size: int, block_size: i
     """Create the table and bulk load ``batches`` in one task; returns the wall
     and CPU seconds it took (fsyncs count in the wall time only)."""
     from connector.bulkload import BulkLoadTask, commit_load, table_regions
-    from storage.fs import FileSystem
+    from storage.vfs.fs import FileSystem
 
     shutil.rmtree(root, ignore_errors=True)
     conn = storage.connect(root)
@@ -94,7 +94,7 @@ def bulk_load(root: str, rows: int, regions: int, value_size: int, block_size: i
 
 def v1_bytes(table) -> int:
     """Bytes of the table's cells written as version 1 files (same block size, codec, bloom)."""
-    from storage.fs import FileSystem
+    from storage.vfs.fs import FileSystem
     from storage.storefile import StoreFileWriter
 
     total = 0

@@ -14,7 +14,7 @@ whose string holds "5", and sum the kept ints.  The work comes in two forms:
 Variants, each the best of ``--repeat`` interleaved rounds:
 
 * ``plain``: one thread, ``scan_batches`` then the work, no scanner machinery;
-* ``threads=1/2/4``: :class:`storage.parallel.ParallelScanner` (arrival order);
+* ``threads=1/2/4``: :class:`storage.table.parallel.ParallelScanner` (arrival order);
 * ``processes``: a warm pool of one process per region (``spawn``, started
   before timing), each scanning its region and returning its two sums.
 
@@ -52,7 +52,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 
 import storage  # noqa: E402
-from storage.parallel import ParallelScanner, region_tasks  # noqa: E402
+from storage.table.parallel import ParallelScanner, region_tasks  # noqa: E402
 
 __all__ = ["main", "arrow_work", "python_work", "open_table", "run_benchmark"]
 

@@ -4,7 +4,7 @@
    ``StoreScanner``; the alternative is to build Arrow tables of the row's cells and run
    the batch kernels (``merge_sources`` + ``resolve``) per row.  Printed: microseconds per
    point read each way, and the ratio.
-2. Row dicts from cell batches (``storage.rows.cells_to_dicts``, what ``scan()`` and the
+2. Row dicts from cell batches (``storage.read.python_rows.cells_to_dicts``, what ``scan()`` and the
    connector's ``TableRecordReader`` run): one version or several, with and without
    ``scan_batching``.  Printed: milliseconds per 100K cells.
 
@@ -25,7 +25,7 @@ import pyarrow as pa
 import storage
 from storage import kernels
 from storage.cells import Cell, batch_to_cells, cells_to_batch
-from storage.rows import cells_to_dicts
+from storage.read.python_rows import cells_to_dicts
 
 
 def _best(fn, repeat: int) -> float:

@@ -47,13 +47,13 @@ import pyarrow.compute as pc
 
 from storage.cells import CELL_SCHEMA, CellType
 from storage.errors import InvalidArgument, TableLocked
-from storage.fs import FileSystem
-from storage.manifest import TableManifest
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import TableManifest
 from storage.schema import FamilySettings
 from storage.storefile import StoreFileReader, StoreFileWriter
-from storage.wal import WalReader
+from storage.wal.reader import WalReader
 
-from storage.bulkload import (
+from storage.region.load_journal import (
     JOURNAL_DIR,
     STAGING_DIR,
     Journal,

@@ -49,8 +49,9 @@ from pyspark.sql.datasource import (
 
 from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument, TableNotFound
-from storage.fs import FileSystem
-from storage.manifest import TABLE_MANIFEST
+from storage.namespaces import table_dir
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import TABLE_MANIFEST
 
 from .bulkload import BulkLoadTask, StagedFile, abort_load, commit_load, table_regions
 from .explain import ScanPlan, save_plan
@@ -58,7 +59,7 @@ from .options import MAX_RESTARTS, conf_int
 from .pushdown import push_filters
 from .record_reader import TableBatchRecordReader
 from .scanning import is_remote_root
-from .source import WRITE_TIMESTAMP, SourceConfig
+from .source import SourceConfig, write_timestamp
 from .splits import TableSplit
 
 __all__ = [
@@ -267,7 +268,7 @@ class RegionScanWriter(DataSourceArrowWriter):
         self.config = config
         self.overwrite = overwrite
         self.job_id = _new_job_id()
-        self.timestamp = conf_int(config.conf, WRITE_TIMESTAMP, int(time.time() * 1000), minimum=0)
+        self.timestamp = write_timestamp(config.conf)
         serde = config.write_serde()
         table_fs = self._table_fs()
         if not table_fs.exists(TABLE_MANIFEST):
@@ -293,7 +294,7 @@ class RegionScanWriter(DataSourceArrowWriter):
             raise InvalidArgument(f"the DataFrame lacks the row key column(s) {missing}")
 
     def _table_fs(self) -> FileSystem:
-        return FileSystem(self.config.root).sub(self.config.table)
+        return FileSystem(self.config.root).sub(table_dir(self.config.table))
 
     def _create_table(self, serde, regions: int) -> None:
         import storage

@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
-from storage.objstore import redact_uri
+from storage.vfs.objstore import redact_uri
 from storage.filters.ranges import KeyRange
 
 from .options import to_string_binary

@@ -31,8 +31,9 @@ from urllib.parse import urlparse
 
 from storage.errors import InvalidArgument, TableNotFound
 from storage.filters.ranges import KeyRange, intersect
-from storage.fs import FileSystem
-from storage.manifest import TABLE_MANIFEST
+from storage.namespaces import table_dir
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import TABLE_MANIFEST
 from storage.columns import parse_column
 from storage.schema import validate_table_name
 
@@ -135,7 +136,7 @@ class TableInputFormat:
         target = conf_int(self.conf, AVERAGE_REGION_SIZE, minimum=1)
         if is_remote_root(self.root):
             return self._remote_splits(scan, splits_per_region, autobalance, target)
-        table_fs = FileSystem(self.root).sub(self.table_name)
+        table_fs = FileSystem(self.root).sub(table_dir(self.table_name))
         if not table_fs.exists(TABLE_MANIFEST):
             raise TableNotFound(f"table {self.table_name} does not exist under {self.root}")
         spans = scan.spans()
@@ -203,7 +204,7 @@ class TableInputFormat:
         """Drop the pins the splits registered (their files may be deleted from now on)."""
         if is_remote_root(self.root):
             return
-        table_fs = FileSystem(self.root).sub(self.table_name)
+        table_fs = FileSystem(self.root).sub(table_dir(self.table_name))
         for pin_id in self._pin_ids:
             release_pin_file(table_fs, pin_id)
         self._pin_ids = []

@@ -23,7 +23,7 @@ import pyarrow as pa
 from storage.errors import InvalidArgument, ScannerError, StorageError, TableNotFound
 from storage.kernels import row_boundaries
 from storage.scanner.metrics import ScanMetrics
-from storage.rows import cells_to_dicts
+from storage.read.python_rows import cells_to_dicts
 
 from .scanning import last_row_of, split_batches, split_row_count
 from .snapshot import SnapshotLost

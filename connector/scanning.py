@@ -19,12 +19,13 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from storage.batch_scan import BatchScan, scan_region_batches
+from storage.read.batch_scan import BatchScan, scan_region_batches
 from storage.cells import LATEST_TIMESTAMP
 from storage.filters import coerce_filter
 from storage.filters.ranges import KeyRange, intersect, key_after
-from storage.fs import FileSystem
-from storage.row_count import ROW_COUNT_FILTER, count_region_rows
+from storage.namespaces import table_dir
+from storage.vfs.fs import FileSystem
+from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows
 from storage.schema import FamilySettings
 from storage.scanner.metrics import ScanMetrics
 
@@ -58,7 +59,7 @@ def _spans(split: TableSplit, resume_after: bytes | None) -> list[KeyRange]:
 
 def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], output: str,
                   metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
-    table_fs = FileSystem(split.root).sub(split.table)
+    table_fs = FileSystem(split.root).sub(table_dir(split.table))
     families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
     cache = shared_block_cache() if scan.cache_blocks else None
     flt = coerce_filter(scan.filter)
@@ -92,7 +93,7 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
 def split_row_count(
     split: TableSplit, metrics: ScanMetrics | None = None, remote_options: dict[str, Any] | None = None
 ) -> int | None:
-    """The split's row count through :func:`storage.row_count.count_region_rows`
+    """The split's row count through :func:`storage.read.row_count.count_region_rows`
     (block indexes where they can answer; on a region server, one ``count``
     call per span, which runs the same there), or None when the split's scan
     has columns, a filter other than the row-counting one or a time range:
@@ -108,7 +109,7 @@ def split_row_count(
         with storage.connect(split.root, **dict(remote_options or {})) as conn:
             table = conn.table(split.table)
             return sum(table.count(row_start=lo or None, row_stop=hi) for lo, hi in _spans(split, None))
-    table_fs = FileSystem(split.root).sub(split.table)
+    table_fs = FileSystem(split.root).sub(table_dir(split.table))
     families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
     cache = shared_block_cache() if scan.cache_blocks else None
     total = 0

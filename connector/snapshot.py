@@ -5,7 +5,7 @@ were made: its generation, its store files per family, its flushed sequence
 id, its WAL files and the highest sequence id in them.  A reader opens
 exactly those files read-only and decodes exactly those WAL records
 (``flushed_seq_id < seq <= max_seq_id``) straight into one sorted Arrow
-run of cells (:class:`storage.sorted_cells.SortedCells`), so a
+run of cells (:class:`storage.memstore.sorted_cells.SortedCells`), so a
 flush, compaction or bulk load that happens later does not change what the
 split returns.
 
@@ -26,18 +26,19 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from storage.errors import StorageError
-from storage.fs import FileSystem
-from storage.manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
 from storage.cells import CELL_SCHEMA
-from storage.sorted_cells import SortedCells
-from storage.region import RegionView
+from storage.memstore.sorted_cells import SortedCells
+from storage.region.view import RegionView
 from storage.schema import FamilySettings
-from storage.store import StoreFile, StoreView
+from storage.region.store import StoreFile, StoreView
 from storage.storefile import BlockCache, StoreFileReader
-from storage.wal import WalReader, payloads_to_table
+from storage.wal.reader import WalReader
+from storage.wal.arrow_decode import payloads_to_table
 
-from storage.bulkload import apply_entry, read_journals
-from storage.pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin
+from storage.region.load_journal import apply_entry, read_journals
+from storage.region.pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin
 
 __all__ = [
     "ARCHIVE_DIR",
@@ -269,7 +270,7 @@ class PinnedRegion:
 
 
 def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_seconds: int) -> str | None:
-    """Register the pinned regions' files (see :mod:`storage.pins`); returns the pin id,
+    """Register the pinned regions' files (see :mod:`storage.region.pins`); returns the pin id,
     or None if the root is not writable."""
     paths: list[str] = []
     wal: list[str] = []

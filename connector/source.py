@@ -5,7 +5,8 @@ Options (case-insensitive; Spark passes strings):
 =====================================  ===============================================
 ``root``                               where the tables live: a path, a pyarrow
                                        filesystem URI, or ``grpc://host:port``
-``table`` / ``hbase.table``            the table (else the catalog's table name)
+``table`` / ``hbase.table``            the table, ``t`` or ``namespace:t`` (else the
+                                       catalog's ``namespace`` and ``name``)
 ``hbase.columns.mapping``              a mapping in any form the SerDe layer
                                        parses (Hive ``:key,cf:a``, hbase-spark
                                        ``"k STRING :key, a INT cf:a"``, JSON)
@@ -16,7 +17,14 @@ Options (case-insensitive; Spark passes strings):
                                        ``columns`` means Hive's column names when
                                        ``columns.types`` is also given)
 ``hbase.spark.query.*``                timerange.start/end, timestamp, maxVersions,
-                                       cachedrows, batchsize, cacheblocks
+                                       cachedrows, batchsize, cacheblocks; on a write,
+                                       ``timestamp`` is the cells' timestamp
+``regionscan.write.timestamp``         the cells' timestamp on a write (wins over
+                                       ``hbase.spark.query.timestamp``; default now)
+``hbase.spark.use.hbasecontext``       checked as a boolean; either value reads the
+                                       same (there is no JVM HBaseContext to reuse)
+``newtable``                           on a write: create a missing table with this
+                                       many regions
 ``hbase.spark.pushdown.columnfilter``  ``false`` keeps non-key filters in Spark
 ``regionscan.pushdown.superset``       ``true`` adds engine filters that only narrow
                                        the scan (``LIKE '%x%'``); Spark re-checks
@@ -36,12 +44,14 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from serde import SerDe, create_serde, load_mapping
 from serde.mapping import ColumnKind, ColumnMapping
 from storage.errors import InvalidArgument
+from storage.namespaces import canonical_table_name
 from storage.filters.ranges import KeyRange
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
@@ -54,23 +64,37 @@ from .options import (
     SCAN_FILTER,
     SCAN_INCLUDE_TIMESTAMP,
     SCAN_KEYS_ONLY,
+    SCAN_TIMESTAMP,
     check_keys,
     conf_bool,
+    conf_int,
     normalize_conf,
 )
 
-__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "PYTHON_PUSHDOWN"]
+__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "PYTHON_PUSHDOWN", "write_timestamp"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
 SUPERSET_FILTERS = "regionscan.pushdown.superset"
 PYTHON_PUSHDOWN = "regionscan.python.pushdown"
 SPARK_PIN_TTL = 6 * 3600
 WRITE_TIMESTAMP = "regionscan.write.timestamp"
+# hbase-spark reuses a JVM HBaseContext when this is true; every regionscan read opens its
+# root itself, so both values mean the same here (the value is still checked as a boolean).
+USE_HBASE_CONTEXT = "hbase.spark.use.hbasecontext"
 SOURCE_KEYS = frozenset({
-    COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, WRITE_TIMESTAMP, "regionscan.columns",
+    COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, WRITE_TIMESTAMP, USE_HBASE_CONTEXT, "regionscan.columns",
     "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
 })
 """The source's own keys under the checked prefixes (beside the input format's)."""
+
+def write_timestamp(conf: Mapping[str, Any]) -> int:
+    """The timestamp a write gives its cells: ``regionscan.write.timestamp``, else hbase-spark's
+    ``hbase.spark.query.timestamp`` (which hbase-spark's writer also uses for its puts), else now."""
+    explicit = conf_int(conf, WRITE_TIMESTAMP, minimum=0)
+    if explicit is not None:
+        return explicit
+    return conf_int(conf, SCAN_TIMESTAMP, int(time.time() * 1000), minimum=0)
+
 
 _serde_cache: dict[str, SerDe] = {}
 _serde_lock = threading.Lock()
@@ -122,10 +146,13 @@ class SourceConfig:
         """The table: the ``table`` option, else the catalog's table name."""
         name = self.conf.get(INPUT_TABLE)
         if name:
-            return name
+            return canonical_table_name(name)
         mapping = self.mapping()
         if mapping.table:
-            return mapping.table
+            # hbase-spark's catalog names the table as {"namespace": ns, "name": t}
+            if mapping.namespace and ":" not in mapping.table:
+                return canonical_table_name(f"{mapping.namespace}:{mapping.table}")
+            return canonical_table_name(mapping.table)
         raise InvalidArgument("the table is not set: give option 'table' (or hbase.table, or the catalog's table name)")
 
     @property
@@ -192,6 +219,7 @@ class SourceConfig:
             raise InvalidArgument("give the column mapping: option 'hbase.columns.mapping' or 'catalog'")
         conf = self.conf
         check_keys(conf, SOURCE_KEYS, "option", CHECKED_PREFIXES + ("serde.",))
+        conf_bool(conf, USE_HBASE_CONTEXT, True)
         self.table  # noqa: B018 - raises when missing
         self.read_serde()
 

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.filters.ranges import KeyRange, intersect
 from storage.storefile import StoreFileReader
 

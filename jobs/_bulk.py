@@ -32,8 +32,9 @@ from connector.bulkload import (
 )
 from connector.scanning import is_remote_root
 from storage.errors import InvalidArgument, TableNotFound
-from storage.fs import FileSystem
-from storage.manifest import TABLE_MANIFEST
+from storage.namespaces import table_dir
+from storage.vfs.fs import FileSystem
+from storage.region.manifest import TABLE_MANIFEST
 from storage.schema import FamilySettings
 
 from jobs._progress import Progress
@@ -54,7 +55,7 @@ class LoadTarget:
     timestamp: int
 
     def table_fs(self) -> FileSystem:
-        return FileSystem(self.root).sub(self.table)
+        return FileSystem(self.root).sub(table_dir(self.table))
 
     def open_task(self, name: str) -> "CellLoadTask":
         """A staging task for this attempt (``name`` is made unique per attempt)."""
@@ -67,7 +68,7 @@ def prepare_target(root: str, table: str) -> LoadTarget:
     if is_remote_root(root):
         raise InvalidArgument(f"--root {root}: a bulk load writes store files into the table's folder, and a "
                               "region server holds that table open; give the table's path or filesystem URI")
-    table_fs = FileSystem(root).sub(table)
+    table_fs = FileSystem(root).sub(table_dir(table))
     if not table_fs.exists(TABLE_MANIFEST):
         raise TableNotFound(f"table {table} does not exist under {root}")
     regions, families = table_regions(table_fs)

@@ -9,7 +9,7 @@
   turned back into bytes on reading; a null is an empty field and an empty
   string ``""``.  Nested columns (maps, lists, structs) cannot be CSV.
 
-Files go through :class:`storage.fs.FileSystem`, so any path or URI works.
+Files go through :class:`storage.vfs.fs.FileSystem`, so any path or URI works.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 
 from storage.errors import InvalidArgument
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 
 __all__ = ["InputFile", "list_inputs", "read_line_chunks"]
 

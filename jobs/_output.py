@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from storage.errors import InvalidArgument
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 
 __all__ = ["OutputDir", "SUCCESS", "Sink"]
 
@@ -24,7 +24,7 @@ _TEMP = "_temporary"
 
 
 class Sink:
-    """A file-like writer over :meth:`storage.fs.FileSystem.create` for pyarrow and fastavro writers."""
+    """A file-like writer over :meth:`storage.vfs.fs.FileSystem.create` for pyarrow and fastavro writers."""
 
     def __init__(self, fs: FileSystem, path: str):
         self._file = fs.create(path)

@@ -41,7 +41,7 @@ from connector.options import to_bytes_binary
 from connector.source import SourceConfig
 from storage.cells import CELL_SCHEMA, CellType
 from storage.errors import InvalidArgument, TableNotFound
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.columns import parse_column
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from storage.errors import InvalidArgument
-from storage.row_count import ROW_COUNT_FILTER
+from storage.read.row_count import ROW_COUNT_FILTER
 from storage.filters.ranges import KeyRange, normalize
 from storage.scanner.metrics import ScanMetrics
 

@@ -7,10 +7,14 @@
 """
 
 from .cells import CELL_SCHEMA, LATEST_TIMESTAMP, Cell, CellType
-from .connection import Connection, connect, uniform_split_keys
+from .namespaces import DEFAULT_NAMESPACE, table_dir
+from .table.connection import Connection, connect, uniform_split_keys
 from .errors import (
     CorruptionError,
     InvalidArgument,
+    NamespaceExists,
+    NamespaceNotEmpty,
+    NamespaceNotFound,
     RegionNotFound,
     ScannerError,
     StorageError,
@@ -18,7 +22,8 @@ from .errors import (
     TableLocked,
     TableNotFound,
 )
-from .table import Batch, Table
+from .table.mutation_batch import Batch
+from .table.table import Table
 
 __all__ = [
     "connect",
@@ -30,12 +35,17 @@ __all__ = [
     "CELL_SCHEMA",
     "LATEST_TIMESTAMP",
     "uniform_split_keys",
+    "DEFAULT_NAMESPACE",
+    "table_dir",
     "StorageError",
     "CorruptionError",
     "InvalidArgument",
     "TableNotFound",
     "TableExists",
     "TableLocked",
+    "NamespaceNotFound",
+    "NamespaceExists",
+    "NamespaceNotEmpty",
     "RegionNotFound",
     "ScannerError",
 ]

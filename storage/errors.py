@@ -15,6 +15,9 @@ __all__ = [
     "TableNotFound",
     "TableExists",
     "TableLocked",
+    "NamespaceNotFound",
+    "NamespaceExists",
+    "NamespaceNotEmpty",
     "RegionNotFound",
     "ScannerError",
     "clip",
@@ -73,6 +76,21 @@ class TableNotFound(StorageError, LookupError):
 
 class TableExists(StorageError):
     """create_table was asked for a name that is already taken."""
+
+
+class NamespaceNotFound(StorageError, LookupError):
+    """The named namespace does not exist under the connection's root."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "namespace not found"
+
+
+class NamespaceExists(StorageError):
+    """create_namespace was asked for a name that is already taken."""
+
+
+class NamespaceNotEmpty(StorageError):
+    """delete_namespace was asked to drop a namespace that still holds tables (as HBase refuses)."""
 
 
 class TableLocked(StorageError):

@@ -12,6 +12,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from .errors import InvalidArgument, clip
+from .namespaces import canonical_table_name
 
 __all__ = [
     "FamilySettings",
@@ -21,7 +22,6 @@ __all__ = [
 ]
 
 # fullmatch, not match with "$": "$" also matches before a trailing newline.
-_NAME_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}")
 _FAMILY_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}")
 
 # Bounds of the settings (inclusive).  Block sizes follow HBase's check
@@ -54,19 +54,14 @@ def _bounded_int(value: object, name: str, bounds: tuple[int, int], where: str, 
     return value
 
 
-def validate_table_name(name: str) -> str:
-    """Return ``name`` if it is a legal table name, else raise InvalidArgument.
+def validate_table_name(name: str | bytes) -> str:
+    """Return the canonical spelling of a legal table name, else raise InvalidArgument.
 
-    Names are letters, digits, ``_``, ``-`` and ``.``, not starting with
-    ``.`` or ``-``, so a table name can never reach outside the root.
+    A name is ``table`` or ``namespace:table`` (storage.namespaces); ``default:t``
+    comes back as ``t``.  Qualifiers are letters, digits, ``_``, ``-`` and ``.``,
+    not starting with ``.`` or ``-``, so a table name can never reach outside the root.
     """
-    if isinstance(name, bytes):
-        name = name.decode("utf-8", "replace")
-    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
-        raise InvalidArgument(
-            f"invalid table name {clip(repr(name))}: use 1-128 letters, digits, '_', '-' or '.', not starting with '.' or '-'"
-        )
-    return name
+    return canonical_table_name(name)
 
 
 def validate_family_name(name: str | bytes) -> str:
@@ -170,7 +165,7 @@ class TableSettings:
     @classmethod
     def from_options(cls, options: dict | None) -> "TableSettings":
         """Build settings from a dict, checking every value and its bounds before anything is written."""
-        from .wal import SyncPolicy  # the WAL owns the spelling of its sync policy
+        from .wal.format import SyncPolicy  # the WAL owns the spelling of its sync policy
 
         if options is not None and not isinstance(options, dict):
             raise InvalidArgument(f"table settings must be a dict, got {type(options).__name__}")

@@ -9,7 +9,7 @@ import pytest
 
 from storage.cells import Cell, cells_to_batch
 from storage.errors import InvalidArgument
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import BlockCache, StoreFileReader, StoreFileWriter
 
 FAMILY = b"cf"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from storage.cells import Cell, cells_to_batch
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import BlockCache, StoreFileReader, StoreFileWriter
 
 

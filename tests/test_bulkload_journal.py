@@ -8,7 +8,7 @@ load and that the next writer finishes.
 from __future__ import annotations
 
 import storage
-from storage.bulkload import STAGING_DIR, Journal, RegionEntry, read_journals, write_journal
+from storage.region.load_journal import STAGING_DIR, Journal, RegionEntry, read_journals, write_journal
 from storage.cells import CellType, cells_to_batch
 from storage.storefile import StoreFileWriter
 

@@ -1,7 +1,7 @@
 """Dense blocks (format version 2) read straight into rows agree with the cell path.
 
 Two tables hold the same rows: one flushed and compacted into version 2 files
-(whose clean blocks are dense, so scans take ``storage.dense_scan``), one left
+(whose clean blocks are dense, so scans take ``storage.storefile.dense_rows``), one left
 in the memstore (every scan goes through the cell kernels).  Every scan shape
 the dense path serves must give the same batches on both.
 """
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import storage
-from storage.dense_scan import dense_filter, first_cells
+from storage.storefile.dense_rows import dense_filter, first_cells
 from storage.filters import (
     BinaryComparator,
     BinaryPrefixComparator,
@@ -37,7 +37,7 @@ from storage.filters import (
 )
 from storage.storefile._dense import dense_from_cells
 from storage.cells import cells_to_batch
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader
 
 FILTERS = [

@@ -1,7 +1,7 @@
 """Every mutation path under injected I/O faults, on real files.
 
 A workload drives puts (WAL appends), deletes, flushes, compactions, a split
-and a bulk load through :class:`storage.faultfs.FaultFileSystem`, with one
+and a bulk load through :class:`storage.vfs.faultfs.FaultFileSystem`, with one
 operation made to fail: the Nth create, write, sync, rename or delete, for N
 spread over every such operation of a clean run.  The workload stops at the
 first error (as a region server aborts), optionally with a power cut that
@@ -20,9 +20,9 @@ import pytest
 
 import storage
 from connector.bulkload import BulkLoadTask, commit_load, table_regions
-from storage.faultfs import KINDS, FaultFileSystem, FaultInjector, InjectedFault
-from storage.manifest import REGION_MANIFEST, TABLE_MANIFEST, RegionManifest, TableManifest
-from storage.fs import FileSystem
+from storage.vfs.faultfs import KINDS, FaultFileSystem, FaultInjector, InjectedFault
+from storage.region.manifest import REGION_MANIFEST, TABLE_MANIFEST, RegionManifest, TableManifest
+from storage.vfs.fs import FileSystem
 
 FAMILIES = {"cf": {"block_size": 512}}
 TRIALS_PER_KIND = 14  # failure points per kind and mode, spread over the clean run's operations

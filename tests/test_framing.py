@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.errors import CorruptionError, InvalidArgument
-from storage.fs import FileSystem
-from storage.framing import (
+from storage.vfs.fs import FileSystem
+from storage.region.framing import (
     FRAME_HEADER_SIZE,
     Document,
     decode_document,

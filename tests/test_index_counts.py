@@ -21,7 +21,7 @@ from connector.record_reader import TableBatchRecordReader, TableRecordReader
 from jobs import row_counter
 from jobs._splits import ScanRequest, table_splits
 from storage.errors import CorruptionError
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader
 
 ROWS = 900

@@ -18,7 +18,7 @@ from connector.snapshot import live_pins
 from connector.splits import block_cut_keys
 from serde import create_serde
 from storage.errors import InvalidArgument, TableLocked
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 
 ROWS = 1200
 

@@ -15,7 +15,7 @@ import pytest
 
 from connector.options import to_bytes_binary, to_string_binary
 from storage.errors import InvalidArgument
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 
 from jobs import cell_counter, copy_table, export, import_, import_tsv, profile_serde, row_counter
 from jobs._args import parse_defines, time_range_of

@@ -20,7 +20,7 @@ import pytest
 
 import storage
 from storage.errors import CorruptionError
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader
 
 FILTERS = [

@@ -24,7 +24,7 @@ import pytest
 
 from storage.cells import cells_to_batch
 from storage.errors import CorruptionError
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader, StoreFileWriter, _key_runs
 from storage.storefile._key_runs import _HEADER_DTYPE, _gather_headers, plan_units
 from storage.storefile.format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockLayout, checksum
@@ -127,7 +127,7 @@ def test_runs_follow_the_index(files):
     with StoreFileReader(FileSystem(root), "plain.rsf") as r:
         idx = r._index
         for max_rows in (1, 50, 10**6):
-            units = plan_units(r, 0, r.block_count - 1, max_rows)
+            units = plan_units(r.block_source(), 0, r.block_count - 1, max_rows)
             assert [a for a, _ in units] == [0] + [b + 1 for _, b in units[:-1]] and units[-1][1] == r.block_count - 1
             for a, b in units:
                 if idx.layouts[a] != BlockLayout.DENSE:
@@ -136,7 +136,7 @@ def test_runs_follow_the_index(files):
                 assert all(idx.layouts[i] == BlockLayout.DENSE for i in range(a, b + 1))
                 assert not (idx.row_starts[a + 1 : b + 1] > 0).any()  # no row split inside a run
                 assert a == b or idx.row_counts[a : b + 1].sum() <= max_rows
-        assert plan_units(r, 5, 9, 10**6) == [(5, 9)]
+        assert plan_units(r.block_source(), 5, 9, 10**6) == [(5, 9)]
 
 
 def test_reads_are_counted_per_key_section(files):
@@ -293,7 +293,7 @@ def test_a_decoded_run_is_cached_as_one_entry(files):
         assert len(cache) == 0  # a scan that does not cache blocks leaves nothing behind
         first, _ = _parts_cells(r, None, None, 65536)
         entries = len(cache)
-        dense_units = [u for u in plan_units(r, 0, r.block_count - 1, 65536)
+        dense_units = [u for u in plan_units(r.block_source(), 0, r.block_count - 1, 65536)
                        if r._index.layouts[u[0]] == BlockLayout.DENSE]
         cells_blocks = sum(1 for lay in r._index.layouts if lay != BlockLayout.DENSE)
         assert entries == len(dense_units) + cells_blocks

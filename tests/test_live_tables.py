@@ -16,7 +16,7 @@ import pytest
 import storage
 from connector import TableInputFormat
 from storage.errors import StorageError
-from storage.parallel import ParallelScanner
+from storage.table.parallel import ParallelScanner
 from storage.server.process import ServerProcess
 
 ROWS = 400
@@ -376,7 +376,7 @@ def test_unflushed_cells_scan_like_the_same_cells_flushed(conn, options):
 # -- memstore rows merged as rows into dense file rows --------------------------------------
 @pytest.mark.parametrize("layout", ["interleaved", "tail", "flushed"])
 def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, monkeypatch, layout):
-    from storage.row_scan import CELLS, RowMerge
+    from storage.read.row_scan import CELLS, RowMerge
 
     chunks = []  # what each row-merge chunk gave: rows, or CELLS (sent to the cell path)
     chunk = RowMerge.chunk
@@ -426,7 +426,7 @@ def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, mon
 
 # -- rows scans under a writer take the row-run path at their read point ----------------------
 def test_a_rows_scan_under_a_writer_sees_its_read_point_through_the_row_run_path(tmp_path, monkeypatch):
-    from storage.memstore import MemStoreView
+    from storage.memstore.runs import MemStoreView
 
     taken = []  # per memstore row form asked for: (given, built from cells filtered to the read point)
     row_run = MemStoreView.row_run
@@ -491,7 +491,7 @@ def test_a_rows_scan_merging_memstore_rows_survives_a_flush_a_compaction_and_a_s
     flush, a major compaction and a split between its batches returns the rows
     of its read point: the chunks after them still read the leased files and
     the memstore maps the scan opened with."""
-    from storage.row_scan import CELLS, RowMerge
+    from storage.read.row_scan import CELLS, RowMerge
 
     chunks = []
     chunk = RowMerge.chunk

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from storage.cells import CELL_SCHEMA, Cell, CellType, batch_to_cells, sort_key
 from storage.errors import InvalidArgument, ScannerError, StorageError
-from storage.memstore import CELL_OVERHEAD, MemStore
+from storage.memstore.write_buffer import CELL_OVERHEAD, MemStore
 from storage.scanner.metrics import ScanMetrics
 
 PUT = int(CellType.PUT)
@@ -395,7 +395,7 @@ def _scanned(view, start: bytes, stop: bytes | None) -> list:
 
 def _check_runs(store: MemStore) -> None:
     """Every segment's kept run (brought up to date) equals a full rebuild from its map."""
-    from storage.memstore import _arrow_run, _full_run
+    from storage.memstore.runs import _arrow_run, _full_run
 
     for seg in (store._active, store._snapshot):
         if seg is None or not seg.cells:
@@ -409,7 +409,7 @@ def _check_runs(store: MemStore) -> None:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=view_ops)
 def test_incrementally_updated_runs_and_views_read_what_a_full_rebuild_gives(monkeypatch, share, script):
-    import storage.memstore as memstore_module
+    import storage.memstore.runs as memstore_module
 
     monkeypatch.setattr(memstore_module, "_REBUILD_SHARE", share)
     store = MemStore()

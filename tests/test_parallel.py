@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pytest
 
 import storage
-from storage.parallel import ParallelScanner, parallel_scan, region_tasks
+from storage.table.parallel import ParallelScanner, parallel_scan, region_tasks
 from storage.server.process import ServerProcess
 
 ROWS = 4000

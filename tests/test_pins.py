@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import storage
-from storage.pins import ARCHIVE_DIR, clean_archive, live_pins, release_pin, write_pin
+from storage.region.pins import ARCHIVE_DIR, clean_archive, live_pins, release_pin, write_pin
 
 
 def _table(tmp_path):

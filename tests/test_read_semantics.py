@@ -41,7 +41,7 @@ from connector.input_format import TableInputFormat
 from connector.options import to_string_binary
 from storage.cells import LATEST_TIMESTAMP, Cell, CellType
 from storage.columns import parse_column
-from storage.parallel import ParallelScanner
+from storage.table.parallel import ParallelScanner
 from storage.server.process import ServerProcess
 
 PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in (CellType.PUT, CellType.DELETE,

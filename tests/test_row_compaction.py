@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import storage
-from storage import region as region_module
-from storage import row_compaction
+from storage.region import compaction as region_compaction
+from storage.region import compaction_rows
 from storage.storefile.format import BlockLayout
 
 FAMILY = {"block_size": 4096, "max_versions": 2}
@@ -79,14 +79,14 @@ def _twins(root, ops, name):
         tables.append(table)
     _apply(tables[0], ops)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(region_module, "chunk_rows", lambda *a: None)
+        mp.setattr(region_compaction, "chunk_rows", lambda *a: None)
         _apply(tables[1], ops)
     return conn, tables
 
 
 def _counting(used: Counter):
-    """``row_compaction.chunk_rows`` counting in ``used`` the chunks compacted as rows and from cells."""
-    chunk_rows = row_compaction.chunk_rows
+    """``compaction_rows.chunk_rows`` counting in ``used`` the chunks compacted as rows and from cells."""
+    chunk_rows = compaction_rows.chunk_rows
 
     def counted(*args):
         out = chunk_rows(*args)
@@ -105,7 +105,7 @@ def test_appended_dense_files_are_compacted_as_rows_into_the_same_cells(tmp_path
         ops += [("puts", list(range(part, 4000, 4)), [b"q1", b"q2"], 10 + part), ("flush",)]
     ops += [("major",)]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(region_module, "chunk_rows", counted)
+        mp.setattr(region_compaction, "chunk_rows", counted)
         conn, (rows, cells) = _twins(str(tmp_path / "root"), ops, "t")
     try:
         assert used["rows"] > 0 and used["cells"] == 0
@@ -161,7 +161,7 @@ def test_compaction_from_rows_gives_the_cells_of_compaction_from_cells(tmp_path)
             conn.close()
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(region_module, "chunk_rows", counted)
+        mp.setattr(region_compaction, "chunk_rows", counted)
         check()
     # overlapping rows, versions and markers go through cells; appended rows do not
     assert used["rows"] > 10 and used["cells"] > 10, used

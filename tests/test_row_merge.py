@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 import storage
 from connector.input_format import TableInputFormat
 from connector.options import to_string_binary
-from storage import batch_scan
+from storage.read import batch_scan
 from storage.columns import parse_column
 from storage.errors import InvalidArgument
 from storage.kernels.row_merge import keys_disjoint, merge_row_runs, order_keys, row_order
-from storage.row_scan import CELLS, RowMerge
+from storage.read.row_scan import CELLS, RowMerge
 
 
 # -- the kernel ------------------------------------------------------------------------

@@ -155,7 +155,7 @@ def test_reverse_scans_of_a_clean_file_match_forward_and_the_cell_path(tmp_path)
     ],
 )
 def test_which_filters_let_a_scan_skip_copying_values(text, discarded):
-    from storage.batch_scan import values_discarded
+    from storage.read.batch_stream import values_discarded
     from storage.filters import parse_filter_string
 
     assert values_discarded(parse_filter_string(text)) is discarded

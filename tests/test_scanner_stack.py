@@ -29,8 +29,8 @@ from storage.filters import (
     SubstringComparator,
     WhileMatchFilter,
 )
-from storage.fs import FileSystem
-from storage.memstore import MemStore
+from storage.vfs.fs import FileSystem
+from storage.memstore.write_buffer import MemStore
 from storage.scanner import (
     KeyValueHeap,
     RegionScanner,

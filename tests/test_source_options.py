@@ -52,3 +52,29 @@ def test_nearest_name_and_check_known_names():
     check_known_names(["a", "b"], {"a", "b", "c"}, "key")
     with pytest.raises(InvalidArgument, match=r"^unknown key 'zzzz'$"):
         check_known_names(["zzzz"], {"color"}, "key")
+
+
+def test_hbase_spark_write_timestamp_and_hbasecontext_options():
+    from connector.source import write_timestamp
+
+    assert write_timestamp(SourceConfig.from_options({**BASE, "hbase.spark.query.timestamp": "1234"}).conf) == 1234
+    both = SourceConfig.from_options({**BASE, "hbase.spark.query.timestamp": "1234", "regionscan.write.timestamp": "99"})
+    assert write_timestamp(both.conf) == 99
+    for value in ("true", "false", "False"):
+        SourceConfig.from_options({**BASE, "hbase.spark.use.hbasecontext": value})
+    with pytest.raises(InvalidArgument, match="hbase.spark.use.hbasecontext must be true or false, got 'maybe'"):
+        SourceConfig.from_options({**BASE, "hbase.spark.use.hbasecontext": "maybe"})
+
+
+def test_catalog_namespace_names_the_table():
+    import json
+
+    catalog = json.dumps({"table": {"namespace": "NAMESPACE", "name": "TABLE"}, "rowkey": "key",
+                          "columns": {"key": {"cf": "rowkey", "col": "key", "type": "string"}}})
+    assert SourceConfig.from_options({"root": "/r", "catalog": catalog}).table == "NAMESPACE:TABLE"
+    plain = json.dumps({"table": {"namespace": "default", "name": "TABLE"}, "rowkey": "key",
+                        "columns": {"key": {"cf": "rowkey", "col": "key", "type": "string"}}})
+    assert SourceConfig.from_options({"root": "/r", "catalog": plain}).table == "TABLE"
+    assert SourceConfig.from_options({**BASE, "hbase.table": "default:t"}).table == "t"
+    with pytest.raises(InvalidArgument, match="invalid namespace"):
+        SourceConfig.from_options({**BASE, "hbase.table": "bad-ns:t"})

@@ -133,7 +133,7 @@ def test_commit_recuts_files_of_a_region_split_since_staging(tmp_path):
     import pyarrow as pa
 
     from connector.bulkload import BulkLoadTask, commit_load, table_regions
-    from storage.fs import FileSystem
+    from storage.vfs.fs import FileSystem
 
     root = str(tmp_path / "root")
     _new_table(root)
@@ -155,3 +155,16 @@ def test_commit_recuts_files_of_a_region_split_since_staging(tmp_path):
     conn.close()
     assert got == sorted(rows)
     assert not _leftovers(root)
+
+
+def test_hbase_spark_timestamp_option_stamps_written_cells(spark, tmp_path):
+    root = str(tmp_path / "root")
+    _new_table(root)
+    rows = _rows(range(1, 4), "stamped")
+    (spark.createDataFrame(rows, DDL).write.format("regionscan").options(**_options(root))
+     .option("hbase.spark.query.timestamp", "1234").mode("append").save())
+    serde = create_serde("binary", MAPPING)
+    with storage.connect(root, read_only=True) as conn:
+        key = serde.serialize({"k": 2})[0]
+        stamps = {ts for _, ts in conn.table("t").cells(key, b"cf:s", versions=3, include_timestamp=True)}
+    assert stamps == {1234}

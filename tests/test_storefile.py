@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from storage.cells import CELL_SCHEMA, Cell, CellType, cells_to_batch, sort_key
 from storage.errors import CorruptionError, InvalidArgument, StorageError
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import FORMAT_VERSION, BlockCache, FileInfo, StoreFileReader, StoreFileWriter
 from storage.storefile.bloom import RowBloomFilter, row_hash_pair, row_hash_pairs
 from storage.storefile.codecs import CODECS, BlockCodec

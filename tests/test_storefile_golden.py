@@ -18,7 +18,7 @@ import pytest
 
 from storage.cells import Cell
 from storage.errors import CorruptionError
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader
 from storage.storefile.bloom import RowBloomFilter, row_hash_pair, row_hash_pairs
 from storage.storefile.format import (

@@ -7,7 +7,7 @@ import random
 import struct
 
 from storage.cells import CellType, cells_to_batch
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader, StoreFileWriter
 
 

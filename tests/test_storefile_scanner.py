@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from storage.cells import Cell, CellType, cells_to_batch, sort_key
 from storage.errors import InvalidArgument, ScannerError
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import BlockCache, StoreFileReader, StoreFileWriter
 
 FAMILY = b"cf"

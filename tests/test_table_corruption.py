@@ -115,9 +115,9 @@ def test_an_open_never_appends_to_a_torn_log_left_in_the_same_millisecond(tmp_pa
     then takes a third name instead of appending behind the torn record."""
     import shutil
 
-    import storage.region
+    import storage.region.region
 
-    monkeypatch.setattr(storage.region, "_now_ms", lambda: 1_700_000_000_000)
+    monkeypatch.setattr(storage.region.region, "_now_ms", lambda: 1_700_000_000_000)
     root = tmp_path / "root"
     with storage.connect(str(root)) as c:
         c.create_table("t", {"cf": {}}, settings={"wal_sync": "each"})

@@ -15,7 +15,7 @@ import storage
 from storage.errors import InvalidArgument, TableNotFound
 from storage.filters import FilterList, PrefixFilter, SkipFilter, WhileMatchFilter
 from storage.filters.base import MAX_FILTER_DEPTH
-from storage.manifest import TABLE_MANIFEST
+from storage.region.manifest import TABLE_MANIFEST
 
 
 @pytest.fixture

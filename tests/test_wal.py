@@ -20,20 +20,18 @@ from hypothesis import strategies as st
 
 from storage.cells import LATEST_TIMESTAMP, Cell, CellType
 from storage.errors import CorruptionError, InvalidArgument, StorageError
-from storage.fs import FileSystem
-from storage.wal import (
+from storage.vfs.fs import FileSystem
+from storage.wal.format import (
     FILE_HEADER_SIZE,
     MAX_RECORD_BYTES,
     RECORD_HEADER_SIZE,
     WAL_MAGIC,
     SyncPolicy,
-    WalReader,
-    WalWriter,
     encode_record,
-    read_wal,
-    repair_wal,
-    replay_wal,
 )
+from storage.wal.reader import WalReader, read_wal
+from storage.wal.writer import WalWriter
+from storage.wal.replay import repair_wal, replay_wal
 
 REPO = Path(__file__).resolve().parents[1]
 ALL_TYPES = [int(t) for t in CellType]
@@ -499,9 +497,9 @@ def test_reader_without_decoding_reports_sequence_ids(fs):
 CHILD = """
 import sys
 sys.path.insert(0, {repo!r})
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.cells import LATEST_TIMESTAMP
-from storage.wal import WalWriter
+from storage.wal.writer import WalWriter
 {make_cells}
 w = WalWriter(FileSystem(sys.argv[1]), "crash.wal", "each")
 print("ready", flush=True)
@@ -543,7 +541,7 @@ def test_killed_writer_keeps_every_acknowledged_record(tmp_path):
 
 
 def test_payloads_decode_into_the_same_cells_as_records(fs):
-    from storage.wal import payloads_to_table
+    from storage.wal.arrow_decode import payloads_to_table
 
     small = [(seq, make_cells(seq)[:2]) for seq in range(1, 200)]  # many small records
     big = [(seq, make_cells(seq) * 3) for seq in range(200, 220)]  # records of many cells
@@ -556,7 +554,8 @@ def test_payloads_decode_into_the_same_cells_as_records(fs):
 
 
 def test_payloads_with_bad_structure_are_corruption(fs):
-    from storage.wal import encode_record, payloads_to_table
+    from storage.wal.format import encode_record
+    from storage.wal.arrow_decode import payloads_to_table
 
     for cells in (make_cells(3)[:2], make_cells(4) * 3):  # both decode paths
         payload = bytearray(encode_record(7, cells)[RECORD_HEADER_SIZE:])

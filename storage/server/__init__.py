@@ -1,7 +1,7 @@
 """The region server: the tables under a root, served over Arrow Flight.
 
 ``python -m storage.server --root PATH`` (or ``regionscan serve``) runs one;
-``storage.connect("grpc://host:port")`` is its client (:mod:`storage.client`).
+``storage.connect("grpc://host:port")`` is its client (:mod:`storage.server.client`).
 Importing the package starts nothing; :class:`RegionServer` is loaded on
 first use.
 """

@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from ..cells import CELL_SCHEMA
-from ..connection import Connection
+from ..table.connection import Connection
 from ..errors import clip
-from ..table import Table
+from ..table.table import Table
 from .auth import TokenMiddlewareFactory
 from .config import ServerConfig
 from .remote_errors import LimitExceeded, RequestFieldError, to_flight_error
@@ -120,7 +120,7 @@ class RegionServer(flight.FlightServerBase):
 
     ``serve()`` blocks until :meth:`shutdown`; :attr:`port` is the bound
     port (useful with port 0).  The server owns a writable
-    :class:`~storage.connection.Connection`, so it holds the writer lock of
+    :class:`~storage.table.connection.Connection`, so it holds the writer lock of
     every table it has opened.
     """
 
@@ -229,7 +229,18 @@ class RegionServer(flight.FlightServerBase):
         }, b""
 
     def _do_list_tables(self, peer: str, h: dict) -> tuple[dict, bytes]:
-        return {"tables": self.connection.tables()}, b""
+        return {"tables": self.connection.tables(_field(h, "namespace", str, required=False))}, b""
+
+    def _do_create_namespace(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self.connection.create_namespace(_field(h, "name", str))
+        return {}, b""
+
+    def _do_list_namespaces(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        return {"namespaces": self.connection.list_namespaces()}, b""
+
+    def _do_delete_namespace(self, peer: str, h: dict) -> tuple[dict, bytes]:
+        self.connection.delete_namespace(_field(h, "name", str))
+        return {}, b""
 
     def _do_create_table(self, peer: str, h: dict) -> tuple[dict, bytes]:
         self.connection.create_table(

@@ -56,6 +56,9 @@ _MAP_TAG = "$m"
 ACTIONS: dict[str, str] = {
     "server_info": "protocol version, server limits and lease timeout",
     "list_tables": "names of the tables under the root",
+    "create_namespace": "create a namespace (tables in it are ns:table)",
+    "list_namespaces": "names of the namespaces under the root, default first",
+    "delete_namespace": "drop an empty namespace",
     "create_table": "create a pre-split table",
     "delete_table": "drop a table",
     "is_table_available": "whether a table exists",

@@ -41,20 +41,18 @@ from __future__ import annotations
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
-from typing import TYPE_CHECKING, Iterator
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptionError, StorageError
 from ._block import Block
-from ._pools import LazyPool
 from ._block_v2 import _unpack_section, decode_keys, dense_key_schema, qualifier_table
 from ._dense import DenseBlock
+from ._pools import LazyPool, prefetch_pool
+from .block_source import BlockSource
 from .format import BLOCK_V2_HEADER_SIZE, BLOCK_V2_MAGIC, BlockLayout, ChecksumType
-
-if TYPE_CHECKING:
-    from .reader import StoreFileReader
 
 __all__ = ["plan_units", "key_units", "read_run", "RUN_KEY_BYTES"]
 
@@ -99,12 +97,12 @@ def _stream_head(encodings: tuple) -> bytes:
     return dense_key_schema(encodings).serialize().to_pybytes()
 
 
-def plan_units(reader: "StoreFileReader", first: int, last: int, max_rows: int) -> list[tuple[int, int]]:
+def plan_units(source: BlockSource, first: int, last: int, max_rows: int) -> list[tuple[int, int]]:
     """Blocks ``first`` to ``last`` (inclusive) cut into units ``(a, b)``
     (inclusive): runs of ``DENSE`` blocks of at most ``max_rows`` rows (at
     least one block) and ``RUN_KEY_BYTES`` key bytes, no row split inside a
     run, and every other block alone.  Planned from the index alone."""
-    idx = reader._index
+    idx = source.index
     span = slice(first, last + 1)
     dense = np.asarray(idx.layouts[span]) == BlockLayout.DENSE
     continues = idx.row_starts[span] > 0  # the block's first row began in the block before
@@ -134,28 +132,28 @@ def plan_units(reader: "StoreFileReader", first: int, last: int, max_rows: int) 
 
 
 def key_units(
-    reader: "StoreFileReader", first: int, last: int, cache_blocks: bool, max_rows: int
+    source: BlockSource, first: int, last: int, cache_blocks: bool, max_rows: int
 ) -> Iterator[tuple[Block, int]]:
     """The keys-only blocks ``first`` to ``last`` as ``(block, last block index)``
     units: a run of dense blocks is one keys-only :class:`Block` spanning
     them (cached as one entry), a ``CELLS`` block is read alone (each through
     the block cache)."""
-    idx = reader._index
-    family = reader.info.family
-    cache = reader._cache
-    for a, b in plan_units(reader, first, last, max_rows):
+    idx = source.index
+    family = source.family
+    cache = source.cache
+    for a, b in plan_units(source, first, last, max_rows):
         if idx.layouts[a] != BlockLayout.DENSE:
-            yield reader._load_keys(a, cache_blocks), a
+            yield source.load_keys(a, cache_blocks), a
             continue
-        key = (reader.file_id, idx.offsets[a], "key run", b)
+        key = (source.file_id, idx.offsets[a], "key run", b)
         units = cache.get(key) if cache is not None else None
         if units is not None:
-            reader.counters.add("cache_hits")
+            source.counters.add("cache_hits")
         else:
             if cache is not None:
-                reader.counters.add("cache_misses")
+                source.counters.add("cache_misses")
             units = []
-            for ga, gb, dense in _decoders().submit(read_run, reader, a, b).result():
+            for ga, gb, dense in _decoders().submit(read_run, source, a, b).result():
                 length = idx.offsets[gb] + idx.lengths[gb] - idx.offsets[ga]
                 units.append((Block(ga, idx.offsets[ga], length, None, dense, family, keys_only=True), gb))
             if cache_blocks and cache is not None:
@@ -180,59 +178,58 @@ def _decoders() -> ThreadPoolExecutor:
     return _DECODERS.get()
 
 
-def _sections(reader: "StoreFileReader", offsets: list[int], lengths: list[int]) -> list:
+def _sections(source: BlockSource, offsets: list[int], lengths: list[int]) -> list:
     """Header and key section of each block (``lengths`` bytes at ``offsets``)
     as memoryviews: slices of the mapping, or one ranged read per block."""
-    mapped = reader._mapped
+    mapped = source.mapped()
     if mapped is not None:
         # the index was checked at open to tile the data within the file
         view = memoryview(mapped).cast("B")  # Arrow exports signed bytes ("b"), which compare slowly
         out = [view[o : o + n] for o, n in zip(offsets, lengths)]
-        reader.counters.add_reads(sum(lengths), len(out), len(out))
+        source.counters.add_reads(sum(lengths), len(out), len(out))
         return out
-    if reader.closed:
-        raise StorageError(f"store file reader of {reader._where} is closed")
-    from .reader import _prefetch_pool
+    if source.closed():
+        raise StorageError(f"store file reader of {source.where} is closed")
 
     def read(pair: tuple[int, int]) -> memoryview:
-        return memoryview(reader._read(pair[0], pair[1], block=True)).cast("B")
+        return memoryview(source.read(pair[0], pair[1], block=True)).cast("B")
 
     if len(offsets) == 1:
         return [read((offsets[0], lengths[0]))]
-    return list(_prefetch_pool().map(read, zip(offsets, lengths)))
+    return list(prefetch_pool().map(read, zip(offsets, lengths)))
 
 
-def read_run(reader: "StoreFileReader", a: int, b: int) -> list[tuple[int, int, DenseBlock]]:
+def read_run(source: BlockSource, a: int, b: int) -> list[tuple[int, int, DenseBlock]]:
     """Blocks ``a`` to ``b`` (inclusive, all ``DENSE``, no row split between
     them) read for their keys: ``(first, last, keys-only DenseBlock)`` per
     group of blocks sharing one qualifier table (usually one group)."""
-    offsets = reader._index.offsets[a : b + 1]
-    raws = _sections(reader, offsets, reader._index.key_lengths[a : b + 1])
-    heads = _checked_headers(reader, a, b, raws)
-    bodies = _key_bodies(reader, a, raws, heads)
+    offsets = source.index.offsets[a : b + 1]
+    raws = _sections(source, offsets, source.index.key_lengths[a : b + 1])
+    heads = _checked_headers(source, a, b, raws)
+    bodies = _key_bodies(source, a, raws, heads)
     hsize = BLOCK_V2_HEADER_SIZE
     groups = []
     g = 0
     while g < len(bodies):
-        qualifiers, encodings, table_size = qualifier_table(bodies[g], reader._where, offsets[g] + hsize)
+        qualifiers, encodings, table_size = qualifier_table(bodies[g], source.where, offsets[g] + hsize)
         table = bytes(bodies[g][:table_size])
         h = g + 1
         while h < len(bodies) and bodies[h][:table_size] == table:
             h += 1
-        dense = _decode_group(reader, a + g, raws[g:h], bodies[g:h], heads[g:h], qualifiers, encodings, table_size)
+        dense = _decode_group(source, a + g, raws[g:h], bodies[g:h], heads[g:h], qualifiers, encodings, table_size)
         groups.append((a + g, a + h - 1, dense))
         g = h
     return groups
 
 
-def _checked_headers(reader: "StoreFileReader", a: int, b: int, raws: list) -> np.ndarray:
+def _checked_headers(source: BlockSource, a: int, b: int, raws: list) -> np.ndarray:
     """The headers of blocks ``a`` to ``b`` as a structured array, each
     checked (magic, checksums of the header and the key section, fields)
     against itself and the block index in one vectorized pass."""
-    idx = reader._index
+    idx = source.index
     hsize = BLOCK_V2_HEADER_SIZE
     offsets = idx.offsets[a : b + 1]
-    mapped = reader._mapped
+    mapped = source.mapped()
     if mapped is not None:  # one gather from the mapping, no slice per block
         heads = _gather_headers(mapped, np.asarray(offsets, dtype=np.int64))
     else:
@@ -257,13 +254,13 @@ def _checked_headers(reader: "StoreFileReader", a: int, b: int, raws: list) -> n
         & (key_end + _align8(heads["value_size"].astype(np.int64)) == np.asarray(idx.lengths[a : b + 1], dtype=np.int64))
         & (cells == np.asarray(idx.cell_counts[a : b + 1], dtype=np.int64))
         & (rows == idx.row_counts[a : b + 1])
-        & (heads["compression"] == reader._codec.code)
+        & (heads["compression"] == source.codec.code)
         & (key_crc == heads["key_checksum"])
     )
     if not ok.all():
         k = int(np.flatnonzero(~ok)[0])
-        _decode_alone(reader, a + k, raws[k])
-        raise CorruptionError("data block header disagrees with the block index", reader._where, offsets[k])
+        _decode_alone(source, a + k, raws[k])
+        raise CorruptionError("data block header disagrees with the block index", source.where, offsets[k])
     return heads
 
 
@@ -282,32 +279,32 @@ def _gather_headers(mapped, starts: np.ndarray) -> np.ndarray:
     return picked.view(_HEADER_DTYPE).ravel()
 
 
-def _key_bodies(reader: "StoreFileReader", a: int, raws: list, heads: np.ndarray) -> list:
+def _key_bodies(source: BlockSource, a: int, raws: list, heads: np.ndarray) -> list:
     """The (decompressed) key section of each block, checksums already verified."""
     hsize = BLOCK_V2_HEADER_SIZE
-    codec = reader._codec
+    codec = source.codec
     sizes = heads["key_raw_size"].tolist()
     if codec.arrow_name is None:
         bodies = [r[hsize : hsize + n] for r, n in zip(raws, heads["key_size"].tolist())]
     else:
-        offsets = reader._index.offsets[a : a + len(raws)]
+        offsets = source.index.offsets[a : a + len(raws)]
         bodies = [
             memoryview(
                 _unpack_section(
                     pa.py_buffer(r[hsize:]), int(h["key_size"]), int(h["key_raw_size"]),
-                    int(h["key_checksum"]), codec, _WHAT, reader._where, o + hsize,
+                    int(h["key_checksum"]), codec, _WHAT, source.where, o + hsize,
                 )
             ).cast("B")
             for r, h, o in zip(raws, heads, offsets)
         ]
     for k, (body, n) in enumerate(zip(bodies, sizes)):
         if len(body) != n:
-            _decode_alone(reader, a + k, raws[k])
-            raise CorruptionError(f"{_WHAT} has the wrong size", reader._where, reader._index.offsets[a + k])
+            _decode_alone(source, a + k, raws[k])
+            raise CorruptionError(f"{_WHAT} has the wrong size", source.where, source.index.offsets[a + k])
     return bodies
 
 
-def _decode_group(reader, first: int, raws, bodies, heads, qualifiers, encodings, table_size) -> DenseBlock:
+def _decode_group(source, first: int, raws, bodies, heads, qualifiers, encodings, table_size) -> DenseBlock:
     """One IPC stream of the blocks' key messages (all behind the same
     qualifier table), checked against their headers."""
     stream = b"".join([_stream_head(encodings), *[body[table_size:] for body in bodies], _END_OF_STREAM])
@@ -329,8 +326,8 @@ def _decode_group(reader, first: int, raws, bodies, heads, qualifiers, encodings
             return dense
     # something in the group does not decode or disagrees: find the block
     for k, raw in enumerate(raws):
-        _decode_alone(reader, first + k, raw)
-    raise CorruptionError(f"{_WHAT}s do not decode together", reader._where, reader._index.offsets[first])
+        _decode_alone(source, first + k, raw)
+    raise CorruptionError(f"{_WHAT}s do not decode together", source.where, source.index.offsets[first])
 
 
 def _cells_per_block(dense: DenseBlock, rows_per_block: np.ndarray) -> np.ndarray:
@@ -346,9 +343,9 @@ def _cells_per_block(dense: DenseBlock, rows_per_block: np.ndarray) -> np.ndarra
     return total
 
 
-def _decode_alone(reader, i: int, raw) -> None:
+def _decode_alone(source, i: int, raw) -> None:
     """Decode block ``i``'s header and key section by the per-block decoder,
     which raises the exact error of a corrupt block."""
-    offset = reader._index.offsets[i]
-    header = reader._header_v2(pa.py_buffer(raw[:BLOCK_V2_HEADER_SIZE]), i)
-    decode_keys(header, pa.py_buffer(raw[BLOCK_V2_HEADER_SIZE:]), reader._codec, reader._where, offset)
+    offset = source.index.offsets[i]
+    header = source.header_v2(pa.py_buffer(raw[:BLOCK_V2_HEADER_SIZE]), i)
+    decode_keys(header, pa.py_buffer(raw[BLOCK_V2_HEADER_SIZE:]), source.codec, source.where, offset)

@@ -13,7 +13,7 @@ import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["LazyPool"]
+__all__ = ["LazyPool", "prefetch_pool"]
 
 _POOLS: "weakref.WeakSet[LazyPool]" = weakref.WeakSet()
 
@@ -48,3 +48,11 @@ def _forget_all() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_all)
+
+
+_PREFETCH_POOL = LazyPool(8, "block-prefetch")
+
+
+def prefetch_pool() -> ThreadPoolExecutor:
+    """The threads that read the next block of remote files ahead of their scanners."""
+    return _PREFETCH_POOL.get()

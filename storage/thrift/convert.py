@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from ..errors import InvalidArgument
-from ..rows import cells_to_dicts
+from ..read.python_rows import cells_to_dicts
 from .idl import hbase
 
 __all__ = [
@@ -123,7 +123,7 @@ def row_results(batches: Iterator, sort_columns: bool, scan_batching: int | None
     """TRowResults of an engine scan's cell batches, one Python step per row.
 
     Row boundaries, keys and column names come from the engine's batch
-    kernels (:func:`storage.rows.cells_to_dicts`), which also build each
+    kernels (:func:`storage.read.python_rows.cells_to_dicts`), which also build each
     ``TCell``; ``sort_columns`` fills ``sortedColumns`` (a list in column
     order) instead of the ``columns`` map, as HBase does for a TScan with
     sortColumns; ``scan_batching`` cuts wide rows into partial rows.

@@ -15,7 +15,7 @@ import functools
 import threading
 from typing import Any, Callable
 
-from ..connection import Connection
+from ..table.connection import Connection
 from ..errors import InvalidArgument, TableNotFound
 from ..schema import validate_table_name
 from .convert import (

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from thriftpy2.thrift import TApplicationException, TProcessor
 from thriftpy2.transport import TTransportException
 
-from ..connection import Connection
+from ..table.connection import Connection
 from ..errors import InvalidArgument
 from .config import GatewayConfig
 from .errors import one_line

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 
-from ..fs import FileSystem
+from ..namespaces import table_dir
+from ..vfs.fs import FileSystem
 
 __all__ = ["TableStates", "DISABLED_MARKER"]
 
@@ -34,7 +35,7 @@ class TableStates:
     def is_enabled(self, name: str) -> bool:
         hit = self._enabled.get(name)
         if hit is None:
-            hit = not self._fs.exists(f"{name}/{DISABLED_MARKER}")
+            hit = not self._fs.exists(f"{table_dir(name)}/{DISABLED_MARKER}")
             with self._mutex:
                 self._enabled[name] = hit
         return hit
@@ -43,9 +44,9 @@ class TableStates:
         """Persist the state of ``name`` (the table must exist)."""
         with self._mutex:
             if enabled:
-                self._fs.delete(f"{name}/{DISABLED_MARKER}", missing_ok=True)
+                self._fs.delete(f"{table_dir(name)}/{DISABLED_MARKER}", missing_ok=True)
             else:
-                self._fs.write_atomic(f"{name}/{DISABLED_MARKER}", _MARKER_TEXT)
+                self._fs.write_atomic(f"{table_dir(name)}/{DISABLED_MARKER}", _MARKER_TEXT)
             self._enabled[name] = enabled
 
     def forget(self, name: str) -> None:

@@ -14,7 +14,7 @@ import os
 import sys
 
 from storage.cells import Cell, CellType
-from storage.fs import FileSystem
+from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileWriter
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "storefile")

@@ -1,0 +1,92 @@
+"""Sorted cells: an immutable run of cells in Arrow, read like a memstore view.
+
+What a reader builds from a log (the connector's pinned-snapshot reader
+decodes a region's WAL records into one cell table with
+:func:`storage.wal.arrow_decode.payloads_to_table`): :meth:`SortedCells.from_log` sorts
+that table into cell order once and drops overwritten cells (the last write
+of a key wins, as in the memstore).  Scans then slice it per row range.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..cells import CELL_SCHEMA, Cell
+from ..kernels import is_clean, is_sorted
+from ..kernels._arrays import CellColumns
+from ..kernels.merge import _bisect, _sort_all
+from .row_runs import RowRun
+
+__all__ = ["SortedCells"]
+
+
+class SortedCells:
+    """Cells in cell order with the read methods of :class:`storage.memstore.write_buffer.MemStoreView`."""
+
+    read_point = None  # everything in it is visible
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+        self._clean: bool | None = None
+        self._row_run: RowRun | None = None
+        self._row_run_built = False
+
+    @classmethod
+    def from_log(cls, cells: pa.Table) -> "SortedCells":
+        """Sort cells given in write order, keeping the last write of each key."""
+        if cells.num_rows == 0:
+            return cls(CELL_SCHEMA.empty_table())
+        if is_sorted(cells, strict=True):
+            return cls(cells)  # written in key order without overwrites (appends): nothing to do
+        newest_first = cells.take(pa.array(np.arange(cells.num_rows - 1, -1, -1)))
+        # a stable sort keeps equal keys in newest-first order; the de-dup keeps the first
+        return cls(_sort_all([newest_first]).combine_chunks())
+
+    def family(self, family: bytes) -> "SortedCells":
+        """The cells of one family (still in cell order)."""
+        if self.table.num_rows == 0:
+            return self
+        mask = CellColumns(self.table).equals("family", family)
+        if mask.all():
+            return self  # a log of one family (the usual case): no copy
+        return SortedCells(self.table.filter(pa.array(mask)))
+
+    def is_empty(self) -> bool:
+        """True when there is no cell."""
+        return self.table.num_rows == 0
+
+    def is_clean(self) -> bool:
+        """True when every cell is a put and no column has two versions."""
+        if self._clean is None:
+            self._clean = is_clean(self.table)
+        return self._clean
+
+    def row_run(self) -> RowRun | None:
+        """The cells as rows, built once; None when they are not clean."""
+        if not self._row_run_built:
+            # the row form exists only for clean cells: no separate is_clean() pass
+            self._row_run = RowRun.of(self.table)
+            self._row_run_built = True
+        return self._row_run
+
+    def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
+        """The cells of rows ``[start_row, stop_row)`` (a zero-copy slice)."""
+        rows = self.table.column("row")
+        lo = _bisect(rows, start_row, right=False) if start_row else 0
+        hi = len(rows) if stop_row is None else _bisect(rows, stop_row, right=False)
+        return self.table.slice(lo, max(hi - lo, 0))
+
+    def row_cells(self, row: bytes) -> list[Cell]:
+        """The cells of one row, as tuples (a point read)."""
+        part = self.to_batch(row, row + b"\x00")
+        return [Cell(*c.values()) for c in part.to_pylist()]
+
+    def scanner(self, metrics=None):
+        """A cell scanner over the cells (the cell path; builds a memstore of them)."""
+        from .write_buffer import MemStore
+
+        store = MemStore()
+        if self.table.num_rows:
+            store.add_many([Cell(*c.values()) for c in self.table.to_pylist()], trusted=True)
+        return store.scanner(metrics)

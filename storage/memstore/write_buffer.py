@@ -1,0 +1,270 @@
+"""The memstore: a store's recent writes, sorted in memory until flushed.
+
+Cells live in a :class:`sortedcontainers.SortedDict` keyed by
+:func:`storage.cells.sort_key` tuples; the value is the cell itself (built
+once on write, so reads hand out stored tuples instead of building new
+ones).  Adding a cell whose key is already present replaces it: last write
+wins.
+
+Flushing follows HBase: :meth:`MemStore.snapshot` moves the current
+contents aside into an immutable snapshot and starts a new active map; the
+snapshot stays readable (scans merge both, the active map being newer) until
+:meth:`MemStore.clear_snapshot` drops it once the store file is committed.
+
+Concurrency and visibility
+--------------------------
+One lock guards the maps; it is held only to change them or to copy a
+window of cells out.  Every write call (``add`` or ``add_many``) takes the
+next sequence number; a scanner records the number current when it opens
+(its read point) and shows only cells written up to it, so it sees the
+memstore exactly as it was when opened -- one ``add_many`` (one row's
+mutation) is seen whole or not at all -- whatever writes, snapshots or
+snapshot clears happen while it is open.
+
+Costs of that choice: a dict entry per cell holding its sequence number; a
+sequence check per copied cell, paid only by scanners that were opened
+before later writes; and a value overwritten while a scanner is open is kept
+in a side list until the last open scanner closes.  Scanners copy visible
+cells out in windows (16 after a seek, doubling to 2048 while reading on),
+so a point read copies a handful of cells and a long scan takes the lock
+once per window.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from sortedcontainers import SortedDict
+
+from ..cells import Cell, CellType, check_cell
+from ..errors import StorageError
+from .runs import (
+    _REBUILD_SHARE,
+    MemStoreSnapshot,
+    MemStoreView,
+    _cells_to_table,
+    _merged_range,
+)
+from .scanner import MemStoreScanner
+from .segment import _Segment
+
+if TYPE_CHECKING:
+    from ..scanner.metrics import ScanMetrics
+
+__all__ = ["MemStore", "CELL_OVERHEAD"]
+
+
+CELL_OVERHEAD = 200
+"""Approximate bytes a cell costs beyond its row, family, qualifier and value
+(the key tuple, the cell tuple, the map and sequence entries)."""
+
+_DELETE_FAMILY = int(CellType.DELETE_FAMILY)
+_TYPES = frozenset(int(t) for t in CellType)
+
+
+class MemStore:
+    """Sorted in-memory cells of one store, with a flush snapshot.
+
+    ``add``/``add_many`` validate and insert cells (the latest write of a
+    key wins); ``snapshot()``/``clear_snapshot()`` bracket a flush;
+    ``scanner()`` opens a :class:`MemStoreScanner` over both maps;
+    ``to_batch()`` copies a row range out as an Arrow table.  All methods
+    are thread-safe.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active = _Segment()
+        self._snapshot: _Segment | None = None
+        self._seq = 0
+        self._open_scanners = 0
+
+    # -- writes ---------------------------------------------------------
+
+    def add(self, cell: tuple) -> None:
+        """Insert one cell (a :class:`Cell` or a 6-tuple)."""
+        self.add_many((cell,))
+
+    def add_many(self, cells: Iterable[tuple], trusted: bool = False, seq: int | None = None) -> None:
+        """Insert cells atomically: a scanner sees all of them or none.
+
+        Every cell is validated before any is inserted, so an invalid cell
+        leaves the memstore unchanged.  ``trusted=True`` skips that check for
+        cells the caller built and checked already (the region's write path
+        and WAL replay), which halves the cost of a write.  ``seq`` is the
+        write's sequence id from the table's :class:`storage.mvcc.Mvcc`
+        (ids must grow); without it the memstore numbers writes itself.
+        """
+        made = cells if trusted and isinstance(cells, list) else [check_cell(c) for c in cells]
+        if not made:
+            return
+        with self._lock:
+            seq = self._seq + 1 if seq is None else seq
+            if seq > self._seq:
+                self._seq = seq
+            seg = self._active
+            store, seqs, older = seg.cells, seg.seqs, seg.older
+            pending = seg.pending if seg.arrow is not None else None
+            keep_old = self._open_scanners > 0
+            size = 0
+            for cell in made:
+                key = (cell[0], cell[1], cell[2], -cell[3], -cell[4])
+                old = store.get(key)
+                if old is None:
+                    size += len(cell[0]) + len(cell[1]) + len(cell[2]) + len(cell[5]) + CELL_OVERHEAD
+                else:
+                    size += len(cell[5])
+                    if keep_old:
+                        # An open scanner may still need the replaced cell.
+                        older.setdefault(key, []).append((seqs[key], old))
+                    else:
+                        size -= len(old[5])
+                store[key] = cell
+                seqs[key] = seq
+                if pending is not None:
+                    pending.append(key)
+            if seq > seg.max_seq:
+                seg.max_seq = seq
+            seg.heap_size += size
+            if pending is not None and len(pending) * _REBUILD_SHARE >= len(store):
+                # unread for long: the next read rebuilds the run whole anyway
+                seg.arrow, seg.pending = None, []
+
+    # -- sizes ----------------------------------------------------------
+
+    @property
+    def heap_size(self) -> int:
+        """Approximate bytes held by the active map (what a flush threshold checks)."""
+        return self._active.heap_size
+
+    @property
+    def snapshot_heap_size(self) -> int:
+        """Approximate bytes held by the snapshot being flushed (0 without one)."""
+        snap = self._snapshot
+        return 0 if snap is None else snap.heap_size
+
+    @property
+    def cell_count(self) -> int:
+        """Cells held by the active map and the snapshot together (a key
+        rewritten after a snapshot is counted in both)."""
+        snap = self._snapshot
+        return len(self._active.cells) + (0 if snap is None else len(snap.cells))
+
+    def is_empty(self) -> bool:
+        """True when neither the active map nor the snapshot holds a cell."""
+        return self.cell_count == 0
+
+    # -- flush ----------------------------------------------------------
+
+    def snapshot(self) -> "MemStoreSnapshot":
+        """Move the active cells into the flush snapshot and start a new map.
+
+        If the previous snapshot has not been cleared yet, it is returned
+        unchanged (as HBase does) and the active map is left alone.
+        """
+        with self._lock:
+            if self._snapshot is None:
+                self._snapshot = self._active
+                self._active = _Segment()
+            return MemStoreSnapshot(self._snapshot)
+
+    def clear_snapshot(self, snapshot: "MemStoreSnapshot | None" = None) -> None:
+        """Drop the snapshot after its store file is committed.
+
+        ``snapshot``, when given, must be the one :meth:`snapshot` returned;
+        scanners already open keep reading it.
+        """
+        with self._lock:
+            if snapshot is not None and snapshot._segment is not self._snapshot:
+                raise StorageError("clear_snapshot: the given snapshot is not the current one")
+            self._snapshot = None
+
+    def snapshot_batch(self) -> pa.Table:
+        """The current snapshot's cells as a :data:`storage.cells.CELL_SCHEMA`
+        table in cell order (empty without a snapshot)."""
+        with self._lock:
+            snap = self._snapshot
+            cells = [] if snap is None else list(snap.cells.values())
+        return _cells_to_table(cells)
+
+    def restore_snapshot(self) -> None:
+        """Undo :meth:`snapshot` after a failed flush: the snapshot's cells
+        return to the active map, under the cells written since.
+
+        Both are merged into a new map, so scanners already open keep reading
+        the maps they started with.
+        """
+        with self._lock:
+            snap, active = self._snapshot, self._active
+            if snap is None:
+                return
+            merged = _Segment()
+            merged.cells = SortedDict(snap.cells)
+            merged.cells.update(active.cells)
+            merged.seqs = dict(snap.seqs)
+            merged.seqs.update(active.seqs)
+            merged.max_seq = max(snap.max_seq, active.max_seq)
+            merged.heap_size = snap.heap_size + active.heap_size
+            self._active = merged
+            self._snapshot = None
+
+    # -- reads ----------------------------------------------------------
+
+    def scanner(self, metrics: "ScanMetrics | None" = None, read_point: int | None = None) -> "MemStoreScanner":
+        """Open a scanner over the active map and the snapshot as they are now.
+
+        ``metrics`` (a :class:`storage.scanner.metrics.ScanMetrics`) gets
+        ``bytes_read_from_memstore`` once per copied window.  ``read_point``
+        (default: every write so far) is the newest write it shows.
+        """
+        with self._lock:
+            segments = [s for s in (self._active, self._snapshot) if s is not None and s.cells]
+            self._open_scanners += 1
+            point = self._seq if read_point is None else read_point
+            return MemStoreScanner(segments, point, self._scanner_closed, self._lock, metrics)
+
+    def view(self, read_point: int | None = None) -> "MemStoreView":
+        """A read view of the memstore as of ``read_point`` (default: every write
+        so far): what one scan reads, whatever writes and flushes follow.
+        Call :meth:`MemStoreView.release` when done."""
+        with self._lock:
+            point = self._seq if read_point is None else read_point
+            segments = [s for s in (self._active, self._snapshot) if s is not None and s.cells]
+            if not segments:
+                # nothing to read and nothing to keep: later writes are past the read point
+                return MemStoreView(self, [], point, registered=False)
+            segments = [s for s in (self._active, self._snapshot) if s is not None]
+            self._open_scanners += 1
+        return MemStoreView(self, segments, point)
+
+    def _scanner_closed(self) -> None:
+        with self._lock:
+            self._open_scanners -= 1
+            if self._open_scanners == 0:
+                self._active.older.clear()
+                if self._snapshot is not None:
+                    self._snapshot.older.clear()
+
+    def range_cells(self, start_row: bytes = b"", stop_row: bytes | None = None) -> list[Cell]:
+        """The cells of rows ``[start_row, stop_row)`` as tuples in cell order."""
+        with self._lock:
+            segments = [s for s in (self._snapshot, self._active) if s is not None and s.cells]
+            return _merged_range(segments, start_row, stop_row)
+
+    def row_cells(self, row: bytes) -> list[Cell]:
+        """The cells of one row, in cell order (the point-read path)."""
+        return self.range_cells(row, row + b"\x00")
+
+    def to_batch(
+        self, start_row: bytes = b"", stop_row: bytes | None = None, families: Iterable[bytes] | None = None
+    ) -> pa.Table:
+        """The visible cells of rows ``[start_row, stop_row)`` as a
+        :data:`storage.cells.CELL_SCHEMA` table in cell order, optionally
+        restricted to ``families``."""
+        table = _cells_to_table(self.range_cells(start_row, stop_row))
+        if families is not None:
+            table = table.filter(pc.is_in(table.column("family"), pa.array(list(families), pa.binary())))
+        return table

@@ -1,0 +1,172 @@
+"""The vectorized scan path: a region's cells as Arrow batches.
+
+Per region, the sources of each needed family (memstore, store files newest
+first) are read one key-range chunk at a time and handed to the batch
+kernels: merge, resolve versions / deletes / TTL / time range, select
+columns, filter, then either cells or pivoted rows.  Python runs once per
+chunk of blocks, never once per cell.
+
+The hot case, a forward scan of a family with one store file and nothing in
+the memstore, streams the file's blocks straight through: blocks are
+gathered until ``batch_cells`` cells, the last (possibly incomplete) row is
+carried into the next round, and the rest goes through the same kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .. import kernels
+from ..cells import LATEST_TIMESTAMP
+from ..columns import parse_column
+from ..region.view import RegionView, chunk_bounds
+from ..storefile import dense_rows
+from .batch_resolve import _family_read, _Processor
+from .batch_stream import _dense_plan, _stream_one_file, _streamable, values_discarded
+from .late_values import index_values, materialize
+from .row_scan import CELLS, RowMerge
+
+__all__ = ["BatchScan", "scan_region_batches"]
+
+
+@dataclass
+class BatchScan:
+    """A normalized scan for the batch path.
+
+    ``low`` is inclusive and ``high`` exclusive (None: unbounded), whatever
+    the direction; ``reverse`` only changes the order rows come out in.
+    """
+
+    low: bytes = b""
+    high: bytes | None = None
+    reverse: bool = False
+    columns: Sequence[bytes] | None = None  # b"cf:q" or b"cf"
+    min_timestamp: int = 0
+    max_timestamp: int = LATEST_TIMESTAMP
+    timestamps: Sequence[int] | None = None
+    max_versions: int = 1
+    filter: object | None = None  # a storage.filters Filter, already copied and reset
+    limit: int | None = None
+    batch_cells: int = 65536
+    output: str = "cells"  # or "rows"
+    include_timestamp: bool = False
+    now_ms: int | None = None
+
+
+def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
+    kept = scan.filter.families_kept() if scan.filter is not None else None
+    if kept is not None:  # no other family's cell can pass the filter
+        return [name for name in view.stores if name.encode() in kept and _family_read(name.encode(), scan.columns)]
+    if not scan.columns:
+        return list(view.stores)
+    names = []
+    specs = list(scan.columns)
+    if scan.filter is not None:
+        specs += list(scan.filter.columns_needed() or ())
+    for spec in specs:
+        family, _ = parse_column(spec)
+        name = family.decode("ascii", "replace")
+        if name in view.stores and name not in names:
+            names.append(name)
+    return names
+
+
+_ROW_MERGE_BLOCKS = 64  # blocks of the largest file per chunk of a row-run merge
+_KEYS_ONLY_CHUNK_BLOCKS = 256  # blocks of the largest file per chunk of a keys-only scan
+
+
+def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
+    """Yield the region's part of ``scan`` as Arrow batches (cells or rows) of at
+    most ``scan.batch_cells`` rows each (zero-copy slices of larger results)."""
+    limit = scan.batch_cells
+    for batch in _region_batches(view, scan, metrics):
+        if batch.num_rows <= limit:
+            yield batch
+        elif scan.output == "rows":
+            for offset in range(0, batch.num_rows, limit):
+                yield batch.slice(offset, limit)
+        else:
+            yield from _slice_at_rows(batch, limit)
+
+
+def _slice_at_rows(batch: pa.RecordBatch, limit: int) -> Iterator[pa.RecordBatch]:
+    """Cut a cell batch into pieces of at most ``limit`` cells at row starts
+    (a single row wider than ``limit`` stays whole)."""
+    starts = kernels.row_boundaries(batch)
+    ends = np.append(starts[1:], batch.num_rows)
+    offset = 0
+    while offset < batch.num_rows:
+        # the last row that ends within offset + limit, at least one row
+        i = int(np.searchsorted(ends, offset + limit, side="right")) - 1
+        end = int(ends[i]) if i >= 0 and ends[i] > offset else int(ends[np.searchsorted(ends, offset, side="right")])
+        yield batch.slice(offset, end - offset)
+        offset = end
+
+
+def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
+    low = max(scan.low, view.start)
+    high = scan.high
+    if view.end is not None and (high is None or view.end < high):
+        high = view.end
+    if high is not None and low >= high:
+        return
+    families = {name: view.stores[name] for name in _families_needed(view, scan)}
+    if not families:
+        return
+    proc = _Processor(scan, families, metrics)
+    stream_view = _streamable(families, low, high, scan)
+    if stream_view is not None:
+        yield from _stream_one_file(stream_view, low, high, proc)
+        return
+    row_merge = None
+    if len(families) == 1:
+        # a rows scan of clean sources merges rows, not cells (storage/read/row_scan.py)
+        ((name, fview),) = families.items()
+        row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, proc.trivial_resolution(name)), proc)
+    keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
+    if keys_only:
+        # chunks without values: many more blocks per chunk for the same memory, fewer kernel calls
+        cuts = chunk_bounds(families.values(), low, high, _KEYS_ONLY_CHUNK_BLOCKS)
+    elif row_merge is not None:
+        # row runs cost little per row but a fixed amount per chunk: larger chunks
+        cuts = chunk_bounds(families.values(), low, high, _ROW_MERGE_BLOCKS)
+    else:
+        cuts = chunk_bounds(families.values(), low, high)
+    bounds = [low] + cuts + [high]
+    ranges = list(zip(bounds, bounds[1:]))
+    if scan.reverse:
+        ranges.reverse()
+    # the row-counting filter: each clean source can be cut to its rows' first cells before merging
+    firsts = {name: keys_only and proc.select is None and dense_rows.first_cell_only(scan.filter)
+              and proc.trivial_resolution(name) for name in families}
+    for lo, hi in ranges:
+        if row_merge is not None:
+            rows = row_merge.chunk(lo, hi, scan.reverse)
+            if rows is not CELLS:
+                yield from rows
+                if proc.done:
+                    return
+                continue
+        chunk = {name: fview.sources_checked(lo, hi, keys_only, firsts[name]) for name, fview in families.items()}
+        # values only come back at the output when sources are merged and no filter reads them
+        pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None
+        resolved = []
+        for name, (sources, clean) in chunk.items():
+            if not sources:
+                continue
+            if pool is not None:
+                sources = index_values(sources, pool)
+            resolved.append(proc.resolve_sources(name, sources, clean))
+        resolved = [t for t in resolved if t.num_rows]
+        if not resolved:
+            continue
+        cells = resolved[0] if len(resolved) == 1 else kernels.merge_sources(resolved)
+        out = proc.finish(cells)
+        if out is not None and out.num_rows:
+            yield out if pool is None else materialize(out, pool, scan.output)
+        if proc.done:
+            return

@@ -1,0 +1,223 @@
+"""Streaming one store file straight to output batches: the fast path of a batch
+scan whose region has one clean file and nothing in memory, dense blocks going
+to rows without a cell-level merge."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+import pyarrow as pa
+
+from .. import kernels
+from ..cells import CELL_SCHEMA
+from ..region.store import StoreView
+from ..storefile import dense_rows
+from ..storefile._dense import empty_binary
+from .batch_resolve import _Processor
+
+if TYPE_CHECKING:
+    from .batch_scan import BatchScan
+
+
+def _streamable(views: dict[str, StoreView], low: bytes, high: bytes | None, scan: BatchScan) -> StoreView | None:
+    if scan.reverse or len(views) != 1:
+        return None
+    (view,) = views.values()
+    if len(view.files) != 1:
+        return None
+    if view.memstore_batch(low, high).num_rows:
+        return None
+    return view
+
+
+_KEY_COLUMNS = [0, 1, 2, 3, 4]  # every cell column but the value
+
+
+def values_discarded(flt) -> bool:
+    """True when a filter's output has only empty values and nothing in it reads
+    them: a plain KeyOnlyFilter, alone or ANDed with filters that look at keys only
+    (the row-counting filters)."""
+    from ..filters import (
+        ColumnPrefixFilter,
+        FilterList,
+        FirstKeyOnlyFilter,
+        KeyOnlyFilter,
+        MultiRowRangeFilter,
+        PageFilter,
+        PrefixFilter,
+        QualifierFilter,
+        RowFilter,
+        TimestampsFilter,
+    )
+
+    key_blind = (FirstKeyOnlyFilter, PrefixFilter, RowFilter, MultiRowRangeFilter, ColumnPrefixFilter,
+                 QualifierFilter, TimestampsFilter, PageFilter)
+    if isinstance(flt, KeyOnlyFilter):
+        return not flt.len_as_value
+    if isinstance(flt, FilterList) and flt.operator.name == "MUST_PASS_ALL" and flt.filters:
+        strips = [f for f in flt.filters if values_discarded(f)]
+        return bool(strips) and all(f in strips or isinstance(f, key_blind) for f in flt.filters)
+    return False
+
+
+def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
+    """``(field names, qualifiers, filter plan)`` when this scan takes dense
+    blocks straight to rows (see :mod:`storage.storefile.dense_rows`), else None."""
+    scan = proc.scan
+    if scan.output != "rows" or not skip_resolve:
+        return None
+    family = view.family.encode()
+    columns = dense_rows.dense_columns(family, proc.output_columns)
+    plan = dense_rows.dense_filter(scan.filter, family)
+    if columns is None or plan is None:
+        return None
+    names, qualifiers = columns
+    return names, qualifiers, plan
+
+
+def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
+    """One dense block part as rows: column slices, a filter as one comparison."""
+    names, qualifiers, plan = direct
+    mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers)
+    out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks)
+    if proc.metrics is not None:
+        proc.metrics.cells_scanned += dense.cell_count()
+        if plan[0] != "none":
+            proc.metrics.rows_filtered += dense.num_rows - (out.num_rows if out is not None else 0)
+    if out is not None and proc.rows_left is not None:
+        out = out.slice(0, min(out.num_rows, proc.rows_left))
+        proc.rows_left -= out.num_rows
+    return out if out is not None and out.num_rows else None
+
+
+def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> Iterator[pa.RecordBatch]:
+    """Stream one store file's blocks through the kernels, a group of blocks at a time.
+
+    A block is processed as it is (no copy) once the next block shows that
+    its last row is complete; the writer cuts blocks at row boundaries, so
+    only a row wider than a block makes a carry-over and a concatenation.
+    Blocks smaller than ``_MIN_GROUP_CELLS`` are grouped first, because the
+    kernels' fixed cost per call dominates for small batches.
+
+    Dense blocks (format version 2) of whole rows skip the cell kernels: a
+    rows scan slices their columns (:func:`_dense_to_rows`), and the
+    row-counting filter takes the first cell of each row from their keys
+    (:func:`storage.storefile.dense_rows.first_cells`), many blocks per call.
+    """
+    reader = view.files[0].reader
+    # a file with one version per column and no markers needs no resolution
+    skip_resolve = not reader.info.needs_resolution and proc.trivial_resolution(view.family)
+    group: list[pa.RecordBatch] = []
+    group_cells = 0
+    held: pa.RecordBatch | None = None  # complete rows, except maybe the last
+
+    drop_values = values_discarded(proc.scan.filter)
+    direct = _dense_plan(view, proc, skip_resolve)
+    first_only = (
+        drop_values and skip_resolve and proc.select is None and dense_rows.first_cell_only(proc.scan.filter)
+    )
+    firsts: list = []  # dense parts waiting to become first cells
+    firsts_rows = 0
+    dense_out: list[pa.RecordBatch] = []  # rows sliced from dense blocks, joined up to a group
+    dense_out_cells = 0  # as the cell path counts a group: cells, here rows x columns
+    group_limit = min(_MIN_GROUP_CELLS, proc.scan.batch_cells)
+
+    def emit_dense_out() -> Iterator[pa.RecordBatch]:
+        # one batch per group, not per block: consumers pay per batch (and
+        # batch_size asks for batches that size); joining is a copy, no gather
+        yield dense_out[0] if len(dense_out) == 1 else pa.concat_batches(dense_out)
+
+    def emit(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        if drop_values:
+            # the filter empties every value anyway: never copy them
+            keys = [b.select(_KEY_COLUMNS) for b in batches]
+            batch = keys[0] if len(keys) == 1 else pa.concat_batches(keys)
+            batch = batch.append_column(CELL_SCHEMA.field(5), empty_binary(batch.num_rows))
+        else:
+            batch = batches[0] if len(batches) == 1 else pa.concat_batches(batches)
+        cells = pa.Table.from_batches([batch])
+        out = proc.finish(cells if skip_resolve else proc.resolve_family(view.family, [cells]))
+        if out is not None and out.num_rows:
+            yield out
+
+    def emit_firsts() -> Iterator[pa.RecordBatch]:
+        if proc.metrics is not None:
+            proc.metrics.cells_scanned += sum(d.cell_count() for d in firsts) - firsts_rows  # finish adds the rest
+        # first cells with empty values are what the row-counting filter leaves
+        out = proc.finish(pa.Table.from_batches([dense_rows.first_cells(firsts, reader.info.family)]), filtered=True)
+        if out is not None and out.num_rows:
+            yield out
+
+    # keys-only runs of dense blocks: large for a count, a little past the limit for a limited scan
+    run_rows = max(proc.scan.batch_cells, _MIN_GROUP_CELLS)
+    if proc.rows_left is not None:
+        run_rows = min(run_rows, max(proc.rows_left, 1024))
+    for part in reader.scan_parts(low, high, keys_only=drop_values, run_rows=run_rows):
+        dense = part.dense
+        if dense is not None and (direct is not None or first_only) and not part.continued and not part.open:
+            # the part starts a row, so the held rows are complete
+            if held is not None:
+                group.append(held)
+                group_cells += held.num_rows
+                held = None
+            if group:
+                yield from emit(group)
+                group, group_cells = [], 0
+            if first_only:
+                firsts.append(dense)
+                firsts_rows += dense.num_rows
+                if firsts_rows >= group_limit:
+                    yield from emit_firsts()
+                    firsts, firsts_rows = [], 0
+                    if proc.done:
+                        return
+                continue
+            out = _dense_to_rows(dense, direct, proc)
+            if out is not None:
+                dense_out.append(out)
+                dense_out_cells += out.num_rows * len(direct[0])
+                if dense_out_cells >= group_limit:
+                    yield from emit_dense_out()
+                    dense_out, dense_out_cells = [], 0
+            if proc.done:
+                break
+            continue
+        if dense_out:
+            yield from emit_dense_out()
+            dense_out, dense_out_cells = [], 0
+        if firsts:
+            yield from emit_firsts()
+            firsts, firsts_rows = [], 0
+            if proc.done:
+                return
+        batch = part.batch()
+        if held is None:
+            held = batch
+            continue
+        if batch.column(0)[0].as_py() == held.column(0)[-1].as_py():
+            starts = kernels.row_boundaries(pa.Table.from_batches([held]))
+            cut = int(starts[-1])
+            if cut:
+                group.append(held.slice(0, cut))
+                group_cells += cut
+            held = pa.concat_batches([held.slice(cut), batch])
+        else:
+            group.append(held)
+            group_cells += held.num_rows
+            held = batch
+        if group_cells >= group_limit:
+            yield from emit(group)
+            group, group_cells = [], 0
+            if proc.done:
+                return
+    if dense_out:
+        yield from emit_dense_out()
+    if firsts:
+        yield from emit_firsts()
+    if held is not None:
+        group.append(held)
+    if group:
+        yield from emit(group)
+
+
+_MIN_GROUP_CELLS = 16384

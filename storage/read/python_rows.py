@@ -1,0 +1,80 @@
+"""happybase-style rows from cell batches: ``(row_key, {b"family:qualifier": value})``.
+
+One Python step per row, not per cell: row boundaries, keys and column
+names come from Arrow/NumPy kernels over the whole batch.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import kernels
+
+__all__ = ["cells_to_dicts"]
+
+
+def cells_to_dicts(
+    batch: pa.RecordBatch, include_timestamp: bool = False, sorted_columns: bool = False,
+    scan_batching: int | None = None, all_versions: bool = False,
+    cell: Callable[[bytes, int], Any] | None = None,
+) -> Iterator[tuple[bytes, dict]]:
+    """Turn a cell batch (whole rows, cell order) into happybase row pairs.
+
+    A dict holds one value per column.  With ``all_versions`` (a scan of
+    several versions) a column may have several cells; its newest (first)
+    one is the value, on every path.  ``scan_batching`` cuts a row into
+    pieces of at most that many cells, versions included, as HBase's
+    ``Scan.setBatch``; each piece is a dict of the newest cell of each
+    column in it.  One Python step per row or piece, not per cell.
+
+    ``cell(value, timestamp)``, when given, builds each dict value in place
+    of the ``(value, timestamp)`` pair ``include_timestamp`` gives (the
+    Thrift gateway builds its ``TCell`` structs this way, in one pass).
+    """
+    n = batch.num_rows
+    if n == 0:
+        return
+    starts = kernels.row_boundaries(batch)
+    ends = np.append(starts[1:], n)
+    keys = batch.column(0).take(pa.array(starts)).to_pylist()
+    bounds: np.ndarray | None = None  # piece starts, as cell positions
+    if scan_batching is not None:
+        lengths = ends - starts
+        pieces = (lengths + scan_batching - 1) // scan_batching
+        first = np.repeat(np.cumsum(pieces) - pieces, pieces)
+        within = np.arange(int(pieces.sum())) - first
+        bounds = np.repeat(starts, pieces) + within * scan_batching
+        piece_rows = np.repeat(np.arange(len(starts)), pieces)
+    if all_versions:
+        # keep the newest cell of each column, and the first cell of each
+        # piece (an older version that opens a piece is the newest in it)
+        keep = np.zeros(n, dtype=bool)
+        keep[kernels.column_boundaries(batch)] = True
+        if bounds is not None:
+            keep[bounds] = True
+        if not keep.all():
+            taken = np.flatnonzero(keep)
+            batch = batch.take(pa.array(taken))
+            starts = np.searchsorted(taken, starts)
+            ends = np.searchsorted(taken, ends)
+            if bounds is not None:
+                bounds = np.searchsorted(taken, bounds)
+    names = pc.binary_join_element_wise(batch.column(1), batch.column(2), b":").to_pylist()
+    values = batch.column(5).to_pylist()
+    if cell is not None:
+        values = list(map(cell, values, batch.column(3).to_pylist()))
+    elif include_timestamp:
+        values = list(zip(values, batch.column(3).to_pylist()))
+    make = OrderedDict if sorted_columns else dict
+    if bounds is None:
+        for key, s, e in zip(keys, starts.tolist(), ends.tolist()):
+            yield key, make(zip(names[s:e], values[s:e]))
+        return
+    piece_ends = np.append(bounds[1:], batch.num_rows)
+    for r, s, e in zip(piece_rows.tolist(), bounds.tolist(), piece_ends.tolist()):
+        yield keys[r], make(zip(names[s:e], values[s:e]))

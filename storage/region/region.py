@@ -1,0 +1,308 @@
+"""A region: the cells of one key range [start, end) of a table.
+
+Write path: a group of mutations gets the next sequence id, is appended to
+the region's write-ahead log as one record (synced by the table's policy),
+then added to the memstores.  A flush writes each family's memstore to a new
+store file, then records the files and the flushed sequence id in the region
+manifest with one atomic replace, then starts a new WAL and drops the old
+ones.  On open, WAL records newer than the flushed sequence id are replayed.
+
+Store files not named in the manifest are leftovers of a flush or compaction
+that crashed before its manifest commit; a writer deletes them on open.
+
+Sequence ids come from the table's :class:`storage.mvcc.Mvcc`, so one read
+point orders writes across all regions.  A reader's :meth:`Region.view`
+leases the store files it will read (:mod:`storage.region.reader_leases`); a compaction
+or close retires files, and a retired file is closed and deleted once the
+last view holding it is released.
+"""
+
+from __future__ import annotations
+
+import threading
+from operator import itemgetter
+from typing import Sequence
+
+from ..cells import Cell
+from ..errors import InvalidArgument, StorageError
+from ..mvcc import Mvcc
+from ..schema import FamilySettings, TableSettings
+from ..storefile import BlockCache
+from ..vfs.fs import FileSystem
+from ..wal.open_writer import open_wal_writer
+from ..wal.replay import replay_wal
+from ..wal.writer import WalWriter
+from .compaction import RegionCompaction, _now_ms
+from .daughters import RegionDaughters
+from .load_journal import apply_entry
+from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
+from .pins import pinned_paths, retire
+from .reader_leases import Leases
+from .reads import RegionReads
+from .store import Store, StoreFile
+
+__all__ = ["Region"]
+
+
+_WAL_DIR = "wal"
+
+
+_ROW = itemgetter(0)
+
+
+_FAMILY = itemgetter(1)
+
+
+def _close_reader(f: StoreFile) -> None:
+    f.reader.close()
+
+
+class Region(RegionCompaction, RegionReads, RegionDaughters):
+    """One region of a table; see the module docstring for its life cycle."""
+
+    def __init__(
+        self,
+        table_fs: FileSystem,
+        table_name: str,
+        info: RegionInfo,
+        families: dict[str, FamilySettings],
+        settings: TableSettings,
+        cache: BlockCache | None,
+        read_only: bool = False,
+        mvcc: Mvcc | None = None,
+        leases: Leases | None = None,
+    ):
+        self.table_name = table_name
+        self.info = info
+        self.families = families
+        self.settings = settings
+        self.read_only = read_only
+        self._table_fs = table_fs
+        self.fs = table_fs.sub(f"regions/{info.region_id}")
+        self.stores = {name: Store(self.fs, name, fam, cache) for name, fam in families.items()}
+        self._lock = threading.RLock()
+        self.mvcc = mvcc if mvcc is not None else Mvcc()
+        self.leases = leases if leases is not None else Leases()
+        self._wal: WalWriter | None = None
+        self._wal_name: str | None = None
+        self._next_seq = 1
+        self.manifest = RegionManifest(info.region_id)
+        self.closed = False
+        self.replayed_records = 0
+        self.pending_loads: list = []  # (mode, RegionEntry) of committed bulk loads not yet rolled forward
+
+    # -- life cycle ------------------------------------------------------
+    def open(self) -> "Region":
+        if not self.read_only:
+            self.fs.makedirs(_WAL_DIR)
+        if self.fs.exists(REGION_MANIFEST):
+            self.manifest = RegionManifest.load(self.fs)
+        elif not self.read_only:
+            self.manifest.save(self.fs)
+        locations: dict[tuple[str, str], tuple[FileSystem, str]] = {}
+        for mode, entry in self.pending_loads:
+            # read-only: see the committed load as it will be once rolled forward
+            self.manifest = apply_entry(self.manifest, mode, entry)
+            for family, name, staged in entry.moves:
+                if not self.fs.exists(f"{family}/{name}"):
+                    locations[(family, name)] = (self._table_fs, staged)
+        for name, store in self.stores.items():
+            store.open_files(self.manifest.files.get(name, []), locations)
+        if not self.read_only:
+            self._delete_orphan_files()
+        self._replay()
+        if not self.read_only:
+            # Old WALs are needed until their replayed edits are flushed; with
+            # nothing replayed they are dead, and each open would add one more.
+            replayed = any(s.memstore.cell_count for s in self.stores.values())
+            self._roll_wal(delete_old=not replayed)
+        return self
+
+    def _delete_orphan_files(self) -> None:
+        for name, store in self.stores.items():
+            live = set(self.manifest.files.get(name, []))
+            for entry in self.fs.listdir(name):
+                if entry not in live:
+                    self.fs.delete(f"{name}/{entry}", missing_ok=True)
+        self.fs.remove_temporaries("")
+
+    def _wal_files(self) -> list[str]:
+        return [n for n in self.fs.listdir(_WAL_DIR) if n.endswith(".wal")]
+
+    def _replay(self) -> None:
+        max_seq = self.manifest.flushed_seq_id
+        for name in self._wal_files():
+            replay = replay_wal(self.fs, f"{_WAL_DIR}/{name}")
+            for seq_id, cells in replay.records:
+                if seq_id <= self.manifest.flushed_seq_id:
+                    continue
+                self._apply_to_memstores(cells, seq_id)
+                self.replayed_records += 1
+                max_seq = max(max_seq, seq_id)
+        self._next_seq = max_seq + 1
+        if self.mvcc.last_seq < max_seq:
+            self.mvcc.advance_to(max_seq)
+
+    def _roll_wal(self, delete_old: bool) -> None:
+        old = self._wal_files()
+        if self._wal is not None:
+            self._wal.close()
+        name = f"{self._next_seq:020d}.wal"
+        if name in old:  # never append to a file that may end in a torn record
+            stamp, attempt = _now_ms(), 0
+            name = f"{self._next_seq:020d}-{stamp}.wal"
+            # An open within the same millisecond as a failed one finds that
+            # one's (possibly torn) file under the same name.
+            while name in old:
+                attempt += 1
+                name = f"{self._next_seq:020d}-{stamp}-{attempt}.wal"
+        self._wal = open_wal_writer(self.fs, f"{_WAL_DIR}/{name}", sync=self.settings.wal_sync)
+        self._wal_name = name
+        self.fs.sync_dir(_WAL_DIR)
+        if delete_old:
+            stale = [entry for entry in old if entry != name]
+            pinned = pinned_paths(self._table_fs) if stale else set()
+            for entry in stale:
+                retire(self._table_fs, self._table_path(f"{_WAL_DIR}/{entry}"), pinned)
+
+    def close(self, done=None) -> None:
+        """Close the region: its WAL now, each store file once no view leases it.
+
+        ``done`` (optional) runs once every store file is closed.  An error
+        closing the WAL (one that failed earlier) is raised after the files
+        are retired: a failed region still lets its files go.
+        """
+        files, error = self.detach()
+        self.leases.retire(files, _close_reader, done)
+        if error is not None:
+            raise error
+
+    def detach(self) -> tuple[list[StoreFile], Exception | None]:
+        """Mark the region closed, close its WAL and hand over its store files
+        (the caller retires them through :attr:`leases`), with the error the
+        WAL's close raised, if any."""
+        with self._lock:
+            if self.closed:
+                return [], None
+            self.closed = True
+            wal, self._wal = self._wal, None
+            with self.leases.lock:
+                files = [f for store in self.stores.values() for f in store.files]
+                for store in self.stores.values():
+                    store.replace_files(())
+        error = None
+        if wal is not None:
+            try:
+                wal.close()  # raises if the WAL failed earlier: the files go all the same
+            except Exception as exc:
+                error = exc
+        return files, error
+
+    def _table_path(self, path: str) -> str:
+        """``path`` (relative to the region) relative to the table directory, as pins name files."""
+        return f"regions/{self.info.region_id}/{path}"
+
+    # -- writes ----------------------------------------------------------
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise StorageError(f"region {self.info.region_id} of {self.table_name} is open read-only")
+        if self.closed:
+            raise StorageError(f"region {self.info.region_id} of {self.table_name} is closed")
+
+    def _apply_to_memstores(self, cells: Sequence[Cell], seq: int) -> None:
+        by_family: dict[bytes, list] = {}
+        for cell in cells:
+            by_family.setdefault(cell[1], []).append(cell)
+        for family, group in by_family.items():
+            store = self.stores.get(family.decode("ascii", "replace"))
+            if store is None:
+                raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
+            store.memstore.add_many(group, trusted=True, seq=seq)
+
+    def mutate(self, cells: Sequence[Cell]) -> int:
+        """Log and apply one atomic group of cells; returns its sequence id."""
+        with self._lock:
+            self._check_writable()
+            rows = list(map(_ROW, cells))
+            low, high = min(rows), max(rows)
+            if not (self.info.contains(low) and self.info.contains(high)):
+                bad = low if not self.info.contains(low) else high
+                raise InvalidArgument(f"row {bad!r} is outside region {self.info.region_id}")
+            for family in set(map(_FAMILY, cells)):
+                if family.decode("ascii", "replace") not in self.stores:
+                    raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
+            seq = self.mvcc.begin()
+            try:
+                self._wal.append(seq, cells)
+                self._next_seq = seq + 1
+                self._apply_to_memstores(cells, seq)
+            finally:
+                self.mvcc.complete(seq)  # readers opened from now on see the whole group
+            return seq
+
+    @property
+    def memstore_size(self) -> int:
+        return sum(s.memstore.heap_size for s in self.stores.values())
+
+    @property
+    def size(self) -> int:
+        """Bytes of the region's store files."""
+        return sum(s.size for s in self.stores.values())
+
+    def needs_flush(self) -> bool:
+        return self.memstore_size >= self.settings.memstore_flush_size
+
+    def needs_compaction(self) -> bool:
+        return any(len(s.files) >= self.settings.compaction_threshold for s in self.stores.values())
+
+    def needs_split(self) -> bool:
+        return self.size >= self.settings.max_filesize
+
+    def flush(self) -> bool:
+        """Write every non-empty memstore to a store file; True if anything was written."""
+        with self._lock:
+            self._check_writable()
+            dirty = [s for s in self.stores.values() if s.memstore.cell_count]
+            if not dirty:
+                return False
+            flushed_seq = self._next_seq - 1
+            new_manifest = RegionManifest(
+                self.manifest.region_id,
+                {k: list(v) for k, v in self.manifest.files.items()},
+                flushed_seq,
+                self.manifest.next_file_id,
+                self.manifest.generation,
+            )
+            written: list[tuple[Store, StoreFile]] = []
+            try:
+                for store in dirty:
+                    store.memstore.snapshot()
+                    batch = store.memstore.snapshot_batch()
+                    name = new_manifest.new_file_name()
+                    writer = store.new_writer(name)
+                    try:
+                        writer.append_batch(batch)
+                        writer.finish(max_seq_id=flushed_seq)
+                    except BaseException:
+                        writer.abandon()
+                        raise
+                    new_manifest.files.setdefault(store.family, []).append(name)
+                    written.append((store, store.open_reader(name)))
+                new_manifest.save(self.fs)
+            except BaseException:
+                for store in dirty:
+                    store.memstore.restore_snapshot()
+                raise
+            with self.leases.lock:  # a view sees the snapshot or the new file, never both
+                self.manifest = new_manifest
+                for store, sf in written:
+                    store.replace_files((sf,) + store.files)
+                    store.memstore.clear_snapshot()
+            self._roll_wal(delete_old=True)
+            return True
+
+    def check(self) -> None:
+        """Verify the region's invariants: manifest files exist and pass their checks."""
+        for store in self.stores.values():
+            for f in store.files:
+                f.reader.check()

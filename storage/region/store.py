@@ -1,0 +1,179 @@
+"""A store: one column family of one region (memstore plus store files).
+
+The store knows its sources in age order, newest first: the memstore, then
+its store files from the newest to the oldest.  Scans and compactions take a
+:class:`StoreView` (an immutable list of open readers plus a
+:class:`storage.memstore.write_buffer.MemStoreView` fixed at a read point), so a flush or
+compaction that swaps files does not disturb a scan under way; the region
+leases the view's files (:mod:`storage.region.reader_leases`) so they stay open until the
+scan ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import pyarrow as pa
+
+from ..cells import CELL_SCHEMA
+from ..storefile.dense_rows import first_cells_of_parts
+from ..vfs.fs import FileSystem
+from ..memstore.write_buffer import MemStore
+from ..memstore.runs import MemStoreView
+from ..schema import FamilySettings
+from ..storefile import BlockCache, StoreFileReader, StoreFileWriter
+from ..storefile._dense import empty_binary
+from ..storefile._kernels import row_starts
+
+__all__ = ["Store", "StoreView"]
+
+
+@dataclass(frozen=True)
+class StoreFile:
+    """A live store file of a store: its name in the manifest and its open reader."""
+
+    name: str
+    reader: StoreFileReader
+
+    @property
+    def size(self) -> int:
+        return self.reader.info.file_size
+
+
+@dataclass(frozen=True)
+class StoreView:
+    """What one scan of a store reads: the memstore as of the scan's read
+    point and the files, newest first.  ``memstore`` is any object with
+    :class:`storage.memstore.write_buffer.MemStoreView`'s read methods (``is_empty``,
+    ``to_batch``, ``row_cells``, ``scanner``)."""
+
+    family: str
+    settings: FamilySettings
+    memstore: MemStoreView
+    files: tuple[StoreFile, ...]  # newest first
+
+    def memstore_batch(self, start_row: bytes, stop_row: bytes | None) -> pa.Table:
+        """Memstore cells with start_row <= row < stop_row, in cell order."""
+        if self.memstore.is_empty():
+            return CELL_SCHEMA.empty_table()
+        return self.memstore.to_batch(start_row, stop_row)
+
+    def file_batches(self, start_row: bytes, stop_row: bytes | None, keys_only: bool = False) -> list[pa.Table]:
+        """Each file's cells in the range as one table, newest file first
+        (``keys_only``: empty values, and no value section is read)."""
+        out = []
+        for f in self.files:
+            batches = list(f.reader.scan_batches(start_row, stop_row, keys_only=keys_only))
+            out.append(pa.Table.from_batches(batches, schema=CELL_SCHEMA) if batches else CELL_SCHEMA.empty_table())
+        return out
+
+    def sources(self, start_row: bytes, stop_row: bytes | None) -> list[pa.Table]:
+        """All sources' cells in the range, newest first; empty sources left out."""
+        return self.sources_checked(start_row, stop_row)[0]
+
+    def sources_checked(
+        self, start_row: bytes, stop_row: bytes | None, keys_only: bool = False, first_cells: bool = False
+    ) -> tuple[list[pa.Table], list[bool]]:
+        """The range's non-empty sources, newest first, and for each whether it
+        needs no version or delete resolution on its own.  ``keys_only``:
+        every value is empty (files are read for their key sections only).
+        ``first_cells`` (with ``keys_only``, for a scan that keeps only the
+        first cell of each row and has no TTL or time range to apply): when
+        every source is clean, each is cut to the first cell of each of its
+        rows, which still resolve to the first cell of every row."""
+        tables: list[pa.Table] = []
+        clean: list[bool] = []
+        firsts = (
+            first_cells and keys_only and (self.memstore.is_empty() or self.memstore.is_clean())
+            and not any(f.reader.info.needs_resolution for f in self.files)
+        )
+        if not self.memstore.is_empty():
+            mem = self.memstore_batch(start_row, stop_row)
+            if mem.num_rows:
+                if firsts:
+                    mem = mem.take(pa.array(row_starts(mem.column(0).combine_chunks())))
+                if keys_only:  # merging would copy the values only to drop them
+                    mem = mem.set_column(5, CELL_SCHEMA.field(5), pa.chunked_array([empty_binary(mem.num_rows)]))
+                tables.append(mem)
+                clean.append(self.memstore.is_clean())
+        if firsts:
+            family = self.family.encode()
+            for f in self.files:
+                table = first_cells_of_parts(f.reader.scan_parts(start_row, stop_row, keys_only=True), family)
+                if table.num_rows:
+                    tables.append(table)
+                    clean.append(True)
+            return tables, clean
+        for f, table in zip(self.files, self.file_batches(start_row, stop_row, keys_only)):
+            if table.num_rows:
+                tables.append(table)
+                clean.append(not f.reader.info.needs_resolution)
+        return tables, clean
+
+    def scanners(self, metrics=None) -> list:
+        """Cell scanners over every source, newest first (the heap's rank order)."""
+        return [self.memstore.scanner(metrics)] + [f.reader.scanner() for f in self.files]
+
+
+class Store:
+    """One family of one region.  The region serializes writes, flushes and compactions."""
+
+    def __init__(self, fs: FileSystem, family: str, settings: FamilySettings, cache: BlockCache | None):
+        self.fs = fs  # the region's filesystem; files live under <family>/
+        self.family = family
+        self.family_bytes = family.encode()
+        self.settings = settings
+        self.cache = cache
+        self.memstore = MemStore()
+        self._files: tuple[StoreFile, ...] = ()  # newest first
+
+    # -- files -----------------------------------------------------------
+    def path(self, name: str) -> str:
+        return f"{self.family}/{name}"
+
+    def open_files(self, names_oldest_first: Sequence[str], locations: dict | None = None) -> None:
+        """Open the manifest's files (replacing any open set).
+
+        ``locations`` maps (family, name) to (filesystem, path) for a file not
+        yet at its place (a committed bulk load still being moved in).
+        """
+        locations = locations or {}
+        files = []
+        for name in reversed(list(names_oldest_first)):
+            fs, path = locations.get((self.family, name), (self.fs, self.path(name)))
+            files.append(StoreFile(name, StoreFileReader(fs, path, cache=self.cache)))
+        self._files = tuple(files)
+
+    @property
+    def files(self) -> tuple[StoreFile, ...]:
+        return self._files
+
+    def file_names_oldest_first(self) -> list[str]:
+        return [f.name for f in reversed(self._files)]
+
+    def replace_files(self, new_files_newest_first: tuple[StoreFile, ...]) -> None:
+        self._files = new_files_newest_first
+
+    def view(self, read_point: int | None = None) -> StoreView:
+        """The store as a reader at ``read_point`` sees it (release its memstore view when done)."""
+        return StoreView(self.family, self.settings, self.memstore.view(read_point), self._files)
+
+    @property
+    def size(self) -> int:
+        """Bytes on disk of the live store files."""
+        return sum(f.size for f in self._files)
+
+    def new_writer(self, name: str) -> StoreFileWriter:
+        self.fs.makedirs(self.family)
+        return StoreFileWriter(
+            self.fs,
+            self.path(name),
+            family=self.family_bytes,
+            block_size=self.settings.block_size,
+            compression=self.settings.compression,
+            bloom=self.settings.bloom_filter,
+        )
+
+    def open_reader(self, name: str) -> StoreFile:
+        return StoreFile(name, StoreFileReader(self.fs, self.path(name), cache=self.cache))

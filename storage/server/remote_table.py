@@ -1,0 +1,391 @@
+"""A table of a region server seen from the client: the embedded table's calls
+sent as wire requests, and mutation batches buffered client-side."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from ..errors import InvalidArgument
+from ..read.python_rows import cells_to_dicts
+from ..region.manifest import RegionInfo
+from .remote_errors import from_flight_error
+from .remote_scanner import RemoteScanner
+
+if TYPE_CHECKING:
+    from .client import RemoteConnection
+
+__all__ = ["RemoteTable", "RemoteBatch", "SCAN_MODES"]
+
+
+SCAN_MODES = ("stream", "rpc")
+
+
+def _filter_string(flt: Any) -> str | None:
+    """Filters travel in the filter language: strings as they are, Filter objects by their repr."""
+    if flt is None or isinstance(flt, str):
+        return flt
+    if isinstance(flt, bytes):
+        return flt.decode("utf-8")
+    from ..filters.base import Filter
+
+    if isinstance(flt, Filter):
+        return repr(flt)  # Filter's repr is its filter-language form
+    raise InvalidArgument(f"filter must be a filter string or a storage.filters Filter, got {type(flt).__name__}")
+
+
+class RemoteTable:
+    """A table on a region server; same calls as :class:`storage.table.table.Table`, plus scan modes."""
+
+    def __init__(self, connection: RemoteConnection, name: str):
+        self.connection = connection
+        self.name = name
+
+    def _call(self, action: str, header: dict | None = None) -> dict:
+        h = {"table": self.name}
+        h.update(header or {})
+        return self.connection._call(action, h).header
+
+    # -- metadata -------------------------------------------------------
+    def regions(self) -> list[dict]:
+        """The table's regions in key order, as happybase's ``Table.regions()``."""
+        return self._call("table_regions")["regions"]
+
+    def region_infos(self) -> list[RegionInfo]:
+        """The regions as :class:`~storage.region.manifest.RegionInfo` (id, start, end)."""
+        return [RegionInfo(r["id"], r["start_key"], r["end_key"] or None) for r in self.regions()]
+
+    def families(self) -> dict[bytes, dict]:
+        """Column families and their settings, as happybase's ``Table.families()``."""
+        return self._call("table_families")["families"]
+
+    # -- writes -----------------------------------------------------------
+    def _mutate(self, ops: list) -> None:
+        if not ops:
+            return
+        limit = max(1024, self.connection.server_info().get("max_request_bytes", 16 << 20) // 2)
+        chunk: list = []
+        size = 0
+        for op in ops:
+            cost = _op_size(op)
+            if chunk and size + cost > limit:
+                self._call("mutate", {"ops": chunk})
+                chunk, size = [], 0
+            chunk.append(op)
+            size += cost
+        self._call("mutate", {"ops": chunk})
+
+    def put(self, row: bytes, data: dict, timestamp: int | None = None, wal: bool = True) -> None:
+        """Store ``data`` (``{b"cf:q": value}``) in ``row`` at ``timestamp`` (server time by default)."""
+        self._mutate([["put", row, data, timestamp]])
+
+    def delete(self, row: bytes, columns: Iterable | None = None, timestamp: int | None = None, wal: bool = True) -> None:
+        """Delete a whole row, or the given columns (``b"cf:q"`` all versions, ``b"cf"`` the family)."""
+        self._mutate([["delete", row, list(columns) if columns is not None else None, timestamp]])
+
+    def delete_version(self, row: bytes, column: bytes, timestamp: int) -> None:
+        """Delete exactly one version of a column."""
+        self._mutate([["delete_version", row, column, timestamp]])
+
+    def batch(self, timestamp: int | None = None, batch_size: int | None = None, transaction: bool = False,
+              wal: bool = True) -> "RemoteBatch":
+        """A batch of puts and deletes sent together (one request per ``batch_size`` mutations)."""
+        return RemoteBatch(self, timestamp, batch_size, transaction)
+
+    # -- counters -----------------------------------------------------------
+    def counter_get(self, row: bytes, column: bytes) -> int:
+        """The 8-byte big-endian counter in ``column`` (0 if unset)."""
+        return self._call("counter_get", {"row": row, "column": column})["value"]
+
+    def counter_set(self, row: bytes, column: bytes, value: int = 0) -> None:
+        """Set the counter to ``value``."""
+        self._call("counter_set", {"row": row, "column": column, "value": value})
+
+    def counter_inc(self, row: bytes, column: bytes, value: int = 1) -> int:
+        """Add ``value`` atomically on the server and return the new value."""
+        return self._call("counter_inc", {"row": row, "column": column, "value": value})["value"]
+
+    def counter_dec(self, row: bytes, column: bytes, value: int = 1) -> int:
+        """Subtract ``value`` atomically and return the new value."""
+        return self.counter_inc(row, column, -value)
+
+    # -- point reads ----------------------------------------------------------
+    def row(self, row: bytes, columns: Sequence[bytes] | None = None, timestamp: int | None = None,
+            include_timestamp: bool = False) -> dict:
+        """One row as ``{b"cf:q": value}`` ({} if absent)."""
+        data = self._call("row", {"row": row, "columns": _columns(columns), "timestamp": timestamp,
+                                  "include_timestamp": include_timestamp})["data"]
+        return _pairs(data) if include_timestamp else data
+
+    def rows(self, rows: Sequence[bytes], columns: Sequence[bytes] | None = None, timestamp: int | None = None,
+             include_timestamp: bool = False) -> list[tuple[bytes, dict]]:
+        """Several rows, as ``[(row, data)]`` for the rows that exist, in the order asked."""
+        out = self._call("rows", {"rows": list(rows), "columns": _columns(columns), "timestamp": timestamp,
+                                  "include_timestamp": include_timestamp})["rows"]
+        return [(key, _pairs(data) if include_timestamp else data) for key, data in out]
+
+    def cells(self, row: bytes, column: bytes, versions: int | None = None, timestamp: int | None = None,
+              include_timestamp: bool = False) -> list:
+        """The versions of one cell, newest first (values, or (value, ts) pairs)."""
+        out = self._call("cells", {"row": row, "column": column, "versions": versions, "timestamp": timestamp,
+                                   "include_timestamp": include_timestamp})["cells"]
+        return [tuple(c) for c in out] if include_timestamp else out
+
+    # -- scans ------------------------------------------------------------------
+    def open_scanner(self, row_start: bytes | None = None, row_stop: bytes | None = None,
+                     row_prefix: bytes | None = None, columns: Sequence[bytes] | None = None, filter: Any = None,
+                     timestamp: int | None = None, time_range: tuple[int, int] | None = None,
+                     max_versions: int = 1, limit: int | None = None, reverse: bool = False, output: str = "rows",
+                     include_timestamp: bool = False, batch_size: int = 65536, caching: int = 1000,
+                     max_bytes: int | None = None) -> RemoteScanner:
+        """Open a server-side scanner of the RPC scan API (scan options as :meth:`scan_batches`)."""
+        spec = _scan_spec(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
+                          limit, reverse, output, include_timestamp, batch_size)
+        _check_positive(caching, "caching")
+        return RemoteScanner(self, spec, caching, max_bytes)
+
+    def scan_batches(
+        self,
+        row_start: bytes | None = None,
+        row_stop: bytes | None = None,
+        row_prefix: bytes | None = None,
+        columns: Sequence[bytes] | None = None,
+        filter: Any = None,
+        timestamp: int | None = None,
+        time_range: tuple[int, int] | None = None,
+        max_versions: int = 1,
+        limit: int | None = None,
+        reverse: bool = False,
+        output: str = "rows",
+        include_timestamp: bool = False,
+        batch_size: int = 65536,
+        metrics: Any = None,
+        *,
+        mode: str = "stream",
+        caching: int = 1000,
+        max_bytes: int | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Scan as Arrow record batches, as the embedded ``scan_batches``.
+
+        ``mode="stream"`` streams batches in one call; ``mode="rpc"`` pulls
+        ``caching`` rows per next() call (at most ``max_bytes`` bytes each).
+        ``metrics`` (a ScanMetrics) gets ``rpc_calls``, ``bytes_in_results``
+        and ``time_ms`` as the client sees them.
+        """
+        if mode not in SCAN_MODES:
+            raise InvalidArgument(f"mode must be one of {SCAN_MODES}, got {mode!r}")
+        spec = _scan_spec(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
+                          limit, reverse, output, include_timestamp, batch_size)
+        _check_positive(caching, "caching")
+        if mode == "stream":
+            return self._stream(spec, metrics)
+        return self._rpc(spec, caching, max_bytes, metrics)
+
+    def _stream(self, spec: dict, metrics: Any) -> Iterator[pa.RecordBatch]:
+        started = time.perf_counter()
+        channel = self.connection._channel
+        reader = channel.stream({"table": self.name, "scan": spec})
+        channel.rpc_calls += 1
+        finished = False
+        try:
+            while True:
+                try:
+                    chunk = reader.read_chunk()
+                except StopIteration:
+                    finished = True
+                    return
+                except flight.FlightError as exc:
+                    finished = True
+                    raise from_flight_error(exc) from None
+                if metrics is not None:
+                    metrics.bytes_in_results += chunk.data.nbytes
+                yield chunk.data
+        finally:
+            if not finished:
+                reader.cancel()  # tell the server to stop producing
+            if metrics is not None:
+                metrics.rpc_calls += 1
+                metrics.time_ms += (time.perf_counter() - started) * 1000
+
+    def _rpc(self, spec: dict, caching: int, max_bytes: int | None, metrics: Any) -> Iterator[pa.RecordBatch]:
+        started = time.perf_counter()
+        scanner = RemoteScanner(self, spec, caching, max_bytes)
+        try:
+            while scanner.more:
+                batches = scanner.next()
+                yield from batches
+        finally:
+            scanner.close()
+            if metrics is not None:
+                metrics.rpc_calls += scanner.seq + 2  # open, the next() calls, close
+                metrics.bytes_in_results += scanner.bytes_received
+                metrics.time_ms += (time.perf_counter() - started) * 1000
+
+    def scan(
+        self,
+        row_start: bytes | None = None,
+        row_stop: bytes | None = None,
+        row_prefix: bytes | None = None,
+        columns: Sequence[bytes] | None = None,
+        filter: Any = None,
+        timestamp: int | None = None,
+        include_timestamp: bool = False,
+        batch_size: int = 1000,
+        scan_batching: int | None = None,
+        limit: int | None = None,
+        sorted_columns: bool = False,
+        reverse: bool = False,
+        time_range: tuple[int, int] | None = None,
+        max_versions: int = 1,
+        *,
+        mode: str = "stream",
+        caching: int | None = None,
+    ) -> Iterator[tuple[bytes, dict]]:
+        """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as the embedded ``scan``.
+
+        ``caching`` (rows per next() call in ``mode="rpc"``) defaults to
+        ``batch_size``, which is what happybase's ``batch_size`` means.
+        """
+        _check_positive(batch_size, "batch_size")
+        if scan_batching is not None:
+            _check_positive(scan_batching, "scan_batching")
+        batches = self.scan_batches(
+            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions, limit, reverse,
+            "cells", include_timestamp, mode=mode, caching=caching or batch_size,
+        )
+        try:
+            for batch in batches:
+                yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
+        finally:
+            batches.close()
+
+    def count(self, row_start: bytes | None = None, row_stop: bytes | None = None,
+              row_prefix: bytes | None = None) -> int:
+        """Rows in ``[row_start, row_stop)`` (or with ``row_prefix``), counted on
+        the server by ``Table.count()``: from the block indexes where they
+        answer, else by the row-counting scan.  One call, whatever the size."""
+        return self._call("count", {"row_start": row_start, "row_stop": row_stop, "row_prefix": row_prefix})["count"]
+
+    # -- maintenance --------------------------------------------------------------
+    def flush(self) -> None:
+        """Flush every region's memstore to store files on the server."""
+        self._call("flush")
+
+    def compact(self, major: bool = True) -> None:
+        """Compact every region (major by default)."""
+        self._call("compact", {"major": major})
+
+    def split(self, split_key: bytes | None = None) -> list[RegionInfo]:
+        """Split the region holding ``split_key`` at it, or every region at its midkey."""
+        self._call("split", {"split_key": split_key})
+        return self.region_infos()
+
+    def close(self) -> None:
+        """Nothing to release on the client; the server keeps the table open."""
+
+    def __repr__(self) -> str:
+        return f"<RemoteTable {self.name!r} on {self.connection.root}>"
+
+
+class RemoteBatch:
+    """Collects puts and deletes and sends them in one request; usable as a context manager.
+
+    As the embedded batch: ``batch_size`` sends every that many mutations,
+    and with ``transaction=True`` nothing is sent if the ``with`` block
+    raises.  Values are checked by the server, when the batch is sent.
+    """
+
+    def __init__(self, table: RemoteTable, timestamp: int | None, batch_size: int | None, transaction: bool):
+        if batch_size is not None:
+            _check_positive(batch_size, "batch_size")
+        if transaction and batch_size is not None:
+            raise InvalidArgument("transaction and batch_size cannot be combined")
+        self._table = table
+        self._timestamp = timestamp
+        self._batch_size = batch_size
+        self._transaction = transaction
+        self._ops: list = []
+
+    def put(self, row: bytes, data: dict, wal: bool = True) -> None:
+        """Queue a put of ``data`` into ``row``."""
+        self._ops.append(["put", row, data, self._timestamp])
+        self._added()
+
+    def delete(self, row: bytes, columns: Iterable | None = None, wal: bool = True) -> None:
+        """Queue a delete of the row or of ``columns``."""
+        self._ops.append(["delete", row, list(columns) if columns is not None else None, self._timestamp])
+        self._added()
+
+    def _added(self) -> None:
+        if self._batch_size is not None and len(self._ops) >= self._batch_size:
+            self.send()
+
+    def send(self) -> None:
+        """Send what was collected."""
+        ops, self._ops = self._ops, []
+        self._table._mutate(ops)
+
+    def __enter__(self) -> "RemoteBatch":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._transaction and exc_type is not None:
+            return
+        self.send()
+
+
+# -- helpers ------------------------------------------------------------------------
+def _check_positive(value: Any, name: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
+
+
+def _columns(columns: Sequence | None) -> list | None:
+    if columns is None:
+        return None
+    return [c.encode() if isinstance(c, str) else c for c in columns]
+
+
+def _pairs(data: dict) -> dict:
+    """Values that crossed the wire as [value, ts] lists become (value, ts) tuples again."""
+    return {k: tuple(v) for k, v in data.items()}
+
+
+def _scan_spec(row_start, row_stop, row_prefix, columns, flt, timestamp, time_range, max_versions, limit, reverse,
+               output, include_timestamp, batch_size) -> dict:
+    if output not in ("rows", "cells"):
+        raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
+    return {
+        "row_start": row_start,
+        "row_stop": row_stop,
+        "row_prefix": row_prefix,
+        "columns": _columns(columns),
+        "filter": _filter_string(flt),
+        "timestamp": timestamp,
+        "time_range": list(time_range) if time_range is not None else None,
+        "max_versions": max_versions,
+        "limit": limit,
+        "reverse": reverse,
+        "output": output,
+        "include_timestamp": include_timestamp,
+        "batch_size": batch_size,
+    }
+
+
+_OP_OVERHEAD = 48
+
+
+def _op_size(op: list) -> int:
+    """Rough encoded size of one mutation (base64 grows bytes by 4/3)."""
+    size = _OP_OVERHEAD + len(op[1]) if isinstance(op[1], (bytes, str)) else _OP_OVERHEAD
+    arg = op[2]
+    if isinstance(arg, dict):
+        for k, v in arg.items():
+            size += _OP_OVERHEAD // 4 + (len(k) if isinstance(k, (bytes, str)) else 8)
+            size += len(v) if isinstance(v, (bytes, bytearray, str)) else 8
+    elif isinstance(arg, (list, tuple)):
+        size += sum(len(c) if isinstance(c, (bytes, str)) else 8 for c in arg)
+    return size * 4 // 3

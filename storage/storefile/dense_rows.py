@@ -1,0 +1,358 @@
+"""Row batches straight from dense store file blocks: slices, no gather, no pivot.
+
+A dense block (``storage.storefile._dense.DenseBlock``) already holds one
+value column per qualifier, aligned with its row keys, which is the shape a
+scan into Arrow rows returns.  The streaming scan path hands such blocks to
+:func:`dense_rows`, which picks the requested columns, applies value filters
+(SingleColumnValueFilter, ColumnValueFilter, ValueFilter, row-key filters and
+lists of them)
+as one vectorized comparison per tested column (:func:`dense_filter`,
+:func:`filter_masks`) and drops rows without any requested column, all over
+whole arrays.  Keys-only
+scans that keep only the first cell of each row take :func:`first_cells`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..cells import CELL_SCHEMA, CellType
+from ..columns import parse_column
+from ._dense import DenseBlock, constant_binary
+from ._kernels import row_starts
+
+__all__ = [
+    "dense_columns", "dense_rows", "row_schema", "dense_filter", "filter_masks",
+    "first_cells", "first_cell_only", "first_cells_of_parts",
+]
+
+
+def dense_columns(family: bytes, columns: list[bytes]) -> tuple[list[str], list[bytes]] | None:
+    """The field names and qualifiers of the row columns when each is one
+    ``family:qualifier`` of ``family``; None when a spec names a whole family
+    or another family (those rows take the cell path)."""
+    names, qualifiers = [], []
+    for spec in columns:
+        parsed = parse_column(spec)
+        if parsed.family != family or parsed.qualifier is None:
+            return None
+        names.append(parsed.name)
+        qualifiers.append(parsed.qualifier)
+    return names, qualifiers
+
+
+def dense_rows(
+    dense: DenseBlock,
+    columns: list[bytes],
+    qualifiers: list[bytes],
+    include_timestamp: bool,
+    mask: np.ndarray | None = None,
+    value_masks: dict | None = None,
+) -> pa.RecordBatch | None:
+    """The row batch of ``dense`` (as :func:`storage.kernels.cells_to_rows`
+    would build it from the block's cells) for the columns named ``columns``
+    (field names, as ``parse_column(spec).name``) with the qualifiers
+    ``qualifiers``; ``mask`` (boolean per row) keeps only some rows and
+    ``value_masks`` (qualifier index -> boolean per row) only some cells.
+
+    Rows without any kept cell are dropped first, so the value columns are
+    filtered once and only the surviving rows' cells are masked.
+    """
+    n = dense.num_rows
+    where = {q: j for j, q in enumerate(dense.qualifiers)}
+    value_masks = value_masks or {}
+    picked = []  # (field name, qualifier index or None, rows holding a kept cell or None for all, masked)
+    present = np.zeros(n, dtype=bool)  # rows holding at least one kept cell
+    any_full = False
+    for name, qualifier in zip(columns, qualifiers):
+        j = where.get(qualifier)
+        if j is None:
+            picked.append((name, None, None, False))
+            continue
+        has = dense.presence(j)
+        cells = None if has is None else has.to_numpy(zero_copy_only=False)
+        masked = j in value_masks
+        if masked:
+            cells = value_masks[j] if cells is None else cells & value_masks[j]
+        picked.append((name, j, cells, masked))
+        if cells is None:
+            any_full = True
+        elif not any_full:
+            present |= cells
+    keep = None if any_full else present
+    if mask is not None:
+        keep = mask if keep is None else keep & mask
+    if keep is not None and keep.all():
+        keep = None
+    if keep is not None and not keep.any():
+        return None
+    chosen = None if keep is None else pa.array(keep)
+    rows = dense.rows if chosen is None else dense.rows.filter(chosen)
+    m = len(rows)
+    if m == 0:
+        return None
+    arrays = [rows]
+    plain = dense.plain_timestamps() if include_timestamp else None
+    for name, j, cells, masked in picked:
+        if j is None:
+            value, ts = pa.nulls(m, pa.binary()), pa.nulls(m, pa.int64())
+        else:
+            value = dense.values[j]
+            ts = plain[j] if include_timestamp else None
+            if chosen is not None:
+                value = value.filter(chosen)
+                ts = ts.filter(chosen) if ts is not None else None
+            if masked:  # absent cells are null already; masked-out present ones become null here
+                kept = cells if keep is None else cells[keep]
+                if not kept.any():
+                    value, ts = pa.nulls(m, pa.binary()), pa.nulls(m, pa.int64()) if ts is not None else None
+                elif not kept.all():
+                    kept = pa.array(kept)
+                    value = pc.if_else(kept, value, pa.scalar(None, pa.binary()))
+                    ts = pc.if_else(kept, ts, pa.scalar(None, pa.int64())) if ts is not None else None
+        arrays.append(value)
+        if include_timestamp:
+            arrays.append(ts)
+    return pa.RecordBatch.from_arrays(arrays, schema=row_schema([p[0] for p in picked], include_timestamp))
+
+
+def row_schema(names: list[str], include_timestamp: bool) -> pa.Schema:
+    """The schema of a scan's row batches: ``key``, then per column its
+    binary value (and its ``@ts`` timestamp when ``include_timestamp``)."""
+    fields = [pa.field("key", pa.binary(), nullable=False)]
+    for name in names:
+        fields.append(pa.field(name, pa.binary()))
+        if include_timestamp:
+            fields.append(pa.field(f"{name}@ts", pa.int64()))
+    return pa.schema(fields)
+
+
+def first_cell_only(flt) -> bool:
+    """True when a filter keeps exactly the first cell of each row with an empty
+    value: ``FirstKeyOnlyFilter`` ANDed with plain ``KeyOnlyFilter`` (the
+    row-counting filter)."""
+    from ..filters import FilterList, FirstKeyOnlyFilter, KeyOnlyFilter
+
+    if not isinstance(flt, FilterList) or flt.operator.name != "MUST_PASS_ALL" or not flt.filters:
+        return False
+    kinds = {type(f) for f in flt.filters}
+    return (
+        kinds == {FirstKeyOnlyFilter, KeyOnlyFilter}
+        and all(not f.len_as_value for f in flt.filters if isinstance(f, KeyOnlyFilter))
+    )
+
+
+def _first_timestamps(parts: list[DenseBlock]) -> np.ndarray | None:
+    """The first qualifier's timestamps of every part, when each part stores them
+    run-length encoded with every row present (a bulk-loaded or compacted
+    table): the runs of all parts expanded by one ``np.repeat``; else None."""
+    values, ends, bases, runs = [], [], [], []
+    base = 0
+    for d in parts:
+        ts = d.timestamps[0]
+        if not pa.types.is_run_end_encoded(ts.type) or ts.values.null_count:
+            return None
+        values.append(ts.values)
+        ends.append(ts.run_ends)
+        bases.append(base)
+        runs.append(len(ts.values))
+        base += len(d.rows)
+    stops = pa.concat_arrays(ends).to_numpy().astype(np.int64) + np.repeat(np.array(bases, dtype=np.int64), runs)
+    lengths = np.empty(len(stops), dtype=np.int64)
+    lengths[0] = stops[0]
+    np.subtract(stops[1:], stops[:-1], out=lengths[1:])
+    return np.repeat(pa.concat_arrays(values).to_numpy(), lengths)
+
+
+def first_cells(parts: list[DenseBlock], family: bytes) -> pa.RecordBatch:
+    """The first cell of every row of the dense parts (empty values), in order:
+    what ``FirstKeyOnlyFilter() AND KeyOnlyFilter()`` leaves of them.
+
+    One take builds the qualifier column of all parts: each row's first
+    present qualifier is an index into the parts' qualifiers laid end to end.
+    """
+    rows, stamps, chosen = [], [], []
+    names: list[bytes] = []
+    bulk_ts = _first_timestamps(parts)
+    if bulk_ts is not None:
+        # every row's first cell is its block's first qualifier
+        bases, counts = [], []
+        for d in parts:
+            bases.append(len(names))
+            names.extend(d.qualifiers)
+            counts.append(len(d.rows))
+            rows.append(d.rows)
+        chosen.append(np.repeat(np.array(bases, dtype=np.int64), counts))
+    for d in parts if bulk_ts is None else ():
+        n = len(d.rows)
+        base = len(names)
+        names.extend(d.qualifiers)
+        rows.append(d.rows)
+        plain = d.plain_timestamps()
+        pick = np.full(n, -1, dtype=np.int64)
+        ts = np.zeros(n, dtype=np.int64)
+        for j in range(len(d.qualifiers)):
+            has = pc.is_valid(plain[j]).to_numpy(zero_copy_only=False) & (pick < 0)
+            pick[has] = base + j
+            ts[has] = plain[j].fill_null(0).to_numpy(zero_copy_only=False)[has]
+        chosen.append(pick)
+        stamps.append(ts)
+    total = sum(len(r) for r in rows)
+    quals = pa.array(names, pa.binary()).take(pa.array(np.concatenate(chosen)))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.concat_arrays(rows) if len(rows) > 1 else rows[0],
+            constant_binary(family, total),
+            quals,
+            pa.array(bulk_ts if bulk_ts is not None else np.concatenate(stamps), pa.int64()),
+            pa.array(np.full(total, int(CellType.PUT), dtype=np.uint8)),
+            constant_binary(b"", total),
+        ],
+        schema=CELL_SCHEMA,
+    )
+
+
+def first_cells_of_parts(parts, family: bytes) -> pa.Table:
+    """The first cell of every row of a file's keys-only :class:`BlockPart`
+    pieces (in order), as one ``CELL_SCHEMA`` table: dense pieces through
+    :func:`first_cells`, cell pieces by taking each row's first cell; a row
+    that spans pieces keeps the cell of the piece it began in."""
+    pieces = []
+    for part in parts:
+        if part.dense is not None:
+            pieces.append(first_cells([part.dense], family))
+        else:
+            starts = row_starts(part.cells.column(0))
+            pieces.append(part.cells.take(pa.array(starts)) if len(starts) != part.cells.num_rows else part.cells)
+    if not pieces:
+        return CELL_SCHEMA.empty_table()
+    table = pa.Table.from_batches(pieces, schema=CELL_SCHEMA)
+    starts = row_starts(table.column(0))
+    return table if len(starts) == table.num_rows else table.take(pa.array(starts))
+
+
+def dense_filter(flt, family: bytes):
+    """How a filter applies to dense rows of ``family``, or None when it needs the cell path.
+
+    A plan is a tuple:
+
+    * ``("none",)`` without a filter (or with an empty FilterList);
+    * ``("row", qualifier, op, comparator, filter_if_missing, exclude)`` for a
+      ``SingleColumnValueFilter`` (``exclude``: a ``SingleColumnValueExcludeFilter``);
+      a dense block holds one version per column, so ``latest_version_only``
+      changes nothing, and a column of another family is missing (``qualifier``
+      None: a scan streams one family only when the table has no other
+      family the filter could name);
+    * ``("column", qualifier, op, comparator)`` for a ``ColumnValueFilter``
+      (``qualifier`` None for another family: nothing passes);
+    * ``("cell", op, comparator)`` for a ``ValueFilter``;
+    * ``("key", filter)`` for a filter deciding on the row key alone
+      (``PrefixFilter``, ``RowFilter``, ``MultiRowRangeFilter``,
+      ``InclusiveStopFilter``), tested on the block's row keys;
+    * ``("all" | "one", [plans])`` for a stateless ``FilterList`` of such filters.
+    """
+    from ..filters import (
+        ColumnValueFilter,
+        FilterList,
+        InclusiveStopFilter,
+        MultiRowRangeFilter,
+        PrefixFilter,
+        RowFilter,
+        SingleColumnValueExcludeFilter,
+        SingleColumnValueFilter,
+        ValueFilter,
+    )
+
+    if flt is None:
+        return ("none",)
+    kind = type(flt)
+    if kind in (PrefixFilter, RowFilter, MultiRowRangeFilter, InclusiveStopFilter):
+        return ("key", flt)
+    if kind in (SingleColumnValueFilter, SingleColumnValueExcludeFilter):
+        qualifier = flt.qualifier if flt.family == family else None
+        return ("row", qualifier, flt.op, flt.comparator, flt.filter_if_missing, kind is SingleColumnValueExcludeFilter)
+    if kind is ColumnValueFilter:
+        return ("column", flt.qualifier if flt.family == family else None, flt.op, flt.comparator)
+    if kind is ValueFilter:
+        return ("cell", flt.op, flt.comparator)
+    if kind is FilterList and not flt.stateful:
+        if not flt.filters:
+            return ("none",)  # an empty list keeps everything
+        plans = [dense_filter(f, family) for f in flt.filters]
+        if any(p is None for p in plans):
+            return None
+        return ("all" if flt.operator.name == "MUST_PASS_ALL" else "one", plans)
+    return None
+
+
+def filter_masks(plan: tuple, dense: DenseBlock, qualifiers: list[bytes]):
+    """``(row mask or None, {qualifier index: value mask})`` of a dense block
+    under a :func:`dense_filter` plan, for the requested ``qualifiers``.
+
+    Each value test is one comparator kernel over one whole value column;
+    lists combine the answers with NumPy ``&`` / ``|``, cell by cell as
+    FilterList does.  A value mask may hold anything for rows that lack the
+    qualifier (:func:`dense_rows` drops those cells anyway).
+    """
+    wanted = set(qualifiers)
+    columns = [j for j, q in enumerate(dense.qualifiers) if q in wanted]
+    row, cells = _masks(plan, dense, columns)
+    return row, cells or {}
+
+
+def _value_mask(dense: DenseBlock, j: int, op, comparator) -> np.ndarray:
+    """One comparison over qualifier ``j``'s whole value column (absent values compare as anything)."""
+    return comparator.mask(dense.values[j], op)
+
+
+def _masks(plan: tuple, dense: DenseBlock, columns: list[int]) -> tuple:
+    """``(row mask, {j: cell mask} for every j of columns)`` of one plan; None for "keeps all"."""
+    kind = plan[0]
+    n = dense.num_rows
+    if kind == "none":
+        return None, None
+    if kind == "row":
+        _, qualifier, op, comparator, if_missing, exclude = plan
+        j = dense.qualifiers.index(qualifier) if qualifier in dense.qualifiers else None
+        if j is None:
+            row = np.zeros(n, dtype=bool) if if_missing else None
+        else:
+            row = _value_mask(dense, j, op, comparator)
+            has = dense.presence(j)
+            if has is not None:
+                row = np.where(has.to_numpy(zero_copy_only=False), row, not if_missing)
+        if not exclude or j not in columns:
+            return row, None
+        everything = np.ones(n, dtype=bool)
+        return row, {k: everything if k != j else np.zeros(n, dtype=bool) for k in columns}
+    if kind == "column":
+        _, qualifier, op, comparator = plan
+        j = dense.qualifiers.index(qualifier) if qualifier in dense.qualifiers else None
+        if j not in columns:
+            return np.zeros(n, dtype=bool), None  # the column is not read: nothing passes
+        nothing = np.zeros(n, dtype=bool)
+        return None, {k: nothing if k != j else _value_mask(dense, j, op, comparator) for k in columns}
+    if kind == "cell":
+        _, op, comparator = plan
+        return None, {k: _value_mask(dense, k, op, comparator) for k in columns}
+    if kind == "key":
+        return plan[1]._passes_keys(dense.rows), None  # the row-key filters' vectorized key test
+    parts = [_masks(p, dense, columns) for p in plan[1]]
+    if kind == "all":
+        rows = [r for r, _ in parts if r is not None]
+        row = np.logical_and.reduce(rows) if rows else None
+        maps = [c for _, c in parts if c is not None]
+        cells = {k: np.logical_and.reduce([c[k] for c in maps]) for k in columns} if maps else None
+        return row, cells
+    # "one": a cell passes when any child keeps it (its row, and the cell itself)
+    if any(r is None and c is None for r, c in parts):
+        return None, None
+    if all(c is None for _, c in parts):
+        return np.logical_or.reduce([r for r, _ in parts]), None
+    cells = {}
+    for k in columns:
+        kept = [c[k] if r is None else (r if c is None else r & c[k]) for r, c in parts]
+        cells[k] = np.logical_or.reduce(kept)
+    return None, cells

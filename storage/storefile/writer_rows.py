@@ -1,0 +1,124 @@
+"""Appending whole rows to a store file: the row form (one row key array, a
+value and timestamp array per qualifier) written straight as dense blocks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..cells import Cell
+from ..errors import InvalidArgument
+from ._block_v2 import encode_block_v2
+from ._dense import DenseBlock
+from ._kernels import CELL_OVERHEAD
+from .bloom import row_hash_pairs
+
+_MAX_BODY = (1 << 32) - 1  # block header sizes are 32-bit
+
+
+class WriterRows:
+    """``append_rows`` of a :class:`~storage.storefile.writer.StoreFileWriter`."""
+
+    def append_rows(
+        self,
+        rows: pa.Array,
+        qualifiers: list[bytes],
+        values: list[pa.Array],
+        timestamps: list[pa.Array],
+    ) -> None:
+        """Add whole rows column by column, written as dense blocks without
+        ever becoming cells (format version 2 only).
+
+        ``rows``: binary, strictly ascending, each after every row added
+        before.  ``qualifiers``: strictly ascending.  ``values[j]`` and
+        ``timestamps[j]``: the value and timestamp of qualifier ``j`` per row,
+        both null where the row lacks it; every row has at least one value.
+        Blocks are cut at row boundaries by the same size estimate as cells;
+        each call ends a block.  Checks are vectorized; on a violation nothing
+        is added.
+        """
+        self._check_open()
+        if self.format_version < 2:
+            raise InvalidArgument("append_rows writes dense blocks, which need format version 2")
+        n = len(rows)
+        q = len(qualifiers)
+        if not (q and len(values) == q and len(timestamps) == q) or any(len(c) != n for c in (*values, *timestamps)):
+            raise InvalidArgument(f"append_rows needs one value and one timestamp column of {n} entries per qualifier")
+        if any(type(x) is not bytes for x in qualifiers) or any(a >= b for a, b in zip(qualifiers, qualifiers[1:])):
+            raise InvalidArgument(f"qualifiers must be bytes in strictly ascending order, got {qualifiers!r}")
+        if n == 0:
+            return
+        rows = rows.cast(pa.binary())
+        values = [v.cast(pa.binary()) for v in values]
+        timestamps = [t.cast(pa.int64()) for t in timestamps]
+        if rows.null_count or (n > 1 and not pc.all(pc.less(rows.slice(0, n - 1), rows.slice(1))).as_py()):
+            raise InvalidArgument("append_rows: rows must be non-null and strictly ascending")
+        if self._last_key is not None and not self._last_key[0] < rows[0].as_py():
+            raise InvalidArgument(f"append_rows: row {rows[0].as_py()!r} does not sort after the rows already added")
+        any_value = np.zeros(n, dtype=bool)
+        sizes = np.zeros(n, dtype=np.int64)
+        cells_per_row = np.zeros(n, dtype=np.int64)
+        row_len = pc.binary_length(rows).to_numpy(zero_copy_only=False).astype(np.int64)
+        for qual, v, t in zip(qualifiers, values, timestamps):
+            if v.null_count == 0 and t.null_count == 0:
+                valid = True
+                value_len = pc.binary_length(v).to_numpy(zero_copy_only=False)
+            else:
+                valid = v.is_valid().to_numpy(zero_copy_only=False)
+                if not np.array_equal(valid, t.is_valid().to_numpy(zero_copy_only=False)):
+                    raise InvalidArgument(f"append_rows: qualifier {qual!r} has values and timestamps of different rows")
+                value_len = pc.binary_length(v).fill_null(0).to_numpy(zero_copy_only=False)
+            any_value |= valid
+            cells_per_row += valid
+            sizes += np.where(valid, row_len + len(self.family) + len(qual) + value_len + CELL_OVERHEAD, 0)
+        if not any_value.all():
+            raise InvalidArgument(f"append_rows: row {rows[int(np.flatnonzero(~any_value)[0])].as_py()!r} has no value")
+        self._flush_py()
+        self._cut(final=True)  # cells added before end their block here
+        for t in timestamps:
+            bounds = pc.min_max(t).as_py()
+            if bounds["min"] is not None:
+                self._min_ts = bounds["min"] if self._min_ts is None else min(self._min_ts, bounds["min"])
+                self._max_ts = bounds["max"] if self._max_ts is None else max(self._max_ts, bounds["max"])
+        if self._bloom:
+            self._hashes.append(row_hash_pairs(rows))
+        cum = np.cumsum(sizes)
+        cum_cells = np.cumsum(cells_per_row)
+        start, base = 0, 0
+        while start < n:
+            end = min(int(np.searchsorted(cum, base + self.block_size, side="left")) + 1, n)
+            size = end - start
+            dense = DenseBlock(
+                rows.slice(start, size), tuple(qualifiers),
+                [t.slice(start, size) for t in timestamps], [v.slice(start, size) for v in values],
+            )
+            self._write_dense(dense, int(cum_cells[end - 1]) - (int(cum_cells[start - 1]) if start else 0))
+            start, base = end, int(cum[end - 1])
+        self._appended = self._cell_count
+        last = self._last_cell
+        self._last_key = (last[0], last[1], last[2], -last[3], -last[4])
+
+    def _write_dense(self, dense: DenseBlock, cells: int) -> None:
+        """Write one dense block of ``cells`` cells in whole rows (each sorting
+        after what came before); timestamps and bloom keys are the caller's."""
+        n = dense.num_rows
+        family = self.family
+        first = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(0))))
+        last = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(n - 1, last=True))))
+        offset = self._offset
+        enc = encode_block_v2(None, self._prev_offset, self._codec, n, dense=dense, cell_count=cells)
+        if enc.raw_size > _MAX_BODY:
+            raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
+        for part in enc.parts:
+            self._file.write(part)
+        self._index.add_v2(offset, enc.length, enc.key_length, enc.layout, cells, n, 0, first)
+        self._prev_offset = offset
+        self._offset += enc.length
+        self._uncompressed += enc.raw_size
+        self._cell_count += cells
+        if self._first_cell is None:
+            self._first_cell = first
+        self._last_cell = last
+        self._row_count += n
+        self._last_row = last[0]

@@ -1,0 +1,159 @@
+"""Reading a WAL back: a stream of checked records from one file or from a
+directory of segments, stopping at a torn tail."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Iterator
+
+import pyarrow as pa
+
+from ..errors import CorruptionError
+from ..vfs.fs import FileSystem
+from .format import (
+    _FILE_HEADER,
+    _HEADER_BYTES,
+    _PAYLOAD_HEADER,
+    _RECORD_HEADER,
+    _SUPPORTED_VERSIONS,
+    _ZERO_CHECK_CHUNK,
+    FILE_HEADER_SIZE,
+    MAX_RECORD_BYTES,
+    RECORD_HEADER_SIZE,
+    WAL_MAGIC,
+    WalRecord,
+    _decode_payload,
+)
+
+__all__ = ["WalReader", "read_wal", "SEGMENT_SUFFIX", "segment_name", "segment_names"]
+
+SEGMENT_SUFFIX = ".seg"
+"""A WAL kept as segment objects (storage.wal.segments) is a directory of these."""
+
+
+def segment_name(first_seq_id: int) -> str:
+    """The object name of a segment whose first record has ``first_seq_id``."""
+    return f"{first_seq_id:020d}{SEGMENT_SUFFIX}"
+
+
+def segment_names(fs: FileSystem, path: str) -> list[str]:
+    """The segment names of the WAL directory ``path``, in sequence-id order."""
+    return [n for n in fs.listdir(path) if n.endswith(SEGMENT_SUFFIX)]
+
+
+class WalReader:
+    """Streams the records of one WAL file in order.
+
+    Iterate it once.  After iteration ends normally, ``valid_length``,
+    ``torn_tail_bytes`` and ``file_size`` describe the file (they are None
+    before).  Raises :class:`CorruptionError` naming the file and offset for
+    a bad header or a bad record that is not the torn tail.  With
+    ``decode=False`` records are checked but not decoded (cells are empty);
+    with ``decode="payload"`` each record's ``cells`` is its checked,
+    undecoded payload (bytes), for :func:`payloads_to_table`.
+    """
+
+    def __init__(self, fs: FileSystem, path: str, decode: bool = True):
+        self._fs = fs
+        self.path = path
+        self._decode = decode
+        self.valid_length: int | None = None
+        self.torn_tail_bytes: int | None = None
+        self.file_size: int | None = None
+
+    def __iter__(self) -> Iterator[WalRecord]:
+        if not self._fs.can_append and self._fs.is_dir(self.path):
+            yield from self._segments()
+            return
+        name = self._fs.uri(self.path)
+        if self._fs.is_local:
+            f = self._fs.open_read(self.path)
+        else:  # one GET for the whole log instead of ranged reads per record
+            f = pa.BufferReader(self._fs.read_bytes(self.path))
+        try:
+            size = f.size()
+            end = yield from self._records(f, size, name)
+        finally:
+            f.close()
+        self.file_size = size
+        self.valid_length = end
+        self.torn_tail_bytes = size - end
+
+    def _segments(self) -> Iterator[WalRecord]:
+        """Records of a WAL kept as segment objects (storage.wal.segments), in order."""
+        total = 0
+        for seg in segment_names(self._fs, self.path):
+            path = f"{self.path}/{seg}"
+            name = self._fs.uri(path)
+            f = pa.BufferReader(self._fs.read_bytes(path))
+            size = f.size()
+            end = yield from self._records(f, size, name)
+            if end != size or size < FILE_HEADER_SIZE:
+                raise CorruptionError("WAL segment is incomplete (segments are written whole)", name, end)
+            total += size
+        self.file_size = self.valid_length = total
+        self.torn_tail_bytes = 0
+
+    def _records(self, f: pa.NativeFile, size: int, name: str) -> Iterator[WalRecord]:
+        """Yield records; return the end offset of the intact prefix."""
+        if size < FILE_HEADER_SIZE:
+            head = f.read_at(size, 0) if size else b""
+            if _HEADER_BYTES.startswith(head) or not head.strip(b"\0"):
+                return 0  # the crash came while the header was being written
+            raise CorruptionError("WAL file is shorter than its header and is not a prefix of one", name, 0)
+        head = f.read_at(FILE_HEADER_SIZE, 0)
+        magic, version, _flags, crc = _FILE_HEADER.unpack(head)
+        if magic != WAL_MAGIC:
+            if not head.strip(b"\0") and _zero_from(f, FILE_HEADER_SIZE, size):
+                return 0  # a zero-filled file: the header never reached the disk
+            raise CorruptionError(f"bad WAL magic {magic!r}, expected {WAL_MAGIC!r}", name, 0)
+        if crc != zlib.crc32(head[:12]):
+            raise CorruptionError("WAL file header checksum mismatch", name, 0)
+        if version not in _SUPPORTED_VERSIONS:
+            raise CorruptionError(f"unsupported WAL format version {version}", name, 8)
+        pos = FILE_HEADER_SIZE
+        while pos < size:
+            if size - pos < RECORD_HEADER_SIZE:
+                return pos  # torn: the crash cut the record header
+            frame = f.read_at(RECORD_HEADER_SIZE, pos)
+            length, payload_crc, frame_crc = _RECORD_HEADER.unpack(frame)
+            body = pos + RECORD_HEADER_SIZE
+            if frame_crc != zlib.crc32(frame[:8]):
+                if _zero_from(f, body, size):
+                    return pos  # a garbled or zero-filled last header
+                raise CorruptionError("WAL record header checksum mismatch", name, pos)
+            if length > MAX_RECORD_BYTES:
+                raise CorruptionError(f"WAL record length {length} exceeds {MAX_RECORD_BYTES}", name, pos)
+            if body + length > size:
+                return pos  # torn: the crash cut the payload
+            payload = f.read_at(length, body)
+            if zlib.crc32(payload) != payload_crc:
+                if _zero_from(f, body + length, size):
+                    return pos  # the last record reaching end of file (or zero fill) is torn
+                raise CorruptionError("WAL record checksum mismatch", name, pos)
+            if self._decode == "payload" and length >= _PAYLOAD_HEADER.size:
+                yield WalRecord(_PAYLOAD_HEADER.unpack_from(payload, 0)[0], payload)
+            elif self._decode and self._decode != "payload":
+                yield _decode_payload(payload, name, pos)
+            elif length < _PAYLOAD_HEADER.size:
+                raise CorruptionError(f"WAL record payload of {length} bytes is shorter than its header", name, pos)
+            else:
+                yield WalRecord(_PAYLOAD_HEADER.unpack_from(payload, 0)[0], [])
+            pos = body + length
+        return pos
+
+
+def _zero_from(f: pa.NativeFile, start: int, size: int) -> bool:
+    """True when every byte of the file from ``start`` to the end is zero."""
+    pos = start
+    while pos < size:
+        chunk = f.read_at(min(_ZERO_CHECK_CHUNK, size - pos), pos)
+        if chunk.count(0) != len(chunk):
+            return False
+        pos += len(chunk)
+    return True
+
+
+def read_wal(fs: FileSystem, path: str) -> Iterator[WalRecord]:
+    """Yield the ``(seq_id, cells)`` records of a WAL file in order, dropping a torn tail."""
+    return iter(WalReader(fs, path))
