@@ -27,6 +27,7 @@ class Mvcc:
 
     def __init__(self, last_seq: int = 0):
         self._lock = threading.Lock()
+        self._advanced = threading.Condition(self._lock)  # notified when the read point moves
         self._next = last_seq + 1
         self._read_point = last_seq
         self._done: list[int] = []  # completed ids above the read point (a heap)
@@ -52,8 +53,21 @@ class Mvcc:
         with self._lock:
             heapq.heappush(self._done, seq)
             done = self._done
+            moved = False
             while done and done[0] == self._read_point + 1:
                 self._read_point = heapq.heappop(done)
+                moved = True
+            if moved:
+                self._advanced.notify_all()
+
+    def complete_and_wait(self, seq: int) -> None:
+        """:meth:`complete`, then wait until the read point reaches ``seq``: a writer
+        whose write finished before an earlier one (group commit: syncs end in any
+        order) reads its own write once this returns, as HBase's completeAndWait."""
+        self.complete(seq)
+        with self._lock:
+            while self._read_point < seq:
+                self._advanced.wait()
 
     @property
     def read_point(self) -> int:

@@ -87,3 +87,27 @@ def test_a_write_is_invisible_until_its_sync_ends(tmp_path):
     region.mutate_finish(ticket)
     assert table.row(b"row") == {b"cf:q": b"v"}
     conn.close()
+
+
+def test_each_writer_reads_its_own_write_at_once(tmp_path):
+    """Syncs end in any order; a put returns only once the read point covers it."""
+    conn = storage.connect(str(tmp_path))
+    table = conn.create_table("g", {"cf": {}}, settings={"wal_sync": "each"})
+    missing = []
+    start = threading.Barrier(6)
+
+    def work(t: int) -> None:
+        start.wait()
+        for i in range(30):
+            row = b"w%d-%03d" % (t, i)
+            table.put(row, {b"cf:a": b"%d" % i})
+            if table.row(row) != {b"cf:a": b"%d" % i}:
+                missing.append(row)
+
+    workers = [threading.Thread(target=work, args=(t,)) for t in range(6)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert not missing, missing[:3]
+    conn.close()

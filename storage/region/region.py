@@ -266,8 +266,11 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         try:
             if wal.policy.mode == "each":
                 wal.sync_to(end)
-        finally:
-            self.mvcc.complete(seq)  # readers opened from now on see the whole group
+        except BaseException:
+            self.mvcc.complete(seq)  # a failed sync: the read point must not stall behind it
+            raise
+        # readers opened from now on see the whole group, this writer included
+        self.mvcc.complete_and_wait(seq)
 
     @property
     def wal_sync_count(self) -> int:
