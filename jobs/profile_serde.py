@@ -23,7 +23,6 @@ if __name__ == "__main__":  # spark-submit jobs/profile_serde.py: make the repos
     _sys.path.insert(0, _os.path.dirname(_here))
 
 import argparse
-import datetime as _dt
 import json
 import re
 import sys
@@ -32,6 +31,7 @@ from typing import Any, Sequence
 import storage
 from serde import ProfileReport, profile_serde
 from serde.profiler import PATHS
+from serde.type_registry import find_type
 from storage.errors import InvalidArgument, TableNotFound
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
@@ -67,26 +67,13 @@ def _literal(text: str, type_name: str) -> Any:
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         text = text[1:-1]
+    spec = find_type(type_name)
+    if spec is None or spec.from_text is None:
+        return text
     try:
-        if type_name in ("tinyint", "smallint", "int", "bigint"):
-            return int(text)
-        if type_name in ("float", "double"):
-            return float(text)
-        if type_name == "boolean":
-            if text.lower() not in ("true", "false"):
-                raise ValueError(text)
-            return text.lower() == "true"
-        if type_name == "date":
-            return _dt.date.fromisoformat(text)
-        if type_name == "timestamp":
-            return _dt.datetime.fromisoformat(text)
-        if type_name == "decimal":
-            from decimal import Decimal
-
-            return Decimal(text)
-    except ValueError:
+        return spec.from_text(text)
+    except (ValueError, ArithmeticError):
         raise InvalidArgument(f"--predicate: {text!r} is not a {type_name}") from None
-    return text
 
 
 def parse_predicate(text: str | None, column_types: dict[str, str]) -> tuple[str, str, Any] | None:

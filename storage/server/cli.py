@@ -12,6 +12,7 @@ import sys
 
 from ..errors import InvalidArgument
 from .config import ServerConfig
+from ..filters.registry import register_filter_specs
 
 __all__ = ["add_arguments", "run", "serve_main", "read_token_file", "run_in_foreground", "module_main"]
 
@@ -40,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-cache-size", type=int, default=defaults.block_cache_size,
                         help="block cache bytes (0 disables it; default %(default)s)")
     parser.add_argument("--read-only", action="store_true", help="serve reads only (takes no table locks)")
+    parser.add_argument("--filter", dest="filter_classes", action="append", default=[], metavar="NAME=MODULE:CLASS",
+                        help="let filter strings call NAME, a user filter class (repeatable; HBase's registerFilter)")
 
 
 def read_token_file(path: str) -> str:
@@ -75,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; return the exit status."""
     from .service import RegionServer  # pulls in Flight only when serving
 
+    register_filter_specs(args.filter_classes)  # a bad class is refused before the port opens
     config = _config(args)
     if not config.loopback and config.token is None:
         print(f"warning: serving {config.host} to the network without a token (--allow-remote): anyone who can"
