@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.cells import CELL_SCHEMA, CellType
-from storage.storefile._dense import dense_from_cells
+from storage.storefile.dense import dense_from_cells
 from storage.storefile.point import DensePoint, SortedKeys
 
 # small alphabets so that keys share prefixes, end in zero bytes and repeat

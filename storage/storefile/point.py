@@ -232,7 +232,7 @@ class _Column:
 
 
 class DensePoint:
-    """Point reads of one dense block (:class:`storage.storefile._dense.DenseBlock`).
+    """Point reads of one dense block (:class:`storage.storefile.dense.DenseBlock`).
 
     ``keys`` searches its row keys; :meth:`row_cells` and :meth:`rows_cells`
     read the cells of rows by position, in cell order (qualifiers ascending),
