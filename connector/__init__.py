@@ -31,7 +31,7 @@ from .options import ScanSpec
 from .session import register, spark_session
 from .pushdown import PushdownResult, push_filters
 from .record_reader import TableBatchRecordReader, TableRecordReader
-from .snapshot import SnapshotLost
+from storage.region.region_snapshots import SnapshotLost
 from .splits import TableSplit
 
 __all__ = [

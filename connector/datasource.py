@@ -150,7 +150,7 @@ def _arrow_schema(schema) -> pa.Schema | None:
         return None
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    return to_arrow_schema(schema)
+    return to_arrow_schema(schema, timezone="UTC")  # Spark's Python worker expects TimestampType as UTC
 
 
 class PythonRegionScanDataSource(RegionScanDataSource):
@@ -219,16 +219,14 @@ class RegionScanReader(DataSourceReader):
                                         {"token": self.config.conf["token"]} if self.config.conf.get("token") else None)
         reader.initialize(split)
         names = self.names
-        target = self.target
+        # Spark's types: SerDe timestamps are naive UTC, TimestampType wants them zoned (the same instants).
+        target = self.target if self.target is not None else self.config.spark_arrow_schema(names)
         try:
             for rows in reader:
                 typed = serde.deserialize_batch(rows)
                 arrays = [typed.column(n) for n in names]
-                if target is not None:
-                    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
-                    yield pa.RecordBatch.from_arrays(arrays, schema=target)
-                else:
-                    yield pa.RecordBatch.from_arrays(arrays, names=names)
+                arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
+                yield pa.RecordBatch.from_arrays(arrays, schema=target)
         finally:
             reader.close()
 

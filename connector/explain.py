@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
 from storage.vfs.objstore import redact_uri
-from storage.filters.ranges import KeyRange
+from storage.keys import KeyRange
 
 from .options import to_string_binary
 from .pushdown import PushdownResult, describe_filter, push_filters

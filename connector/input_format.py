@@ -18,7 +18,7 @@ Configure it with the keys HBase MapReduce users know (see
 
 ``get_splits()`` pins every region's manifest (files, generation, WAL) at
 that moment: the splits read that snapshot whatever is flushed, compacted
-or bulk-loaded later, or fail with :class:`~connector.snapshot.SnapshotLost`
+or bulk-loaded later, or fail with :class:`~storage.region.region_snapshots.SnapshotLost`
 naming a pinned file that was deleted meanwhile.
 """
 
@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import urlparse
 
 from storage.errors import InvalidArgument, TableNotFound
-from storage.filters.ranges import KeyRange, intersect
+from storage.keys import KeyRange, intersect
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
 from storage.region.manifest import TABLE_MANIFEST
@@ -54,7 +54,7 @@ from .options import (
 )
 from .record_reader import TableBatchRecordReader, TableRecordReader
 from .scanning import is_remote_root
-from .snapshot import pin_table, release_pin_file, write_pin_file
+from storage.region.region_snapshots import pin_table, release_pin_file, write_pin_file
 from .splits import TableSplit, plan_splits
 
 __all__ = ["TableInputFormat", "REMOTE_TOKEN"]

@@ -1,7 +1,9 @@
 """Value order of stored bytes, and row-key ranges built from per-column value intervals.
 
 Pushdown may only promise what byte comparisons deliver exactly.  Each
-codec of the SerDe layer gets a :class:`ValueOrder`:
+codec of the SerDe layer gets a :class:`ValueOrder`, from the order its
+type declares in the type registry (:mod:`serde.type_registry`) for the
+codec's storage form:
 
 * ``bytes``: byte order is value order (UTF-8 strings, binaries, any
   width).  Text storage adds a null sequence (``\\N``) that reads as null.
@@ -26,25 +28,17 @@ row-key ranges ``[start, stop)``.
 
 from __future__ import annotations
 
-import datetime as _dt
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any, Sequence
 
 from serde.codecs.base import Codec
-from serde.codecs.hbase_bytes import (
-    BinaryCodec,
-    DateCodec,
-    IntCodec,
-    OrderedDecimalCodec,
-    StringCodec,
-    TimestampCodec,
-)
-from serde.codecs.text import BinaryText, StringText
+from serde.codecs.text import TextCodec
 from serde.mapping import ColumnKind
-from storage.filters.ranges import KeyRange, normalize, prefix_stop
+from serde.rowkey import TERMINATED, TERMINATOR
+from serde.type_registry import COMPLEX_NAMES, TypeSpec, find_type
+from storage.keys import KeyRange, key_after, normalize, prefix_stop, row_range_of
 
-__all__ = ["LITERAL_TYPES", "ValueOrder", "value_order", "encode_literal", "Interval", "intersect_intervals", "KeyPart", "KeyLayout",
+__all__ = ["literal_spec", "ValueOrder", "value_order", "encode_literal", "Interval", "intersect_intervals", "KeyPart", "KeyLayout",
            "MAX_POINTS"]
 
 MAX_POINTS = 4096
@@ -73,48 +67,37 @@ class ValueOrder:
 
 
 def value_order(codec: Codec) -> ValueOrder | None:
-    """The :class:`ValueOrder` of a codec, or None when byte comparisons say nothing exact."""
-    if isinstance(codec, (StringCodec, BinaryCodec)):
-        return ValueOrder("bytes")
-    if isinstance(codec, (StringText, BinaryText)):
-        return ValueOrder("bytes", None, codec.null if codec.reads_null_sequence else None)
-    if isinstance(codec, OrderedDecimalCodec):
-        return ValueOrder("ordered", 16)
-    if isinstance(codec, IntCodec):
-        return ValueOrder("ordered" if codec.ordered else "signed", codec.width)
-    if isinstance(codec, (DateCodec, TimestampCodec)):
-        return ValueOrder("ordered" if codec.ordered else "signed", 8)
-    return None
+    """The :class:`ValueOrder` of a codec, or None when byte comparisons say nothing exact.
+
+    The kind is the type registry's fact for the codec's storage form
+    (``Codec.byte_order``); a text codec adds the null sequence it reads as null.
+    """
+    kind = getattr(codec, "byte_order", None)
+    if kind is None:
+        return None
+    if kind == "bytes":
+        marker = codec.null if isinstance(codec, TextCodec) and codec.reads_null_sequence else None
+        return ValueOrder("bytes", None, marker)
+    return ValueOrder(kind, codec.fixed_width)
 
 
-LITERAL_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "binary": (bytes, bytearray),
-    "tinyint": (int,),
-    "smallint": (int,),
-    "int": (int,),
-    "bigint": (int,),
-    "date": (_dt.date,),
-    "timestamp": (_dt.datetime,),
-    "decimal": (Decimal, int),
-}
+def literal_spec(type_name: str) -> TypeSpec | None:
+    """The registry entry of a scalar column type (None for arrays, maps, structs)."""
+    return find_type(type_name) if type_name not in COMPLEX_NAMES else None
 
 
 def encode_literal(codec: Codec, type_name: str, value: Any) -> bytes | None:
     """The stored form of a filter literal, or None if it has no exact one."""
-    allowed = LITERAL_TYPES.get(type_name)
-    if allowed is None or value is None or isinstance(value, bool) or not isinstance(value, allowed):
+    spec = literal_spec(type_name)
+    if spec is None or not spec.accepts_literal(value):
         return None
-    if type_name == "date" and isinstance(value, _dt.datetime):
-        return None
-    if type_name == "timestamp" and value.tzinfo is not None:
-        return None  # TIMESTAMP_NTZ columns compare naive values
+    value = spec.normalize_literal(value)
     try:
         raw = codec.encode(value)
         back = codec.decode(raw)
     except Exception:  # any codec failure means "no exact stored form"
         return None
-    if back is None or back != value or type(back) is not type(value) and type_name not in ("binary", "decimal"):
+    if back is None or back != value or (spec.literal_same_class and type(back) is not type(value)):
         return None
     return raw
 
@@ -215,7 +198,7 @@ class KeyPart:
     type_name: str
     codec: Codec
     order: ValueOrder | None
-    width: int | None  # fixed byte width inside a fixed-length composite key; None: the rest of the key
+    width: int | None  # fixed byte width inside a fixed-length composite key; None: the rest; TERMINATED: to 0x00
 
 
 class KeyLayout:
@@ -235,13 +218,11 @@ class KeyLayout:
             codec = serde.codec(col, col.type, "key")
             return cls([KeyPart(col.name, col.type.name, codec, value_order(codec), None)])
         parts = []
-        names = list(mapping.rowkey.parts)
-        for i, name in enumerate(names):
+        widths = serde.composite_key.widths
+        for name, width in zip(mapping.rowkey.parts, widths):
             col = mapping.column(name)
             codec = serde.codec(col, col.type, "key")
-            width = None
-            if mapping.rowkey.delimiter is None:
-                width = col.length if col.length is not None else codec.fixed_width
+            width = None if mapping.rowkey.delimiter is not None else width
             parts.append(KeyPart(col.name, col.type.name, codec, value_order(codec), width))
         return cls(parts, mapping.rowkey.delimiter, True)
 
@@ -270,11 +251,11 @@ class KeyLayout:
         if iv.lo is None:
             start = prefix
         else:
-            start = prefix + iv.lo + (b"" if iv.lo_incl else b"\x00")
+            start = prefix + iv.lo if iv.lo_incl else key_after(prefix + iv.lo)
         if iv.hi is None:
             stop = prefix_stop(prefix) if prefix else None
         else:
-            stop = prefix + iv.hi + (b"\x00" if iv.hi_incl else b"")
+            stop = key_after(prefix + iv.hi) if iv.hi_incl else prefix + iv.hi
         return (start, stop)
 
     def _exact_for_part(self, part: KeyPart, intervals: Sequence[Interval]) -> bool:
@@ -309,7 +290,10 @@ class KeyLayout:
                 return normalize([(p, prefix_stop(p)) for p in prefixes]), i
             if not intervals:
                 return [], i + 1  # contradictory: no key at all
-            fixed = self.delimiter is None and part.width is not None
+            terminated = self.delimiter is None and part.width == TERMINATED
+            fixed = self.delimiter is None and part.width is not None and not terminated
+            sep = self.delimiter if self.delimiter is not None else TERMINATOR if terminated else b""
+            separated = self.delimiter is not None or terminated
             if all(iv.is_point for iv in intervals) and len(prefixes) * len(intervals) <= MAX_POINTS:
                 points = [iv.lo for iv in intervals]
                 if fixed:
@@ -319,12 +303,11 @@ class KeyLayout:
                         return [], i + 1
                 marker = part.order.null_marker if part.order is not None else None
                 exact = part.order is not None and marker not in points
-                if self.delimiter is not None and i < last and any(self.delimiter in p for p in points):
+                if separated and i < last and any(sep in p for p in points):
                     return normalize([(p, prefix_stop(p)) for p in prefixes]) if i else None, i
                 if i == last:
                     keys = [p + pt for p in prefixes for pt in points]
-                    return normalize([(k, k + b"\x00") for k in keys]), (i + 1 if exact else i)
-                sep = self.delimiter if self.delimiter is not None else b""
+                    return normalize([row_range_of(k) for k in keys]), (i + 1 if exact else i)
                 new = [p + pt + sep for p in prefixes for pt in points]
                 if not exact:
                     return normalize([(p, prefix_stop(p)) for p in new]), i
@@ -332,7 +315,7 @@ class KeyLayout:
                 continue
             # a range on this part: the last part this key range can honour
             exact = self._exact_for_part(part, intervals)
-            if self.delimiter is not None and i < last:
+            if separated and i < last:
                 return (normalize([(p, prefix_stop(p)) for p in prefixes]) if i else None), i
             out = []
             for p in prefixes:

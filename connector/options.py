@@ -20,8 +20,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from storage.errors import InvalidArgument
-from storage.filters import coerce_filter
-from storage.filters.ranges import KeyRange
+from storage.filters import coerce_filter, register_filter_specs
+from storage.keys import KeyRange
 from storage.names import check_known_names
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "SCAN_CACHING",
     "SCAN_BATCHSIZE",
     "SCAN_FILTER",
+    "FILTER_CLASSES",
     "SCAN_INCLUDE_TIMESTAMP",
     "SCAN_KEYS_ONLY",
     "AUTOBALANCE",
@@ -82,6 +83,7 @@ SPLITS_PER_REGION = "hbase.mapreduce.tableinput.mappers.per.region"
 # -- regionscan's own keys -----------------------------------------------------
 ROOT = "regionscan.root"  # where the tables live: path, pyarrow URI or grpc://host:port
 SCAN_FILTER = "regionscan.scan.filter"  # an HBase filter string
+FILTER_CLASSES = "regionscan.filter.classes"  # user filters: "NAME=package.module:Class,..."
 SCAN_INCLUDE_TIMESTAMP = "regionscan.scan.include.timestamp"  # "cf:q@ts" columns in row batches
 SCAN_KEYS_ONLY = "regionscan.scan.keys.only"  # row batches of the key column alone
 MAX_RESTARTS = "regionscan.reader.max.restarts"
@@ -115,7 +117,7 @@ KNOWN_KEYS: set[str] = {
     SCAN_TIMERANGE_START, SCAN_TIMERANGE_END, SCAN_MAXVERSIONS, SCAN_CACHEBLOCKS, SCAN_CACHEDROWS,
     SCAN_CACHING, SCAN_BATCHSIZE, AUTOBALANCE, AVERAGE_REGION_SIZE, SPLITS_PER_REGION,
     ROOT, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, MAX_RESTARTS, PIN_TTL, PIN_REGISTER,
-    "regionscan.token",
+    FILTER_CLASSES, "regionscan.token",
 }
 """Every key under :data:`CHECKED_PREFIXES` that the input format reads; modules that read
 more keys under these prefixes add them here (the Spark source adds its own)."""
@@ -211,7 +213,9 @@ class ScanSpec:
     ``row_start`` is inclusive and ``row_stop`` exclusive (None: open).
     ``key_ranges`` (sorted, disjoint ``[start, stop)`` ranges, e.g. from
     filter pushdown) further restrict the rows; None restricts nothing and
-    an empty tuple selects no row.  ``filter`` is an HBase filter string.
+    an empty tuple selects no row.  ``filter`` is an HBase filter string;
+    ``filter_classes`` (``NAME=package.module:Class`` entries) are the user
+    filters it may call, registered in every process that parses it.
     ``caching`` caps rows per batch handed out; ``batch`` caps cells per
     value of the row reader (HBase ``Scan.setBatch``); ``batch_cells`` is
     the engine's internal batch size.  ``keys_only`` row batches carry the
@@ -231,6 +235,12 @@ class ScanSpec:
     batch_cells: int = 65536
     include_timestamp: bool = False
     keys_only: bool = False
+    filter_classes: tuple[str, ...] = ()
+
+    def parsed_filter(self):
+        """The filter as a Filter (or None), the user filters registered first."""
+        register_filter_specs(self.filter_classes)
+        return coerce_filter(self.filter)
 
     def __post_init__(self) -> None:
         for name in ("row_start", "row_stop"):
@@ -255,14 +265,14 @@ class ScanSpec:
 
     def spans(self) -> list[KeyRange]:
         """The sorted, disjoint row ranges the scan reads: bounds, key ranges and the filter's hints."""
-        from storage.filters.ranges import intersect, normalize
+        from storage.keys import intersect, normalize
 
         spans = [self.bounds]
         if spans[0][1] is not None and spans[0][0] >= spans[0][1]:
             return []
         if self.key_ranges is not None:
             spans = intersect(spans, normalize(self.key_ranges))
-        flt = coerce_filter(self.filter)
+        flt = self.parsed_filter()
         if flt is not None:
             hinted = flt.copy()
             hinted.reset()
@@ -309,6 +319,11 @@ def scan_spec_from_conf(conf: Mapping[str, Any]) -> ScanSpec:
         if hi < lo:
             raise InvalidArgument(f"{SCAN_TIMERANGE_END} ({hi}) is before {SCAN_TIMERANGE_START} ({lo})")
         time_range = (lo, hi)
+    classes = conf.get(FILTER_CLASSES)
+    if classes is not None and not isinstance(classes, str):
+        classes = ",".join(classes)
+    filter_classes = tuple(item.strip() for item in (classes or "").split(",") if item.strip())
+    register_filter_specs(filter_classes)  # before the filter string that may call them is checked
     flt = conf.get(SCAN_FILTER)
     if flt is not None and not isinstance(flt, str):
         flt = repr(coerce_filter(flt))
@@ -329,4 +344,5 @@ def scan_spec_from_conf(conf: Mapping[str, Any]) -> ScanSpec:
         batch=conf_int(conf, SCAN_BATCHSIZE, minimum=1),
         include_timestamp=conf_bool(conf, SCAN_INCLUDE_TIMESTAMP, False),
         keys_only=conf_bool(conf, SCAN_KEYS_ONLY, False),
+        filter_classes=filter_classes,
     )

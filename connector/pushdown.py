@@ -39,9 +39,9 @@ from storage.filters import (
     SingleColumnValueFilter,
     SubstringComparator,
 )
-from storage.filters.ranges import KeyRange, prefix_stop
+from storage.keys import KeyRange, key_after, prefix_stop
 
-from .keyspace import LITERAL_TYPES, Interval, KeyLayout, ValueOrder, encode_literal, intersect_intervals, value_order
+from .keyspace import Interval, KeyLayout, ValueOrder, encode_literal, intersect_intervals, literal_spec, value_order
 
 __all__ = ["PushdownResult", "push_filters", "describe_filter", "PUSHABLE_SERDES"]
 
@@ -96,7 +96,7 @@ class PushdownResult:
     @property
     def point_gets(self) -> int:
         """How many of the key ranges are single rows."""
-        return sum(1 for lo, hi in self.key_ranges or () if hi == lo + b"\x00")
+        return sum(1 for lo, hi in self.key_ranges or () if hi == key_after(lo))
 
 
 def _literal(codec, type_name: str, value: Any):
@@ -104,22 +104,12 @@ def _literal(codec, type_name: str, value: Any):
     raw = encode_literal(codec, type_name, value)
     if raw is not None:
         return raw
-    if encode_literal(codec, type_name, _sample(type_name)) is None:
+    spec = literal_spec(type_name)
+    if spec is None or encode_literal(codec, type_name, spec.sample) is None:
         return None  # the codec cannot encode even a plain value of this type: say nothing
-    allowed = LITERAL_TYPES.get(type_name, ())
-    if isinstance(value, allowed) and not isinstance(value, bool):
+    if spec.accepts_literal(value):
         return _NO_FORM
     return None
-
-
-def _sample(type_name: str) -> Any:
-    import datetime as dt
-    from decimal import Decimal
-
-    return {
-        "string": "a", "binary": b"a", "tinyint": 1, "smallint": 1, "int": 1, "bigint": 1,
-        "date": dt.date(2000, 1, 1), "timestamp": dt.datetime(2000, 1, 1), "decimal": Decimal(0),
-    }.get(type_name)
 
 
 def _value_intervals(order: ValueOrder, codec, type_name: str, f: Any) -> list[Interval] | None:

@@ -26,7 +26,7 @@ from storage.scanner.metrics import ScanMetrics
 from storage.read.python_rows import cells_to_dicts
 
 from .scanning import last_row_of, split_batches, split_row_count
-from .snapshot import SnapshotLost
+from storage.region.region_snapshots import SnapshotLost
 from .splits import TableSplit
 
 __all__ = ["TableRecordReader", "TableBatchRecordReader", "COUNTER_GROUP", "key_progress"]

@@ -28,6 +28,9 @@ Options (case-insensitive; Spark passes strings):
 ``hbase.spark.pushdown.columnfilter``  ``false`` keeps non-key filters in Spark
 ``regionscan.pushdown.superset``       ``true`` adds engine filters that only narrow
                                        the scan (``LIKE '%x%'``); Spark re-checks
+``regionscan.timestamp.ntz``           ``true`` gives timestamp columns as
+                                       ``TIMESTAMP_NTZ``; by default they are
+                                       ``TIMESTAMP`` (an instant, as in hbase-spark)
 ``regionscan.python.pushdown``         ``true`` lets the Python source push filters
                                        (off: unsafe on reused DataFrames/views)
 ``regionscan.pack.splits``             ``false``: the JVM source runs one task per
@@ -50,11 +53,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+import pyarrow as pa
+
 from serde import SerDe, create_serde, load_mapping
 from serde.mapping import ColumnKind, ColumnMapping
 from storage.errors import InvalidArgument
+from storage.keys import KeyRange
 from storage.namespaces import canonical_table_name
-from storage.filters.ranges import KeyRange
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
 from .options import (
@@ -73,7 +78,7 @@ from .options import (
     normalize_conf,
 )
 
-__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "PYTHON_PUSHDOWN", "write_timestamp"]
+__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "PYTHON_PUSHDOWN", "TIMESTAMP_NTZ", "write_timestamp"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
 SUPERSET_FILTERS = "regionscan.pushdown.superset"
@@ -81,11 +86,13 @@ PYTHON_PUSHDOWN = "regionscan.python.pushdown"
 PACK_SPLITS = "regionscan.pack.splits"
 SPARK_PIN_TTL = 6 * 3600
 WRITE_TIMESTAMP = "regionscan.write.timestamp"
+TIMESTAMP_NTZ = "regionscan.timestamp.ntz"
 # hbase-spark reuses a JVM HBaseContext when this is true; every regionscan read opens its
 # root itself, so both values mean the same here (the value is still checked as a boolean).
 USE_HBASE_CONTEXT = "hbase.spark.use.hbasecontext"
 SOURCE_KEYS = frozenset({
-    COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, PACK_SPLITS, WRITE_TIMESTAMP, USE_HBASE_CONTEXT, "regionscan.columns",
+    COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, PACK_SPLITS, WRITE_TIMESTAMP, TIMESTAMP_NTZ,
+    USE_HBASE_CONTEXT, "regionscan.columns",
     "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
 })
 """The source's own keys under the checked prefixes (beside the input format's)."""
@@ -268,12 +275,24 @@ class SourceConfig:
         keep = set(selected)
         return [n for n in names if n in keep]
 
+    @property
+    def timestamp_ntz(self) -> bool:
+        """True when ``regionscan.timestamp.ntz`` asks for TIMESTAMP_NTZ columns (default TIMESTAMP)."""
+        return conf_bool(self.conf, TIMESTAMP_NTZ, False)
+
     def schema_ddl(self) -> str:
         """The DataFrame schema as a Spark DDL string."""
         serde = self.read_serde()
+        ntz = self.timestamp_ntz
         return ", ".join(
-            "`" + name.replace("`", "``") + "` " + serde.column_type(name).ddl() for name in self.output_names
+            "`" + name.replace("`", "``") + "` " + serde.column_type(name).ddl(ntz) for name in self.output_names
         )
+
+    def spark_arrow_schema(self, names: list[str]) -> pa.Schema:
+        """The Arrow schema Spark expects for ``names`` (zoned timestamps unless NTZ)."""
+        serde = self.read_serde()
+        ntz = self.timestamp_ntz
+        return pa.schema([pa.field(n, serde.column_type(n).spark_arrow(ntz)) for n in names])
 
     # -- scanning ---------------------------------------------------------------
     def input_format(self, key_ranges: list[KeyRange] | None = None, engine_filter: str | None = None) -> TableInputFormat:

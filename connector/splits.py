@@ -21,11 +21,11 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from storage.vfs.fs import FileSystem
-from storage.filters.ranges import KeyRange, intersect
+from storage.keys import KeyRange, clip_range, intersect
 from storage.storefile import StoreFileReader
 
 from .options import ScanSpec
-from .snapshot import ARCHIVE_DIR, RegionPin
+from storage.region.region_snapshots import ARCHIVE_DIR, RegionPin
 
 __all__ = ["TableSplit", "plan_splits", "block_cut_keys"]
 
@@ -90,19 +90,6 @@ class TableSplit:
             f"TableSplit(#{self.index} {self.table} [{self.start!r}, {self.end!r}) "
             f"{self.region_name} {self.size} bytes @ {self.location})"
         )
-
-
-def _clip(a_start: bytes, a_end: bytes | None, b_start: bytes, b_end: bytes | None) -> tuple[bytes, bytes | None] | None:
-    start = max(a_start, b_start)
-    if a_end is None:
-        end = b_end
-    elif b_end is None:
-        end = a_end
-    else:
-        end = min(a_end, b_end)
-    if end is not None and start >= end:
-        return None
-    return start, end
 
 
 def block_cut_keys(table_fs: FileSystem, pin: RegionPin, start: bytes, end: bytes | None, pieces: int) -> list[bytes]:
@@ -190,7 +177,7 @@ def plan_splits(
     spans = scan.spans()
     base: list[TableSplit] = []
     for name, pin, r_start, r_end, size in regions:
-        clipped = _clip(r_start, r_end, *scan.bounds)
+        clipped = clip_range(r_start, r_end, *scan.bounds)
         if clipped is None or not intersect(spans, [clipped]):
             continue
         pins = (pin,) if pin is not None else ()

@@ -109,7 +109,9 @@ def guarded(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
     """Decorate ``run(args)``: an engine or Spark failure prints one line and returns 1.
 
     Errors of Spark itself (``pyspark`` / ``py4j`` exceptions) are reduced
-    to their first line; anything else is a bug and keeps its traceback.
+    to the line that says what went wrong, and their whole text is written
+    to a log file the line names; anything else is a bug and keeps its
+    traceback.
 
     Bad arguments (``ValueError``, ``InvalidArgument``) are left to the
     caller, which prints them and exits with 2 as argparse does.
@@ -128,12 +130,13 @@ def guarded(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
             except Exception as exc:
                 if not type(exc).__module__.startswith(("pyspark", "py4j")):
                     raise
-                # Spark's errors carry a JVM stack trace: its first line says what went wrong
-                from connector.session import worker_import_problem
+                # Spark's errors carry a JVM stack trace and a worker's traceback: one line here,
+                # the whole text in a log file the line names
+                from jobs._failure import spark_error_line, write_failure_log
 
-                first = worker_import_problem(str(exc)) or next(
-                    (line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-                print(f"regionscan {name}: failed: {first.strip()}", file=sys.stderr)
+                log = write_failure_log(name, exc)
+                where = f" (full stack in {log})" if log else ""
+                print(f"regionscan {name}: failed: {spark_error_line(exc)}{where}", file=sys.stderr)
                 return 1
 
         return inner

@@ -17,6 +17,8 @@ from typing import Iterable
 from storage.errors import InvalidArgument
 from storage.vfs.fs import FileSystem
 
+from jobs._writable import check_writable_folder
+
 __all__ = ["OutputDir", "SUCCESS", "Sink"]
 
 SUCCESS = "_SUCCESS"
@@ -77,16 +79,18 @@ class OutputDir:
     def prepare(self, overwrite: bool = False) -> None:
         """Check the folder on the driver: absent or empty, or ``overwrite``; create it."""
         fs = self.fs()
-        if fs.exists("") and not fs.is_dir(""):
-            raise InvalidArgument(f"output {self.uri!r} exists and is not a folder")
-        existing = [name for name in fs.listdir("") if name != _TEMP]
-        if existing and not overwrite:
-            raise InvalidArgument(f"output folder {self.uri!r} is not empty ({', '.join(existing[:3])}"
-                                  f"{' ...' if len(existing) > 3 else ''}); choose another or pass --overwrite")
-        self.created = not fs.exists("")
         try:
+            if fs.exists("") and not fs.is_dir(""):
+                raise InvalidArgument(f"output {self.uri!r} exists and is not a folder")
+            # a file where a parent folder must go, a read-only place: said before the job runs
+            check_writable_folder(self.uri, "output folder")
+            existing = [name for name in fs.listdir("") if name != _TEMP] if fs.exists("") else []
+            if existing and not overwrite:
+                raise InvalidArgument(f"output folder {self.uri!r} is not empty ({', '.join(existing[:3])}"
+                                      f"{' ...' if len(existing) > 3 else ''}); choose another or pass --overwrite")
+            self.created = not fs.exists("")
             fs.makedirs(self.temp_dir)
-        except OSError as exc:  # a read-only place, a file in the way: say so before the job runs
+        except OSError as exc:
             raise InvalidArgument(f"cannot write output folder {self.uri}: {exc.strerror or exc}") from None
 
     @property

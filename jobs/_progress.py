@@ -2,18 +2,21 @@
 
 A job reports absolute totals (``update``) or increments (``add``) as often
 as it likes: once per batch or per finished Spark task, never once per row.
-On a terminal the line is redrawn in place at most every ``interval``
-seconds; anywhere else (a log file, a pipe, a test) nothing is drawn until
-:meth:`Progress.finish` prints the one summary line.
+On a terminal a tqdm bar is redrawn in place at most every ``interval``
+seconds (tqdm draws, sizes and clears the line, and works out the
+percentage and ETA from the tasks or bytes done); anywhere else (a log
+file, a pipe, a test) nothing is drawn until :meth:`Progress.finish` prints
+the one summary line, which stays this module's: it is the job's result,
+printed to stdout, not a terminal drawing.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
-__all__ = ["Progress", "format_bytes", "format_duration"]
+__all__ = ["Progress", "format_bytes"]
 
 
 def format_bytes(n: float) -> str:
@@ -24,20 +27,13 @@ def format_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
-def format_duration(seconds: float) -> str:
-    """``75.2`` -> ``"1:15"``; ``3700`` -> ``"1:01:40"``."""
-    seconds = max(0, int(round(seconds)))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
-
-
 class Progress:
     """Progress of one job stage.
 
-    ``total_tasks`` (or, failing that, ``total_bytes``) lets the line show a
-    percentage and an ETA.  ``enabled`` forces drawing on or off; by default
-    the line is drawn only when ``stream`` is a terminal.
+    ``total_tasks`` (or, failing that, ``total_bytes``) lets the bar show a
+    percentage and an ETA (tqdm's, from the work done so far).  ``enabled``
+    forces drawing on or off; by default the bar is drawn only when
+    ``stream`` is a terminal.
     """
 
     def __init__(self, label: str, *, total_tasks: int | None = None, total_bytes: int | None = None,
@@ -59,7 +55,7 @@ class Progress:
         self.started = time.perf_counter()
         self.ended: float | None = None
         self._drawn_at = 0.0
-        self._width = 0
+        self._bar: Any = None  # the tqdm bar, made at the first draw (the totals may come later)
         self.finished = False
 
     # -- reporting -----------------------------------------------------------
@@ -89,34 +85,22 @@ class Progress:
         end = self.ended if self.ended is not None else time.perf_counter()
         return end - self.started
 
-    def fraction(self) -> float | None:
-        """How much is done, 0..1, when a total is known."""
-        if self.total_tasks:
-            return min(1.0, self.tasks / self.total_tasks)
-        if self.total_bytes:
-            return min(1.0, self.nbytes / self.total_bytes)
-        return None
-
-    def eta(self) -> float | None:
-        """Seconds left, extrapolated from the fraction done so far."""
-        done = self.fraction()
-        if not done:
-            return None
-        return self.elapsed * (1.0 - done) / done
-
-    def line(self) -> str:
-        """The progress line as it would be drawn now."""
+    def _counts(self) -> str:
         elapsed = self.elapsed
         rate = self.rows / elapsed if elapsed > 0 else 0.0
-        parts = [f"{self.label}: {self.rows:,} {self.unit}", format_bytes(self.nbytes), f"{rate:,.0f} {self.unit}/s"]
+        return f"{self.label}: {self.rows:,} {self.unit}  {format_bytes(self.nbytes)}  {rate:,.0f} {self.unit}/s"
+
+    def _make_bar(self) -> Any:
+        from tqdm import tqdm
+
         if self.total_tasks:
-            parts.append(f"tasks {self.tasks}/{self.total_tasks}")
-        done = self.fraction()
-        if done is not None:
-            eta = self.eta()
-            parts.append(f"{done * 100:.0f}%" + (f" ETA {format_duration(eta)}" if eta is not None else ""))
-        parts.append(format_duration(elapsed))
-        return "  ".join(parts)
+            total, done = self.total_tasks, "  tasks {n_fmt}/{total_fmt} {bar:12} {percentage:3.0f}% ETA {remaining}"
+        elif self.total_bytes:
+            total, done = self.total_bytes, "  {bar:12} {percentage:3.0f}% ETA {remaining}"
+        else:
+            total, done = None, ""
+        return tqdm(total=total, file=self.stream, leave=False, mininterval=0, dynamic_ncols=True,
+                    bar_format="{desc}" + done + "  {elapsed}", desc=self._counts())
 
     def _maybe_draw(self, force: bool = False) -> None:
         if not self.enabled or self.finished:
@@ -125,11 +109,17 @@ class Progress:
         if not force and now - self._drawn_at < self.interval:
             return
         self._drawn_at = now
-        text = self.line()
-        pad = max(0, self._width - len(text))
-        self._width = len(text)
-        self.stream.write("\r" + text + " " * pad)
-        self.stream.flush()
+        if self._bar is None:
+            self._bar = self._make_bar()
+        bar = self._bar
+        bar.n = self.tasks if self.total_tasks else min(self.nbytes, self.total_bytes or self.nbytes)
+        bar.set_description_str(self._counts(), refresh=False)
+        bar.refresh()
+
+    def _clear(self) -> None:
+        if self._bar is not None:
+            self._bar.close()  # leave=False: tqdm wipes its line
+            self._bar = None
 
     def refresh(self) -> None:
         """Redraw now (a poller calls this on its own clock)."""
@@ -148,9 +138,7 @@ class Progress:
         """Clear the progress line and print the summary (to ``stream``, default stdout); return it."""
         if self.finished:
             return self.summary()
-        if self.enabled and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
+        self._clear()
         if not self.finished:
             self.ended = time.perf_counter()
         self.finished = True
@@ -160,9 +148,7 @@ class Progress:
 
     def close(self) -> None:
         """Clear the line without a summary (a failed stage)."""
-        if self.enabled and self._width and not self.finished:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
+        self._clear()
         if not self.finished:
             self.ended = time.perf_counter()
         self.finished = True

@@ -41,8 +41,9 @@ from connector.session import (
     jvm_source_conf,
     prepare_local_environment,
     quiet_spark_logs,
-    worker_import_problem,
 )
+from jobs._failure import quiet_task_failures, spark_error_line, write_failure_log
+from jobs._interrupt import cancel_on_interrupt, interrupted
 from jobs._progress import Progress
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
 SPARK_MISSING = ("this job runs on Spark: install pyspark (pip install 'regionscan[spark]') "
                  "and Java 17 (java on the PATH)")
 SHIP_CODE = "regionscan.ship.code"
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties").as_uri()
 _PACKAGES = ("storage", "serde", "connector", "jobs")
 _zip_lock = threading.Lock()
 _zip_path: str | None = None
@@ -190,11 +192,18 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
             master = master or "local[*]"
             prepare_local_environment()
             builder = builder.master(master)
+            if not verbose and "spark.driver.extraJavaOptions" not in conf:
+                # the JVM starts here: its log is configured before its first line
+                builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
             if is_local_master(master):
                 # a local job needs neither the web UI (startup time, a port) nor 200 shuffle partitions
                 builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
         elif master is not None:
             print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
+        if submitted and not verbose and "spark.log.level" not in conf:
+            # spark-submit's driver logs at INFO; Spark applies this as its context starts (after the
+            # three lines naming its version), not after its 40 start-up lines as setLogLevel would
+            builder = builder.config("spark.log.level", "WARN")
         builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
                    .config(PUSHDOWN_CONF, "true"))
         jvm = jvm_source_conf(conf) if data_source and not submitted else {}
@@ -208,12 +217,15 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
     try:
         if started_here:
             quiet_spark_logs(spark, verbose)
+            if not verbose:
+                quiet_task_failures(spark)
         current = spark.sparkContext.master
         if ship == "true" or (ship == "auto" and (submitted or not is_local_master(current)) and started_here):
             spark.sparkContext.addPyFile(package_zip())
         if data_source:
             register_data_source(spark)
-        yield spark
+        with cancel_on_interrupt(spark):
+            yield spark
     finally:
         if started_here:
             spark.stop()
@@ -251,20 +263,11 @@ def _totals_param():
     return TotalsParam()
 
 
-def _spark_error(exc: BaseException) -> str:
-    """The useful line of a failed Spark job: the Python exception a task raised, if any."""
-    text = str(exc)
-    problem = worker_import_problem(text)
-    if problem is not None:
-        return problem
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if line.startswith(("storage.", "serde.", "connector.", "jobs.")) or "Error:" in line.split(" ")[0]:
-            return line
-    for line in lines:
-        if "Exception" in line or "Error" in line:
-            return line
-    return lines[0] if lines else type(exc).__name__
+def _spark_error(exc: BaseException, job: str) -> str:
+    """The one line of a failed Spark job, naming the log file that holds its whole stack."""
+    line = spark_error_line(exc)
+    log = write_failure_log(job, exc)
+    return f"{line} (full stack in {log})" if log else line
 
 
 def run_tasks(spark: Any, fn: Callable[[Any], Any], items: Sequence[Any], progress: Progress | None = None,
@@ -306,7 +309,9 @@ def run_tasks(spark: Any, fn: Callable[[Any], Any], items: Sequence[Any], progre
     except Exception as exc:  # noqa: BLE001 - Py4JJavaError and PySpark errors carry the task's traceback
         if progress is not None:
             progress.close()
-        raise JobFailed(f"Spark job failed: {_spark_error(exc)}") from exc
+        if interrupted():  # Ctrl-C cancelled the job: that is all there is to say
+            raise KeyboardInterrupt from None
+        raise JobFailed(f"Spark job failed: {_spark_error(exc, description or 'job')}") from None
     finally:
         stop.set()
         if poller is not None:

@@ -30,7 +30,7 @@ from connector.options import (
 )
 from connector.scanning import is_remote_root, split_batches
 from connector.splits import TableSplit
-from storage.filters.ranges import KeyRange
+from storage.keys import KeyRange
 from storage.scanner.metrics import ScanMetrics
 
 __all__ = ["ScanRequest", "require_table", "table_splits", "scan_split", "scanned_bytes", "column_list"]

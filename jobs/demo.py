@@ -13,6 +13,8 @@ import time
 
 import storage
 
+from jobs._writable import check_writable_folder
+
 __all__ = ["add_arguments", "run", "load_sample_table"]
 
 
@@ -59,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.rows < 1 or args.regions < 1:
         raise ValueError("--rows and --regions must be positive")
     root = args.root
+    check_writable_folder(root, "--root")  # a file in the way, a read-only place: before any work
     print(f"regionscan demo: table {args.table!r} under {os.path.abspath(root) if '://' not in root else root}")
     conn = storage.connect(root)
     if conn.is_table_available(args.table) and not args.keep:

@@ -21,7 +21,7 @@ Steps, each timed:
 
 Each step prints a line when it starts (Spark's start-up and first query
 take tens of seconds), and Spark logs warnings only (``--verbose``: INFO).
-``--chart`` writes the profile as HTML (inline SVG) or PNG (matplotlib),
+``--chart`` writes the profile chart as PNG, SVG or HTML (matplotlib),
 ``--speedscope`` as a speedscope flame graph.
 """
 
@@ -44,6 +44,7 @@ from typing import Any, Sequence
 
 import storage
 from serde import profile_serde
+from serde.charts import check_chart_path
 from storage.errors import InvalidArgument
 from storage.schema import validate_table_name
 
@@ -120,7 +121,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regions", type=int, default=8, help="regions to pre-split into (default 8)")
     parser.add_argument("--profile-rows", type=int, default=50_000, help="rows per SerDe profile path (default 50000)")
     parser.add_argument("--keep", action="store_true", help="reuse an existing table instead of recreating it")
-    parser.add_argument("--chart", default=None, metavar="PATH", help="write the SerDe profile chart (.html or .png)")
+    parser.add_argument("--chart", default=None, metavar="PATH", help="write the SerDe profile chart (.png, .svg or .html; needs matplotlib)")
     parser.add_argument("--speedscope", default=None, metavar="PATH", help="write the SerDe profile as speedscope JSON")
     add_spark_arguments(parser)
 
@@ -133,8 +134,8 @@ def _check(args: argparse.Namespace) -> None:
     if args.profile_rows < 1:
         raise InvalidArgument(f"--profile-rows must be positive, got {args.profile_rows}")
     validate_table_name(args.table)
-    if args.chart and not args.chart.lower().endswith((".html", ".htm", ".png")):
-        raise InvalidArgument(f"--chart must name a .html or .png file, got {args.chart!r}")
+    if args.chart:
+        check_chart_path(args.chart, "--chart")  # before the job: matplotlib and the suffix
     check_writable_file(args.chart, "--chart")
     check_writable_file(args.speedscope, "--speedscope")
     check_writable_folder(args.root, "--root")
@@ -239,10 +240,7 @@ def _profile(args: argparse.Namespace, timings: list[Timing]) -> None:
     print()
     print(report.render_text(top=8))
     if args.chart:
-        if args.chart.lower().endswith(".png"):
-            report.to_png(args.chart)
-        else:
-            report.to_html(args.chart)
+        report.write_chart(args.chart, "--chart")
         print(f"profile chart written to {args.chart}")
     if args.speedscope:
         report.to_speedscope(args.speedscope)

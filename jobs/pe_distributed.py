@@ -43,15 +43,14 @@ import numpy as np
 
 import storage
 from connector.scanning import is_remote_root
-from storage.errors import InvalidArgument
-
-from jobs import pe
+from jobs import pe_setup
 from jobs._args import guarded, script_main
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
 from jobs.pe_chart import write_chart
 from jobs.pe_stats import ClientResult, CommandResult, format_command
 from jobs.pe_workloads import COMMANDS, FAMILY, PeOptions, run_client
+from storage.errors import InvalidArgument
 
 __all__ = ["add_arguments", "run", "main", "run_distributed", "ClientRun"]
 
@@ -99,34 +98,38 @@ class _ClientTask:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """pe's options plus ``--master`` and ``--conf``."""
-    pe.add_arguments(parser, tasks=True)
+    pe_setup.add_arguments(parser, tasks=True)
     add_spark_arguments(parser)
+
+
+def _check_writers(root: str, command: str) -> None:
+    """A write command needs a region server: its client tasks write from many processes at once."""
+    if COMMANDS[command].kind in ("write", "meta_write") and not is_remote_root(root):
+        raise InvalidArgument(
+            f"{command} writes from many processes at once, but a table folder has one writer process at a time: "
+            "give --root grpc://host:port (a regionscan serve region server), or run it with regionscan pe (threads)")
 
 
 def _prepare(root: str, command: str, opts: PeOptions, args: argparse.Namespace, say) -> str:
     """Create or load what the command needs (on the driver); return the table it runs on."""
     kind = COMMANDS[command].kind
-    remote = is_remote_root(root)
-    if kind in ("write", "meta_write") and not remote:
-        raise InvalidArgument(
-            f"{command} writes from many processes at once, but a table folder has one writer process at a time: "
-            "give --root grpc://host:port (a regionscan serve region server), or run it with regionscan pe (threads)")
+    _check_writers(root, command)
     conn = storage.connect(root)
     try:
         if kind == "write":
-            return pe.data_table(conn, opts, say).name
+            return pe_setup.data_table(conn, opts, say).name
         if kind == "meta_write":
-            return pe.meta_table(conn, opts, args.blockSize is not None).name
+            return pe_setup.meta_table(conn, opts, args.blockSize is not None).name
         if kind == "read":
             if not conn.is_table_available(opts.table):
-                table = pe.create(conn, opts.table, FAMILY, pe.family_options(opts, opts.block_size),
-                                   pe.split_keys(opts), opts)
-                pe.load_for_reads(table, opts, say)
+                table = pe_setup.create(conn, opts.table, FAMILY, pe_setup.family_options(opts, opts.block_size),
+                                   pe_setup.split_keys(opts), opts)
+                pe_setup.load_for_reads(table, opts, say)
             return opts.table
         missing = not conn.is_table_available(opts.meta_table)
-        table = pe.meta_table(conn, opts, args.blockSize is not None)
+        table = pe_setup.meta_table(conn, opts, args.blockSize is not None)
         if missing:
-            pe.load_meta_for_reads(table, opts, say)
+            pe_setup.load_meta_for_reads(table, opts, say)
         return opts.meta_table
     finally:
         conn.close()  # readers in other processes open it read-only; the lock must not outlive this
@@ -171,8 +174,10 @@ def run(args: argparse.Namespace) -> int:
     args = copy.copy(args)
     args.nomapred = True  # pe's validation rejects MapReduce mode; here it is the point
     args.oneCon = True  # each task has a connection of its own: hbase pe's oneCon does not apply
-    commands, opts = pe.options_from_args(args)
+    commands, opts = pe_setup.options_from_args(args)
     root = args.root
+    for name in commands:
+        _check_writers(root, name)  # before Spark starts: it takes tens of seconds to say no otherwise
     where = os.path.abspath(root) if "://" not in root else root
     print(f"regionscan pe-distributed: {' '.join(commands)} with {opts.clients} client task(s), "
           f"{opts.rows:,} rows each, valueSize {opts.value_size}, table {opts.table!r} under {where}")

@@ -31,6 +31,7 @@ from typing import Callable
 import numpy as np
 
 from storage.filters import coerce_filter
+from storage.keys import key_after
 
 from .pe_filters import with_filter_all
 
@@ -240,7 +241,7 @@ def _get_loop(c: _Client, keys: list[bytes]) -> None:
         scan = table.scan
         for i, key in enumerate(keys):
             t0 = perf()
-            results[i] = list(scan(row_start=key, row_stop=key + b"\x00", columns=columns, filter=flt))
+            results[i] = list(scan(row_start=key, row_stop=key_after(key), columns=columns, filter=flt))
             lat[i] = perf() - t0
     c.end()
     if flt is not None:

@@ -10,8 +10,8 @@ process: a profile measures what one process spends per row, so it is not
 spread over Spark tasks (under spark-submit it runs in the driver).  It
 prints the ranked hotspot table (stages and columns with their share of
 each path's time); ``--speedscope`` writes a flame graph for
-https://www.speedscope.app, ``--chart`` bar charts as HTML (inline SVG) or
-PNG (with matplotlib), ``--json`` every figure.
+https://www.speedscope.app, ``--chart`` bar charts as PNG, SVG or an HTML
+page (with matplotlib, the ``charts`` extra), ``--json`` every figure.
 """
 
 if __name__ == "__main__":  # spark-submit jobs/profile_serde.py: make the repository importable
@@ -23,7 +23,6 @@ if __name__ == "__main__":  # spark-submit jobs/profile_serde.py: make the repos
     _sys.path.insert(0, _os.path.dirname(_here))
 
 import argparse
-import datetime as _dt
 import json
 import re
 import sys
@@ -31,7 +30,9 @@ from typing import Any, Sequence
 
 import storage
 from serde import ProfileReport, profile_serde
+from serde.charts import CHART_SUFFIXES, require_matplotlib
 from serde.profiler import PATHS
+from serde.type_registry import find_type
 from storage.errors import InvalidArgument, TableNotFound
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
@@ -59,7 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=8192, help="rows per scan batch (default 8192)")
     parser.add_argument("--top", type=int, default=15, help="hotspots shown per path (default 15)")
     parser.add_argument("--speedscope", default=None, metavar="PATH", help="write a speedscope flame graph (JSON)")
-    parser.add_argument("--chart", default=None, metavar="PATH", help="write a chart: .html (SVG) or .png")
+    parser.add_argument("--chart", default=None, metavar="PATH",
+                        help="write a chart: .png, .svg or .html (needs matplotlib)")
     parser.add_argument("--json", default=None, metavar="PATH", help="write every figure as JSON")
 
 
@@ -67,26 +69,13 @@ def _literal(text: str, type_name: str) -> Any:
     text = text.strip()
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         text = text[1:-1]
+    spec = find_type(type_name)
+    if spec is None or spec.from_text is None:
+        return text
     try:
-        if type_name in ("tinyint", "smallint", "int", "bigint"):
-            return int(text)
-        if type_name in ("float", "double"):
-            return float(text)
-        if type_name == "boolean":
-            if text.lower() not in ("true", "false"):
-                raise ValueError(text)
-            return text.lower() == "true"
-        if type_name == "date":
-            return _dt.date.fromisoformat(text)
-        if type_name == "timestamp":
-            return _dt.datetime.fromisoformat(text)
-        if type_name == "decimal":
-            from decimal import Decimal
-
-            return Decimal(text)
-    except ValueError:
+        return spec.from_text(text)
+    except (ValueError, ArithmeticError):
         raise InvalidArgument(f"--predicate: {text!r} is not a {type_name}") from None
-    return text
 
 
 def parse_predicate(text: str | None, column_types: dict[str, str]) -> tuple[str, str, Any] | None:
@@ -118,10 +107,7 @@ def write_outputs(report: ProfileReport, speedscope: str | None = None, chart: s
         report.to_speedscope(speedscope)
         done.append(f"speedscope profile written to {speedscope} (open it at https://www.speedscope.app)")
     if chart:
-        if chart.lower().endswith(".png"):
-            report.to_png(chart)
-        else:
-            report.to_html(chart)
+        report.write_chart(chart, "--chart")
         done.append(f"chart written to {chart}")
     if json_path:
         with open(json_path, "w", encoding="utf-8") as handle:
@@ -144,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
     if bad or not paths:
         raise InvalidArgument(f"--paths must name some of {', '.join(PATHS)}, got {args.paths!r}")
     _check_output("--speedscope", args.speedscope)
-    _check_output("--chart", args.chart, (".html", ".htm", ".png"))
+    _check_output("--chart", args.chart, CHART_SUFFIXES)
+    if args.chart is not None:
+        require_matplotlib("--chart")  # before the profile runs, not after it
     _check_output("--json", args.json)
     properties = parse_defines(args.defines)
     config = source_config(args.root, args.table, mapping_text(args.mapping), args.serde, properties)

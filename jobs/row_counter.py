@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 from storage.errors import InvalidArgument
 from storage.read.row_count import ROW_COUNT_FILTER
-from storage.filters.ranges import KeyRange, normalize
+from storage.keys import KeyRange, normalize
 from storage.scanner.metrics import ScanMetrics
 
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of

@@ -24,7 +24,7 @@ from serde.errors import DecodeError, EncodeError, MappingError
 from serde.mapping import (
     ColumnKind,
     ColumnMapping,
-    ColumnSpec,
+    MappedColumn,
     RowKeySpec,
     load_mapping,
     parse_catalog,
@@ -35,6 +35,7 @@ from serde.profiler import ProfileReport, profile_serde
 from serde.registry import available_serdes, create_serde, get_serde_class, register_serde
 from serde.rowbatch import InMemoryRowSource, batch_to_rows, record_batch_rows, rows_to_batch
 from serde.stats import SerDeStats
+from serde.type_registry import TypeSpec, register_type
 from serde.types import DataType, parse_type
 
 __all__ = [
@@ -45,10 +46,12 @@ __all__ = [
     "MappingError",
     "ColumnKind",
     "ColumnMapping",
-    "ColumnSpec",
+    "MappedColumn",
     "RowKeySpec",
     "DataType",
     "parse_type",
+    "TypeSpec",
+    "register_type",
     "load_mapping",
     "parse_catalog",
     "parse_hive_mapping",

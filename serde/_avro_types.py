@@ -21,19 +21,17 @@ import json
 from typing import Any, Callable
 
 from serde.errors import MappingError
-from serde.types import INTEGER_RANGES, DataType, decimal
+from serde.type_registry import COMPLEX_NAMES, registered_types, type_spec
+from serde.types import DataType, decimal
 
-__all__ = ["load_schema", "avro_to_type", "type_to_avro", "reader_converter", "writer_converter"]
+__all__ = ["load_schema", "avro_to_type", "type_to_avro", "reader_converter", "writer_converter", "read_timestamp", "read_integer"]
 
-_PRIMITIVE = {
-    "boolean": DataType("boolean"),
-    "int": DataType("int"),
-    "long": DataType("bigint"),
-    "float": DataType("float"),
-    "double": DataType("double"),
-    "bytes": DataType("binary"),
-    "string": DataType("string"),
-}
+def _avro_named(name: str) -> DataType | None:
+    """The column type an Avro primitive or logical type name reads as (None: not a scalar)."""
+    for type_name in registered_types():
+        if name in type_spec(type_name).avro_names:
+            return DataType(type_name)
+    return None
 
 
 def load_schema(literal: Any) -> Any:
@@ -45,7 +43,7 @@ def load_schema(literal: Any) -> Any:
     try:
         return json.loads(literal)
     except json.JSONDecodeError as exc:
-        if literal.strip() in _PRIMITIVE:
+        if _avro_named(literal.strip()) is not None:
             return literal.strip()
         raise MappingError(f"invalid Avro schema JSON ({exc.msg})", literal[exc.pos : exc.pos + 20] or "<end>", exc.pos) from None
 
@@ -54,8 +52,9 @@ def avro_to_type(schema: Any, named: "dict[str, DataType | None] | None" = None)
     """The column type of an Avro schema."""
     named = {} if named is None else named
     if isinstance(schema, str):
-        if schema in _PRIMITIVE:
-            return _PRIMITIVE[schema]
+        primitive = _avro_named(schema)
+        if primitive is not None:
+            return primitive
         if schema in named:
             if named[schema] is None:
                 raise MappingError("recursive Avro records are not supported", schema)
@@ -70,10 +69,10 @@ def avro_to_type(schema: Any, named: "dict[str, DataType | None] | None" = None)
         raise MappingError("an Avro schema object needs a type", json.dumps(schema, default=str)[:60])
     kind = schema["type"]
     logical = schema.get("logicalType")
-    if logical == "date" and kind == "int":
-        return DataType("date")
-    if logical in ("timestamp-millis", "timestamp-micros", "local-timestamp-millis", "local-timestamp-micros") and kind == "long":
-        return DataType("timestamp")
+    if isinstance(logical, str) and logical != "decimal" and isinstance(kind, str):
+        known = _avro_named(f"{kind}:{logical}")
+        if known is not None:
+            return known
     if logical == "decimal" and kind in ("bytes", "fixed"):
         precision = schema.get("precision")
         if not isinstance(precision, int) or precision > 38:
@@ -108,54 +107,46 @@ _names = itertools.count()
 def type_to_avro(data_type: DataType) -> Any:
     """A (non-null) Avro schema for a column type; nested values are nullable."""
     name = data_type.name
-    simple = {
-        "string": "string",
-        "binary": "bytes",
-        "boolean": "boolean",
-        "tinyint": "int",
-        "smallint": "int",
-        "int": "int",
-        "bigint": "long",
-        "float": "float",
-        "double": "double",
-    }
-    if name in simple:
-        return simple[name]
-    if name == "decimal":
-        return {"type": "bytes", "logicalType": "decimal", "precision": data_type.precision, "scale": data_type.scale}
-    if name == "date":
-        return {"type": "int", "logicalType": "date"}
-    if name == "timestamp":
-        return {"type": "long", "logicalType": "timestamp-micros"}
     if name == "array":
         return {"type": "array", "items": ["null", type_to_avro(data_type.element)]}
     if name == "map":
         if data_type.key.name != "string":
             raise MappingError("Avro map keys are strings", str(data_type))
         return {"type": "map", "values": ["null", type_to_avro(data_type.value)]}
-    return {
-        "type": "record",
-        "name": f"struct_{next(_names)}",
-        "fields": [{"name": n, "type": ["null", type_to_avro(t)], "default": None} for n, t in data_type.fields],
-    }
+    if name == "struct":
+        return {
+            "type": "record",
+            "name": f"struct_{next(_names)}",
+            "fields": [{"name": n, "type": ["null", type_to_avro(t)], "default": None} for n, t in data_type.fields],
+        }
+    return type_spec(name).avro_schema_of(data_type)
+
+
+def read_timestamp(data_type: DataType) -> Callable[[Any], Any]:
+    """fastavro's aware UTC datetimes -> naive UTC wall clock."""
+    def stamp(v):
+        return v.astimezone(_dt.timezone.utc).replace(tzinfo=None) if v.tzinfo is not None else v
+    return stamp
+
+
+def read_integer(data_type: DataType) -> Callable[[Any], Any]:
+    """A range check: fastavro does not bound varints, so an over-long one decodes past the type's range."""
+    low, high = type_spec(data_type.name).value_range
+    name = data_type.name
+
+    def small(v):
+        if not low <= v <= high:
+            raise ValueError(f"{v} is out of range for {name}")
+        return v
+    return small
 
 
 def reader_converter(data_type: DataType) -> Callable[[Any], Any] | None:
     """fastavro value -> row-wise value, or None when they are the same."""
     name = data_type.name
-    if name == "timestamp":
-        def stamp(v):
-            return v.astimezone(_dt.timezone.utc).replace(tzinfo=None) if v.tzinfo is not None else v
-        return stamp
-    if name in INTEGER_RANGES:
-        # fastavro does not bound varints: an over-long one decodes past the type's range.
-        low, high = INTEGER_RANGES[name]
-
-        def small(v):
-            if not low <= v <= high:
-                raise ValueError(f"{v} is out of range for {name}")
-            return v
-        return small
+    if name not in COMPLEX_NAMES:
+        spec = type_spec(name)
+        return None if spec.avro_read is None else spec.avro_read(data_type)
     if name == "array":
         inner = reader_converter(data_type.element)
         if inner is None:
@@ -177,6 +168,9 @@ def reader_converter(data_type: DataType) -> Callable[[Any], Any] | None:
 def writer_converter(data_type: DataType) -> Callable[[Any], Any] | None:
     """Row-wise value (or Arrow ``to_pylist`` value) -> fastavro datum, or None when the same."""
     name = data_type.name
+    if name not in COMPLEX_NAMES:
+        spec = type_spec(name)
+        return None if spec.avro_write is None else spec.avro_write(data_type)
     if name == "map":
         inner = writer_converter(data_type.value)
 

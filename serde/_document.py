@@ -20,7 +20,7 @@ from serde._columns import ColumnReader, ColumnWriter, ErrorPolicy, RowFn, batch
 from serde.base import SerDe
 from serde.codecs._arrow import as_binary
 from serde.errors import EncodeError, MappingError
-from serde.mapping import ColumnKind, ColumnSpec
+from serde.mapping import ColumnKind, MappedColumn
 
 __all__ = ["DocumentReader", "DocumentWriter", "RowDocumentSerDe"]
 
@@ -175,11 +175,11 @@ class RowDocumentSerDe(SerDe):
                     raise MappingError(f"cell mapped by two columns ({seen.get(col.cell)!r} and {col.name!r})", col.cell)
                 seen[col.cell] = col.name
 
-    def _split(self, columns: list[ColumnSpec]) -> tuple[list[ColumnSpec], list[ColumnSpec]]:
+    def _split(self, columns: list[MappedColumn]) -> tuple[list[MappedColumn], list[MappedColumn]]:
         docs = {c.name for c in self._doc_columns}
         return [c for c in columns if c.name not in docs], [c for c in columns if c.name in docs]
 
-    def _value_readers(self, columns: list[ColumnSpec]) -> list[ColumnReader]:
+    def _value_readers(self, columns: list[MappedColumn]) -> list[ColumnReader]:
         plain, docs = self._split(columns)
         readers = super()._value_readers(plain)
         if docs:
@@ -189,7 +189,7 @@ class RowDocumentSerDe(SerDe):
             readers.append(DocumentReader(names, names, self.row_cell, decode, types, self._policy))
         return readers
 
-    def _value_writers(self, columns: list[ColumnSpec]) -> list[ColumnWriter]:
+    def _value_writers(self, columns: list[MappedColumn]) -> list[ColumnWriter]:
         plain, docs = self._split(columns)
         writers = super()._value_writers(plain)
         if docs:

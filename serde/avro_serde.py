@@ -28,67 +28,17 @@ from typing import Any
 
 from serde._avro_types import avro_to_type, load_schema, reader_converter, type_to_avro, writer_converter
 from serde._document import RowDocumentSerDe
+from serde.codecs.avro import AvroCodec, fastavro, parse_schema, require_fastavro
 from serde.codecs.base import Codec
 from serde.errors import MappingError
-from serde.mapping import ColumnKind, ColumnSpec
+from serde.mapping import ColumnKind, MappedColumn
 from serde.types import DataType
-
-try:
-    import fastavro
-except ImportError:  # optional at import time; the registry names the missing package
-    fastavro = None
-
-__all__ = ["AvroSerDe", "AvroCodec"]
-
-
-def _require_fastavro() -> None:
-    if fastavro is None:
-        raise MappingError("the avro SerDe needs the package 'fastavro' (pip install fastavro)", "fastavro")
-
-
-def _parse(schema: Any, where: str) -> Any:
-    _require_fastavro()
-    try:
-        return fastavro.parse_schema(schema)
-    except Exception as exc:  # fastavro raises several types for bad schemas
-        raise MappingError(f"invalid Avro schema for {where} ({exc})", str(schema)[:80]) from None
-
-
-class AvroCodec(Codec):
-    """One Avro datum per value, with a schema parsed once."""
-
-    def __init__(self, data_type: DataType, schema: Any, where: str):
-        super().__init__(data_type)
-        self.schema = schema
-        self.parsed = _parse(schema, where)
-        self._read = reader_converter(data_type)
-        self._write = writer_converter(data_type)
-
-    def decode(self, raw: bytes) -> Any:
-        stream = io.BytesIO(raw)
-        value = fastavro.schemaless_reader(stream, self.parsed, None)
-        if stream.tell() != len(raw):
-            raise ValueError(f"{len(raw) - stream.tell()} trailing bytes after the Avro datum")
-        if value is None or self._read is None:
-            return value
-        return self._read(value)
-
-    def encode(self, value: Any) -> bytes:
-        stream = io.BytesIO()
-        try:
-            fastavro.schemaless_writer(stream, self.parsed, value if self._write is None else self._write(value))
-        except (ValueError, TypeError, OverflowError):
-            raise
-        except Exception as exc:  # fastavro reports some type mismatches as other errors
-            raise ValueError(str(exc)) from None
-        return stream.getvalue()
-
 
 class _AvroRecord:
     """Decode/encode one row record, keeping only the mapped fields."""
 
     def __init__(self, schema: Any, fields: list[str], types: list[DataType]):
-        self.parsed = _parse(schema, "avro.row.cell")
+        self.parsed = parse_schema(schema, "avro.row.cell")
         self.fields = fields
         self.readers = [(f, reader_converter(t)) for f, t in zip(fields, types)]
         self.writers = [(f, writer_converter(t)) for f, t in zip(fields, types)]
@@ -121,15 +71,15 @@ class AvroSerDe(RowDocumentSerDe):
     default_storage = None
 
     def _configure(self) -> None:
-        _require_fastavro()
+        require_fastavro()
         props = self.properties
         self.row_cell = props.get("avro.row.cell")
         self._types: dict[str, DataType] = {}
         self._schemas: dict[str, Any] = {}
-        self._doc_columns: list[ColumnSpec] = []
+        self._doc_columns: list[MappedColumn] = []
         for col in self.mapping.columns:
-            if col.kind not in (ColumnKind.CELL, ColumnKind.FAMILY):
-                continue
+            if col.kind not in (ColumnKind.CELL, ColumnKind.FAMILY) or "serde" in col.options:
+                continue  # not a cell, or encoded by the SerDe its catalog entry names
             if self.row_cell is not None and col.kind == ColumnKind.CELL and col.cell == self.row_cell:
                 self._doc_columns.append(col)
                 continue
@@ -184,10 +134,10 @@ class AvroSerDe(RowDocumentSerDe):
     def column_type(self, name: str) -> DataType:
         return self._types.get(name) or super().column_type(name)
 
-    def value_codec(self, column: ColumnSpec, data_type: DataType, role: str) -> Codec:
+    def _value_codec(self, column: MappedColumn, data_type: DataType, role: str) -> Codec:
         schema = self._schemas.get(column.name)
         if schema is None:
-            return super().value_codec(column, data_type, role)
+            return super()._value_codec(column, data_type, role)
         value_type = self._types[column.name]
         if column.kind == ColumnKind.FAMILY:
             value_type = value_type.value

@@ -38,8 +38,7 @@ Properties common to all SerDes:
 from __future__ import annotations
 
 from abc import ABC
-
-from typing import Any, ClassVar, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -57,11 +56,15 @@ from serde._columns import (
     TimestampReader,
     encode_column,
 )
+from serde._avro_types import load_schema
+from serde._column_serde import serde_for_column
 from serde.codecs import Codec, TextOptions, make_codec
+from serde.codecs.avro import AvroCodec
 from serde.codecs._time import datetime_to_us
 from serde.errors import EncodeError, MappingError
-from serde.mapping import ColumnKind, ColumnMapping, ColumnSpec, load_mapping
-from serde.rowkey import CompositeKey
+from serde.mapping import ColumnKind, ColumnMapping, MappedColumn, load_mapping
+from serde.mapping.model import VARIABLE_LENGTH
+from serde.rowkey import TERMINATED, CompositeKey
 from serde.stats import SerDeStats
 from storage.errors import InvalidArgument
 
@@ -78,12 +81,15 @@ class SerDe(ABC):
     """Base class of SerDes: turns a row's cells into typed values and back.
 
     Subclasses set ``name`` and ``default_storage`` and may override
-    :meth:`value_codec` (how a cell value is encoded) and
+    :meth:`_value_codec` (how a cell value is encoded) and
     :meth:`_value_readers` / :meth:`_value_writers` (how cell columns are
     grouped, e.g. one document per row).
     """
 
     name: ClassVar[str] = "base"
+    # Set by serde.registry when it loads: how a column's ``serde`` option finds its class.
+    # Injected rather than imported because the registry itself imports this module.
+    serde_class_resolver: ClassVar[Callable[[str], type] | None] = None
     default_storage: ClassVar[str | None] = "binary"
 
     def __init__(
@@ -129,15 +135,25 @@ class SerDe(ABC):
 
     def column_type(self, name: str):
         """The :class:`~serde.types.DataType` of output column ``name``."""
-        return self.mapping.column(name).type
+        column = self.mapping.column(name)
+        other = self._column_serde(column)
+        return column.type if other is None else other.column_type(name)
 
-    def storage_of(self, column: ColumnSpec, role: str = "value") -> str:
+    def storage_of(self, column: MappedColumn, role: str = "value") -> str:
         """Storage type of a column's value (``role="value"``) or qualifier (``"map_key"``)."""
         own = column.key_storage if role == "map_key" else column.storage
         return own or self.storage
 
-    def codec(self, column: ColumnSpec, data_type, role: str = "value") -> Codec:
-        """The binary/text codec for a column (``role``: key, value, map_key, map_value)."""
+    def codec(self, column: MappedColumn, data_type, role: str = "value") -> Codec:
+        """The binary/text codec for a column (``role``: key, value, map_key, map_value).
+
+        A row key with its own codec (an Avro schema or a SerDe named in the
+        catalog) gets that one.
+        """
+        if role == "key":
+            own = self._own_codec(column, data_type, role)
+            if own is not None:
+                return own
         storage = self.storage_of(column, "map_key" if role == "map_key" else "value")
         ordered = column.encoding == "ordered" and role in ("key", "value")
         try:
@@ -145,9 +161,44 @@ class SerDe(ABC):
         except MappingError as exc:
             raise MappingError(f"column {column.name!r}: {exc.message}", exc.token, exc.position) from None
 
-    def value_codec(self, column: ColumnSpec, data_type, role: str) -> Codec:
-        """The codec of a cell value (``role`` value or map_value); subclasses override."""
+    def value_codec(self, column: MappedColumn, data_type, role: str) -> Codec:
+        """The codec of a cell value (``role`` value or map_value).
+
+        A column's own codec comes first: the SerDe its catalog entry names
+        (``serdes``), else its Avro schema; then the SerDe's
+        :meth:`_value_codec`.
+        """
+        own = self._own_codec(column, data_type, role)
+        if own is not None:
+            return own
+        return self._value_codec(column, data_type, role)
+
+    def _value_codec(self, column: MappedColumn, data_type, role: str) -> Codec:
+        """Subclass hook: the codec of a cell value of a column with no codec of its own."""
         return self.codec(column, data_type, role)
+
+    def _own_codec(self, column: MappedColumn, data_type, role: str) -> Codec | None:
+        other = self._column_serde(column)
+        if other is not None:
+            inner = other.mapping.column(column.name)
+            return other.codec(inner, data_type, "key") if role == "key" else other.value_codec(inner, data_type, role)
+        schema = column.options.get("avro.schema")
+        if schema is not None and role != "map_key":
+            return AvroCodec(data_type, load_schema(schema), column.name)
+        return None
+
+    def _column_serde(self, column: MappedColumn) -> "SerDe | None":
+        """The SerDe a column's ``serde`` option names, built for that column alone (None: this one)."""
+        name = column.options.get("serde")
+        if name is None:
+            return None
+        cache = self.__dict__.setdefault("_column_serdes", {})
+        if column.name not in cache:
+            resolver = SerDe.serde_class_resolver
+            if resolver is None:
+                raise MappingError(f"column {column.name!r} names SerDe {name!r}, but serde.registry is not loaded", name)
+            cache[column.name] = serde_for_column(self, resolver, name, column)
+        return cache[column.name]
 
     def _check_mapping(self) -> None:
         seen: dict[str, str] = {}
@@ -161,10 +212,10 @@ class SerDe(ABC):
         return pa.schema([pa.field(c.name, self.column_type(c.name).arrow()) for c in self.mapping.columns])
 
     # -- assembly -------------------------------------------------------------
-    def _cell_columns(self) -> list[ColumnSpec]:
+    def _cell_columns(self) -> list[MappedColumn]:
         return [c for c in self.mapping.columns if c.kind in (ColumnKind.CELL, ColumnKind.FAMILY)]
 
-    def _key_parts(self) -> list[ColumnSpec]:
+    def _key_parts(self) -> list[MappedColumn]:
         if self.mapping.rowkey is None:
             return []
         return [self.mapping.column(n) for n in self.mapping.rowkey.parts]
@@ -173,11 +224,20 @@ class SerDe(ABC):
         parts = self._key_parts()
         if not parts:
             return None
+        delimiter = self.mapping.rowkey.delimiter
         widths = []
-        for col in parts:
+        for i, col in enumerate(parts):
             codec = self.codec(col, col.type, "key")
-            widths.append(col.length if col.length is not None else codec.fixed_width)
-        return CompositeKey([c.name for c in parts], widths, self.mapping.rowkey.delimiter)
+            width = col.length if col.length not in (None, VARIABLE_LENGTH) else codec.fixed_width
+            if width is None and delimiter is None and i < len(parts) - 1 and col.type.name == "string":
+                width = TERMINATED  # hbase-spark's variable-length string part: ends at 0x00
+            widths.append(width)
+        return CompositeKey([c.name for c in parts], widths, delimiter)
+
+    @property
+    def composite_key(self) -> CompositeKey | None:
+        """The layout of a composite row key (None for a plain ``:key``)."""
+        return self._composite
 
     def _make_key_codecs(self) -> list[Codec]:
         cols = self._key_parts() or [c for c in self.mapping.columns if c.kind == ColumnKind.KEY]
@@ -198,7 +258,7 @@ class SerDe(ABC):
                 readers.append(TimestampReader(col.name, cells, col.type.name == "timestamp", policy))
         return readers
 
-    def _value_readers(self, columns: list[ColumnSpec]) -> list[ColumnReader]:
+    def _value_readers(self, columns: list[MappedColumn]) -> list[ColumnReader]:
         """Readers of the cell and family columns; one per column by default."""
         readers: list[ColumnReader] = []
         for col in columns:
@@ -217,7 +277,7 @@ class SerDe(ABC):
                 )
         return readers
 
-    def _value_writers(self, columns: list[ColumnSpec]) -> list[ColumnWriter]:
+    def _value_writers(self, columns: list[MappedColumn]) -> list[ColumnWriter]:
         """Writers of the cell and family columns; one per column by default."""
         index = {n: i for i, n in enumerate(self.mapping.names)}
         writers: list[ColumnWriter] = []

@@ -13,6 +13,14 @@ from storage.errors import InvalidArgument, clip
 __all__ = ["MappingError", "DecodeError", "EncodeError"]
 
 
+def _safe_repr(token: object) -> str:
+    """``repr(token)``, or a description when Python refuses to print it (an int past 4,300 digits)."""
+    try:
+        return repr(token)
+    except (ValueError, RecursionError):
+        return f"<a {type(token).__name__} too large to show>"
+
+
 class MappingError(InvalidArgument):
     """A column mapping, catalog or type string did not parse or is inconsistent.
 
@@ -26,7 +34,7 @@ class MappingError(InvalidArgument):
         self.position = position
         where = ""
         if token is not None:
-            where += f": {clip(repr(token))}"  # the token may be the caller's whole (huge) input
+            where += f": {clip(_safe_repr(token))}"  # the token may be the caller's whole (huge) input
         if position is not None:
             where += f" at position {position}"
         super().__init__(f"{clip(message, 300)}{where}")

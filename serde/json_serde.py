@@ -18,103 +18,35 @@ built once per column.
 
 from __future__ import annotations
 
-import base64
-import datetime as _dt
 import json
-import re
-import struct
 from decimal import Decimal
 from typing import Any, Callable
 
 from serde._document import RowDocumentSerDe
 from serde.codecs import TextOptions, text_codec
-from serde.codecs._time import EPOCH, datetime_to_us
 from serde.codecs.base import Codec
-from serde.codecs.hbase_bytes import decimal_at_scale
+from serde.codecs.json_values import expect
 from serde.errors import MappingError
-from serde.mapping import ColumnKind, ColumnSpec
-from serde.types import INTEGER_RANGES, DataType, walk
+from serde.mapping import ColumnKind, MappedColumn
+from serde.type_registry import COMPLEX_NAMES, type_spec
+from serde.types import DataType, walk
 
 __all__ = ["JsonSerDe", "JsonCodec", "json_reader", "json_writer"]
-
-_F32 = struct.Struct("<f")
-_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-
-
-def _expect(value: Any, kinds: tuple, what: str) -> None:
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise TypeError(f"expected {what}, got {type(value).__name__} {value!r}")
 
 
 def json_reader(data_type: DataType) -> Callable[[Any], Any]:
     """Converter from a parsed JSON value to the row-wise value; raises on the wrong JSON type."""
     name = data_type.name
-    if name == "string":
-        def read_string(v):
-            _expect(v, (str,), "a string")
-            return v
-        return read_string
-    if name == "binary":
-        def read_binary(v):
-            _expect(v, (str,), "a base64 string")
-            return base64.b64decode(v, validate=True)
-        return read_binary
-    if name == "boolean":
-        def read_bool(v):
-            _expect(v, (bool,), "true or false")
-            return v
-        return read_bool
-    if name in INTEGER_RANGES:
-        low, high = INTEGER_RANGES[name]
-
-        def read_int(v):
-            _expect(v, (int,), "an integer")
-            if not low <= v <= high:
-                raise ValueError(f"{v} is out of range for {name}")
-            return v
-        return read_int
-    if name in ("float", "double"):
-        single = name == "float"
-
-        def read_float(v):
-            _expect(v, (int, float, Decimal), "a number")
-            v = float(v)
-            if single:
-                try:
-                    v = _F32.unpack(_F32.pack(v))[0]
-                except OverflowError:
-                    v = float("inf") if v > 0 else float("-inf")
-            return v
-        return read_float
-    if name == "decimal":
-        precision, scale = data_type.precision, data_type.scale
-
-        def read_decimal(v):
-            _expect(v, (int, Decimal, str), "a decimal number or string")
-            return decimal_at_scale(Decimal(v) if isinstance(v, str) else v, precision, scale)
-        return read_decimal
-    if name == "date":
-        def read_date(v):
-            _expect(v, (str,), "a date string")
-            if not _ISO_DATE.fullmatch(v):
-                raise ValueError(f"expected YYYY-MM-DD, got {v!r}")
-            return _dt.date.fromisoformat(v)
-        return read_date
-    if name == "timestamp":
-        def read_timestamp(v):
-            _expect(v, (str, int), "a timestamp string or epoch milliseconds")
-            if isinstance(v, int):
-                return EPOCH + _dt.timedelta(milliseconds=v)
-            value = _dt.datetime.fromisoformat(v)
-            if value.tzinfo is not None:
-                value = value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-            return value
-        return read_timestamp
+    if name not in COMPLEX_NAMES:
+        spec = type_spec(name)
+        if spec.json_read is None:
+            raise MappingError("the type has no JSON form", str(data_type))
+        return spec.json_read(data_type)
     if name == "array":
         inner = json_reader(data_type.element)
 
         def read_array(v):
-            _expect(v, (list,), "an array")
+            expect(v, (list,), "an array")
             return [None if x is None else inner(x) for x in v]
         return read_array
     if name == "map":
@@ -122,7 +54,7 @@ def json_reader(data_type: DataType) -> Callable[[Any], Any]:
         key_parse = None if data_type.key.name == "string" else text_codec(data_type.key, TextOptions()).parse
 
         def read_map(v):
-            _expect(v, (dict,), "an object")
+            expect(v, (dict,), "an object")
             if key_parse is None:
                 return {k: None if x is None else inner(x) for k, x in v.items()}
             return {key_parse(k): None if x is None else inner(x) for k, x in v.items()}
@@ -130,7 +62,7 @@ def json_reader(data_type: DataType) -> Callable[[Any], Any]:
     fields = [(n, json_reader(t)) for n, t in data_type.fields]
 
     def read_struct(v):
-        _expect(v, (dict,), "an object")
+        expect(v, (dict,), "an object")
         return {n: (None if v.get(n) is None else conv(v.get(n))) for n, conv in fields}
     return read_struct
 
@@ -138,33 +70,11 @@ def json_reader(data_type: DataType) -> Callable[[Any], Any]:
 def json_writer(data_type: DataType) -> Callable[[Any], Any]:
     """Converter from a row-wise value (or Arrow ``to_pylist`` value) to a JSON-able value."""
     name = data_type.name
-    if name == "binary":
-        return lambda v: base64.b64encode(bytes(v)).decode("ascii")
-    if name == "decimal":
-        precision, scale = data_type.precision, data_type.scale
-        return lambda v: format(decimal_at_scale(v, precision, scale), "f")
-    if name == "date":
-        def write_date(v):
-            if not isinstance(v, _dt.date):
-                raise TypeError(f"expected date, got {type(v).__name__}")
-            return (v.date() if isinstance(v, _dt.datetime) else v).isoformat()
-        return write_date
-    if name == "timestamp":
-        def write_timestamp(v):
-            if not isinstance(v, _dt.datetime):
-                raise TypeError(f"expected datetime, got {type(v).__name__}")
-            return (EPOCH + _dt.timedelta(microseconds=datetime_to_us(v))).isoformat()
-        return write_timestamp
-    if name in INTEGER_RANGES:
-        low, high = INTEGER_RANGES[name]
-
-        def write_int(v):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"expected int, got {type(v).__name__}")
-            if not low <= v <= high:
-                raise ValueError(f"{v} is out of range for {name}")
-            return v
-        return write_int
+    if name not in COMPLEX_NAMES:
+        spec = type_spec(name)
+        if spec.json_write is None:
+            raise MappingError("the type has no JSON form", str(data_type))
+        return spec.json_write(data_type)
     if name == "array":
         inner = json_writer(data_type.element)
         return lambda v: [None if x is None else inner(x) for x in v]
@@ -176,10 +86,8 @@ def json_writer(data_type: DataType) -> Callable[[Any], Any]:
             items = v.items() if isinstance(v, dict) else v  # dict, or Arrow's list of pairs
             return {key_format(k): None if x is None else inner(x) for k, x in items}
         return write_map
-    if name == "struct":
-        fields = [(n, json_writer(t)) for n, t in data_type.fields]
-        return lambda v: {n: (None if v.get(n) is None else conv(v.get(n))) for n, conv in fields}
-    return lambda v: v
+    fields = [(n, json_writer(t)) for n, t in data_type.fields]
+    return lambda v: {n: (None if v.get(n) is None else conv(v.get(n))) for n, conv in fields}
 
 
 def _needs_decimal(data_type: DataType) -> bool:
@@ -241,9 +149,9 @@ class JsonSerDe(RowDocumentSerDe):
                 raise MappingError("json.row.cell names a cell no column is mapped to", self.row_cell)
             self._row = _JsonRow([c.name for c in self._doc_columns], [c.type for c in self._doc_columns])
 
-    def value_codec(self, column: ColumnSpec, data_type: DataType, role: str) -> Codec:
+    def _value_codec(self, column: MappedColumn, data_type: DataType, role: str) -> Codec:
         if column.storage is not None:
-            return super().value_codec(column, data_type, role)  # explicit #b / #s
+            return super()._value_codec(column, data_type, role)  # explicit #b / #s
         return JsonCodec(data_type)
 
     def _document_codec(self):

@@ -18,8 +18,9 @@ batch of assembled rows (the same scalar decoders ``deserialize`` calls),
 so a slow column shows up with its own share instead of being smeared over
 the row loop.  The result is a :class:`ProfileReport`: a ranked table of
 hotspots (``render_text``), a speedscope flame-graph file
-(``to_speedscope``), an HTML chart (``to_html``) and, with matplotlib
-installed, a PNG (``to_png``).
+(``to_speedscope``) and, with matplotlib installed (the ``charts`` extra),
+a chart as an HTML page with the hotspot tables (``to_html``), SVG
+(``to_svg``) or PNG (``to_png``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from serde._profile_output import render_html, render_png, render_speedscope, render_text
+from serde._profile_chart import write_profile_chart
+from serde._profile_output import render_speedscope, render_text
 from serde.base import SerDe
 from serde.registry import create_serde
 from serde.rowbatch import batch_to_rows
@@ -143,12 +145,20 @@ class ProfileReport:
         return render_speedscope(self, path)
 
     def to_html(self, path: str) -> str:
-        """Write a self-contained HTML page with bar charts and the hotspot table; return the HTML."""
-        return render_html(self, path)
+        """Write an HTML page: the chart (inline SVG) and the hotspot tables; return the HTML.  Needs matplotlib."""
+        return write_profile_chart(self, path, "to_html")
+
+    def to_svg(self, path: str) -> str:
+        """Write the chart as SVG; return it.  Needs matplotlib (the ``charts`` extra)."""
+        return write_profile_chart(self, path, "to_svg")
 
     def to_png(self, path: str) -> None:
-        """Write a PNG chart; needs matplotlib (the ``bench`` extra)."""
-        render_png(self, path)
+        """Write the chart as PNG.  Needs matplotlib (the ``charts`` extra)."""
+        write_profile_chart(self, path, "to_png")
+
+    def write_chart(self, path: str, what: str = "write_chart") -> str | None:
+        """Write the chart by the suffix of ``path`` (.png, .svg, .html); ``what`` names the caller in errors."""
+        return write_profile_chart(self, path, what)
 
     def as_dict(self) -> dict[str, Any]:
         """Everything as plain data (for JSON output)."""

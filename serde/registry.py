@@ -121,3 +121,7 @@ def available_serdes() -> list[str]:
     names = set(_registered)
     names.update(ep.name for ep in metadata.entry_points(group=ENTRY_POINT_GROUP))
     return sorted(names)
+
+
+# A column's ``serde`` option (hbase-spark's per-column ``serdes``) is resolved by name here.
+SerDe.serde_class_resolver = staticmethod(get_serde_class)

@@ -7,8 +7,11 @@ case-insensitively with the aliases Hive, Spark and the hbase-spark catalog
 use (``long`` = ``bigint``, ``short`` = ``smallint``, ``byte`` = ``tinyint``,
 ``integer`` = ``int``, ``varchar(n)`` = ``string`` ...).
 
-Timestamps are naive (UTC wall clock) microseconds: Arrow ``timestamp[us]``,
-Spark ``TIMESTAMP_NTZ``.  Dates are Arrow ``date32``.
+Scalar types are declared in the type registry (:mod:`serde.type_registry`,
+built-ins in :mod:`serde.builtin_types`); this module holds the constructors
+(array, map, struct) and the parser.  Timestamps are naive (UTC wall clock)
+microseconds: Arrow ``timestamp[us]``; Spark sees them as ``TIMESTAMP``
+(TimestampType) or, on request, ``TIMESTAMP_NTZ``.  Dates are Arrow ``date32``.
 """
 
 from __future__ import annotations
@@ -19,11 +22,10 @@ from typing import Iterator
 import pyarrow as pa
 
 from serde.errors import MappingError
+from serde.type_registry import COMPLEX_NAMES, TypeSpec, find_type, type_spec
 
 __all__ = [
     "DataType",
-    "PRIMITIVE_NAMES",
-    "INTEGER_RANGES",
     "DEFAULT_DECIMAL",
     "parse_type",
     "parse_type_at",
@@ -42,99 +44,18 @@ __all__ = [
     "TIMESTAMP",
 ]
 
-PRIMITIVE_NAMES = (
-    "string",
-    "binary",
-    "boolean",
-    "tinyint",
-    "smallint",
-    "int",
-    "bigint",
-    "float",
-    "double",
-    "decimal",
-    "date",
-    "timestamp",
-)
-
-INTEGER_RANGES = {
-    "tinyint": (-(1 << 7), (1 << 7) - 1),
-    "smallint": (-(1 << 15), (1 << 15) - 1),
-    "int": (-(1 << 31), (1 << 31) - 1),
-    "bigint": (-(1 << 63), (1 << 63) - 1),
-}
-"""Inclusive value range of each integer type."""
-
 DEFAULT_DECIMAL = (10, 0)
 """Precision and scale of a bare ``decimal``, as Hive and Spark default it."""
-
-_ALIASES = {
-    "string": "string",
-    "varchar": "string",
-    "char": "string",
-    "text": "string",
-    "binary": "binary",
-    "bytes": "binary",
-    "boolean": "boolean",
-    "bool": "boolean",
-    "tinyint": "tinyint",
-    "byte": "tinyint",
-    "smallint": "smallint",
-    "short": "smallint",
-    "int": "int",
-    "integer": "int",
-    "bigint": "bigint",
-    "long": "bigint",
-    "float": "float",
-    "real": "float",
-    "double": "double",
-    "decimal": "decimal",
-    "numeric": "decimal",
-    "dec": "decimal",
-    "date": "date",
-    "timestamp": "timestamp",
-    "timestamp_ntz": "timestamp",
-    "array": "array",
-    "map": "map",
-    "struct": "struct",
-}
-
-_ARROW = {
-    "string": pa.string(),
-    "binary": pa.binary(),
-    "boolean": pa.bool_(),
-    "tinyint": pa.int8(),
-    "smallint": pa.int16(),
-    "int": pa.int32(),
-    "bigint": pa.int64(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us"),
-}
-
-_DDL = {
-    "string": "STRING",
-    "binary": "BINARY",
-    "boolean": "BOOLEAN",
-    "tinyint": "TINYINT",
-    "smallint": "SMALLINT",
-    "int": "INT",
-    "bigint": "BIGINT",
-    "float": "FLOAT",
-    "double": "DOUBLE",
-    "date": "DATE",
-    "timestamp": "TIMESTAMP_NTZ",
-}
 
 
 @dataclass(frozen=True)
 class DataType:
     """A column type.
 
-    ``name`` is one of :data:`PRIMITIVE_NAMES` or ``array`` / ``map`` /
-    ``struct``; ``precision``/``scale`` are set for decimals, ``element`` for
-    arrays, ``key``/``value`` for maps and ``fields`` for structs.
+    ``name`` is a registered scalar type (:mod:`serde.type_registry`) or
+    ``array`` / ``map`` / ``struct``; ``precision``/``scale`` are set for
+    decimals, ``element`` for arrays, ``key``/``value`` for maps and
+    ``fields`` for structs.
     """
 
     name: str
@@ -148,42 +69,57 @@ class DataType:
     @property
     def is_primitive(self) -> bool:
         """True for every type that is not an array, map or struct."""
-        return self.name in PRIMITIVE_NAMES
+        return self.name not in COMPLEX_NAMES
 
     @property
     def is_integer(self) -> bool:
-        """True for tinyint, smallint, int and bigint."""
-        return self.name in INTEGER_RANGES
+        """True for the integer types (those with a value range)."""
+        return self.is_primitive and type_spec(self.name).value_range is not None
+
+    @property
+    def spec(self) -> TypeSpec:
+        """The registry entry of a scalar type."""
+        return type_spec(self.name)
 
     def arrow(self) -> pa.DataType:
         """The Arrow type of values of this type."""
-        if self.name in _ARROW:
-            return _ARROW[self.name]
-        if self.name == "decimal":
-            return pa.decimal128(self.precision, self.scale)
         if self.name == "array":
             return pa.list_(self.element.arrow())
         if self.name == "map":
             return pa.map_(self.key.arrow(), self.value.arrow())
-        return pa.struct([pa.field(n, t.arrow()) for n, t in self.fields])
+        if self.name == "struct":
+            return pa.struct([pa.field(n, t.arrow()) for n, t in self.fields])
+        return type_spec(self.name).arrow_of(self)
 
-    def ddl(self) -> str:
-        """The Spark DDL spelling (``DECIMAL(10,2)``, ``MAP<STRING, INT>``)."""
-        if self.name in _DDL:
-            return _DDL[self.name]
-        if self.name == "decimal":
-            return f"DECIMAL({self.precision},{self.scale})"
+    def spark_arrow(self, timestamp_ntz: bool = False) -> pa.DataType:
+        """The Arrow type Spark expects for this type (zoned timestamps unless ``timestamp_ntz``)."""
         if self.name == "array":
-            return f"ARRAY<{self.element.ddl()}>"
+            return pa.list_(self.element.spark_arrow(timestamp_ntz))
         if self.name == "map":
-            return f"MAP<{self.key.ddl()}, {self.value.ddl()}>"
-        inner = ", ".join(f"`{n}`: {t.ddl()}" for n, t in self.fields)
-        return f"STRUCT<{inner}>"
+            return pa.map_(self.key.spark_arrow(timestamp_ntz), self.value.spark_arrow(timestamp_ntz))
+        if self.name == "struct":
+            return pa.struct([pa.field(n, t.spark_arrow(timestamp_ntz)) for n, t in self.fields])
+        return type_spec(self.name).spark_arrow_of(self, timestamp_ntz)
+
+    def ddl(self, timestamp_ntz: bool = False) -> str:
+        """The Spark DDL spelling (``DECIMAL(10,2)``, ``MAP<STRING, INT>``).
+
+        Timestamps are ``TIMESTAMP`` (Spark's TimestampType, as hbase-spark
+        gives them), or ``TIMESTAMP_NTZ`` with ``timestamp_ntz``.
+        """
+        if self.name == "array":
+            return f"ARRAY<{self.element.ddl(timestamp_ntz)}>"
+        if self.name == "map":
+            return f"MAP<{self.key.ddl(timestamp_ntz)}, {self.value.ddl(timestamp_ntz)}>"
+        if self.name == "struct":
+            inner = ", ".join(f"`{n}`: {t.ddl(timestamp_ntz)}" for n, t in self.fields)
+            return f"STRUCT<{inner}>"
+        return type_spec(self.name).ddl_of(self, timestamp_ntz)
 
     def __str__(self) -> str:
         """The Hive spelling (``decimal(10,2)``, ``map<string,int>``)."""
-        if self.name == "decimal":
-            return f"decimal({self.precision},{self.scale})"
+        if self.precision is not None:  # a parameterised scalar such as decimal(p,s)
+            return f"{self.name}({self.precision},{self.scale})"
         if self.name == "array":
             return f"array<{self.element}>"
         if self.name == "map":
@@ -206,11 +142,11 @@ DATE = DataType("date")
 TIMESTAMP = DataType("timestamp")
 
 
-def decimal(precision: int, scale: int) -> DataType:
+def decimal(precision: int, scale: int, name: str = "decimal") -> DataType:
     """A decimal type; checks 1 <= precision <= 38 and 0 <= scale <= precision."""
     if not 1 <= precision <= 38 or not 0 <= scale <= precision:
         raise MappingError("decimal precision must be 1..38 and scale 0..precision", f"decimal({precision},{scale})")
-    return DataType("decimal", precision=precision, scale=scale)
+    return DataType(name, precision=precision, scale=scale)
 
 
 MAX_TYPE_DEPTH = 32
@@ -281,33 +217,23 @@ class _TypeReader:
 
     def _read(self, start: int) -> DataType:
         raw = self.word()
-        name = _ALIASES.get(raw.lower())
-        if name is None:
-            raise self.fail("unknown type", start)
-        if name == "string":
-            if self.peek("("):  # varchar(n) / char(n): length is not enforced
-                self.expect("(")
-                self.integer()
-                self.expect(")")
-            return STRING
-        if name == "decimal":
-            precision, scale = DEFAULT_DECIMAL
-            if self.peek("("):
-                self.expect("(")
-                precision = self.integer()
-                scale = 0
-                if self.peek(","):
-                    self.expect(",")
-                    scale = self.integer()
-                self.expect(")")
-            try:
-                return decimal(precision, scale)
-            except MappingError:
-                raise MappingError(
-                    "decimal precision must be 1..38 and scale 0..precision",
-                    self.text[start : self.pos],
-                    self.base + start,
-                ) from None
+        lowered = raw.lower()
+        if lowered in COMPLEX_NAMES:
+            name = lowered
+        else:
+            spec = find_type(raw) if raw else None
+            if spec is None:
+                raise self.fail("unknown type", start)
+            name = spec.name
+            if spec.params == "length":
+                if self.peek("("):  # varchar(n) / char(n): length is not enforced
+                    self.expect("(")
+                    self.integer()
+                    self.expect(")")
+                return DataType(name)
+            if spec.params == "precision_scale":
+                return self._decimal(start, name)
+            return DataType(name)
         if name == "array":
             self.expect("<")
             element = self.read()
@@ -342,7 +268,26 @@ class _TypeReader:
                     continue
                 self.expect(">")
                 return DataType("struct", fields=tuple(fields))
-        return DataType(name)
+        raise self.fail("unknown type", start)
+
+    def _decimal(self, start: int, name: str) -> DataType:
+        precision, scale = DEFAULT_DECIMAL
+        if self.peek("("):
+            self.expect("(")
+            precision = self.integer()
+            scale = 0
+            if self.peek(","):
+                self.expect(",")
+                scale = self.integer()
+            self.expect(")")
+        try:
+            return decimal(precision, scale, name)
+        except MappingError:
+            raise MappingError(
+                "decimal precision must be 1..38 and scale 0..precision",
+                self.text[start : self.pos],
+                self.base + start,
+            ) from None
 
 
 def parse_type_at(text: str, pos: int = 0, base: int = 0) -> tuple[DataType, int]:

@@ -20,11 +20,12 @@ from typing import Any, NamedTuple
 
 from .errors import InvalidArgument, clip
 
-__all__ = ["ColumnSpec", "parse_column"]
+__all__ = ["ColumnRef", "parse_column"]
 
 
-class ColumnSpec(NamedTuple):
-    """A parsed column spec; ``qualifier`` is ``None`` for a whole family.
+class ColumnRef(NamedTuple):
+    """A parsed column spec: a reference to one column, or to a whole family
+    when ``qualifier`` is ``None`` (unrelated to serde's ColumnSpec of a mapping).
 
     Unpacks as ``family, qualifier = parse_column(spec)``.
     """
@@ -59,21 +60,21 @@ def _as_bytes(part: Any) -> Any:
     return part
 
 
-def parse_column(spec: Any) -> ColumnSpec:
+def parse_column(spec: Any) -> ColumnRef:
     """Parse one column spec (``b"cf"``, ``b"cf:q"``, ``b"cf:"`` or a
-    ``(family, qualifier-or-None)`` tuple) into a :class:`ColumnSpec`.
+    ``(family, qualifier-or-None)`` tuple) into a :class:`ColumnRef`.
 
     Raises InvalidArgument for anything else and for an empty family.
     """
     spec = _as_bytes(spec)
     if isinstance(spec, bytes):
         family, sep, qualifier = spec.partition(b":")
-        parsed = ColumnSpec(family, qualifier if sep else None)
+        parsed = ColumnRef(family, qualifier if sep else None)
     elif isinstance(spec, tuple) and len(spec) == 2:
         family, qualifier = _as_bytes(spec[0]), _as_bytes(spec[1])
         if not isinstance(family, bytes) or not (qualifier is None or isinstance(qualifier, bytes)):
             raise InvalidArgument(f"column spec {clip(repr(spec))} must be (bytes family, bytes qualifier or None)")
-        parsed = ColumnSpec(family, qualifier)
+        parsed = ColumnRef(family, qualifier)
     else:
         raise InvalidArgument(
             f"column spec {clip(repr(spec))} is neither b'family', b'family:qualifier' nor a (family, qualifier) tuple"

@@ -92,5 +92,9 @@ def s3_server():
 
 @pytest.fixture
 def s3_root(s3_server):
-    """An ``s3://`` table root in a fresh bucket of the local server (short writer lease)."""
-    return s3_server.root(lease_seconds=3)
+    """An ``s3://`` table root in a fresh bucket of the local server (short writer lease).
+
+    6 s rather than less: renewals run every third of the lease, and on a loaded machine a
+    starved renewal thread made writers refuse to commit mid-test.
+    """
+    return s3_server.root(lease_seconds=6)

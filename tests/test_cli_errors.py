@@ -76,6 +76,31 @@ def test_unwritable_output_paths_are_refused_before_the_work(root, tmp_path, cap
     assert "it is a folder" in line
 
 
+def test_a_file_where_a_folder_must_go_is_one_line_before_the_work(root, tmp_path, capsys):
+    """A parent of the output or of --root that is a file (NotADirectoryError once, deep in the job)."""
+    tsv = tmp_path / "in.tsv"
+    tsv.write_bytes(b"r1\t1\n")
+    under_file = str(tsv / "sub")
+    cases = [
+        (["export", "--root", root, "t", under_file], "output folder"),
+        (["demo", "--root", under_file, "--rows", "10"], "--root"),
+        (["pe", "--root", under_file, "--rows", "10", "sequentialWrite"], "--root"),
+        (["demo", "--root", UNWRITABLE, "--rows", "10"], "--root"),
+        (["pe", "--root", UNWRITABLE, "--rows", "10", "sequentialWrite"], "--root"),
+    ]
+    for argv, what in cases:
+        line = _fails(argv, capsys, 2)
+        assert line.startswith(f"regionscan {argv[0]}: error: cannot write {what} "), line
+        assert argv[argv.index("--root") + 1 if what == "--root" else 4] in line, line
+    assert tsv.read_bytes() == b"r1\t1\n"  # the file in the way is left as it was
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.tsv", "tables"]
+
+
+def test_pe_distributed_refuses_a_write_to_a_table_folder_before_spark(root, capsys):
+    line = _fails(["pe-distributed", "--root", root, "--rows", "10", "randomRead", "sequentialWrite"], capsys, 2)
+    assert line.startswith("regionscan pe-distributed: error: sequentialWrite writes from many processes at once")
+
+
 def test_pe_writes_nothing_when_its_output_is_unwritable(tmp_path, capsys):
     root = tmp_path / "pe"
     _fails(["pe", "--root", str(root), "--rows", "10", "--json", UNWRITABLE, "sequentialWrite"], capsys, 2)
@@ -153,3 +178,52 @@ def test_every_command_answers_to_both_spellings(capsys):
                 parser.parse_args([spelling, "--help"])
             assert done.value.code == 0
     capsys.readouterr()
+
+
+@pytest.mark.parametrize("command", ["serve", "thrift"])
+def test_servers_refuse_a_root_that_does_not_exist_unless_told_to_create_it(tmp_path, command, capsys):
+    """A mistyped --root would be served as an empty root, every table "not found"; --create makes it."""
+    from storage.server.process import ServerProcess
+
+    typo = tmp_path / "tabels"
+    line = _fails([command, "--root", str(typo), "--port", "0"], capsys, 2)
+    assert line == (f"regionscan {command}: error: --root {typo} does not exist (a mistyped path?); "
+                    "pass --create to serve a new, empty root")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    line = _fails([command, "--root", str(blocker), "--port", "0"], capsys, 2)
+    assert line == f"regionscan {command}: error: --root {blocker} is a file, not a folder of tables"
+    assert not typo.exists()
+    with ServerProcess(str(typo), "--create", module=("jobs.cli", command), create=False) as proc:
+        assert proc.location.startswith(("grpc://127.0.0.1:", "thrift://127.0.0.1:"))
+        assert typo.is_dir()
+
+
+def test_a_chart_without_matplotlib_is_refused_before_the_work_naming_the_flag(root, tmp_path):
+    """matplotlib made unimportable (a module of that name that raises ImportError, first on the path)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    shadow = tmp_path / "shadow" / "matplotlib"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('matplotlib is not installed here')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(shadow.parent), str(REPO_ROOT)]))
+    pe_root = tmp_path / "pe"
+    cases = [
+        ["profile-serde", "--root", root, "t", "--mapping", "k STRING :key, a STRING cf:a", "--chart",
+         str(tmp_path / "x.png")],
+        ["pe", "--root", str(pe_root), "--rows", "10", "--chart", str(tmp_path / "x.svg"), "sequentialWrite"],
+        ["pe", "--root", str(pe_root), "--rows", "10", "--chart", str(tmp_path / "x.html"), "sequentialWrite"],
+    ]
+    for argv in cases:
+        done = subprocess.run([sys.executable, "-m", "jobs.cli", *argv], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines() == [
+            f"regionscan {argv[0]}: error: --chart: charts are drawn with matplotlib, which is not installed "
+            "(pip install 'regionscan[charts]')"]
+        assert done.stdout == ""  # refused before the profile or the benchmark ran
+    assert not pe_root.exists() and not list(tmp_path.glob("x.*"))

@@ -35,7 +35,7 @@ from storage.filters import (
     SubstringComparator,
     ValueFilter,
 )
-from storage.storefile._dense import dense_from_cells
+from storage.storefile.dense import dense_from_cells
 from storage.cells import cells_to_batch
 from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader

@@ -7,7 +7,9 @@ spread over every such operation of a clean run.  The workload stops at the
 first error (as a region server aborts), optionally with a power cut that
 drops unsynced data.  Then the table is reopened on the plain filesystem and
 must hold every acknowledged write and no acknowledged delete; after one
-major compaction no file is left that no manifest names.
+major compaction no file is left that no manifest names.  Reads (open, read,
+list, stat) fail the same way and must lose nothing either.  The paths this
+workload does not take are in test_fault_injection_paths.py.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import pytest
 
 import storage
 from connector.bulkload import BulkLoadTask, commit_load, table_regions
-from storage.vfs.faultfs import KINDS, FaultFileSystem, FaultInjector, InjectedFault
+from storage.vfs.faultfs import ALL_KINDS, KINDS, READ_KINDS, FaultFileSystem, FaultInjector, InjectedFault
 from storage.region.manifest import REGION_MANIFEST, TABLE_MANIFEST, RegionManifest, TableManifest
 from storage.vfs.fs import FileSystem
 
@@ -177,7 +179,7 @@ def _points(total: int) -> list[int]:
 
 
 def test_the_clean_run_exercises_every_kind(clean_counts):
-    for kind in KINDS:
+    for kind in ALL_KINDS:
         assert clean_counts[kind] > 0, kind
 
 
@@ -198,6 +200,26 @@ def test_a_failed_operation_loses_no_acknowledged_write(tmp_path, clean_counts, 
         assert fs.injector.failures >= 1, f"{kind} #{n} was never reached"
         if power_cut:
             fs.injector.power_cut()
+        verify(root, model)
+    assert failed >= 1
+
+
+@pytest.mark.parametrize("kind", READ_KINDS)
+def test_a_failed_read_loses_no_acknowledged_write(tmp_path, clean_counts, kind):
+    """A read failing anywhere in the workload (a flush, a compaction, a split, a bulk load, an open)."""
+    failed = 0
+    for n in _points(clean_counts[kind])[::3]:
+        root = str(tmp_path / f"{kind}-{n}")
+        _fresh_table(root)
+        fs = FaultFileSystem(root)
+        fs.injector.fail(kind, n)
+        model = Model()
+        try:
+            workload(root, fs, model)
+        except (OSError, storage.errors.StorageError) as exc:
+            failed += 1
+            assert root in str(exc), f"the error does not name the file: {exc!r}"
+        assert fs.injector.failures >= 1, f"{kind} #{n} was never reached"
         verify(root, model)
     assert failed >= 1
 

@@ -30,6 +30,12 @@ from storage.filters import (
     SkipFilter,
     SubstringComparator,
     TimestampsFilter,
+    ColumnCountGetFilter,
+    ColumnPaginationFilter,
+    DependentColumnFilter,
+    FuzzyRowFilter,
+    NullComparator,
+    RandomRowFilter,
     ValueFilter,
     WhileMatchFilter,
     coerce_filter,
@@ -81,7 +87,7 @@ EXAMPLES = [
     ("PrefixFilter ('it''s')", PrefixFilter(b"it's")),
     ("PrefixFilter ('')", PrefixFilter(b"")),
     ("TimestampsFilter ()", TimestampsFilter([])),
-    ("TimestampsFilter (-5)", TimestampsFilter([-5])),
+    ("TimestampsFilter (0)", TimestampsFilter([0])),
     ("SKIP ValueFilter (=, 'binary:0')", SkipFilter(ValueFilter("=", BinaryComparator(b"0")))),
     ("WHILE RowFilter (<, 'binary:m')", WhileMatchFilter(RowFilter("<", BinaryComparator(b"m")))),
     ("  PageFilter(3)and PageFilter(4)  ", FilterList("AND", [PageFilter(3), PageFilter(4)])),
@@ -144,7 +150,18 @@ leaves = st.one_of(
     st.builds(SingleColumnValueFilter, any_bytes, any_bytes, ops, comparators, st.booleans(), st.booleans()),
     st.builds(ColumnValueFilter, any_bytes, any_bytes, ops, comparators),
     st.integers(0, 10**6).map(PageFilter),
-    st.lists(st.integers(-(2**63), 2**63 - 1), max_size=4).map(TimestampsFilter),
+    st.lists(st.integers(0, 2**63 - 1), max_size=4).map(TimestampsFilter),
+    st.integers(0, 2**31 - 1).map(ColumnCountGetFilter),
+    st.builds(ColumnPaginationFilter, st.integers(0, 2**31 - 1), st.one_of(st.integers(0, 2**31 - 1), any_bytes)),
+    st.builds(DependentColumnFilter, any_bytes, any_bytes, st.booleans()),
+    st.builds(DependentColumnFilter, any_bytes, any_bytes, st.booleans(), ops, comparators),
+    st.lists(
+        any_bytes.flatmap(lambda k: st.tuples(st.just(k), st.lists(st.sampled_from([0, 1]), min_size=len(k),
+                                                                    max_size=len(k)).map(bytes))),
+        min_size=1, max_size=3,
+    ).map(FuzzyRowFilter),
+    st.builds(RandomRowFilter, st.floats(-2, 2, allow_nan=False), st.one_of(st.none(), st.integers(0, 2**40))),
+    st.just(ValueFilter("<", NullComparator())),
 )
 filters = st.recursive(
     leaves,
@@ -244,7 +261,7 @@ def test_known_filter_names():
     err = error_of("prefixfilter ('a')")  # names are case-sensitive, as in HBase
     assert err.hint == "known filters: " + ", ".join(FILTER_NAMES)
     assert str(err).startswith(
-        "unknown filter 'prefixfilter' at position 0 in \"prefixfilter ('a')\"; known filters: ColumnPaginationFilter, "
+        "unknown filter 'prefixfilter' at position 0 in \"prefixfilter ('a')\"; known filters: ColumnCountGetFilter, "
     )
     assert "SingleColumnValueFilter" in FILTER_NAMES and "PrefixFilter" in FILTER_NAMES
 

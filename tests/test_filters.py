@@ -18,18 +18,25 @@ from storage.errors import InvalidArgument
 from storage.filters import (
     BinaryComparator,
     BinaryPrefixComparator,
+    ColumnCountGetFilter,
+    ColumnPaginationFilter,
     ColumnPrefixFilter,
     ColumnValueFilter,
     CompareOperator,
+    DependentColumnFilter,
     Filter,
     FilterList,
     FilterListOperator,
     FirstKeyOnlyFilter,
+    FuzzyRowFilter,
+    InclusiveStopFilter,
     KeyOnlyFilter,
     MultiRowRangeFilter,
+    NullComparator,
     PageFilter,
     PrefixFilter,
     QualifierFilter,
+    RandomRowFilter,
     RegexStringComparator,
     RowFilter,
     RowRange,
@@ -40,7 +47,8 @@ from storage.filters import (
     ValueFilter,
     WhileMatchFilter,
 )
-from storage.filters.ranges import intersect, normalize, prefix_stop, union
+from storage.filters.base import scan_copy
+from storage.keys import intersect, normalize, prefix_stop, union
 
 PUT = int(CellType.PUT)
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,10 +113,14 @@ def comparators(domain):
         domain.map(BinaryPrefixComparator),
         domain.map(lambda v: SubstringComparator(v[:2])),
         st.sampled_from(REGEXES).map(RegexStringComparator),
+        st.just(NullComparator()),
     )
 
 
 qualifiers = st.sampled_from(QUALIFIERS)
+fuzzy_pairs = st.lists(st.tuples(st.sampled_from(KEY_BYTES), st.sampled_from(b"01")), max_size=3).map(
+    lambda pairs: (bytes(k for k, _ in pairs), bytes(m for _, m in pairs))
+)
 row_ranges = st.tuples(keys, st.booleans(), keys, st.booleans()).map(
     lambda r: RowRange(min(r[0], r[2]), r[1], max(r[0], r[2]), r[3])
 )
@@ -134,6 +146,13 @@ leaf_filters = st.one_of(
     st.builds(ColumnValueFilter, st.sampled_from(FAMILIES), qualifiers, ops, comparators(values)),
     st.integers(0, 4).map(PageFilter),
     st.lists(st.integers(1, 4), max_size=3).map(TimestampsFilter),
+    keys.map(InclusiveStopFilter),
+    st.integers(0, 4).map(ColumnCountGetFilter),
+    st.builds(ColumnPaginationFilter, st.integers(0, 4), st.one_of(st.integers(0, 3), qualifiers)),
+    st.builds(DependentColumnFilter, st.sampled_from(FAMILIES), qualifiers),
+    st.builds(DependentColumnFilter, st.sampled_from(FAMILIES), qualifiers, st.booleans(), ops, comparators(values)),
+    st.lists(fuzzy_pairs, min_size=1, max_size=3).map(FuzzyRowFilter),
+    st.builds(RandomRowFilter, st.sampled_from([-0.5, 0.0, 0.3, 0.7, 1.0, 1.5]), st.integers(0, 2**32)),
 )
 
 
@@ -183,6 +202,7 @@ def run_batches(f: Filter, rows: list[list[Cell]], cuts: list[int]) -> list[Cell
 def test_batch_path_equals_cell_path(f, rows, reverse, cuts):
     if reverse:
         rows = rows[::-1]
+    f = f.oriented(reverse)  # as a scan in that direction runs it
     a, b, c = f.copy(), f.copy(), f.copy()
     for g in (a, b, c):
         g.reset()
@@ -195,13 +215,14 @@ def test_batch_path_equals_cell_path(f, rows, reverse, cuts):
 
 
 @SETTINGS
-@given(filters, row_sets())
-def test_row_ranges_hold_every_passing_row(f, rows):
+@given(filters, row_sets(), st.booleans())
+def test_row_ranges_hold_every_passing_row(f, rows, reverse):
+    f = f.oriented(reverse)
     ranges = f.row_ranges()
     if ranges is None:
         return
     assert ranges == normalize(ranges)
-    passed = {c.row for c in run_cells(f.copy(), rows)}
+    passed = {c.row for c in run_cells(scan_copy(f, reverse), rows[::-1] if reverse else rows)}
     for row in passed:
         assert any(start <= row and (stop is None or row < stop) for start, stop in ranges)
 
@@ -210,6 +231,7 @@ def test_row_ranges_hold_every_passing_row(f, rows):
 @given(
     st.one_of(
         keys.map(PrefixFilter),
+        st.tuples(keys, st.booleans()).map(lambda a: InclusiveStopFilter(a[0]).oriented(a[1])),
         st.lists(row_ranges, max_size=3).map(MultiRowRangeFilter),
         st.builds(RowFilter, ops, st.one_of(values.map(BinaryComparator), values.map(BinaryPrefixComparator))),
     ),

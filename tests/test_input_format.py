@@ -14,7 +14,7 @@ from connector.bulkload import BulkLoadTask, abort_load, lock_table, prepare_com
 from connector.options import ScanSpec, scan_spec_from_conf, normalize_conf, to_bytes_binary, to_string_binary
 from connector.record_reader import TableBatchRecordReader, TableRecordReader, key_progress
 from connector.scanning import split_batches
-from connector.snapshot import live_pins
+from storage.region.region_snapshots import live_pins
 from connector.splits import block_cut_keys
 from serde import create_serde
 from storage.errors import InvalidArgument, TableLocked
@@ -483,7 +483,7 @@ def test_server_root_reads_through_the_region_server(root):
 
 
 def test_a_task_finishing_after_the_abort_discards_its_files(root):
-    from connector.bulkload import aborted_marker, drop_old_abort_markers
+    from storage.region.load_commit import aborted_marker, drop_old_abort_markers
 
     table_fs = FileSystem(root).sub("t")
     regions, families = table_regions(table_fs)

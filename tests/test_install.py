@@ -4,21 +4,31 @@ Spark finds Python data sources by listing the entries of its workers'
 ``sys.path`` for ``pyspark_*`` modules (``pkgutil.iter_modules``), which
 cannot see an import hook; the project's editable install is therefore a
 plain path entry (``package-dir = {"" = "."}`` in pyproject.toml).  Each
-case installs the project into a fresh virtual environment (with the
-system site-packages, offline: ``--no-build-isolation --no-deps``), then
+case installs the project into a fresh virtual environment, offline
+(``--no-build-isolation --no-deps``), then
 runs a script with that environment's Python from a temporary folder, with
 ``PYTHONPATH`` unset: it imports ``connector`` before or after starting a
 plain local SparkSession, writes a small table and counts it through
 ``spark.read.format("regionscan")``.  The script reports which copy of the
 package it imported, so the test knows the install under test is the one
 in use (and not, say, another editable install in the system site-packages).
+
+The fresh environment sees the packages of the interpreter running the
+tests (what ``pip install -e '.[test]'`` put there: pyspark, setuptools,
+wheel), through a ``.pth`` file naming its site folders, and never the
+base interpreter's: ``--system-site-packages`` would make the test pass or
+fail on whatever the machine's own Python happens to have.  The ``.pth``
+lists plain folders, so the ``.pth`` files inside them (an editable
+install of this project among them) are not run.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import site
 import subprocess
+import sysconfig
 import sys
 import textwrap
 from pathlib import Path
@@ -53,17 +63,35 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+def _test_site_folders() -> list[str]:
+    """The site folders of the interpreter running the tests (a virtualenv's own, or the system's)."""
+    folders = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    folders += [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    unique = []
+    for folder in folders:
+        if os.path.isdir(folder) and folder not in unique:
+            unique.append(folder)
+    return unique
+
+
 def _venv(path: Path) -> Path:
-    """A virtual environment at ``path`` that sees the system site-packages; its Python."""
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(path)], check=True,
-                   capture_output=True, timeout=120)
-    return path / "bin" / "python"
+    """A fresh virtual environment at ``path`` that also sees the test interpreter's packages; its Python."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, capture_output=True, timeout=300)
+    python = path / "bin" / "python"
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    # after the environment's own site folder: its pip and setuptools come first, the rest from the tests'
+    Path(own, "regionscan_test_packages.pth").write_text("\n".join(_test_site_folders()) + "\n")
+    return python
 
 
 def _pip_install(python: Path, *args: str) -> None:
-    # offline and against the system's setuptools (and wheel, which setuptools 65 needs for PEP 660)
+    # offline, against the setuptools (and wheel, which setuptools before 70.1 needs for PEP 660)
+    # of the environment or of the test interpreter
     proc = subprocess.run([str(python), "-m", "pip", "install", "--no-build-isolation", "--no-deps",
-                           "--no-index", "-q", *args], capture_output=True, text=True, timeout=300)
+                           "--no-index", "-q", *args], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
 
 
@@ -84,7 +112,12 @@ def _start(python: Path, tmp_path: Path, order: str) -> tuple[subprocess.Popen, 
 
 
 def _check(proc: subprocess.Popen, package_dir: Path) -> None:
-    out, err = proc.communicate(timeout=300)
+    try:
+        out, err = proc.communicate(timeout=900)  # a fresh JVM and Python workers, on a loaded machine
+    except subprocess.TimeoutExpired:
+        proc.kill()  # not left running after the test
+        out, err = proc.communicate()
+        raise AssertionError(f"the story did not finish within 900 s:\n{err[-2000:]}") from None
     first_error = next((line for line in err.splitlines() if "Error" in line or "Exception" in line), "")
     assert proc.returncode == 0, first_error + "\n" + err[-2000:]
     lines = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith(("MODULES ", "COUNTS ")))

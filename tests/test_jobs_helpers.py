@@ -39,12 +39,23 @@ def test_progress_draws_rate_and_eta_on_a_terminal_and_ends_with_a_summary(capsy
     assert "count t: 1,000 rows" in line and "2.0 MB" in line and "tasks 1/4" in line
     assert "25%" in line and "ETA" in line and "rows/s" in line
     p.add(500, 0, 1)
-    assert "1,500 rows" in stream.getvalue().split("\r")[-1]
+    line = stream.getvalue().split("\r")[-1]
+    assert "1,500 rows" in line and "tasks 2/4" in line and "50%" in line
     summary = p.finish()
     assert summary.startswith("count t: 1,500 rows, 2.0 MB in ")
     assert "2 task(s)" in summary
     assert capsys.readouterr().out.strip() == summary
-    assert stream.getvalue().endswith("\r")  # the line was cleared before the summary
+    assert stream.getvalue().split("\r")[-2].strip() == ""  # the bar was wiped before the summary
+
+
+def test_progress_without_a_total_shows_counts_and_time_only():
+    stream = _Tty()
+    p = Progress("scan", stream=stream, interval=0.0, unit="cells")
+    p.add(2000, 3_000_000)
+    line = stream.getvalue().split("\r")[-1]
+    assert line.startswith("scan: 2,000 cells  3.0 MB  ") and "cells/s" in line and "%" not in line
+    p.close()
+    assert stream.getvalue().split("\r")[-2].strip() == ""
 
 
 def test_progress_prints_nothing_but_the_summary_off_a_terminal(capsys):
@@ -53,7 +64,6 @@ def test_progress_prints_nothing_but_the_summary_off_a_terminal(capsys):
     for _ in range(100):
         p.add(10, 100)
     assert stream.getvalue() == ""
-    assert p.eta() is None  # no total known
     p.finish()
     assert capsys.readouterr().out.startswith("job: 1,000 rows, 10.0 kB in ")
 

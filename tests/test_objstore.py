@@ -50,7 +50,7 @@ def test_wal_policy_each_writes_one_segment_per_append_and_replays_in_order(s3_r
         for seq in range(1, 6):
             wal.append(seq, _cells(b"r%d" % seq))
             assert wal.synced_size == wal.size  # acknowledged means stored
-        assert segment_names(fs, "wal/1.wal") == [f"{s:020d}.seg" for s in range(1, 6)]
+        assert segment_names(fs, "wal/1.wal") == [f"{s:020d}-{s:020d}.seg" for s in range(1, 6)]
     replay = replay_wal(fs, "wal/1.wal")
     assert [r.seq_id for r in replay.records] == [1, 2, 3, 4, 5]
     assert [r.cells[0][0] for r in replay.records] == [b"r1", b"r2", b"r3", b"r4", b"r5"]
@@ -64,16 +64,16 @@ def test_wal_policy_none_gathers_records_until_sync_and_interval_writes_in_the_b
         wal.append(seq, _cells(b"r%d" % seq))
     assert segment_names(fs, "wal/2.wal") == []  # nothing acknowledged as durable yet
     wal.sync()
-    assert segment_names(fs, "wal/2.wal") == [f"{1:020d}.seg"]
+    assert segment_names(fs, "wal/2.wal") == [f"{1:020d}-{3:020d}.seg"]
     wal.append(4, [(b"big", b"cf", b"q", 1, 4, b"x" * NONE_SEGMENT_BYTES)])
-    assert segment_names(fs, "wal/2.wal")[-1] == f"{4:020d}.seg"  # a full buffer is written
+    assert segment_names(fs, "wal/2.wal")[-1] == f"{4:020d}-{4:020d}.seg"  # a full buffer is written
     wal.close()
     timed = open_wal_writer(fs, "wal/3.wal", sync="50ms")
     timed.append(1, _cells(b"a"))
     deadline = time.monotonic() + 10
     while not segment_names(fs, "wal/3.wal") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert segment_names(fs, "wal/3.wal") == [f"{1:020d}.seg"]
+    assert segment_names(fs, "wal/3.wal") == [f"{1:020d}-{1:020d}.seg"]
     timed.close()
     assert [r.seq_id for r in replay_wal(fs, "wal/2.wal").records] == [1, 2, 3, 4]
 
@@ -90,10 +90,13 @@ def test_wal_segments_refuse_falling_sequence_ids_and_report_a_cut_segment(s3_ro
     with pytest.raises(InvalidArgument):
         reopened.append(8, _cells(b"d"))
     reopened.close()
-    seg = f"wal/4.wal/{8:020d}.seg"
+    seg = f"wal/4.wal/{8:020d}-{8:020d}.seg"
     data = fs.read_bytes(seg)
     fs.write_bytes(seg, data[:-3])  # a segment is written whole, so a short one is damage
     with pytest.raises(CorruptionError, match="segment is incomplete"):
+        replay_wal(fs, "wal/4.wal")
+    fs.write_bytes(seg, data[:16])  # cut at a record boundary: its name says records are missing
+    with pytest.raises(CorruptionError, match="its name promises 8"):
         replay_wal(fs, "wal/4.wal")
 
 
@@ -269,6 +272,37 @@ def test_uri_parameters_and_redaction(monkeypatch):
     assert redact_uri("s3://AKIA:secret@bkt/t?region=x") == "s3://***@bkt/t?region=x"
     fs = FileSystem("s3://AKIA:secret@bkt/t?endpoint_override=127.0.0.1:9&scheme=http")
     assert "secret" not in fs.uri("x") and "AKIA" not in fs.uri("x")
+
+
+def test_endpoints_are_taken_with_or_without_their_scheme(s3_server, monkeypatch):
+    """``endpoint_override=http%3A%2F%2Fhost%3Aport`` (pyarrow's and AWS_ENDPOINT_URL's form) reads and writes."""
+    from urllib.parse import quote
+
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    bucket = s3_server.new_bucket()
+    spelled = [quote(f"http://{s3_server.endpoint}", safe=""), f"http://{s3_server.endpoint}/", s3_server.endpoint + "&scheme=http"]
+    for i, endpoint in enumerate(spelled):
+        root = f"s3://{bucket}/p{i}?endpoint_override={endpoint}&region=us-east-1"
+        settings, _ = S3Settings.from_uri(root)
+        assert (settings.endpoint_override, settings.scheme) == (s3_server.endpoint, "http")
+        with storage.connect(root) as conn:
+            conn.create_table("t", {"cf": {}}).put(b"r", {b"cf:a": b"%d" % i})
+        with storage.connect(root, read_only=True) as conn:
+            assert conn.table("t").row(b"r") == {b"cf:a": b"%d" % i}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{s3_server.endpoint}")
+    with storage.connect(f"s3://{bucket}/p0?region=us-east-1", read_only=True) as conn:
+        assert conn.table("t").row(b"r") == {b"cf:a": b"0"}
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3_server.endpoint)  # scheme-less: https by default
+    assert S3Settings.from_uri(f"s3://{bucket}/p")[0].scheme == "https"
+    # what cannot be an endpoint is refused at connect, in one line naming it
+    for bad, message in [
+        ("ftp%3A%2F%2F127.0.0.1%3A9", "scheme must be http or https"),
+        ("http%3A%2F%2F127.0.0.1%3A9%2Fpath", r"must be host:port or http\(s\)://host:port"),
+        ("http%3A%2F%2F127.0.0.1%3A9&scheme=https", "says http but the scheme parameter says https"),
+    ]:
+        with pytest.raises(InvalidArgument, match=message) as info:
+            storage.connect(f"s3://{bucket}/p?endpoint_override={bad}")
+        assert "\n" not in str(info.value)
 
 
 def test_a_silent_endpoint_fails_promptly_instead_of_hanging():

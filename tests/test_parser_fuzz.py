@@ -137,6 +137,30 @@ def test_catalog_foreign_errors_are_its_own(text):
     _check(info.value, MappingError)
 
 
+_HUGE = 10**5000  # past Python's 4,300-digit limit on int-to-text: printing it raises ValueError
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        json.loads(_catalog(type="string")) | {"rowkey": _HUGE},
+        {"rowkey": "k", "columns": _HUGE},
+        {"rowkey": "k", "columns": {_HUGE: {"cf": "rowkey", "col": "k"}}},
+        {"rowkey": "k", "columns": {"k": {"cf": "rowkey", "col": "k", "length": _HUGE}}},
+        {"rowkey": "k", "columns": {"k": {"cf": "rowkey", "col": "k"}, "a": {"cf": _HUGE, "col": "a"}}},
+        {"rowkey": "k", "columns": {"k": {"cf": "rowkey", "col": "k"}, "a": {"cf": "cf", "col": "a", "avro": [-_HUGE]}}},
+        {"table": {"name": _HUGE}, "rowkey": "k", "columns": {"k": {"cf": "rowkey", "col": "k"}}},
+        {"rowkey": "k", "columns": {"k": {"cf": "rowkey", "col": "k", "length": 2**63}}},
+    ],
+)
+def test_catalog_dicts_with_huge_numbers_fail_as_its_own(doc):
+    """A catalog given as a dict (SHC's parsed form) holding a huge number: one line, the parser's error."""
+    with pytest.raises(MappingError) as info:
+        parse_catalog(doc)
+    _check(info.value, MappingError)
+    assert "\n" not in str(info.value) and "integer" in str(info.value)
+
+
 def test_bounded_json_counts_nesting_outside_strings_only():
     assert loads_bounded('{"a": "[[[[[[[[[[[[[[[[[[[["}', 2) == {"a": "[" * 20}
     with pytest.raises(JsonLimitError) as info:
@@ -191,3 +215,23 @@ _JSON_WORDS = [
 ).map(json.dumps)))
 def test_fuzz_catalog(text):
     _raises_own(parse_catalog, MappingError, text)
+
+
+_CATALOG_KEYS = ["rowkey", "columns", "k", "a", "cf", "col", "type", "length", "table", "name", "avro"]
+# drawn as exponents: hypothesis prints its strategies, and a 5,000-digit literal cannot be printed
+_HUGE_INTS = st.sampled_from([5000, 4400, 19]).map(lambda digits: 10**digits) | st.just(63).map(lambda b: -(2**b) - 1)
+
+
+@FUZZ
+@given(st.dictionaries(
+    st.sampled_from(_CATALOG_KEYS),
+    st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), _HUGE_INTS, st.sampled_from(["k", "rowkey"]),
+                  st.text(max_size=8)),
+        lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                st.dictionaries(st.one_of(st.sampled_from(_CATALOG_KEYS), _HUGE_INTS), inner,
+                                                max_size=4)),
+        max_leaves=20),
+    max_size=4))
+def test_fuzz_catalog_dicts(doc):
+    _raises_own(parse_catalog, MappingError, doc)

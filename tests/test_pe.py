@@ -140,7 +140,7 @@ def test_chart_html(tmp_path):
     assert code == 0
     page = chart.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<script" not in page
-    assert page.count("<svg") == 3  # throughput + one latency panel per command
+    assert page.count("<svg") == 1  # one figure: throughput + one latency panel per command
     assert "sequentialWrite" in page and "scan: latency" in page and "99.9th" in page
 
 
@@ -156,7 +156,7 @@ def test_chart_html(tmp_path):
         (["--blockSize", "10", "sequentialWrite"], "--blockSize"),
         (["--presplit", "-2", "sequentialWrite"], "--presplit"),
         (["--clients", "2", "scan", "3"], "--clients"),
-        (["--chart", "x.svg", "scan"], "--chart"),
+        (["--chart", "x.gif", "scan"], "--chart"),
         (["--json", "/no/such/folder/out.json", "scan"], "--json"),
         (["--table", "bad/name", "scan"], "--table"),
         (["scna"], "'scna'"),
@@ -202,20 +202,32 @@ def test_command_table_and_keys():
 
 
 def test_chart_latency_bars_are_log_scaled_and_in_percentile_order(tmp_path):
-    import re
+    import matplotlib.pyplot as plt
+    import numpy as np
 
-    from jobs.pe_chart import _bar_panel
+    from jobs.pe_chart import figure
+    from jobs.pe_stats import ClientResult, CommandResult
 
-    svg = _bar_panel("t", [("50th", 10.0, "10 us"), ("99th", 100.0, "100 us"), ("max", 10_000.0, "10,000 us")],
-                     log=True)
-    widths = [float(w) for w in re.findall(r'<rect [^>]*width="([0-9.]+)"', svg)]
-    assert widths[0] < widths[1] < widths[2]
-    # on a linear axis p50 and p99 would be 0.1% and 1% of max: invisible, and indistinguishable
-    assert widths[0] > widths[2] / 20 and widths[1] - widths[0] > widths[2] / 5
-    chart = tmp_path / "pe.html"
-    code, _ = run_pe(tmp_path, "--rows", "40", "sequentialWrite", "--chart", str(chart))
-    assert code == 0
-    page = chart.read_text()
-    assert "log scale" in page
-    order = [page.index(f">{label}<") for label in ("min", "50th", "95th", "99th", "99.9th", "max", "mean")]
-    assert order == sorted(order)
+    # latencies over four orders of magnitude, as a write's and a full scan's are
+    rng = np.random.default_rng(3)
+    results = [CommandResult(name, name, [ClientResult(0, 0, 1000, 1000, 10_000, 10**9,
+                                                       (rng.lognormal(8 + k, 2, 1000)).astype(np.int64))], 10**9)
+               for k, name in enumerate(["sequentialWrite", "scan"])]
+    fig = figure(results)
+    try:
+        throughput, *latency = fig.axes
+        assert [t.get_text() for t in throughput.get_yticklabels()][::-1] == ["sequentialWrite", "scan"]
+        assert len(latency) == 2
+        for ax in latency:
+            assert ax.get_xscale() == "log" and "log scale" in ax.get_title()
+            # top to bottom: min, the percentiles, max, then the mean
+            assert [t.get_text() for t in ax.get_yticklabels()][::-1] == [
+                "min", "50th", "95th", "99th", "99.9th", "max", "mean"]
+            widths = [p.get_width() for p in ax.patches][::-1]
+            assert widths[:6] == sorted(widths[:6])
+    finally:
+        plt.close(fig)
+    for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml")):
+        chart = tmp_path / f"pe{suffix}"
+        code, _ = run_pe(tmp_path, "--rows", "40", "scan", "--chart", str(chart))
+        assert code == 0 and chart.read_bytes().startswith(magic)

@@ -41,6 +41,19 @@ def test_readme_has_an_embedded_and_a_spark_snippet():
     assert "storage.connect" in snippets[0] and 'format("regionscan")' in snippets[1]
 
 
+def test_ci_runs_the_readme_test_command_as_written_in_a_fresh_venv():
+    """.ci/run is what a new user does: ``python3 -m venv``, activate, then the README's command word for word."""
+    readme = open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8").read()
+    commands = [line.strip() for line in readme.splitlines() if "pip install" in line and "[test]" in line]
+    assert commands == ["python3 -m pip install -q -e '.[test]' && python3 -m pytest -q"]
+    ci = open(os.path.join(REPO_ROOT, ".ci", "run"), encoding="utf-8").read().splitlines()
+    steps = [line.strip() for line in ci if line.strip() and not line.lstrip().startswith("#")]
+    assert "set -euo pipefail" in steps  # pytest's own status is CI's: "no tests collected" (5) fails too
+    venv = next(i for i, line in enumerate(steps) if line.startswith('python3 -m venv "$venv"'))
+    activate = steps.index('. "$venv/bin/activate"')
+    assert venv < activate < steps.index(commands[0]) == len(steps) - 1
+
+
 def test_readme_story_runs_on_a_plain_session_outside_the_checkout(tmp_path):
     snippets = readme_snippets()
     prelude = textwrap.dedent("""

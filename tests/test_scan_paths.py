@@ -31,6 +31,15 @@ FILTERS = [
     "TimestampsFilter (1003, 1010, 1017)",
     "MultiRowRangeFilter ('r0', true, 'r05', false, 'r3', true, 'r35', true)",
     "(PrefixFilter ('r0') OR PrefixFilter ('r4')) AND ValueFilter (!=, 'regexstring:.*1$')",
+    "InclusiveStopFilter ('r31')",
+    "ColumnCountGetFilter (2)",
+    "ColumnPaginationFilter (2, 'q1')",
+    "ColumnPaginationFilter (1, 1)",
+    "DependentColumnFilter ('cf', 'q1')",
+    "DependentColumnFilter ('cf', 'q0', true, <, 'binary:v5')",
+    "FuzzyRowFilter ('r?1', '010', 'r4', '00')",
+    "RandomRowFilter (0.5, 3) AND ValueFilter (<, 'null:')",
+    "PrefixFilter ('r1') OR RandomRowFilter (0.3, 9)",
 ]
 
 
@@ -92,7 +101,7 @@ def test_batch_and_cell_paths_agree(tmp_path, seed):
     try:
         rng = random.Random(seed)
         for options in SCANS:
-            for flt in rng.sample(FILTERS, 5):
+            for flt in rng.sample(FILTERS, 8):
                 batch = list(table.scan(filter=flt, **options))
                 cell = list(table.scan(filter=flt, path="cell", **options))
                 assert batch == cell, (options, flt)

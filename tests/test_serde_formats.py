@@ -129,7 +129,7 @@ def test_avro_per_column_with_schema_literals_and_derived_schemas():
     props = {"p.avro.schema.literal": json.dumps(record), "cf.price.avro.schema.literal": '{"type": "bytes", "logicalType": "decimal", "precision": 8, "scale": 2}'}
     sd = create_serde("avro", "key STRING :key, p STRING cf:p, price STRING cf:price, d DATE cf:d, m MAP<STRING,INT> f:", props)
     assert sd.ddl == (
-        "`key` STRING, `p` STRUCT<`x`: DOUBLE, `when`: TIMESTAMP_NTZ, `tags`: ARRAY<STRING>>, "
+        "`key` STRING, `p` STRUCT<`x`: DOUBLE, `when`: TIMESTAMP, `tags`: ARRAY<STRING>>, "
         "`price` DECIMAL(8,2), `d` DATE, `m` MAP<STRING, INT>"
     )
     point = {"x": 1.5, "when": dt.datetime(2020, 5, 6, 7, 8, 9, 10000), "tags": ["a", "b"]}

@@ -200,13 +200,16 @@ def test_fixed_composite_key_needs_widths_and_the_serde_checks_it():
     catalog = {
         "rowkey": "a:b",
         "columns": {
-            "a": {"cf": "rowkey", "col": "a", "type": "string"},
+            "a": {"cf": "rowkey", "col": "a", "type": "binary"},
             "b": {"cf": "rowkey", "col": "b", "type": "int"},
         },
     }
     with pytest.raises(MappingError) as err:
         create_serde("binary", catalog)
     assert err.value.token == "a"
+    # A string part of no length ends at 0x00, as in hbase-spark.
+    catalog["columns"]["a"]["type"] = "string"
+    assert create_serde("binary", catalog).serialize(("x", 5)) == (b"x\x00\x00\x00\x00\x05", {})
     catalog["rowkey_delimiter"] = "|"
     sd = create_serde("string", catalog)  # delimited: no widths needed
     assert sd.serialize(("x", 5)) == (b"x|5", {})
@@ -218,7 +221,8 @@ def test_type_strings():
     assert parse_type("varchar(20)").name == "string"
     assert parse_type("decimal").precision == 10
     assert parse_type("STRUCT<a: INT, b: ARRAY<STRING>>").ddl() == "STRUCT<`a`: INT, `b`: ARRAY<STRING>>"
-    assert parse_type("timestamp").ddl() == "TIMESTAMP_NTZ"
+    assert parse_type("timestamp").ddl() == "TIMESTAMP"
+    assert parse_type("timestamp").ddl(timestamp_ntz=True) == "TIMESTAMP_NTZ"
     with pytest.raises(MappingError) as err:
         parse_type("map<string,int")
     assert err.value.position == len("map<string,int")

@@ -79,38 +79,44 @@ def test_profile_in_memory_source(source, tmp_path):
 
     page = report.to_html(str(tmp_path / "profile.html"))
     assert (tmp_path / "profile.html").read_text() == page
-    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 4 and "decode d (date)" in page
-    _check_shared_axis(page, report)
+    assert page.startswith("<!DOCTYPE html>") and page.count("<svg") == 1 and "<script" not in page
+    assert "decode d (date)" in page  # in the hotspot tables and, as text, in the chart
+    _check_shared_axis(report)
     data = report.as_dict()
     assert json.loads(json.dumps(data, default=str))["paths"]["row"]["rows"] == ROWS
 
 
-def _check_shared_axis(page, report):
-    """The totals chart comes first; every bar of the page is on the slowest path's scale."""
-    import re
+def _check_shared_axis(report):
+    """The totals panel comes first; every panel is on one time axis, bars as long as their time."""
+    from serde._profile_chart import profile_figure
 
-    assert page.index("Total time per path") < page.index("<h2>", page.index("Total time per path") + 1)
-    bars = [(float(w), title) for w, title in
-            re.findall(r'<rect [^>]*width="([0-9.]+)"[^>]*><title>[^<]*: ([0-9.]+) ms</title>', page)]
-    slowest = max(p.total_seconds for p in report.paths.values()) * 1e3
-    full = max(w for w, _ in bars)
-    for width, ms in bars:
-        assert abs(width - max(1.0, float(ms) / slowest * full)) < 1.0
-
-
-def test_png_needs_matplotlib(source, tmp_path):
-    report = profile_serde(source, MAPPING, serde="string", rows=200, paths=["batch"])
-    target = tmp_path / "chart.png"
+    fig = profile_figure(report)
     try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        with pytest.raises(InvalidArgument) as err:
-            report.to_png(str(target))
-        assert "matplotlib" in str(err.value)
-        assert not target.exists()
-    else:
-        report.to_png(str(target))
-        assert target.read_bytes().startswith(b"\x89PNG")
+        axes = fig.axes
+        assert len(axes) == 1 + len(report.paths)
+        assert axes[0].get_title().startswith("total time per path")
+        assert len({ax.get_xlim() for ax in axes}) == 1
+        totals = sorted(p.get_width() for p in axes[0].patches)
+        assert totals == pytest.approx(sorted(p.total_seconds * 1e3 for p in report.paths.values()))
+        for ax, name in zip(axes[1:], report.paths):
+            widths = [p.get_width() for p in ax.patches][::-1]  # drawn bottom-up: the biggest on top
+            assert widths == pytest.approx([h.seconds * 1e3 for h in report.hotspots(name)])
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
+def test_charts_are_png_svg_and_html_from_one_figure(source, tmp_path):
+    report = profile_serde(source, MAPPING, serde="string", rows=200, paths=["batch"])
+    report.to_png(str(tmp_path / "chart.png"))
+    assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")
+    svg = report.to_svg(str(tmp_path / "chart.svg"))
+    assert svg.lstrip().startswith("<?xml") and "<svg" in svg and "vectorized (Arrow batches)" in svg
+    page = report.write_chart(str(tmp_path / "chart.htm"))
+    assert svg[svg.index("<svg"):] in page  # the page inlines the very SVG the .svg file holds
+    with pytest.raises(InvalidArgument, match="must be a .png, .svg or .html file"):
+        report.write_chart(str(tmp_path / "chart.gif"))
 
 
 def test_consumer_sees_rows_and_batches(source):

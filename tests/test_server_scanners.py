@@ -79,7 +79,7 @@ def test_config_and_cli_checks(tmp_path):
         ServerConfig(lease_timeout=0)
     with pytest.raises(InvalidArgument, match="max_scanners_per_client"):
         ServerConfig(max_scanners_per_client=0)
-    assert ServerConfig().loopback and not ServerConfig(host="0.0.0.0").loopback
+    assert ServerConfig().loopback and not ServerConfig(host="0.0.0.0", token="t").loopback
     empty = tmp_path / "empty"
     empty.write_text("  \n")
     with pytest.raises(InvalidArgument, match="is empty"):

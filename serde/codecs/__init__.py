@@ -9,46 +9,26 @@ from __future__ import annotations
 
 from serde.codecs.base import Codec, decode_rows, merge_fallback
 from serde.codecs.hbase_bytes import binary_codec
-from serde.codecs.text import (
-    BinaryText,
-    BoolText,
-    DecimalText,
-    FloatText,
-    IntText,
-    StringText,
-    TextCodec,
-    TextOptions,
-)
+from serde.codecs.text import TextCodec, TextOptions
 from serde.codecs.text_collections import ArrayText, MapText
-from serde.codecs.text_dates import DateText, TimestampText
 from serde.errors import MappingError
+from serde.type_registry import type_spec
 from serde.types import DataType
 
 __all__ = ["Codec", "TextCodec", "TextOptions", "make_codec", "text_codec", "binary_codec", "decode_rows", "merge_fallback"]
 
-_TEXT = {
-    "string": StringText,
-    "binary": BinaryText,
-    "boolean": BoolText,
-    "tinyint": IntText,
-    "smallint": IntText,
-    "int": IntText,
-    "bigint": IntText,
-    "float": FloatText,
-    "double": FloatText,
-    "decimal": DecimalText,
-    "date": DateText,
-    "timestamp": TimestampText,
-}
-
 
 def text_codec(data_type: DataType, options: TextOptions) -> TextCodec:
     """The text codec of a type: a primitive, or an array/map of primitives."""
-    if data_type.name in _TEXT:
-        return _TEXT[data_type.name](data_type, options)
-    if data_type.name == "array" and data_type.element.is_primitive:
+    if data_type.is_primitive:
+        spec = type_spec(data_type.name)
+        if spec.text is not None:
+            codec = spec.text(data_type, options)
+            codec.byte_order = spec.order_of("string")
+            return codec
+    elif data_type.name == "array" and data_type.element.is_primitive:
         return ArrayText(data_type, options, text_codec(data_type.element, options))
-    if data_type.name == "map" and data_type.key.is_primitive and data_type.value.is_primitive:
+    elif data_type.name == "map" and data_type.key.is_primitive and data_type.value.is_primitive:
         return MapText(data_type, options, text_codec(data_type.key, options), text_codec(data_type.value, options))
     raise MappingError(
         "text storage supports primitives and arrays/maps of primitives (use avro or json for nesting)",

@@ -37,9 +37,13 @@ class Codec(ABC):
 
     ``fixed_width`` is the byte length of every encoded value when it is
     constant (used to split fixed-length composite row keys), else None.
+    ``byte_order`` says how encoded values compare as bytes (``bytes``,
+    ``ordered``, ``signed`` or None: no exact order); the codec factories
+    set it from the type registry.
     """
 
     fixed_width: int | None = None
+    byte_order: str | None = None
 
     def __init__(self, data_type: DataType):
         self.data_type = data_type

@@ -40,14 +40,13 @@ from serde.codecs._arrow import as_binary, binary_from_parts, binary_layout, bin
 from serde.codecs._time import EPOCH, EPOCH_DATE, MAX_DAYS, MAX_US, MIN_DAYS, MIN_US, MS_PER_DAY, date_to_days, datetime_to_us
 from serde.codecs.base import Codec, decode_rows, merge_fallback
 from serde.errors import MappingError
-from serde.types import INTEGER_RANGES, DataType
+from serde.types import DataType
 
 __all__ = ["binary_codec", "DECIMAL_CONTEXT", "decimal_at_scale"]
 
 DECIMAL_CONTEXT = Context(prec=80)
 """Wide enough for any 38-digit value at any scale, so quantize never traps."""
 
-_INT_WIDTH = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8}
 
 
 def decimal_at_scale(value: Any, precision: int, scale: int) -> Decimal:
@@ -151,12 +150,12 @@ class IntCodec(_FixedCodec):
     """Big-endian two's complement integers; ``ordered`` flips the sign bit."""
 
     def __init__(self, data_type: DataType, ordered: bool = False):
-        self.width = _INT_WIDTH[data_type.name]
+        self.low, self.high = data_type.spec.value_range
+        self.bits = (self.high - self.low).bit_length()
+        self.width = self.bits // 8
         super().__init__(data_type)
         self.ordered = ordered
-        self.bits = self.width * 8
         self.sign = 1 << (self.bits - 1)
-        self.low, self.high = INTEGER_RANGES[data_type.name]
         fmt = {1: "b", 2: "h", 4: "i", 8: "q"}[self.width]
         self._packer = struct.Struct(">" + (fmt.upper() if ordered else fmt))
 
@@ -476,22 +475,12 @@ class OrderedDecimalCodec(Codec):
 
 
 def binary_codec(data_type: DataType, ordered: bool = False, timestamp_unit: str = "ms") -> Codec:
-    """The binary codec of a primitive type; ``ordered`` selects the order-preserving form."""
-    name = data_type.name
-    if name == "string":
-        return StringCodec(data_type)
-    if name == "binary":
-        return BinaryCodec(data_type)
-    if name == "boolean":
-        return BoolCodec(data_type)
-    if name in _INT_WIDTH:
-        return IntCodec(data_type, ordered)
-    if name in ("float", "double"):
-        return FloatCodec(data_type, ordered)
-    if name == "decimal":
-        return OrderedDecimalCodec(data_type) if ordered else DecimalCodec(data_type)
-    if name == "date":
-        return DateCodec(data_type, ordered)
-    if name == "timestamp":
-        return TimestampCodec(data_type, ordered, timestamp_unit)
-    raise MappingError("the binary encoding has no form for this type (use string, avro or json storage)", str(data_type))
+    """The binary codec of a scalar type (from the type registry); ``ordered`` selects the order-preserving form."""
+    from serde.type_registry import type_spec  # the registry's built-ins import this module
+
+    spec = type_spec(data_type.name) if data_type.is_primitive else None
+    if spec is None or spec.binary is None:
+        raise MappingError("the binary encoding has no form for this type (use string, avro or json storage)", str(data_type))
+    codec = spec.binary(data_type, ordered, timestamp_unit)
+    codec.byte_order = spec.order_of("ordered" if ordered else "binary")
+    return codec

@@ -39,7 +39,7 @@ from serde.codecs._arrow import as_binary, valid_mask
 from serde.codecs.base import Codec, decode_rows, merge_fallback
 from serde.codecs.hbase_bytes import decimal_at_scale
 from serde.errors import MappingError
-from serde.types import INTEGER_RANGES, DataType
+from serde.types import DataType
 
 __all__ = [
     "TextOptions",
@@ -253,7 +253,7 @@ class IntText(TextCodec):
 
     def __init__(self, data_type: DataType, options: TextOptions):
         super().__init__(data_type, options)
-        self.low, self.high = INTEGER_RANGES[data_type.name]
+        self.low, self.high = data_type.spec.value_range
 
     def parse(self, text: str) -> int:
         if not _INT_RE.fullmatch(text):

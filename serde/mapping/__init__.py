@@ -17,12 +17,12 @@ from typing import Any, Mapping
 from serde.errors import MappingError
 from serde.mapping.catalog import parse_catalog
 from serde.mapping.hive import hive_mapping_from_properties, parse_hive_mapping
-from serde.mapping.model import ColumnKind, ColumnMapping, ColumnSpec, RowKeySpec
+from serde.mapping.model import ColumnKind, ColumnMapping, MappedColumn, RowKeySpec
 from serde.mapping.spark import parse_spark_mapping
 
 __all__ = [
     "ColumnKind",
-    "ColumnSpec",
+    "MappedColumn",
     "RowKeySpec",
     "ColumnMapping",
     "parse_hive_mapping",
@@ -58,14 +58,14 @@ def load_mapping(
         return mapping
     if mapping is None:
         if "catalog" in properties:
-            return parse_catalog(properties["catalog"])
+            return parse_catalog(properties["catalog"], properties)
         return hive_mapping_from_properties(properties)
     if isinstance(mapping, Mapping):
-        return parse_catalog(mapping)
+        return parse_catalog(mapping, properties)
     if not isinstance(mapping, str):
         raise MappingError("a mapping must be a ColumnMapping, a string or a catalog dict", type(mapping).__name__)
     if mapping.lstrip().startswith("{"):
-        return parse_catalog(mapping)
+        return parse_catalog(mapping, properties)
     if _looks_like_spark_form(mapping):
         return parse_spark_mapping(mapping)
     return parse_hive_mapping(

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from serde.errors import MappingError
-from serde.mapping.model import ColumnKind, ColumnSpec
+from serde.mapping.model import ColumnKind, MappedColumn
 
 __all__ = ["CellSpec", "parse_cell_spec", "offset_of"]
 
@@ -42,10 +42,10 @@ class CellSpec:
     encoding: str | None = None
 
 
-def column_from_cell_spec(spec: CellSpec, name: str, data_type, token: str, pos: int) -> ColumnSpec:
+def column_from_cell_spec(spec: CellSpec, name: str, data_type, token: str, pos: int) -> MappedColumn:
     """The mapped column a cell spec names; a bad combination names ``token`` at ``pos``."""
     try:
-        return ColumnSpec(
+        return MappedColumn(
             name=name,
             type=data_type,
             kind=spec.kind,

@@ -18,11 +18,19 @@ key: fixed-length by default (every part but the last needs a byte length,
 from ``length`` or from a fixed-width binary type; the last may be
 variable), or delimited when the top-level ``rowkey_delimiter`` is given.
 
-Per-column extras beyond hbase-spark: ``storage`` (``binary``/``string``),
-``encoding`` (``ordered``), ``avro`` (an Avro schema, as a JSON string or
-object), ``col: ""`` for a whole family, ``col: ":timestamp"``.  Values default to
-the binary encoding, as in hbase-spark.  Errors name the offending token and
-its JSON path.
+As in hbase-spark: a string part of a composite key with no ``length``
+(or ``length: -1``) before other parts ends at a 0x00 byte (see
+:mod:`serde.rowkey`); ``avro`` gives a column's (or the key's) Avro schema,
+inline as JSON text or an object, or as the name of a reader option that
+holds it (``"avro": "avroSchema"`` with option ``avroSchema``); the schema
+sets the column's type, and the column is Avro whatever the SerDe;
+``serdes`` names the SerDe that encodes the column (a registered name such
+as ``json`` or ``string``, or ``package.module:Class``; hbase-spark's
+``DoubleSerDes`` reads as ``binary``).  Extras: ``storage``
+(``binary``/``string``), ``encoding`` (``ordered``), ``col: ""`` for a
+whole family, ``col: ":timestamp"``.  Values default to the binary
+encoding, as in hbase-spark.  Errors name the offending token and its JSON
+path.
 """
 
 from __future__ import annotations
@@ -32,19 +40,57 @@ from typing import Any, Mapping
 
 from serde.errors import MappingError
 from storage.jsonlimits import JsonLimitError, loads_bounded
-from serde.mapping.model import ColumnKind, ColumnMapping, ColumnSpec, RowKeySpec
-from serde.types import parse_type
+from serde._avro_types import avro_to_type, load_schema
+from serde.mapping.model import VARIABLE_LENGTH, ColumnKind, ColumnMapping, MappedColumn, RowKeySpec
+from serde.types import STRING, DataType, parse_type
 
 __all__ = ["parse_catalog"]
 
 _TOP_KEYS = {"table", "rowkey", "columns", "rowkey_delimiter"}
 _TABLE_KEYS = {"namespace", "name", "tableCoder", "version"}
 _MAX_JSON_DEPTH = 64  # a catalog is 3 levels deep; an inline Avro schema adds its own nesting
-_COLUMN_KEYS = {"cf", "col", "type", "length", "storage", "encoding", "avro"}
+_COLUMN_KEYS = {"cf", "col", "type", "length", "storage", "encoding", "avro", "serdes"}
+# hbase-spark's own SerDes classes, by what they write here.
+_HBASE_SPARK_SERDES = {"org.apache.hadoop.hbase.spark.datasources.DoubleSerDes": "binary"}
+
+
+def _check_loaded(doc: Mapping[str, Any]) -> None:
+    """A catalog given as a dict gets the checks its JSON text would: nesting and 64-bit integers.
+
+    Without them a key or value such as ``10**5000`` reaches an error
+    message, and Python's limit on int-to-text conversion raises its own
+    ValueError there.  An explicit stack: a deep dict must not recurse.
+    """
+    stack: list[tuple[Any, str, int]] = [(doc, "", 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int):
+            if not -(2**63) <= value < 2**63:
+                digits = int(abs(value).bit_length() * 0.30103) + 1
+                raise MappingError("an integer outside the signed 64-bit range", f"<an integer of about {digits} "
+                                   "digits>", path or "<catalog>")
+            continue
+        if isinstance(value, Mapping):
+            items = [(k, v) for k, v in value.items()]
+        elif isinstance(value, (list, tuple)):
+            items = list(enumerate(value))
+        else:
+            continue
+        if depth >= _MAX_JSON_DEPTH:
+            raise MappingError(f"a catalog nested more than {_MAX_JSON_DEPTH} levels deep", None, path or "<catalog>")
+        for key, item in items:
+            if isinstance(value, Mapping) and not isinstance(key, str):
+                shown = "a key" if not isinstance(key, int) or -(2**63) <= key < 2**63 else "a huge integer key"
+                raise MappingError(f"catalog keys must be strings, got {shown} of type {type(key).__name__}", None,
+                                   path or "<catalog>")
+            stack.append((item, f"{path}.{key}" if path else str(key), depth + 1))
 
 
 def _load(catalog: str | Mapping[str, Any]) -> Mapping[str, Any]:
     if isinstance(catalog, Mapping):
+        _check_loaded(catalog)
         return catalog
     if not isinstance(catalog, str):
         raise MappingError("a catalog must be a JSON string or a dict", type(catalog).__name__)
@@ -66,7 +112,27 @@ def _check_keys(obj: Any, allowed: set[str], path: str) -> None:
             raise MappingError(f"unknown catalog key (expected one of {sorted(allowed)})", key, f"{path}.{key}" if path else key)
 
 
-def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[ColumnSpec, str | None]:
+def _avro_schema(entry: Any, properties: Mapping[str, Any], path: str) -> Any:
+    """A column's Avro schema: given inline (JSON text or object), or named as an option (hbase-spark)."""
+    if isinstance(entry, str) and not entry.lstrip().startswith(("{", "[", '"')):
+        named = properties.get(entry, properties.get(entry.lower()))
+        if named is not None:
+            return load_schema(named)
+        try:
+            return load_schema(entry)  # a bare primitive name such as "string"
+        except MappingError:
+            raise MappingError(
+                "the avro entry names an option holding the schema, which is not set", entry, path
+            ) from None
+    try:
+        return load_schema(entry)
+    except MappingError as exc:
+        raise MappingError(exc.message, exc.token, path) from None
+
+
+def _column(
+    name: str, spec: Mapping[str, Any], keys: list[str], properties: Mapping[str, Any]
+) -> tuple[MappedColumn, str | None]:
     """Build one column; returns it and, for a key part, its rowkey part name."""
     path = f"columns.{name}"
     _check_keys(spec, _COLUMN_KEYS, path)
@@ -77,6 +143,25 @@ def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[Column
         data_type = parse_type(type_text)
     except MappingError as exc:
         raise MappingError(f"bad type in {path}.type", exc.token, f"{path}.type:{exc.position}") from None
+    options: dict[str, Any] = {}
+    if "avro" in spec:
+        schema = _avro_schema(spec["avro"], properties, f"{path}.avro")
+        options["avro.schema"] = schema
+        try:
+            value_type = avro_to_type(schema)  # the schema sets the type (hbase-spark's when no type is given)
+        except MappingError as exc:
+            raise MappingError(exc.message, exc.token, f"{path}.avro") from None
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:  # a malformed schema object
+            raise MappingError(f"invalid Avro schema ({type(exc).__name__}: {exc})", str(schema)[:60], f"{path}.avro") from None
+        if spec.get("col") in ("", "*") and spec.get("cf") != "rowkey":  # a whole family: the schema is each value's
+            data_type = DataType("map", key=data_type.key if data_type.name == "map" else STRING, value=value_type)
+        else:
+            data_type = value_type
+    if "serdes" in spec:
+        serde_name = spec["serdes"]
+        if not isinstance(serde_name, str) or not serde_name:
+            raise MappingError("serdes must name a SerDe", serde_name, f"{path}.serdes")
+        options["serde"] = _HBASE_SPARK_SERDES.get(serde_name, serde_name)
     cf = spec.get("cf", "")
     col = spec.get("col")
     if not isinstance(cf, str):
@@ -90,9 +175,8 @@ def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[Column
     length = spec.get("length")
     if isinstance(length, str) and length.isascii() and length.isdigit() and len(length) <= 9:
         length = int(length)  # ASCII digits only: str.isdigit() also accepts "²"
-    options: dict[str, Any] = {}
-    if "avro" in spec:
-        options["avro.schema"] = spec["avro"]
+    elif length == "-1":
+        length = VARIABLE_LENGTH
     part = None
     if cf == "rowkey":
         if col not in keys:
@@ -111,7 +195,7 @@ def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[Column
             raise MappingError("missing column family", name, f"{path}.cf")
         kind, family, qualifier = ColumnKind.CELL, cf, col
     try:
-        column = ColumnSpec(
+        column = MappedColumn(
             name=name,
             type=data_type,
             kind=kind,
@@ -128,15 +212,20 @@ def _column(name: str, spec: Mapping[str, Any], keys: list[str]) -> tuple[Column
     return column, part
 
 
-def parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
-    """Parse a JSON catalog (string or already-loaded dict) into a :class:`ColumnMapping`."""
+def parse_catalog(catalog: str | Mapping[str, Any], properties: Mapping[str, Any] | None = None) -> ColumnMapping:
+    """Parse a JSON catalog (string or already-loaded dict) into a :class:`ColumnMapping`.
+
+    ``properties`` (the reader's options) hold the Avro schemas that columns
+    name (``"avro": "avroSchema"``); names are looked up as given, then in
+    lower case (Spark lower-cases option names).
+    """
     try:
-        return _parse_catalog(catalog)
+        return _parse_catalog(catalog, properties or {})
     except MappingError as exc:  # a check made after parsing: point at the entry it names
         raise exc.at("<catalog>") from None
 
 
-def _parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
+def _parse_catalog(catalog: str | Mapping[str, Any], properties: Mapping[str, Any]) -> ColumnMapping:
     doc = _load(catalog)
     _check_keys(doc, _TOP_KEYS, "")
     table = doc.get("table", {})
@@ -165,10 +254,10 @@ def _parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
         except UnicodeEncodeError as exc:
             raise MappingError("rowkey_delimiter holds a lone surrogate", delimiter, f"rowkey_delimiter:{exc.start}") from None
 
-    cols: list[ColumnSpec] = []
+    cols: list[MappedColumn] = []
     part_columns: dict[str, str] = {}
     for name, spec in columns.items():
-        column, part = _column(name, spec, keys)
+        column, part = _column(name, spec, keys, properties)
         if part is not None:
             if part in part_columns:
                 raise MappingError("two columns map the same rowkey part", part, f"columns.{name}.col")
@@ -183,7 +272,7 @@ def _parse_catalog(catalog: str | Mapping[str, Any]) -> ColumnMapping:
         # One part: it is the plain row key.
         only = part_columns[keys[0]]
         cols = [
-            ColumnSpec(c.name, c.type, ColumnKind.KEY, storage=c.storage, encoding=c.encoding, options=c.options)
+            MappedColumn(c.name, c.type, ColumnKind.KEY, storage=c.storage, encoding=c.encoding, options=c.options)
             if c.name == only
             else c
             for c in cols

@@ -1,6 +1,6 @@
 """The parsed form of a column mapping, whatever syntax it was written in.
 
-A :class:`ColumnMapping` is an ordered list of :class:`ColumnSpec` (one per
+A :class:`ColumnMapping` is an ordered list of :class:`MappedColumn` (one per
 output column) plus, for composite row keys, a :class:`RowKeySpec`.  Every
 mapping parser (Hive, hbase-spark string form, JSON catalog) produces one,
 and the SerDes only ever see this form.
@@ -16,12 +16,15 @@ from typing import Any, Mapping
 from serde.errors import MappingError
 from serde.types import DataType
 
-__all__ = ["ColumnKind", "ColumnSpec", "RowKeySpec", "ColumnMapping", "STORAGE_TYPES", "ENCODINGS", "MAX_KEY_PART_LENGTH"]
+__all__ = ["ColumnKind", "MappedColumn", "RowKeySpec", "ColumnMapping", "STORAGE_TYPES", "ENCODINGS", "MAX_KEY_PART_LENGTH",
+           "VARIABLE_LENGTH"]
 
 STORAGE_TYPES = ("binary", "string")
+"""How a value is stored: HBase ``Bytes`` encodings or UTF-8 text."""
 MAX_KEY_PART_LENGTH = 1 << 20
 """Most bytes of a fixed-length row key part (a key is far shorter in practice)."""
-"""How a value is stored: HBase ``Bytes`` encodings or UTF-8 text."""
+VARIABLE_LENGTH = -1
+"""hbase-spark's ``length`` of a part with no fixed length (a string part before others ends at 0x00)."""
 
 ENCODINGS = ("ordered",)
 """Optional binary encodings; ``ordered`` makes byte order equal value order."""
@@ -38,14 +41,17 @@ class ColumnKind(str, Enum):
 
 
 @dataclass(frozen=True)
-class ColumnSpec:
+class MappedColumn:
     """One output column and where it lives.
 
     ``storage`` (``"binary"``/``"string"``/None = the SerDe's default) applies
     to the value; for a FAMILY column ``key_storage`` applies to qualifiers.
     ``encoding="ordered"`` selects the order-preserving binary encoding.
-    ``length`` is the fixed byte length of a composite-key part.  ``options``
-    carries per-column extras such as an Avro schema.
+    ``length`` is the fixed byte length of a composite-key part
+    (:data:`VARIABLE_LENGTH` = none).  ``options`` carries per-column
+    extras: ``avro.schema`` (the column's values, or the key, are Avro
+    datums of that schema, whatever the SerDe) and ``serde`` (the name of a
+    registered SerDe that encodes this column).
     """
 
     name: str
@@ -85,12 +91,20 @@ class ColumnSpec:
             )
         if self.kind == ColumnKind.TIMESTAMP and self.type.name not in ("bigint", "timestamp"):
             raise MappingError(f"column {self.name!r} maps :timestamp and must be bigint or timestamp", str(self.type))
-        if self.kind in (ColumnKind.KEY, ColumnKind.KEY_PART) and not self.type.is_primitive:
-            raise MappingError(f"row key column {self.name!r} must have a primitive type", str(self.type))
+        own_codec = "avro.schema" in self.options or "serde" in self.options
+        if self.kind in (ColumnKind.KEY, ColumnKind.KEY_PART) and not self.type.is_primitive and not own_codec:
+            raise MappingError(
+                f"row key column {self.name!r} must have a primitive type (or an Avro schema)", str(self.type)
+            )
         if self.length is not None and (
-            not isinstance(self.length, int) or isinstance(self.length, bool) or not 1 <= self.length <= MAX_KEY_PART_LENGTH
+            not isinstance(self.length, int)
+            or isinstance(self.length, bool)
+            or not (self.length == VARIABLE_LENGTH or 1 <= self.length <= MAX_KEY_PART_LENGTH)
         ):
-            raise MappingError(f"column {self.name!r}: length must be an integer in [1, {MAX_KEY_PART_LENGTH}]", self.length)
+            raise MappingError(
+                f"column {self.name!r}: length must be {VARIABLE_LENGTH} or an integer in [1, {MAX_KEY_PART_LENGTH}]",
+                self.length,
+            )
 
     @property
     def cell(self) -> str:
@@ -125,7 +139,7 @@ class RowKeySpec:
 class ColumnMapping:
     """An ordered set of columns, one of which (or whose key parts) is the row key."""
 
-    columns: tuple[ColumnSpec, ...]
+    columns: tuple[MappedColumn, ...]
     rowkey: RowKeySpec | None = None
     default_storage: str | None = None
     namespace: str | None = None
@@ -168,7 +182,7 @@ class ColumnMapping:
         """Output column names in order."""
         return [c.name for c in self.columns]
 
-    def column(self, name: str) -> ColumnSpec:
+    def column(self, name: str) -> MappedColumn:
         """The column called ``name``."""
         for col in self.columns:
             if col.name == name:
@@ -189,7 +203,7 @@ class ColumnMapping:
         """True when a ``:timestamp`` column needs cell timestamps from the scan."""
         return any(c.kind == ColumnKind.TIMESTAMP for c in self.columns)
 
-    def replace_column(self, name: str, new: ColumnSpec) -> "ColumnMapping":
+    def replace_column(self, name: str, new: MappedColumn) -> "ColumnMapping":
         """A copy of the mapping with column ``name`` replaced by ``new``."""
         cols = tuple(new if c.name == name else c for c in self.columns)
         return ColumnMapping(cols, self.rowkey, self.default_storage, self.namespace, self.table, self.source)

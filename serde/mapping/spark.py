@@ -7,7 +7,8 @@
 Each entry names a column, gives its type (Spark or Hive spelling, any case)
 and its cell spec (see :mod:`serde.mapping._cellspec`; a ``#b``/``#s``/``#o``
 suffix is accepted).  As in hbase-spark, values default to the binary
-(HBase ``Bytes``) encoding.  Names may be back-quoted.
+(HBase ``Bytes``) encoding, and a trailing comma is allowed.  Names may be
+back-quoted.
 """
 
 from __future__ import annotations
@@ -80,5 +81,7 @@ def _parse_spark_mapping(mapping: str, default_storage: str = "binary") -> Colum
             break
         if mapping[pos] != ",":
             raise MappingError("expected ',' between column entries", mapping[pos:].split()[0], pos)
-        pos += 1
+        pos = _skip_ws(mapping, pos + 1)
+        if pos >= len(mapping):
+            break  # a trailing comma ends the list, as hbase-spark reads it
     return ColumnMapping(tuple(cols), default_storage=default_storage, source="spark")

@@ -17,15 +17,21 @@ from .cell_filters import (
     TimestampsFilter,
     ValueFilter,
 )
-from .column_filters import ColumnPaginationFilter, ColumnRangeFilter, FamilyFilter, MultipleColumnPrefixFilter
+from .column_count import ColumnCountGetFilter, ColumnPaginationFilter
+from .column_filters import ColumnRangeFilter, FamilyFilter, MultipleColumnPrefixFilter
 from .column_value import SingleColumnValueFilter
 from .column_value_cells import ColumnValueFilter
 from .column_value_exclude import SingleColumnValueExcludeFilter
+from .dependent_column import DependentColumnFilter
+from .fuzzy_row import FuzzyRowFilter
 from .inclusive_stop import InclusiveStopFilter
+from .random_row import RandomRowFilter
+from .registry import register_filter, register_filter_specs, registered_filters, unregister_filter
 from .comparators import (
     BinaryComparator,
     BinaryPrefixComparator,
     Comparator,
+    NullComparator,
     RegexStringComparator,
     SubstringComparator,
     comparator_from_string,
@@ -34,7 +40,7 @@ from .compare import CompareOperator
 from .filter_list import FilterList, FilterListOperator
 from .page import PageFilter
 from .parser import FILTER_NAMES, FilterSyntaxError, coerce_filter, parse_filter_string
-from .ranges import KeyRange
+from ..keys import KeyRange
 from .row_filters import MultiRowRangeFilter, PrefixFilter, RowFilter, RowRange
 from .wrappers import SkipFilter, WhileMatchFilter
 
@@ -56,6 +62,10 @@ __all__ = [
     "MultipleColumnPrefixFilter",
     "ColumnRangeFilter",
     "ColumnPaginationFilter",
+    "ColumnCountGetFilter",
+    "DependentColumnFilter",
+    "FuzzyRowFilter",
+    "RandomRowFilter",
     "InclusiveStopFilter",
     "SingleColumnValueExcludeFilter",
     "TimestampsFilter",
@@ -69,10 +79,15 @@ __all__ = [
     "BinaryPrefixComparator",
     "SubstringComparator",
     "RegexStringComparator",
+    "NullComparator",
     "comparator_from_string",
     "KeyRange",
     "FilterSyntaxError",
     "parse_filter_string",
     "coerce_filter",
     "FILTER_NAMES",
+    "register_filter",
+    "register_filter_specs",
+    "registered_filters",
+    "unregister_filter",
 ]

@@ -3,6 +3,7 @@
 A scanner uses a filter like this::
 
     f = filter.copy(); f.reset()           # per scan: the caller's object stays untouched
+    f = f.oriented(reverse)                # the scan's direction (InclusiveStopFilter needs it)
     ranges = f.row_ranges()                # seek only into these key ranges (None: all)
     # cell-at-a-time path, per row:
     if f.filter_row_key(row): skip the row without reading its cells
@@ -45,9 +46,20 @@ from ..cells import CELL_SCHEMA, Cell
 from ..errors import InvalidArgument
 from . import _values
 from ._rows import RowBatch, as_cell_table
-from .ranges import KeyRange
+from ..keys import KeyRange
 
-__all__ = ["Filter", "Keep", "Mode", "apply_row", "apply_batch", "eval_rows", "MAX_FILTER_DEPTH", "filter_depth", "check_depth"]
+__all__ = [
+    "Filter",
+    "Keep",
+    "Mode",
+    "apply_row",
+    "apply_batch",
+    "eval_rows",
+    "MAX_FILTER_DEPTH",
+    "filter_depth",
+    "check_depth",
+    "scan_copy",
+]
 
 MAX_FILTER_DEPTH = 64
 """The deepest nesting of lists and wrappers a filter may have.
@@ -91,6 +103,16 @@ class Filter(ABC):
     def _children(self) -> tuple["Filter", ...]:
         """The filters this one combines or wraps (none for a leaf)."""
         return ()
+
+    def oriented(self, reverse: bool) -> "Filter":
+        """This filter as a scan running ``reverse`` (or forward) applies it.
+
+        HBase's scans call ``Filter.setReversed``; a filter whose meaning
+        depends on the direction (InclusiveStopFilter) returns a new object
+        for the other direction, every other one returns itself.  It never
+        changes ``self``: stateless filters are shared between scans.
+        """
+        return self
 
     # --- hints to the scanner ------------------------------------------
     def row_ranges(self) -> list[KeyRange] | None:
@@ -166,15 +188,29 @@ class Filter(ABC):
 
     def __and__(self, other: "Filter") -> "Filter":
         """``a & b``: a MUST_PASS_ALL FilterList (flattening ``a & b & c``)."""
-        from .filter_list import FilterList
-
-        return FilterList.join(FilterList.MUST_PASS_ALL, self, other)
+        return _JOIN[0]("AND", self, other)
 
     def __or__(self, other: "Filter") -> "Filter":
         """``a | b``: a MUST_PASS_ONE FilterList (flattening ``a | b | c``)."""
-        from .filter_list import FilterList
+        return _JOIN[0]("OR", self, other)
 
-        return FilterList.join(FilterList.MUST_PASS_ONE, self, other)
+
+# FilterList subclasses Filter, so this module cannot import it; filter_list
+# registers FilterList.join here when it loads (the package imports it, so it
+# is there before any filter exists).
+_JOIN: list = []
+
+
+def register_join(join) -> None:
+    """Set what ``a & b`` and ``a | b`` build: ``join(operator, a, b)`` (FilterList.join)."""
+    _JOIN[:] = [join]
+
+
+def scan_copy(f: Filter, reverse: bool = False) -> Filter:
+    """The filter one scan works on: a copy, reset, for the scan's direction."""
+    g = f.copy()
+    g.reset()
+    return g.oriented(reverse)
 
 
 def filter_depth(f: Filter) -> int:

@@ -150,6 +150,8 @@ class TimestampsFilter(Filter):
                 raise InvalidArgument(
                     f"TimestampsFilter timestamps must be signed 64-bit integers, got {clip(repr(t), 40)}"
                 )
+            if t < 0:  # as HBase's TimestampsFilter: cells never carry one
+                raise InvalidArgument(f"TimestampsFilter timestamps must not be negative, got {int(t)}")
         self.timestamps = tuple(sorted(set(int(t) for t in stamps)))
         self._set = frozenset(self.timestamps)
         self._array = pa.array(self.timestamps, pa.int64())

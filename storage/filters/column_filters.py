@@ -1,10 +1,9 @@
 """Filters that pick columns of a row: FamilyFilter, MultipleColumnPrefixFilter,
-ColumnRangeFilter, ColumnPaginationFilter (HBase's filters of these names).
+ColumnRangeFilter (HBase's filters of these names).
 
-The first three look at each cell on its own; ColumnPaginationFilter counts
-the columns of each row (a column's versions are adjacent, newest first,
-and it keeps the newest version only, as HBase's ``INCLUDE_AND_NEXT_COL``).
-A row left with no cells is dropped.
+They look at each cell on its own; a row left with no cells is dropped.
+ColumnPaginationFilter, which counts the columns of each row, lives in
+:mod:`storage.filters.column_count` and is re-exported here.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from ._rows import RowBatch
 from ._text import quote, to_bytes
 from .base import Filter, Keep, Mode
 from .cell_filters import _CellCompareFilter
+from .column_count import ColumnPaginationFilter
 
 __all__ = ["FamilyFilter", "MultipleColumnPrefixFilter", "ColumnRangeFilter", "ColumnPaginationFilter"]
 
@@ -107,50 +107,3 @@ class ColumnRangeFilter(Filter):
     def __repr__(self) -> str:
         return (f"ColumnRangeFilter ({quote(self.min_column)}, {str(self.min_inclusive).lower()}, "
                 f"{quote(self.max_column)}, {str(self.max_inclusive).lower()})")
-
-
-class ColumnPaginationFilter(Filter):
-    """Per row, the newest version of columns ``offset`` to ``offset + limit - 1`` (in column order)."""
-
-    def __init__(self, limit: int, offset: int):
-        for name, value in (("limit", limit), ("offset", offset)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-                raise InvalidArgument(f"ColumnPaginationFilter {name} must be a non-negative integer, got {value!r}")
-        self.limit = int(limit)
-        self.offset = int(offset)
-
-    def _eval_row(self, cells: list[Cell]) -> tuple[Keep, Mode]:
-        keep = []
-        index = -1
-        previous = None
-        for c in cells:
-            column = (c[_FAMILY], c[_QUALIFIER])
-            first_version = column != previous
-            if first_version:
-                index += 1
-                previous = column
-            keep.append(first_version and self.offset <= index < self.offset + self.limit)
-        return keep, _values.KEEP
-
-    def _eval_batch(self, batch: RowBatch) -> tuple[np.ndarray, int]:
-        n = batch.num_cells
-        if n == 0:
-            return np.zeros(0, dtype=bool), _values.KEEP
-        family, qualifier = batch.column("family"), batch.column("qualifier")
-        new_column = np.ones(n, dtype=bool)
-        if n > 1:
-            same = pc.and_(pc.equal(family.slice(1), family.slice(0, n - 1)),
-                           pc.equal(qualifier.slice(1), qualifier.slice(0, n - 1)))
-            new_column[1:] = ~same.to_numpy(zero_copy_only=False)
-        new_column[batch.starts] = True
-        running = np.cumsum(new_column)  # columns seen so far, counting from the batch start
-        before_row = batch.broadcast(running[batch.starts] - 1)
-        index = running - 1 - before_row  # the column's position within its row
-        mask = new_column & (index >= self.offset) & (index < self.offset + self.limit)
-        return mask, _values.KEEP
-
-    def _settings(self) -> tuple:
-        return (self.limit, self.offset)
-
-    def __repr__(self) -> str:
-        return f"ColumnPaginationFilter ({self.limit}, {self.offset})"

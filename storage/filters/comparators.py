@@ -14,6 +14,9 @@ HBase names and meaning:
   contains the substring, ignoring ASCII case.
 * ``regexstring:`` -- :class:`RegexStringComparator`, "equal" when the regex
   matches anywhere in the value (see :mod:`storage.filters._regex`).
+* ``null:`` -- :class:`NullComparator`: a stored value is never null, so
+  every value compares "less" (HBase's filter language has no form for it;
+  this one is the project's).
 
 For the two matching comparators, as in HBase, a match compares "equal" and
 a miss compares "less", so ``=``/``>=`` select matches, ``!=``/``<`` misses,
@@ -43,6 +46,7 @@ __all__ = [
     "BinaryPrefixComparator",
     "SubstringComparator",
     "RegexStringComparator",
+    "NullComparator",
     "comparator_from_string",
     "COMPARATORS",
 ]
@@ -245,9 +249,31 @@ class RegexStringComparator(_MatchComparator):
 
 
 
+class NullComparator(_MatchComparator):
+    """HBase's ``NullComparator``: "equal" only to a null value.
+
+    Stored values are never null (an empty value is not null either, as in
+    HBase), so every value compares "less": ``<``, ``<=`` and ``!=`` keep
+    every cell, ``=``, ``>=`` and ``>`` none.
+    """
+
+    prefix = "null"
+
+    def __init__(self, value: bytes | str = b""):
+        super().__init__(value)
+        if self.value:
+            raise InvalidArgument(f"NullComparator takes no value, got {to_text(self.value)!r} (write 'null:')")
+
+    def _matches(self, x: bytes) -> bool:
+        return False
+
+    def _match_mask(self, data: pa.Array) -> np.ndarray:
+        return np.zeros(len(data), dtype=bool)
+
+
 COMPARATORS: dict[str, type[Comparator]] = {
     c.prefix: c
-    for c in (BinaryComparator, BinaryPrefixComparator, SubstringComparator, RegexStringComparator)
+    for c in (BinaryComparator, BinaryPrefixComparator, SubstringComparator, RegexStringComparator, NullComparator)
 }
 """Filter-language prefix -> comparator class."""
 

@@ -31,8 +31,8 @@ from ..cells import Cell
 from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
-from .base import Filter, Keep, Mode, check_depth, eval_rows
-from .ranges import KeyRange, intersect, union
+from .base import Filter, Keep, Mode, check_depth, eval_rows, register_join
+from ..keys import KeyRange, intersect, union
 
 __all__ = ["FilterList", "FilterListOperator"]
 
@@ -151,6 +151,12 @@ class FilterList(Filter):
     def reset(self) -> None:
         for f in self.filters:
             f.reset()
+
+    def oriented(self, reverse: bool) -> "FilterList":
+        children = [f.oriented(reverse) for f in self.filters]
+        if all(a is b for a, b in zip(children, self.filters)):
+            return self
+        return FilterList(self.operator, children)
 
     def __deepcopy__(self, memo: dict) -> "FilterList":
         import copy
@@ -310,3 +316,6 @@ class FilterList(Filter):
                 text = f"({text})"
             parts.append(text)
         return f" {self.operator.value} ".join(parts)
+
+
+register_join(FilterList.join)

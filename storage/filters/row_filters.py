@@ -25,7 +25,7 @@ from ._text import quote, quote_text, to_bytes
 from .base import Filter, Keep, Mode
 from .comparators import BinaryComparator, BinaryPrefixComparator, Comparator
 from .compare import CompareOperator, to_operator
-from .ranges import KeyRange, key_after, normalize, prefix_stop
+from ..keys import KeyRange, key_after, normalize, prefix_stop
 
 __all__ = ["PrefixFilter", "RowFilter", "MultiRowRangeFilter", "RowRange"]
 

@@ -9,7 +9,7 @@ from ..errors import InvalidArgument, clip
 from . import _values
 from ._rows import RowBatch
 from .base import Filter, Keep, Mode, check_depth, eval_rows
-from .ranges import KeyRange
+from ..keys import KeyRange
 
 __all__ = ["SkipFilter", "WhileMatchFilter"]
 
@@ -38,6 +38,14 @@ class _Wrapper(Filter):
 
     def reset(self) -> None:
         self.filter.reset()
+
+    def oriented(self, reverse: bool) -> Filter:
+        inner = self.filter.oriented(reverse)
+        if inner is self.filter:
+            return self
+        twin = type(self)(inner)
+        twin.__dict__.update({k: v for k, v in self.__dict__.items() if k != "filter"})
+        return twin
 
     def columns_needed(self) -> set[bytes] | None:
         return self.filter.columns_needed()

@@ -10,9 +10,10 @@ by a Python loop per cell or per row.
 * :func:`cells_to_rows` pivots cells into a row batch (``key`` + columns);
 * :func:`merge_row_runs` interleaves sorted row batches that share no key
   (a rows scan of clean sources, a compaction of dense files);
-* :func:`row_boundaries`, :func:`column_boundaries`, :func:`reverse_rows`,
-  :func:`is_sorted` give the row and column structure, the reverse-scan
-  order and a sortedness check.
+* :func:`row_starts`, :func:`row_boundaries`, :func:`column_boundaries`,
+  :func:`reverse_rows`, :func:`reverse_rows_order`, :func:`is_sorted`,
+  :func:`first_unsorted` give the row and column structure, the reverse-scan
+  order and sortedness (the store files use the same ones).
 
 A scan runs ``cells_to_rows(resolve(merge_sources(sources), ...), columns)``;
 a major compaction writes ``resolve(merge_sources(files), max_versions=...,
@@ -20,7 +21,16 @@ ttl_cutoff=...)``; a minor compaction writes ``merge_sources(files)``.
 """
 
 from .merge import CELL_SORT_KEYS, merge_disjoint, merge_sources
-from .order import column_boundaries, is_clean, is_sorted, reverse_rows, row_boundaries
+from .order import (
+    column_boundaries,
+    first_unsorted,
+    is_clean,
+    is_sorted,
+    reverse_rows,
+    reverse_rows_order,
+    row_boundaries,
+    row_starts,
+)
 from .pivot import FAMILY_MAP_TYPE, cells_to_rows
 from .resolve import resolve
 from .row_merge import merge_row_runs
@@ -30,9 +40,12 @@ __all__ = [
     "resolve",
     "cells_to_rows",
     "row_boundaries",
+    "row_starts",
     "column_boundaries",
     "reverse_rows",
+    "reverse_rows_order",
     "is_sorted",
+    "first_unsorted",
     "is_clean",
     "merge_disjoint",
     "merge_row_runs",

@@ -14,9 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._arrays import CellColumns, _offsets, as_cell_table, empty_cells, take_cells
+from .cell_columns import CellColumns, _offsets, as_cell_table, empty_cells, take_cells
 
-__all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "CELL_SORT_KEYS"]
+__all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "sort_sources", "bisect_rows", "CELL_SORT_KEYS"]
 
 CELL_SORT_KEYS = [
     ("row", "ascending"),
@@ -96,8 +96,8 @@ def _sort_merge(newest_first: list[pa.Table]) -> pa.Table:
     low = min(t.column("row")[0].as_py() for t in others)
     high = max(t.column("row")[-1].as_py() for t in others)
     rows = big.column("row")
-    start = _bisect(rows, low, right=False)
-    stop = _bisect(rows, high, right=True)
+    start = bisect_rows(rows, low, right=False)
+    stop = bisect_rows(rows, high, right=True)
     middle = list(newest_first)
     middle[largest] = big.slice(start, stop - start)
     merged = merge_runs(middle)
@@ -106,7 +106,7 @@ def _sort_merge(newest_first: list[pa.Table]) -> pa.Table:
     return pa.concat_tables([big.slice(0, start), merged, big.slice(stop)])
 
 
-def _bisect(rows: pa.ChunkedArray, key: bytes, right: bool) -> int:
+def bisect_rows(rows: pa.ChunkedArray, key: bytes, right: bool) -> int:
     """Index of the first row > key (right) or >= key (left) in a sorted column."""
     # A binary search of about log2(n) probes, once per merge, not per cell.
     lo, hi = 0, len(rows)
@@ -120,7 +120,7 @@ def _bisect(rows: pa.ChunkedArray, key: bytes, right: bool) -> int:
     return lo
 
 
-def _sort_all(newest_first: list[pa.Table]) -> pa.Table:
+def sort_sources(newest_first: list[pa.Table]) -> pa.Table:
     """Sort the concatenation of sources and drop exact duplicates."""
     combined = pa.concat_tables(newest_first)
     keys = combined.select([name for name, _ in CELL_SORT_KEYS]).combine_chunks()
@@ -164,7 +164,7 @@ def merge_runs(newest_first: list[pa.Table]) -> pa.Table:
             return merged
     keys = cell_keys(runs)
     if keys is None:
-        return _sort_all(runs)
+        return sort_sources(runs)
     merged, merged_keys = runs[0], keys[0]
     for run, run_keys in zip(runs[1:], keys[1:]):
         merged, merged_keys = _merge_two(merged, merged_keys, run, run_keys)

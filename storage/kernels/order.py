@@ -1,4 +1,6 @@
-"""Row structure and order of cell tables: row boundaries, reversal, sortedness."""
+"""Row structure and order of cells, the one set of these kernels: row starts
+(of a row column or a cell table), the reverse-scan order, and sortedness (a
+yes/no check and the first cell out of order)."""
 
 from __future__ import annotations
 
@@ -6,11 +8,26 @@ import numpy as np
 import pyarrow as pa
 
 from ..cells import CellType
-from ._arrays import CellColumns, as_cell_table, take_cells
+from .cell_columns import CellColumns, as_cell_table, take_cells
 
 _PUT = int(CellType.PUT)
 
-__all__ = ["row_boundaries", "column_boundaries", "reverse_rows", "is_sorted", "is_clean"]
+__all__ = [
+    "row_starts",
+    "row_boundaries",
+    "column_boundaries",
+    "reverse_rows_order",
+    "reverse_rows",
+    "is_sorted",
+    "first_unsorted",
+    "is_clean",
+]
+
+
+def row_starts(rows: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Index of the first entry of each row in a row column grouped by row
+    (int64, ascending, 0 included; empty for no entries)."""
+    return np.flatnonzero(CellColumns(pa.table({"row": rows})).adjacent_ne("row")).astype(np.int64, copy=False)
 
 
 def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
@@ -19,7 +36,7 @@ def row_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
     Rows are runs of equal row keys, so the cells must be grouped by row
     (cell order guarantees it).
     """
-    return np.flatnonzero(CellColumns(as_cell_table(cells)).row_starts())
+    return row_starts(as_cell_table(cells).column("row"))
 
 
 def column_boundaries(cells: pa.Table | pa.RecordBatch) -> np.ndarray:
@@ -38,15 +55,22 @@ def reverse_rows(cells: pa.Table | pa.RecordBatch) -> pa.Table:
     n = table.num_rows
     if n == 0:
         return table
-    starts = np.flatnonzero(CellColumns(table).row_starts())
+    starts = row_boundaries(table)
     if len(starts) == 1:
         return table
+    return take_cells(table, reverse_rows_order(starts, n))
+
+
+def reverse_rows_order(starts: np.ndarray, n: int) -> np.ndarray:
+    """A take-permutation of ``n`` entries whose rows begin at ``starts`` that
+    reverses the rows but keeps each row's entries in order."""
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
     lengths = np.diff(np.append(starts, n))
     rev_starts, rev_lengths = starts[::-1], lengths[::-1]
     # Output position p inside reversed row r reads rev_starts[r] + (p - begin_r).
     begins = np.cumsum(rev_lengths) - rev_lengths
-    indices = np.arange(n, dtype=np.int64) + np.repeat(rev_starts - begins, rev_lengths)
-    return take_cells(table, indices)
+    return np.arange(n, dtype=np.int64) + np.repeat(rev_starts - begins, rev_lengths)
 
 
 def is_sorted(cells: pa.Table | pa.RecordBatch, *, strict: bool = False) -> bool:
@@ -57,10 +81,23 @@ def is_sorted(cells: pa.Table | pa.RecordBatch, *, strict: bool = False) -> bool
     qualifier, timestamp, type) also count as out of order, as they must not
     both sit in one store file.
     """
-    table = as_cell_table(cells)
-    n = table.num_rows
-    if n < 2:
-        return True
+    return bool(_pairs_in_order(as_cell_table(cells), strict).all())
+
+
+def first_unsorted(cells: pa.Table | pa.RecordBatch) -> int | None:
+    """Index ``i`` of the first cell that sorts before cell ``i - 1``, or None.
+
+    Order is :func:`storage.cells.sort_key` order; equal keys are allowed
+    (the non-strict order of :func:`is_sorted`).
+    """
+    bad = np.flatnonzero(~_pairs_in_order(as_cell_table(cells), False))
+    return int(bad[0]) + 1 if len(bad) else None
+
+
+def _pairs_in_order(table: pa.Table, strict: bool) -> np.ndarray:
+    """For each adjacent pair of cells, whether the second sorts after the first."""
+    if table.num_rows < 2:
+        return np.ones(0, dtype=bool)
     # Walk the key from its last part to its first: "in order from here on"
     # for each adjacent pair, refined by each more significant column.
     columns = CellColumns(table)
@@ -71,7 +108,7 @@ def is_sorted(cells: pa.Table | pa.RecordBatch, *, strict: bool = False) -> bool
     for name in ("qualifier", "family", "row"):
         greater, equal = columns.adjacent_order(name)
         ok = greater | (equal & ok)
-    return bool(ok.all())
+    return ok
 
 
 def is_clean(cells: pa.Table | pa.RecordBatch) -> bool:

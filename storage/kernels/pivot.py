@@ -15,7 +15,7 @@ import pyarrow as pa
 from ..cells import CellType
 from ..columns import parse_column
 from ..errors import InvalidArgument
-from ._arrays import CellColumns, as_cell_table, group_ids
+from .cell_columns import CellColumns, as_cell_table, group_ids
 
 __all__ = ["cells_to_rows", "FAMILY_MAP_TYPE"]
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
-from ._arrays import _UINT_BY_WIDTH, _offsets
+from .cell_columns import _UINT_BY_WIDTH, _offsets
 from .merge import _padded
 
 __all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys"]

@@ -2,7 +2,7 @@
 
 A memstore map (or a connector's decoded WAL, :mod:`storage.memstore.sorted_cells`)
 whose cells are all puts with one version per column is, as rows, exactly
-a dense block (:class:`storage.storefile._dense.DenseBlock`): its distinct
+a dense block (:class:`storage.storefile.dense.DenseBlock`): its distinct
 row keys and a value and timestamp column per qualifier.  :class:`RowRun`
 pivots the cells into that form once (the owner keeps it beside its Arrow
 copy of the cells: a memstore view, for the cells at its read point) and hands out zero-copy row-range
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ..kernels._arrays import CellColumns, as_cell_table
-from ..kernels.merge import _bisect
-from ..storefile._dense import DenseBlock, dense_from_cells
+from ..kernels.cell_columns import CellColumns, as_cell_table
+from ..kernels.merge import bisect_rows
+from ..storefile.dense import DenseBlock, dense_from_cells
 
 __all__ = ["RowRun"]
 
@@ -33,7 +33,7 @@ class RowRun:
     def of(cls, cells: pa.Table) -> "RowRun | None":
         """The row form of sorted cells of one family, or None when they are not
         all puts with one version per column (or too sparse or too wide for the
-        dense form: see :func:`storage.storefile._dense.dense_from_cells`, which
+        dense form: see :func:`storage.storefile.dense.dense_from_cells`, which
         checks both)."""
         table = as_cell_table(cells)
         if table.num_rows == 0:
@@ -51,8 +51,8 @@ class RowRun:
     def slice(self, start_row: bytes, stop_row: bytes | None) -> DenseBlock | None:
         """The rows in ``[start_row, stop_row)`` (zero-copy), or None when there are none."""
         rows = self.dense.rows
-        lo = _bisect(rows, start_row, right=False) if start_row else 0
-        hi = len(rows) if stop_row is None else _bisect(rows, stop_row, right=False)
+        lo = bisect_rows(rows, start_row, right=False) if start_row else 0
+        hi = len(rows) if stop_row is None else bisect_rows(rows, stop_row, right=False)
         if hi <= lo:
             return None
         return self.dense.slice(lo, hi)

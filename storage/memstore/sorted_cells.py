@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from ..cells import CELL_SCHEMA, Cell
 from ..kernels import is_clean, is_sorted
-from ..kernels._arrays import CellColumns
-from ..kernels.merge import _bisect, _sort_all
+from ..kernels.cell_columns import CellColumns
+from ..kernels.merge import bisect_rows, sort_sources
 from .row_runs import RowRun
 
 __all__ = ["SortedCells"]
@@ -41,7 +41,7 @@ class SortedCells:
             return cls(cells)  # written in key order without overwrites (appends): nothing to do
         newest_first = cells.take(pa.array(np.arange(cells.num_rows - 1, -1, -1)))
         # a stable sort keeps equal keys in newest-first order; the de-dup keeps the first
-        return cls(_sort_all([newest_first]).combine_chunks())
+        return cls(sort_sources([newest_first]).combine_chunks())
 
     def family(self, family: bytes) -> "SortedCells":
         """The cells of one family (still in cell order)."""
@@ -73,8 +73,8 @@ class SortedCells:
     def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
         """The cells of rows ``[start_row, stop_row)`` (a zero-copy slice)."""
         rows = self.table.column("row")
-        lo = _bisect(rows, start_row, right=False) if start_row else 0
-        hi = len(rows) if stop_row is None else _bisect(rows, stop_row, right=False)
+        lo = bisect_rows(rows, start_row, right=False) if start_row else 0
+        hi = len(rows) if stop_row is None else bisect_rows(rows, stop_row, right=False)
         return self.table.slice(lo, max(hi - lo, 0))
 
     def row_cells(self, row: bytes) -> list[Cell]:

@@ -19,19 +19,13 @@ empty-valued cell per row.
 from __future__ import annotations
 
 from ..region.view import RegionView
+from ..keys import clip_bounds
 from .batch_scan import BatchScan, scan_region_batches
 
 __all__ = ["ROW_COUNT_FILTER", "count_region_rows", "index_countable"]
 
 ROW_COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
 """One empty-valued cell per row: the cheapest scan that still sees every row."""
-
-
-def _clip(view: RegionView, low: bytes, high: bytes | None) -> tuple[bytes, bytes | None]:
-    low = max(low, view.start)
-    if view.end is not None and (high is None or view.end < high):
-        high = view.end
-    return low, high
 
 
 def index_countable(view: RegionView, low: bytes, high: bytes | None) -> list | None:
@@ -62,7 +56,7 @@ def count_region_rows(view: RegionView, low: bytes = b"", high: bytes | None = N
     """Visible rows of the region in ``[low, high)`` (clipped to the region)."""
     from ..filters import coerce_filter
 
-    low, high = _clip(view, low, high)
+    low, high = clip_bounds(view.start, view.end, low, high)
     if high is not None and low >= high:
         return 0
     readers = index_countable(view, low, high)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..errors import StorageError
+from ..keys import clip_bounds
 from ..region.view import RegionView
 
 if TYPE_CHECKING:
     from ..table.table import Table
 
-__all__ = ["ReadSnapshot"]
+__all__ = ["ReadSnapshot", "release_views"]
 
 
 class ReadSnapshot:
@@ -30,9 +31,7 @@ class ReadSnapshot:
             raise StorageError(f"snapshot of table {self.table.name} is closed")
         plan = []
         for lo, hi in spans:
-            lo = max(lo, self.low)
-            if self.high is not None and (hi is None or hi > self.high):
-                hi = self.high
+            lo, hi = clip_bounds(lo, hi, self.low, self.high)
             if hi is not None and lo >= hi:
                 continue
             for view in self.views:
@@ -47,7 +46,7 @@ class ReadSnapshot:
         """Release the views (scans still reading them must be done)."""
         views, self.views = self.views, None
         if views:
-            _release_views(views)
+            release_views(views)
 
     def __enter__(self) -> "ReadSnapshot":
         return self
@@ -56,6 +55,7 @@ class ReadSnapshot:
         self.close()
 
 
-def _release_views(views: list[RegionView]) -> None:
+def release_views(views: list[RegionView]) -> None:
+    """Release leased region views (a closed snapshot, a finished scan)."""
     for view in views:
         view.release()

@@ -26,7 +26,7 @@ from ..cells import CELL_SCHEMA
 from ..kernels.row_merge import merge_row_runs, row_order
 from .store import StoreFile
 from ..storefile.reader_scans import BlockPart
-from ..storefile._dense import MAX_DENSE_QUALIFIERS, MAX_FILL
+from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL
 
 __all__ = ["read_parts", "cell_sources", "chunk_rows", "write_rows"]
 

@@ -11,16 +11,15 @@ caught as surely as a damaged payload.  ``kind`` is an 8-byte magic that names
 the document type (``b"RSTABLE1"``); ``version`` is that document type's
 format version, chosen by its owner.
 
-Payload values are JSON values plus ``bytes``: a ``bytes`` (or ``bytearray``,
-``memoryview``) value is written as the object ``{"$bytes": "<base64>"}`` and
-read back as ``bytes``.  Tuples come back as lists.  Object keys must be
-strings, and an object whose only key is ``"$bytes"`` is reserved.
+Payload values are plain JSON values; tuples come back as lists and object
+keys must be strings.  Binary values have one spelling in every document:
+lowercase hex strings, written and read by the document's owner (the
+manifests' row keys), so a ``bytes`` value is refused rather than given a
+second spelling.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import math
 import struct
@@ -33,7 +32,6 @@ from ..vfs.fs import FileSystem
 
 __all__ = [
     "FRAME_HEADER_SIZE",
-    "BYTES_KEY",
     "MAX_PAYLOAD_BYTES",
     "Document",
     "encode_document",
@@ -47,8 +45,6 @@ __all__ = [
 _HEADER = struct.Struct("<8sHHII")  # kind, version, flags, payload_len, crc
 FRAME_HEADER_SIZE = _HEADER.size
 _CRC_OFFSET = 16
-BYTES_KEY = "$bytes"
-"""The key of the one-key JSON object that carries a base64 ``bytes`` value."""
 
 MAX_PAYLOAD_BYTES = (1 << 32) - 1
 
@@ -74,10 +70,10 @@ def _to_json(value: Any, where: str) -> Any:
             raise InvalidArgument(f"document value at {where} must be a finite number, got {value!r}")
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):
-        return {BYTES_KEY: base64.b64encode(bytes(value)).decode("ascii")}
+        raise InvalidArgument(
+            f"document value at {where} is {type(value).__name__}: documents spell binary values as hex strings"
+        )
     if isinstance(value, dict):
-        if len(value) == 1 and BYTES_KEY in value:
-            raise InvalidArgument(f"document object at {where} uses the reserved key {BYTES_KEY!r} alone")
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
@@ -87,15 +83,6 @@ def _to_json(value: Any, where: str) -> Any:
     if isinstance(value, (list, tuple)):
         return [_to_json(item, f"{where}[{i}]") for i, item in enumerate(value)]
     raise InvalidArgument(f"document value at {where} has unsupported type {type(value).__name__}: {value!r}")
-
-
-def _from_json_object(obj: dict) -> Any:
-    if len(obj) == 1 and BYTES_KEY in obj:
-        text = obj[BYTES_KEY]
-        if not isinstance(text, str):
-            raise ValueError(f"{BYTES_KEY} value must be a base64 string, got {text!r}")
-        return base64.b64decode(text, validate=True)
-    return obj
 
 
 # -- frames ------------------------------------------------------------------
@@ -173,8 +160,8 @@ def decode_frame(
     if flags:
         raise CorruptionError(f"unknown document flags {flags:#x}", path, 10)
     try:
-        payload = json.loads(data[FRAME_HEADER_SIZE:].decode("utf-8"), object_hook=_from_json_object)
-    except (UnicodeDecodeError, ValueError, binascii.Error) as exc:
+        payload = json.loads(data[FRAME_HEADER_SIZE:].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         raise CorruptionError(f"document payload is not valid JSON ({exc})", path, FRAME_HEADER_SIZE) from None
     if not isinstance(payload, dict):
         raise CorruptionError("document payload is not a JSON object", path, FRAME_HEADER_SIZE)

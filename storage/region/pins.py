@@ -15,6 +15,7 @@ reader that dies without releasing its pin cannot keep files forever.
 
 from __future__ import annotations
 
+import errno
 import json
 import time
 import uuid
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 PINS_DIR = "pins"
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 ARCHIVE_DIR = "archive"
 
 
@@ -49,8 +51,10 @@ def write_pin(table_fs: FileSystem, files: Iterable[str], wal: Iterable[str], tt
     try:
         table_fs.makedirs(PINS_DIR)
         table_fs.write_atomic(f"{PINS_DIR}/{pin_id}.pin", json.dumps(doc).encode())
-    except OSError:
-        return None  # a read-only root: reads still work, only without protection from deletion
+    except OSError as exc:
+        if exc.errno in _READ_ONLY:
+            return None  # a read-only root: reads still work, only without protection from deletion
+        raise  # a failed write on a writable root: the reader must not go on unprotected
     _drop_expired(table_fs)
     return pin_id
 

@@ -23,8 +23,8 @@ from ..memstore.write_buffer import MemStore
 from ..memstore.runs import MemStoreView
 from ..schema import FamilySettings
 from ..storefile import BlockCache, StoreFileReader, StoreFileWriter
-from ..storefile._dense import empty_binary
-from ..storefile._kernels import row_starts
+from ..storefile.dense import empty_binary
+from ..kernels.order import row_starts
 
 __all__ = ["Store", "StoreView"]
 

@@ -29,6 +29,7 @@ from abc import ABC, abstractmethod
 from typing import Iterator, Protocol, runtime_checkable
 
 from ..cells import Cell
+from ..keys import key_after
 
 __all__ = ["CellScanner", "ResultScanner", "next_row_key"]
 
@@ -55,7 +56,7 @@ class CellScanner(Protocol):
 def next_row_key(row: bytes) -> tuple:
     """The seek key just past every cell of ``row``: ``row + b"\\x00"`` is the
     smallest row that sorts after ``row``."""
-    return (row + b"\x00",)
+    return (key_after(row),)
 
 
 class ResultScanner(ABC):

@@ -21,7 +21,7 @@ from typing import Sequence
 
 from ..cells import Cell
 from ..errors import InvalidArgument, ScannerError
-from ..filters.ranges import normalize as normalize_ranges
+from ..keys import normalize as normalize_ranges
 from .metrics import ScanMetrics
 from .protocol import ResultScanner
 from .scan_spec import ScanSpec
@@ -99,6 +99,9 @@ class RegionScanner(ResultScanner):
             # PageFilter's count lives in it).
             self._filter = spec.filter.copy()
             self._filter.reset()
+        if self._filter is not None and callable(getattr(self._filter, "oriented", None)):
+            # the scan's direction, as HBase's setReversed (a no-op when the caller oriented it)
+            self._filter = self._filter.oriented(self._reverse)
         # Columns read only for the filter's sake (stores opened with
         # spec.with_filter_columns()) are dropped again after filtering.
         self._project = bool(spec.filter_only_columns())

@@ -7,13 +7,16 @@ On startup it prints ``listening on grpc://HOST:PORT`` (the bound port, so
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
 from ..errors import InvalidArgument
 from .config import ServerConfig
+from ..filters.registry import register_filter_specs
 
-__all__ = ["add_arguments", "run", "serve_main", "read_token_file", "run_in_foreground", "module_main"]
+__all__ = ["add_arguments", "run", "serve_main", "read_token_file", "run_in_foreground", "module_main",
+           "add_create_argument", "prepare_root"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=defaults.host, help="address to bind (default: loopback only)")
     parser.add_argument("--port", type=int, default=defaults.port, help="port to bind (0: any free port)")
     parser.add_argument("--token-file", help="file holding the token every call must present")
+    parser.add_argument("--allow-remote", action="store_true",
+                        help="allow a non-loopback --host without a token (anyone who reaches it can read and write)")
+    parser.add_argument("--tls-cert", help="PEM certificate (chain) of the server: serve grpc+tls")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--lease-timeout", type=float, default=defaults.lease_timeout,
                         help="seconds an idle RPC scanner lives (default %(default)s)")
     parser.add_argument("--max-request-bytes", type=int, default=defaults.max_request_bytes,
@@ -36,6 +43,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--block-cache-size", type=int, default=defaults.block_cache_size,
                         help="block cache bytes (0 disables it; default %(default)s)")
     parser.add_argument("--read-only", action="store_true", help="serve reads only (takes no table locks)")
+    parser.add_argument("--filter", dest="filter_classes", action="append", default=[], metavar="NAME=MODULE:CLASS",
+                        help="let filter strings call NAME, a user filter class (repeatable; HBase's registerFilter)")
+    add_create_argument(parser)
+
+
+def add_create_argument(parser: argparse.ArgumentParser) -> None:
+    """``--create``: a root folder that does not exist is made instead of refused."""
+    parser.add_argument("--create", action="store_true",
+                        help="make the root folder when it does not exist (default: refuse, as a mistyped path)")
+
+
+def prepare_root(root: str, create: bool) -> None:
+    """Refuse a local root that does not exist unless ``create`` (then make it); refuse a file.
+
+    Serving a mistyped path would answer every call with "no such table"
+    and never say why.  URIs (``s3://``...) are left to their filesystem:
+    an object store has no folders to find.
+    """
+    if "://" in root and not root.startswith("file://"):
+        return
+    path = os.path.abspath(root[len("file://"):] if root.startswith("file://") else root)
+    if os.path.isdir(path):
+        return
+    if os.path.exists(path):
+        raise InvalidArgument(f"--root {root} is a file, not a folder of tables")
+    if not create:
+        raise InvalidArgument(f"--root {root} does not exist (a mistyped path?); pass --create to serve a new, "
+                              "empty root")
+    try:
+        os.makedirs(path)
+    except OSError as exc:
+        raise InvalidArgument(f"cannot create --root {root}: {exc.strerror or exc}") from None
 
 
 def read_token_file(path: str) -> str:
@@ -61,6 +100,9 @@ def _config(args: argparse.Namespace) -> ServerConfig:
         max_scanners_per_client=args.max_scanners_per_client,
         max_scanners=args.max_scanners,
         block_cache_size=args.block_cache_size,
+        allow_remote=args.allow_remote,
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
     )
 
 
@@ -68,10 +110,15 @@ def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; return the exit status."""
     from .service import RegionServer  # pulls in Flight only when serving
 
+    register_filter_specs(args.filter_classes)  # a bad class is refused before the port opens
     config = _config(args)
+    prepare_root(args.root, args.create)
     if not config.loopback and config.token is None:
-        print(f"warning: serving on {config.host} without a token: anyone who can reach it can read and write",
-              file=sys.stderr, flush=True)
+        print(f"warning: serving {config.host} to the network without a token (--allow-remote): anyone who can"
+              " reach the port can read and write every table", file=sys.stderr, flush=True)
+    elif not config.loopback and not config.tls:
+        print(f"warning: serving {config.host} without TLS: the token and the data cross the network in the"
+              " clear (give --tls-cert and --tls-key)", file=sys.stderr, flush=True)
     server = RegionServer(args.root, config, read_only=args.read_only)
 
     return run_in_foreground(server, "region server stopped")

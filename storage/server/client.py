@@ -28,6 +28,7 @@ from ..schema import validate_table_name
 from .auth import AUTH_HEADER, bearer
 from .remote_errors import from_flight_error
 from .remote_table import RemoteTable
+from .tls import TLS_SCHEME, root_certs, split_location
 from .wire import Message, decode_message, encode_message
 
 __all__ = ["connect_remote", "RemoteConnection"]
@@ -39,12 +40,21 @@ _RETRYABLE = (flight.FlightUnavailableError, flight.FlightTimedOutError)
 class _Channel:
     """One Flight client plus the call options (token, timeout); maps errors back to engine classes."""
 
-    def __init__(self, location: str, token: str | None, timeout: float | None):
+    def __init__(self, location: str, token: str | None, timeout: float | None,
+                 tls_root_certs: str | bytes | None = None):
         headers = [(AUTH_HEADER.encode(), bearer(token))] if token else []
         self.location = location
         self.options = flight.FlightCallOptions(headers=headers, timeout=timeout)
+        address, options = split_location(location)
+        if tls_root_certs is None:
+            tls_root_certs = options.get("tls_root_certs")
+        tls = {}
+        if tls_root_certs is not None:
+            if not address.startswith(TLS_SCHEME + "://"):
+                raise InvalidArgument(f"tls_root_certs needs a {TLS_SCHEME}:// location, got {location}")
+            tls = {"tls_root_certs": root_certs(tls_root_certs)}
         try:
-            self.client = flight.FlightClient(location)
+            self.client = flight.FlightClient(address, **tls)
         except (flight.FlightError, pa.ArrowException) as exc:
             raise InvalidArgument(f"cannot connect to {location}: {exc}") from None
         self.rpc_calls = 0
@@ -88,30 +98,35 @@ class _Channel:
         self.client.close()
 
 
-def connect_remote(root: str, token: str | None = None, timeout: float | None = None, **options: Any) -> "RemoteConnection":
-    """Connect to the region server at ``root`` (``grpc://host:port``).
+def connect_remote(root: str, token: str | None = None, timeout: float | None = None,
+                   tls_root_certs: str | bytes | None = None, **options: Any) -> "RemoteConnection":
+    """Connect to the region server at ``root`` (``grpc://host:port`` or ``grpc+tls://host:port``).
 
     ``token`` is sent with every call when the server requires one;
-    ``timeout`` (seconds) bounds each call.  The embedded-only options
+    ``timeout`` (seconds) bounds each call; ``tls_root_certs`` (PEM bytes or
+    a file path) are the roots a ``grpc+tls`` server's certificate must
+    chain to (default: the system's).  The embedded-only options
     (``read_only``, ``block_cache_size``, ``wal_sync``) belong to the server.
     """
     if options:
         raise InvalidArgument(
-            f"unknown options for a remote connection: {sorted(options)}; a remote connection takes token and timeout"
+            f"unknown options for a remote connection: {sorted(options)}; a remote connection takes token,"
+            " timeout and tls_root_certs"
         )
-    return RemoteConnection(root, token=token, timeout=timeout)
+    return RemoteConnection(root, token=token, timeout=timeout, tls_root_certs=tls_root_certs)
 
 
 class RemoteConnection:
     """A connection to a region server; same calls as :class:`storage.table.connection.Connection`."""
 
-    def __init__(self, location: str, *, token: str | None = None, timeout: float | None = None):
+    def __init__(self, location: str, *, token: str | None = None, timeout: float | None = None,
+                 tls_root_certs: str | bytes | None = None):
         if not isinstance(location, str) or "://" not in location:
             raise InvalidArgument(f"location must be a URI like grpc://host:port, got {location!r}")
         if token is not None and (not isinstance(token, str) or not token):
             raise InvalidArgument("token must be a non-empty string")
         self.root = location
-        self._channel = _Channel(location, token, timeout)
+        self._channel = _Channel(location, token, timeout, tls_root_certs)
         self._info: dict | None = None
         self.closed = False
 

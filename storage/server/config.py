@@ -43,6 +43,11 @@ class ServerConfig:
     (in all) is refused with :class:`~storage.server.remote_errors.LimitExceeded`.
     ``max_next_bytes`` caps the size of one next() answer, whatever the
     client asks for (HBase's ``hbase.server.scanner.max.result.size``).
+
+    A host other than loopback needs a ``token``, or ``allow_remote`` to
+    serve anyone who can reach the port.  ``tls_cert`` and ``tls_key``
+    (PEM file paths, both or neither) make the server speak ``grpc+tls``,
+    so the token and the data are encrypted on the network.
     """
 
     host: str = "127.0.0.1"
@@ -55,11 +60,22 @@ class ServerConfig:
     max_scanners_per_client: int = 64
     max_scanners: int = 1024
     block_cache_size: int = 256 << 20
+    allow_remote: bool = False
+    tls_cert: str | None = None
+    tls_key: str | None = None
 
     def __post_init__(self) -> None:
         check_common(self)
         if self.token is not None and (not isinstance(self.token, str) or not self.token.strip()):
             raise InvalidArgument("token must be a non-empty string when given")
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise InvalidArgument("TLS needs both a certificate and its key (--tls-cert and --tls-key)")
+        if not self.loopback and self.token is None and not self.allow_remote:
+            raise InvalidArgument(
+                f"refusing to bind {self.host} without a token: anyone who can reach the port could read and"
+                " write every table; bind loopback, give --token-file (with --tls-cert/--tls-key), or pass"
+                " --allow-remote"
+            )
         if not isinstance(self.lease_timeout, (int, float)) or self.lease_timeout <= 0:
             raise InvalidArgument(f"lease_timeout must be a positive number of seconds, got {self.lease_timeout!r}")
 
@@ -67,6 +83,11 @@ class ServerConfig:
     def loopback(self) -> bool:
         """True when the server only accepts connections from this machine."""
         return is_loopback(self.host)
+
+    @property
+    def tls(self) -> bool:
+        """True when the server speaks ``grpc+tls``."""
+        return self.tls_cert is not None
 
     def limits(self) -> dict:
         """The limits a client may want to know (sent by the server_info action)."""

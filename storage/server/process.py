@@ -6,6 +6,8 @@
 (or leaving the ``with`` block) terminates it, killing it if it lingers.
 ``module="storage.thrift"`` runs the HBase Thrift gateway the same way, and
 ``module=("jobs.cli", "thrift")`` runs it as the ``regionscan thrift`` command.
+A root folder that does not exist yet is made (``--create``); ``create=False``
+leaves that to the caller's own arguments.
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ class ServerProcess:
     """A region server child process on an ephemeral loopback port."""
 
     def __init__(self, root: str, *args: str, start_timeout: float = 30.0, env: dict | None = None,
-                 module: str | tuple[str, ...] = "storage.server"):
+                 module: str | tuple[str, ...] = "storage.server", create: bool = True):
         self.root = root
         command = (module,) if isinstance(module, str) else tuple(module)
-        cmd = [sys.executable, "-m", *command, "--root", str(root), "--port", "0", *map(str, args)]
+        cmd = [sys.executable, "-m", *command, "--root", str(root), "--port", "0", *(["--create"] if create else []),
+               *map(str, args)]
         child_env = dict(os.environ if env is None else env)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (here, child_env.get("PYTHONPATH")) if p)

@@ -18,7 +18,10 @@ the region views and file readers it held.  A later next() on it raises
 :class:`LeaseExpired`; an id never issued raises :class:`UnknownScanner`.
 
 Streams (do_get) have the same lease: the reaper expires a stream that has
-waited for its client past the lease (see :mod:`storage.server.streams`).
+waited for its client past the lease (see :mod:`storage.server.streams`),
+and cancels the call still blocked handing over its last batch by closing
+its client connection (:attr:`ScannerRegistry.cancel_connection`), unless
+a live stream shares that connection.
 Limits count per client host (:func:`peer_host`), over all its connections.
 """
 
@@ -260,6 +263,11 @@ class ScannerRegistry:
         # until the thread is released, so one client cannot pin more threads than that.
         self._draining: dict[str, StreamEntry] = {}
         self.streams_expired_total = 0
+        # Set by the server: shut down the connection of a gRPC peer (see
+        # storage.server.connections), so a handler blocked in a send returns.
+        self.cancel_connection: Callable[[str], int] | None = None
+        self.connections_cancelled_total = 0
+        self._cancelled: set[str] = set()  # peers whose connection was shut down, while they drain
         self._expired: OrderedDict[str, None] = OrderedDict()
         self._stop = threading.Event()
         self._reaper: threading.Thread | None = None
@@ -291,6 +299,7 @@ class ScannerRegistry:
                         self._draining[entry.stream_id] = entry
                     self.streams_expired_total += 1
                 count += 1
+        self._cancel_blocked()
         for scanner in stale:
             # A scanner whose lock is held is serving a call: it is not idle.
             if scanner.lock.acquire(blocking=False):
@@ -301,6 +310,26 @@ class ScannerRegistry:
                 finally:
                     scanner.lock.release()
         return count
+
+    def _cancel_blocked(self) -> None:
+        """Close the connections whose streams all expired, so their blocked handlers return.
+
+        A connection that also carries a live stream is left alone (closing it
+        would cut that stream off too); its expired streams keep counting
+        against the client until it ends.
+        """
+        if self.cancel_connection is None:
+            return
+        with self._mutex:
+            live = {e.peer for e in self._streams.values()}
+            draining = {e.peer for e in self._draining.values()}
+            self._cancelled &= draining
+            blocked = draining - live - self._cancelled
+        for peer in sorted(blocked):
+            if self.cancel_connection(peer):
+                with self._mutex:
+                    self._cancelled.add(peer)
+                    self.connections_cancelled_total += 1
 
     def _expire(self, scanner: RpcScanner) -> None:
         with self._mutex:
@@ -428,10 +457,12 @@ class ScannerRegistry:
             draining = list(self._draining.values())
             expired = self.expired_total
             streams_expired = self.streams_expired_total
+            cancelled = self.connections_cancelled_total
         return {
             "scanners": [s.describe() for s in scanners],
             "streams": [s.describe() for s in streams],
             "draining_streams": [s.describe() for s in draining],
             "expired_total": expired,
             "streams_expired_total": streams_expired,
+            "connections_cancelled_total": cancelled,
         }

@@ -28,9 +28,11 @@ from ..errors import clip
 from ..table.table import Table
 from .auth import TokenMiddlewareFactory
 from .config import ServerConfig
+from .connections import shutdown_connection
 from .remote_errors import LimitExceeded, RequestFieldError, to_flight_error
 from .scanners import ScannerRegistry
 from .streams import StreamIterator
+from .tls import TLS_SCHEME, read_pem
 from .wire import ACTIONS, PROTOCOL_VERSION, SCAN_OPTIONS, decode_message, encode_message
 
 __all__ = ["RegionServer", "scan_kwargs", "table_read_counters"]
@@ -128,15 +130,22 @@ class RegionServer(flight.FlightServerBase):
         self.config = config = config or ServerConfig()
         host = f"[{config.host}]" if ":" in config.host else config.host
         middleware = {"auth": TokenMiddlewareFactory(config.token)} if config.token else {}
-        super().__init__(f"grpc://{host}:{config.port}", middleware=middleware)
+        scheme, certificates = "grpc", []
+        if config.tls:  # read (and refused) before the port is bound
+            scheme = TLS_SCHEME
+            certificates = [flight.CertKeyPair(cert=read_pem(config.tls_cert, "--tls-cert"),
+                                               key=read_pem(config.tls_key, "--tls-key"))]
+        super().__init__(f"{scheme}://{host}:{config.port}", middleware=middleware, tls_certificates=certificates)
         try:
             self.connection = Connection(root, read_only=read_only, block_cache_size=config.block_cache_size)
         except BaseException:
             super().shutdown()  # the port is already bound
             raise
         self.registry = ScannerRegistry(config.lease_timeout, config.max_scanners_per_client, config.max_scanners)
+        self.registry.cancel_connection = lambda peer: shutdown_connection(peer, self.port)
         self.registry.start()
         self._host = host
+        self._scheme = scheme
         self._closed = False
         self._close_lock = threading.Lock()
         self._handlers: dict[str, Callable[[str, dict], tuple[dict, bytes]]] = {
@@ -145,8 +154,8 @@ class RegionServer(flight.FlightServerBase):
 
     @property
     def location(self) -> str:
-        """The URI clients connect to, ``grpc://host:port``."""
-        return f"grpc://{self._host}:{self.port}"
+        """The URI clients connect to, ``grpc://host:port`` (``grpc+tls://`` with TLS)."""
+        return f"{self._scheme}://{self._host}:{self.port}"
 
     # -- Flight entry points --------------------------------------------------
     def list_actions(self, context):

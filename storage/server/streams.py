@@ -3,11 +3,12 @@
 Flight pulls the next batch only when gRPC has taken the last one, so a
 client that stops reading holds its stream still (flow control).  A stream
 that waits longer than the lease is expired by the registry's reaper: its
-scan is closed at once (region views and file readers freed) and the
-handler thread, still blocked handing over the last batch, ends the call
-with :class:`~storage.server.remote_errors.LeaseExpired` as soon as gRPC
-returns (the client reads again, or goes away).  Until then the stream
-counts against its client's limit (see ``ScannerRegistry``).
+scan is closed at once (region views and file readers freed), and the
+registry closes the client's connection so the handler thread, blocked
+handing over the last batch, returns (see :mod:`storage.server.connections`).
+A client that reads again before that gets
+:class:`~storage.server.remote_errors.LeaseExpired`.  Until the thread is
+released the stream counts against its client's limit (see ``ScannerRegistry``).
 """
 
 from __future__ import annotations

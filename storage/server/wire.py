@@ -166,13 +166,15 @@ def decode_message(data: bytes | memoryview | pa.Buffer, what: str = "message") 
     view = memoryview(data) if not isinstance(data, memoryview) else data
     if len(view) < PRELUDE.size:
         raise MalformedRequest(f"{what} is {len(view)} bytes, shorter than the {PRELUDE.size}-byte prelude")
-    magic, version, _flags, header_len = PRELUDE.unpack_from(view, 0)
+    magic, version, flags, header_len = PRELUDE.unpack_from(view, 0)
     if magic != MAGIC:
         raise MalformedRequest(f"{what} does not start with the {MAGIC!r} magic (got {bytes(magic)!r})")
     if version != PROTOCOL_VERSION:
         raise MalformedRequest(
             f"{what} uses wire protocol version {version}; this side speaks version {PROTOCOL_VERSION}"
         )
+    if flags:
+        raise MalformedRequest(f"{what} has flags {flags:#06x}; wire protocol version 1 defines none")
     end = PRELUDE.size + header_len
     if end > len(view):
         raise MalformedRequest(f"{what} header length {header_len} runs past the end ({len(view)} bytes)")
@@ -204,5 +206,7 @@ def ipc_to_batches(payload: bytes | memoryview) -> list[pa.RecordBatch]:
     """Read every record batch of an IPC stream payload (zero-copy over ``payload``)."""
     if len(payload) == 0:
         return []
-    reader = pa.ipc.open_stream(pa.py_buffer(payload))
-    return list(reader)
+    try:
+        return list(pa.ipc.open_stream(pa.py_buffer(payload)))
+    except (pa.ArrowException, OSError) as exc:  # cut or damaged: one line, not Arrow's traceback
+        raise MalformedRequest(f"message payload is not a complete Arrow IPC stream: {exc}") from None

@@ -49,7 +49,7 @@ import pyarrow as pa
 from ..errors import CorruptionError, StorageError
 from ._block import Block
 from ._block_v2 import _unpack_section, decode_keys, dense_key_schema, qualifier_table
-from ._dense import DenseBlock
+from .dense import DenseBlock
 from ._pools import LazyPool, prefetch_pool
 from .block_source import BlockSource
 from .format import BLOCK_V2_HEADER_SIZE, BLOCK_V2_MAGIC, BlockLayout, ChecksumType

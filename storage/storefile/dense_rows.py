@@ -1,6 +1,6 @@
 """Row batches straight from dense store file blocks: slices, no gather, no pivot.
 
-A dense block (``storage.storefile._dense.DenseBlock``) already holds one
+A dense block (``storage.storefile.dense.DenseBlock``) already holds one
 value column per qualifier, aligned with its row keys, which is the shape a
 scan into Arrow rows returns.  The streaming scan path hands such blocks to
 :func:`dense_rows`, which picks the requested columns, applies value filters
@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 
 from ..cells import CELL_SCHEMA, CellType
 from ..columns import parse_column
-from ._dense import DenseBlock, constant_binary
-from ._kernels import row_starts
+from .dense import DenseBlock, constant_binary
+from ..kernels.order import row_starts
 
 __all__ = [
     "dense_columns", "dense_rows", "row_schema", "dense_filter", "filter_masks",

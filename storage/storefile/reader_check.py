@@ -7,7 +7,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptionError
-from ._kernels import first_unsorted, key_at, row_starts
+from ..kernels.order import first_unsorted, row_starts
+from .block_cells import key_at
 
 
 class ReaderCheck:

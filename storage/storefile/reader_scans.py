@@ -11,8 +11,9 @@ import pyarrow as pa
 from ..errors import InvalidArgument
 from ._block import Block
 from ._block_v2 import cells_with
-from ._dense import DenseBlock
-from ._kernels import count_rows_below, reverse_rows_order, row_starts
+from .dense import DenseBlock
+from .block_cells import count_rows_below
+from ..kernels.order import reverse_rows_order, row_starts
 from ._key_runs import key_units
 from ._pools import prefetch_pool
 
@@ -51,7 +52,7 @@ def _block_part(
     if dense is not None:
         piece = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
         if keys_only and piece.values is not None:
-            piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None)
+            piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None, piece._cells)
         return BlockPart(None, piece, continued, open_, family)
     batch = block.batch
     if keys_only and not block.keys_only:

@@ -20,15 +20,8 @@ from ..errors import InvalidArgument
 from ..vfs.fs import FileSystem
 from ._block import encode_block
 from ._block_v2 import encode_block_v2
-from ._kernels import (
-    CELL_OVERHEAD,
-    cell_at,
-    cell_sizes,
-    first_unsorted,
-    key_at,
-    key_run_end,
-    row_starts,
-)
+from .block_cells import CELL_OVERHEAD, cell_at, cell_sizes, key_at, key_run_end
+from ..kernels.order import first_unsorted, row_starts
 from .bloom import RowBloomFilter, row_hash_pairs
 from .codecs import get_codec
 from .fileinfo import FileInfo

@@ -10,8 +10,8 @@ import pyarrow.compute as pc
 from ..cells import Cell
 from ..errors import InvalidArgument
 from ._block_v2 import encode_block_v2
-from ._dense import DenseBlock
-from ._kernels import CELL_OVERHEAD
+from .dense import DenseBlock
+from .block_cells import CELL_OVERHEAD
 from .bloom import row_hash_pairs
 
 _MAX_BODY = (1 << 32) - 1  # block header sizes are 32-bit

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from ..errors import InvalidArgument, clip
-from ..keys import prefix_stop
+from ..keys import key_after, prefix_stop
 
 __all__ = ["row_range"]
 
@@ -61,6 +61,6 @@ def row_range(
         row_stop = _check_bytes(row_stop, "row_stop")
     if not reverse:
         return row_start or b"", row_stop or None
-    low = b"" if not row_stop else row_stop + b"\x00"
-    high = None if not row_start else row_start + b"\x00"
+    low = b"" if not row_stop else key_after(row_stop)
+    high = None if not row_start else key_after(row_start)
     return low, high

@@ -143,7 +143,9 @@ class Connection:
                 continue
             for entry in sorted(self.fs.listdir(folder)):
                 path = f"{folder}/{entry}" if folder else entry
-                if not is_namespace_dir(entry) and self.fs.exists(f"{path}/{TABLE_MANIFEST}"):
+                # a dot name is never a table (a table being deleted is moved to one)
+                if not is_namespace_dir(entry) and not entry.startswith(".") \
+                        and self.fs.exists(f"{path}/{TABLE_MANIFEST}"):
                     names.append(entry.encode() if space == DEFAULT_NAMESPACE else f"{space}:{entry}".encode())
         return names
 
@@ -224,9 +226,19 @@ class Connection:
                 # table aside now (so the name is free at once) and delete it
                 # when the last of them ends.
                 trash = f".deleted-{path.replace('/', '-')}-{uuid.uuid4().hex[:12]}"
-                self.fs.rename(path, trash)
-                self.fs.delete(f"{trash}/{TABLE_MANIFEST}", missing_ok=True)
-                table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
+                try:
+                    self.fs.rename(path, trash)
+                except BaseException:
+                    if not self.fs.exists(trash):  # not moved: the table stays open, whole
+                        self._tables[name] = table
+                        raise
+                    # moved, but making the move durable failed: finish the delete, then report
+                    table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
+                    raise
+                try:
+                    self.fs.delete(f"{trash}/{TABLE_MANIFEST}", missing_ok=True)
+                finally:
+                    table.close("was deleted", done=lambda: self.fs.delete_dir(trash))
                 return
             if table is not None:
                 table.close("was deleted")

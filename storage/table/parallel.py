@@ -42,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
+from ..keys import clip_bounds, clip_range
 from .arguments import row_range
 
 __all__ = ["ParallelScanner", "parallel_scan", "region_tasks"]
@@ -70,11 +71,9 @@ def region_tasks(regions: list[dict], low: bytes, high: bytes | None) -> list[tu
     tasks = []
     for r in regions:
         start, end = r["start_key"], r["end_key"] or None
-        lo = max(low, start)
-        hi = end if high is None else (high if end is None else min(high, end))
-        if hi is not None and lo >= hi:
-            continue
-        tasks.append((lo, hi))
+        piece = clip_range(start, end, low, high)
+        if piece is not None:
+            tasks.append(piece)
     return tasks
 
 
@@ -134,8 +133,7 @@ class ParallelScanner:
         if callable(getattr(self.table, "snapshot", None)):
             snapshot = self.table.snapshot(low or None, high)
             options["snapshot"] = snapshot
-            tasks = [(max(low, v.start), v.end if high is None or (v.end is not None and v.end < high) else high)
-                     for v in snapshot.views]
+            tasks = [clip_bounds(v.start, v.end, low, high) for v in snapshot.views]
         else:
             tasks = region_tasks(self.table.regions(), low, high)
         if reverse:

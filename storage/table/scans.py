@@ -15,10 +15,11 @@ from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
 from ..errors import InvalidArgument, clip
 from ..filters import coerce_filter
-from ..keys import _intersect_spans
+from ..filters.base import scan_copy
+from ..keys import intersect
 from ..read.batch_scan import BatchScan, scan_region_batches
-from ..read.python_rows import cells_to_dicts
-from ..read.snapshot import ReadSnapshot, _release_views
+from ..read.python_rows import cells_to_dicts, rows_to_dicts
+from ..read.snapshot import ReadSnapshot, release_views
 from ..region.region import Region
 from ..region.view import RegionView
 from ..scanner import ScanSpec, TableScanner
@@ -110,12 +111,11 @@ class TableScans:
         flt = coerce_filter(filter)
         spans = [(low, high)]
         if flt is not None:
-            flt = flt.copy()
-            flt.reset()
+            flt = scan_copy(flt, reverse)
             ranges = flt.row_ranges()
             if ranges is not None:
                 # seek to each range the filter allows instead of filtering the gaps
-                spans = _intersect_spans(low, high, ranges)
+                spans = intersect([(low, high)], list(ranges))
         scan = BatchScan(
             low=low,
             high=high,
@@ -166,6 +166,13 @@ class TableScans:
             row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
             max_versions, limit, reverse, output, include_timestamp, batch_size,
         )
+        return self._open_batches(scan, spans, metrics, snapshot)
+
+    def _open_batches(self, scan: BatchScan, spans, metrics: ScanMetrics | None,
+                      snapshot: "ReadSnapshot | None" = None) -> Iterator[pa.RecordBatch]:
+        """Open a checked batch scan: fix its read point and lease its views (or
+        take ``snapshot``'s), and return its batches."""
+        reverse = scan.reverse
         if snapshot is not None:
             plan = snapshot.plan(spans)
         else:
@@ -176,7 +183,7 @@ class TableScans:
         owned = [] if snapshot is not None else [view for view, _, _ in plan]
         batches = self._plan_batches(scan, plan, metrics, owned)
         # a scan dropped before its first batch never runs its finally: release then
-        weakref.finalize(batches, _release_views, owned)
+        weakref.finalize(batches, release_views, owned)
         return batches
 
     def snapshot(self, row_start: bytes | None = None, row_stop: bytes | None = None) -> "ReadSnapshot":
@@ -197,7 +204,8 @@ class TableScans:
                 region_scan = dataclasses.replace(scan, low=lo, high=hi, limit=remaining)
                 for batch in scan_region_batches(view, region_scan, metrics):
                     if remaining is not None or metrics is not None:
-                        rows = batch.num_rows if scan.output == "rows" else len(kernels.row_boundaries(batch))
+                        as_rows = scan.output == "rows" or batch.schema.names[0] == "key"  # row_dicts row batches
+                        rows = batch.num_rows if as_rows else len(kernels.row_boundaries(batch))
                         if remaining is not None:
                             remaining -= rows
                         if metrics is not None:
@@ -212,7 +220,7 @@ class TableScans:
                 if scan.filter is not None and scan.filter.filter_all_remaining():
                     break
         finally:
-            _release_views(owned)
+            release_views(owned)
             if metrics is not None:
                 metrics.time_ms += (time.perf_counter() - started) * 1000
 
@@ -255,11 +263,18 @@ class TableScans:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         if scan_batching is not None and (not isinstance(scan_batching, int) or scan_batching < 1):
             raise InvalidArgument(f"scan_batching must be a positive int, got {scan_batching!r}")
-        for batch in self.scan_batches(
-            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
-            limit, reverse, "cells", include_timestamp,
-        ):
-            yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
+        scan, spans = self._batch_scan(
+            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
+            max_versions, limit, reverse, "cells", include_timestamp,
+        )
+        if scan_batching is None:
+            # dense blocks may come as row batches: dicts zipped from whole columns
+            scan = dataclasses.replace(scan, row_dicts=True)
+        for batch in self._open_batches(scan, spans, None):
+            if batch.schema.names[0] == "key":
+                yield from rows_to_dicts(batch, include_timestamp, sorted_columns)
+            else:
+                yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
 
     def scanner(
         self,
@@ -292,8 +307,7 @@ class TableScans:
         # One filter copy serves the whole scan (a PageFilter counts across regions).
         flt = coerce_filter(filter)
         if flt is not None:
-            flt = flt.copy()
-            flt.reset()
+            flt = scan_copy(flt, reverse)
         spec = ScanSpec(
             start_row=b"" if reverse else low,
             stop_row=None if reverse else high,
@@ -314,8 +328,8 @@ class TableScans:
             for view, _, _ in plan
         ]
         views = [view for view, _, _ in plan]
-        scanner = TableScanner(factories, spec, metrics, on_close=lambda: _release_views(views))
-        weakref.finalize(scanner, _release_views, views)  # a scanner never closed
+        scanner = TableScanner(factories, spec, metrics, on_close=lambda: release_views(views))
+        weakref.finalize(scanner, release_views, views)  # a scanner never closed
         return scanner
 
     def count(self, row_start: bytes | None = None, row_stop: bytes | None = None, row_prefix: bytes | None = None) -> int:

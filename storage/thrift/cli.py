@@ -13,8 +13,9 @@ import gc
 import logging
 import sys
 
-from ..server.cli import module_main, run_in_foreground
+from ..server.cli import add_create_argument, module_main, prepare_root, run_in_foreground
 from .config import DEFAULT_PORT, GatewayConfig
+from ..filters.registry import register_filter_specs
 
 __all__ = ["add_arguments", "run", "thrift_main"]
 
@@ -57,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not read a scanner's next batch while the client handles the last")
     parser.add_argument("--block-cache-size", type=int, default=d.block_cache_size,
                         help="block cache bytes (0 disables it; default %(default)s)")
+    parser.add_argument("--filter", dest="filter_classes", action="append", default=[], metavar="NAME=MODULE:CLASS",
+                        help="let filter strings call NAME, a user filter class (repeatable; HBase's registerFilter)")
+    add_create_argument(parser)
 
 
 def _config(args: argparse.Namespace) -> GatewayConfig:
@@ -87,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
     from .server import ThriftGateway
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    register_filter_specs(args.filter_classes)  # a bad class is refused before the port opens
     config = _config(args)
+    prepare_root(args.root, args.create)
     if not config.loopback:
         print(f"warning: serving {config.host} to the network (--allow-remote): Thrift 1 carries no credentials, "
               "so anyone who can reach the port can read and write every table", file=sys.stderr, flush=True)

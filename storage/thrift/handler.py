@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 from ..table.connection import Connection
 from ..errors import InvalidArgument, TableNotFound
+from ..keys import key_after
 from ..schema import validate_table_name
 from .convert import (
     cells_of_batches,
@@ -222,7 +223,7 @@ class HbaseHandler:
         table = self._table(tableName)
         row = _row(row)
         return cells_of_batches(table.scan_batches(
-            row_start=row, row_stop=row + b"\x00", columns=read_columns([column]), timestamp=timestamp,
+            row_start=row, row_stop=key_after(row), columns=read_columns([column]), timestamp=timestamp,
             max_versions=versions, output="cells",
         ))
 

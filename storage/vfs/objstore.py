@@ -17,7 +17,8 @@ Configuration comes the way pyarrow and the AWS tools take it:
 - credentials from the environment (``AWS_ACCESS_KEY_ID``,
   ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``), an AWS profile or an
   instance role, never from the root URI printed in plans and logs;
-- URI query parameters ``endpoint_override`` (``host:port``), ``scheme``
+- URI query parameters ``endpoint_override`` (``host:port``, or with its
+  scheme, ``http://host:port``, URL-encoded or not), ``scheme``
   (``http``/``https``) and ``region``, as ``pyarrow.fs.S3FileSystem.from_uri``
   spells them, else ``AWS_ENDPOINT_URL_S3`` / ``AWS_ENDPOINT_URL`` and
   ``AWS_REGION`` / ``AWS_DEFAULT_REGION``;
@@ -66,6 +67,27 @@ def redact_uri(uri: str) -> str:
     return f"{scheme}://***@{host}" + (f"/{tail}" if tail or rest.endswith("/") else "")
 
 
+def _split_endpoint(value: str, source: str) -> tuple[str, str | None]:
+    """``host:port`` or ``http(s)://host:port[/]`` -> (``host:port``, scheme or None).
+
+    Both forms are what pyarrow's ``endpoint_override`` and the AWS tools'
+    ``AWS_ENDPOINT_URL`` accept; anything else (a path, a query, another
+    scheme) is refused here, at connect, not by a mangled URL at the first
+    request.
+    """
+    text = value.strip()
+    scheme = None
+    if "://" in text:
+        scheme, _, text = text.partition("://")
+        scheme = scheme.lower()
+        if scheme not in ("http", "https"):
+            raise InvalidArgument(f"{source} {value!r}: the endpoint's scheme must be http or https")
+    host, _, rest = text.partition("/")
+    if rest or not host or any(c in host for c in "?#@ "):
+        raise InvalidArgument(f"{source} must be host:port or http(s)://host:port, got {value!r}")
+    return host, scheme
+
+
 @dataclass(frozen=True)
 class S3Settings:
     """Where and how to reach an S3-compatible store (no secrets are printed)."""
@@ -103,12 +125,19 @@ class S3Settings:
             else:
                 known = ", ".join(sorted((*_ARROW_PARAMS, *_ENGINE_PARAMS)))
                 raise InvalidArgument(f"unknown s3 root parameter {key!r} (known: {known})")
-        if "endpoint_override" not in values:
-            env = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-            if env:
-                env_parts = urlsplit(env)
-                values["endpoint_override"] = env_parts.netloc or env_parts.path
-                values.setdefault("scheme", env_parts.scheme or "https")
+        if "endpoint_override" in values:
+            source = "s3 root parameter endpoint_override"
+            endpoint = values["endpoint_override"]
+        else:
+            source = "AWS_ENDPOINT_URL_S3" if os.environ.get("AWS_ENDPOINT_URL_S3") else "AWS_ENDPOINT_URL"
+            endpoint = os.environ.get(source)
+        if endpoint:
+            host, endpoint_scheme = _split_endpoint(endpoint, source)
+            values["endpoint_override"] = host
+            if endpoint_scheme is not None:
+                if values.setdefault("scheme", endpoint_scheme) != endpoint_scheme:
+                    raise InvalidArgument(f"s3 root: {source} {endpoint!r} says {endpoint_scheme} but the "
+                                          f"scheme parameter says {values['scheme']}")
         if values.get("scheme", "https") not in ("http", "https"):
             raise InvalidArgument(f"s3 root parameter scheme must be http or https, got {values['scheme']!r}")
         if "region" not in values:

@@ -25,15 +25,25 @@ from .format import (
     _decode_payload,
 )
 
-__all__ = ["WalReader", "read_wal", "SEGMENT_SUFFIX", "segment_name", "segment_names"]
+__all__ = ["WalReader", "read_wal", "SEGMENT_SUFFIX", "segment_name", "segment_names", "segment_last_seq"]
 
 SEGMENT_SUFFIX = ".seg"
 """A WAL kept as segment objects (storage.wal.segments) is a directory of these."""
 
 
-def segment_name(first_seq_id: int) -> str:
-    """The object name of a segment whose first record has ``first_seq_id``."""
-    return f"{first_seq_id:020d}{SEGMENT_SUFFIX}"
+def segment_name(first_seq_id: int, last_seq_id: int) -> str:
+    """The object name of a segment holding the records ``first_seq_id`` .. ``last_seq_id``.
+
+    The last id lets a reader see a segment cut at a record boundary.
+    """
+    return f"{first_seq_id:020d}-{last_seq_id:020d}{SEGMENT_SUFFIX}"
+
+
+def segment_last_seq(name: str) -> int | None:
+    """The last sequence id a segment's name promises (None for a ``<first>.seg`` name)."""
+    stem = name[: -len(SEGMENT_SUFFIX)]
+    first, sep, last = stem.partition("-")
+    return int(last) if sep and last.isdigit() else None
 
 
 def segment_names(fs: FileSystem, path: str) -> list[str]:
@@ -87,9 +97,15 @@ class WalReader:
             name = self._fs.uri(path)
             f = pa.BufferReader(self._fs.read_bytes(path))
             size = f.size()
-            end = yield from self._records(f, size, name)
+            last: list[int] = []
+            end = yield from _noting_last(self._records(f, size, name), last)
             if end != size or size < FILE_HEADER_SIZE:
                 raise CorruptionError("WAL segment is incomplete (segments are written whole)", name, end)
+            promised = segment_last_seq(seg)
+            if promised is not None and last != [promised]:
+                raise CorruptionError(
+                    f"WAL segment ends at sequence id {last[0] if last else 'none'}, its name promises {promised}"
+                    " (records are missing)", name, end)
             total += size
         self.file_size = self.valid_length = total
         self.torn_tail_bytes = 0
@@ -141,6 +157,17 @@ class WalReader:
                 yield WalRecord(_PAYLOAD_HEADER.unpack_from(payload, 0)[0], [])
             pos = body + length
         return pos
+
+
+def _noting_last(records: Iterator[WalRecord], last: list[int]) -> Iterator[WalRecord]:
+    """Pass ``records`` through, keeping the last sequence id in ``last``; return their return value."""
+    while True:
+        try:
+            record = next(records)
+        except StopIteration as stop:
+            return stop.value
+        last[:] = [record.seq_id]
+        yield record
 
 
 def _zero_from(f: pa.NativeFile, start: int, size: int) -> bool:

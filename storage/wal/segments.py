@@ -6,14 +6,17 @@ false: ``s3://`` roots) a WAL at ``wal/<name>.wal`` is a directory of
 segments instead of one file.  Each sync writes one segment object holding
 the records appended since the previous sync::
 
-    wal/<name>.wal/<first seq id, 20 digits>.seg
+    wal/<name>.wal/<first seq id, 20 digits>-<last seq id, 20 digits>.seg
 
 A segment is laid out exactly like a WAL file (the file header, then
 records; docs/formats/wal.md), so the reader and the record format are the
 WAL's own.  Names sort in sequence-id order; replay lists the directory and
 reads the segments in name order.  A segment is written with one PUT and is
 either absent or whole, so a segment that ends in a torn record is corrupt,
-never a crash artefact.
+never a crash artefact; its name carries its last sequence id, so a segment
+cut at a record boundary (records lost, the rest intact) is caught as well.
+Names without the last id (``<first>.seg``, written before it was added)
+are still read.
 
 When a segment is written depends on the sync policy (what "acknowledged"
 means on an object store):
@@ -84,8 +87,9 @@ class SegmentWalWriter(WalWriter):
             self._flusher = threading.Thread(target=self._flush_loop, name=f"wal-segments:{path}", daemon=True)
             self._flusher.start()
 
-    def append(self, seq_id: int, cells: Sequence[tuple]) -> int:
-        """Gather one record; durable on return under ``each`` (see the module docstring)."""
+    def append(self, seq_id: int, cells: Sequence[tuple], defer_sync: bool = False) -> int:
+        """Gather one record; durable on return under ``each`` (see the module
+        docstring), or with ``defer_sync`` once the caller's ``sync_to`` returns."""
         record = encode_record(seq_id, cells)
         with self._lock:
             self._check_usable()
@@ -102,7 +106,7 @@ class SegmentWalWriter(WalWriter):
             if self._flusher is not None:
                 self._wake.notify()
         mode = self._policy.mode
-        if mode == "each" or (mode == "none" and end - self._synced >= NONE_SEGMENT_BYTES):
+        if (mode == "each" and not defer_sync) or (mode == "none" and end - self._synced >= NONE_SEGMENT_BYTES):
             self._sync_to(end)
         return len(record)
 
@@ -115,14 +119,14 @@ class SegmentWalWriter(WalWriter):
             if self._synced >= end:
                 return
             with self._lock:
-                records, first = self._pending, self._pending_first
+                records, first, last = self._pending, self._pending_first, self._last_seq
                 self._pending = []
                 target = self._size
             if not records:
                 return
             data = file_header_bytes() + b"".join(records)
             try:
-                self._fs.write_bytes(f"{self.path}/{segment_name(first)}", data)
+                self._fs.write_bytes(f"{self.path}/{segment_name(first, last)}", data)
             except BaseException as exc:
                 self._error = exc
                 raise

@@ -1,4 +1,5 @@
-"""Vectorized kernels over cell batches used by the store file writer and reader.
+"""Per-block cell helpers of the store file writer and reader: cell sizes,
+single cells and keys of a block, runs of equal keys, row counts below a key.
 
 Everything here works on whole Arrow arrays with Arrow compute or NumPy;
 nothing loops over cells in Python.
@@ -15,9 +16,6 @@ from ..cells import Cell
 __all__ = [
     "CELL_OVERHEAD",
     "cell_sizes",
-    "first_unsorted",
-    "row_starts",
-    "reverse_rows_order",
     "count_rows_below",
     "cell_at",
     "key_at",
@@ -39,50 +37,6 @@ def cell_sizes(batch: pa.RecordBatch) -> np.ndarray:
     for name in ("row", "family", "qualifier", "value"):
         total += _np(pc.binary_length(batch.column(name)))
     return total
-
-
-def first_unsorted(batch: pa.RecordBatch) -> int | None:
-    """Index ``i`` of the first cell that sorts before cell ``i - 1``, or None.
-
-    Order is :func:`storage.cells.sort_key` order; equal keys are allowed.
-    The family column is compared too, so the check holds for any batch.
-    """
-    n = batch.num_rows
-    if n < 2:
-        return None
-    bad = np.zeros(n - 1, dtype=bool)
-    tie = np.ones(n - 1, dtype=bool)
-    for name, descending in (("row", False), ("family", False), ("qualifier", False), ("timestamp", True), ("type", True)):
-        col = batch.column(name)
-        prev, cur = col.slice(0, n - 1), col.slice(1)
-        worse = pc.greater(cur, prev) if descending else pc.less(cur, prev)
-        bad |= tie & _np(worse)
-        tie &= _np(pc.equal(cur, prev))
-    hits = np.flatnonzero(bad)
-    return int(hits[0]) + 1 if len(hits) else None
-
-
-def row_starts(rows: pa.Array) -> np.ndarray:
-    """Indices (int64) where a new row begins in a sorted row column, 0 included."""
-    n = len(rows)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    changed = _np(pc.not_equal(rows.slice(1), rows.slice(0, n - 1)))
-    return np.concatenate(([0], np.flatnonzero(changed) + 1)).astype(np.int64)
-
-
-def reverse_rows_order(starts: np.ndarray, n: int) -> np.ndarray:
-    """A take-permutation that reverses the rows but keeps each row's cells in order."""
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.append(starts[1:], n)
-    rs, re = starts[::-1], ends[::-1]
-    lengths = re - rs
-    # Position k of the output belongs to reversed run r(k); its source index is
-    # rs[r] + (k - first output position of run r).
-    run_of = np.repeat(np.arange(len(rs)), lengths)
-    out_first = np.cumsum(lengths) - lengths
-    return (rs[run_of] + (np.arange(n) - out_first[run_of])).astype(np.int64)
 
 
 def count_rows_below(rows: pa.Array, row: bytes) -> int:

@@ -16,7 +16,9 @@ if it is not there either, :class:`SnapshotLost` names it.
 
 Pins can be registered in ``<table>/pins/<expiry ms>-<id>.pin`` (JSON: expiry
 and the pinned paths) so that the engine can defer deleting those files until the
-readers are done or the pin expires; see docs/connector.md.
+readers are done or the pin expires; see docs/connector.md.  The connector's splits and record
+readers read through these; the engine keeps them beside the pins and manifests
+they read.
 """
 
 from __future__ import annotations
@@ -25,20 +27,19 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from storage.errors import StorageError
-from storage.vfs.fs import FileSystem
-from storage.region.manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
-from storage.cells import CELL_SCHEMA
-from storage.memstore.sorted_cells import SortedCells
-from storage.region.view import RegionView
-from storage.schema import FamilySettings
-from storage.region.store import StoreFile, StoreView
-from storage.storefile import BlockCache, StoreFileReader
-from storage.wal.reader import WalReader
-from storage.wal.arrow_decode import payloads_to_table
-
-from storage.region.load_journal import apply_entry, read_journals
-from storage.region.pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin
+from ..cells import CELL_SCHEMA
+from ..errors import StorageError
+from ..memstore.sorted_cells import SortedCells
+from ..schema import FamilySettings
+from ..storefile import BlockCache, StoreFileReader
+from ..vfs.fs import FileSystem
+from ..wal.arrow_decode import payloads_to_table
+from ..wal.reader import WalReader
+from .load_journal import apply_entry, read_journals
+from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
+from .pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin
+from .store import StoreFile, StoreView
+from .view import RegionView
 
 __all__ = [
     "ARCHIVE_DIR",

@@ -1,0 +1,285 @@
+"""Committing a bulk load: staged store files made part of a table atomically.
+
+The engine's half of a bulk load (HBase's ``LoadIncrementalHFiles``); the
+connector stages the files (:mod:`connector.bulkload`), this module commits
+them, on the driver, holding the table's writer lock, so no writer process may
+have the table open:
+
+1. roll forward any earlier committed journal (:func:`recover`);
+2. re-cut staged files whose region was split since staging;
+3. write the journal naming, per region, each staged file and its final
+   name (``<table>/bulkload/<job id>.commit``): the commit point;
+4. move each staged file to ``regions/<region>/<family>/<name>`` and save
+   each region manifest with the new files (overwrite: only them, and the
+   flushed sequence id raised past the WAL so older unflushed edits go too);
+5. delete the journal, then the staging directory; release the lock.
+
+A crash after step 3 leaves a journal that :func:`recover` (run by the next
+commit, by every open of the table, or by hand) completes; readers that pin
+the table apply it too, so they see all of the load or none of it.  The
+journal itself is :mod:`storage.region.load_journal`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import pyarrow as pa
+
+from ..cells import CELL_SCHEMA
+from ..errors import InvalidArgument, TableLocked
+from ..schema import FamilySettings
+from ..storefile import StoreFileReader, StoreFileWriter
+from ..vfs.fs import FileSystem
+from ..wal.reader import WalReader
+from .load_journal import (
+    JOURNAL_DIR,
+    STAGING_DIR,
+    Journal,
+    RegionEntry,
+    load_region_manifest,
+    recover,
+    roll_forward,
+    write_journal,
+)
+from .manifest import TableManifest
+
+__all__ = [
+    "RegionBounds",
+    "StagedFile",
+    "LoadReport",
+    "table_regions",
+    "write_store_file",
+    "prepare_commit",
+    "lock_table",
+    "commit_load",
+    "abort_load",
+    "drop_old_abort_markers",
+    "aborted_marker",
+]
+
+_LOCK_FILE = ".lock"
+
+
+@dataclass(frozen=True)
+class RegionBounds:
+    """A region's id and key range as the load saw it."""
+
+    region_id: str
+    start: bytes
+    end: bytes | None
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """One staged store file (path relative to the table directory)."""
+
+    region_id: str
+    family: str
+    path: str
+    cells: int
+    size: int
+    first_row: bytes
+    last_row: bytes
+
+
+@dataclass
+class LoadReport:
+    """What a commit did."""
+
+    job_id: str
+    mode: str
+    files: int = 0
+    cells: int = 0
+    bytes: int = 0
+    regions: list[str] = field(default_factory=list)
+    recut: int = 0
+
+
+def table_regions(table_fs: FileSystem) -> tuple[list[RegionBounds], dict[str, FamilySettings]]:
+    """The table's regions and family settings from its manifest."""
+    manifest = TableManifest.load(table_fs)
+    regions = [RegionBounds(r.region_id, r.start, r.end) for r in manifest.regions]
+    families = {name: FamilySettings(**opts) for name, opts in manifest.families.items()}
+    return regions, families
+
+
+
+def write_store_file(table_fs: FileSystem, path: str, region_id: str, family: str,
+                     settings: FamilySettings, cells: pa.Table | None, columns: tuple | None = None) -> StagedFile:
+    """Write sorted cells of one family, or its sorted rows as ``columns``
+    (``(keys, qualifiers, values, timestamps)``, see ``StoreFileWriter.append_rows``),
+    into a store file at ``path`` with the family's settings."""
+    parent = path.rsplit("/", 1)[0]
+    table_fs.makedirs(parent)
+    writer = StoreFileWriter(table_fs, path, family=family.encode(), block_size=settings.block_size,
+                             compression=settings.compression, bloom=settings.bloom_filter)
+    try:
+        if columns is not None:
+            keys, qualifiers, values, stamps = columns
+            # aligned zero-copy pieces of the chunked columns, one append_rows each
+            pieces = pa.Table.from_arrays([keys, *values, *stamps], names=[str(i) for i in range(1 + 2 * len(values))])
+            q = len(values)
+            for piece in pieces.to_batches():
+                if piece.num_rows:
+                    cols = piece.columns
+                    writer.append_rows(cols[0], qualifiers, cols[1 : 1 + q], cols[1 + q :])
+        else:
+            writer.append_batch(cells)
+        info = writer.finish(max_seq_id=0)
+    except BaseException:
+        writer.abandon()
+        raise
+    return StagedFile(region_id, family, path, info.cell_count, info.file_size, info.first_cell[0], info.last_cell[0])
+
+
+def _wal_max_seq(rfs: FileSystem) -> int:
+    top = 0
+    for name in rfs.listdir("wal"):
+        if name.endswith(".wal"):
+            for record in WalReader(rfs, f"wal/{name}", decode=False):
+                top = max(top, record.seq_id)
+    return top
+
+
+def _recut(table_fs: FileSystem, staged: StagedFile, regions: Sequence[RegionBounds], settings: FamilySettings,
+           job_id: str) -> list[StagedFile]:
+    """Rewrite a staged file whose region was split into files of the current regions."""
+    out = []
+    reader = StoreFileReader(table_fs, staged.path)
+    try:
+        for region in regions:
+            if region.end is not None and region.end <= staged.first_row:
+                continue
+            if region.start > staged.last_row:
+                break
+            batches = list(reader.scan_batches(region.start or None, region.end))
+            if not batches:
+                continue
+            cells = pa.Table.from_batches(batches, schema=CELL_SCHEMA)
+            if not cells.num_rows:
+                continue
+            stem = staged.path.rsplit(".", 1)[0]
+            path = f"{STAGING_DIR}/{job_id}/recut/{region.region_id}/{staged.family}/{stem.replace('/', '_')}.sf"
+            out.append(write_store_file(table_fs, path, region.region_id, staged.family, settings, cells))
+    finally:
+        reader.close()
+    return out
+
+
+def prepare_commit(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append") -> tuple[Journal, LoadReport]:
+    """Steps 2-3 of a commit: re-cut what a split moved, name the files, write the journal.
+
+    The caller holds the table's writer lock.  Once this returns the load
+    is committed; :func:`roll_forward` makes the manifests show it.
+    """
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgument(f"bulk-load mode must be 'append' or 'overwrite', got {mode!r}")
+    regions, families = table_regions(table_fs)
+    by_id = {r.region_id: r for r in regions}
+    report = LoadReport(job_id, mode)
+    placed: list[StagedFile] = []
+    for sf in staged:
+        if sf.family not in families:
+            raise InvalidArgument(f"staged file {sf.path} is for family {sf.family!r}, which the table lacks")
+        current = by_id.get(sf.region_id)
+        inside = current is not None and current.start <= sf.first_row and (
+            current.end is None or sf.last_row < current.end)
+        if inside:
+            placed.append(sf)
+        else:
+            placed.extend(_recut(table_fs, sf, regions, families[sf.family], job_id))
+            report.recut += 1
+    targets = [r.region_id for r in regions] if mode == "overwrite" else sorted({sf.region_id for sf in placed})
+    manifests = {rid: load_region_manifest(table_fs, rid) for rid in targets}
+    next_ids = {rid: m.next_file_id for rid, m in manifests.items()}
+    entries: dict[str, dict[str, list[str]]] = {rid: {} for rid in targets}
+    moves: dict[str, list[tuple[str, str, str]]] = {}
+    for sf in sorted(placed, key=lambda s: (s.region_id, s.family, s.path)):
+        name = f"{next_ids[sf.region_id]:012d}.sf"
+        next_ids[sf.region_id] += 1
+        entries[sf.region_id].setdefault(sf.family, []).append(name)
+        moves.setdefault(sf.region_id, []).append((sf.family, name, sf.path))
+        report.files += 1
+        report.cells += sf.cells
+        report.bytes += sf.size
+    region_entries = {}
+    for rid in targets:
+        flushed = 0
+        if mode == "overwrite":
+            # past every WAL record, so unflushed edits from before the load are dropped too
+            flushed = max(manifests[rid].flushed_seq_id, _wal_max_seq(table_fs.sub(f"regions/{rid}")))
+        region_entries[rid] = RegionEntry(
+            {f: tuple(n) for f, n in entries[rid].items()}, flushed, tuple(moves.get(rid, ())))
+    journal = Journal(job_id, mode, region_entries, int(time.time() * 1000))
+    write_journal(table_fs, journal)  # the commit point
+    report.regions = targets
+    return journal, report
+
+
+def lock_table(table_fs: FileSystem, job_id: str):
+    """Take the table's writer lock for a bulk-load commit, with an error that says why it is needed."""
+    try:
+        return table_fs.lock(_LOCK_FILE).acquire()
+    except TableLocked as exc:
+        raise TableLocked(f"bulk load {job_id} cannot commit: {exc}; a bulk load needs the table's writer "
+                          "lock, so close the writer processes of this table first") from None
+
+
+def commit_load(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append") -> LoadReport:
+    """Make every staged file of a job part of the table, atomically (see the module docstring).
+
+    Raises :class:`TableLocked` if a writer process has the table open:
+    a bulk load requires that no other writer runs during its commit.
+    """
+    staged = list(staged)
+    lock = lock_table(table_fs, job_id)
+    try:
+        recover(table_fs)
+        drop_old_abort_markers(table_fs)
+        journal, report = prepare_commit(table_fs, job_id, staged, mode)
+        roll_forward(table_fs, journal)
+        table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
+        return report
+    finally:
+        lock.release()
+
+
+def abort_load(table_fs: FileSystem, job_id: str) -> bool:
+    """Delete everything a job staged (every task attempt, finished or not); True if it did.
+
+    A job whose journal was written is committed: its staged files are what
+    :func:`recover` moves into place, so they are kept and False returned.
+    """
+    if table_fs.exists(f"{JOURNAL_DIR}/{job_id}.commit"):
+        return False
+    # the marker first: a task attempt still running sees it once its files are written
+    table_fs.makedirs(STAGING_DIR)
+    table_fs.write_bytes(aborted_marker(job_id), str(int(time.time() * 1000)).encode())
+    table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
+    return True
+
+
+def drop_old_abort_markers(table_fs: FileSystem, older_than_s: float = 3600.0) -> int:
+    """Delete abort markers older than any task attempt can run; returns how many."""
+    cutoff = (time.time() - older_than_s) * 1000
+    dropped = 0
+    for name in table_fs.listdir(STAGING_DIR):
+        if not name.endswith(".aborted"):
+            continue
+        path = f"{STAGING_DIR}/{name}"
+        try:
+            stamp = int(table_fs.read_bytes(path) or b"0")
+        except (OSError, ValueError):
+            stamp = 0  # unreadable: treat as old
+        if stamp < cutoff:
+            table_fs.delete(path, missing_ok=True)
+            dropped += 1
+    return dropped
+
+
+def aborted_marker(job_id: str) -> str:
+    """The file (beside the job's staging folder) that says the job was aborted."""
+    return f"{STAGING_DIR}/{job_id}.aborted"

@@ -1,0 +1,251 @@
+"""The floor plan of the code, checked mechanically (see docs/architecture.md).
+
+- no module of storage/ or connector/ is over 500 lines;
+- the import graph of storage, serde, connector and jobs, built with ``ast``
+  from every import statement (deferred imports inside functions included,
+  type-only imports under ``TYPE_CHECKING`` left out), has no circle;
+- layers: storage imports nothing of serde, connector or jobs; serde nothing
+  of connector or jobs;
+- no module imports a private name (``_x``) or a private module of storage,
+  connector or jobs from outside the package that owns it.
+
+Run as a script (``python3 tests/test_floor_plan.py``) it lists every import
+of storage names by connector/ and jobs/.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("storage", "serde", "connector", "jobs")
+MAX_LINES = 500
+LAYERS = {"storage": {"serde", "connector", "jobs"}, "serde": {"connector", "jobs"}}
+PRIVATE_CHECKED = ("storage", "connector", "jobs")
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted module doing the import
+    target: str  # dotted module imported (a submodule when the name is one)
+    name: str | None  # the name taken from the target (None: the module itself)
+    line: int
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for top in PACKAGES:
+        for path in sorted((REPO / top).rglob("*.py")):
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(module: str, path: Path) -> list[Import]:
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[Import] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if _type_checking(child):
+                for orelse in child.orelse:
+                    visit(orelse)
+                continue
+            if isinstance(child, ast.ImportFrom):
+                if child.level:
+                    base = package.split(".")[: len(package.split(".")) - child.level + 1]
+                    target = ".".join(base + ([child.module] if child.module else []))
+                else:
+                    target = child.module or ""
+                if target.split(".")[0] in PACKAGES:
+                    for alias in child.names:
+                        sub = f"{target}.{alias.name}"
+                        if sub in MODULES:
+                            found.append(Import(module, sub, None, child.lineno))
+                        else:
+                            found.append(Import(module, target, alias.name, child.lineno))
+            elif isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.split(".")[0] in PACKAGES:
+                        found.append(Import(module, alias.name, None, child.lineno))
+            visit(child)
+
+    visit(ast.parse(path.read_text(), str(path)))
+    return found
+
+
+IMPORTS = [imp for module, path in MODULES.items() for imp in _imports(module, path)]
+
+
+def _owner(dotted: str) -> str:
+    """The package a module belongs to (a package is its own owner)."""
+    path = MODULES.get(dotted)
+    if path is not None and path.name == "__init__.py":
+        return dotted
+    return dotted.rpartition(".")[0]
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _is_private(part: str) -> bool:
+    return part.startswith("_") and not part.startswith("__")
+
+
+def private_imports() -> list[str]:
+    """Imports of a private module or name from outside the package that owns it."""
+    bad = []
+    for imp in IMPORTS:
+        if imp.target.split(".")[0] not in PRIVATE_CHECKED:
+            continue
+        parts = imp.target.split(".")
+        private_at = next((i for i, part in enumerate(parts) if _is_private(part)), None)
+        if private_at is not None:
+            owner = ".".join(parts[:private_at])
+        elif imp.name is not None and _is_private(imp.name):
+            owner = _owner(imp.target)
+        else:
+            continue
+        if not _inside(imp.importer, owner):
+            what = imp.target + (f".{imp.name}" if imp.name else "")
+            bad.append(f"{imp.importer}:{imp.line} imports {what} (private to {owner})")
+    return bad
+
+
+def import_cycles() -> list[list[str]]:
+    """Strongly connected groups of more than one module in the import graph."""
+    graph: dict[str, set[str]] = {m: set() for m in MODULES}
+    for imp in IMPORTS:
+        if imp.target in MODULES and imp.target != imp.importer:
+            graph[imp.importer].add(imp.target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        # iterative Tarjan: (node, iterator over its successors)
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            advanced = False
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def test_the_import_graph_is_built_from_the_code():
+    """The checks below see the real graph: known edges are in it, type-only ones are not."""
+    edges = {(imp.importer, imp.target) for imp in IMPORTS}
+    assert ("storage.table.table", "storage.region.region") in edges
+    assert ("storage.wal.open_writer", "storage.wal.segments") in edges
+    assert ("connector.bulkload", "storage.region.load_commit") in edges
+    # RemoteTable's connection type is imported under TYPE_CHECKING only
+    assert ("storage.server.remote_table", "storage.server.client") not in edges
+    assert len(MODULES) > 150
+
+
+def test_no_module_is_over_500_lines():
+    long = {
+        str(path.relative_to(REPO)): n
+        for module, path in MODULES.items()
+        if module.split(".")[0] in ("storage", "connector")
+        and (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_no_import_circle():
+    assert import_cycles() == []
+
+
+def test_layers_import_downward_only():
+    upward = [
+        f"{imp.importer}:{imp.line} imports {imp.target}"
+        for imp in IMPORTS
+        if imp.target.split(".")[0] in LAYERS.get(imp.importer.split(".")[0], ())
+    ]
+    assert upward == []
+
+
+def test_no_private_name_is_imported_from_another_package():
+    assert private_imports() == []
+
+
+def test_the_checks_catch_what_they_look_for(tmp_path):
+    """The cycle and private-name checks report a planted circle and a planted private import."""
+    global IMPORTS
+    saved = IMPORTS
+    try:
+        IMPORTS = saved + [
+            Import("storage.cells", "storage.errors", "X", 1),
+            Import("storage.errors", "storage.cells", "Y", 1),
+            Import("connector.scanning", "storage.kernels.merge", "_hidden", 1),
+            Import("jobs.cli", "storage.storefile._block", "Block", 1),
+        ]
+        assert ["storage.cells", "storage.errors"] in import_cycles()
+        bad = private_imports()
+        assert any("storage.kernels.merge._hidden" in b for b in bad)
+        assert any("storage.storefile._block.Block" in b for b in bad)
+    finally:
+        IMPORTS = saved
+
+
+def storage_imports_of(layers: tuple[str, ...] = ("connector", "jobs")) -> list[str]:
+    """Every import of a storage module or name by the given layers, one line each."""
+    return sorted(
+        f"{imp.importer}: {imp.target}" + (f" import {imp.name}" if imp.name else "")
+        for imp in IMPORTS
+        if imp.importer.split(".")[0] in layers and imp.target.split(".")[0] == "storage"
+    )
+
+
+if __name__ == "__main__":
+    lines = storage_imports_of()
+    print("\n".join(lines))
+    print(f"{len(lines)} imports of storage by connector/ and jobs/", file=sys.stderr)
