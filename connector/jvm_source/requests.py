@@ -257,7 +257,7 @@ def read_schema(req: dict) -> pa.Schema:
     text = req.get("schema")
     if not isinstance(text, str):
         raise InvalidArgument("read needs the Spark schema (JSON)")
-    return to_arrow_schema(StructType.fromJson(json.loads(text)))
+    return to_arrow_schema(StructType.fromJson(json.loads(text)), timezone="UTC")  # Spark reads instants as UTC micros
 
 
 def read_batches(req: dict, target: pa.Schema, stats: dict) -> Iterator[pa.RecordBatch]:
