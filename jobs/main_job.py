@@ -170,8 +170,9 @@ def _prepare(args: argparse.Namespace, timings: list[Timing]) -> None:
 
 
 def _read(spark: Any, args: argparse.Namespace) -> Any:
+    # one task per region, as the job shows (the JVM source would pack small regions by size)
     return (spark.read.format("regionscan").option("root", args.root).option("table", args.table)
-            .option("hbase.columns.mapping", MAPPING).load())
+            .option("hbase.columns.mapping", MAPPING).option("regionscan.pack.splits", "false").load())
 
 
 def _query(spark: Any, args: argparse.Namespace, timings: list[Timing]) -> bool:

@@ -115,8 +115,12 @@ def test_plan_push_count_and_read(worker, root):
     on_n = [{"op": "LessThan", "column": "n", "value": {"t": "int", "v": 10}}]
     assert _ask(port, _req("count", options=options, filters=on_n, aggregates=[{"fn": "count_star"}]))["values"] is None
     schema = '{"type":"struct","fields":[{"name":"s","type":"string","nullable":true,"metadata":{}}]}'
-    plan = _ask(port, _req("plan", options=options, columns=["s"], filters=on_n, schema=schema, parallelism=2))
+    plan = _ask(port, _req("plan", options=options, columns=["s"], filters=on_n, schema=schema, parallelism=1))
     assert plan["ok"] and plan["splits"] == 2  # a value filter narrows no key range: both regions
+    assert len(plan["tasks"]) == 1  # two small splits packed into one task (one core)
+    one_each = _ask(port, _req("plan", options={**options, "regionscan.pack.splits": "false"}, columns=["s"],
+                               filters=on_n, schema=schema, parallelism=2))
+    assert [len(t["splits"]) for t in one_each["tasks"]] == [1, 1]
     splits = [s for t in plan["tasks"] for s in t["splits"]]
     with _send(port, _req("read", options=options, columns=["s"], filters=on_n, schema=schema, splits=splits)) as sock:
         f = sock.makefile("rb")

@@ -24,11 +24,11 @@ from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument
 
 from ..explain import ScanPlan, save_plan
-from ..options import MAX_RESTARTS, conf_int
+from ..options import MAX_RESTARTS, conf_bool, conf_int
 from ..pushdown import PushdownResult, push_filters
 from ..record_reader import TableBatchRecordReader
 from ..scanning import split_row_count
-from ..source import SourceConfig
+from ..source import PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
 
 __all__ = ["decode_filters", "schema", "push", "plan", "count", "read_batches", "pack_splits", "ReadPlan"]
@@ -196,8 +196,11 @@ def plan(req: dict) -> dict:
     result = rp.pushdown()
     splits = rp.input_format(result).get_splits()
     save_plan(rp.base, ScanPlan.build(rp.config, result, splits))  # what connector.explain(df) reads
-    tasks = pack_splits(splits, _int(req, "max_partition_bytes", 128 << 20), _int(req, "open_cost", 4 << 20),
-                        max(1, _int(req, "parallelism", 1)))
+    if conf_bool(rp.base.conf, PACK_SPLITS, True):
+        tasks = pack_splits(splits, _int(req, "max_partition_bytes", 128 << 20), _int(req, "open_cost", 4 << 20),
+                            max(1, _int(req, "parallelism", 1)))
+    else:
+        tasks = [[s] for s in splits]  # regionscan.pack.splits=false: one task per split
     return {
         "tasks": [{"splits": [base64.b64encode(pickle.dumps(s)).decode("ascii") for s in t],
                    "hosts": sorted({s.location for s in t}), "bytes": sum(s.size for s in t)} for t in tasks],
@@ -254,7 +257,7 @@ def read_schema(req: dict) -> pa.Schema:
     text = req.get("schema")
     if not isinstance(text, str):
         raise InvalidArgument("read needs the Spark schema (JSON)")
-    return to_arrow_schema(StructType.fromJson(json.loads(text)))
+    return to_arrow_schema(StructType.fromJson(json.loads(text)), timezone="UTC")  # Spark reads instants as UTC micros
 
 
 def read_batches(req: dict, target: pa.Schema, stats: dict) -> Iterator[pa.RecordBatch]:
