@@ -61,31 +61,87 @@ from jobs.demo import sample_row, split_keys_for  # noqa: E402
 __all__ = ["main"]
 
 COLUMNS = [b"cf:n", b"cf:s"]
+
+
+def _quarter(i: int, rows: int) -> bool:
+    return i % 4 == 3
+
+
+class Layout:
+    """One live-table layout: the writes of the flushed part (``base``), the
+    writes of the quarter left live (``late``), the family's ``max_versions``
+    and the scan's.  Each write is ``(kind, i, timestamp)``: ``put`` puts
+    sample row ``i`` (``put2``, ``put3``: the same key with other values),
+    ``delete`` deletes row ``i``."""
+
+    def __init__(self, base, late, versions: int = 1):
+        self.base, self.late, self.versions = base, late, versions
+
+
+def _puts(pick, kind="put", ts=1000):
+    return lambda rows: ((kind, i, ts) for i in range(rows) if pick(i, rows))
+
+
+def _chain(*parts):
+    return lambda rows: (w for part in parts for w in part(rows))
+
+
+_ALL = lambda i, rows: True  # noqa: E731
+_OTHERS = lambda i, rows: not _quarter(i, rows)  # noqa: E731
+_TAIL = lambda i, rows: i >= rows - rows // 4  # noqa: E731
+
 LAYOUTS = {
-    "interleaved": lambda i, rows: i % 4 == 3,
-    "tail": lambda i, rows: i >= rows - rows // 4,
+    # new keys: every fourth row, or the last quarter of the key space
+    "interleaved": Layout(_puts(_OTHERS), _puts(_quarter)),
+    "tail": Layout(_puts(lambda i, rows: not _TAIL(i, rows)), _puts(_TAIL)),
+    # a quarter of the rows written again (newer timestamp, other values)
+    "rewrite": Layout(_puts(_ALL), _puts(_quarter, "put2", 2000)),
+    # a quarter of the rows deleted (row delete markers)
+    "delete": Layout(_puts(_ALL), _puts(_quarter, "delete", 2000)),
+    # every row written three times, max_versions=3, scanned with all versions
+    "versions": Layout(
+        _chain(_puts(_ALL), _puts(_ALL, "put2", 2000), _puts(_OTHERS, "put3", 3000)),
+        _puts(_quarter, "put3", 3000), versions=3,
+    ),
 }
+VARIANTS = ("memstore", "file")  # where the live quarter is: memstore and WAL, or a second store file
+DEFAULT_LAYOUTS = ("interleaved", "tail", "rewrite", "delete", "versions")
 
 
-def build(conn: storage.Connection, name: str, rows: int, unflushed) -> storage.Table:
-    """Load ``rows`` sample rows; those ``unflushed(i, rows)`` picks stay in the memstore and WAL."""
+def _write(table: storage.Table, writes) -> None:
+    """Apply writes, a batch per timestamp (a batch writes at one timestamp)."""
+    batches: dict = {}
+    for kind, i, ts in writes:
+        batch = batches.get(ts)
+        if batch is None:
+            batch = batches[ts] = table.batch(timestamp=ts, batch_size=10_000)
+        if kind == "delete":
+            batch.delete(sample_row(i, 0)[0])
+            continue
+        key, data = sample_row(i, 100)
+        if kind != "put":  # the same key, other values
+            data = sample_row(i + (7 if kind == "put2" else 13), 100)[1]
+        batch.put(key, data)
+    for batch in batches.values():
+        batch.send()
+
+
+def build(conn: storage.Connection, name: str, rows: int, layout: Layout, variant: str | None) -> storage.Table:
+    """Load ``layout``'s writes of ``rows`` sample rows.  ``variant`` None: all
+    of it flushed and major-compacted; ``"memstore"``: the late quarter stays
+    in the memstore and WAL; ``"file"``: it is flushed into a second store file."""
     table = conn.create_table(
-        name, {"cf": {"max_versions": 1}}, split_keys=split_keys_for(rows, 3),
-        settings={"wal_sync": "none", "memstore_flush_size": 1 << 40},
+        name, {"cf": {"max_versions": layout.versions}}, split_keys=split_keys_for(rows, 3),
+        settings={"wal_sync": "none", "memstore_flush_size": 1 << 40, "compaction_threshold": 1000},
     )
-    late = []
-    with table.batch(batch_size=10_000) as batch:
-        for i in range(rows):
-            if unflushed is not None and unflushed(i, rows):
-                late.append(i)
-                continue
-            key, data = sample_row(i, 100)
-            batch.put(key, data)
+    _write(table, layout.base(rows))
+    if variant is None:
+        _write(table, layout.late(rows))
     table.compact(major=True)
-    with table.batch(batch_size=10_000) as batch:
-        for i in late:
-            key, data = sample_row(i, 100)
-            batch.put(key, data)
+    if variant is not None:
+        _write(table, layout.late(rows))
+        if variant == "file":
+            table.flush()
     return table
 
 
@@ -137,15 +193,16 @@ class Writer:
         self._thread.join()
 
 
-def embedded(table: storage.Table):
+def embedded(table: storage.Table, versions: int = 1):
     def run() -> int:
-        return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
+        return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, max_versions=versions))
     return run
 
 
-def connector(root: str, name: str):
+def connector(root: str, name: str, versions: int = 1):
     fmt = TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": name,
-                            "hbase.mapreduce.scan.columns": "cf:n cf:s"})
+                            "hbase.mapreduce.scan.columns": "cf:n cf:s",
+                            "hbase.mapreduce.scan.maxversions": str(versions)})
     splits = fmt.get_splits()
 
     def run() -> int:
@@ -159,79 +216,120 @@ def connector(root: str, name: str):
     return run
 
 
+def flushed_name(layout: str) -> str:
+    """The flushed table of a layout (``interleaved`` and ``tail`` hold the same rows: one table)."""
+    return "flushed" if layout in ("interleaved", "tail") else f"flushed_{layout}"
+
+
+def _reader(path: str, root: str, tables: dict, name: str, versions: int):
+    return embedded(tables[name], versions) if path == "embedded" else connector(root, name, versions)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--clock", choices=sorted(CLOCKS), default=None,
                         help="cpu (default), wall, or thread (the scanning thread's CPU; default with --writer)")
+    parser.add_argument("--layouts", default=",".join(DEFAULT_LAYOUTS),
+                        help=f"comma-separated layouts among {', '.join(LAYOUTS)} (default: all)")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="where the live quarter is: memstore, file or both (default: both)")
     parser.add_argument("--writer", type=float, default=0, metavar="RATE",
-                        help="scan while a thread puts RATE new rows/s into every table (default: no writer)")
+                        help="scan while a thread puts RATE new rows/s into every table (default: no writer; "
+                             "the memstore variant of the layouts asked for)")
     parser.add_argument("--root", default=None, help="folder for the tables (default: a temporary one)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="with --root: keep its tables from an earlier run (same --rows) instead of building them")
     parser.add_argument("--profile", choices=["embedded", "connector"], default=None,
-                        help="print a cProfile of one live (interleaved) run of this path and stop")
+                        help="print a cProfile of one run of this path on the first layout and variant and stop")
     args = parser.parse_args(argv)
     if args.writer < 0:
         parser.error(f"--writer must be >= 0, not {args.writer}")
+    layouts = [x for x in args.layouts.split(",") if x]
+    variants = [x for x in args.variants.split(",") if x]
+    for x in layouts:
+        if x not in LAYOUTS:
+            parser.error(f"--layouts: unknown layout {x!r} (known: {', '.join(LAYOUTS)})")
+    for x in variants:
+        if x not in VARIANTS:
+            parser.error(f"--variants: unknown variant {x!r} (known: {', '.join(VARIANTS)})")
+    if args.writer:
+        variants = ["memstore"]
     if args.clock is None:
         args.clock = "thread" if args.writer else "cpu"
     bench_scan._clock = CLOCKS[args.clock]
+    if args.reuse and not args.root:
+        parser.error("--reuse needs --root")
     root = args.root or tempfile.mkdtemp(prefix="bench-live-")
-    shutil.rmtree(root, ignore_errors=True)
-    conn = storage.connect(root, block_cache_size=256 << 20)
+    if not args.reuse:
+        shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(root, exist_ok=True)
+    conn = storage.connect(root, block_cache_size=512 << 20)
+    existing = {n.decode() for n in conn.tables()} if args.reuse else set()
     try:
         t0 = time.perf_counter()
-        flushed = build(conn, "flushed", args.rows, None)
-        live = {layout: build(conn, f"live_{layout}", args.rows, pick) for layout, pick in LAYOUTS.items()}
-        print(f"built the flushed table and {len(live)} live tables of {args.rows:,} rows "
-              f"in {time.perf_counter() - t0:.1f}s (clock: {args.clock})")
+        tables: dict = {}
+        for layout in layouts:
+            name = flushed_name(layout)
+            if name not in tables:
+                tables[name] = conn.table(name) if name in existing else build(conn, name, args.rows, LAYOUTS[layout], None)
+            for variant in variants:
+                live = f"live_{layout}_{variant}"
+                tables[live] = conn.table(live) if live in existing else build(conn, live, args.rows, LAYOUTS[layout], variant)
+        print(f"built {len(tables)} tables of {args.rows:,} rows in {time.perf_counter() - t0:.1f}s "
+              f"(clock: {args.clock}; load average {os.getloadavg()[0]:.1f})")
         if args.profile:
-            fn = embedded(live["interleaved"]) if args.profile == "embedded" else connector(root, "live_interleaved")
+            layout = layouts[0]
+            fn = _reader(args.profile, root, tables, f"live_{layout}_{variants[0]}", LAYOUTS[layout].versions)
             fn()
             prof = cProfile.Profile()
             prof.enable()
             fn()
             prof.disable()
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(30)
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(40)
             return 0
         if args.writer:
-            quiet = build(conn, "quiet", args.rows, None)
-            with Writer([flushed, *live.values()], args.rows, args.writer) as writer:
-                failed = _measure(root, flushed, live, args, quiet)
+            quiet = tables["quiet"] = build(conn, "quiet", args.rows, LAYOUTS["interleaved"], None)
+            written = [t for n, t in tables.items() if n != "quiet"]
+            with Writer(written, args.rows, args.writer) as writer:
+                failed = _measure(root, tables, layouts, variants, args, quiet="quiet")
             print(f"writer: {writer.written:,} puts into each table at {args.writer:,.0f} rows/s "
                   f"(rewriting {len(writer.keys):,} rows)")
+            del quiet
             return 1 if failed else 0
-        return 1 if _measure(root, flushed, live, args) else 0
+        return 1 if _measure(root, tables, layouts, variants, args) else 0
     finally:
         conn.close()
         if args.root is None:
             shutil.rmtree(root, ignore_errors=True)
 
 
-def _measure(root: str, flushed: storage.Table, live: dict, args, quiet: storage.Table | None = None) -> bool:
-    """Time both read paths of every table; print the ratios; True when one misses.
-    ``quiet``: a flushed table no writer touches, timed too and compared against."""
+def _measure(root: str, tables: dict, layouts: list, variants: list, args, quiet: str | None = None) -> bool:
+    """Time both read paths of every layout's tables (flushed and live runs
+    alternating); print the ratios; True when one misses.  ``quiet``: a
+    flushed table no writer touches, timed too and compared against."""
     failed = False
     for path in ("embedded", "connector"):
-        runs = [embedded(flushed) if path == "embedded" else connector(root, "flushed")]
-        for layout in LAYOUTS:
-            runs.append(embedded(live[layout]) if path == "embedded" else connector(root, f"live_{layout}"))
-        if quiet is not None:
-            runs.append(embedded(quiet) if path == "embedded" else connector(root, "quiet"))
-        results = bench_scan.best_of(args.repeat, *runs)
-        (base_s, base_n), *others = results
-        quiet_s = others.pop()[0] if quiet is not None else None
-        print(f"{path:<10} flushed              {base_s:8.4f} s  {base_n / base_s:>12,.0f} rows/s")
-        if quiet_s is not None:
-            print(f"{path:<10} flushed, no writer   {quiet_s:8.4f} s")
-        for layout, (secs, n) in zip(LAYOUTS, others):
-            ratio = base_s / secs
-            ok = ratio >= 0.67 and n == base_n
-            failed |= not ok
-            print(f"{path:<10} live ({layout:<11}) {secs:8.4f} s  {n / secs:>12,.0f} rows/s  "
-                  f"{ratio:5.2f}x of flushed  {'meets' if ok else 'MISSES'} >= 0.67x"
-                  + ("" if quiet_s is None else f"  {quiet_s / secs:5.2f}x of quiet")
-                  + ("" if n == base_n else f"  ROW COUNT {n} != {base_n}"))
+        for layout in layouts:
+            versions = LAYOUTS[layout].versions
+            names = [flushed_name(layout)] + [f"live_{layout}_{v}" for v in variants]
+            if quiet is not None:
+                names.append(quiet)
+            results = bench_scan.best_of(args.repeat, *(_reader(path, root, tables, n, versions) for n in names))
+            (base_s, base_n), *others = results
+            quiet_s = others.pop()[0] if quiet is not None else None
+            print(f"{path:<10} {layout:<11} flushed            {base_s:8.4f} s  {base_n / base_s:>12,.0f} rows/s")
+            if quiet_s is not None:
+                print(f"{path:<10} {layout:<11} flushed, no writer {quiet_s:8.4f} s")
+            for variant, (secs, n) in zip(variants, others):
+                ratio = base_s / secs
+                ok = ratio >= 0.67 and n == base_n
+                failed |= not ok
+                print(f"{path:<10} {layout:<11} live, {variant:<12} {secs:8.4f} s  {n / secs:>12,.0f} rows/s  "
+                      f"{ratio:5.2f}x of flushed  {'meets' if ok else 'MISSES'} >= 0.67x"
+                      + ("" if quiet_s is None else f"  {quiet_s / secs:5.2f}x of quiet")
+                      + ("" if n == base_n else f"  ROW COUNT {n} != {base_n}"))
     return failed
 
 

@@ -255,141 +255,195 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
         if count != rows:
             raise RuntimeError(f"{what} returned {count} rows, expected {rows}")
 
-    # 1. full scan into Arrow rows vs pyarrow.parquet.read_table (one thread each)
+    def want(what: str) -> bool:
+        return not args.only or what in args.only
+
     def ours_arrow() -> int:
         return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
 
-    (t_ours, n), (t_pq, n_pq), (t_pq_mt, _) = best_of(
-        repeat, ours_arrow,
-        lambda: pq.read_table(peers.parquet, use_threads=False).num_rows,
-        lambda: pq.read_table(peers.parquet).num_rows,
-    )
-    check(n, "scan_batches")
-    check(n_pq, "parquet")
-    forward_arrow = rate(t_ours, n)
-    out.append(Measurement(
-        "full scan -> Arrow rows (scan_batches)", forward_arrow, "rows/s", "pyarrow.parquet.read_table (1 thread)",
-        rate(t_pq, n_pq), ">= 1.0x", forward_arrow >= rate(t_pq, n_pq),
-        f"Parquet with threads: {rate(t_pq_mt, rows):,.0f} rows/s ({'per CPU-second' if _clock is time.process_time else 'wall'})",
-    ))
-
-    # 2. full scan into Python rows vs iterating the same cells in LMDB and RocksDB
     def ours_python() -> int:
         return sum(1 for _ in table.scan())
 
-    rdb = rocks_open(peers.rocks_path)
-    (t_py, n), (t_lm, n_lm), (t_lm_raw, c_lm), (t_rk, n_rk), (t_rk_raw, c_rk) = best_of(
-        repeat, ours_python, *lmdb_readers(peers.lmdb_path),
-        lambda: _group_cells(rdb.items()), lambda: sum(1 for _ in rdb.items()),
-    )
-    rdb.close()
-    check(n, "scan")
-    check(n_lm, "lmdb")
-    check(n_rk, "rocksdict")
-    forward_py = rate(t_py, n)
-    out.append(Measurement(
-        "full scan -> Python (row, dict) (scan)", forward_py, "rows/s", "LMDB cursor, cells grouped into dicts",
-        rate(t_lm, n_lm), None, None, f"LMDB raw cell iteration: {rate(t_lm_raw, c_lm):,.0f} cells/s",
-    ))
-    out.append(Measurement(
-        "full scan -> Python (row, dict) (scan)", forward_py, "rows/s", "rocksdict items(), cells grouped into dicts",
-        rate(t_rk, n_rk), None, None, f"rocksdict raw cell iteration: {rate(t_rk_raw, c_rk):,.0f} cells/s",
-    ))
+    sq = sqlite3.connect(peers.sqlite)
+    rnd = random.Random(42)
+
+    # 1. full scan into Arrow rows vs pyarrow.parquet.read_table (one thread each)
+    if want("arrow"):
+        (t_ours, n), (t_pq, n_pq), (t_pq_mt, _) = best_of(
+            repeat, ours_arrow,
+            lambda: pq.read_table(peers.parquet, use_threads=False).num_rows,
+            lambda: pq.read_table(peers.parquet).num_rows,
+        )
+        check(n, "scan_batches")
+        check(n_pq, "parquet")
+        forward_arrow = rate(t_ours, n)
+        out.append(Measurement(
+            "full scan -> Arrow rows (scan_batches)", forward_arrow, "rows/s", "pyarrow.parquet.read_table (1 thread)",
+            rate(t_pq, n_pq), ">= 1.0x", forward_arrow >= rate(t_pq, n_pq),
+            f"Parquet with threads: {rate(t_pq_mt, rows):,.0f} rows/s ({'per CPU-second' if _clock is time.process_time else 'wall'})",
+        ))
+
+    # 2. full scan into Python rows vs iterating the same cells in LMDB and RocksDB
+    if want("python"):
+        rdb = rocks_open(peers.rocks_path)
+        (t_py, n), (t_lm, n_lm), (t_lm_raw, c_lm), (t_rk, n_rk), (t_rk_raw, c_rk) = best_of(
+            repeat, ours_python, *lmdb_readers(peers.lmdb_path),
+            lambda: _group_cells(rdb.items()), lambda: sum(1 for _ in rdb.items()),
+        )
+        rdb.close()
+        check(n, "scan")
+        check(n_lm, "lmdb")
+        check(n_rk, "rocksdict")
+        forward_py = rate(t_py, n)
+        out.append(Measurement(
+            "full scan -> Python (row, dict) (scan)", forward_py, "rows/s", "LMDB cursor, cells grouped into dicts",
+            rate(t_lm, n_lm), ">= 1.0x", forward_py >= rate(t_lm, n_lm), f"LMDB raw cell iteration: {rate(t_lm_raw, c_lm):,.0f} cells/s",
+        ))
+        out.append(Measurement(
+            "full scan -> Python (row, dict) (scan)", forward_py, "rows/s", "rocksdict items(), cells grouped into dicts",
+            rate(t_rk, n_rk), None, None, f"rocksdict raw cell iteration: {rate(t_rk_raw, c_rk):,.0f} cells/s",
+        ))
 
     # 3. row count with FirstKeyOnly + KeyOnly, one core
-    def ours_count() -> int:
-        return sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells"))
+    if want("count"):
+        def ours_count() -> int:
+            return sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells"))
 
-    sq = sqlite3.connect(peers.sqlite)
-    (t_cnt, n), (t_sq_cnt, n_sq) = best_of(
-        repeat, ours_count, lambda: sq.execute("SELECT count(*) FROM t").fetchone()[0]
-    )
-    check(n, "row count")
-    count_rate = rate(t_cnt, n)
-    out.append(Measurement(
-        "row count (FirstKeyOnlyFilter + KeyOnlyFilter)", count_rate, "rows/s", "sqlite3 SELECT count(*)",
-        rate(t_sq_cnt, n_sq), ">= 10M rows/s", count_rate >= 10e6,
-    ))
+        (t_cnt, n), (t_sq_cnt, n_sq) = best_of(
+            repeat, ours_count, lambda: sq.execute("SELECT count(*) FROM t").fetchone()[0]
+        )
+        check(n, "row count")
+        count_rate = rate(t_cnt, n)
+        out.append(Measurement(
+            "row count (FirstKeyOnlyFilter + KeyOnlyFilter)", count_rate, "rows/s", "sqlite3 SELECT count(*)",
+            rate(t_sq_cnt, n_sq), ">= 10M rows/s", count_rate >= 10e6,
+        ))
 
     # 4. reverse full scans against the forward ones, timed alternately
-    (t_rev_arrow, n), (t_fwd_arrow, _) = best_of(
-        repeat, lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, reverse=True)), ours_arrow,
-    )
-    check(n, "reverse scan_batches")
-    rev_arrow, fwd_arrow = rate(t_rev_arrow, n), rate(t_fwd_arrow, n)
-    out.append(Measurement(
-        "reverse full scan -> Arrow rows", rev_arrow, "rows/s", "our forward scan_batches", fwd_arrow,
-        ">= 0.7x forward", rev_arrow >= 0.7 * fwd_arrow,
-    ))
-    (t_rev_py, n), (t_fwd_py, _) = best_of(repeat, lambda: sum(1 for _ in table.scan(reverse=True)), ours_python)
-    check(n, "reverse scan")
-    rev_py, fwd_py = rate(t_rev_py, n), rate(t_fwd_py, n)
-    out.append(Measurement(
-        "reverse full scan -> Python rows", rev_py, "rows/s", "our forward scan", fwd_py,
-        ">= 0.7x forward", rev_py >= 0.7 * fwd_py,
-    ))
+    if want("reverse"):
+        (t_rev_arrow, n), (t_fwd_arrow, _) = best_of(
+            repeat, lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, reverse=True)), ours_arrow,
+        )
+        check(n, "reverse scan_batches")
+        rev_arrow, fwd_arrow = rate(t_rev_arrow, n), rate(t_fwd_arrow, n)
+        out.append(Measurement(
+            "reverse full scan -> Arrow rows", rev_arrow, "rows/s", "our forward scan_batches", fwd_arrow,
+            ">= 0.7x forward", rev_arrow >= 0.7 * fwd_arrow,
+        ))
+        (t_rev_py, n), (t_fwd_py, _) = best_of(repeat, lambda: sum(1 for _ in table.scan(reverse=True)), ours_python)
+        check(n, "reverse scan")
+        rev_py, fwd_py = rate(t_rev_py, n), rate(t_fwd_py, n)
+        out.append(Measurement(
+            "reverse full scan -> Python rows", rev_py, "rows/s", "our forward scan", fwd_py,
+            ">= 0.7x forward", rev_py >= 0.7 * fwd_py,
+        ))
 
     # 5. random point reads vs sqlite3's primary-key lookups
-    rnd = random.Random(42)
-    picks = [rnd.randrange(rows) for _ in range(args.gets)]
-    keys = [struct.pack(">I", i) for i in picks]
+    if want("gets"):
+        picks = [rnd.randrange(rows) for _ in range(args.gets)]
+        keys = [struct.pack(">I", i) for i in picks]
 
-    def ours_gets() -> int:
-        row = table.row
-        return sum(1 for k in keys if row(k))
+        def ours_gets() -> int:
+            row = table.row
+            return sum(1 for k in keys if row(k))
 
-    def sqlite_gets() -> int:
-        cur = sq.cursor()
-        q = "SELECT n, s FROM t WHERE k = ?"
-        return sum(1 for i in picks if cur.execute(q, (i,)).fetchone() is not None)
+        def sqlite_gets() -> int:
+            cur = sq.cursor()
+            q = "SELECT n, s FROM t WHERE k = ?"
+            return sum(1 for i in picks if cur.execute(q, (i,)).fetchone() is not None)
 
-    (t_get, n_get), (t_sq_get, n_sq_get) = best_of(repeat, ours_gets, sqlite_gets)
-    sq.close()
-    if n_get != len(keys):
-        raise RuntimeError(f"table.row found {n_get} of {len(keys)} rows")
-    out.append(Measurement(
-        "random point reads (table.row)", rate(t_get, n_get), "gets/s", "sqlite3 primary-key SELECT",
-        rate(t_sq_get, n_sq_get), None, None, f"{len(keys):,} random keys",
-    ))
+        (t_get, n_get), (t_sq_get, n_sq_get) = best_of(repeat, ours_gets, sqlite_gets)
+        if n_get != len(keys):
+            raise RuntimeError(f"table.row found {n_get} of {len(keys)} rows")
+        get_rate, sq_get_rate = rate(t_get, n_get), rate(t_sq_get, n_sq_get)
+        out.append(Measurement(
+            "random point reads (table.row)", get_rate, "gets/s", "sqlite3 primary-key SELECT",
+            sq_get_rate, ">= 0.5x", get_rate >= 0.5 * sq_get_rate, f"{len(keys):,} random keys",
+        ))
+
+    # 5b. multi-get: rows() of --multi random keys at once vs sqlite's per-key rate
+    if want("gets"):
+        many = [struct.pack(">I", rnd.randrange(rows)) for _ in range(args.multi)]
+        many_ids = [struct.unpack(">I", k)[0] for k in many]
+
+        def ours_multi() -> int:
+            return len(table.rows(many))
+
+        def sqlite_multi() -> int:
+            cur = sq.cursor()
+            q = "SELECT n, s FROM t WHERE k = ?"
+            return sum(1 for i in many_ids if cur.execute(q, (i,)).fetchone() is not None)
+
+        (t_multi, n_multi), (t_sq_multi, n_sq_multi) = best_of(max(repeat, 5), ours_multi, sqlite_multi)
+        if n_multi != len(set(many)) and n_multi != len(many):
+            raise RuntimeError(f"table.rows found {n_multi} of {len(many)} rows")
+        multi_rate, sq_multi_rate = rate(t_multi, len(many)), rate(t_sq_multi, n_sq_multi)
+        out.append(Measurement(
+            f"rows() of {len(many):,} random keys", multi_rate, "keys/s", "sqlite3 primary-key SELECT per key",
+            sq_multi_rate, ">= 2x", multi_rate >= 2 * sq_multi_rate,
+        ))
+
+    # 5c. block cache after a scan and after point reads that touch every block
+    if want("cache"):
+        cache = conn.block_cache
+        if cache is not None:
+            cache.clear()
+            sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
+            after_scan = cache.used_bytes
+            evicted = cache.evictions
+            for reader in store_file_readers(table):
+                for first in reader.block_first_keys:
+                    table.row(first[0])
+            after_gets = cache.used_bytes
+            extra = cache.evictions - evicted
+            out.append(Measurement(
+                "block cache evictions: point reads on every block after a scan", float(extra), "evictions",
+                None, None, "0", extra == 0,
+                f"cache {after_scan / 2**20:,.0f} MiB after the scan, {after_gets / 2**20:,.0f} MiB after the gets "
+                f"(capacity {cache.capacity_bytes / 2**20:,.0f} MiB)",
+            ))
 
     # 6. the batch path with metrics on vs off, timed alternately
-    metrics = ScanMetrics()
-    (t_on, n), (t_off, _) = best_of(
-        max(repeat, 5), lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, metrics=metrics)),
-        ours_arrow,
-    )
-    check(n, "scan_batches with metrics")
-    out.append(Measurement(
-        "scan_batches with ScanMetrics", rate(t_on, n), "rows/s", "scan_batches without metrics", rate(t_off, n),
-        ">= 0.95x (within 5%)", t_on <= t_off * 1.05,
-        f"metrics counted {metrics.cells_scanned:,} cells over {metrics.regions_scanned} region scans",
-    ))
+    if want("metrics"):
+        metrics = ScanMetrics()
+        (t_on, n), (t_off, _) = best_of(
+            max(repeat, 5), lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, metrics=metrics)),
+            ours_arrow,
+        )
+        check(n, "scan_batches with metrics")
+        out.append(Measurement(
+            "scan_batches with ScanMetrics", rate(t_on, n), "rows/s", "scan_batches without metrics", rate(t_off, n),
+            ">= 0.95x (within 5%)", t_on <= t_off * 1.05,
+            f"metrics counted {metrics.cells_scanned:,} cells over {metrics.regions_scanned} region scans",
+        ))
 
     # 7. raw store file scans, cells/s: verify + decode every block (fresh readers, no block cache),
-    #    the same through the warm block cache, and the cell-at-a-time scanner on one file
-    cached = store_file_readers(table)
-    uncached = [StoreFileReader(r.fs, r.path, cache=None) for r in cached]
-    (t_dec, cells), (t_hit, _) = best_of(
-        repeat,
-        lambda: sum(b.num_rows for r in uncached for b in r.scan_batches(cache_blocks=False)),
-        lambda: sum(b.num_rows for r in cached for b in r.scan_batches()),
-    )
-    out.append(Measurement(
-        "raw store file scan: read+verify+decode blocks", rate(t_dec, cells), "cells/s", None, None, None, None,
-        f"{len(uncached)} files, {cells:,} cells, no block cache",
-    ))
-    out.append(Measurement(
-        "raw store file scan: block cache hits", rate(t_hit, cells), "cells/s", None, None, None, None,
-        f"{len(cached)} files, warm block cache",
-    ))
-    (t_cell, cells_one), = best_of(repeat, lambda: count_cells_one_at_a_time(uncached[0]))
-    out.append(Measurement(
-        "raw store file scan: cell scanner next()", rate(t_cell, cells_one), "cells/s",
-        "batch path (read+verify+decode)", rate(t_dec, cells), None, None,
-        f"one file, {cells_one:,} cells: one Python call per cell",
-    ))
-    for r in uncached:
-        r.close()
+    if want("raw"):
+        #    the same through the warm block cache, and the cell-at-a-time scanner on one file
+        cached = store_file_readers(table)
+        uncached = [StoreFileReader(r.fs, r.path, cache=None) for r in cached]
+        (t_dec, cells), (t_hit, _) = best_of(
+            repeat,
+            lambda: sum(b.num_rows for r in uncached for b in r.scan_batches(cache_blocks=False)),
+            lambda: sum(b.num_rows for r in cached for b in r.scan_batches()),
+        )
+        out.append(Measurement(
+            "raw store file scan: read+verify+decode blocks", rate(t_dec, cells), "cells/s", None, None, None, None,
+            f"{len(uncached)} files, {cells:,} cells, no block cache",
+        ))
+        out.append(Measurement(
+            "raw store file scan: block cache hits", rate(t_hit, cells), "cells/s", None, None, None, None,
+            f"{len(cached)} files, warm block cache",
+        ))
+        (t_cell, cells_one), = best_of(repeat, lambda: count_cells_one_at_a_time(uncached[0]))
+        out.append(Measurement(
+            "raw store file scan: cell scanner next()", rate(t_cell, cells_one), "cells/s",
+            "batch path (read+verify+decode)", rate(t_dec, cells), None, None,
+            f"one file, {cells_one:,} cells: one Python call per cell",
+        ))
+        for r in uncached:
+            r.close()
+    sq.close()
     conn.close()
     return out
 
@@ -461,6 +515,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="store file block size of the table (default 65536, HBase's default; scan-heavy tables use more)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts (default 3)")
     parser.add_argument("--gets", type=int, default=5_000, help="random point reads (default 5,000)")
+    parser.add_argument("--only", nargs="+", default=None,
+                        choices=["arrow", "python", "count", "reverse", "gets", "cache", "metrics", "raw"],
+                        help="run only these measurements (default: all)")
+    parser.add_argument("--multi", type=int, default=1_000, help="keys of one rows() call (default 1,000)")
     parser.add_argument("--root", default="./bench-data", help="folder for the table and the peer stores")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
                         help="cpu: process CPU seconds (default; steady on a shared machine), wall: elapsed seconds")
@@ -468,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default=None, choices=["scan", "reverse", "arrow", "count", "get"],
                         help="after the run, cProfile this path of ours and print the top functions")
     args = parser.parse_args(argv)
-    for name in ("rows", "regions", "value_size", "repeat", "gets"):
+    for name in ("rows", "regions", "value_size", "repeat", "gets", "multi"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if args.regions > args.rows:

@@ -1,4 +1,4 @@
-"""Spark over regionscan against Spark over Parquet: count(*), filtered counts and a group-by.
+"""Spark over regionscan (the JVM source and the Python source) against Spark over Parquet.
 
 The table is the 10-region sample table (``jobs.demo.load_sample_table``:
 4-byte big-endian int key, ``cf:n`` int, ``cf:s`` 100-byte string),
@@ -6,7 +6,7 @@ flushed and major-compacted.  The same rows, typed (``k INT, n INT,
 s STRING``), are written as Parquet, one file per region, so both sides
 get ten input partitions.  Each query runs through the same local Spark
 session, against ``format("regionscan")`` and against Spark's own Parquet
-reader:
+reader, and through ``format("regionscan_python")`` (the Python source):
 
 * ``planning only``: plan ``k = x`` (pushdown and partitions, no tasks);
 * ``count where k = x``: one row (a point get for regionscan): the fixed cost of a query;
@@ -17,15 +17,13 @@ reader:
   range for regionscan, row-group statistics for Parquet;
 * ``count where n, s``: ``n % 3 = 0 AND s LIKE '%5%'`` (nothing to push:
   Spark evaluates it on every row);
+* ``sum(n)``: one column read and summed;
 * ``group by``: ``SELECT n % 100, count(*), max(s) ... GROUP BY 1``.
 
-A third column reads the same Parquet files through a minimal Python data
-source (pyarrow ``read_table`` per file, Arrow batches out): the floor of
-any Python source, which shows how much of the time is the Python Data
-Source path itself rather than regionscan.
-
-Every figure is the best wall time of ``--repeat`` runs after one warm-up,
-the sides alternating.  ``--breakdown`` also times, in this process,
+Every figure is the best wall time of ``--repeat`` runs after one first
+run, the sides alternating; the first run is reported too ("first": for the
+JVM source the first query also starts its engine worker, later ones find
+its block cache warm).  ``--python-source`` adds the Python source.  ``--breakdown`` also times, in this process,
 what one pass of the Spark source does per split outside Spark: the engine
 scan (pinned region files -> Arrow row batches) and the SerDe decode; the
 rest of a Spark task is the Python worker's hand-off to the JVM.
@@ -96,19 +94,28 @@ def _session(cores: int):
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
-    spark = (SparkSession.builder.master(f"local[{cores}]").appName("bench_spark")
+    from connector.session import jvm_source_conf, register
+
+    builder = SparkSession.builder
+    for key, value in jvm_source_conf().items():
+        builder = builder.config(key, value)
+    spark = (builder.master(f"local[{cores}]").appName("bench_spark")
              .config("spark.sql.python.filterPushdown.enabled", "true")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.shuffle.partitions", str(cores)).config("spark.driver.memory", "2g")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
     return spark
 
 
-def _best(repeat: int, fns: list[Callable[[], Any]]) -> list[tuple[float, Any]]:
-    """Best wall seconds (and result) of each function; runs alternate, one warm-up each."""
+def _best(repeat: int, fns: list[Callable[[], Any]], first: list[float] | None = None) -> list[tuple[float, Any]]:
+    """Best wall seconds (and result) of each function; runs alternate, one first run each (timed into ``first``)."""
     for fn in fns:
+        t0 = time.perf_counter()
         fn()
+        if first is not None:
+            first.append(time.perf_counter() - t0)
     best = [(float("inf"), None)] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
@@ -120,50 +127,26 @@ def _best(repeat: int, fns: list[Callable[[], Any]]) -> list[tuple[float, Any]]:
     return best
 
 
-def _python_parquet_source():
-    """A Python data source that reads the Parquet copy with pyarrow: the floor of any Python source."""
-    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
-    class PyParquetReader(DataSourceReader):
-        def __init__(self, folder: str):
-            self.folder = folder
-
-        def partitions(self):
-            return [InputPartition(os.path.join(self.folder, f)) for f in sorted(os.listdir(self.folder))]
-
-        def read(self, partition):
-            import pyarrow.parquet as parquet
-
-            yield from parquet.read_table(partition.value, use_threads=False).to_batches()
-
-    class PyParquet(DataSource):
-        @classmethod
-        def name(cls):
-            return "pyparquet"
-
-        def schema(self):
-            return "k INT, n INT, s STRING"
-
-        def reader(self, schema):
-            return PyParquetReader(self.options["path"])
-
-    return PyParquet
+def _worker_stats(spark) -> dict:
+    """The JVM source's engine worker counters (rows, Arrow bytes sent) and CPU seconds."""
+    try:
+        return json.loads(spark._jvm.regionscan.spark.EngineWorker.statsJson(sys.executable, ""))
+    except Exception:  # noqa: BLE001 - the JVM source is not on this session's classpath
+        return {}
 
 
-def run_queries(spark, root: str, parquet: str, rows: int, repeat: int) -> list[dict]:
-    """Each query on both sides; a fresh DataFrame per run (see docs/connector.md on reuse)."""
+def run_queries(spark, root: str, parquet: str, rows: int, repeat: int, python_source: bool) -> list[dict]:
+    """Each query on every side; a fresh DataFrame per run."""
     options = {"root": root, "table": TABLE, "hbase.columns.mapping": MAPPING}
 
     def ours(**extra):
         return spark.read.format("regionscan").options(**options, **extra).load()
 
+    def python(**extra):
+        return spark.read.format("regionscan_python").options(**options, **extra).load()
+
     def theirs():
         return spark.read.parquet(parquet)
-
-    spark.dataSource.register(_python_parquet_source())
-
-    def python_source():
-        return spark.read.format("pyparquet").option("path", parquet).load()
 
     lo, hi = rows // 2, rows // 2 + rows // 20
 
@@ -175,25 +158,39 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int) -> list[
         ("planning only (k = x)", plan_only, {}),
         ("count where k = x (one row)", lambda df: df.where(f"k = {rows // 3}").count(), {}),
         ("count(*)", lambda df: df.count(), {}),
-        ("count(*), key column only", lambda df: df.count(), {"columns": "k"}),
         (f"count where k in [{lo}, {hi})", lambda df: df.where(f"k >= {lo} AND k < {hi}").count(), {}),
         ("count where n % 3 = 0 and s like '%5%'", lambda df: df.where("n % 3 = 0 AND s LIKE '%5%'").count(), {}),
+        ("sum(n)", lambda df: df.agg({"n": "sum"}).collect()[0][0], {}),
         ("group by n % 100: count, max(s)",
          lambda df: sorted(tuple(r) for r in df.groupBy((df.n % 100).alias("b")).agg({"*": "count", "s": "max"}).collect()), {}),
     ]
     out = []
-    _say(f"  {'query':<40} {'regionscan':>10} {'parquet':>8} {'ratio':>6}   {'Python source over Parquet':>26}")
+    head = f"  {'query':<40} {'jvm':>7} {'first':>7} {'parquet':>8} {'ratio':>6}"
+    _say(head + (f" {'python':>8} {'ratio':>6}" if python_source else ""))
     for name, query, extra in queries:
-        (t_ours, r_ours), (t_pq, r_pq), (t_py, r_py) = _best(
-            repeat, [lambda: query(ours(**extra)), lambda: query(theirs()), lambda: query(python_source())])
-        if not r_ours == r_pq == r_py:
-            raise AssertionError(f"{name}: regionscan gave {str(r_ours)[:80]}, Parquet {str(r_pq)[:80]}, "
-                                 f"the Python source {str(r_py)[:80]}")
-        row = {"query": name, "regionscan_s": round(t_ours, 3), "parquet_s": round(t_pq, 3),
-               "python_source_s": round(t_py, 3), "ratio": round(t_pq / t_ours, 3),
-               "rows_per_s": int(rows / t_ours)}
+        fns = [lambda: query(ours(**extra)), lambda: query(theirs())]
+        if python_source:
+            fns.append(lambda: query(python(**extra)))
+        before = _worker_stats(spark)
+        first: list[float] = []
+        timed = _best(repeat, fns, first)
+        after = _worker_stats(spark)
+        (t_ours, r_ours), (t_pq, r_pq) = timed[0], timed[1]
+        if r_ours != r_pq or (python_source and timed[2][1] != r_pq):
+            raise AssertionError(f"{name}: regionscan gave {str(r_ours)[:80]}, Parquet {str(r_pq)[:80]}")
+        runs = repeat + 1
+        moved = {k: (after.get("counters", {}).get(k, 0) - before.get("counters", {}).get(k, 0)) // runs
+                 for k in ("rows_sent", "bytes_sent")}
+        row = {"query": name, "regionscan_s": round(t_ours, 3), "regionscan_first_s": round(first[0], 3),
+               "parquet_s": round(t_pq, 3), "ratio": round(t_pq / t_ours, 3), "rows_per_s": int(rows / t_ours),
+               "worker_cpu_s_per_run": round((after.get("cpu_s", 0) - before.get("cpu_s", 0)) / runs, 3), **moved}
+        line = f"  {name:<40} {t_ours:6.2f}s {first[0]:6.2f}s {t_pq:7.2f}s {row['ratio']:5.2f}x"
+        if python_source:
+            t_py = timed[2][0]
+            row.update({"python_source_s": round(t_py, 3), "python_ratio": round(t_pq / t_py, 3)})
+            line += f" {t_py:7.2f}s {row['python_ratio']:5.2f}x"
         out.append(row)
-        _say(f"  {name:<40} {t_ours:9.2f}s {t_pq:7.2f}s {row['ratio']:5.2f}x   {t_py:25.2f}s")
+        _say(line + f"   worker {row['worker_cpu_s_per_run']:.2f} CPU-s, {moved['bytes_sent'] / 1e6:.1f} MB/run")
     return out
 
 
@@ -257,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=os.cpu_count() or 2, help="Spark local[N]")
     parser.add_argument("--root", default="./bench-data/spark")
     parser.add_argument("--breakdown", action="store_true", help="also time the engine and SerDe alone")
+    parser.add_argument("--python-source", action="store_true", help="also run the Python source (regionscan_python)")
     parser.add_argument("--json", help="write the measurements here")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.root)
@@ -265,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _say(f"Spark local[{args.cores}], {args.rows:,} rows, {args.regions} regions, best of {args.repeat} (wall)")
         results = {"rows": args.rows, "regions": args.regions, "cores": args.cores, "repeat": args.repeat,
-                   "queries": run_queries(spark, root, parquet, args.rows, args.repeat)}
+                   "queries": run_queries(spark, root, parquet, args.rows, args.repeat, args.python_source),
+                   "load_average": os.getloadavg()}
     finally:
         spark.stop()
     if args.breakdown:

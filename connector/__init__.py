@@ -4,7 +4,11 @@
   by block index) -> :class:`TableRecordReader` / :class:`TableBatchRecordReader`,
   configured with HBase's ``hbase.mapreduce.*`` keys; splits pin the region
   manifests so reads are snapshot-consistent.
-* the Spark source (``spark.read.format("regionscan")``, ``df.write``):
+* the JVM source (``format("regionscan")`` where a JDK built it): a
+  DataSource V2 in ``connector/jvm/src`` over a long-lived engine worker
+  (:mod:`connector.jvm_source`, protocol in ``connector/jvm/PROTOCOL.md``);
+* the Python source (``format("regionscan_python")``, and ``regionscan``
+  where there is no JVM source; ``df.write``):
   :class:`RegionScanDataSource`, registered automatically through the
   top-level module ``pyspark_regionscan``, on the active session when this
   package is imported, or by :func:`register`; :func:`spark_session` gives

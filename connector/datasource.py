@@ -9,12 +9,16 @@ Read::
 
 One Spark partition per split of :class:`~connector.input_format.TableInputFormat`
 (one per region by default); each task reads its pinned region files and
-yields Arrow batches decoded by the SerDe.  Filters are pushed down as in
-:mod:`connector.pushdown` when the session has
-``spark.sql.python.filterPushdown.enabled`` on (``connector.register()`` and
-``connector.spark_session()`` turn it on); on a session where it is off the
-reader does not offer ``pushFilters`` and Spark evaluates every filter itself
-(same rows, no key ranges).
+yields Arrow batches decoded by the SerDe.  Spark evaluates every filter
+itself by default: pyspark 4.3 keeps a Python reader's last pushdown on the
+relation, so pushing filters would make a reused DataFrame or view answer a
+later query with an earlier query's filters.  The option
+``regionscan.python.pushdown=true`` opts in to pushdown as in
+:mod:`connector.pushdown` (for DataFrames loaded per query) when the session
+has ``spark.sql.python.filterPushdown.enabled`` on (``connector.register()``
+and ``connector.spark_session()`` turn it on).  The JVM source
+(:mod:`connector.jvm`) pushes filters safely: Spark makes its scan builder
+per query.
 
 Write (bulk load, :mod:`connector.bulkload`)::
 
@@ -60,6 +64,8 @@ from .splits import TableSplit
 
 __all__ = [
     "RegionScanDataSource",
+    "PythonRegionScanDataSource",
+    "PYTHON_SOURCE_NAME",
     "RegionScanReader",
     "SparkFilteredReader",
     "RegionScanWriter",
@@ -68,6 +74,7 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger("connector.datasource")
+PYTHON_SOURCE_NAME = "regionscan_python"
 
 
 class RegionScanPartition(InputPartition):
@@ -96,8 +103,10 @@ class RegionScanDataSource(DataSource):
     def reader(self, schema) -> "RegionScanReader":
         """A reader for ``schema`` (a narrower user schema also prunes the scan).
 
-        A :class:`SparkFilteredReader` where the session has Python filter
-        pushdown off: a reader offering ``pushFilters`` would fail there.
+        A :class:`SparkFilteredReader` unless the ``regionscan.python.pushdown``
+        option opts in (Spark 4.3 would reuse an earlier query's pushdown on
+        a reused DataFrame or view), and always where the session has Python
+        filter pushdown off: a reader offering ``pushFilters`` would fail there.
         """
         config = self._config()
         target = _arrow_schema(schema)
@@ -106,7 +115,8 @@ class RegionScanDataSource(DataSource):
             names = [known.get(f.name.lower(), f.name) for f in target]
             if set(names) != set(config.output_names) and set(names) <= set(known.values()):
                 config = config.with_columns(names)  # a narrower user schema prunes the scan too
-        cls = SparkFilteredReader if _pushdown_disabled() is True else RegionScanReader
+        pushdown = config.python_pushdown and _pushdown_disabled() is not True
+        cls = RegionScanReader if pushdown else SparkFilteredReader
         return cls(config, schema)
 
     def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
@@ -141,6 +151,20 @@ def _arrow_schema(schema) -> pa.Schema | None:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(schema, timezone="UTC")  # Spark's Python worker expects TimestampType as UTC
+
+
+class PythonRegionScanDataSource(RegionScanDataSource):
+    """The Python source under a name of its own: ``format("regionscan_python")``.
+
+    ``format("regionscan")`` is the JVM source where a JDK built it
+    (:mod:`connector.jvm`); this name reaches the Python source on any
+    session, for machines without a JDK and for comparison.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        """The format name: ``spark.read.format("regionscan_python")``."""
+        return PYTHON_SOURCE_NAME
 
 
 class RegionScanReader(DataSourceReader):

@@ -19,13 +19,18 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+from storage import kernels
 from storage.read.batch_scan import BatchScan, scan_region_batches
-from storage.cells import LATEST_TIMESTAMP
+from storage.cells import LATEST_TIMESTAMP, cells_to_batch
+from storage.filters import coerce_filter
 from storage.keys import KeyRange, intersect, key_after
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
 from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows
+from storage.region.region import Region
+from storage.region.view import RegionView
 from storage.schema import FamilySettings
+from storage.scanner import ScanSpec as CellScanSpec
 from storage.scanner.metrics import ScanMetrics
 
 from .options import ScanSpec
@@ -82,11 +87,37 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
             continue
         with PinnedRegion(table_fs, split.table, pin, families, cache) as region:
             metrics.regions_scanned += 1
+            points = [lo for lo, hi in region_spans if hi == lo + b"\x00"]
+            if flt is None and len(points) > 1 and len(points) == len(region_spans):
+                # the pushdown's point gets (an equality or IN on the key): one multi-get
+                yield from _multi_get(region.view, points, base, metrics)
+                continue
             for lo, hi in region_spans:
                 region_scan = dataclasses.replace(base, low=lo, high=hi)
                 yield from scan_region_batches(region.view, region_scan, metrics)
                 if flt is not None and flt.filter_all_remaining():
                     return
+
+
+def _multi_get(view: RegionView, keys: list[bytes], base: BatchScan, metrics: ScanMetrics) -> Iterator[pa.RecordBatch]:
+    """The rows of ``keys`` (ascending) in a pinned region as the batch scan would
+    give them: the engine's multi-get (each store file looks every key up in one
+    pass over its blocks), then the found cells as one cell or row batch."""
+    spec = CellScanSpec(columns=base.columns, min_timestamp=base.min_timestamp,
+                        max_timestamp=base.max_timestamp, max_versions=base.max_versions)
+    found = Region.rows_of(view, keys, spec)
+    if not found:
+        return
+    cells = cells_to_batch([c for key in sorted(found) for c in found[key]])
+    metrics.rows_scanned += len(found)
+    metrics.cells_scanned += cells.num_rows
+    if base.output == "rows":
+        columns = list(base.columns) if base.columns else [name.encode() for name in view.stores]
+        out = kernels.cells_to_rows(cells, columns, include_timestamp=base.include_timestamp)
+    else:
+        out = cells
+    for offset in range(0, out.num_rows, base.batch_cells):
+        yield out.slice(offset, base.batch_cells)
 
 
 def split_row_count(

@@ -43,6 +43,8 @@ __all__ = [
     "FORWARDED_ENV",
     "forwarded_environment",
     "session_conf",
+    "jvm_source_conf",
+    "JVM_SOURCE_CONF",
     "spark_session",
     "quiet_spark_logs",
 ]
@@ -52,6 +54,8 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 # line of Spark's AnalysisException carries the source's own one-line message.
 HIDE_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
 SOURCE_NAME = "regionscan"
+JVM_SOURCE_CONF = "spark.regionscan.jvm"
+"""``false`` keeps a new session off the JVM source (``format("regionscan")`` is then the Python source)."""
 
 
 def code_root() -> str:
@@ -99,22 +103,35 @@ def quiet_spark_logs(spark: Any, verbose: bool = False) -> None:
     spark.sparkContext.setLogLevel("INFO" if verbose else "WARN")
 
 
-def _already_registered(spark: Any) -> bool:
+def _already_registered(spark: Any, name: str = SOURCE_NAME) -> bool:
     # Registering a name Spark found by itself logs "replaced a statically registered data
     # source"; ask the JVM first (classic sessions only; Spark Connect has no _jsparkSession).
     try:
         manager = spark._jsparkSession.sessionState().dataSourceManager()
-        return bool(manager.dataSourceExists(SOURCE_NAME))
+        return bool(manager.dataSourceExists(name))
     except Exception:  # noqa: BLE001 - Spark Connect or another JVM API: register explicitly
+        return False
+
+
+def jvm_source_loaded(spark: Any) -> bool:
+    """Whether the JVM source is on ``spark``'s classpath (then it serves ``format("regionscan")``)."""
+    try:
+        jvm = spark._jvm
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName("regionscan.spark.RegionScanProvider", False, loader)
+        return True
+    except Exception:  # noqa: BLE001 - not found, or Spark Connect (no JVM here)
         return False
 
 
 def register(spark: Any = None) -> bool:
     """Make ``spark`` (default: the active session) read and write ``format("regionscan")``.
 
-    Registers the source unless Spark already found it, and turns Python
-    filter pushdown and one-line Python errors on.  Returns False when
-    there is no session.
+    Registers the Python source as ``regionscan_python`` and, unless Spark
+    already found it, as ``regionscan`` (the JVM source wins that name where
+    its jar is on the classpath; a session started without it says so once),
+    and turns Python filter pushdown and one-line Python errors on.  Returns
+    False when there is no session.
     """
     if spark is None:
         from pyspark.sql import SparkSession
@@ -124,11 +141,23 @@ def register(spark: Any = None) -> bool:
             return False
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.conf.set(HIDE_TRACEBACK_CONF, "true")
-    if not _already_registered(spark):
-        from .datasource import RegionScanDataSource
+    from .datasource import PYTHON_SOURCE_NAME, PythonRegionScanDataSource, RegionScanDataSource
 
+    if not _already_registered(spark):
         spark.dataSource.register(RegionScanDataSource)
+    if not _already_registered(spark, PYTHON_SOURCE_NAME):
+        spark.dataSource.register(PythonRegionScanDataSource)
+    if not jvm_source_loaded(spark) and not _told:
+        _told.append(True)
+        import logging
+
+        logging.getLogger("connector.session").warning(
+            "the regionscan JVM source is not on this session's classpath (start it with connector.spark_session() "
+            "or --jars from 'regionscan build-jvm-source'): format('regionscan') is served by the Python source")
     return True
+
+
+_told: list[bool] = []
 
 
 # What the AWS tools read from the environment: credentials, region, endpoint, profile.
@@ -155,18 +184,41 @@ def forwarded_environment(conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def jvm_source_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Settings that put the JVM source on a new session's classpath (empty where it cannot be built).
+
+    The jar must be there when the JVM starts, so it is built (or found in
+    the cache) now and added to ``spark.jars``; the engine worker it starts
+    runs this Python (``spark.regionscan.python``).  Where there is no JDK,
+    or ``spark.regionscan.jvm`` is ``false``, nothing is added and
+    ``format("regionscan")`` is the Python source (said once, in one line).
+    """
+    conf = dict(conf or {})
+    if conf.get(JVM_SOURCE_CONF, "true").strip().lower() == "false":
+        return {}
+    from .jvm_source import jvm_source_jar
+
+    jar = jvm_source_jar()
+    if jar is None:
+        return {}
+    jars = [j for j in conf.get("spark.jars", "").split(",") if j.strip()]
+    return {"spark.jars": ",".join(jars + [str(jar)]), "spark.regionscan.python": conf.get(
+        "spark.regionscan.python", sys.executable)}
+
+
 def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
     """The settings :func:`spark_session` builds a new session on ``master`` with.
 
     Pushdown on; for local masters the web UI off and 8 shuffle partitions;
     the driver's object-store environment forwarded to the executors
-    (:func:`forwarded_environment`); then ``conf``, whose settings win.
+    (:func:`forwarded_environment`); then ``conf``, whose settings win; then
+    the JVM source's jar (:func:`jvm_source_conf`).
     """
     conf = dict(conf or {})
     out = {PUSHDOWN_CONF: "true"}
     if master == "local" or master.startswith("local["):
         out.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"})
-    return {**out, **forwarded_environment(conf), **conf}
+    return {**out, **forwarded_environment(conf), **conf, **jvm_source_conf(conf)}
 
 
 def spark_session(master: str = "local[*]", app_name: str = "regionscan", conf: Mapping[str, str] | None = None,

@@ -31,6 +31,8 @@ Options (case-insensitive; Spark passes strings):
 ``regionscan.timestamp.ntz``           ``true`` gives timestamp columns as
                                        ``TIMESTAMP_NTZ``; by default they are
                                        ``TIMESTAMP`` (an instant, as in hbase-spark)
+``regionscan.python.pushdown``         ``true`` lets the Python source push filters
+                                       (off: unsafe on reused DataFrames/views)
 ``filter``                             an HBase filter string applied by the engine
 ``token``                              region server token (``grpc://`` roots)
 =====================================  ===============================================
@@ -74,10 +76,11 @@ from .options import (
     normalize_conf,
 )
 
-__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "TIMESTAMP_NTZ", "write_timestamp"]
+__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "PYTHON_PUSHDOWN", "TIMESTAMP_NTZ", "write_timestamp"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
 SUPERSET_FILTERS = "regionscan.pushdown.superset"
+PYTHON_PUSHDOWN = "regionscan.python.pushdown"
 SPARK_PIN_TTL = 6 * 3600
 WRITE_TIMESTAMP = "regionscan.write.timestamp"
 TIMESTAMP_NTZ = "regionscan.timestamp.ntz"
@@ -85,7 +88,8 @@ TIMESTAMP_NTZ = "regionscan.timestamp.ntz"
 # root itself, so both values mean the same here (the value is still checked as a boolean).
 USE_HBASE_CONTEXT = "hbase.spark.use.hbasecontext"
 SOURCE_KEYS = frozenset({
-    COLUMN_FILTERS, SUPERSET_FILTERS, WRITE_TIMESTAMP, TIMESTAMP_NTZ, USE_HBASE_CONTEXT, "regionscan.columns",
+    COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, WRITE_TIMESTAMP, TIMESTAMP_NTZ, USE_HBASE_CONTEXT,
+    "regionscan.columns",
     "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
 })
 """The source's own keys under the checked prefixes (beside the input format's)."""
@@ -198,6 +202,16 @@ class SourceConfig:
     def column_filters(self) -> bool:
         """False when ``hbase.spark.pushdown.columnfilter`` keeps non-key filters in Spark."""
         return conf_bool(self.conf, COLUMN_FILTERS, True)
+
+    @property
+    def python_pushdown(self) -> bool:
+        """True when ``regionscan.python.pushdown`` opts the Python source into filter pushdown.
+
+        Off by default: Spark 4.3 keeps a Python reader's last pushdown on
+        the relation, so a reused DataFrame or view would answer a later
+        query with an earlier query's filters (see docs/connector.md).
+        """
+        return conf_bool(self.conf, PYTHON_PUSHDOWN, False)
 
     @property
     def superset_filters(self) -> bool:

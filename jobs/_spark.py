@@ -38,6 +38,7 @@ from connector.session import (
     PUSHDOWN_CONF,
     code_root,
     forwarded_environment,
+    jvm_source_conf,
     prepare_local_environment,
     quiet_spark_logs,
 )
@@ -201,7 +202,8 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
             print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
         builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
                    .config(PUSHDOWN_CONF, "true"))
-        for key, value in {**forwarded_environment(conf), **conf}.items():
+        jvm = jvm_source_conf(conf) if data_source and not submitted else {}
+        for key, value in {**forwarded_environment(conf), **conf, **jvm}.items():
             builder = builder.config(key, value)
         try:
             spark = builder.getOrCreate()

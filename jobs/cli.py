@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "copy_table": ("jobs.copy_table", "copy a table's cells into another table or root (HBase CopyTable)"),
     "pe-distributed": ("jobs.pe_distributed", "pe with each client a Spark task (hbase pe's MapReduce mode)"),
     "profile-serde": ("jobs.profile_serde", "profile a scan through a SerDe: ranked hotspots, speedscope JSON, HTML/PNG charts"),
+    "build-jvm-source": ("jobs.build_jvm_source", "compile the JVM DataSource V2 and print the jar's path (for spark-submit --jars)"),
     "namespace": ("jobs.namespace", "create, list, drop a root's namespaces and list their tables (HBase shell's *_namespace)"),
     "demo": ("jobs.demo", "create, load, flush and scan a pre-split sample table (the engine alone)"),
     "serve": ("storage.server.cli", "run a region server (Arrow Flight) over the tables under a root"),

@@ -44,8 +44,13 @@ def spark():
     os.environ.update(spark_environment())
     from pyspark.sql import SparkSession
 
+    from connector.session import jvm_source_conf
+
+    builder = SparkSession.builder
+    for key, value in jvm_source_conf().items():  # the JVM source's jar, built before the JVM starts
+        builder = builder.config(key, value)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("regionscan-tests")
         .config("spark.sql.python.filterPushdown.enabled", "true")
         .config("spark.sql.shuffle.partitions", "2")
@@ -57,10 +62,22 @@ def spark():
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    import connector
+
+    connector.register(session)
     try:
         yield session
     finally:
         session.stop()
+
+
+SOURCE_FORMATS = ("regionscan_python", "regionscan")
+
+
+@pytest.fixture(params=SOURCE_FORMATS)
+def source_format(request, spark) -> str:
+    """Each Spark source in turn: the Python source, and ``regionscan`` (the JVM source where built)."""
+    return request.param
 
 
 @pytest.fixture(scope="session")
@@ -75,5 +92,9 @@ def s3_server():
 
 @pytest.fixture
 def s3_root(s3_server):
-    """An ``s3://`` table root in a fresh bucket of the local server (short writer lease)."""
-    return s3_server.root(lease_seconds=3)
+    """An ``s3://`` table root in a fresh bucket of the local server (short writer lease).
+
+    6 s rather than less: renewals run every third of the lease, and on a loaded machine a
+    starved renewal thread made writers refuse to commit mid-test.
+    """
+    return s3_server.root(lease_seconds=6)

@@ -1,14 +1,19 @@
-"""Child process of the crash test: writes, flushes, compacts and splits until killed.
+"""Child process of the crash tests: writes, flushes, compacts and splits until killed.
 
 After each acknowledged write it prints ``ACK <row-hex> <value-hex>`` and
 flushes stdout, so the parent knows exactly which writes the engine promised
-to keep.  Not a test module itself.
+to keep.  With a third argument ``batches`` it writes large batches from
+several threads instead (one WAL record each, sharing syncs), every batch's
+rows named ``B<seed>.<thread>.<n>-<i>-of-<count>`` so the parent can check
+that a batch is kept whole or not at all, and acknowledges each batch with
+``BATCH <seed>.<thread>.<n> <count>``.  Not a test module itself.
 """
 
 from __future__ import annotations
 
 import random
 import sys
+import threading
 
 import storage
 
@@ -45,5 +50,40 @@ def main(root: str, seed: int) -> None:
             sys.stdout.flush()
 
 
+def batches(root: str, seed: int, threads: int = 3) -> None:
+    conn = storage.connect(root)
+    table = conn.table("crash") if conn.is_table_available("crash") else conn.create_table(
+        "crash", {"cf": {"max_versions": 1}}, split_keys=[b"m"],
+        settings={"wal_sync": "each", "memstore_flush_size": 2_000_000, "compaction_threshold": 3},
+    )
+    out = threading.Lock()
+
+    def work(t: int) -> None:
+        rng = random.Random(seed * 100 + t)
+        n = 0
+        while True:
+            n += 1
+            name = b"B%d.%d.%d" % (seed, t, n)
+            count = rng.randint(1, 600)
+            value = bytes(rng.randrange(256) for _ in range(8)) * rng.randint(1, 120)
+            with table.batch() as b:
+                for i in range(count):
+                    b.put(name + b"-%04d-of-%04d" % (i, count), {b"cf:v": value})
+            if rng.random() < 0.03:
+                table.flush()
+            with out:
+                sys.stdout.write(f"BATCH {name.decode()} {count}\n")
+                sys.stdout.flush()
+
+    for t in range(threads):
+        threading.Thread(target=work, args=(t,), daemon=True).start()
+    sys.stdout.write("READY\n")
+    sys.stdout.flush()
+    threading.Event().wait()
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    if len(sys.argv) > 3 and sys.argv[3] == "batches":
+        batches(sys.argv[1], int(sys.argv[2]))
+    else:
+        main(sys.argv[1], int(sys.argv[2]))

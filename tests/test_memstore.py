@@ -443,3 +443,23 @@ def test_incrementally_updated_runs_and_views_read_what_a_full_rebuild_gives(mon
     for view in views:
         assert batch_to_cells(view.to_batch()) == _scanned(view, b"", None)
         view.release()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(0, 300), st.integers(0, 3)), min_size=1, max_size=200), min_size=1, max_size=12))
+def test_bulk_writes_keep_the_map_sorted_and_sized(groups):
+    """Writes of many cells (merged into the map at once) against the same writes one cell at a time."""
+    from storage.memstore.write_buffer import _BULK_CELLS
+
+    bulk, single = MemStore(), MemStore()
+    for g, group in enumerate(groups):
+        cells = [Cell(b"r%04d" % r, b"f", b"q%d" % q, 10, 4, b"v%d" % (g * 1000 + i)) for i, (r, q) in enumerate(group)]
+        bulk.add_many(cells, trusted=True)
+        for cell in cells:
+            single.add_many([cell], trusted=True)
+        assert len(cells) < _BULK_CELLS or bulk.heap_size == single.heap_size
+    assert bulk.range_cells() == single.range_cells()
+    seg = bulk._active.cells
+    assert list(seg.keys()) == sorted(seg.keys()) and len(seg._list) == len(seg)
+    seg._list._check()
+    assert bulk.heap_size == single.heap_size

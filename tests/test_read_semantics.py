@@ -54,11 +54,12 @@ VALUES = [b"v0", b"v1", b"v2", b"1x"]
 FAMILIES = {
     b"a": {"max_versions": 3, "block_size": 256},
     b"b": {"max_versions": 1, "bloom_filter": False},
-    b"t": {"max_versions": 2, "ttl": 3600},
+    b"t": {"max_versions": 2, "ttl": 3600, "min_versions": 1},
 }
 MAX_VERSIONS = {f: s["max_versions"] for f, s in FAMILIES.items()}
 # Family t has a one-hour TTL: its cells are either long expired (small
-# timestamps) or ten minutes old, far from the cutoff on either side.
+# timestamps) or ten minutes old, far from the cutoff on either side; its
+# min_versions=1 keeps each column's newest visible version past the TTL.
 RECENT = int(time.time() * 1000) - 600_000
 TTL_CUTOFF = RECENT - 3_000_000
 SMALL_TS = list(range(1, 13))
@@ -101,7 +102,8 @@ class Model:
     its column with exactly its timestamp, whatever the order of writing; of
     two puts of one column and timestamp the later write wins.  A put older
     than the family's TTL is expired.  Of the puts left inside the time range,
-    the newest ``min(max_versions, family max_versions)`` per column are seen.
+    the newest ``min(max_versions, family max_versions)`` per column are seen,
+    the expired ones among them only within the family's ``min_versions``.
     A major compaction keeps exactly what a reader with no time range sees.
     """
 
@@ -137,12 +139,14 @@ class Model:
                 continue
             if key in point_del:
                 continue
-            if FAMILIES[family].get("ttl") and ts < TTL_CUTOFF:
-                continue
             if not min_ts <= ts < max_ts:
                 continue
             column = key[:3]
             if count.get(column, 0) >= min(max_versions, MAX_VERSIONS[family]):
+                continue
+            # expired by the TTL, unless among the column's newest min_versions
+            if FAMILIES[family].get("ttl") and ts < TTL_CUTOFF and \
+                    count.get(column, 0) >= FAMILIES[family].get("min_versions", 0):
                 continue
             count[column] = count.get(column, 0) + 1
             out.append(c)

@@ -165,3 +165,98 @@ def test_compaction_from_rows_gives_the_cells_of_compaction_from_cells(tmp_path)
         check()
     # overlapping rows, versions and markers go through cells; appended rows do not
     assert used["rows"] > 10 and used["cells"] > 10, used
+
+
+# -- major compaction to one version: shared rows and markers resolved as rows --------
+FAMILY_ONE = {"block_size": 4096, "max_versions": 1}
+
+
+@st.composite
+def _update_ops(draw):
+    """Flushes of puts over overlapping key ranges (updates) and markers of every
+    kind (row, family, column, version), ending with a major compaction."""
+    ops = []
+    for _ in range(draw(st.integers(2, 5))):
+        start = draw(st.integers(0, 100))
+        step = draw(st.sampled_from([1, 2, 5]))
+        count = draw(st.integers(8, 80))
+        quals = draw(st.lists(st.sampled_from([b"", b"q1", b"q2", b"q3"]), min_size=1, max_size=3, unique=True))
+        ops.append(("puts", list(range(start, start + step * count, step)), quals, draw(st.integers(1, 6))))
+        for _ in range(draw(st.integers(0, 4))):
+            kind = draw(st.sampled_from(["delete", "row", "family", "version"]))
+            ops.append((f"mark_{kind}", draw(st.integers(0, 200)), draw(st.integers(1, 6))))
+        ops.append(("flush",))
+        ops += draw(st.sampled_from([[], [], [("minor",)], [("split", draw(st.integers(1, 200)))]]))
+    ops.append(("major",))
+    return ops
+
+
+def _apply_updates(table, ops):
+    for op in ops:
+        kind = op[0]
+        if kind == "mark_delete":
+            table.delete(_key(op[1]), columns=[b"f:q1"], timestamp=op[2])
+        elif kind == "mark_row":
+            table.delete(_key(op[1]), timestamp=op[2])
+        elif kind == "mark_family":
+            table.delete(_key(op[1]), columns=[b"f"], timestamp=op[2])
+        elif kind == "mark_version":
+            table.delete_version(_key(op[1]), b"f:q2", op[2])
+        else:
+            _apply(table, [op])
+
+
+def test_major_compaction_to_one_version_resolves_rows_into_the_cells_of_compaction_from_cells(tmp_path):
+    root = str(tmp_path / "root")
+    used = Counter()
+    resolve = region_compaction.compaction_rows
+
+    def counted(*args):
+        out = resolve(*args)
+        used["resolved" if out is not None else "cells"] += 1
+        return out
+
+    @settings(max_examples=25, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(ops=_update_ops())
+    def check(ops):
+        conn = storage.connect(root)
+        name = f"u{next(_names)}"
+        try:
+            rows = conn.create_table(f"{name}_rows", {"f": dict(FAMILY_ONE)},
+                                     settings={"wal_sync": "none", "compaction_threshold": 2})
+            cells = conn.create_table(f"{name}_cells", {"f": dict(FAMILY_ONE)},
+                                      settings={"wal_sync": "none", "compaction_threshold": 2})
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(region_compaction, "compaction_rows", counted)
+                _apply_updates(rows, ops)
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(region_compaction, "chunk_rows", lambda *a: None)
+                mp.setattr(region_compaction, "compaction_rows", lambda *a: None)
+                _apply_updates(cells, ops)
+            got, want = _files(rows), _files(cells)
+            assert [(s, c) for s, c, _ in got] == [(s, c) for s, c, _ in want]
+            assert [_info(i) for _, _, i in got] == [_info(i) for _, _, i in want]
+            assert list(rows.scan()) == list(cells.scan())
+        finally:
+            conn.close()
+
+    check()
+    assert used["resolved"] > 10, used
+
+
+def test_a_quarter_rewritten_and_a_quarter_deleted_compact_as_rows_into_dense_blocks(tmp_path):
+    with storage.connect(str(tmp_path / "root")) as conn:
+        table = conn.create_table("t", {"f": dict(FAMILY_ONE)}, settings={"wal_sync": "none"})
+        _apply(table, [("puts", list(range(2000)), [b"q1", b"q2"], 1), ("flush",),
+                       ("puts", list(range(0, 2000, 4)), [b"q1"], 2)])
+        for i in range(1, 2000, 4):
+            table.delete(_key(i), timestamp=3)
+        table.flush()
+        before = list(table.scan(include_timestamp=True))
+        table.compact(major=True)
+        assert list(table.scan(include_timestamp=True)) == before
+        assert len(before) == 1500
+        assert set(_layouts(table)) == {"DENSE"}
+        (f,) = table._regions[0].stores["f"].files
+        assert not f.reader.info.needs_resolution and f.reader.info.delete_count == 0

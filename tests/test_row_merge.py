@@ -133,7 +133,7 @@ def test_merge_row_runs_rejects_bad_runs():
 
 
 # -- rows scans through the row merge, against the cell path ------------------------------
-FAMILY = {"block_size": 1024, "max_versions": 1}
+FAMILY = {"block_size": 1024, "max_versions": 3}
 QUALIFIERS = [b"", b"q1", b"q2", b"q3"]
 VALUES = [b"v0", b"v1", b"x1", b"v22"]
 
@@ -168,12 +168,15 @@ def _table_ops(draw):
         ops += draw(st.lists(st.tuples(st.sampled_from(["delete", "version"]), st.sampled_from(pool)), max_size=1))
         ops.append(("flush",))
         ops += draw(st.sampled_from([[], [], [("major",)], [("split", draw(st.sampled_from(pool)))]]))
-    memstore = draw(st.sampled_from(["new", "new", "overlap", "marker", "none"]))
+    memstore = draw(st.sampled_from(["new", "new", "overlap", "overlap", "marker", "none"]))
     if memstore != "none":
         op = draw(_puts(pool, min_rows=1))
         ops.append((*op, "new" if memstore == "new" else "any"))
         if memstore == "marker":
-            ops.append(("delete", draw(st.sampled_from(pool))))
+            kinds = st.sampled_from(["delete", "delete_row", "delete_family", "delete_version", "version"])
+            ops += draw(st.lists(st.tuples(kinds, st.sampled_from(pool)), min_size=1, max_size=4))
+    if draw(st.booleans()):
+        ops.append(("flush",))  # the memstore's rows and markers in a second (or later) file
     return style, ops
 
 
@@ -207,6 +210,7 @@ def _scan_options(draw, pool):
         "reverse": reverse,
         "limit": draw(st.sampled_from([None, None, 1, 7])),
         "include_timestamp": draw(st.booleans()),
+        "max_versions": draw(st.sampled_from([1, 1, 3])),
     }
 
 
@@ -226,6 +230,12 @@ def _apply(table, ops, rng) -> None:
             table.flush()
         elif kind == "delete":
             table.delete(op[1], columns=[b"f:q1"])
+        elif kind == "delete_row":
+            table.delete(op[1])
+        elif kind == "delete_family":
+            table.delete(op[1], columns=[b"f"], timestamp=102)  # versions at or before 102
+        elif kind == "delete_version":
+            table.delete_version(op[1], b"f:q2", 101)
         elif kind == "version":
             table.put(op[1], {b"f:q1": b"v1"}, timestamp=50)  # an older version of the column
             table.put(op[1], {b"f:q1": b"x1"}, timestamp=60)
@@ -278,6 +288,7 @@ def _connector_rows(root, name, opts) -> list[tuple]:
         "hbase.mapreduce.scan.columns": " ".join(c.decode() for c in opts["columns"]),
         "regionscan.scan.include.timestamp": str(opts["include_timestamp"]).lower(),
         "regionscan.pin.register": "false",
+        "hbase.mapreduce.scan.maxversions": str(opts.get("max_versions", 1)),
     }
     if opts["row_start"]:
         conf["hbase.mapreduce.scan.row.start"] = to_string_binary(opts["row_start"])
@@ -300,10 +311,16 @@ def test_rows_scans_through_the_row_merge_match_the_cell_path(tmp_path):
     root = str(tmp_path / "root")
     taken = Counter()
     chunk = RowMerge.chunk
+    resolved = RowMerge._resolved
 
     def counted(self, lo, hi, reverse):
         out = chunk(self, lo, hi, reverse)
         taken["cells" if out is CELLS else "rows"] += 1
+        return out
+
+    def counted_resolved(self, *args):
+        out = resolved(self, *args)
+        taken["cells" if out is CELLS else "resolved"] += 1
         return out
 
     @settings(max_examples=40, deadline=None, derandomize=True, database=None,
@@ -341,10 +358,13 @@ def test_rows_scans_through_the_row_merge_match_the_cell_path(tmp_path):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(RowMerge, "chunk", counted)
+        mp.setattr(RowMerge, "_resolved", counted_resolved)
         mp.setattr(batch_scan, "_ROW_MERGE_BLOCKS", 2)  # several chunks per region
         check()
-    # the generated tables take both ways: rows merged, and chunks sent back to the cell path
-    assert taken["rows"] > 50 and taken["cells"] > 5, taken
+    # the generated tables take every way: rows merged, rows resolved (shared
+    # rows, markers, versions, cell blocks), and chunks sent to the cell path
+    # (a value filter asking for several versions)
+    assert taken["rows"] > 50 and taken["resolved"] > 20 and taken["cells"] > 2, taken
 
 
 def _live_table(conn, name="t"):

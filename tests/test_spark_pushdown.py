@@ -3,9 +3,10 @@
 Each query runs through Spark with pushdown on and is compared with the
 same predicate evaluated in Python over the rows written; the plan summary
 (connector.explain) must show which filters the engine applied exactly and
-which Spark still evaluates.  Every query reads a freshly loaded DataFrame:
-Spark 4.3 reuses a relation's last pushdown result for later queries that
-push nothing (see docs/connector.md).
+which Spark still evaluates.  Each runs through both sources: the JVM source
+and the Python source with its pushdown opted in (regionscan.python.pushdown),
+which is why every query reads a freshly loaded DataFrame: Spark 4.3 reuses a
+Python relation's last pushdown result for later queries (docs/connector.md).
 """
 
 from __future__ import annotations
@@ -144,9 +145,15 @@ def _key_of(table):
     return {"plain": ("k",), "ordered": ("k",), "comp": ("a", "b", "c"), "delim": ("x", "y")}[table]
 
 
+def _opt_in(source_format):
+    """The Python source pushes filters only when asked to (regionscan.python.pushdown)."""
+    return {"regionscan.python.pushdown": "true"} if source_format == "regionscan_python" else {}
+
+
 @pytest.mark.parametrize("table, where, predicate, residual, splits", CASES, ids=[f"{c[0]}: {c[1]}" for c in CASES])
-def test_pushdown_returns_what_spark_would(spark, root, table, where, predicate, residual, splits):
-    df = spark.read.format("regionscan").options(**_options(root, table)).load().where(where)
+def test_pushdown_returns_what_spark_would(spark, source_format, root, table, where, predicate, residual, splits):
+    options = {**_options(root, table), **_opt_in(source_format)}
+    df = spark.read.format(source_format).options(**options).load().where(where)
     key = _key_of(table)
     got = sorted(tuple(r[c] for c in key) for r in df.collect())
     want = sorted(tuple(r[c] for c in key) for r in ROWS[table] if predicate(r))
@@ -158,8 +165,9 @@ def test_pushdown_returns_what_spark_would(spark, root, table, where, predicate,
         assert plan.splits == splits, str(plan)
 
 
-def test_explain_reports_ranges_gets_and_filters(spark, root):
-    df = spark.read.format("regionscan").options(**_options(root, "plain")).load()
+def test_explain_reports_ranges_gets_and_filters(spark, source_format, root):
+    options = {**_options(root, "plain"), **_opt_in(source_format)}
+    df = spark.read.format(source_format).options(**options).load()
     plan = connector.explain(df.where("k IN (1, 2, 3) AND n > 0 AND f < 2.0"))
     assert plan.point_gets == 3 and len(plan.key_ranges) == 3
     assert "k IN (1, 2, 3)" in plan.pushed and "n > 0" in plan.pushed and "f < 2.0" in plan.residual
@@ -170,17 +178,17 @@ def test_explain_reports_ranges_gets_and_filters(spark, root):
     assert same.key_ranges is None and same.splits == 5 and same.pushed == []
 
 
-def test_superset_filters_narrow_and_spark_rechecks(spark, root):
-    options = dict(_options(root, "plain"), **{"regionscan.pushdown.superset": "true"})
-    df = spark.read.format("regionscan").options(**options).load().where("s LIKE '%V5'")
+def test_superset_filters_narrow_and_spark_rechecks(spark, source_format, root):
+    options = dict(_options(root, "plain"), **{"regionscan.pushdown.superset": "true"}, **_opt_in(source_format))
+    df = spark.read.format(source_format).options(**options).load().where("s LIKE '%V5'")
     assert df.collect() == []  # the engine's substring test ignores case; Spark's LIKE does not
     plan = connector.explain(df)
     assert "substring:v5" in plan.engine_filter.lower() and "s ENDS WITH 'V5'" in plan.residual
 
 
-def test_column_filters_can_be_kept_in_spark(spark, root):
-    options = dict(_options(root, "plain"), **{"hbase.spark.pushdown.columnfilter": "false"})
-    df = spark.read.format("regionscan").options(**options).load().where("k < -50 AND n < 0")
+def test_column_filters_can_be_kept_in_spark(spark, source_format, root):
+    options = dict(_options(root, "plain"), **{"hbase.spark.pushdown.columnfilter": "false"}, **_opt_in(source_format))
+    df = spark.read.format(source_format).options(**options).load().where("k < -50 AND n < 0")
     assert sorted(r.k for r in df.collect()) == [k for k in range(-60, -50) if k % 9]
     plan = connector.explain(df)
     assert "k < -50" in plan.pushed and "n < 0" in plan.residual and plan.engine_filter is None

@@ -18,11 +18,10 @@ import pyarrow as pa
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .cell_columns import CellColumns, as_cell_table, group_ids
+from .rules import NO_MARKER, covered, time_mask
 
 __all__ = ["resolve"]
 
-_INT64 = np.iinfo(np.int64)
-_NO_MARKER = _INT64.min
 _KNOWN_TYPE = np.zeros(256, dtype=bool)
 _KNOWN_TYPE[[int(t) for t in CellType]] = True
 
@@ -36,6 +35,7 @@ def resolve(
     ttl_cutoff: int | None = None,
     keep_deletes: bool = False,
     timestamps: Sequence[int] | None = None,
+    min_versions: int = 0,
 ) -> pa.Table:
     """Return the cells a reader sees, in cell order.
 
@@ -48,7 +48,9 @@ def resolve(
       with exactly its timestamp.  Markers act whatever the time range: a
       marker outside ``[min_timestamp, max_timestamp)`` still hides puts
       inside it, as in HBase.
-    * puts with ``timestamp < ttl_cutoff`` are expired and dropped;
+    * puts with ``timestamp < ttl_cutoff`` are expired and dropped, except
+      the newest ``min_versions`` of each column (HBase's MIN_VERSIONS: what
+      TTL leaves of a column at the least);
     * only puts with ``min_timestamp <= timestamp < max_timestamp`` (HBase's
       TimeRange) and, when ``timestamps`` is given, a timestamp in it are kept;
     * of the puts left, the ``max_versions`` newest per column are kept;
@@ -83,7 +85,13 @@ def resolve(
     columns = CellColumns(table)
     ts = columns.numpy("timestamp")
     types = columns.numpy("type")
-    in_range = _in_range(ts, min_timestamp, max_timestamp, ttl_cutoff, timestamps)
+    if keep_deletes or not min_versions:
+        in_range = time_mask(ts, min_timestamp, max_timestamp, ttl_cutoff, timestamps)
+        expired = None
+    else:
+        # the TTL drops a put only past the column's newest min_versions: by rank, below
+        in_range = time_mask(ts, min_timestamp, max_timestamp, None, timestamps)
+        expired = ts < ttl_cutoff if ttl_cutoff is not None and int(ts.min()) < ttl_cutoff else None
     has_markers = int(types.max()) != CellType.PUT or int(types.min()) != CellType.PUT
     if has_markers and not _KNOWN_TYPE[types].all():
         bad = np.unique(types[~_KNOWN_TYPE[types]]).tolist()
@@ -94,11 +102,11 @@ def resolve(
 
     if not has_markers:
         keep = in_range
-        if max_versions < n:
+        if max_versions < n or expired is not None:
             starts = columns.column_starts()
-            if not starts.all():
+            if not starts.all() or expired is not None:
                 visible = np.ones(n, dtype=bool) if keep is None else keep
-                keep = _newest_versions(visible, starts, group_ids(starts), max_versions)
+                keep = _newest_versions(visible, starts, group_ids(starts), max_versions, expired, min_versions)
         return _select(table, keep)
 
     starts = columns.column_starts()
@@ -120,32 +128,7 @@ def resolve(
     visible = (types == CellType.PUT) & ~hidden
     if in_range is not None:
         visible &= in_range
-    return _select(table, _newest_versions(visible, starts, column_ids, max_versions))
-
-
-def _in_range(
-    ts: np.ndarray,
-    min_timestamp: int,
-    max_timestamp: int,
-    ttl_cutoff: int | None,
-    timestamps: Sequence[int] | None,
-) -> np.ndarray | None:
-    """Mask of the cells inside the time range, TTL and timestamp set; None if all are."""
-    low = min_timestamp if ttl_cutoff is None else max(min_timestamp, ttl_cutoff)
-    # Keep the comparisons within int64: bounds beyond it exclude nothing on
-    # that side (a low bound above it excludes everything, as it should).
-    low = max(low, _INT64.min)
-    mask = None
-    if max_timestamp <= _INT64.max and int(ts.max()) >= max_timestamp:
-        mask = ts < max_timestamp
-    if int(ts.min()) < low:
-        at_least = ts >= low
-        mask = at_least if mask is None else mask & at_least
-    if timestamps is not None:
-        wanted = np.fromiter((int(t) for t in timestamps), dtype=np.int64)
-        listed = np.isin(ts, wanted)
-        mask = listed if mask is None else mask & listed
-    return mask
+    return _select(table, _newest_versions(visible, starts, column_ids, max_versions, expired, min_versions))
 
 
 def _covered(
@@ -153,21 +136,26 @@ def _covered(
 ) -> np.ndarray:
     """Cells whose timestamp is <= the newest marker of their group."""
     first = np.flatnonzero(starts)
-    newest = np.maximum.reduceat(np.where(is_marker, ts, _NO_MARKER), first)[ids]
-    return (ts <= newest) & (newest != _NO_MARKER)
+    newest = np.maximum.reduceat(np.where(is_marker, ts, NO_MARKER), first)[ids]
+    return covered(ts, newest)
 
 
 def _newest_versions(
-    visible: np.ndarray, starts: np.ndarray, ids: np.ndarray, max_versions: int
+    visible: np.ndarray, starts: np.ndarray, ids: np.ndarray, max_versions: int,
+    expired: np.ndarray | None = None, min_versions: int = 0,
 ) -> np.ndarray:
-    """Keep the first ``max_versions`` visible cells of each group."""
+    """Keep the first ``max_versions`` visible cells of each group; of the
+    ``expired`` ones only those among the first ``min_versions``."""
     # Rank of a visible cell in its group: visible cells up to and including
     # it, minus those before the group's first cell.
     seen = np.cumsum(visible, dtype=ids.dtype)
     first = np.flatnonzero(starts)
     before = seen[first] - visible[first]
     rank = seen - before[ids]
-    return visible & (rank <= max_versions)
+    keep = visible & (rank <= max_versions)
+    if expired is not None:
+        keep &= ~expired | (rank <= min_versions)
+    return keep
 
 
 def _select(table: pa.Table, keep: np.ndarray | None) -> pa.Table:

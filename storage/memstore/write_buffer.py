@@ -33,6 +33,7 @@ once per window.
 from __future__ import annotations
 
 import threading
+from operator import itemgetter
 from typing import TYPE_CHECKING, Iterable
 
 import pyarrow as pa
@@ -48,6 +49,7 @@ from .runs import (
     _cells_to_table,
     _merged_range,
 )
+from .bulk_insert import update_sorted_dict
 from .scanner import MemStoreScanner
 from .segment import _Segment
 
@@ -63,6 +65,8 @@ CELL_OVERHEAD = 200
 
 _DELETE_FAMILY = int(CellType.DELETE_FAMILY)
 _TYPES = frozenset(int(t) for t in CellType)
+_VALUE = itemgetter(5)
+_BULK_CELLS = 32  # cells of one write from which the map is updated by one merge, not per cell
 
 
 class MemStore:
@@ -101,6 +105,9 @@ class MemStore:
         made = cells if trusted and isinstance(cells, list) else [check_cell(c) for c in cells]
         if not made:
             return
+        if len(made) >= _BULK_CELLS:
+            self._add_bulk(made, seq)
+            return
         with self._lock:
             seq = self._seq + 1 if seq is None else seq
             if seq > self._seq:
@@ -126,12 +133,49 @@ class MemStore:
                 seqs[key] = seq
                 if pending is not None:
                     pending.append(key)
-            if seq > seg.max_seq:
-                seg.max_seq = seq
-            seg.heap_size += size
-            if pending is not None and len(pending) * _REBUILD_SHARE >= len(store):
-                # unread for long: the next read rebuilds the run whole anyway
-                seg.arrow, seg.pending = None, []
+            self._finish_write(seg, seq, size, pending)
+
+    def _add_bulk(self, made: list, seq: int | None) -> None:
+        """:meth:`add_many` of many cells: the keys built and sorted once, the map
+        updated by one merge (:mod:`storage.memstore.bulk_insert`), not per cell."""
+        keys = [(c[0], c[1], c[2], -c[3], -c[4]) for c in made]
+        items = dict(zip(keys, made))  # a key written twice in the group: the later cell wins
+        with self._lock:
+            seq = self._seq + 1 if seq is None else seq
+            if seq > self._seq:
+                self._seq = seq
+            seg = self._active
+            store, seqs, older = seg.cells, seg.seqs, seg.older
+            replaced = items.keys() & dict.keys(store)
+            size = sum(map(len, map(_VALUE, items.values())))
+            if replaced:
+                keep_old = self._open_scanners > 0
+                for key in replaced:
+                    old = store[key]
+                    if keep_old:
+                        older.setdefault(key, []).append((seqs[key], old))  # an open scanner may need it
+                    else:
+                        size -= len(old[5])
+                new_keys = sorted(k for k in items if k not in replaced)
+            else:
+                new_keys = sorted(items)
+            size += sum(len(k[0]) + len(k[1]) + len(k[2]) for k in new_keys) + CELL_OVERHEAD * len(new_keys)
+            update_sorted_dict(store, new_keys, items)
+            seqs.update(dict.fromkeys(items, seq))
+            pending = seg.pending if seg.arrow is not None else None
+            if pending is not None:
+                pending.extend(items)
+            self._finish_write(seg, seq, size, pending)
+
+    def _finish_write(self, seg, seq: int, size: int, pending: list | None) -> None:
+        """The bookkeeping of a write, under the lock: sequence, size, and whether
+        the Arrow run is worth updating at the next read."""
+        if seq > seg.max_seq:
+            seg.max_seq = seq
+        seg.heap_size += size
+        if pending is not None and len(pending) * _REBUILD_SHARE >= len(seg.cells):
+            # unread for long: the next read rebuilds the run whole anyway
+            seg.arrow, seg.pending = None, []
 
     # -- sizes ----------------------------------------------------------
 

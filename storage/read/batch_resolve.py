@@ -101,6 +101,7 @@ class _Processor:
             max_timestamp=self.scan.max_timestamp,
             ttl_cutoff=self.ttl_cutoff[name],
             timestamps=self.scan.timestamps,
+            min_versions=view.settings.min_versions,
         )
 
     def finish(self, cells: pa.Table, filtered: bool = False) -> pa.RecordBatch | None:

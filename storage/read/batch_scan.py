@@ -55,6 +55,9 @@ class BatchScan:
     output: str = "cells"  # or "rows"
     include_timestamp: bool = False
     now_ms: int | None = None
+    # cells output whose dense blocks may come as row batches of each block's own
+    # columns (schema ``key`` + ``family:qualifier``): what Table.scan turns into dicts
+    row_dicts: bool = False
 
 
 def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
@@ -124,9 +127,9 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
         return
     row_merge = None
     if len(families) == 1:
-        # a rows scan of clean sources merges rows, not cells (storage/read/row_scan.py)
-        ((name, fview),) = families.items()
-        row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, proc.trivial_resolution(name)), proc)
+        # a rows scan of one family merges (and resolves) rows, not cells (storage/read/row_scan.py)
+        ((_, fview),) = families.items()
+        row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, True), proc)
     keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
     if keys_only:
         # chunks without values: many more blocks per chunk for the same memory, fewer kernel calls

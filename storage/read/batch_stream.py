@@ -75,9 +75,19 @@ def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
     return names, qualifiers, plan
 
 
+def _block_columns(family: bytes):
+    """The ``direct`` plan of a :attr:`BatchScan.row_dicts` scan: every column of
+    each block (names as Latin-1 text, so they turn back into the exact bytes)."""
+    return None, family, dense_rows.dense_filter(None, family)
+
+
 def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
     """One dense block part as rows: column slices, a filter as one comparison."""
     names, qualifiers, plan = direct
+    if names is None:  # a row_dicts scan: the block's own columns
+        family = qualifiers
+        qualifiers = list(dense.qualifiers)
+        names = [(family + b":" + q).decode("latin-1") for q in qualifiers]
     mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers)
     out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks)
     if proc.metrics is not None:
@@ -113,6 +123,15 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
 
     drop_values = values_discarded(proc.scan.filter)
     direct = _dense_plan(view, proc, skip_resolve)
+    scan = proc.scan
+    if direct is None and scan.row_dicts and skip_resolve and scan.filter is None and not scan.reverse:
+        family = reader.info.family
+        if proc.select is None:
+            direct = _block_columns(family)
+        else:
+            picked = dense_rows.dense_columns(family, proc.output_columns)
+            if picked is not None:
+                direct = (*picked, dense_rows.dense_filter(None, family))
     first_only = (
         drop_values and skip_resolve and proc.select is None and dense_rows.first_cell_only(proc.scan.filter)
     )
@@ -174,8 +193,11 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
                 continue
             out = _dense_to_rows(dense, direct, proc)
             if out is not None:
+                if dense_out and out.schema != dense_out[-1].schema:  # a row_dicts scan: blocks' columns differ
+                    yield from emit_dense_out()
+                    dense_out, dense_out_cells = [], 0
                 dense_out.append(out)
-                dense_out_cells += out.num_rows * len(direct[0])
+                dense_out_cells += out.num_rows * (out.num_columns - 1)
                 if dense_out_cells >= group_limit:
                     yield from emit_dense_out()
                     dense_out, dense_out_cells = [], 0

@@ -7,6 +7,7 @@ names come from Arrow/NumPy kernels over the whole batch.
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import repeat
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -15,7 +16,7 @@ import pyarrow.compute as pc
 
 from .. import kernels
 
-__all__ = ["cells_to_dicts"]
+__all__ = ["cells_to_dicts", "rows_to_dicts"]
 
 
 def cells_to_dicts(
@@ -78,3 +79,40 @@ def cells_to_dicts(
     piece_ends = np.append(bounds[1:], batch.num_rows)
     for r, s, e in zip(piece_rows.tolist(), bounds.tolist(), piece_ends.tolist()):
         yield keys[r], make(zip(names[s:e], values[s:e]))
+
+
+def rows_to_dicts(batch: pa.RecordBatch, include_timestamp: bool = False, sorted_columns: bool = False) -> list[tuple[bytes, dict]]:
+    """happybase row pairs from a row batch (``key``, then one binary column per
+    ``family:qualifier``, each followed by its ``@ts`` column when
+    ``include_timestamp``): whole columns turned into lists, dicts zipped from
+    them, no step per cell.  Column names are Latin-1 text of the column's
+    bytes; a null is a cell the row does not have.
+    """
+    keys = batch.column(0).to_pylist()
+    step = 2 if include_timestamp else 1
+    fields = batch.schema.names[1::step]
+    names = [n.encode("latin-1") for n in fields]
+    columns = [batch.column(1 + step * j) for j in range(len(names))]
+    values = [c.to_pylist() for c in columns]
+    if include_timestamp:
+        stamps = [batch.column(2 + 2 * j).to_pylist() for j in range(len(names))]
+        values = [list(zip(v, t)) for v, t in zip(values, stamps)]
+    make = OrderedDict if sorted_columns else dict
+    if all(c.null_count == 0 for c in columns):
+        return list(zip(keys, map(make, map(zip, repeat(names), zip(*values)))))
+    # some rows lack some columns: leave those out of their dicts (one test per entry
+    # of the columns with nulls only)
+    full = [j for j, c in enumerate(columns) if c.null_count == 0]
+    sparse = [j for j, c in enumerate(columns) if c.null_count]
+    dicts = list(map(make, map(zip, repeat([names[j] for j in full]), zip(*[values[j] for j in full])))) if full else [
+        make() for _ in keys
+    ]
+    for j in sparse:
+        name, present = names[j], columns[j].is_valid().to_pylist()
+        for d, ok, v in zip(dicts, present, values[j]):
+            if ok:
+                d[name] = v
+    if sorted_columns and sparse:
+        order = {n: i for i, n in enumerate(names)}
+        dicts = [OrderedDict(sorted(d.items(), key=lambda kv: order[kv[0]])) for d in dicts]
+    return list(zip(keys, dicts))

@@ -12,25 +12,31 @@ one comparison per column), then interleaved by key
 (:func:`storage.kernels.row_merge.merge_row_runs`: one sort of the encoded
 keys, one gather of each column).
 
-Whatever this cannot prove equal to the cell path goes to the cell path: a
-chunk with a row in two sources, a block in the cell layout or a row cut
-across blocks comes back as :data:`CELLS`; memstore cells visible at the
-scan's read point that need resolution (or that sit in two maps during a
-flush) keep the whole scan on the cell path (:meth:`RowMerge.for_scan`
-gives None).  Writes newer than the read point do not: the row form is
-built from the cells the read point shows.
+A chunk whose sources need resolution -- a row in two sources (re-put in
+the memstore or a newer file), delete markers, versions, a block in the
+cell layout or a row cut across blocks, a TTL or time range to apply -- is
+resolved as rows (:mod:`storage.region.row_resolve`: per row and column the newest
+visible cell, markers masking what they cover) and then filtered and shaped
+as above.  What the row form cannot hold (keys wider than the key
+encoding, many versions of a column that may be uncovered) and scans whose
+answer depends on older versions (a value filter with several versions
+asked for) come back as :data:`CELLS`, and the cell path scans the chunk.
+Writes newer than the read point do not matter: the memstore's part is
+what the read point shows.
 """
 
 from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pyarrow as pa
 
-from ..storefile.dense_rows import dense_rows, filter_masks, row_schema
-from ..kernels.row_merge import keys_disjoint, merge_row_runs
+from ..kernels.row_merge import merge_row_runs, row_order
 from ..memstore.row_runs import RowRun
+from ..region.row_resolve import as_dense, memstore_items, part_items, resolve_items, rows_batch
 from ..region.store import StoreView
+from ..storefile.dense_rows import dense_rows, filter_masks, row_schema
 
 __all__ = ["RowMerge", "CELLS"]
 
@@ -46,12 +52,17 @@ class RowMerge:
     :func:`storage.storefile.dense_rows.dense_filter` give them.
     """
 
-    def __init__(self, view: StoreView, mem: RowRun | None, direct: tuple, proc):
+    def __init__(self, view: StoreView, mem: RowRun | None, direct: tuple, proc, resolvable: bool = True):
         self.view = view
-        self.mem = mem
+        self.mem = mem  # None: no memstore rows, or memstore cells that need resolution
         self.names, self.qualifiers, self.plan = direct
         self.proc = proc
         self.schema = row_schema(self.names, proc.scan.include_timestamp)
+        self.resolvable = resolvable
+        self.shared = False  # a chunk of this scan had a row in two sources
+        # resolution applies a TTL or time range: every chunk is resolved
+        self.bounded = not proc.trivial_resolution(view.family)
+        self.resolved_qualifiers = _needed_qualifiers(self.qualifiers, self.plan)
 
     @classmethod
     def for_scan(cls, view: StoreView, direct: tuple | None, proc) -> "RowMerge | None":
@@ -65,54 +76,124 @@ class RowMerge:
             return None
         if any(f.reader.format_version < 2 for f in view.files):
             return None  # version 1 files have no dense blocks
-        # A file that needs resolution still has chunks of dense blocks only:
-        # markers and versions belong to their row, whose blocks are cells.
+        # rows keep one version per column: several versions change the
+        # answer only through a filter that tests values
+        versions = min(proc.scan.max_versions, view.settings.max_versions)
+        resolvable = versions == 1 or _value_blind(direct[2])
         mem = None
         if not view.memstore.is_empty():
             row_run = getattr(view.memstore, "row_run", None)
             mem = row_run() if row_run is not None else None
-            if mem is None:
+            if mem is None and not resolvable:
                 return None
-        return cls(view, mem, direct, proc)
+        if not resolvable and not proc.trivial_resolution(view.family):
+            return None
+        return cls(view, mem, direct, proc, resolvable)
 
     def chunk(self, lo: bytes, hi: bytes | None, reverse: bool) -> "Sequence[pa.RecordBatch] | object":
         """The rows of ``[lo, hi)`` (descending when ``reverse``), limited by the
         scan's row limit, as batches; :data:`CELLS` when the chunk needs the cell path."""
         sources: list[list] = []  # each source's dense blocks in the chunk, newest first
+        file_parts: list[list] = []
+        resolve = self.bounded
         if self.mem is not None:
             block = self.mem.slice(lo, hi)
             if block is not None:
                 sources.append([block])
+        elif not self.view.memstore.is_empty():
+            resolve = True  # memstore cells that need resolution
         for f in self.view.files:
-            blocks = []
-            for part in f.reader.scan_parts(lo, hi):
-                if part.dense is None or part.continued or part.open:
-                    return CELLS  # cell-layout block, or a row cut across blocks
-                blocks.append(part.dense)
-            if blocks:
-                sources.append(blocks)
+            parts = list(f.reader.scan_parts(lo, hi))
+            if not parts:
+                continue
+            file_parts.append(parts)
+            if not resolve and any(p.dense is None or p.continued or p.open for p in parts):
+                resolve = True  # a cell-layout block, or a row cut across blocks
+            elif not resolve:
+                sources.append([p.dense for p in parts])
+        if resolve:
+            return self._resolved(lo, hi, reverse, file_parts)
         if not sources:
             return []
-        if len(sources) > 1 and self.plan[0] != "none":
-            # a filter decides on whole rows: a row must not be split over sources
+        order = None
+        if len(sources) > 1:
+            if self.shared and self.resolvable:
+                # the sources shared rows in earlier chunks (a table being
+                # updated): resolve at once rather than sort the keys twice
+                return self._resolved(lo, hi, reverse, file_parts)
+            # a row in two sources needs resolving (found from the keys alone,
+            # before any value column is touched)
             keys = [b[0].rows if len(b) == 1 else pa.concat_arrays([d.rows for d in b]) for b in sources]
-            if not keys_disjoint(keys):
-                return CELLS
+            order = row_order(keys)
+            if order is None:
+                self.shared = True
+                return self._resolved(lo, hi, reverse, file_parts)
         counts = [0, 0]  # cells scanned, rows filtered: counted once the chunk is done here
         runs = [r for r in (self._rows(blocks, counts) for blocks in sources) if r is not None]
-        merged = merge_row_runs(runs, descending=reverse) if runs else None
-        if runs and merged is None:
-            return CELLS  # a row in two sources: its cells need merging
-        proc = self.proc
-        if proc.metrics is not None:
-            proc.metrics.cells_scanned += counts[0]
-            proc.metrics.rows_filtered += counts[1]
+        if order is not None and sum(r.num_rows for r in runs) != len(order):
+            order = None  # rows were left out: the merge places the rest itself
+        merged = merge_row_runs(runs, descending=reverse, order=order) if runs else None
+        self._count(counts)
         if merged is None:
             return []
+        return self._limited(merged)
+
+    def _count(self, counts: list) -> None:
+        metrics = self.proc.metrics
+        if metrics is not None:
+            metrics.cells_scanned += counts[0]
+            metrics.rows_filtered += counts[1]
+
+    def _limited(self, merged: pa.Table) -> list:
+        proc = self.proc
         if proc.rows_left is not None:
             merged = merged.slice(0, min(merged.num_rows, proc.rows_left))
             proc.rows_left -= merged.num_rows
         return [b for b in merged.to_batches() if b.num_rows]
+
+    def _resolved(self, lo: bytes, hi: bytes | None, reverse: bool, file_parts: list) -> "list | object":
+        """The chunk's sources resolved as rows (:mod:`storage.region.row_resolve`),
+        then filtered and shaped; :data:`CELLS` when they cannot be."""
+        if not self.resolvable:
+            return CELLS
+        proc = self.proc
+        scan = proc.scan
+        sources = [memstore_items(self.view.memstore, lo, hi)] if self.mem is None else []
+        if self.mem is not None:
+            block = self.mem.slice(lo, hi)
+            sources.append([block] if block is not None else [])
+        sources += [part_items(parts) for parts in file_parts]
+        qualifiers = self.resolved_qualifiers
+        resolved = resolve_items(
+            sources, qualifiers, min_timestamp=scan.min_timestamp, max_timestamp=scan.max_timestamp,
+            # a row batch holds one version: with min_versions it outlives the TTL
+            ttl_cutoff=None if self.view.settings.min_versions else proc.ttl_cutoff[self.view.family],
+            timestamps=scan.timestamps,
+        )
+        if resolved is None:
+            return CELLS
+        counts = [0, 0]
+        if proc.metrics is not None:
+            counts[0] = sum(int(resolved.present(j).sum()) for j in range(len(qualifiers)))
+        if resolved.num_rows == 0:
+            self._count(counts)
+            return []
+        if self.plan[0] == "none" and qualifiers == self.qualifiers:
+            # every resolved row holds a requested column: the row batch as it is
+            rows = rows_batch(resolved, self.schema, scan.include_timestamp)
+        else:
+            dense = as_dense(resolved, qualifiers)
+            mask, value_masks = filter_masks(self.plan, dense, self.qualifiers)
+            rows = dense_rows(dense, self.names, self.qualifiers, scan.include_timestamp, mask, value_masks)
+            if self.plan[0] != "none":
+                counts[1] = dense.num_rows - (rows.num_rows if rows is not None else 0)
+        self._count(counts)
+        if rows is None or rows.num_rows == 0:
+            return []
+        table = pa.Table.from_batches([rows])
+        if reverse:
+            table = table.take(pa.array(np.arange(table.num_rows - 1, -1, -1)))
+        return self._limited(table)
 
     def _rows(self, blocks: list, counts: list) -> pa.Table | None:
         """One source's dense blocks as one row table (rows without a requested
@@ -162,3 +243,32 @@ class RowMerge:
             [pa.chunked_array(parts, field.type) for parts, field in zip(columns, schema)], schema=schema
         )
 
+
+
+def _plan_qualifiers(plan: tuple) -> list:
+    """The qualifiers a dense filter plan reads beyond the requested columns."""
+    kind = plan[0]
+    if kind in ("row", "column"):
+        return [plan[1]] if plan[1] is not None else []
+    if kind in ("all", "one"):
+        return [q for p in plan[1] for q in _plan_qualifiers(p)]
+    return []
+
+
+def _needed_qualifiers(qualifiers: list, plan: tuple) -> list:
+    """The requested qualifiers, then those the filter also reads."""
+    out = list(qualifiers)
+    for q in _plan_qualifiers(plan):
+        if q not in out:
+            out.append(q)
+    return out
+
+
+def _value_blind(plan: tuple) -> bool:
+    """True when a dense filter plan never tests a value (no filter, row-key filters)."""
+    kind = plan[0]
+    if kind in ("none", "key"):
+        return True
+    if kind in ("all", "one"):
+        return all(_value_blind(p) for p in plan[1])
+    return False

@@ -9,6 +9,7 @@ from typing import Sequence
 from .. import kernels
 from ..memstore.write_buffer import MemStore
 from .compaction_rows import cell_sources, chunk_rows, read_parts, write_rows
+from .row_resolve import compaction_rows, write_resolved
 from .manifest import RegionManifest
 from .pins import retire
 from .store import Store, StoreFile, StoreView
@@ -68,19 +69,29 @@ class RegionCompaction:
             bounds = [b""] + cuts + [None]
             # dense files with nothing to resolve are merged as rows (storage/region/compaction_rows.py)
             as_rows = ttl_cutoff is None and writer.format_version >= 2
+            # a major compaction keeping one version writes each row's newest visible cells
+            resolve_rows = major and writer.format_version >= 2 and store.settings.max_versions == 1
             for lo, hi in zip(bounds, bounds[1:]):
                 parts = read_parts(chosen, lo, hi)
                 rows = chunk_rows(parts) if as_rows else None
                 if rows is not None:
                     write_rows(writer, *rows)
                     continue
+                if resolve_rows:
+                    # files sharing rows or holding markers: resolved as rows (storage/region/row_resolve.py)
+                    # one version kept: with min_versions the newest one outlives the TTL
+                    resolved = compaction_rows(parts, None if store.settings.min_versions else ttl_cutoff)
+                    if resolved is not None:
+                        write_resolved(writer, *resolved)
+                        continue
                 sources = [t for t in cell_sources(parts) if t.num_rows]
                 if not sources:
                     continue
                 cells = kernels.merge_sources(sources)
                 if major:
                     cells = kernels.resolve(
-                        cells, max_versions=store.settings.max_versions, ttl_cutoff=ttl_cutoff
+                        cells, max_versions=store.settings.max_versions, ttl_cutoff=ttl_cutoff,
+                        min_versions=store.settings.min_versions,
                     )
                 else:
                     cells = kernels.resolve(cells, keep_deletes=True)

@@ -88,6 +88,7 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         self._next_seq = 1
         self.manifest = RegionManifest(info.region_id)
         self.closed = False
+        self._old_wal_syncs = 0  # fsyncs of the WAL files this region rolled away from
         self.replayed_records = 0
         self.pending_loads: list = []  # (mode, RegionEntry) of committed bulk loads not yet rolled forward
 
@@ -147,6 +148,7 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         old = self._wal_files()
         if self._wal is not None:
             self._wal.close()
+            self._old_wal_syncs += self._wal.sync_count
         name = f"{self._next_seq:020d}.wal"
         if name in old:  # never append to a file that may end in a torn record
             stamp, attempt = _now_ms(), 0
@@ -221,6 +223,20 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
 
     def mutate(self, cells: Sequence[Cell]) -> int:
         """Log and apply one atomic group of cells; returns its sequence id."""
+        pending = self.mutate_begin(cells)
+        self.mutate_finish(pending)
+        return pending[0]
+
+    def mutate_begin(self, cells: Sequence[Cell]) -> tuple:
+        """Log and apply one atomic group of cells without waiting for the log's
+        sync; returns a ticket for :meth:`mutate_finish`, which the caller must
+        call (it makes the group durable and visible).
+
+        The sync comes after the region's lock is released, so writers of
+        several threads share one fsync (group commit, as HBase's WAL sync);
+        the group stays invisible to readers until it is durable, because its
+        sequence id completes only after the sync.
+        """
         with self._lock:
             self._check_writable()
             rows = list(map(_ROW, cells))
@@ -233,12 +249,30 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
                     raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
             seq = self.mvcc.begin()
             try:
-                self._wal.append(seq, cells)
+                wal = self._wal
+                wal.append(seq, cells, defer_sync=True)
+                end = wal.size
                 self._next_seq = seq + 1
                 self._apply_to_memstores(cells, seq)
-            finally:
-                self.mvcc.complete(seq)  # readers opened from now on see the whole group
-            return seq
+            except BaseException:
+                self.mvcc.complete(seq)
+                raise
+            return seq, wal, end
+
+    def mutate_finish(self, ticket: tuple) -> None:
+        """Make a group from :meth:`mutate_begin` durable (under the ``each``
+        policy: one fsync may cover other writers' groups too) and visible."""
+        seq, wal, end = ticket
+        try:
+            if wal.policy.mode == "each":
+                wal.sync_to(end)
+        finally:
+            self.mvcc.complete(seq)  # readers opened from now on see the whole group
+
+    @property
+    def wal_sync_count(self) -> int:
+        """How many times this region's WAL files were fsynced since it opened."""
+        return self._old_wal_syncs + (self._wal.sync_count if self._wal is not None else 0)
 
     @property
     def memstore_size(self) -> int:

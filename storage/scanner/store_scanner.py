@@ -7,7 +7,8 @@ first) with a heap and applies, per row:
   ``DeleteColumn`` every version of its column at or before its timestamp,
   ``DeleteFamily`` every column of the family at or before its timestamp.
   Markers apply whatever the scan's time range;
-* TTL: a cell older than ``now_ms - ttl`` is expired;
+* TTL: a cell older than ``now_ms - ttl`` is expired, unless it is among
+  the newest ``min_versions`` visible versions of its column;
 * the time range ``[min_timestamp, max_timestamp)``;
 * versions: the newest ``min(spec.max_versions, family max_versions)``
   visible versions of each column;
@@ -73,6 +74,7 @@ class StoreScanner:
         ttl: float | None = None,
         now_ms: int | None = None,
         metrics: ScanMetrics | None = None,
+        min_versions: int = 0,
     ):
         if not isinstance(family, bytes) or not family:
             raise InvalidArgument(f"family={family!r}: expected non-empty bytes")
@@ -89,9 +91,14 @@ class StoreScanner:
         self._wanted_sorted = None if wanted is None else sorted(wanted)
         self._max_versions = min(spec.max_versions, max_versions)
         lower = spec.min_timestamp
+        self._expired_below = None  # with min_versions: puts below it expire past the newest min_versions
+        self._min_versions = min_versions
         if ttl is not None:
             now = int(time.time() * 1000) if now_ms is None else now_ms
-            lower = max(lower, now - int(ttl * 1000))
+            if min_versions:
+                self._expired_below = now - int(ttl * 1000)
+            else:
+                lower = max(lower, now - int(ttl * 1000))
         self._lower = lower  # puts older than this are outside the range or expired
         self._upper = spec.max_timestamp
         self._stop = spec.stop_row
@@ -221,6 +228,8 @@ class StoreScanner:
         max_versions = self._max_versions
         lower = self._lower
         upper = self._upper
+        expired_below = self._expired_below
+        min_versions = self._min_versions
         out: list = []
         family_deleted = -1  # newest DeleteFamily timestamp seen in this row
         cell = heap.peek()
@@ -242,9 +251,12 @@ class StoreScanner:
                         if ts < lower or ts <= family_deleted or ts <= column_deleted:
                             done = True  # every older version is hidden too
                         elif deleted_versions is None or ts not in deleted_versions:
-                            out.append(cell)
-                            versions += 1
-                            done = versions >= max_versions
+                            if expired_below is not None and ts < expired_below and versions >= min_versions:
+                                done = True  # expired, and the column has its min_versions
+                            else:
+                                out.append(cell)
+                                versions += 1
+                                done = versions >= max_versions
                     if done and qualifier:
                         cell = self._skip_column(row, qualifier)
                         break

@@ -24,11 +24,13 @@ class Block:
 
     ``batch`` is the block's cells (``CELL_SCHEMA``).  A version 2 dense block
     keeps its columns in ``dense`` (a :class:`DenseBlock`) and builds the cell
-    batch only when a caller asks for it.  ``keys_only`` blocks were read
-    without their value section: their cells have empty values.
+    batch each time a caller asks for it, without keeping it: the decoded
+    form is held once, and the paths that want cells (the cell-at-a-time
+    scanner, reverse scans) ask once per block visit.  ``keys_only`` blocks
+    were read without their value section: their cells have empty values.
     """
 
-    __slots__ = ("index", "offset", "length", "next_offset", "_batch", "dense", "family", "keys_only", "rows", "on_grow")
+    __slots__ = ("index", "offset", "length", "next_offset", "_batch", "dense", "family", "keys_only", "point", "on_grow")
 
     def __init__(
         self,
@@ -48,29 +50,25 @@ class Block:
         self.dense = dense
         self.family = family
         self.keys_only = keys_only
-        # The row keys as a Python list, built on the first point read of the
-        # block and kept with it (in the block cache) so later gets bisect.
-        self.rows: list[bytes] | None = None
-        # called with the block when it comes to hold more (its cells built):
+        # The point-read form (storefile/point.py), built on the first point
+        # read of the block and kept with it: views of its buffers, no copies
+        # for fixed-width keys.
+        self.point = None
+        # called with the block when it comes to hold more (its point form):
         # the reader sets it on cached blocks so the cache charges what they hold
         self.on_grow = None
 
     @property
     def batch(self) -> pa.RecordBatch:
-        """The block's cells in cell order (built once from a dense block)."""
+        """The block's cells in cell order (built from a dense block on each call, not kept)."""
         if self._batch is None:
-            self._batch = self.dense.cells(self.family)
-            if self.on_grow is not None:
-                self.on_grow(self)
+            return self.dense.cells(self.family)
         return self._batch
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the decoded block (what the block cache charges)."""
-        if self.dense is None:
-            return self._batch.nbytes
-        # a dense block's columns, and its cells once a caller had them built
-        return self.dense.nbytes + (self._batch.nbytes if self._batch is not None else 0)
+        """Bytes of the decoded block (what the block cache charges, with ``point``'s)."""
+        return self._batch.nbytes if self.dense is None else self.dense.nbytes
 
 
 def encode_block(batch: pa.RecordBatch, prev_offset: int, codec: BlockCodec) -> tuple[bytes, pa.Buffer, int]:

@@ -264,7 +264,7 @@ def decode_values(header: BlockHeaderV2, keys, stored: pa.Buffer, codec: BlockCo
         has = keys.presence(j)  # None: every row has the qualifier (no decoding needed to know)
         if (v.null_count != 0) if has is None else not pc.all(pc.equal(pc.is_valid(v), has)).as_py():
             raise CorruptionError(f"{what} validity disagrees with the key section", path, at)
-    return DenseBlock(keys.rows, keys.qualifiers, keys.timestamps, cols)
+    return DenseBlock(keys.rows, keys.qualifiers, keys.timestamps, cols, keys.cell_count())
 
 
 def cells_with(keys: pa.RecordBatch, values: pa.Array | None, family: bytes) -> pa.RecordBatch:

@@ -37,12 +37,15 @@ class BlockCache:
         self.misses = 0
         self.evictions = 0
 
-    def get(self, key: Hashable) -> Any | None:
-        """The cached value for ``key`` (now most recently used), or None."""
+    def get(self, key: Hashable, count_miss: bool = True) -> Any | None:
+        """The cached value for ``key`` (now most recently used), or None
+        (counted as a miss unless ``count_miss`` is false: a probe whose
+        caller reads the block through :meth:`get` next if it is absent)."""
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
-                self.misses += 1
+                if count_miss:
+                    self.misses += 1
                 return None
             self._entries.move_to_end(key)
             self.hits += 1

@@ -71,14 +71,16 @@ class DenseBlock:
     None for a block read for its keys only.
     """
 
-    __slots__ = ("rows", "qualifiers", "timestamps", "values", "_plain_ts")
+    __slots__ = ("rows", "qualifiers", "timestamps", "values", "_plain_ts", "_cells")
 
-    def __init__(self, rows: pa.Array, qualifiers: tuple, timestamps: list, values: list | None):
+    def __init__(self, rows: pa.Array, qualifiers: tuple, timestamps: list, values: list | None,
+                 cells: int | None = None):
         self.rows = rows
         self.qualifiers = qualifiers
         self.timestamps = timestamps
         self.values = values
         self._plain_ts: list | None = None
+        self._cells = cells  # cell count, once known (decoding verifies it against the header)
 
     @property
     def num_rows(self) -> int:
@@ -133,7 +135,13 @@ class DenseBlock:
         raise ValueError(f"row {i} of a dense block has no cell")
 
     def cell_count(self) -> int:
-        """Cells the block holds (present entries over all qualifiers)."""
+        """Cells the block holds (present entries over all qualifiers); counted
+        once and kept, so scan metrics read it per block for nothing."""
+        if self._cells is None:
+            self._cells = self._count_cells()
+        return self._cells
+
+    def _count_cells(self) -> int:
         n = self.num_rows
         total = 0
         for t in self.timestamps:

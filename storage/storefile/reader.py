@@ -24,8 +24,6 @@ so the next ranged GET is in flight while the current block is consumed.
 
 from __future__ import annotations
 
-import bisect
-import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -57,6 +55,7 @@ from .format import (
     Trailer,
 )
 from .index import BlockIndex
+from .point import file_row_cells, file_rows_cells
 from .reader_check import ReaderCheck
 from .reader_scans import ReaderScans
 
@@ -70,11 +69,6 @@ PREFETCH_MODES = ("shared", "thread_local")
 
 
 _READ_HEADER = object()  # "no prefetched header: read it separately"
-
-
-def _list_bytes(items: list) -> int:
-    """Memory of a list of bytes objects: the list and each object (header included)."""
-    return sys.getsizeof(items) + sum(map(sys.getsizeof, items))
 
 
 class StoreFileReader(ReaderScans, ReaderCheck):
@@ -170,6 +164,7 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         self.block_first_keys: list[tuple] = index.first_keys
         self.file_id = (where, size, bytes(memoryview(raw)[-4:]).hex())  # block cache identity
         self._index = index
+        self.point_first_rows = None  # the blocks' first rows for multi-gets (storefile/point.py), pinned
         self._codec = codec
         self._bloom: RowBloomFilter | None = bloom
         self._data_end = trailer.index_offset
@@ -270,9 +265,8 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         return block
 
     def _recharge(self, block: Block) -> None:
-        """Charge a cached block for all it holds now (its cells once built, the
-        row-key list a point read attached)."""
-        extra = _list_bytes(block.rows) if block.rows is not None else 0
+        """Charge a cached block for all it holds now (with its point-read form)."""
+        extra = block.point.nbytes if block.point is not None else 0
         self._cache.recharge((self.file_id, block.offset), block, block.nbytes + extra)
 
     def _check_header(self, header: BlockHeader, i: int, offset: int, length: int) -> None:
@@ -336,6 +330,16 @@ class StoreFileReader(ReaderScans, ReaderCheck):
             cache.put((self.file_id, offset, "keys"), block, block.nbytes)
         return block
 
+    def cached_block(self, i: int) -> Block | None:
+        """Block ``i`` if the block cache holds it (no read), else None."""
+        cache = self._cache
+        if cache is None:
+            return None
+        hit = cache.get((self.file_id, self._index.offsets[i]), count_miss=False)
+        if hit is not None:
+            self.counters.add("cache_hits")
+        return hit
+
     def _block(self, i: int, cache_blocks: bool = True, use_cache: bool = True) -> Block:
         """Block ``i`` by random access through the index."""
         return self._load(i, None, use_cache, cache_blocks)
@@ -365,30 +369,27 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         """Every cell of ``row`` in this file, in cell order: the point-read path.
 
         The bloom filter answers most misses without reading a block; within
-        a block the row is found by bisecting its row keys, a Python list
-        built once per cached block, so a get costs a bisect and a slice.
+        a block the row is found by a binary search of its row-key column and
+        read as one entry of each column (:mod:`storage.storefile.point`).
         """
-        if self.block_count == 0 or not self.might_contain_row(row):
-            return []
-        self.counters.add("seeks")
-        i = max(self.find_block((row,)), 0)
-        out: list[Cell] = []
-        while i < self.block_count:
-            block = self._block(i)
-            rows = block.rows
-            if rows is None:
-                rows = block.rows = block.batch.column(0).to_pylist()
-                if self._cache is not None:  # the cached block now holds the list too: charge it
-                    self._recharge(block)
-            lo = bisect.bisect_left(rows, row)
-            hi = bisect.bisect_right(rows, row, lo)
-            if hi > lo:
-                part = block.batch.slice(lo, hi - lo)
-                out.extend(map(Cell._make, zip(*[part.column(k).to_pylist() for k in range(6)])))
-            if hi < len(rows):
-                break
-            i += 1
-        return out
+        return file_row_cells(self, row)
+
+    def rows_cells(self, rows: list[bytes]) -> dict[bytes, list[Cell]]:
+        """The cells of each of ``rows`` (distinct, ascending) in this file, for
+        the rows it holds: a multi-get, one visit per block (see
+        :func:`storage.storefile.point.file_rows_cells`)."""
+        return file_rows_cells(self, rows)
+
+    @property
+    def block_row_starts(self):
+        """Per block, where its first row begins (0: the block begins with a new
+        row, nothing of it in the block before); None for a version 1 file."""
+        return self._index.row_starts
+
+    @property
+    def bloom(self) -> RowBloomFilter | None:
+        """The file's row bloom filter (pinned with the reader), or None."""
+        return self._bloom
 
     def read_block(self, i: int) -> pa.RecordBatch:
         """Data block ``i`` as a ``CELL_SCHEMA`` batch (verified, decompressed, cached)."""

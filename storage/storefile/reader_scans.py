@@ -52,7 +52,7 @@ def _block_part(
     if dense is not None:
         piece = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
         if keys_only and piece.values is not None:
-            piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None)
+            piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None, piece._cells)
         return BlockPart(None, piece, continued, open_, family)
     batch = block.batch
     if keys_only and not block.keys_only:

@@ -93,7 +93,7 @@ class _Decoded:
         self.block = block
         self.index = block.index
         self.batch = block.batch
-        self.rows = _RowKeys(block.batch.column(0))
+        self.rows = _RowKeys(self.batch.column(0))
         self.n = len(self.rows)
         self._windows: dict[int, list] = {}
 

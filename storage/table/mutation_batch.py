@@ -1,16 +1,26 @@
-"""happybase's ``Table.batch()``: mutations collected and sent together."""
+"""happybase's ``Table.batch()``: mutations collected and sent together.
+
+A batch is sent as one group per region: one WAL record and one insert into
+the memstore (a sorted merge, see :mod:`storage.memstore.bulk_insert`), one
+sync.  Puts without an explicit timestamp take one "now" per sent group,
+read at its first put, as HBase stamps a whole batch of mutations with one
+server time.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from ..cells import Cell
+from ..cells import Cell, CellType
 from ..errors import InvalidArgument
+from .arguments import _now_ms
 
 if TYPE_CHECKING:
     from .table import Table
 
 __all__ = ["Batch"]
+
+_PUT = int(CellType.PUT)
 
 
 class Batch:
@@ -25,15 +35,36 @@ class Batch:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         if transaction and batch_size is not None:
             raise InvalidArgument("transaction and batch_size cannot be combined")
+        if timestamp is not None:
+            table._check_ts(timestamp)
         self._table = table
         self._timestamp = timestamp
         self._batch_size = batch_size
         self._transaction = transaction
         self._cells: list[Cell] = []
         self._count = 0
+        self._now: int | None = timestamp  # the timestamp of this group's puts
 
     def put(self, row: bytes, data: dict, wal: bool = True) -> None:
-        self._cells.extend(self._table._put_cells(row, data, self._timestamp))
+        """Add a put of ``data`` (``{b"cf:q": value}``) to ``row``."""
+        cells = self._cells
+        known = self._table._columns  # column name -> (family, qualifier), filled by checked puts
+        ts = self._now
+        if ts is not None and type(row) is bytes and row and type(data) is dict and data:
+            # the common case without a call per cell: known columns, bytes values
+            mark = len(cells)
+            for name, value in data.items():
+                hit = known.get(name)
+                if hit is None or type(value) is not bytes:
+                    del cells[mark:]  # something to check or refuse: the checked path below
+                    break
+                cells.append((row, hit[0], hit[1], ts, _PUT, value))
+            else:
+                self._added()
+                return
+        if ts is None:
+            ts = self._now = _now_ms()
+        cells.extend(self._table._put_cells(row, data, ts))
         self._added()
 
     def delete(self, row: bytes, columns: Iterable | None = None, wal: bool = True) -> None:
@@ -48,6 +79,7 @@ class Batch:
     def send(self) -> None:
         """Write what was collected."""
         cells, self._cells, self._count = self._cells, [], 0
+        self._now = self._timestamp
         self._table._write(cells)
 
     def __enter__(self) -> "Batch":

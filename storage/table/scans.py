@@ -18,7 +18,7 @@ from ..filters import coerce_filter
 from ..filters.base import scan_copy
 from ..keys import intersect
 from ..read.batch_scan import BatchScan, scan_region_batches
-from ..read.python_rows import cells_to_dicts
+from ..read.python_rows import cells_to_dicts, rows_to_dicts
 from ..read.snapshot import ReadSnapshot, release_views
 from ..region.region import Region
 from ..region.view import RegionView
@@ -166,6 +166,13 @@ class TableScans:
             row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
             max_versions, limit, reverse, output, include_timestamp, batch_size,
         )
+        return self._open_batches(scan, spans, metrics, snapshot)
+
+    def _open_batches(self, scan: BatchScan, spans, metrics: ScanMetrics | None,
+                      snapshot: "ReadSnapshot | None" = None) -> Iterator[pa.RecordBatch]:
+        """Open a checked batch scan: fix its read point and lease its views (or
+        take ``snapshot``'s), and return its batches."""
+        reverse = scan.reverse
         if snapshot is not None:
             plan = snapshot.plan(spans)
         else:
@@ -197,7 +204,8 @@ class TableScans:
                 region_scan = dataclasses.replace(scan, low=lo, high=hi, limit=remaining)
                 for batch in scan_region_batches(view, region_scan, metrics):
                     if remaining is not None or metrics is not None:
-                        rows = batch.num_rows if scan.output == "rows" else len(kernels.row_boundaries(batch))
+                        as_rows = scan.output == "rows" or batch.schema.names[0] == "key"  # row_dicts row batches
+                        rows = batch.num_rows if as_rows else len(kernels.row_boundaries(batch))
                         if remaining is not None:
                             remaining -= rows
                         if metrics is not None:
@@ -255,11 +263,18 @@ class TableScans:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         if scan_batching is not None and (not isinstance(scan_batching, int) or scan_batching < 1):
             raise InvalidArgument(f"scan_batching must be a positive int, got {scan_batching!r}")
-        for batch in self.scan_batches(
-            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
-            limit, reverse, "cells", include_timestamp,
-        ):
-            yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
+        scan, spans = self._batch_scan(
+            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
+            max_versions, limit, reverse, "cells", include_timestamp,
+        )
+        if scan_batching is None:
+            # dense blocks may come as row batches: dicts zipped from whole columns
+            scan = dataclasses.replace(scan, row_dicts=True)
+        for batch in self._open_batches(scan, spans, None):
+            if batch.schema.names[0] == "key":
+                yield from rows_to_dicts(batch, include_timestamp, sorted_columns)
+            else:
+                yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
 
     def scanner(
         self,

@@ -56,6 +56,7 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
         self._regions: list[Region] = []
         self._starts: list[bytes] = []
         self._columns: dict[bytes, tuple[bytes, bytes]] = {}
+        self._point_specs: dict = {}  # (columns, timestamp) -> ScanSpec of point reads
         self.closed = False
         self._closed_why = "is closed"
         self.mvcc = Mvcc()
@@ -197,6 +198,11 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
     def store_file_readers(self) -> list:
         """The open :class:`storage.storefile.StoreFileReader` of every live store file."""
         return [f.reader for r in self._regions for s in r.stores.values() for f in s.files]
+
+    def wal_sync_count(self) -> int:
+        """WAL fsyncs of the table's open regions since they opened (concurrent
+        writers share them: group commit)."""
+        return sum(r.wal_sync_count for r in self._regions)
 
     def read_counters(self, reset: bool = False) -> dict[str, int]:
         """Block read counters summed over the table's store files (blocks and

@@ -81,15 +81,38 @@ class TableWrites:
         self._check_open()
         if not cells:
             return
+        tickets = []
         with self._mutex:
-            by_region: dict[int, list] = {}
-            for cell in cells:
-                i = bisect.bisect_right(self._starts, cell[0]) - 1
-                by_region.setdefault(i, []).append(cell)
-            for i, group in by_region.items():
-                self._regions[i].mutate(group)
-            for i in by_region:
-                self._maintain(self._regions[i])
+            if len(self._regions) == 1:
+                by_region = {0: cells if isinstance(cells, list) else list(cells)}
+            else:
+                by_region: dict[int, list] = {}
+                starts = self._starts
+                for cell in cells:
+                    i = bisect.bisect_right(starts, cell[0]) - 1
+                    by_region.setdefault(i, []).append(cell)
+            try:
+                for i, group in by_region.items():
+                    region = self._regions[i]
+                    tickets.append((region, region.mutate_begin(group)))
+            except BaseException:
+                for region, ticket in tickets:
+                    region.mutate_finish(ticket)
+                raise
+        # Outside the table's lock: one WAL sync serves every writer whose
+        # records it covers (group commit); each group is visible once durable.
+        error = None
+        for region, ticket in tickets:
+            try:
+                region.mutate_finish(ticket)
+            except BaseException as exc:  # every ticket must complete, or the read point stalls
+                error = error or exc
+        if error is not None:
+            raise error
+        with self._mutex:
+            for region, _ in tickets:
+                if not region.closed:  # a split may have retired it meanwhile
+                    self._maintain(region)
 
     def _maintain(self, region: Region) -> None:
         """Flush, compact and split a region past its thresholds (HBase's automatic policies)."""

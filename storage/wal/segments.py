@@ -87,8 +87,9 @@ class SegmentWalWriter(WalWriter):
             self._flusher = threading.Thread(target=self._flush_loop, name=f"wal-segments:{path}", daemon=True)
             self._flusher.start()
 
-    def append(self, seq_id: int, cells: Sequence[tuple]) -> int:
-        """Gather one record; durable on return under ``each`` (see the module docstring)."""
+    def append(self, seq_id: int, cells: Sequence[tuple], defer_sync: bool = False) -> int:
+        """Gather one record; durable on return under ``each`` (see the module
+        docstring), or with ``defer_sync`` once the caller's ``sync_to`` returns."""
         record = encode_record(seq_id, cells)
         with self._lock:
             self._check_usable()
@@ -105,7 +106,7 @@ class SegmentWalWriter(WalWriter):
             if self._flusher is not None:
                 self._wake.notify()
         mode = self._policy.mode
-        if mode == "each" or (mode == "none" and end - self._synced >= NONE_SEGMENT_BYTES):
+        if (mode == "each" and not defer_sync) or (mode == "none" and end - self._synced >= NONE_SEGMENT_BYTES):
             self._sync_to(end)
         return len(record)
 

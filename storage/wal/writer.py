@@ -107,12 +107,13 @@ class WalWriter:
         return self._closed
 
     # -- appending -------------------------------------------------------
-    def append(self, seq_id: int, cells: Sequence[tuple]) -> int:
+    def append(self, seq_id: int, cells: Sequence[tuple], defer_sync: bool = False) -> int:
         """Append one record; return the bytes written.
 
-        With policy ``each`` the record is durable on return; with
-        ``interval`` it is durable at most N ms later; with ``none`` when the
-        OS writes it back.
+        With policy ``each`` the record is durable on return (with
+        ``defer_sync``, once the caller's :meth:`sync_to` of :attr:`size` as
+        it was after this call returns: group commit); with ``interval`` it
+        is durable at most N ms later; with ``none`` when the OS writes it back.
         """
         record = encode_record(seq_id, cells)  # outside the lock: pure CPU work
         with self._lock:
@@ -126,9 +127,16 @@ class WalWriter:
             end = self._size
             if self._flusher is not None:
                 self._wake.notify()
-        if self._policy.mode == "each":
+        if self._policy.mode == "each" and not defer_sync:
             self._sync_to(end)
         return len(record)
+
+    def sync_to(self, end: int) -> None:
+        """Make the log durable up to byte ``end`` (group commit): returns at once
+        when an fsync that started after those bytes were written has ended,
+        else fsyncs once for every record written so far, whoever wrote it.
+        Safe after :meth:`close`, which synced everything."""
+        self._sync_to(end)
 
     def sync(self) -> None:
         """Make everything appended so far durable before returning."""

@@ -1,0 +1,182 @@
+package regionscan.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
+import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
+import org.apache.spark.sql.connector.expressions.aggregate.Count;
+import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
+import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
+import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
+import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One query's scan: required columns, V2 filters (translated by the worker with the same
+ * code as the Python source's pushdown), a limit, and COUNT aggregates answered at planning
+ * from the block indexes when nothing else restricts the rows.
+ */
+final class RegionScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters,
+    SupportsPushDownLimit, SupportsPushDownAggregates {
+  private final SourceSettings settings;
+  private StructType required;
+  private final ArrayNode filters = EngineWorker.JSON.createArrayNode();
+  private final List<Predicate> pushed = new ArrayList<>();
+  private int limit = -1;
+  private Aggregation aggregation;
+  private long[] aggregateValues;
+  private boolean aggregateAsked;
+
+  RegionScanBuilder(SourceSettings settings, StructType schema) {
+    this.settings = settings;
+    this.required = schema;
+  }
+
+  @Override
+  public void pruneColumns(StructType requiredSchema) {
+    this.required = requiredSchema;
+  }
+
+  @Override
+  public Predicate[] pushPredicates(Predicate[] predicates) {
+    List<Predicate> sent = new ArrayList<>();
+    List<Predicate> kept = new ArrayList<>();
+    ArrayNode json = EngineWorker.JSON.createArrayNode();
+    for (Predicate p : predicates) {
+      ObjectNode f = Predicates.toJson(p);
+      if (f == null) {
+        kept.add(p);
+      } else {
+        sent.add(p);
+        json.add(f);
+      }
+    }
+    if (sent.isEmpty()) {
+      return predicates;
+    }
+    ObjectNode req = settings.request("push");
+    req.set("filters", json);
+    JsonNode reply = settings.call(req);
+    boolean[] handled = new boolean[sent.size()];
+    for (JsonNode i : reply.path("handled")) {
+      handled[i.asInt()] = true;
+    }
+    for (int i = 0; i < sent.size(); i++) {
+      filters.add(json.get(i));  // every translated filter narrows the scan; Spark re-checks the unhandled
+      if (handled[i]) {
+        pushed.add(sent.get(i));
+      } else {
+        kept.add(sent.get(i));
+      }
+    }
+    return kept.toArray(new Predicate[0]);
+  }
+
+  @Override
+  public Predicate[] pushedPredicates() {
+    return pushed.toArray(new Predicate[0]);
+  }
+
+  @Override
+  public boolean pushLimit(int n) {
+    limit = n;
+    return true;
+  }
+
+  @Override
+  public boolean isPartiallyPushed() {
+    return true;  // each task stops after n rows; Spark applies the limit over all of them
+  }
+
+  private long[] answer(Aggregation agg) {
+    if (aggregateAsked && agg.equals(aggregation)) {
+      return aggregateValues;
+    }
+    aggregateAsked = true;
+    aggregation = agg;
+    aggregateValues = null;
+    if (agg.groupByExpressions().length > 0) {
+      return null;
+    }
+    ArrayNode aggs = EngineWorker.JSON.createArrayNode();
+    for (AggregateFunc f : agg.aggregateExpressions()) {
+      ObjectNode a = aggs.addObject();
+      if (f instanceof CountStar) {
+        a.put("fn", "count_star");
+      } else if (f instanceof Count && !((Count) f).isDistinct() && ((Count) f).column() instanceof NamedReference) {
+        String[] names = ((NamedReference) ((Count) f).column()).fieldNames();
+        if (names.length != 1) {
+          return null;
+        }
+        a.put("fn", "count");
+        a.put("column", names[0]);
+      } else {
+        return null;
+      }
+    }
+    ObjectNode req = settings.request("count");
+    req.set("filters", filters);
+    req.set("aggregates", aggs);
+    JsonNode reply = settings.call(req);
+    JsonNode values = reply.path("values");
+    if (!values.isArray()) {
+      return null;
+    }
+    long[] out = new long[values.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = values.get(i).asLong();
+    }
+    aggregateValues = out;
+    return out;
+  }
+
+  @Override
+  public boolean supportCompletePushDown(Aggregation agg) {
+    return answer(agg) != null;
+  }
+
+  @Override
+  public boolean pushAggregation(Aggregation agg) {
+    return answer(agg) != null;
+  }
+
+  @Override
+  public Scan build() {
+    if (aggregateValues != null) {
+      StructType schema = new StructType();
+      AggregateFunc[] funcs = aggregation.aggregateExpressions();
+      for (int i = 0; i < funcs.length; i++) {
+        schema = schema.add("agg" + i + "_" + funcs[i].toString(), DataTypes.LongType, false);
+      }
+      return new CountScan(settings, schema, aggregateValues, describe(pushed), aggregation.toString());
+    }
+    return new RegionScanScan(settings, required, filters, describe(pushed), limit);
+  }
+
+  static String describe(List<Predicate> predicates) {
+    List<String> out = new ArrayList<>();
+    for (Predicate p : predicates) {
+      out.add(p.toString());
+    }
+    return "[" + String.join(", ", out) + "]";
+  }
+
+  static String[] columns(Expression[] exprs) {
+    String[] out = new String[exprs.length];
+    for (int i = 0; i < exprs.length; i++) {
+      out[i] = exprs[i].toString();
+    }
+    return out;
+  }
+}

@@ -1,0 +1,99 @@
+package regionscan.spark;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.CreatableRelationProvider;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * {@code spark.read.format("regionscan")}: a DataSource V2 over the regionscan engine.
+ *
+ * The schema comes from the mapping (the worker's SerDe); a user schema narrows it.
+ * Planning and reading go to this JVM's engine worker ({@link EngineWorker}). Writes
+ * ({@code df.write.format("regionscan")}) go to the bulk-load writer of the Python source
+ * ({@code regionscan_python}), which stages store files in its tasks and commits them all or
+ * nothing on the driver.
+ */
+public final class RegionScanProvider implements TableProvider, DataSourceRegister, CreatableRelationProvider {
+  /** The Spark version this jar was compiled against (from the jar's build.properties). */
+  static final String BUILT_FOR = builtFor();
+
+  private static String builtFor() {
+    try (InputStream in = RegionScanProvider.class.getResourceAsStream("/regionscan-build.properties")) {
+      if (in == null) {
+        return null;
+      }
+      Properties p = new Properties();
+      p.load(new java.io.InputStreamReader(in, StandardCharsets.UTF_8));
+      return p.getProperty("spark.version");
+    } catch (IOException e) {
+      return null;
+    }
+  }
+
+  static void checkVersion() {
+    String running = org.apache.spark.package$.MODULE$.SPARK_VERSION();
+    if (BUILT_FOR != null && !BUILT_FOR.equals(running)) {
+      throw new IllegalStateException("the regionscan JVM source was built for Spark " + BUILT_FOR
+          + " but this is Spark " + running + ": rebuild it (regionscan build-jvm-source) and pass the new jar");
+    }
+  }
+
+  @Override
+  public String shortName() {
+    return "regionscan";
+  }
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    checkVersion();
+    SourceSettings settings = new SourceSettings(options.asCaseSensitiveMap());
+    String ddl = settings.call(settings.request("schema")).path("ddl").asText();
+    return StructType.fromDDL(ddl);
+  }
+
+  @Override
+  public boolean supportsExternalMetadata() {
+    return true;
+  }
+
+  @Override
+  public BaseRelation createRelation(SQLContext sqlContext, SaveMode mode,
+      scala.collection.immutable.Map<String, String> parameters, Dataset<Row> data) {
+    checkVersion();
+    Map<String, String> options = scala.jdk.javaapi.CollectionConverters.asJava(parameters);
+    data.write().format("regionscan_python").mode(mode).options(options).save();
+    StructType schema = data.schema();
+    return new BaseRelation() {
+      @Override
+      public SQLContext sqlContext() {
+        return sqlContext;
+      }
+
+      @Override
+      public StructType schema() {
+        return schema;
+      }
+    };
+  }
+
+  @Override
+  public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
+    checkVersion();
+    return new RegionScanTable(new SourceSettings(properties), schema);
+  }
+}

@@ -1,0 +1,32 @@
+package regionscan.spark;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+/** Columnar readers only: every task reads Arrow batches from the worker. */
+final class RegionScanReaderFactory implements PartitionReaderFactory {
+  private static final long serialVersionUID = 1L;
+  private final SourceSettings settings;
+
+  RegionScanReaderFactory(SourceSettings settings) {
+    this.settings = settings;
+  }
+
+  @Override
+  public PartitionReader<InternalRow> createReader(InputPartition partition) {
+    throw new UnsupportedOperationException("the regionscan source reads columnar batches only");
+  }
+
+  @Override
+  public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+    return new ArrowPartitionReader(settings, (RegionScanPartition) partition);
+  }
+
+  @Override
+  public boolean supportColumnarReads(InputPartition partition) {
+    return true;
+  }
+}

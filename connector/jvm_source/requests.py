@@ -1,0 +1,299 @@
+"""The engine worker's requests, answered with the Python source's own code.
+
+Every answer is computed by what ``format("regionscan_python")`` runs:
+:class:`~connector.source.SourceConfig` parses the options,
+:func:`~connector.pushdown.push_filters` translates the filters, the input
+format plans (and pins) the splits, :class:`~connector.record_reader.TableBatchRecordReader`
+scans them and the SerDe decodes the rows.  So both sources answer alike.
+Filters arrive in the small JSON form of connector/jvm/PROTOCOL.md and are
+rebuilt as pyspark's filter objects.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import pickle
+from decimal import Decimal
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from serde.mapping import ColumnKind
+from storage.errors import InvalidArgument
+
+from ..explain import ScanPlan, save_plan
+from ..options import MAX_RESTARTS, conf_int
+from ..pushdown import PushdownResult, push_filters
+from ..record_reader import TableBatchRecordReader
+from ..scanning import split_row_count
+from ..source import SourceConfig
+from ..splits import TableSplit
+
+__all__ = ["decode_filters", "schema", "push", "plan", "count", "read_batches", "pack_splits", "ReadPlan"]
+
+_EPOCH = dt.date(1970, 1, 1)
+_COMPARISONS = ("EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual",
+                "StringStartsWith", "StringEndsWith", "StringContains")
+
+
+def _literal(doc: dict) -> Any:
+    kind = doc.get("t")
+    value = doc.get("v")
+    if kind == "null":
+        return None
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "string" and isinstance(value, str):
+        return value
+    if kind == "date" and isinstance(value, int):
+        return _EPOCH + dt.timedelta(days=value)
+    if kind == "decimal" and isinstance(value, str):
+        return Decimal(value)
+    if kind == "binary" and isinstance(value, str):
+        return base64.b64decode(value, validate=True)
+    raise InvalidArgument(f"bad filter literal {json.dumps(doc)[:80]}")
+
+
+def _filter(doc: Any) -> Any:
+    from pyspark.sql import datasource as ds
+
+    if not isinstance(doc, dict):
+        raise InvalidArgument(f"a filter must be a JSON object, got {json.dumps(doc)[:80]}")
+    op = doc.get("op")
+    if op == "Not":
+        return ds.Not(_filter(doc.get("child")))
+    column = doc.get("column")
+    if not isinstance(column, str):
+        raise InvalidArgument(f"filter {op!r} names no column")
+    attribute = (column,)
+    if op in ("IsNull", "IsNotNull"):
+        return getattr(ds, op)(attribute)
+    if op == "In":
+        values = doc.get("values")
+        if not isinstance(values, list):
+            raise InvalidArgument("filter In needs a list of values")
+        return ds.In(attribute, tuple(_literal(v) for v in values))
+    if op in _COMPARISONS:
+        return getattr(ds, op)(attribute, _literal(doc.get("value") or {}))
+    raise InvalidArgument(f"unknown filter op {op!r}")
+
+
+def decode_filters(docs: Any) -> list:
+    """pyspark filter objects from the JSON filter list of a request."""
+    if docs is None:
+        return []
+    if not isinstance(docs, list):
+        raise InvalidArgument("filters must be a JSON list")
+    return [_filter(d) for d in docs]
+
+
+def _filter_columns(docs: list) -> set[str]:
+    out = set()
+    for d in docs:
+        while isinstance(d, dict) and d.get("op") == "Not":
+            d = d.get("child")
+        if isinstance(d, dict) and isinstance(d.get("column"), str):
+            out.add(d["column"].lower())
+    return out
+
+
+def _key_names(config: SourceConfig) -> list[str]:
+    return [c.name for c in config.mapping().columns if c.kind in (ColumnKind.KEY, ColumnKind.KEY_PART)]
+
+
+class ReadPlan:
+    """One request's configs: the columns Spark wants, and those read (plus filter columns, or the key)."""
+
+    def __init__(self, req: dict):
+        self.base = SourceConfig.from_options(req.get("options") or {})
+        known = {n.lower(): n for n in self.base.output_names}
+        wanted = req.get("columns")
+        if wanted is None:
+            wanted = self.base.output_names
+        if not isinstance(wanted, list):
+            raise InvalidArgument("columns must be a JSON list")
+        missing = [c for c in wanted if str(c).lower() not in known]
+        if missing:
+            raise InvalidArgument(f"columns {missing} are not in the mapping ({self.base.output_names})")
+        self.output = [known[str(c).lower()] for c in wanted]
+        self.filter_docs = req.get("filters") or []
+        # an engine filter sees only the cells scanned: read the filtered columns too
+        extra = {known[c] for c in _filter_columns(self.filter_docs) if c in known}
+        read = set(self.output) | extra
+        if not read:
+            read = set(_key_names(self.base))
+        names = [n for n in self.base.output_names if n in read]
+        self.config = self.base if names == self.base.output_names else self.base.with_columns(names)
+        self.filters = decode_filters(self.filter_docs)
+
+    def pushdown(self) -> PushdownResult:
+        """The filters translated for this read's SerDe."""
+        c = self.config
+        return push_filters(self.filters, c.read_serde(), c.column_filters, c.superset_filters)
+
+    def input_format(self, result: PushdownResult):
+        """The input format restricted by ``result``."""
+        engine = repr(result.engine_filter) if result.engine_filter is not None else None
+        return self.config.input_format(result.key_ranges, engine)
+
+
+def schema(req: dict) -> dict:
+    """The DataFrame schema (Spark DDL) of the mapping, as the Python source reports it."""
+    config = SourceConfig.from_options(req.get("options") or {})
+    return {"ddl": config.schema_ddl(), "key_columns": _key_names(config)}
+
+
+def push(req: dict) -> dict:
+    """Which filters (indexes) the engine applies exactly."""
+    config = SourceConfig.from_options(req.get("options") or {})
+    filters = decode_filters(req.get("filters"))
+    result = push_filters(filters, config.read_serde(), config.column_filters, config.superset_filters)
+    handled = {id(f) for f in result.handled}
+    return {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes}
+
+
+def pack_splits(splits: list[TableSplit], max_bytes: int, open_cost: int, parallelism: int) -> list[list[TableSplit]]:
+    """Splits packed into tasks by size as Spark packs files (FilePartition's target size and open cost).
+
+    Spark packs files largest first; splits are packed in key order instead
+    (next fit), so a task reads adjacent rows and the tasks' rows come in key
+    order, as the Python source's do.
+    """
+    if not splits:
+        return []
+    total = sum(s.size + open_cost for s in splits)
+    per_core = total // max(1, parallelism)
+    target = min(max_bytes, max(open_cost, per_core))
+    tasks: list[list[TableSplit]] = []
+    current: list[TableSplit] = []
+    size = 0
+    for split in sorted(splits, key=lambda s: s.index):
+        if current and size + split.size > target:
+            tasks.append(current)
+            current, size = [], 0
+        current.append(split)
+        size += split.size + open_cost
+    tasks.append(current)
+    return tasks
+
+
+def _int(req: dict, key: str, default: int) -> int:
+    value = req.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise InvalidArgument(f"{key} must be a non-negative integer")
+    return value
+
+
+def plan(req: dict) -> dict:
+    """The tasks of a read: pinned splits packed by size, each split pickled for the read request."""
+    rp = ReadPlan(req)
+    result = rp.pushdown()
+    splits = rp.input_format(result).get_splits()
+    save_plan(rp.base, ScanPlan.build(rp.config, result, splits))  # what connector.explain(df) reads
+    tasks = pack_splits(splits, _int(req, "max_partition_bytes", 128 << 20), _int(req, "open_cost", 4 << 20),
+                        max(1, _int(req, "parallelism", 1)))
+    return {
+        "tasks": [{"splits": [base64.b64encode(pickle.dumps(s)).decode("ascii") for s in t],
+                   "hosts": sorted({s.location for s in t}), "bytes": sum(s.size for s in t)} for t in tasks],
+        "size_bytes": sum(s.size for s in splits),
+        "splits": len(splits),
+    }
+
+
+def count(req: dict) -> dict:
+    """COUNT(*) / COUNT(key) from the block indexes, or ``values: null`` when rows must be read."""
+    rp = ReadPlan({**req, "columns": []})
+    keys = {c.name.lower() for c in rp.base.mapping().columns if c.kind == ColumnKind.KEY}
+    aggregates = req.get("aggregates")
+    if not isinstance(aggregates, list) or not aggregates:
+        raise InvalidArgument("count needs a list of aggregates")
+    for a in aggregates:
+        fn = a.get("fn") if isinstance(a, dict) else None
+        if fn == "count" and str(a.get("column", "")).lower() in keys:
+            continue  # a row key is never null: COUNT(key) is COUNT(*)
+        if fn != "count_star":
+            return {"values": None}
+    result = rp.pushdown()
+    if result.residual or result.engine_filter is not None:
+        return {"values": None}
+    fmt = rp.input_format(result)
+    fmt.conf["regionscan.pin.register"] = False
+    total = 0
+    for split in fmt.get_splits():
+        n = split_row_count(split)
+        if n is None:
+            return {"values": None}
+        total += n
+    return {"values": [total] * len(aggregates)}
+
+
+def _splits(req: dict) -> list[TableSplit]:
+    docs = req.get("splits")
+    if not isinstance(docs, list):
+        raise InvalidArgument("read needs a list of splits")
+    out = []
+    for doc in docs:
+        split = pickle.loads(base64.b64decode(doc, validate=True))
+        if not isinstance(split, TableSplit):
+            raise InvalidArgument(f"a split must be a TableSplit, got {type(split).__name__}")
+        out.append(split)
+    return out
+
+
+def read_schema(req: dict) -> pa.Schema:
+    """The Arrow schema Spark expects for the read (from its StructType JSON)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    text = req.get("schema")
+    if not isinstance(text, str):
+        raise InvalidArgument("read needs the Spark schema (JSON)")
+    return to_arrow_schema(StructType.fromJson(json.loads(text)))
+
+
+def read_batches(req: dict, target: pa.Schema, stats: dict) -> Iterator[pa.RecordBatch]:
+    """The task's rows as Arrow batches of ``target`` (its splits one after another).
+
+    The request is checked now; the rows come as the iterator is consumed.
+    """
+    rp = ReadPlan(req)
+    splits = _splits(req)
+    return _batches(rp, splits, req.get("limit"), target, stats)
+
+
+def _batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: pa.Schema,
+             stats: dict) -> Iterator[pa.RecordBatch]:
+    remaining = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0 else None
+    serde = rp.config.read_serde()
+    conf = rp.config.conf
+    names = rp.output
+    for split in splits:
+        reader = TableBatchRecordReader(conf_int(conf, MAX_RESTARTS, 3, minimum=0),
+                                        {"token": conf["token"]} if conf.get("token") else None)
+        reader.initialize(split)
+        try:
+            for rows in reader:
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    if rows.num_rows > remaining:
+                        rows = rows.slice(0, remaining)
+                    remaining -= rows.num_rows
+                if not names:
+                    yield rows.select([])
+                    continue
+                typed = serde.deserialize_batch(rows)
+                arrays = [typed.column(n) for n in names]
+                arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
+                yield pa.RecordBatch.from_arrays(arrays, schema=target)
+        finally:
+            for key, value in reader.get_counters().items():
+                if isinstance(value, (int, float)):
+                    stats[key] = stats.get(key, 0) + value
+            reader.close()

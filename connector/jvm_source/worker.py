@@ -1,0 +1,159 @@
+"""The engine worker: one long-lived process per JVM, serving its requests over loopback.
+
+Started by the JVM (``python -m connector.engine_worker``) with the
+secret in ``REGIONSCAN_WORKER_SECRET``; binds 127.0.0.1 on a free port and
+prints ``regionscan-engine-worker 1 port=<port> pid=<pid>`` as its first
+line.  Each connection carries one request; connections are served by
+threads, so a JVM's concurrent tasks read in parallel (the scan and the
+SerDe's Arrow kernels release the GIL for much of their work), and the
+process-wide block cache stays warm across tasks and queries.  The worker
+exits when its stdin closes (the JVM ended).
+"""
+
+from __future__ import annotations
+
+import os
+import socketserver
+import sys
+import threading
+import time
+from typing import Any
+
+import pyarrow as pa
+
+from . import requests
+from .protocol import VERSION, ProtocolError, read_request, write_frame
+
+__all__ = ["EngineWorker", "serve", "main"]
+
+_PLANNING = {"schema": requests.schema, "push": requests.push, "plan": requests.plan, "count": requests.count}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    rbufsize = 1 << 16
+    wbufsize = 1 << 20
+
+    def handle(self) -> None:
+        server: EngineWorker = self.server  # type: ignore[assignment]
+        try:
+            req = read_request(self.rfile, server.secret)
+        except ProtocolError as exc:
+            server.count("bad_requests")
+            self._reply({"ok": False, "error": f"bad request: {exc}"})
+            return
+        op = req["op"]
+        try:
+            if op == "read":
+                self._read(req, server)
+                return
+            if op == "stats":
+                self._reply({"ok": True, **server.snapshot()})
+                return
+            handler = _PLANNING.get(op)
+            if handler is None:
+                raise ProtocolError(f"unknown op {op!r}")
+            answer = handler(req)
+            server.count(op)
+            self._reply({"ok": True, **answer})
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        except Exception as exc:  # noqa: BLE001 - every failure goes back as one line
+            server.count("errors")
+            self._reply({"ok": False, "error": _one_line(exc)})
+
+    def _reply(self, doc: dict[str, Any]) -> None:
+        try:
+            write_frame(self.wfile, doc)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _read(self, req: dict, server: "EngineWorker") -> None:
+        target = requests.read_schema(req)
+        batches = requests.read_batches(req, target, server.scan_stats)
+        self._reply({"ok": True})
+        rows = size = 0
+        writer = pa.ipc.new_stream(self.wfile, target)
+        trailer: dict[str, Any]
+        try:
+            try:
+                for batch in batches:
+                    writer.write_batch(batch)
+                    rows += batch.num_rows
+                    size += batch.nbytes
+                trailer = {"ok": True, "rows": rows}
+            except (BrokenPipeError, ConnectionResetError):
+                return  # the task stopped early (LIMIT): nothing to tell it
+            except Exception as exc:  # noqa: BLE001 - ends the stream cleanly, then says why
+                server.count("errors")
+                trailer = {"ok": False, "error": _one_line(exc)}
+            writer.close()
+            write_frame(self.wfile, trailer)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        finally:
+            batches.close()
+            server.count("read", rows=rows, size=size)
+
+
+class EngineWorker(socketserver.ThreadingTCPServer):
+    """The worker's server: loopback only, one thread per connection, shared counters."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 64
+
+    def __init__(self, secret: str, port: int = 0):
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.secret = secret
+        self.started = time.time()
+        self._lock = threading.Lock()
+        self.counters: dict[str, int] = {}
+        self.scan_stats: dict[str, float] = {}
+
+    def count(self, what: str, rows: int = 0, size: int = 0) -> None:
+        """Add one ``what`` (and ``rows`` rows, ``size`` Arrow bytes sent) to the counters."""
+        with self._lock:
+            self.counters[what] = self.counters.get(what, 0) + 1
+            self.counters["rows_sent"] = self.counters.get("rows_sent", 0) + rows
+            self.counters["bytes_sent"] = self.counters.get("bytes_sent", 0) + size
+
+    def snapshot(self) -> dict[str, Any]:
+        """Counters, scan metrics (HBase names) and this process's CPU seconds."""
+        with self._lock:
+            return {"pid": os.getpid(), "counters": dict(self.counters), "scan": dict(self.scan_stats),
+                    "cpu_s": round(time.process_time(), 3), "uptime_s": round(time.time() - self.started, 1)}
+
+
+def _exit_with_parent() -> None:
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except (OSError, ValueError):
+        pass
+    os._exit(0)
+
+
+def serve(secret: str) -> None:
+    """Bind, announce the port on stdout, and serve until stdin closes."""
+    server = EngineWorker(secret)
+    print(f"regionscan-engine-worker {VERSION} port={server.server_address[1]} pid={os.getpid()}", flush=True)
+    threading.Thread(target=_exit_with_parent, name="parent-watch", daemon=True).start()
+    server.serve_forever(poll_interval=0.5)
+
+
+def main() -> int:
+    """Entry point: ``python -m connector.engine_worker``."""
+    secret = os.environ.get("REGIONSCAN_WORKER_SECRET")
+    if not secret:
+        print("regionscan engine worker: REGIONSCAN_WORKER_SECRET is not set (the JVM source sets it)",
+              file=sys.stderr)
+        return 2
+    serve(secret)
+    return 0

@@ -1,0 +1,383 @@
+"""Resolve ROWS of several sources: per row and column, the newest visible cell.
+
+The row counterpart of :func:`storage.kernels.resolve` for a reader that
+keeps one version per column (a rows scan, a major compaction to one
+version).  Its input is what dense blocks hold: :class:`RowPiece` pieces,
+each a run of distinct sorted row keys with, per column, a timestamp and a
+value per row (absent where the row lacks the column), given newest source
+first; plus the delete markers of every source (:class:`Markers`).  A source
+holding several versions of a column gives one piece per version rank
+(:mod:`storage.region.row_pieces` builds pieces from dense blocks and from cells).
+
+How, over whole arrays:
+
+* the pieces' keys are encoded in byte order
+  (:func:`storage.kernels.row_merge.order_keys`) and one stable NumPy sort of
+  them laid end to end (newest piece first) groups each row's entries, the
+  newest source's first;
+* markers are placed on the merged rows by ``searchsorted`` and reduced to
+  the newest DeleteFamily per row and DeleteColumn per row and column
+  (``np.maximum.at``); Delete markers are matched as (row, timestamp) pairs;
+* per column the visible entries (present, inside the time range and TTL,
+  not covered: :mod:`storage.kernels.rules`) compete: ``np.maximum.reduceat``
+  gives each row's newest timestamp, and the first entry holding it (the
+  newest source, on a tie) wins;
+* rows left with no cell are dropped, and each column is gathered once.
+
+Nothing loops over rows or cells in Python; the loops are over columns and
+pieces.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..cells import LATEST_TIMESTAMP, CellType
+from ..errors import InvalidArgument
+from .row_merge import order_keys
+from .rules import NO_MARKER, covered, time_mask
+
+__all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows"]
+
+ABSENT = NO_MARKER
+"""The timestamp of an absent entry of a :class:`RowPiece` column (below every real timestamp)."""
+
+_DELETE = int(CellType.DELETE)
+_DELETE_COLUMN = int(CellType.DELETE_COLUMN)
+_DELETE_FAMILY = int(CellType.DELETE_FAMILY)
+
+
+@dataclass
+class RowPiece:
+    """Rows of one source (or one version rank of one source).
+
+    ``keys``: binary row keys (a row may repeat only with other columns or
+    timestamps: a row cut across blocks of one file).  ``ts[j]``: int64 per
+    row for column ``j`` (:data:`ABSENT` where the row lacks it).
+    ``values[j]``: binary per row (anything where absent), an array or a
+    chunked array.
+    """
+
+    keys: pa.Array
+    ts: list
+    values: list
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+@dataclass
+class Markers:
+    """Delete markers of one family (any order): row keys, qualifiers
+    (binary), timestamps (int64) and type codes (uint8)."""
+
+    rows: pa.Array
+    qualifiers: pa.Array
+    ts: np.ndarray
+    types: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+class ResolvedRows:
+    """The rows a reader sees, ascending: ``keys``, and per column ``ts[j]``
+    (int64, :data:`ABSENT` where the row has no visible cell; gathered on
+    first use) and ``values[j]`` (binary, null there)."""
+
+    __slots__ = ("keys", "values", "_sources", "_laid", "_ts")
+
+    def __init__(self, keys: pa.Array, values: list, sources: list, laid: list):
+        self.keys = keys
+        self.values = values
+        self._sources = sources  # per column: the winning entry, -1 for none
+        self._laid = laid  # per column: every entry's timestamp
+        self._ts: list | None = None
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.keys)
+
+    @property
+    def ts(self) -> list:
+        if self._ts is None:
+            self._ts = [
+                np.where(src < 0, ABSENT, laid[np.where(src < 0, 0, src)]) for src, laid in zip(self._sources, self._laid)
+            ]
+        return self._ts
+
+    def present(self, j: int) -> np.ndarray:
+        """Boolean per row: column ``j`` has a visible cell."""
+        return self._sources[j] >= 0
+
+
+def resolve_rows(
+    pieces: Sequence[RowPiece],
+    columns: int,
+    markers: Markers | None = None,
+    *,
+    min_timestamp: int = 0,
+    max_timestamp: int = LATEST_TIMESTAMP,
+    ttl_cutoff: int | None = None,
+    timestamps: Sequence[int] | None = None,
+    qualifiers: Sequence[bytes] | None = None,
+) -> ResolvedRows | None:
+    """The newest visible cell of every row and column of ``pieces`` (newest
+    source first, ``columns`` columns each), rows without any dropped; None
+    when a key is too wide to encode (the caller then resolves cells).
+
+    ``markers`` hide what they cover in every piece; ``qualifiers`` (the
+    columns' qualifiers, in column order) says which column a DeleteColumn
+    or Delete marker names (required with such markers).
+    """
+    pieces = [p for p in pieces if len(p)]
+    for i, p in enumerate(pieces):
+        if len(p.ts) != columns or len(p.values) != columns:
+            raise InvalidArgument(f"pieces[{i}] has {len(p.ts)} timestamp and {len(p.values)} value columns, not {columns}")
+    if not pieces:
+        none = np.zeros(0, np.int64)
+        return ResolvedRows(pa.array([], pa.binary()), [pa.array([], pa.binary())] * columns,
+                            [none] * columns, [none] * columns)
+    if markers is not None and not len(markers):
+        markers = None
+    all_keys = pa.concat_arrays([p.keys for p in pieces]) if len(pieces) > 1 else pieces[0].keys
+    encoded = order_keys([all_keys] + ([markers.rows] if markers is not None else []))
+    if encoded is None:
+        return None
+    joined = encoded[0]
+    n = len(joined)
+    # keys already strictly ascending (one source, or sources one after the
+    # other): no sort and no gathers by the order
+    identity = n < 2 or bool((joined[1:] > joined[:-1]).all())
+    if identity:
+        order = np.arange(n)
+        ordered = joined
+        starts = order
+    else:
+        order = np.argsort(joined, kind="stable")
+        ordered = joined[order]
+        new = np.empty(n, dtype=bool)
+        new[0] = True
+        np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+        starts = np.flatnonzero(new)
+    groups = _Groups(starts, n)
+
+    family_newest = column_newest = point = None
+    if markers is not None:
+        family_newest, column_newest, point = _place_markers(
+            ordered[starts], encoded[-1], markers, qualifiers, columns
+        )
+    ranged = (
+        min_timestamp > 0 or max_timestamp != LATEST_TIMESTAMP or ttl_cutoff is not None or timestamps is not None
+    )
+
+    sources = []  # per column: index into the pieces laid end to end, -1 where no cell
+    laid = []  # per column: the pieces' timestamps laid end to end
+    for j in range(columns):
+        ts_all = np.concatenate([p.ts[j] for p in pieces]) if len(pieces) > 1 else pieces[0].ts[j]
+        laid.append(ts_all)
+        ts = ts_all if identity else ts_all[order]
+        visible = ts != ABSENT
+        if visible.all():
+            visible = None
+        if ranged:
+            inside = time_mask(ts, min_timestamp, max_timestamp, ttl_cutoff, timestamps)
+            if inside is not None:
+                visible = inside if visible is None else visible & inside
+        if family_newest is not None:
+            visible = _and_not(visible, covered(ts, family_newest[groups.ids()]))
+        if column_newest is not None and column_newest[j] is not None:
+            visible = _and_not(visible, covered(ts, column_newest[j][groups.ids()]))
+        if point is not None and point[j] is not None:
+            visible = _and_not(visible, _point_deleted(groups.ids(), ts, point[j]))
+        sources.append(groups.winners(ts, visible, order))
+    keep = None
+    if columns:
+        any_cell = sources[0] >= 0
+        for src in sources[1:]:
+            any_cell |= src >= 0
+        if not any_cell.all():
+            keep = np.flatnonzero(any_cell)
+    chosen = starts if keep is None else starts[keep]
+    keys = _keys(all_keys, joined, ordered[chosen], order[chosen])
+    kept = None if keep is None else pa.array(any_cell)
+    out_values = []
+    for j, src in enumerate(sources):
+        if keep is not None:
+            src = sources[j] = src[keep]
+        missing = src < 0
+        chunks = [c for p in pieces for c in _chunks(p.values[j])]
+        values = pa.chunked_array(chunks, pa.binary()) if len(chunks) > 1 else chunks[0]
+        if identity and not missing.any():
+            # entries in key order, each its row's cell: the kept ones, in place
+            taken = values if kept is None else values.filter(kept)
+        else:
+            taken = values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src))
+        out_values.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)
+    return ResolvedRows(keys, out_values, sources, laid)
+
+
+def _keys(all_keys: pa.Array, encoded: np.ndarray, chosen: np.ndarray, at: np.ndarray) -> pa.Array:
+    """The keys at positions ``at`` of ``all_keys`` (``chosen``: their
+    encodings): rebuilt from the integers when every key has one width of
+    1, 2, 4 or 8 bytes (the encoding is then the key itself), else gathered."""
+    dtype = encoded.dtype
+    # on a little-endian machine only the one-width encoding is a native integer
+    if sys.byteorder == "little" and dtype.kind == "u" and dtype.byteorder in ("=", "|") and len(chosen) \
+            and _data_bytes(all_keys) == len(all_keys) * dtype.itemsize:
+        width = dtype.itemsize
+        data = chosen.astype(f">u{width}").tobytes()
+        offsets = (np.arange(len(chosen) + 1, dtype=np.int32) * width).tobytes()
+        return pa.Array.from_buffers(pa.binary(), len(chosen), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return all_keys.take(pa.array(at))
+
+
+def _data_bytes(keys: pa.Array) -> int:
+    """Bytes of key data in a binary array (two offsets read)."""
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)
+    return int(offsets[keys.offset + len(keys)] - offsets[keys.offset])
+
+
+def _and_not(visible: np.ndarray | None, hidden: np.ndarray) -> np.ndarray:
+    return ~hidden if visible is None else visible & ~hidden
+
+
+def _chunks(values) -> list:
+    return values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+
+
+class _Groups:
+    """The merged rows: entries (positions in key order) grouped by key.
+
+    Most rows of a chunk are in one source only; the winner search runs on
+    the entries of rows held by several and takes the others as they are.
+    """
+
+    def __init__(self, starts: np.ndarray, n: int):
+        self.starts = starts
+        self.n = n
+        self._ids = None
+        self._lead = None  # the first entry of every group
+        self._pair = None  # the two entries of every row held twice
+        sizes = np.diff(np.append(starts, n))
+        self.multi = np.flatnonzero(sizes > 1)  # groups of several entries
+        self.pairs = False
+        if len(self.multi):
+            m_sizes = sizes[self.multi]
+            # the usual case: a row in two sources (a memstore and a file)
+            self.pairs = int(m_sizes.max()) == 2
+            if not self.pairs:
+                self.m_entries = np.flatnonzero(np.repeat(sizes > 1, sizes))  # their entries, in order
+                self.m_starts = np.concatenate([[0], np.cumsum(m_sizes)[:-1]])
+                self.m_sizes = m_sizes
+                self.m_of = np.repeat(np.arange(len(self.multi)), m_sizes)  # entry -> its multi group
+
+    def ids(self) -> np.ndarray:
+        """The group of every entry."""
+        if self._ids is None and len(self.starts) == self.n:
+            self._ids = self.starts  # every entry its own group: 0, 1, 2, ...
+        if self._ids is None:
+            step = np.zeros(self.n, dtype=np.int64)
+            step[self.starts[1:]] = 1
+            self._ids = np.cumsum(step)
+        return self._ids
+
+    def winners(self, ts: np.ndarray, visible: np.ndarray | None, order: np.ndarray) -> np.ndarray:
+        """Per group, the entry (index into the pieces laid end to end) of its
+        newest visible cell, the first such on a tie; -1 where none is visible
+        (``visible`` None: every entry is)."""
+        if len(self.starts) == self.n:
+            return order.copy() if visible is None else np.where(visible, order, -1)
+        if self._lead is None:
+            self._lead = order[self.starts]
+        lead = self._lead
+        src = lead.copy() if visible is None else np.where(visible[self.starts], lead, -1)
+        if not len(self.multi):
+            return src  # right for groups of one entry
+        if self.pairs:
+            if self._pair is None:
+                a = self.starts[self.multi]
+                self._pair = (a, a + 1, order[a], order[a + 1])
+            a, b, at_a, at_b = self._pair
+            # the first (newer) entry wins unless only the second is visible or it is newer
+            if visible is None:
+                src[self.multi] = np.where(ts[b] > ts[a], at_b, at_a)
+            else:
+                va, vb = visible[a], visible[b]
+                take_b = vb & (~va | (ts[b] > ts[a]))
+                src[self.multi] = np.where(take_b, at_b, np.where(va, at_a, -1))
+            return src
+        at = self.m_entries
+        t = ts[at]
+        v = np.ones(len(at), dtype=bool) if visible is None else visible[at]
+        candidates = np.where(v, t, ABSENT)
+        best = np.maximum.reduceat(candidates, self.m_starts)
+        win = np.flatnonzero(v & (candidates == np.repeat(best, self.m_sizes)))
+        src[self.multi] = -1
+        if len(win):
+            g = self.m_of[win]
+            first = np.empty(len(win), dtype=bool)
+            first[0] = True
+            np.not_equal(g[1:], g[:-1], out=first[1:])
+            win = win[first]
+            src[self.multi[g[first]]] = order[at[win]]
+        return src
+
+
+def _place_markers(row_keys: np.ndarray, marker_keys: np.ndarray, markers: Markers, qualifiers, columns: int):
+    """Markers on the merged rows: the newest DeleteFamily per row, the newest
+    DeleteColumn per row of each column, the Delete (row, timestamp) pairs of
+    each column; None for a kind (or a column) without markers."""
+    pos = np.searchsorted(row_keys, marker_keys)
+    inside = pos < len(row_keys)
+    found = np.zeros(len(marker_keys), dtype=bool)
+    found[inside] = row_keys[pos[inside]] == marker_keys[inside]
+    types, ts = markers.types, markers.ts
+    family_newest = None
+    is_family = found & (types == _DELETE_FAMILY)
+    if is_family.any():
+        family_newest = np.full(len(row_keys), NO_MARKER, dtype=np.int64)
+        np.maximum.at(family_newest, pos[is_family], ts[is_family])
+    column_newest = point = None
+    named = found & ((types == _DELETE_COLUMN) | (types == _DELETE))
+    if named.any():
+        if qualifiers is None or len(qualifiers) != columns:
+            raise InvalidArgument("resolve_rows: column markers need the columns' qualifiers")
+        column_newest, point = [None] * columns, [None] * columns
+        for j, qualifier in enumerate(qualifiers):
+            same = pc.equal(markers.qualifiers, pa.scalar(qualifier, pa.binary()))
+            mine = named & same.to_numpy(zero_copy_only=False)
+            if not mine.any():
+                continue
+            whole = mine & (types == _DELETE_COLUMN)
+            if whole.any():
+                newest = np.full(len(row_keys), NO_MARKER, dtype=np.int64)
+                np.maximum.at(newest, pos[whole], ts[whole])
+                column_newest[j] = newest
+            one = mine & (types == _DELETE)
+            if one.any():
+                point[j] = (pos[one], ts[one])
+    return family_newest, column_newest, point
+
+
+def _point_deleted(group: np.ndarray, ts: np.ndarray, pairs) -> np.ndarray:
+    """Entries whose (row, timestamp) is a Delete marker's."""
+    rows, stamps = pairs
+    known = np.unique(stamps)
+    at = np.searchsorted(known, ts)
+    at_ok = at < len(known)
+    hit = np.zeros(len(ts), dtype=bool)
+    hit[at_ok] = known[at[at_ok]] == ts[at_ok]
+    if not hit.any():
+        return hit
+    width = np.int64(len(known))
+    wanted = rows.astype(np.int64) * width + np.searchsorted(known, stamps)
+    candidates = group[hit].astype(np.int64) * width + at[hit]
+    hit[hit] = np.isin(candidates, wanted)
+    return hit

@@ -1,0 +1,67 @@
+"""Many keys into a memstore map at once: one sorted merge instead of an insert per key.
+
+A ``SortedDict`` inserts one key at a time with a bisect and a list insert
+per key (about 2 us a key in a map of 100K cells here).  A batch of writes
+(``table.batch()``, a WAL record of many cells) instead sorts its new keys
+once, adds them to the dict in one ``dict.update`` and merges them into the
+sorted key list of the map a sublist at a time: one bisect per sublist the
+batch touches, one C-level ``list.sort`` (a merge of two sorted runs) each.
+
+This reaches into ``sortedcontainers.SortedList``'s documented-in-code
+layout (``_lists`` of sorted sublists, ``_maxes`` their last keys,
+``_index`` the positional index rebuilt on demand, ``_len``, ``_load``):
+sortedcontainers 2.x keeps it stable, and the memstore tests check the map
+against a plain sorted list after bulk inserts.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+from sortedcontainers import SortedDict, SortedList
+
+__all__ = ["insert_new_sorted", "update_sorted_dict"]
+
+
+def insert_new_sorted(keys: SortedList, values: list) -> None:
+    """Add ``values`` (ascending, none of them in ``keys`` already) to ``keys``."""
+    n = len(values)
+    if not n:
+        return
+    if not keys._maxes or n * 4 >= keys._len:
+        keys.update(values)  # sortedcontainers' own bulk path: one sort of everything
+        return
+    lists, maxes, load = keys._lists, keys._maxes, keys._load
+    last = len(lists) - 1
+    i = 0
+    grown = False
+    for p in range(len(lists)):
+        # the values up to this sublist's last key belong to it; the rest of them to the last one
+        j = n if p == last else bisect_right(values, maxes[p], i)
+        if j > i:
+            sub = lists[p]
+            sub.extend(values[i:j])
+            sub.sort()  # two sorted runs: a linear merge
+            maxes[p] = sub[-1]
+            grown = grown or len(sub) > 2 * load
+            i = j
+            if i >= n:
+                break
+    if grown:
+        parts = []
+        for sub in lists:
+            if len(sub) > 2 * load:
+                parts.extend(sub[k : k + load] for k in range(0, len(sub), load))
+            else:
+                parts.append(sub)
+        lists[:] = parts
+        maxes[:] = [sub[-1] for sub in parts]
+    keys._len += n
+    del keys._index[:]
+
+
+def update_sorted_dict(mapping: SortedDict, new_keys: list, items: dict) -> None:
+    """Set ``items`` in ``mapping``, where ``new_keys`` (ascending) are the keys of
+    ``items`` not in ``mapping`` yet: values replaced in place, new keys merged in."""
+    dict.update(mapping, items)
+    insert_new_sorted(mapping._list, new_keys)

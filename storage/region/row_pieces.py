@@ -1,0 +1,192 @@
+"""Sources as row pieces and markers: the input of :func:`resolve_rows`.
+
+:func:`storage.kernels.resolve_rows.resolve_rows` resolves rows laid side by
+side; this module lays them out, over whole arrays:
+
+* a dense block (:class:`storage.storefile.dense.DenseBlock`: puts, one
+  version per column) is one :class:`RowPiece` as it is (:func:`dense_piece`:
+  the requested columns' timestamps and values, absent where the row lacks a
+  column);
+* cells (a cell-layout block, a memstore's cells at a read point, a decoded
+  WAL: :class:`CellSource`) split into their delete markers and their puts;
+  the puts become one piece per version rank (the newest version of every
+  column, the second newest, ...), so that every piece still holds one cell
+  per row and column.  A reader for which nothing can hide a put and no
+  time range applies needs the newest rank only.
+
+A source with more than :data:`MAX_RANKS` versions of some column (a counter
+bumped many times in the memstore) is left to the cell path: ``pieces``
+gives None.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..cells import CellType
+from ..kernels.cell_columns import CellColumns, as_cell_table, group_ids
+from ..kernels.resolve_rows import ABSENT, Markers, RowPiece
+from ..storefile.dense import DenseBlock
+
+__all__ = ["MAX_RANKS", "dense_piece", "CellSource", "join_markers"]
+
+MAX_RANKS = 8
+"""Most version ranks a source is laid out in (more go to the cell path)."""
+
+_PUT = int(CellType.PUT)
+
+
+def _absent(n: int) -> np.ndarray:
+    return np.full(n, ABSENT, dtype=np.int64)
+
+
+def dense_piece(blocks: DenseBlock | Sequence[DenseBlock], qualifiers: Sequence[bytes]) -> RowPiece:
+    """The piece of a dense block, or of consecutive dense blocks of one file
+    laid end to end, for ``qualifiers`` (a qualifier a block lacks is absent
+    in all its rows).  Values stay the blocks' arrays (a chunked array)."""
+    blocks = [blocks] if isinstance(blocks, DenseBlock) else list(blocks)
+    if len(blocks) == 1:
+        keys = blocks[0].rows
+    else:
+        keys = pa.concat_arrays([d.rows for d in blocks])
+    ts, values = [], []
+    for q in qualifiers:
+        stamps, chunks = [], []
+        for d in blocks:
+            j = _index(d, q)
+            if j is None:
+                stamps.append(pa.nulls(d.num_rows, pa.int64()))
+                chunks.append(pa.nulls(d.num_rows, pa.binary()))
+                continue
+            stamps.append(d.plain_timestamps()[j])
+            chunks.append(d.values[j] if d.values is not None else pa.nulls(d.num_rows, pa.binary()))
+        # one Arrow call per column for all blocks: the nulls of absent entries become ABSENT
+        column = stamps[0] if len(stamps) == 1 else pa.chunked_array(stamps, pa.int64())
+        if column.null_count:
+            column = column.fill_null(ABSENT)
+        ts.append(column.to_numpy() if isinstance(column, pa.ChunkedArray) else column.to_numpy(zero_copy_only=False))
+        values.append(chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, pa.binary()))
+    return RowPiece(keys, ts, values)
+
+
+def _index(dense: DenseBlock, qualifier: bytes) -> int | None:
+    try:
+        return dense.qualifiers.index(qualifier)
+    except ValueError:
+        return None
+
+
+class CellSource:
+    """Sorted cells of one family split into markers and ranked puts.
+
+    ``markers``: the source's delete markers (None without any).
+    :meth:`pieces` lays the puts out as row pieces.
+    """
+
+    __slots__ = ("_puts", "markers", "_columns", "_ranks", "_row_ids", "_cache")
+
+    def __init__(self, cells: pa.Table | pa.RecordBatch):
+        table = as_cell_table(cells)
+        types = CellColumns(table).numpy("type") if table.num_rows else np.zeros(0, np.uint8)
+        is_put = types == _PUT
+        self.markers: Markers | None = None
+        if is_put.all():
+            self._puts = table
+        else:
+            marks = table if not is_put.any() else table.filter(pa.array(~is_put))
+            self.markers = Markers(
+                marks.column("row").combine_chunks(), marks.column("qualifier").combine_chunks(),
+                marks.column("timestamp").to_numpy(), marks.column("type").to_numpy(),
+            )
+            self._puts = table.filter(pa.array(is_put)) if is_put.any() else None
+        self._columns: CellColumns | None = None
+        self._ranks: np.ndarray | None = None
+        self._row_ids: np.ndarray | None = None
+        self._cache: dict = {}
+
+    def qualifiers(self) -> list[bytes]:
+        """The distinct qualifiers of the puts."""
+        if self._puts is None or self._puts.num_rows == 0:
+            return []
+        return pc.unique(self._puts.column("qualifier")).to_pylist()
+
+    def _prepare(self) -> None:
+        """Each put's version rank in its column (0: the newest) and row number."""
+        cols = self._columns = CellColumns(self._puts)
+        starts = cols.column_starts()
+        self._ranks = np.arange(len(starts)) - np.flatnonzero(starts)[group_ids(starts)]
+        self._row_ids = group_ids(cols.row_starts())
+
+    def pieces(self, qualifiers: Sequence[bytes], all_ranks: bool) -> list[RowPiece] | None:
+        """The puts as pieces for ``qualifiers``: one per version rank, or
+        only the newest rank unless ``all_ranks``; None when a column holds
+        more than :data:`MAX_RANKS` versions and ``all_ranks`` asks for them."""
+        puts = self._puts
+        if puts is None or puts.num_rows == 0:
+            return []
+        key = (tuple(qualifiers), all_ranks)
+        if key in self._cache:
+            return self._cache[key]
+        if self._ranks is None:
+            self._prepare()
+        cols, rank = self._columns, self._ranks
+        top = int(rank.max())
+        if all_ranks and top >= MAX_RANKS:
+            return None
+        qid = pc.index_in(cols.array("qualifier"), value_set=pa.array(list(qualifiers), pa.binary()))
+        qid = qid.fill_null(-1).to_numpy(zero_copy_only=False)
+        out = []
+        for k in range(top + 1 if all_ranks else 1):
+            chosen = None if top == 0 else np.flatnonzero(rank == k)
+            out.append(self._layer(chosen, qid, len(qualifiers)))
+        self._cache[key] = out
+        return out
+
+    def _layer(self, chosen: np.ndarray | None, qid: np.ndarray, columns: int) -> RowPiece:
+        """The puts at ``chosen`` (all when None; at most one per row and
+        column) as one piece; each column's values gathered once."""
+        cols = self._columns
+        rows = self._row_ids if chosen is None else self._row_ids[chosen]
+        new_row = np.empty(len(rows), dtype=bool)
+        new_row[:1] = True
+        np.not_equal(rows[1:], rows[:-1], out=new_row[1:])
+        starts = np.flatnonzero(new_row)
+        n_rows = len(starts)
+        row_of = group_ids(new_row)
+        first = starts if chosen is None else chosen[starts]
+        keys = cols.take_binary("row", first) if len(first) != len(self._row_ids) else cols.array("row")
+        q = qid if chosen is None else qid[chosen]
+        stamps = cols.numpy("timestamp") if chosen is None else cols.numpy("timestamp")[chosen]
+        values = cols.array("value")
+        ts_out, values_out = [], []
+        for j in range(columns):
+            at = np.flatnonzero(q == j)
+            ts = _absent(n_rows)
+            ts[row_of[at]] = stamps[at]
+            if not len(at):
+                ts_out.append(ts)
+                values_out.append(pa.nulls(n_rows, pa.binary()))
+                continue
+            src = np.zeros(n_rows, dtype=np.int64)
+            src[row_of[at]] = at if chosen is None else chosen[at]
+            missing = ts == ABSENT
+            ts_out.append(ts)
+            values_out.append(values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src)))
+        return RowPiece(keys, ts_out, values_out)
+
+
+def join_markers(parts: Sequence[Markers | None]) -> Markers | None:
+    """The markers of several sources as one set (None without any)."""
+    parts = [m for m in parts if m is not None and len(m)]
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return Markers(
+        pa.concat_arrays([m.rows for m in parts]), pa.concat_arrays([m.qualifiers for m in parts]),
+        np.concatenate([m.ts for m in parts]), np.concatenate([m.types for m in parts]),
+    )

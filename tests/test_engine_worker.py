@@ -1,0 +1,139 @@
+"""The engine worker's socket protocol (connector/jvm/PROTOCOL.md) against garbage, and its answers.
+
+A real worker process on loopback, as the JVM source starts it.  Every
+malformed request gets one error line and the worker keeps serving; plan and
+read requests answer what the Python source reads.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+import storage
+from connector.jvm_source.protocol import MAGIC, read_frame, request_bytes
+from connector.jvm_source.requests import pack_splits
+from connector.splits import TableSplit
+from serde import create_serde
+
+SECRET = "s3cret-for-tests"
+MAPPING = "k INT :key, n INT cf:n, s STRING cf:s"
+
+
+@pytest.fixture(scope="module")
+def worker():
+    env = {**os.environ, "REGIONSCAN_WORKER_SECRET": SECRET}
+    proc = subprocess.Popen([sys.executable, "-m", "connector.engine_worker"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    line = proc.stdout.readline().decode()
+    assert line.startswith("regionscan-engine-worker 1 "), line
+    port = int(line.split("port=")[1].split()[0])
+    yield proc, port
+    proc.stdin.close()  # the worker exits when its parent's pipe closes
+    assert proc.wait(timeout=30) == 0
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("worker") / "root")
+    serde = create_serde("binary", MAPPING)
+    conn = storage.connect(path)
+    table = conn.create_table("t", {"cf": {}}, split_keys=[struct.pack(">i", 50)], settings={"wal_sync": "none"})
+    with table.batch() as b:
+        for k in range(100):
+            key, cells = serde.serialize({"k": k, "n": k * 2, "s": f"v{k}"})
+            b.put(key, cells)
+    table.flush()
+    conn.close()
+    return path
+
+
+def _send(port: int, raw: bytes) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock.sendall(raw)
+    sock.shutdown(socket.SHUT_WR)
+    return sock
+
+
+def _ask(port: int, raw: bytes) -> dict:
+    with _send(port, raw) as sock:
+        return read_frame(sock.makefile("rb"))
+
+
+def _req(op: str, **fields) -> bytes:
+    return request_bytes({"v": 1, "secret": SECRET, "op": op, **fields})
+
+
+BAD = [
+    (b"GET / HTTP/1.1\r\n\r\n", "not a regionscan worker request"),
+    (MAGIC + struct.pack(">I", 1 << 30), "over the"),
+    (MAGIC + struct.pack(">I", 10) + b"{not json}", "not UTF-8 JSON"),
+    (MAGIC + struct.pack(">I", 2) + b"[]", "not a JSON object"),
+    (MAGIC + struct.pack(">I", 50), "request ended"),
+    (request_bytes({"v": 2, "secret": SECRET, "op": "stats"}), "version 2 is not supported"),
+    (request_bytes({"v": 1, "secret": "guess", "op": "stats"}), "wrong or missing worker secret"),
+    (request_bytes({"v": 1, "op": "stats"}), "wrong or missing worker secret"),
+    (_req("drop_tables"), "unknown op 'drop_tables'"),
+    (_req("schema", options={"table": "t"}), "option 'root'"),
+    (_req("push", options={}, filters="x"), "option 'root'"),
+]
+
+
+@pytest.mark.parametrize("raw, says", BAD)
+def test_garbage_gets_one_line_and_the_worker_stays(worker, raw, says):
+    _proc, port = worker
+    reply = _ask(port, raw)
+    assert reply["ok"] is False and says in reply["error"] and "\n" not in reply["error"]
+    assert _ask(port, _req("stats"))["ok"] is True
+
+
+def test_bad_filters_and_splits_are_one_line(worker, root):
+    _proc, port = worker
+    options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
+    for filters, says in [("x", "filters must be a JSON list"), ([{"op": "Nope", "column": "k"}], "unknown filter op"),
+                          ([{"op": "EqualTo", "column": "k", "value": {"t": "int", "v": "1"}}], "bad filter literal")]:
+        reply = _ask(port, _req("push", options=options, filters=filters))
+        assert reply["ok"] is False and says in reply["error"], reply
+    reply = _ask(port, _req("read", options=options, columns=["k"], schema='{"type":"struct","fields":[]}',
+                            splits=["bm90IGEgcGlja2xl"]))
+    assert reply["ok"] is False and "\n" not in reply["error"]
+
+
+def test_plan_push_count_and_read(worker, root):
+    _proc, port = worker
+    options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
+    key_range = [{"op": "GreaterThanOrEqual", "column": "k", "value": {"t": "int", "v": 40}}]
+    assert _ask(port, _req("push", options=options, filters=key_range))["handled"] == [0]
+    assert _ask(port, _req("count", options=options, filters=key_range,
+                           aggregates=[{"fn": "count_star"}]))["values"] == [60]
+    on_n = [{"op": "LessThan", "column": "n", "value": {"t": "int", "v": 10}}]
+    assert _ask(port, _req("count", options=options, filters=on_n, aggregates=[{"fn": "count_star"}]))["values"] is None
+    schema = '{"type":"struct","fields":[{"name":"s","type":"string","nullable":true,"metadata":{}}]}'
+    plan = _ask(port, _req("plan", options=options, columns=["s"], filters=on_n, schema=schema, parallelism=2))
+    assert plan["ok"] and plan["splits"] == 2  # a value filter narrows no key range: both regions
+    splits = [s for t in plan["tasks"] for s in t["splits"]]
+    with _send(port, _req("read", options=options, columns=["s"], filters=on_n, schema=schema, splits=splits)) as sock:
+        f = sock.makefile("rb")
+        assert read_frame(f)["ok"] is True
+        table = pa.ipc.open_stream(f).read_all()
+        trailer = read_frame(f)
+    assert trailer == {"ok": True, "rows": 5}
+    assert table.schema.names == ["s"] and sorted(table.column("s").to_pylist()) == [f"v{k}" for k in range(5)]
+
+
+def _split(i: int, size: int) -> TableSplit:
+    return TableSplit("t", "/r", bytes([i]), bytes([i + 1]), f"r{i}", size, "here", i)
+
+
+def test_splits_are_packed_by_size_like_spark_files():
+    splits = [_split(i, 10 << 20) for i in range(10)]
+    tasks = pack_splits(splits, 128 << 20, 4 << 20, 2)
+    assert [[s.index for s in t] for t in tasks] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]  # key order
+    assert len(pack_splits(splits, 128 << 20, 4 << 20, 10)) == 10  # as many cores as splits: one each
+    assert pack_splits([], 128 << 20, 4 << 20, 2) == []

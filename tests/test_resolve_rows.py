@@ -1,0 +1,163 @@
+"""Row resolution (kernels.resolve_rows over row_pieces) against the cell kernels.
+
+Generated sources (newest first) of puts at colliding timestamps, several
+versions per column, and every kind of delete marker, with key widths the
+key encoding treats differently, are resolved both ways: as cells
+(``merge_sources`` + ``resolve`` + the newest cell of each column) and as
+rows (each source a :class:`CellSource`, or a dense block where it is one,
+laid out as row pieces and resolved by ``resolve_rows``).  Both must give the
+same rows, columns, values and timestamps, under time ranges, a TTL cutoff and
+timestamp lists.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storage import kernels
+from storage.cells import CELL_SCHEMA, CellType
+from storage.errors import InvalidArgument
+from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
+from storage.region.row_pieces import MAX_RANKS, CellSource, dense_piece, join_markers
+from storage.storefile.dense import dense_from_cells
+
+PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in (CellType.PUT, CellType.DELETE,
+                                                               CellType.DELETE_COLUMN, CellType.DELETE_FAMILY))
+FAMILY = b"f"
+QUALIFIERS = [b"", b"a", b"b", b"c\x00"]
+ROW_POOLS = {
+    "u4": [bytes([0, 0, 0, i]) for i in range(8)],
+    "mixed": [b"", b"a", b"a\x00", b"a\x00\x01", b"ab", b"b" * 9, b"\xff"],
+    "w3": [bytes([1, i, 2]) for i in range(6)],
+}
+
+
+def _table(cells) -> pa.Table:
+    cells = sorted(cells, key=lambda c: (c[0], c[1], c[2], -c[3], -c[4]))
+    if not cells:
+        return CELL_SCHEMA.empty_table()
+    return pa.Table.from_pylist(
+        [dict(zip(CELL_SCHEMA.names, c)) for c in cells], schema=CELL_SCHEMA
+    )
+
+
+@st.composite
+def sources(draw):
+    pool = ROW_POOLS[draw(st.sampled_from(sorted(ROW_POOLS)))]
+    out = []
+    for _ in range(draw(st.integers(1, 4))):
+        cells = {}
+        for _ in range(draw(st.integers(0, 14))):
+            row = draw(st.sampled_from(pool))
+            ts = draw(st.integers(1, 9))
+            kind = draw(st.sampled_from([PUT] * 6 + [DELETE, DELETE_COLUMN, DELETE_FAMILY]))
+            qualifier = b"" if kind == DELETE_FAMILY else draw(st.sampled_from(QUALIFIERS))
+            value = b"" if kind != PUT else draw(st.sampled_from([b"x", b"y", b"zz", b""]))
+            cells[(row, FAMILY, qualifier, ts, kind)] = value  # one cell per key in a source
+        out.append(_table([k + (v,) for k, v in cells.items()]))
+    return out
+
+
+def _expected(tables, qualifiers, **bounds):
+    """Per row: {qualifier: (value, ts)} of the newest visible put, by the cell kernels."""
+    tables = [t for t in tables if t.num_rows]
+    if not tables:
+        return {}
+    cells = kernels.resolve(kernels.merge_sources(tables), max_versions=1, **bounds)
+    out: dict = {}
+    for c in cells.to_pylist():
+        if c["qualifier"] in qualifiers:
+            out.setdefault(c["row"], {})[c["qualifier"]] = (c["value"], c["timestamp"])
+    return out
+
+
+def _got(resolved, qualifiers):
+    out = {}
+    keys = resolved.keys.to_pylist()
+    for j, q in enumerate(qualifiers):
+        values = resolved.values[j].to_pylist()
+        for i, key in enumerate(keys):
+            if resolved.ts[j][i] != ABSENT:
+                assert values[i] is not None
+                out.setdefault(key, {})[q] = (values[i], int(resolved.ts[j][i]))
+            else:
+                assert values[i] is None
+    assert all(out.get(k) for k in keys), "a row without any visible cell was kept"
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    return out
+
+
+def _pieces(tables, qualifiers, all_ranks, dense_where_possible):
+    pieces, markers = [], []
+    for t in tables:
+        if dense_where_possible and t.num_rows:
+            dense = dense_from_cells(t.combine_chunks().to_batches()[0], min_rows=1)
+            if dense is not None:
+                pieces.append(dense_piece(dense, qualifiers))
+                continue
+        source = CellSource(t)
+        laid = source.pieces(qualifiers, all_ranks)
+        assert laid is not None
+        pieces.extend(laid)
+        markers.append(source.markers)
+    return pieces, join_markers(markers)
+
+
+BOUNDS = st.sampled_from([
+    {},
+    {"min_timestamp": 3},
+    {"max_timestamp": 6},
+    {"min_timestamp": 2, "max_timestamp": 8},
+    {"ttl_cutoff": 4},
+    {"timestamps": [2, 5, 7]},
+])
+
+
+@settings(max_examples=250, deadline=None, derandomize=True, database=None)
+@given(tables=sources(), bounds=BOUNDS, dense=st.booleans(),
+       qualifiers=st.lists(st.sampled_from(QUALIFIERS), min_size=1, max_size=4, unique=True).map(sorted))
+def test_rows_resolve_like_cells(tables, bounds, dense, qualifiers):
+    pieces, markers = _pieces(tables, qualifiers, True, dense)
+    resolved = resolve_rows(pieces, len(qualifiers), markers, qualifiers=qualifiers, **bounds)
+    assert _got(resolved, qualifiers) == _expected(tables, set(qualifiers), **bounds)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(tables=sources(), qualifiers=st.just(QUALIFIERS))
+def test_the_newest_rank_is_enough_when_nothing_hides_a_put(tables, qualifiers):
+    """Without markers and time bounds, the newest version rank of each source gives the answer."""
+    puts = [t.filter(pa.compute.equal(t.column("type"), PUT)) if t.num_rows else t for t in tables]
+    pieces, markers = _pieces(puts, qualifiers, False, False)
+    assert markers is None
+    resolved = resolve_rows(pieces, len(qualifiers))
+    assert _got(resolved, qualifiers) == _expected(puts, set(qualifiers))
+
+
+def test_a_source_with_too_many_versions_is_left_to_cells():
+    cells = [(b"r", FAMILY, b"a", ts, PUT, b"v") for ts in range(1, MAX_RANKS + 2)]
+    source = CellSource(_table(cells))
+    assert source.pieces([b"a"], all_ranks=True) is None
+    (newest,) = source.pieces([b"a"], all_ranks=False)
+    assert newest.ts[0].tolist() == [MAX_RANKS + 1]
+
+
+def test_resolve_rows_edges():
+    assert resolve_rows([], 2).num_rows == 0
+    piece = RowPiece(pa.array([b"a", b"b"]), [np.array([1, ABSENT])], [pa.array([b"x", b"y"])])
+    out = resolve_rows([piece], 1)
+    assert out.keys.to_pylist() == [b"a"] and out.values[0].to_pylist() == [b"x"]
+    with pytest.raises(InvalidArgument, match="pieces\\[0\\] has 1 timestamp"):
+        resolve_rows([piece], 2)
+    marks = Markers(pa.array([b"a"]), pa.array([b"q"]), np.array([5]), np.array([DELETE_COLUMN], np.uint8))
+    with pytest.raises(InvalidArgument, match="qualifiers"):
+        resolve_rows([piece], 1, marks)
+    # a marker on a row no piece holds changes nothing
+    far = Markers(pa.array([b"zz"]), pa.array([b""]), np.array([9]), np.array([DELETE_FAMILY], np.uint8))
+    assert resolve_rows([piece], 1, far).keys.to_pylist() == [b"a"]
+    # keys wider than the encoding takes: the caller resolves cells
+    wide = RowPiece(pa.array([b"k" * 2000]), [np.array([1])], [pa.array([b"x"])])
+    assert resolve_rows([wide, piece], 1) is None
