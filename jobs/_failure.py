@@ -95,5 +95,7 @@ def quiet_task_failures(spark: Any) -> None:
         jvm = spark.sparkContext._jvm
         for name in _TASK_FAILURE_LOGGERS:
             _log4j(jvm, name, "OFF")
+        # a cancelled job's workers are killed with a warning each; the job says "interrupted" once
+        _log4j(jvm, "org.apache.spark.api.python.PythonRunner", "ERROR")
     except Exception:  # noqa: BLE001 - Spark Connect, or a JVM without log4j 2: leave its log alone
         return
