@@ -177,4 +177,4 @@ def test_through_a_region_server(root, table):
         reverse = _table(parallel_scan(remote, 2, ordered=True, reverse=True, mode="stream"))
         assert reverse.equals(pa.Table.from_batches(list(table.scan_batches(reverse=True))))
         assert conn.list_scanners() == {"scanners": [], "streams": [], "draining_streams": [], "expired_total": 0,
-                                        "streams_expired_total": 0}
+                                        "streams_expired_total": 0, "connections_cancelled_total": 0}
