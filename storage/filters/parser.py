@@ -20,6 +20,8 @@ FilterList of three; a parenthesized group stays a nested list, so
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..errors import InvalidArgument, clip
 from ._builders import BUILDERS, FILTER_NAMES, Args
 from ._lexer import KEYWORDS, FilterSyntaxError, Token, describe, tokenize
