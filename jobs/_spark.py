@@ -200,6 +200,10 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
                 builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
         elif master is not None:
             print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
+        if submitted and not verbose and "spark.log.level" not in conf:
+            # spark-submit's driver logs at INFO; Spark applies this as its context starts (after the
+            # three lines naming its version), not after its 40 start-up lines as setLogLevel would
+            builder = builder.config("spark.log.level", "WARN")
         builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
                    .config(PUSHDOWN_CONF, "true"))
         jvm = jvm_source_conf(conf) if data_source and not submitted else {}
