@@ -155,7 +155,7 @@ def test_row_counter_and_main_job_through_spark_submit(cluster, tmp_path):
 
     ok = _submit(cluster, "row_counter.py", "--root", root, "sample", "--range", ",\\x00\\x00\\x03\\xE8",
                  "--expected-count", "1000")
-    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert ok.returncode == 0, ok.stdout[-3000:] + ok.stderr[-3000:]
     assert "ROWS=1000" in ok.stdout
     # spark-submit starts its driver JVM logging at INFO; the job sets spark.log.level, which Spark
     # applies once it has named its version: those three lines, none of the ~40 start-up lines after
