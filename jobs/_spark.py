@@ -65,7 +65,9 @@ __all__ = [
 SPARK_MISSING = ("this job runs on Spark: install pyspark (pip install 'regionscan[spark]') "
                  "and Java 17 (java on the PATH)")
 SHIP_CODE = "regionscan.ship.code"
-LOG_CONFIG = Path(__file__).with_name("log4j2.properties").as_uri()
+# Spark's log settings for sessions the jobs start themselves.  Resolved when used: on an
+# executor this module is imported from the shipped zip, where __file__ is a relative path.
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 _PACKAGES = ("storage", "serde", "connector", "jobs")
 _zip_lock = threading.Lock()
 _zip_path: str | None = None
@@ -194,12 +196,16 @@ def spark_session(app_name: str, master: str | None = None, conf: Mapping[str, s
             builder = builder.master(master)
             if not verbose and "spark.driver.extraJavaOptions" not in conf:
                 # the JVM starts here: its log is configured before its first line
-                builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG}")
+                builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.resolve().as_uri()}")
             if is_local_master(master):
                 # a local job needs neither the web UI (startup time, a port) nor 200 shuffle partitions
                 builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
         elif master is not None:
             print(f"{app_name}: --master {master} ignored: spark-submit chose the master", file=sys.stderr)
+        if submitted and not verbose and "spark.log.level" not in conf:
+            # spark-submit's driver logs at INFO; Spark applies this as its context starts (after the
+            # three lines naming its version), not after its 40 start-up lines as setLogLevel would
+            builder = builder.config("spark.log.level", "WARN")
         builder = (builder.config("spark.ui.showConsoleProgress", "false")  # the jobs draw their own progress
                    .config(PUSHDOWN_CONF, "true"))
         jvm = jvm_source_conf(conf) if data_source and not submitted else {}
