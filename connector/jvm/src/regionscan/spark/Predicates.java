@@ -21,6 +21,8 @@ import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.TimestampNTZType;
+import org.apache.spark.sql.types.TimestampType;
 
 import java.util.Base64;
 import java.util.Map;
@@ -149,6 +151,12 @@ final class Predicates {
     } else if (t instanceof StringType) {
       out.put("t", "string");
       out.put("v", v.toString());
+    } else if (t instanceof TimestampType) {
+      out.put("t", "timestamp");  // microseconds since the epoch, an instant
+      out.put("v", ((Number) v).longValue());
+    } else if (t instanceof TimestampNTZType) {
+      out.put("t", "timestamp_ntz");  // microseconds since the epoch, a wall clock
+      out.put("v", ((Number) v).longValue());
     } else if (t instanceof DateType) {
       out.put("t", "date");
       out.put("v", ((Number) v).intValue());

@@ -17,6 +17,7 @@ import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 import java.util.ArrayList;
@@ -30,6 +31,7 @@ import java.util.List;
 final class RegionScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters,
     SupportsPushDownLimit, SupportsPushDownAggregates {
   private final SourceSettings settings;
+  private final StructType full;
   private StructType required;
   private final ArrayNode filters = EngineWorker.JSON.createArrayNode();
   private final List<Predicate> pushed = new ArrayList<>();
@@ -40,12 +42,20 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
 
   RegionScanBuilder(SourceSettings settings, StructType schema) {
     this.settings = settings;
+    this.full = schema;
     this.required = schema;
   }
 
   @Override
   public void pruneColumns(StructType requiredSchema) {
-    this.required = requiredSchema;
+    // Top-level columns only: Spark may ask for part of a struct (col.a), but the worker
+    // decodes whole columns, so each required field is read at its full type and Spark
+    // projects the nested part itself.
+    StructType top = new StructType();
+    for (StructField f : requiredSchema.fields()) {
+      top = top.add(full.apply(f.name()));
+    }
+    this.required = top;
   }
 
   @Override
