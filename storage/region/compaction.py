@@ -32,7 +32,8 @@ class RegionCompaction:
         dropping deleted cells, the markers, cells past the TTL and versions
         past max_versions.
         """
-        with self._lock:
+        # writes go on meanwhile: a compaction reads only store files
+        with self._maintenance:
             self._check_writable()
             merged = 0
             for name in families or list(self.stores):
@@ -48,6 +49,18 @@ class RegionCompaction:
                     chosen = files[: self.settings.compaction_max_files]
                 merged += self._compact_store(store, chosen, major)
             return merged
+
+    def compact_if_due(self) -> int:
+        """The minor compaction a flush triggers: none while another thread
+        flushes or compacts the region, or once it is closed."""
+        if not self._maintenance.acquire(blocking=False):
+            return 0
+        try:
+            if self.closed or not self.needs_compaction():
+                return 0
+            return self.compact(major=False)
+        finally:
+            self._maintenance.release()
 
     def _compact_store(self, store: Store, chosen: tuple[StoreFile, ...], major: bool) -> int:
         view = StoreView(store.family, store.settings, MemStore().view(), chosen)

@@ -81,6 +81,7 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         self.fs = table_fs.sub(f"regions/{info.region_id}")
         self.stores = {name: Store(self.fs, name, fam, cache) for name, fam in families.items()}
         self._lock = threading.RLock()
+        self._maintenance = threading.RLock()  # taken before _lock, never after it
         self.mvcc = mvcc if mvcc is not None else Mvcc()
         self.leases = leases if leases is not None else Leases()
         self._wal: WalWriter | None = None
@@ -144,7 +145,10 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         if self.mvcc.last_seq < max_seq:
             self.mvcc.advance_to(max_seq)
 
-    def _roll_wal(self, delete_old: bool) -> None:
+    def _roll_wal(self, delete_old: bool) -> list[str]:
+        """Start a new WAL file; the older ones are retired now with
+        ``delete_old``, else returned for :meth:`_retire_wals` once their
+        edits are in store files."""
         old = self._wal_files()
         if self._wal is not None:
             self._wal.close()
@@ -161,11 +165,16 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         self._wal = open_wal_writer(self.fs, f"{_WAL_DIR}/{name}", sync=self.settings.wal_sync)
         self._wal_name = name
         self.fs.sync_dir(_WAL_DIR)
-        if delete_old:
-            stale = [entry for entry in old if entry != name]
-            pinned = pinned_paths(self._table_fs) if stale else set()
-            for entry in stale:
-                retire(self._table_fs, self._table_path(f"{_WAL_DIR}/{entry}"), pinned)
+        stale = [entry for entry in old if entry != name]
+        if not delete_old:
+            return stale
+        self._retire_wals(stale)
+        return []
+
+    def _retire_wals(self, names: list[str]) -> None:
+        pinned = pinned_paths(self._table_fs) if names else set()
+        for entry in names:
+            retire(self._table_fs, self._table_path(f"{_WAL_DIR}/{entry}"), pinned)
 
     def close(self, done=None) -> None:
         """Close the region: its WAL now, each store file once no view leases it.
@@ -183,7 +192,7 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         """Mark the region closed, close its WAL and hand over its store files
         (the caller retires them through :attr:`leases`), with the error the
         WAL's close raised, if any."""
-        with self._lock:
+        with self._maintenance, self._lock:
             if self.closed:
                 return [], None
             self.closed = True
@@ -282,6 +291,11 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         return sum(s.memstore.heap_size for s in self.stores.values())
 
     @property
+    def snapshot_size(self) -> int:
+        """Bytes held by the memstore snapshots a flush is writing out."""
+        return sum(s.memstore.snapshot_heap_size for s in self.stores.values())
+
+    @property
     def size(self) -> int:
         """Bytes of the region's store files."""
         return sum(s.size for s in self.stores.values())
@@ -295,48 +309,82 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
     def needs_split(self) -> bool:
         return self.size >= self.settings.max_filesize
 
+    def maintenance(self) -> threading.RLock:
+        """The lock that flushes, compactions, splits and close take in turn;
+        writes never wait for it (only for the short swap steps of a flush)."""
+        return self._maintenance
+
     def flush(self) -> bool:
         """Write every non-empty memstore to a store file; True if anything was written."""
+        with self._maintenance:
+            return self._flush()
+
+    def flush_if_due(self, wait: bool) -> bool:
+        """The flush a write triggers: none on a closed region or below the
+        threshold; with ``wait`` False, none while another thread flushes or
+        compacts this region (that one's flush takes the cells written meanwhile
+        soon after, as HBase's flusher queue does)."""
+        if not self._maintenance.acquire(blocking=wait):
+            return False
+        try:
+            if self.closed or not self.needs_flush():
+                return False
+            return self._flush()
+        finally:
+            self._maintenance.release()
+
+    def _flush(self) -> bool:
+        # Writes wait only while the memstores are snapshotted and the WAL
+        # rolled; the store files are written with the region open for writes
+        # (into the new active maps and the new WAL).
         with self._lock:
             self._check_writable()
             dirty = [s for s in self.stores.values() if s.memstore.cell_count]
             if not dirty:
                 return False
             flushed_seq = self._next_seq - 1
-            new_manifest = RegionManifest(
-                self.manifest.region_id,
-                {k: list(v) for k, v in self.manifest.files.items()},
-                flushed_seq,
-                self.manifest.next_file_id,
-                self.manifest.generation,
-            )
-            written: list[tuple[Store, StoreFile]] = []
+            for store in dirty:
+                store.memstore.snapshot()
             try:
-                for store in dirty:
-                    store.memstore.snapshot()
-                    batch = store.memstore.snapshot_batch()
-                    name = new_manifest.new_file_name()
-                    writer = store.new_writer(name)
-                    try:
-                        writer.append_batch(batch)
-                        writer.finish(max_seq_id=flushed_seq)
-                    except BaseException:
-                        writer.abandon()
-                        raise
-                    new_manifest.files.setdefault(store.family, []).append(name)
-                    written.append((store, store.open_reader(name)))
-                new_manifest.save(self.fs)
+                retired_wals = self._roll_wal(delete_old=False)
             except BaseException:
                 for store in dirty:
                     store.memstore.restore_snapshot()
                 raise
-            with self.leases.lock:  # a view sees the snapshot or the new file, never both
-                self.manifest = new_manifest
-                for store, sf in written:
-                    store.replace_files((sf,) + store.files)
-                    store.memstore.clear_snapshot()
-            self._roll_wal(delete_old=True)
-            return True
+        new_manifest = RegionManifest(
+            self.manifest.region_id,
+            {k: list(v) for k, v in self.manifest.files.items()},
+            flushed_seq,
+            self.manifest.next_file_id,
+            self.manifest.generation,
+        )
+        written: list[tuple[Store, StoreFile]] = []
+        try:
+            for store in dirty:
+                batch = store.memstore.snapshot_batch()
+                name = new_manifest.new_file_name()
+                writer = store.new_writer(name)
+                try:
+                    writer.append_batch(batch)
+                    writer.finish(max_seq_id=flushed_seq)
+                except BaseException:
+                    writer.abandon()
+                    raise
+                new_manifest.files.setdefault(store.family, []).append(name)
+                written.append((store, store.open_reader(name)))
+            new_manifest.save(self.fs)
+        except BaseException:
+            # the rolled-away WALs stay: they still hold the snapshot's edits
+            for store in dirty:
+                store.memstore.restore_snapshot()
+            raise
+        with self.leases.lock:  # a view sees the snapshot or the new file, never both
+            self.manifest = new_manifest
+            for store, sf in written:
+                store.replace_files((sf,) + store.files)
+                store.memstore.clear_snapshot()
+        self._retire_wals(retired_wals)
+        return True
 
     def check(self) -> None:
         """Verify the region's invariants: manifest files exist and pass their checks."""

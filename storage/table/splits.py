@@ -16,6 +16,8 @@ class TableSplits:
     def split(self, split_key: bytes | None = None) -> list[RegionInfo]:
         """Split the region holding ``split_key`` at it, or every region at its midkey."""
         self._check_open()
+        # most of the memstores are written out before writes wait for the split
+        self.flush()
         with self._mutex:
             if split_key is not None:
                 split_key = _check_bytes(split_key, "split_key")
@@ -32,28 +34,30 @@ class TableSplits:
             return self.region_infos()
 
     def _split_region(self, region: Region, key: bytes) -> None:
-        region.flush()
-        manifest = self._manifest
-        lo_id = f"{manifest.next_region_id:08d}"
-        hi_id = f"{manifest.next_region_id + 1:08d}"
-        lo = RegionInfo(lo_id, region.info.start, key)
-        hi = RegionInfo(hi_id, key, region.info.end)
-        region.write_daughter(lo, self.fs)
-        region.write_daughter(hi, self.fs)
-        index = self._regions.index(region)
-        new_infos = list(manifest.regions)
-        new_infos[index : index + 1] = [lo, hi]
-        new_manifest = TableManifest(
-            manifest.name, manifest.families, manifest.settings, new_infos,
-            manifest.next_region_id + 2, manifest.generation,
-        )
-        new_manifest.save(self.fs)  # the commit point of the split
-        self._manifest = new_manifest
-        daughters = [self._new_region(lo).open(), self._new_region(hi).open()]
-        regions = list(self._regions)
-        regions[index : index + 1] = daughters
-        self._set_regions(regions)
-        # scans that took a view of the parent keep reading its files; its
-        # directory goes once the last of them ends
-        parent_dir = f"regions/{region.info.region_id}"
-        region.close(done=lambda: retire_dir(self.fs, parent_dir))
+        # no flush or compaction of the parent runs while its daughters are written
+        with region.maintenance():
+            region.flush()
+            manifest = self._manifest
+            lo_id = f"{manifest.next_region_id:08d}"
+            hi_id = f"{manifest.next_region_id + 1:08d}"
+            lo = RegionInfo(lo_id, region.info.start, key)
+            hi = RegionInfo(hi_id, key, region.info.end)
+            region.write_daughter(lo, self.fs)
+            region.write_daughter(hi, self.fs)
+            index = self._regions.index(region)
+            new_infos = list(manifest.regions)
+            new_infos[index : index + 1] = [lo, hi]
+            new_manifest = TableManifest(
+                manifest.name, manifest.families, manifest.settings, new_infos,
+                manifest.next_region_id + 2, manifest.generation,
+            )
+            new_manifest.save(self.fs)  # the commit point of the split
+            self._manifest = new_manifest
+            daughters = [self._new_region(lo).open(), self._new_region(hi).open()]
+            regions = list(self._regions)
+            regions[index : index + 1] = daughters
+            self._set_regions(regions)
+            # scans that took a view of the parent keep reading its files; its
+            # directory goes once the last of them ends
+            parent_dir = f"regions/{region.info.region_id}"
+            region.close(done=lambda: retire_dir(self.fs, parent_dir))

@@ -180,20 +180,28 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
 
     # -- maintenance -----------------------------------------------------
     def flush(self) -> None:
-        """Flush every region's memstore to store files."""
+        """Flush every region's memstore to store files (writes go on meanwhile)."""
         self._check_open()
-        with self._mutex:
-            for r in self._regions:
-                r.flush()
+        for r in self._region_list():
+            with r.maintenance():
+                if not r.closed:  # a split flushed and retired it meanwhile
+                    r.flush()
 
     def compact(self, major: bool = True) -> None:
-        """Compact every region (major by default, as ``major_compact`` in the HBase shell)."""
+        """Compact every region (major by default, as ``major_compact`` in the
+        HBase shell); writes go on meanwhile."""
         self._check_open()
+        for r in self._region_list():
+            with r.maintenance():
+                if not r.closed:  # a split retired it meanwhile: its daughters are new files
+                    r.flush()
+                    r.compact(major=major)
         with self._mutex:
-            for r in self._regions:
-                r.flush()
-                r.compact(major=major)
             clean_archive(self.fs)
+
+    def _region_list(self) -> list[Region]:
+        with self._mutex:
+            return list(self._regions)
 
     def store_file_readers(self) -> list:
         """The open :class:`storage.storefile.StoreFileReader` of every live store file."""

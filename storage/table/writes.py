@@ -15,6 +15,9 @@ from .mutation_batch import Batch
 
 _PUT = int(CellType.PUT)
 
+# writes wait for their region's flush past this many times the flush size
+BLOCKING_MULTIPLIER = 4
+
 
 class TableWrites:
     """Puts, deletes and mutation batches of a :class:`~storage.table.table.Table`."""
@@ -109,21 +112,29 @@ class TableWrites:
                 error = error or exc
         if error is not None:
             raise error
-        with self._mutex:
-            for region, _ in tickets:
-                if not region.closed:  # a split may have retired it meanwhile
-                    self._maintain(region)
+        for region, _ in tickets:
+            self._maintain(region)
 
     def _maintain(self, region: Region) -> None:
-        """Flush, compact and split a region past its thresholds (HBase's automatic policies)."""
-        if region.needs_flush():
-            region.flush()
-            if region.needs_compaction():
-                region.compact(major=False)
-            if region.needs_split():
-                key = region.midkey()
-                if key is not None:
-                    self._split_region(region, key)
+        """Flush, compact and split a region past its thresholds (HBase's
+        automatic policies), without holding up the table's other writers: a
+        write waits for a flush only once the region's memstore holds
+        ``BLOCKING_MULTIPLIER`` times the flush size (HBase's
+        ``hbase.hregion.memstore.block.multiplier``)."""
+        if region.closed or not region.needs_flush():
+            return
+        blocked = region.memstore_size + region.snapshot_size >= (
+            BLOCKING_MULTIPLIER * self.settings.memstore_flush_size
+        )
+        if not region.flush_if_due(wait=blocked):
+            return
+        region.compact_if_due()
+        if region.needs_split():
+            with self._mutex:
+                if not region.closed and region.needs_split():  # a split may have retired it meanwhile
+                    key = region.midkey()
+                    if key is not None:
+                        self._split_region(region, key)
 
     def put(self, row: bytes, data: dict, timestamp: int | None = None, wal: bool = True) -> None:
         """Store ``data`` (``{b"cf:q": value}``) in ``row``, at ``timestamp`` (ms; now by default)."""
