@@ -1,7 +1,7 @@
 """Table and column-family settings, and the names the engine accepts.
 
 Family settings take HBase's names (``max_versions``, ``ttl``, ``block_size``,
-``compression``, ``bloom_filter``) and the spellings happybase users pass to
+``compression``, ``bloom_filter``, ``keep_deleted_cells``) and the spellings happybase users pass to
 ``create_table`` (``time_to_live``, ``bloom_filter_type``, ``"NONE"``...).
 """
 
@@ -19,7 +19,24 @@ __all__ = [
     "TableSettings",
     "validate_table_name",
     "validate_family_name",
+    "keep_deleted_mode",
+    "KEEP_DELETED_MODES",
 ]
+
+KEEP_DELETED_MODES = ("FALSE", "TRUE", "TTL")
+"""The values of HBase's KEEP_DELETED_CELLS, as stored in a family's settings."""
+
+
+def keep_deleted_mode(value: object, family: str = "?") -> str:
+    """``value`` (a bool or ``FALSE`` / ``TRUE`` / ``TTL`` in any case) as one of
+    :data:`KEEP_DELETED_MODES`, else InvalidArgument naming the family."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str) and value.upper() in KEEP_DELETED_MODES:
+        return value.upper()
+    raise InvalidArgument(
+        f"keep_deleted_cells for family {family!r} must be FALSE, TRUE or TTL, got {clip(repr(value))}"
+    )
 
 # fullmatch, not match with "$": "$" also matches before a trailing newline.
 _FAMILY_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,63}")
@@ -88,6 +105,7 @@ class FamilySettings:
     compression: str | None = None  # None, "lz4" or "zstd"
     bloom_filter: bool = True  # a row bloom filter per store file
     min_versions: int = 0
+    keep_deleted_cells: str = "FALSE"  # HBase's KEEP_DELETED_CELLS: "FALSE", "TRUE" or "TTL"
 
     @classmethod
     def from_options(cls, options: dict | None, family: str = "?") -> "FamilySettings":
@@ -143,6 +161,8 @@ class FamilySettings:
             values["min_versions"] = _bounded_int(
                 values["min_versions"], "min_versions", (0, values.get("max_versions", 1)), f" for family {family!r}"
             )
+        if "keep_deleted_cells" in values:
+            values["keep_deleted_cells"] = keep_deleted_mode(values["keep_deleted_cells"], family)
         if "block_size" in values:
             values["block_size"] = _bounded_int(values["block_size"], "block_size", _BLOCK_SIZE, f" for family {family!r}", "bytes")
         return cls(**values)

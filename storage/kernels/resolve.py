@@ -18,7 +18,7 @@ import pyarrow as pa
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .cell_columns import CellColumns, as_cell_table, group_ids
-from .rules import NO_MARKER, covered, time_mask
+from .rules import NO_MARKER, covered, time_mask, unseen_markers
 
 __all__ = ["resolve"]
 
@@ -36,6 +36,8 @@ def resolve(
     keep_deletes: bool = False,
     timestamps: Sequence[int] | None = None,
     min_versions: int = 0,
+    keep_deleted_cells: str = "FALSE",
+    compaction: bool = False,
 ) -> pa.Table:
     """Return the cells a reader sees, in cell order.
 
@@ -59,10 +61,20 @@ def resolve(
     Hidden, expired and out-of-range puts do not count as versions.  Major
     compaction calls this with the family's max versions and TTL cutoff.
 
-    ``keep_deletes=True`` is the raw mode, in which nothing is resolved:
-    markers neither hide puts nor are removed, and every version is kept
-    (``max_versions`` is not applied).  Only the TTL, time range and
-    ``timestamps`` filters apply, to markers and puts alike.  With the default
+    ``keep_deleted_cells`` is the family's HBase ``KEEP_DELETED_CELLS``
+    (``"FALSE"``, ``"TRUE"`` or ``"TTL"``).  When the family keeps deleted
+    cells a read does not apply the markers at or after ``max_timestamp``
+    (:func:`storage.kernels.rules.unseen_markers`): a read of the past sees
+    the puts deleted since.  ``compaction=True`` is a major compaction of such
+    a family (:func:`_compact_keeping`); of a family that does not keep
+    deleted cells it is the plain read above with the default bounds.
+
+    ``keep_deletes=True`` is the raw mode (HBase's raw scan), in which
+    nothing is resolved: markers neither hide puts nor are removed, and every
+    version is kept (``max_versions`` is not applied).  Only the time range
+    and ``timestamps`` apply, to markers and puts alike, and the TTL: expired
+    puts go except the newest ``min_versions`` puts of their column, expired
+    markers go unless the family has ``min_versions``.  With the default
     bounds the input comes back unchanged.  (A minor compaction, which must
     keep markers and versions because older files are not part of it, needs
     no resolve at all: :func:`merge_sources` alone.)
@@ -78,6 +90,8 @@ def resolve(
         raise InvalidArgument(
             f"min_timestamp {min_timestamp} is greater than max_timestamp {max_timestamp}"
         )
+    if keep_deleted_cells not in ("FALSE", "TRUE", "TTL"):
+        raise InvalidArgument(f"keep_deleted_cells must be FALSE, TRUE or TTL, got {keep_deleted_cells!r}")
     n = table.num_rows
     if n == 0:
         return table
@@ -85,6 +99,22 @@ def resolve(
     columns = CellColumns(table)
     ts = columns.numpy("timestamp")
     types = columns.numpy("type")
+    if keep_deletes and min_versions and ttl_cutoff is not None:
+        return _select(table, _raw_keep(columns, ts, types, min_timestamp, max_timestamp, ttl_cutoff,
+                                        timestamps, min_versions))
+    if keep_deleted_cells != "FALSE" and not keep_deletes:
+        if compaction:
+            return _select(table, _compact_keeping(columns, ts, types, max_versions, ttl_cutoff, min_versions,
+                                                   keep_deleted_cells))
+        unseen = unseen_markers(ts, types != CellType.PUT, max_timestamp, keep_deleted_cells)
+        if unseen is not None:  # a read of the past: the later markers are not there for it
+            table = table.filter(pa.array(~unseen, type=pa.bool_()))
+            n = table.num_rows
+            if n == 0:
+                return table
+            columns = CellColumns(table)
+            ts = columns.numpy("timestamp")
+            types = columns.numpy("type")
     if keep_deletes or not min_versions:
         in_range = time_mask(ts, min_timestamp, max_timestamp, ttl_cutoff, timestamps)
         expired = None
@@ -111,7 +141,19 @@ def resolve(
 
     starts = columns.column_starts()
     column_ids = group_ids(starts)
-    hidden = np.zeros(n, dtype=bool)
+    hidden = _hidden(columns, ts, types, starts, column_ids)
+    visible = (types == CellType.PUT) & ~hidden
+    if in_range is not None:
+        visible &= in_range
+    return _select(table, _newest_versions(visible, starts, column_ids, max_versions, expired, min_versions))
+
+
+def _hidden(columns: CellColumns, ts: np.ndarray, types: np.ndarray, starts: np.ndarray,
+            column_ids: np.ndarray, acting: np.ndarray | None = None) -> np.ndarray:
+    """Cells hidden by the markers (only those of ``acting``, when given)."""
+    if acting is not None:
+        types = np.where(acting, types, CellType.PUT)
+    hidden = np.zeros(len(ts), dtype=bool)
     if (types == CellType.DELETE_FAMILY).any():
         family_starts = columns.family_starts()
         is_marker = types == CellType.DELETE_FAMILY
@@ -125,10 +167,63 @@ def resolve(
         version_starts = starts | columns.adjacent_ne("timestamp")
         first = np.flatnonzero(version_starts)
         hidden |= np.logical_or.reduceat(point, first)[group_ids(version_starts)]
-    visible = (types == CellType.PUT) & ~hidden
-    if in_range is not None:
-        visible &= in_range
-    return _select(table, _newest_versions(visible, starts, column_ids, max_versions, expired, min_versions))
+    return hidden
+
+
+def _raw_keep(columns: CellColumns, ts: np.ndarray, types: np.ndarray, min_timestamp: int, max_timestamp: int,
+              ttl_cutoff: int, timestamps, min_versions: int) -> np.ndarray:
+    """A raw read of a family with a TTL and ``min_versions``: every cell inside
+    the time range, less the expired puts past the newest ``min_versions``
+    puts of their column (markers are kept, as HBase keeps them)."""
+    n = len(ts)
+    in_range = time_mask(ts, min_timestamp, max_timestamp, None, timestamps)
+    inside = np.ones(n, dtype=bool) if in_range is None else in_range
+    is_put = types == CellType.PUT
+    starts = columns.column_starts()
+    puts = _newest_versions(inside & is_put, starts, group_ids(starts), n + 1, ts < ttl_cutoff, min_versions)
+    return puts | (inside & ~is_put)
+
+
+def _compact_keeping(columns: CellColumns, ts: np.ndarray, types: np.ndarray, max_versions: int,
+                     ttl_cutoff: int | None, min_versions: int, mode: str) -> np.ndarray:
+    """What a major compaction of a family keeping deleted cells keeps (HBase's
+    MajorCompactionScanQueryMatcher with KEEP_DELETED_CELLS TRUE or TTL).
+
+    * Markers do not hide puts, except (``"TTL"``) the markers past the TTL,
+      which hide what they cover and go.
+    * Of each column's puts (deleted or not) the newest ``max_versions`` stay,
+      the expired ones only among the newest ``min_versions``.
+    * A marker goes when it is older than every put of its row and family
+      (it hides nothing), when it names a column and is older than a put the
+      compaction dropped from it (HBase's seek to the next column), or when
+      it is past the TTL and the family has no ``min_versions``.
+    """
+    n = len(ts)
+    is_marker = types != CellType.PUT
+    expired = ts < ttl_cutoff if ttl_cutoff is not None else np.zeros(n, dtype=bool)
+    starts = columns.column_starts()
+    column_ids = group_ids(starts)
+    acting = is_marker & expired if mode == "TTL" else None
+    puts = ~is_marker
+    if acting is not None and acting.any():
+        puts &= ~_hidden(columns, ts, types, starts, column_ids, acting)
+    kept_puts = _newest_versions(puts, starts, column_ids, max_versions,
+                                 expired if ttl_cutoff is not None else None, min_versions)
+    kept_markers = is_marker.copy()
+    if mode == "TTL" or not min_versions:
+        kept_markers &= ~expired
+    dropped = puts & ~kept_puts
+    if dropped.any():
+        seen = np.cumsum(dropped)
+        first = np.flatnonzero(starts)
+        before = seen[first] - dropped[first]
+        past_drop = (seen - before[column_ids]) > 0
+        kept_markers &= ~(past_drop & (types != CellType.DELETE_FAMILY))
+    family_starts = columns.family_starts()
+    first_f = np.flatnonzero(family_starts)
+    earliest = np.minimum.reduceat(np.where(is_marker, np.iinfo(np.int64).max, ts), first_f)
+    kept_markers &= ts >= earliest[group_ids(family_starts)]
+    return kept_puts | kept_markers
 
 
 def _covered(

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .row_merge import order_keys
-from .rules import NO_MARKER, covered, time_mask
+from .rules import NO_MARKER, covered, time_mask, unseen_markers
 
 __all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows"]
 
@@ -85,6 +85,11 @@ class Markers:
     def __len__(self) -> int:
         return len(self.ts)
 
+    def select(self, keep: np.ndarray) -> "Markers":
+        """The markers where ``keep`` is True."""
+        mask = pa.array(keep, type=pa.bool_())
+        return Markers(self.rows.filter(mask), self.qualifiers.filter(mask), self.ts[keep], self.types[keep])
+
 
 class ResolvedRows:
     """The rows a reader sees, ascending: ``keys``, and per column ``ts[j]``
@@ -127,6 +132,7 @@ def resolve_rows(
     ttl_cutoff: int | None = None,
     timestamps: Sequence[int] | None = None,
     qualifiers: Sequence[bytes] | None = None,
+    keep_deleted_cells: str = "FALSE",
 ) -> ResolvedRows | None:
     """The newest visible cell of every row and column of ``pieces`` (newest
     source first, ``columns`` columns each), rows without any dropped; None
@@ -134,7 +140,9 @@ def resolve_rows(
 
     ``markers`` hide what they cover in every piece; ``qualifiers`` (the
     columns' qualifiers, in column order) says which column a DeleteColumn
-    or Delete marker names (required with such markers).
+    or Delete marker names (required with such markers).  In a family with
+    ``keep_deleted_cells`` (TRUE or TTL) the markers at or after
+    ``max_timestamp`` do not act (:func:`storage.kernels.rules.unseen_markers`).
     """
     pieces = [p for p in pieces if len(p)]
     for i, p in enumerate(pieces):
@@ -144,6 +152,10 @@ def resolve_rows(
         none = np.zeros(0, np.int64)
         return ResolvedRows(pa.array([], pa.binary()), [pa.array([], pa.binary())] * columns,
                             [none] * columns, [none] * columns)
+    if markers is not None and len(markers):
+        unseen = unseen_markers(markers.ts, np.ones(len(markers), dtype=bool), max_timestamp, keep_deleted_cells)
+        if unseen is not None:
+            markers = markers.select(~unseen)
     if markers is not None and not len(markers):
         markers = None
     all_keys = pa.concat_arrays([p.keys for p in pieces]) if len(pieces) > 1 else pieces[0].keys

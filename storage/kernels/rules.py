@@ -15,7 +15,11 @@ laid side by side) decide with these functions which puts a reader sees:
   (both kernels match ``(column, timestamp)`` pairs);
 * of two puts of one column and timestamp, the newer source's (the later
   write) wins;
-* of the puts left, the newest ``max_versions`` per column are seen.
+* of the puts left, the newest ``max_versions`` per column are seen;
+* :func:`unseen_markers`: in a family keeping deleted cells (HBase's
+  ``KEEP_DELETED_CELLS`` TRUE or TTL) a read does not see the markers at or
+  after the end of its time range, so a read of the past sees the puts
+  deleted since (HBase: such a scan "sees past" the delete markers).
 
 The kernels differ only in how they find a cell's group: neighbours in cell
 order there, merged row keys here.
@@ -27,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["NO_MARKER", "time_mask", "covered", "effective_low"]
+__all__ = ["NO_MARKER", "time_mask", "covered", "effective_low", "unseen_markers"]
 
 _INT64 = np.iinfo(np.int64)
 
@@ -71,3 +75,18 @@ def covered(ts: np.ndarray, newest_marker: np.ndarray) -> np.ndarray:
     """Puts hidden by a DeleteFamily / DeleteColumn: a timestamp at or before
     the newest marker of the put's group (``NO_MARKER`` where there is none)."""
     return (ts <= newest_marker) & (newest_marker != NO_MARKER)
+
+
+def unseen_markers(
+    ts: np.ndarray, is_marker: np.ndarray, max_timestamp: int, keep_deleted_cells: str
+) -> np.ndarray | None:
+    """The markers a read ending at ``max_timestamp`` (exclusive) does not apply
+    in a family with ``keep_deleted_cells`` (``"FALSE"``, ``"TRUE"`` or
+    ``"TTL"``): those at or after ``max_timestamp`` when the family keeps
+    deleted cells; None when there are none (every marker acts)."""
+    if keep_deleted_cells == "FALSE" or len(ts) == 0 or max_timestamp > _INT64.max:
+        return None
+    if int(ts.max()) < max_timestamp:
+        return None
+    unseen = is_marker & (ts >= max_timestamp)
+    return unseen if unseen.any() else None

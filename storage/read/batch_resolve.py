@@ -83,7 +83,7 @@ class _Processor:
         range, are final as they are: one alone is returned as it is, and
         two that share no row are only merged.
         """
-        if all(clean) and self.trivial_resolution(name):
+        if all(clean) and self.trivial_resolution(name) and not self.scan.raw:
             if len(sources) == 1:
                 return sources[0]
             merged = kernels.merge_disjoint(sources)
@@ -102,6 +102,8 @@ class _Processor:
             ttl_cutoff=self.ttl_cutoff[name],
             timestamps=self.scan.timestamps,
             min_versions=view.settings.min_versions,
+            keep_deleted_cells=view.settings.keep_deleted_cells,
+            keep_deletes=self.scan.raw,
         )
 
     def finish(self, cells: pa.Table, filtered: bool = False) -> pa.RecordBatch | None:

@@ -58,6 +58,8 @@ class BatchScan:
     # cells output whose dense blocks may come as row batches of each block's own
     # columns (schema ``key`` + ``family:qualifier``): what Table.scan turns into dicts
     row_dicts: bool = False
+    # a raw scan (storage/read/raw.py): markers and every version, nothing resolved
+    raw: bool = False
 
 
 def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:

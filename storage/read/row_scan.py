@@ -168,7 +168,7 @@ class RowMerge:
             sources, qualifiers, min_timestamp=scan.min_timestamp, max_timestamp=scan.max_timestamp,
             # a row batch holds one version: with min_versions it outlives the TTL
             ttl_cutoff=None if self.view.settings.min_versions else proc.ttl_cutoff[self.view.family],
-            timestamps=scan.timestamps,
+            timestamps=scan.timestamps, keep_deleted_cells=self.view.settings.keep_deleted_cells,
         )
         if resolved is None:
             return CELLS

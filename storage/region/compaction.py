@@ -30,7 +30,8 @@ class RegionCompaction:
         each store that has at least ``compaction_threshold`` of them, keeping
         every version and delete marker.  Major: merge all files of each store,
         dropping deleted cells, the markers, cells past the TTL and versions
-        past max_versions.
+        past max_versions; a family with ``keep_deleted_cells`` keeps deleted
+        cells and markers (see :func:`storage.kernels.resolve`).
         """
         # writes go on meanwhile: a compaction reads only store files
         with self._maintenance:
@@ -83,7 +84,9 @@ class RegionCompaction:
             # dense files with nothing to resolve are merged as rows (storage/region/compaction_rows.py)
             as_rows = ttl_cutoff is None and writer.format_version >= 2
             # a major compaction keeping one version writes each row's newest visible cells
-            resolve_rows = major and writer.format_version >= 2 and store.settings.max_versions == 1
+            keeping = store.settings.keep_deleted_cells != "FALSE"
+            # (a family keeping deleted cells keeps markers and deleted versions: the cell path)
+            resolve_rows = major and writer.format_version >= 2 and store.settings.max_versions == 1 and not keeping
             for lo, hi in zip(bounds, bounds[1:]):
                 parts = read_parts(chosen, lo, hi)
                 rows = chunk_rows(parts) if as_rows else None
@@ -105,6 +108,7 @@ class RegionCompaction:
                     cells = kernels.resolve(
                         cells, max_versions=store.settings.max_versions, ttl_cutoff=ttl_cutoff,
                         min_versions=store.settings.min_versions,
+                        keep_deleted_cells=store.settings.keep_deleted_cells, compaction=True,
                     )
                 else:
                     cells = kernels.resolve(cells, keep_deletes=True)

@@ -50,6 +50,7 @@ class RegionReads:
                     ttl=sview.settings.ttl,
                     metrics=metrics,
                     min_versions=sview.settings.min_versions,
+                    keep_deleted_cells=sview.settings.keep_deleted_cells,
                 )
             )
         start, end = clip_bounds(view.info.start, view.info.end, low, high)
@@ -135,7 +136,7 @@ def _store_row(settings, family: bytes, spec, mem, found) -> list[Cell]:
 
     sources = [ListScanner(list(mem))] + [ListScanner(list(cells)) for _, cells in found]
     store = StoreScanner(sources, family, spec, max_versions=settings.max_versions, ttl=settings.ttl,
-                         min_versions=settings.min_versions)
+                         min_versions=settings.min_versions, keep_deleted_cells=settings.keep_deleted_cells)
     out = store.read_row() or []
     store.close()
     return out

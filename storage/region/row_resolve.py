@@ -68,11 +68,13 @@ def resolve_items(
     max_timestamp: int = LATEST_TIMESTAMP,
     ttl_cutoff: int | None = None,
     timestamps: Sequence[int] | None = None,
+    keep_deleted_cells: str = "FALSE",
 ) -> ResolvedRows | None:
     """The newest visible cell of each row and column of ``qualifiers`` over
     ``sources`` (newest first, each a list of items of
     :func:`part_items` / :func:`memstore_items`); None when the row form
-    cannot hold a source."""
+    cannot hold a source.  ``keep_deleted_cells``: the family's setting (a
+    read of the past in a family keeping deleted cells skips later markers)."""
     markers = join_markers([item.markers for items in sources for item in items if isinstance(item, CellSource)])
     bounded = min_timestamp > 0 or max_timestamp != LATEST_TIMESTAMP or ttl_cutoff is not None or timestamps is not None
     # older versions matter only where something may hide the newest
@@ -96,6 +98,7 @@ def resolve_items(
     return resolve_rows(
         pieces, len(qualifiers), markers, qualifiers=list(qualifiers), min_timestamp=min_timestamp,
         max_timestamp=max_timestamp, ttl_cutoff=ttl_cutoff, timestamps=timestamps,
+        keep_deleted_cells=keep_deleted_cells,
     )
 
 

@@ -7,6 +7,8 @@ first) with a heap and applies, per row:
   ``DeleteColumn`` every version of its column at or before its timestamp,
   ``DeleteFamily`` every column of the family at or before its timestamp.
   Markers apply whatever the scan's time range;
+* with ``keep_deleted_cells`` (HBase's KEEP_DELETED_CELLS TRUE or TTL),
+  markers at or after the end of the time range do not act;
 * TTL: a cell older than ``now_ms - ttl`` is expired, unless it is among
   the newest ``min_versions`` visible versions of its column;
 * the time range ``[min_timestamp, max_timestamp)``;
@@ -42,6 +44,7 @@ __all__ = ["StoreScanner"]
 _PUT = 4
 _DELETE_COLUMN = 12
 _DELETE_FAMILY = 14  # any other marker type is a Delete (8)
+_NEVER = 1 << 64  # above every timestamp
 
 # Steps tried before a reseek when skipping a column or the rest of a row:
 # the target is often a cell or two away, and a step is far cheaper than a
@@ -75,6 +78,7 @@ class StoreScanner:
         now_ms: int | None = None,
         metrics: ScanMetrics | None = None,
         min_versions: int = 0,
+        keep_deleted_cells: str = "FALSE",
     ):
         if not isinstance(family, bytes) or not family:
             raise InvalidArgument(f"family={family!r}: expected non-empty bytes")
@@ -101,6 +105,8 @@ class StoreScanner:
                 lower = max(lower, now - int(ttl * 1000))
         self._lower = lower  # puts older than this are outside the range or expired
         self._upper = spec.max_timestamp
+        # a family keeping deleted cells: markers at or after the range's end do not act
+        self._unseen_from = spec.max_timestamp if keep_deleted_cells != "FALSE" else _NEVER
         self._stop = spec.stop_row
         self._opened = False
         self._row: bytes | None = None
@@ -230,6 +236,7 @@ class StoreScanner:
         upper = self._upper
         expired_below = self._expired_below
         min_versions = self._min_versions
+        unseen_from = self._unseen_from
         out: list = []
         family_deleted = -1  # newest DeleteFamily timestamp seen in this row
         cell = heap.peek()
@@ -260,6 +267,8 @@ class StoreScanner:
                     if done and qualifier:
                         cell = self._skip_column(row, qualifier)
                         break
+                elif ts >= unseen_from:
+                    pass  # a later marker, not there for a read of the past
                 elif kind == _DELETE_FAMILY:
                     if ts > family_deleted:
                         family_deleted = ts

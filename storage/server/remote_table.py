@@ -167,6 +167,7 @@ class RemoteTable:
         mode: str = "stream",
         caching: int = 1000,
         max_bytes: int | None = None,
+        raw: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """Scan as Arrow record batches, as the embedded ``scan_batches``.
 
@@ -175,6 +176,8 @@ class RemoteTable:
         ``metrics`` (a ScanMetrics) gets ``rpc_calls``, ``bytes_in_results``
         and ``time_ms`` as the client sees them.
         """
+        if raw:  # raw scans (storage/read/raw.py) are embedded only for now
+            raise InvalidArgument("raw scans are not supported through the region server yet: open the root directly")
         if mode not in SCAN_MODES:
             raise InvalidArgument(f"mode must be one of {SCAN_MODES}, got {mode!r}")
         spec = _scan_spec(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
@@ -243,12 +246,15 @@ class RemoteTable:
         *,
         mode: str = "stream",
         caching: int | None = None,
+        raw: bool = False,
     ) -> Iterator[tuple[bytes, dict]]:
         """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as the embedded ``scan``.
 
         ``caching`` (rows per next() call in ``mode="rpc"``) defaults to
         ``batch_size``, which is what happybase's ``batch_size`` means.
         """
+        if raw:  # raw scans (storage/read/raw.py) are embedded only for now
+            raise InvalidArgument("raw scans are not supported through the region server yet: open the root directly")
         _check_positive(batch_size, "batch_size")
         if scan_batching is not None:
             _check_positive(scan_batching, "scan_batching")

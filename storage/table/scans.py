@@ -19,6 +19,7 @@ from ..filters.base import scan_copy
 from ..keys import intersect
 from ..read.batch_scan import BatchScan, scan_region_batches
 from ..read.python_rows import cells_to_dicts, rows_to_dicts
+from ..read.raw import check_raw, raw_dicts
 from ..read.snapshot import ReadSnapshot, release_views
 from ..region.region import Region
 from ..region.view import RegionView
@@ -100,6 +101,7 @@ class TableScans:
         output="cells",
         include_timestamp=False,
         batch_cells=65536,
+        raw=False,
     ) -> tuple[BatchScan, list[tuple[bytes, bytes | None]]]:
         low, high = row_range(row_start, row_stop, row_prefix, reverse)
         min_ts, max_ts = self._time_bounds(timestamp, time_range)
@@ -108,6 +110,8 @@ class TableScans:
             raise InvalidArgument(f"max_versions must be a positive int, got {max_versions!r}")
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise InvalidArgument(f"limit must be a non-negative int, got {limit!r}")
+        if raw:  # raw scans: the one place their arguments are checked (storage/read/raw.py)
+            check_raw(output, columns, filter)
         flt = coerce_filter(filter)
         spans = [(low, high)]
         if flt is not None:
@@ -130,6 +134,7 @@ class TableScans:
             batch_cells=batch_cells,
             output=output,
             include_timestamp=include_timestamp,
+            raw=bool(raw),
         )
         return scan, spans
 
@@ -150,6 +155,7 @@ class TableScans:
         batch_size: int = 65536,
         metrics: ScanMetrics | None = None,
         snapshot: "ReadSnapshot | None" = None,
+        raw: bool = False,
     ) -> Iterator[pa.RecordBatch]:
         """Scan as Arrow record batches: ``output="rows"`` (key + one column per
         requested column) or ``"cells"`` (the six cell columns).  The vectorized path.
@@ -157,6 +163,8 @@ class TableScans:
         The scan fixes its read point and leases its region views here, when
         called; ``snapshot`` (from :meth:`snapshot`) makes it read that
         snapshot's views instead, so several scans share one read point.
+        ``raw=True`` is HBase's raw scan (cells output: markers and deleted
+        cells, every version; see :mod:`storage.read.raw`).
         """
         if output not in ("rows", "cells"):
             raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
@@ -164,7 +172,7 @@ class TableScans:
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         scan, spans = self._batch_scan(
             row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
-            max_versions, limit, reverse, output, include_timestamp, batch_size,
+            max_versions, limit, reverse, output, include_timestamp, batch_size, raw,
         )
         return self._open_batches(scan, spans, metrics, snapshot)
 
@@ -241,6 +249,7 @@ class TableScans:
         time_range: tuple[int, int] | None = None,
         max_versions: int = 1,
         path: str = "batch",
+        raw: bool = False,
     ) -> Iterator[tuple[bytes, dict]]:
         """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as happybase does.
 
@@ -250,9 +259,18 @@ class TableScans:
         (exclusive); ``scan_batching`` caps cells per yielded chunk of a wide row.
         ``path="cell"`` runs the cell-at-a-time scanners instead of the batch
         kernels (same results; the tests hold the two paths to each other).
+        ``raw=True`` (HBase's raw scan) yields ``(row, {b"cf:q": [(value,
+        timestamp, type name), ...]})`` with markers and every version
+        (:mod:`storage.read.raw`).
         """
         if path not in ("batch", "cell"):
             raise InvalidArgument(f"path must be 'batch' or 'cell', got {path!r}")
+        if raw:  # raw scans run on the batch path (storage/read/raw.py)
+            scan, spans = self._batch_scan(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range,
+                                           None, max_versions, limit, reverse, "cells", True, 65536, True)
+            for batch in self._open_batches(scan, spans, None):
+                yield from raw_dicts(batch, sorted_columns)
+            return
         if path == "cell":
             yield from self._scan_cells(
                 row_start, row_stop, row_prefix, columns, filter, timestamp, include_timestamp,

@@ -1,0 +1,78 @@
+"""Raw scans (HBase's ``Scan.setRaw(true)``): the stored cells, markers included.
+
+A raw scan resolves nothing: delete markers come back beside the puts they
+hide, with every version of every column (``max_versions`` does not apply),
+as :func:`storage.kernels.resolve` gives them with ``keep_deletes=True``.  The
+time range applies to markers and puts alike, and the TTL drops expired
+cells (see there for ``min_versions``).  It runs on the batch path's cell
+kernels only (the row path and the cell-at-a-time scanners resolve).
+
+How the cells come out:
+
+* ``scan_batches(raw=True)``: cell batches (``output="cells"``), whose
+  ``type`` column holds each cell's code (4 Put, 8 Delete, 12 DeleteColumn,
+  14 DeleteFamily; a DeleteFamily marker has the empty qualifier);
+* ``scan(raw=True)``: ``(row, {b"cf:q": [(value, timestamp, type name), ...]})``
+  pairs, each column's cells newest first in cell order (a marker sorts
+  before a put of the same timestamp), the type names HBase's shell prints
+  (``Put``, ``Delete``, ``DeleteColumn``, ``DeleteFamily``), markers with an
+  empty value; a DeleteFamily marker is listed under ``b"cf:"``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from .. import kernels
+from ..cells import CellType
+from ..columns import parse_column
+from ..errors import InvalidArgument
+
+__all__ = ["TYPE_NAMES", "check_raw", "raw_dicts"]
+
+TYPE_NAMES = {
+    int(CellType.PUT): "Put",
+    int(CellType.DELETE): "Delete",
+    int(CellType.DELETE_COLUMN): "DeleteColumn",
+    int(CellType.DELETE_FAMILY): "DeleteFamily",
+}
+"""Cell type code -> the name HBase's shell prints for it."""
+
+
+def check_raw(output: str, columns: Sequence[bytes] | None, filter: object) -> None:
+    """Refuse, in one line, what a raw scan cannot take: rows output (a row
+    holds one value per column, not markers), a filter (filters see resolved
+    rows), columns narrower than a family (a family's markers name no column)."""
+    if output != "cells":
+        raise InvalidArgument("a raw scan returns cells: use output='cells' (a row batch cannot hold markers)")
+    if filter is not None:
+        raise InvalidArgument("a raw scan takes no filter (filters run on resolved rows)")
+    for spec in columns or ():
+        if parse_column(spec).qualifier is not None:
+            raise InvalidArgument(f"a raw scan reads whole families: column {spec!r} names a qualifier")
+
+
+def raw_dicts(batch: pa.RecordBatch, sorted_columns: bool = False) -> Iterator[tuple[bytes, dict]]:
+    """A raw scan's cell batch (whole rows, cell order) as ``(row, {column:
+    [(value, timestamp, type name), ...]})`` pairs (see the module docstring)."""
+    n = batch.num_rows
+    if not n:
+        return
+    starts = kernels.row_boundaries(batch)
+    ends = np.append(starts[1:], n)
+    rows = batch.column("row").to_pylist()
+    families = batch.column("family").to_pylist()
+    qualifiers = batch.column("qualifier").to_pylist()
+    stamps = batch.column("timestamp").to_pylist()
+    types = batch.column("type").to_pylist()
+    values = batch.column("value").to_pylist()
+    for lo, hi in zip(starts.tolist(), ends.tolist()):
+        out: dict = OrderedDict() if sorted_columns else {}
+        for i in range(lo, hi):
+            out.setdefault(families[i] + b":" + qualifiers[i], []).append(
+                (values[i], stamps[i], TYPE_NAMES.get(types[i], str(types[i]))))
+        yield rows[lo], out
