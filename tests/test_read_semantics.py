@@ -55,7 +55,12 @@ FAMILIES = {
     b"a": {"max_versions": 3, "block_size": 256},
     b"b": {"max_versions": 1, "bloom_filter": False},
     b"t": {"max_versions": 2, "ttl": 3600, "min_versions": 1},
+    # HBase's KEEP_DELETED_CELLS: reads of the past see past later markers, major
+    # compactions keep deleted cells and markers (k: TRUE; d: TTL, with a TTL)
+    b"k": {"max_versions": 2, "keep_deleted_cells": "TRUE"},
+    b"d": {"max_versions": 2, "ttl": 3600, "min_versions": 1, "keep_deleted_cells": "TTL"},
 }
+KEEPS = {f: s.get("keep_deleted_cells", "FALSE") for f, s in FAMILIES.items()}
 MAX_VERSIONS = {f: s["max_versions"] for f, s in FAMILIES.items()}
 # Family t has a one-hour TTL: its cells are either long expired (small
 # timestamps) or ten minutes old, far from the cutoff on either side; its
@@ -63,7 +68,8 @@ MAX_VERSIONS = {f: s["max_versions"] for f, s in FAMILIES.items()}
 RECENT = int(time.time() * 1000) - 600_000
 TTL_CUTOFF = RECENT - 3_000_000
 SMALL_TS = list(range(1, 13))
-TS_POOL = {b"a": SMALL_TS, b"b": SMALL_TS, b"t": SMALL_TS + [RECENT + k for k in range(1, 9)]}
+TS_POOL = {b"a": SMALL_TS, b"b": SMALL_TS, b"k": SMALL_TS, b"t": SMALL_TS + [RECENT + k for k in range(1, 9)]}
+TS_POOL[b"d"] = TS_POOL[b"t"]
 RANGE_POINTS = [0, 2, 4, 6, 9, 13, RECENT + 3, RECENT + 7, LATEST_TIMESTAMP]
 
 # Filters with the row/cell semantics the model states; the engine applies
@@ -105,6 +111,11 @@ class Model:
     the newest ``min(max_versions, family max_versions)`` per column are seen,
     the expired ones among them only within the family's ``min_versions``.
     A major compaction keeps exactly what a reader with no time range sees.
+
+    In a family keeping deleted cells (``keep_deleted_cells`` TRUE or TTL) a
+    read ignores the markers at or after the end of its time range, and a
+    major compaction keeps what :meth:`_compact_keeping` says; a raw scan
+    (:meth:`raw`) sees every stored cell inside its time range and the TTL.
     """
 
     def __init__(self):
@@ -120,6 +131,8 @@ class Model:
         point_del: set = set()
         puts: dict = {}
         for c in self.cells:
+            if c.type != PUT and KEEPS[c.family] != "FALSE" and c.timestamp >= max_ts:
+                continue  # a later marker: a read of the past sees past it
             if c.type == DELETE_FAMILY:
                 key = (c.row, c.family)
                 fam_del[key] = max(fam_del.get(key, -1), c.timestamp)
@@ -153,8 +166,82 @@ class Model:
         return out
 
     def major_compact(self) -> None:
-        kept = {id(c) for c in self.visible(max_versions=1 << 30)}
+        kept = {id(c) for c in self.visible(max_versions=1 << 30) if KEEPS[c.family] == "FALSE"}
+        groups: dict = {}
+        for c in self.stored():
+            if KEEPS[c.family] != "FALSE":
+                groups.setdefault((c.row, c.family), []).append(c)
+        for (_, family), cells in groups.items():
+            kept |= self._compact_keeping(cells, FAMILIES[family])
         self.cells = [c for c in self.cells if id(c) in kept]
+
+    def stored(self) -> list[Cell]:
+        """The cells held: one per (row, family, qualifier, timestamp, type), the
+        later write winning, in cell order."""
+        latest = {(c.row, c.family, c.qualifier, c.timestamp, c.type): c for c in self.cells}
+        return sorted(latest.values(), key=lambda c: (c.row, c.family, c.qualifier, -c.timestamp, -c.type))
+
+    @staticmethod
+    def _compact_keeping(cells: list[Cell], family: dict) -> set:
+        """The ids of the cells of one row and family (cell order) that a major
+        compaction keeps when the family keeps deleted cells (HBase's matcher):
+        markers hide nothing except, in TTL mode, expired ones (which go); each
+        column keeps its newest max_versions puts, deleted or not, expired ones
+        only within min_versions; a marker goes when expired (TTL mode, or no
+        min_versions), when it names a column and a dropped put of it is newer,
+        or when it is older than every put of the row and family."""
+        mode, max_versions, min_versions = family["keep_deleted_cells"], family["max_versions"], family.get("min_versions", 0)
+
+        def expired(c):
+            return bool(family.get("ttl")) and c.timestamp < TTL_CUTOFF
+
+        markers = [c for c in cells if c.type != PUT]
+        acting = [m for m in markers if mode == "TTL" and expired(m)]
+
+        def hidden(p):
+            return any((m.type == DELETE_FAMILY and m.timestamp >= p.timestamp)
+                       or (m.type == DELETE_COLUMN and m.qualifier == p.qualifier and m.timestamp >= p.timestamp)
+                       or (m.type == DELETE and m.qualifier == p.qualifier and m.timestamp == p.timestamp)
+                       for m in acting)
+
+        kept, dropped, count = set(), [], {}
+        for p in cells:
+            if p.type != PUT or hidden(p):
+                continue
+            rank = count[p.qualifier] = count.get(p.qualifier, 0) + 1
+            if rank <= max_versions and (not expired(p) or rank <= min_versions):
+                kept.add(id(p))
+            else:
+                dropped.append(p)
+        earliest = min((c.timestamp for c in cells if c.type == PUT), default=LATEST_TIMESTAMP)
+        for m in markers:
+            if expired(m) and (mode == "TTL" or not min_versions):
+                continue
+            if m.type != DELETE_FAMILY and any(p.qualifier == m.qualifier and p.timestamp > m.timestamp for p in dropped):
+                continue
+            if m.timestamp < earliest:
+                continue
+            kept.add(id(m))
+        return kept
+
+    def raw(self, min_ts=0, max_ts=LATEST_TIMESTAMP) -> list[Cell]:
+        """A raw scan: every stored cell inside the time range, markers
+        included, less what the TTL drops (expired puts past the newest
+        min_versions puts of their column; expired markers without min_versions)."""
+        out, count = [], {}
+        for c in self.stored():
+            if not min_ts <= c.timestamp < max_ts:
+                continue
+            family = FAMILIES[c.family]
+            expired = bool(family.get("ttl")) and c.timestamp < TTL_CUTOFF
+            if c.type != PUT:
+                if not expired or family.get("min_versions"):
+                    out.append(c)
+                continue
+            rank = count[c[:3]] = count.get(c[:3], 0) + 1
+            if not expired or rank <= family.get("min_versions", 0):
+                out.append(c)
+        return out
 
     # -- the scan ------------------------------------------------------------
     def scan(self, opts: dict) -> list[tuple[bytes, list[Cell]]]:
@@ -319,7 +406,8 @@ def got_row_records(batches) -> list[dict]:
 
 
 # -- generation -----------------------------------------------------------------
-COLUMN_CHOICES = [b"a", b"b", b"t", b"a:", b"b:", b"t:", b"a:q1", b"a:q10", b"b:q2", b"t:q1", b"a:q2"]
+COLUMN_CHOICES = [b"a", b"b", b"t", b"a:", b"b:", b"t:", b"a:q1", b"a:q10", b"b:q2", b"t:q1", b"a:q2",
+                  b"k", b"k:q1", b"d", b"d:"]
 
 
 @st.composite
@@ -365,7 +453,7 @@ def scan_options(draw):
     columns = draw(st.one_of(
         st.none(),
         st.lists(st.sampled_from(COLUMN_CHOICES), min_size=1, max_size=3, unique=True),
-        st.sampled_from([[b"a"], [b"a:q1"], [b"a:", b"a:q10"], [b"t"], [b"b:"]]),  # one family
+        st.sampled_from([[b"a"], [b"a:q1"], [b"a:", b"a:q10"], [b"t"], [b"b:"], [b"k"], [b"k:q1"], [b"d"]]),  # one family
     ))
     points = draw(st.lists(st.sampled_from(RANGE_POINTS), min_size=2, max_size=2, unique=True))
     time_range = (0, LATEST_TIMESTAMP) if draw(st.booleans()) else tuple(sorted(points))
@@ -498,12 +586,38 @@ def check_point_reads(table, model: Model, opts, versions: bool = True) -> None:
         return
     versions = opts["max_versions"]
     seen = model.visible(versions, 0, popts["time_range"][1])
-    for column in (b"a:", b"a:q1", b"t:q1"):
+    for column in (b"a:", b"a:q1", b"t:q1", b"k:q1", b"d:q1"):
         family, qualifier = parse_column(column)
         for row in ROWS[:4]:
             want_cells = [(c.value, c.timestamp) for c in seen if c[:3] == (row, family, qualifier)]
             got_cells = table.cells(row, column, versions=versions, timestamp=stamp, include_timestamp=True)
             assert [tuple(c) for c in got_cells] == want_cells, f"cells({row!r}, {column!r})"
+
+
+def check_raw(table, model: Model, opts) -> None:
+    """Raw scans (``scan_batches(raw=True)`` cells and ``scan(raw=True)`` dicts):
+    every stored cell of the families asked, markers with their type codes."""
+    lo, hi = opts["bounds"]
+    families = None if opts["columns"] is None else sorted({parse_column(c).family for c in opts["columns"]})
+    cells = [c for c in model.raw(*opts["time_range"]) if c.row >= lo and (hi is None or c.row < hi)
+             and (families is None or c.family in families)]
+    rows: dict = {}
+    for c in cells:
+        rows.setdefault(c.row, []).append(c)
+    order = sorted(rows, reverse=opts["reverse"])[: opts["limit"] or None]
+    want = [tuple(c) for row in order for c in rows[row]]
+    kw = {**_range_args(opts), "columns": families, "time_range": opts["time_range"], "limit": opts["limit"],
+          "reverse": opts["reverse"]}
+    got = got_cells(table.scan_batches(**kw, output="cells", batch_size=opts["batch_size"], raw=True))
+    assert got == want, "scan_batches (raw)"
+    names = {PUT: "Put", DELETE: "Delete", DELETE_COLUMN: "DeleteColumn", DELETE_FAMILY: "DeleteFamily"}
+    dicts = []
+    for row in order:
+        items: dict = {}
+        for c in rows[row]:
+            items.setdefault(c.family + b":" + c.qualifier, []).append((c.value, c.timestamp, names[c.type]))
+        dicts.append((row, sorted(items.items())))
+    assert [(r, sorted(d.items())) for r, d in table.scan(**kw, raw=True)] == dicts, "scan (raw)"
 
 
 def check_parallel(table, model: Model, opts) -> None:
@@ -628,6 +742,7 @@ def test_every_read_path_matches_the_model(root, server, remote, thrift, ops, sc
             check_scans(table, model, opts, EMBEDDED)
             check_point_reads(table, model, opts)
             check_parallel(table, model, opts)
+            check_raw(table, model, opts)
     finally:
         conn.close()  # releases the table for the server, which replays its WAL
     rtable = remote.table(name)
@@ -639,6 +754,77 @@ def test_every_read_path_matches_the_model(root, server, remote, thrift, ops, sc
         if opts["filter"] != "PageFilter (2)":  # the connector runs a filter copy per split, as HBase per region
             check_connector(root, name, model, opts)
             check_connector(remote_root, name, model, opts)
+
+
+# -- families keeping deleted cells: reads of the past, compactions, raw scans -------
+KEEP_ROWS = ROWS[:3]
+KEEP_TS = [1, 2, 3, 5, 8, 12]
+
+
+@st.composite
+def keep_put(draw):
+    family = draw(st.sampled_from([b"k", b"d", b"a"]))
+    qualifiers = draw(st.lists(st.sampled_from(QUALIFIERS[:2]), min_size=1, max_size=2, unique=True))
+    ts = draw(st.sampled_from(KEEP_TS + ([RECENT + 1, RECENT + 4] if family == b"d" else [])))
+    return ("put", draw(st.sampled_from(KEEP_ROWS)), {family + b":" + q: draw(st.sampled_from(VALUES)) for q in qualifiers}, ts)
+
+
+@st.composite
+def keep_delete(draw):
+    kind = draw(st.sampled_from(["row", "column", "family", "version"]))
+    row = draw(st.sampled_from(KEEP_ROWS))
+    family = draw(st.sampled_from([b"k", b"d"]))
+    ts = draw(st.sampled_from(KEEP_TS + ([RECENT + 2, RECENT + 5] if family == b"d" else [])))
+    if kind == "row":
+        return ("delete", row, None, ts)
+    if kind == "family":
+        return ("delete", row, [family], ts)
+    column = family + b":" + draw(st.sampled_from(QUALIFIERS[:2]))
+    return ("delete", row, [column], ts) if kind == "column" else ("delete_version", row, column, ts)
+
+
+keep_operations = st.lists(
+    st.one_of(keep_put(), keep_put(), keep_delete(), keep_delete(), st.just(("flush",)),
+              st.sampled_from([("minor",), ("major",)])),
+    min_size=4, max_size=40,
+)
+
+
+@st.composite
+def keep_scan(draw):
+    """Scans of the keeping families, mostly bounded in time (reads of the past)."""
+    opts = draw(scan_options())
+    points = draw(st.lists(st.sampled_from([0, 2, 3, 4, 6, 9, 13, RECENT + 3, LATEST_TIMESTAMP]),
+                           min_size=2, max_size=2, unique=True))
+    columns = draw(st.sampled_from([None, [b"k"], [b"d"], [b"k:q1"], [b"k", b"d:"], [b"a", b"k"]]))
+    return {**opts, "columns": columns, "filter": draw(st.sampled_from([None, None, "KeyOnlyFilter ()",
+                                                                       "TimestampsFilter (3, 5, 8)"])),
+            "time_range": tuple(sorted(points)) if draw(st.integers(0, 3)) else (0, LATEST_TIMESTAMP)}
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(ops=keep_operations, scans=st.lists(keep_scan(), min_size=4, max_size=4))
+def test_families_keeping_deleted_cells_match_the_model(root, server, remote, ops, scans):
+    """KEEP_DELETED_CELLS TRUE and TTL families, with deletes dense in few rows and
+    time ranges that end between a put and the marker deleting it: every embedded
+    path, raw scans, point reads, and the server's scans, against the model."""
+    name = f"keep{next(_names)}"
+    conn = storage.connect(root)
+    try:
+        model = build(conn, name, ops)
+        table = conn.table(name)
+        for opts in scans:
+            check_scans(table, model, opts, EMBEDDED)
+            check_point_reads(table, model, opts)
+            check_raw(table, model, opts)
+    finally:
+        conn.close()
+    rtable = remote.table(name)
+    for opts in scans:
+        check_scans(rtable, model, opts, REMOTE)
+        check_point_reads(rtable, model, opts)
 
 
 # -- value filters on every path, on tables that surely hold matches ---------------
