@@ -10,6 +10,7 @@ and never sees another region.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
@@ -30,10 +31,18 @@ from connector.options import (
 )
 from connector.scanning import is_remote_root, split_batches
 from connector.splits import TableSplit
-from storage.keys import KeyRange
+from storage.cells import LATEST_TIMESTAMP
+from storage.errors import InvalidArgument
+from storage.keys import KeyRange, intersect
+from storage.namespaces import table_dir
+from storage.read.batch_scan import BatchScan, scan_region_batches
+from storage.region.region_snapshots import PinnedRegion
+from storage.schema import FamilySettings
 from storage.scanner.metrics import ScanMetrics
+from storage.vfs.fs import FileSystem
 
-__all__ = ["ScanRequest", "require_table", "table_splits", "scan_split", "scanned_bytes", "column_list"]
+__all__ = ["ScanRequest", "require_table", "table_splits", "scan_split", "scan_split_raw", "scanned_bytes",
+           "column_list"]
 
 
 @dataclass(frozen=True)
@@ -123,3 +132,26 @@ def scan_split(split: TableSplit, output: str = "cells",
                metrics: ScanMetrics | None = None) -> Iterator[pa.RecordBatch]:
     """The split's cells (``output="cells"``) or rows (``"rows"``) as Arrow batches of whole rows."""
     return split_batches(split, output, metrics=metrics)
+
+
+def scan_split_raw(split: TableSplit, metrics: ScanMetrics | None = None) -> Iterator[pa.RecordBatch]:
+    """The split's cells as a raw scan sees them (HBase's ``Scan.setRaw(true)``:
+    delete markers and deleted cells, every version; see :mod:`storage.read.raw`),
+    read from its pinned regions.  The split's time range and whole-family
+    columns apply; a region server root is refused (no remote raw scan yet)."""
+    if is_remote_root(split.root):
+        raise InvalidArgument("raw scans (--all.cells, --countDeleteMarkers) need a directory root, not a region server")
+    scan = split.scan
+    columns = [c.encode() if isinstance(c, str) else c for c in scan.columns] if scan and scan.columns else None
+    min_ts, max_ts = scan.time_range if scan is not None and scan.time_range is not None else (0, LATEST_TIMESTAMP)
+    base = BatchScan(columns=columns, min_timestamp=min_ts, max_timestamp=max_ts, output="cells", raw=True)
+    table_fs = FileSystem(split.root).sub(table_dir(split.table))
+    families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
+    spans = split.spans()
+    for pin in split.regions:
+        region_spans = intersect(spans, [(pin.start, pin.end)])
+        if not region_spans:
+            continue
+        with PinnedRegion(table_fs, split.table, pin, families, None) as region:
+            for lo, hi in region_spans:
+                yield from scan_region_batches(region.view, dataclasses.replace(base, low=lo, high=hi), metrics)

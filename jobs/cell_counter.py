@@ -1,7 +1,7 @@
 """cell_counter: count rows, families, columns and versions, as HBase's CellCounter.
 
     regionscan cell_counter --root R TABLE [OUTPUT_DIR [SEPARATOR [REGEX_OR_PREFIX]]]
-                            [--starttime MS] [--endtime MS]
+                            [--starttime MS] [--endtime MS] [--countDeleteMarkers]
     spark-submit jobs/cell_counter.py --root R TABLE OUTPUT_DIR ...
 
 One Spark task per region split scans its cells with ``KeyOnlyFilter()``
@@ -22,6 +22,14 @@ anything else a row-key prefix.  Without OUTPUT_DIR the summary lines
 (all but the per-row ``_Versions`` lines) are printed; with it
 ``part-r-00000`` holds the summary lines, sorted, and ``part-m-NNNNN``
 each split's per-row lines in row order.
+
+``--countDeleteMarkers`` counts what a raw scan sees (HBase's
+``Scan.setRaw``: delete markers and the cells they delete, every version;
+a directory root only, no row filter beyond the prefix or regex, which the
+raw scan cannot take and which is then refused): markers count as cells of
+their column (a DeleteFamily marker under the empty qualifier) and the
+summary gains ``Total DELETE``, ``Total DELETE_COLUMN`` and
+``Total DELETE_FAMILY`` lines, the markers of each type.
 """
 
 if __name__ == "__main__":  # spark-submit jobs/cell_counter.py: make the repository importable
@@ -50,7 +58,9 @@ from jobs._binary_text import escape_binary
 from jobs._output import OutputDir, Sink
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
-from jobs._splits import ScanRequest, require_table, scan_split, scanned_bytes, table_splits
+from jobs._splits import ScanRequest, require_table, scan_split, scan_split_raw, scanned_bytes, table_splits
+from connector.scanning import is_remote_root
+from storage.cells import CellType
 
 __all__ = ["add_arguments", "run", "main", "CellCounts", "count_cells", "cell_counts", "row_filter", "report_lines",
            "TOTAL_FAMILIES", "TOTAL_QUALIFIERS", "TOTAL_ROWS"]
@@ -59,6 +69,8 @@ TOTAL_FAMILIES = "Total Families Across all Rows"
 TOTAL_QUALIFIERS = "Total Qualifiers across all Rows"
 TOTAL_ROWS = "Total ROWS"
 _ALL_VERSIONS = (1 << 31) - 1
+_MARKERS = {int(CellType.DELETE): "DELETE", int(CellType.DELETE_COLUMN): "DELETE_COLUMN",
+            int(CellType.DELETE_FAMILY): "DELETE_FAMILY"}
 
 
 @dataclass
@@ -72,6 +84,7 @@ class CellCounts:
     families: Counter = field(default_factory=Counter)  # family -> rows holding it
     columns: Counter = field(default_factory=Counter)  # (family, qualifier) -> rows holding it
     part: str | None = None  # the per-row part file this split wrote
+    markers: Counter = field(default_factory=Counter)  # marker type code -> count (raw scans)
 
     def merge(self, other: "CellCounts") -> None:
         """Add another split's counts."""
@@ -80,6 +93,7 @@ class CellCounts:
         self.nbytes += other.nbytes
         self.families.update(other.families)
         self.columns.update(other.columns)
+        self.markers.update(other.markers)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +108,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_root_argument(parser)
     add_time_arguments(parser)
     parser.add_argument("--overwrite", action="store_true", help="replace the contents of OUTPUT_DIR")
+    parser.add_argument("--countDeleteMarkers", dest="count_delete_markers", action="store_true",
+                        help="raw scan: count delete markers and deleted cells too, with a total per marker type")
     add_spark_arguments(parser)
 
 
@@ -127,6 +143,10 @@ def _count_batch(cells: pa.RecordBatch, counts: CellCounts) -> tuple[pa.Array, p
     column_start = family_start | _changes(qualifier)
     counts.rows += int(row_start.sum())
     counts.cells += n
+    types = np.bincount(cells.column("type").to_numpy(zero_copy_only=False), minlength=16)
+    for code in _MARKERS:
+        if types[code]:
+            counts.markers[code] += int(types[code])
     starts = np.flatnonzero(column_start)
     versions = np.diff(np.append(starts, n))
     take = pa.array(starts)
@@ -160,6 +180,7 @@ class _CountTask:
 
     separator: str
     output: OutputDir | None
+    raw: bool = False
 
     def __call__(self, split: Any) -> CellCounts:
         counts = CellCounts(index=split.index)
@@ -169,7 +190,8 @@ class _CountTask:
         try:
             if self.output is not None:
                 sink = Sink(self.output.fs(), self.output.task_path(name))
-            for batch in scan_split(split, "cells", metrics):
+            batches = scan_split_raw(split, metrics) if self.raw else scan_split(split, "cells", metrics)
+            for batch in batches:
                 per_cell = _count_batch(batch, counts)
                 if sink is not None and per_cell is not None:
                     sink.write(_row_lines(*per_cell, self.separator))
@@ -187,13 +209,13 @@ def count_cells(split: Any, separator: str = ":") -> CellCounts:
 
 
 def cell_counts(spark: Any, request: ScanRequest, separator: str = ":", output: OutputDir | None = None,
-                progress: Progress | None = None) -> tuple[CellCounts, list[str]]:
+                progress: Progress | None = None, raw: bool = False) -> tuple[CellCounts, list[str]]:
     """Count the table's cells in Spark tasks: the merged counts and the per-row part files written."""
     total = CellCounts()
     with table_splits(request) as splits:
         if progress is not None:
             progress.total_tasks = len(splits)
-        results = run_tasks(spark, _CountTask(separator, output), splits, progress,
+        results = run_tasks(spark, _CountTask(separator, output, raw), splits, progress,
                             description=f"cell_counter {request.table}")
     for r in results:
         total.merge(r)
@@ -204,13 +226,15 @@ def _text(value: bytes) -> str:
     return escape_binary(pa.array([value], pa.binary()))[0].as_py()
 
 
-def report_lines(counts: CellCounts, separator: str = ":") -> list[tuple[str, int]]:
-    """The summary lines (key, count), sorted by key as CellCounter's reducer output is."""
+def report_lines(counts: CellCounts, separator: str = ":", raw: bool = False) -> list[tuple[str, int]]:
+    """The summary lines (key, count), sorted by key as CellCounter's reducer output is
+    (with ``raw``, the marker totals of ``--countDeleteMarkers`` too)."""
     lines = [
         (TOTAL_FAMILIES, len(counts.families)),
         (TOTAL_QUALIFIERS, sum(counts.columns.values())),
         (TOTAL_ROWS, counts.rows),
     ]
+    lines += [(f"Total {name}", counts.markers.get(code, 0)) for code, name in _MARKERS.items() if raw]
     lines += [(_text(f), c) for f, c in counts.families.items()]
     lines += [(f"{_text(f)}{separator}{_text(q)}", c) for (f, q), c in counts.columns.items()]
     return sorted(lines, key=lambda kv: kv[0].encode())
@@ -221,7 +245,12 @@ def run(args: argparse.Namespace) -> int:
     """Count; print the summary, write the report folder when one is given."""
     if not args.separator:
         raise InvalidArgument("SEPARATOR must not be empty")
-    request = ScanRequest(root=args.root, table=args.table, filter=row_filter(args.row_filter),
+    raw = args.count_delete_markers
+    if raw and args.row_filter:
+        raise InvalidArgument("--countDeleteMarkers takes no REGEX_OR_PREFIX: a raw scan takes no filter")
+    if raw and is_remote_root(args.root):
+        raise InvalidArgument("--countDeleteMarkers needs a directory root (no remote raw scan yet)")
+    request = ScanRequest(root=args.root, table=args.table, filter=None if raw else row_filter(args.row_filter),
                           time_range=time_range_of(args.starttime, args.endtime), max_versions=_ALL_VERSIONS)
     require_table(args.root, args.table)
     output = OutputDir(args.output) if args.output else None
@@ -231,8 +260,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         with spark_session(f"cell_counter {args.table}", args.master, parse_conf_pairs(args.conf),
                            verbose=args.verbose) as spark:
-            counts, parts = cell_counts(spark, request, args.separator, output, progress)
-        lines = report_lines(counts, args.separator)
+            counts, parts = cell_counts(spark, request, args.separator, output, progress, raw)
+        lines = report_lines(counts, args.separator, raw)
         if output is not None:
             fs = output.fs()
             text = "".join(f"{k}\t{v}\n" for k, v in lines).encode()

@@ -1,7 +1,7 @@
 """row_counter: count the rows of a table, as HBase's RowCounter.
 
     regionscan row_counter --root R TABLE [--range a,b [--range c,d]] [--starttime MS] [--endtime MS]
-                           [--expected-count N] [COLUMN ...]
+                           [--expected-count N] [--all.cells | --countDeleteMarkers] [COLUMN ...]
     spark-submit jobs/row_counter.py --root R TABLE ...
 
 One Spark task per region split.  Without columns or a time range a task
@@ -15,6 +15,13 @@ exclusive, either side may be empty, keys in ``Bytes.toBytesBinary`` form);
 several ranges, or ``a,b;c,d`` in one, are counted together.  With
 columns (``cf:q`` or ``cf``) only rows holding one of them count.
 ``--expected-count N`` exits with status 1 when the count differs.
+
+``--all.cells`` counts the rows a raw scan sees (HBase's ``Scan.setRaw``:
+delete markers and deleted cells too), so a row holding only deleted cells
+or markers counts; ``--countDeleteMarkers`` (HBase's RowCounter option) does
+the same raw scan and also prints the markers of each type
+(``DELETE=``, ``DELETE_COLUMN=``, ``DELETE_FAMILY=``).  Both read a
+directory root (no remote raw scan yet) and take whole families as columns.
 """
 
 if __name__ == "__main__":  # spark-submit jobs/row_counter.py: make the repository importable
@@ -30,7 +37,12 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+import numpy as np
+
+from storage import kernels
+from storage.cells import CellType
 from storage.errors import InvalidArgument
+from storage.read.raw import check_raw
 from storage.read.row_count import ROW_COUNT_FILTER
 from storage.keys import KeyRange, normalize
 from storage.scanner.metrics import ScanMetrics
@@ -38,10 +50,12 @@ from storage.scanner.metrics import ScanMetrics
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
-from connector.scanning import split_row_count
-from jobs._splits import ScanRequest, column_list, require_table, scan_split, scanned_bytes, table_splits
+from connector.scanning import is_remote_root, split_row_count
+from jobs._splits import (ScanRequest, column_list, require_table, scan_split, scan_split_raw, scanned_bytes,
+                          table_splits)
 
-__all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "ScanRequest", "SplitCount", "ROW_COUNT_FILTER"]
+__all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "count_raw", "ScanRequest", "SplitCount",
+           "RawCount", "ROW_COUNT_FILTER", "MARKER_NAMES"]
 
 
 
@@ -66,7 +80,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expected-count", "--expectedCount", dest="expected_count", type=int, default=None,
                         metavar="N", help="exit with status 1 unless exactly N rows are counted")
     parser.add_argument("--countDeleteMarkers", dest="count_delete_markers", action="store_true",
-                        help="refused: there is no raw scan (delete markers are resolved when read)")
+                        help="raw scan: count rows holding any cell or marker, and print the delete markers by type")
+    parser.add_argument("--all.cells", dest="all_cells", action="store_true",
+                        help="raw scan: count rows holding any cell, deleted cells and delete markers included")
     add_spark_arguments(parser)
 
 
@@ -105,6 +121,44 @@ def count_split(split: Any) -> SplitCount:
     return SplitCount(split.index, rows, scanned_bytes(metrics, split))
 
 
+MARKER_NAMES = {int(CellType.DELETE): "DELETE", int(CellType.DELETE_COLUMN): "DELETE_COLUMN",
+                int(CellType.DELETE_FAMILY): "DELETE_FAMILY"}
+"""Cell type code -> the counter name ``--countDeleteMarkers`` prints (HBase's RowCounter counters)."""
+
+
+@dataclass(frozen=True)
+class RawCount:
+    """What one task's raw scan counted: rows, and markers per type code."""
+
+    index: int
+    rows: int
+    markers: dict
+
+
+def count_split_raw(split: Any) -> RawCount:
+    """Rows and delete markers of one split as a raw scan sees them (a Spark task)."""
+    rows = 0
+    markers: dict = {}
+    for batch in scan_split_raw(split):
+        if not batch.num_rows:
+            continue
+        rows += len(kernels.row_boundaries(batch))  # batches hold whole rows
+        counts = np.bincount(batch.column("type").to_numpy(zero_copy_only=False), minlength=16)
+        for code in MARKER_NAMES:
+            markers[code] = markers.get(code, 0) + int(counts[code])
+    return RawCount(split.index, rows, markers)
+
+
+def count_raw(spark: Any, request: ScanRequest, progress: Progress | None = None) -> tuple[int, dict]:
+    """Rows of ``request`` as a raw scan sees them, and its delete markers per type name."""
+    with table_splits(request) as splits:
+        if progress is not None:
+            progress.total_tasks = len(splits)
+        results = run_tasks(spark, count_split_raw, splits, progress, description=f"row_counter {request.table}")
+    markers = {name: sum(r.markers.get(code, 0) for r in results) for code, name in MARKER_NAMES.items()}
+    return sum(r.rows for r in results), markers
+
+
 def count_rows(spark: Any, request: ScanRequest, progress: Progress | None = None) -> int:
     """Rows matched by ``request`` (its filter is replaced by the row-count filter)."""
     from dataclasses import replace
@@ -120,10 +174,11 @@ def count_rows(spark: Any, request: ScanRequest, progress: Progress | None = Non
 @guarded("row_counter")
 def run(args: argparse.Namespace) -> int:
     """Count the rows; print ``ROWS=N`` and a summary."""
-    if args.count_delete_markers:
-        raise InvalidArgument("--countDeleteMarkers is not supported: rows are counted as a scan sees them "
-                              "(delete markers are resolved when read, there is no raw scan); "
-                              "cell_counter counts cells and versions")
+    raw = args.count_delete_markers or args.all_cells
+    if raw:
+        if is_remote_root(args.root):
+            raise InvalidArgument("--all.cells and --countDeleteMarkers need a directory root (no remote raw scan yet)")
+        check_raw("cells", [c.encode() for c in column_list(args.columns) or ()], None)
     ranges = parse_ranges(args.ranges)
     time_range = time_range_of(args.starttime, args.endtime)
     if args.expected_count is not None and args.expected_count < 0:
@@ -135,10 +190,17 @@ def run(args: argparse.Namespace) -> int:
     conf = parse_conf_pairs(args.conf)
     require_table(args.root, args.table)
     progress = Progress(f"row_counter {args.table}")
+    markers: dict = {}
     with spark_session(f"row_counter {args.table}", args.master, conf, verbose=args.verbose) as spark:
-        rows = count_rows(spark, request, progress)
+        if raw:
+            rows, markers = count_raw(spark, request, progress)
+        else:
+            rows = count_rows(spark, request, progress)
     progress.finish()
     print(f"ROWS={rows}")
+    if args.count_delete_markers:
+        for name, count in markers.items():
+            print(f"{name}={count}")
     if args.expected_count is not None and rows != args.expected_count:
         print(f"row_counter: expected {args.expected_count} rows but counted {rows}", file=sys.stderr)
         return 1

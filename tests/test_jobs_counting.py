@@ -136,3 +136,75 @@ def test_cell_counter_prefix_regex_and_time_range(spark, root, capsys):
         assert cell_counter.main(["--root", root, "t", out, ":", flt]) == 0
         got = dict(line.split("\t") for line in capsys.readouterr().out.splitlines() if "\t" in line)
         assert {k: int(v) for k, v in got.items()} == _summary(_model(prefix=prefix))
+
+
+# -- raw counts: row_counter --all.cells / --countDeleteMarkers, cell_counter --countDeleteMarkers --------
+@pytest.fixture(scope="module")
+def deleted_root(tmp_path_factory):
+    """A table with deleted cells and markers: family f keeps deleted cells, g does not.
+
+    r1: f:x at 10 and 20, the 20 one deleted (a Delete marker); r2: g:y at 10, the
+    row deleted at 15 (a DeleteFamily in f and in g); r3: only a DeleteColumn of
+    f:z; r4: f:x at 10.  A scan sees r1 and r4; a raw scan all four rows."""
+    path = str(tmp_path_factory.mktemp("deleted") / "tables")
+    conn = storage.connect(path)
+    table = conn.create_table("d", {"f": {"max_versions": 3, "keep_deleted_cells": True}, "g": {}},
+                              split_keys=[b"r3"])
+    table.put(b"r1", {b"f:x": b"old"}, timestamp=10)
+    table.put(b"r1", {b"f:x": b"new"}, timestamp=20)
+    table.delete_version(b"r1", b"f:x", 20)
+    table.put(b"r2", {b"g:y": b"gone"}, timestamp=10)
+    table.delete(b"r2", timestamp=15)
+    table.flush()
+    table.delete(b"r3", columns=[b"f:z"], timestamp=5)  # unflushed: read from the WAL
+    table.put(b"r4", {b"f:x": b"kept"}, timestamp=10)
+    assert [row for row, _ in table.scan()] == [b"r1", b"r4"]
+    conn.close()
+    return path
+
+
+def _printed(out: str) -> dict:
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line and "\t" not in line)
+
+
+def test_row_counter_counts_raw_rows_and_delete_markers(spark, deleted_root, capsys):
+    assert row_counter.main(["--root", deleted_root, "d", "--expected-count", "2"]) == 0
+    capsys.readouterr()
+    # --all.cells: the rows a raw scan sees, rows of markers and deleted cells only included
+    assert row_counter.main(["--root", deleted_root, "d", "--all.cells", "--expected-count", "4"]) == 0
+    printed = _printed(capsys.readouterr().out)
+    assert printed["ROWS"] == "4" and "DELETE" not in printed
+    assert row_counter.main(["--root", deleted_root, "d", "--countDeleteMarkers"]) == 0
+    printed = _printed(capsys.readouterr().out)
+    assert (printed["ROWS"], printed["DELETE"], printed["DELETE_COLUMN"], printed["DELETE_FAMILY"]) == \
+        ("4", "1", "1", "2")
+    # a family's raw rows: g holds r2's put and marker only
+    assert row_counter.main(["--root", deleted_root, "d", "g", "--countDeleteMarkers"]) == 0
+    printed = _printed(capsys.readouterr().out)
+    assert (printed["ROWS"], printed["DELETE_FAMILY"], printed["DELETE"]) == ("1", "1", "0")
+    # the time range applies to markers too: [6, 12) holds the puts at 10 and no marker (r3's is at 5)
+    assert row_counter.main(["--root", deleted_root, "d", "--countDeleteMarkers", "--starttime", "6",
+                             "--endtime", "12"]) == 0
+    printed = _printed(capsys.readouterr().out)
+    assert (printed["ROWS"], printed["DELETE"], printed["DELETE_COLUMN"], printed["DELETE_FAMILY"]) == \
+        ("3", "0", "0", "0")
+
+
+def test_row_counter_raw_refuses_qualifier_columns(spark, deleted_root, capsys):
+    assert row_counter.main(["--root", deleted_root, "d", "f:x", "--all.cells"]) != 0
+    assert "a raw scan reads whole families" in capsys.readouterr().err
+
+
+def test_cell_counter_count_delete_markers(spark, deleted_root, capsys):
+    assert cell_counter.main(["--root", deleted_root, "d"]) == 0
+    plain = dict(line.split("\t") for line in capsys.readouterr().out.splitlines() if "\t" in line)
+    assert plain[cell_counter.TOTAL_ROWS] == "2" and "Total DELETE" not in plain
+    assert cell_counter.main(["--root", deleted_root, "d", "--countDeleteMarkers"]) == 0
+    raw = dict(line.split("\t") for line in capsys.readouterr().out.splitlines() if "\t" in line)
+    assert raw[cell_counter.TOTAL_ROWS] == "4"
+    assert (raw["Total DELETE"], raw["Total DELETE_COLUMN"], raw["Total DELETE_FAMILY"]) == ("1", "1", "2")
+    # rows holding each family / column, markers included: f in r1, r2 (its DeleteFamily), r3, r4
+    assert (raw["f"], raw["g"], raw["f:x"], raw["f:"], raw["f:z"], raw["g:"], raw["g:y"]) == \
+        ("4", "1", "2", "1", "1", "1", "1")
+    assert cell_counter.main(["--root", deleted_root, "d", "out", ":", "r1", "--countDeleteMarkers"]) != 0
+    assert "takes no REGEX_OR_PREFIX" in capsys.readouterr().err
