@@ -170,6 +170,22 @@ def test_manifest_goldens_read_and_write_the_same_bytes():
     assert region.encode() == _bytes("REGION.manifest")
 
 
+def test_manifest_family_settings_of_the_golden_read_without_keep_deleted_cells():
+    """The golden table manifest predates ``keep_deleted_cells``: its families read
+    as FALSE, and a family written now names the field (manifest.md lists it)."""
+    from storage.schema import FamilySettings
+
+    table = TableManifest.decode(_bytes("TABLE.manifest"), "TABLE.manifest")
+    for opts in table.families.values():
+        assert "keep_deleted_cells" not in opts
+        assert FamilySettings(**opts).keep_deleted_cells == "FALSE"
+    fresh = FamilySettings.from_options({"keep_deleted_cells": "ttl", "ttl": 60}, "f").to_dict()
+    again = TableManifest("t", {"f": fresh}, {}, table.regions, next_region_id=5)
+    decoded = TableManifest.decode(again.encode(), "TABLE.manifest")
+    assert FamilySettings(**decoded.families["f"]).keep_deleted_cells == "TTL"
+    assert "`keep_deleted_cells`" in _doc("manifest.md")
+
+
 def test_journal_goldens_read_and_write_the_same_bytes():
     found = read_journals(FileSystem(HERE))  # the golden directory laid out as a table's
     assert found == golden.journals()
