@@ -19,8 +19,9 @@ columns (``cf:q`` or ``cf``) only rows holding one of them count.
 ``--all.cells`` counts the rows a raw scan sees (HBase's ``Scan.setRaw``:
 delete markers and deleted cells too), so a row holding only deleted cells
 or markers counts; ``--countDeleteMarkers`` (HBase's RowCounter option) does
-the same raw scan and also prints the markers of each type
-(``DELETE=``, ``DELETE_COLUMN=``, ``DELETE_FAMILY=``).  Both read a
+the same raw scan and also prints HBase's counters: the markers of each type
+(``DELETE=``, ``DELETE_COLUMN=``, ``DELETE_FAMILY=``; there is no
+DeleteFamilyVersion marker here) and ``ROWS_WITH_DELETE_MARKER=``.  Both read a
 directory root (no remote raw scan yet) and take whole families as columns.
 """
 
@@ -128,34 +129,42 @@ MARKER_NAMES = {int(CellType.DELETE): "DELETE", int(CellType.DELETE_COLUMN): "DE
 
 @dataclass(frozen=True)
 class RawCount:
-    """What one task's raw scan counted: rows, and markers per type code."""
+    """What one task's raw scan counted: rows, markers per type code, rows holding a marker."""
 
     index: int
     rows: int
     markers: dict
+    rows_with_marker: int = 0
 
 
 def count_split_raw(split: Any) -> RawCount:
     """Rows and delete markers of one split as a raw scan sees them (a Spark task)."""
-    rows = 0
+    rows = with_marker = 0
     markers: dict = {}
     for batch in scan_split_raw(split):
         if not batch.num_rows:
             continue
-        rows += len(kernels.row_boundaries(batch))  # batches hold whole rows
-        counts = np.bincount(batch.column("type").to_numpy(zero_copy_only=False), minlength=16)
+        starts = kernels.row_boundaries(batch)  # batches hold whole rows
+        rows += len(starts)
+        types = batch.column("type").to_numpy(zero_copy_only=False)
+        counts = np.bincount(types, minlength=16)
         for code in MARKER_NAMES:
             markers[code] = markers.get(code, 0) + int(counts[code])
-    return RawCount(split.index, rows, markers)
+        # rows holding a marker: marker cells' row numbers, distinct
+        row_of = np.searchsorted(starts, np.flatnonzero(types != int(CellType.PUT)), side="right")
+        with_marker += len(np.unique(row_of))
+    return RawCount(split.index, rows, markers, with_marker)
 
 
 def count_raw(spark: Any, request: ScanRequest, progress: Progress | None = None) -> tuple[int, dict]:
-    """Rows of ``request`` as a raw scan sees them, and its delete markers per type name."""
+    """Rows of ``request`` as a raw scan sees them, and its delete markers per type name
+    (with ``ROWS_WITH_DELETE_MARKER``, HBase's counter of rows holding one)."""
     with table_splits(request) as splits:
         if progress is not None:
             progress.total_tasks = len(splits)
         results = run_tasks(spark, count_split_raw, splits, progress, description=f"row_counter {request.table}")
     markers = {name: sum(r.markers.get(code, 0) for r in results) for code, name in MARKER_NAMES.items()}
+    markers["ROWS_WITH_DELETE_MARKER"] = sum(r.rows_with_marker for r in results)
     return sum(r.rows for r in results), markers
 
 

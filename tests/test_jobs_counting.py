@@ -176,8 +176,8 @@ def test_row_counter_counts_raw_rows_and_delete_markers(spark, deleted_root, cap
     assert printed["ROWS"] == "4" and "DELETE" not in printed
     assert row_counter.main(["--root", deleted_root, "d", "--countDeleteMarkers"]) == 0
     printed = _printed(capsys.readouterr().out)
-    assert (printed["ROWS"], printed["DELETE"], printed["DELETE_COLUMN"], printed["DELETE_FAMILY"]) == \
-        ("4", "1", "1", "2")
+    assert (printed["ROWS"], printed["DELETE"], printed["DELETE_COLUMN"], printed["DELETE_FAMILY"],
+            printed["ROWS_WITH_DELETE_MARKER"]) == ("4", "1", "1", "2", "3")  # r1, r2, r3
     # a family's raw rows: g holds r2's put and marker only
     assert row_counter.main(["--root", deleted_root, "d", "g", "--countDeleteMarkers"]) == 0
     printed = _printed(capsys.readouterr().out)
