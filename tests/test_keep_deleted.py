@@ -315,3 +315,26 @@ def test_the_kernels_agree_on_reads_of_the_past():
     assert kernels.resolve(cells, max_timestamp=5, keep_deleted_cells="FALSE").num_rows == 0
     assert kernels.resolve(cells, max_timestamp=5, keep_deleted_cells="TRUE").column("value").to_pylist() == [b"a3"]
     assert kernels.resolve(cells, max_timestamp=6, keep_deleted_cells="TRUE").num_rows == 0
+
+
+def test_remote_raw_scans_are_refused_and_reads_of_the_past_work(tmp_path):
+    """Through the region server: a raw scan is refused in one line; a family's
+    keep_deleted_cells reaches the server, whose reads of the past see past markers."""
+    from storage.server.process import ServerProcess
+
+    root = str(tmp_path / "root")
+    conn = storage.connect(root)
+    t = _table(conn, "remote", families=("c0",), max_versions=3, keep_deleted_cells=True)
+    t.put(b"r", {b"c0:q": b"old"}, timestamp=TS)
+    t.delete(b"r", timestamp=TS + 1)
+    conn.close()
+    with ServerProcess(root) as proc, storage.connect(proc.location) as remote:
+        table = remote.table("remote")
+        assert table.families()[b"c0"]["keep_deleted_cells"] == "TRUE"
+        with pytest.raises(InvalidArgument, match="raw scans are not supported through the region server"):
+            list(table.scan(raw=True))
+        with pytest.raises(InvalidArgument, match="raw scans are not supported through the region server"):
+            table.scan_batches(raw=True, output="cells")
+        assert table.row(b"r", timestamp=TS + 1) == {b"c0:q": b"old"}
+        assert table.row(b"r") == {}
+        assert [r for r, _ in table.scan(time_range=(0, TS + 1))] == [b"r"]
