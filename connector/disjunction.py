@@ -180,5 +180,5 @@ def push_tree(filters: Sequence[Any], serde, column_filters: bool = True, supers
             result.residual.append(f)
             result.notes.append(f"{text}: {pushed} narrow the scan; Spark checks it again")
     result.key_ranges = ranges
-    result.engine_filter = _all(engine) if len(engine) != 1 else engine[0]
+    result.engine_filter = _all(engine)
     return result
