@@ -174,7 +174,7 @@ class ScanRequest:
         unknown keyword is a TypeError naming it, as a call's would be."""
         unknown = sorted(set(kwargs) - _FIELDS)
         if unknown:
-            raise TypeError(f"scan got an unexpected keyword argument {unknown[0]!r}")
+            raise TypeError(f"scan() got an unexpected keyword argument {unknown[0]!r}")
         return cls(**kwargs)
 
     def replace(self, **changes: Any) -> "ScanRequest":

@@ -127,18 +127,11 @@ class RemoteTable(ScanCalls):
         return [tuple(c) for c in out] if include_timestamp else out
 
     # -- scans ------------------------------------------------------------------
-    def open_scanner(self, row_start: bytes | None = None, row_stop: bytes | None = None,
-                     row_prefix: bytes | None = None, columns: Sequence[bytes] | None = None, filter: Any = None,
-                     timestamp: int | None = None, time_range: tuple[int, int] | None = None,
-                     max_versions: int = 1, limit: int | None = None, reverse: bool = False, output: str = "rows",
-                     include_timestamp: bool = False, batch_size: int = 65536, caching: int = 1000,
-                     max_bytes: int | None = None, **options: Any) -> RemoteScanner:
-        """Open a server-side scanner of the RPC scan API (scan options as :meth:`scan_batches`)."""
-        request = ScanRequest.from_happybase(
-            row_start=row_start, row_stop=row_stop, row_prefix=row_prefix, columns=columns, filter=filter,
-            timestamp=timestamp, time_range=time_range, max_versions=max_versions, limit=limit, reverse=reverse,
-            output=output, include_timestamp=include_timestamp, batch_size=batch_size, **options,
-        )
+    def open_scanner(self, *args: Any, caching: int = 1000, max_bytes: int | None = None,
+                     **kwargs: Any) -> RemoteScanner:
+        """Open a server-side scanner of the RPC scan API; the scan arguments are
+        :meth:`scan_batches`' (``caching`` rows per next(), ``max_bytes`` bytes at most)."""
+        request = self.scan_request(*args, **kwargs)
         check_positive("caching", caching)
         return RemoteScanner(self, request.to_wire(), caching, max_bytes)
 

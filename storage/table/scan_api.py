@@ -16,31 +16,45 @@ the rest are the executor's own options (``path=`` embedded; ``mode=``,
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterable, Iterator, Sequence
+import inspect
+from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
 from ..read.python_rows import cells_to_dicts, rows_to_dicts
 from ..read.scan_request import ScanRequest, check_positive
 
-__all__ = ["ScanCalls", "request_options"]
+__all__ = ["ScanCalls"]
 
 _REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(ScanRequest))
 
 
-def request_options(options: dict, taken: Iterable[str]) -> dict:
-    """Move the ScanRequest fields a call does not list (``taken``) out of ``options``."""
-    skip = set(taken)
-    return {name: options.pop(name) for name in _REQUEST_FIELDS if name in options and name not in skip}
+def _check_options(call: str, executor: Any, options: dict) -> None:
+    """Refuse a keyword neither the request nor the executor takes, as a call would (TypeError)."""
+    if options:
+        takes = inspect.signature(executor).parameters if executor is not None else {}
+        for name in options:
+            if name not in takes:
+                raise TypeError(f"{call}() got an unexpected keyword argument {name!r}")
 
 
-# the arguments scan() lists itself, plus the request fields it sets on its own
-_SCAN_TAKES = ("row_start", "row_stop", "row_prefix", "columns", "filter", "timestamp", "include_timestamp",
-               "batch_size", "scan_batching", "limit", "sorted_columns", "reverse", "time_range", "max_versions",
-               "output")
-_BATCHES_TAKES = ("row_start", "row_stop", "row_prefix", "columns", "filter", "timestamp", "time_range",
-                  "max_versions", "limit", "reverse", "output", "include_timestamp", "batch_size",
-                  "scan_batching", "sorted_columns")
+def _request(call: str, given: dict, executor: Any, refused: tuple[str, ...] = (),
+             **fixed: Any) -> tuple[ScanRequest, dict]:
+    """The checked request of a scan call and the options left for its executor.
+
+    ``given`` is the call's arguments by name (its ``locals()``), ``**options``
+    among them: the ScanRequest fields the call does not list (nor ``refused``)
+    move from there into the request, the rest must be the executor's keywords.
+    """
+    options = dict(given.get("options") or {})
+    listed = set(given) | set(refused) | set(fixed)
+    extra = {name: options.pop(name) for name in _REQUEST_FIELDS if name in options and name not in listed}
+    _check_options(call, executor, options)
+    kwargs = {name: value for name, value in given.items() if name in _REQUEST_FIELDS and name not in refused}
+    return ScanRequest.from_happybase(**kwargs, **fixed, **extra), options
+
+
+_SHAPES_ROWS = ("scan_batching", "sorted_columns")  # scan()'s alone: scan_batches refuses them
 
 
 class ScanCalls:
@@ -81,13 +95,15 @@ class ScanCalls:
         (``caching`` rows per next() call, at most ``max_bytes`` bytes each).
         ``metrics`` (a ScanMetrics) is charged with what the scan did.
         """
-        request = ScanRequest.from_happybase(
-            row_start=row_start, row_stop=row_stop, row_prefix=row_prefix, columns=columns, filter=filter,
-            timestamp=timestamp, time_range=time_range, max_versions=max_versions, limit=limit, reverse=reverse,
-            output=output, include_timestamp=include_timestamp, batch_size=batch_size,
-            **request_options(options, _BATCHES_TAKES),
-        )
+        request, options = _request("scan_batches", locals(), self.run_scan, _SHAPES_ROWS)
         return self.run_scan(request, metrics, **options)
+
+    def scan_request(self, *args: Any, **kwargs: Any) -> ScanRequest:
+        """The checked request ``scan_batches(*args, **kwargs)`` would run (no executor options)."""
+        bound = inspect.signature(ScanCalls.scan_batches).bind(self, *args, **kwargs)
+        if "metrics" in bound.arguments:
+            raise TypeError("scan_request() got an unexpected keyword argument 'metrics'")
+        return _request("scan_request", bound.arguments, None, _SHAPES_ROWS)[0]
 
     def scan(
         self,
@@ -120,12 +136,8 @@ class ScanCalls:
         """
         if batch_size is not None:
             check_positive("batch_size", batch_size)
-        request = ScanRequest.from_happybase(
-            row_start=row_start, row_stop=row_stop, row_prefix=row_prefix, columns=columns, filter=filter,
-            timestamp=timestamp, include_timestamp=include_timestamp, scan_batching=scan_batching, limit=limit,
-            sorted_columns=sorted_columns, reverse=reverse, time_range=time_range, max_versions=max_versions,
-            output="cells", **request_options(options, _SCAN_TAKES),
-        )
+        # happybase's batch_size is rows per fetch, not the request's cells per batch
+        request, options = _request("scan", locals(), self._scan_rows, ("batch_size",), output="cells")
         return self._scan_rows(request, batch_size, **options)
 
     @staticmethod
