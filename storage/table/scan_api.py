@@ -100,10 +100,18 @@ class ScanCalls:
 
     def scan_request(self, *args: Any, **kwargs: Any) -> ScanRequest:
         """The checked request ``scan_batches(*args, **kwargs)`` would run (no executor options)."""
+        request, metrics, options = self.batches_call(*args, **kwargs)
+        for name in ["metrics"] * (metrics is not None) + list(options):
+            raise TypeError(f"scan_request() got an unexpected keyword argument {name!r}")
+        return request
+
+    def batches_call(self, *args: Any, **kwargs: Any) -> tuple[ScanRequest, Any, dict]:
+        """``scan_batches(*args, **kwargs)`` taken apart: the checked request, the
+        metrics and the executor's options (``run_scan(request, metrics, **options)``
+        runs it; the parallel scanner runs it once per region)."""
         bound = inspect.signature(ScanCalls.scan_batches).bind(self, *args, **kwargs)
-        if "metrics" in bound.arguments:
-            raise TypeError("scan_request() got an unexpected keyword argument 'metrics'")
-        return _request("scan_request", bound.arguments, None, _SHAPES_ROWS)[0]
+        request, options = _request("scan_batches", bound.arguments, self.run_scan, _SHAPES_ROWS)
+        return request, bound.arguments.get("metrics"), options
 
     def scan(
         self,
