@@ -11,10 +11,13 @@ are the ``scan`` object of the server protocol (docs/formats/wire.md), and
 :class:`~storage.read.batch_scan.BatchScan` and the key spans it reads.
 
 Each argument is one field below; its ``metadata`` holds its check (run by
-``__post_init__``) and its JSON type on the wire (``None``: it shapes results
-on the client and never travels).  Adding an argument is adding one field:
-every front end takes it as a keyword (:mod:`storage.table.scan_api`), the
-server accepts it in ``scan`` objects, and the planner can read it.
+``__post_init__``), its JSON type on the wire (``None``: it shapes results on
+the client and never travels) and whether it is sent at its default.
+Adding an argument is adding one field (e.g. ``raw: bool = _arg(False,
+_as_given, bool, always=False)``): every front end takes it as a keyword
+(:mod:`storage.table.scan_api`), clients send it when set and servers accept
+it in ``scan`` objects, and :func:`plan_batch_scan` (and
+``Table.cell_scanner``) read it from the request.
 """
 
 from __future__ import annotations
@@ -125,9 +128,12 @@ def _as_given(name: str, value: Any) -> Any:
     return value
 
 
-def _arg(default: Any, check: Callable[[str, Any], Any], wire: type | None) -> Any:
-    """A request field: its default, its check, its JSON type on the wire (None: client-side only)."""
-    return field(default=default, metadata={"check": check, "wire": wire})
+def _arg(default: Any, check: Callable[[str, Any], Any], wire: type | None, always: bool = True) -> Any:
+    """A request field: its default, its check, its JSON type on the wire (None: client-side
+    only), and whether it is sent even at its default (the first protocol's fields are; a
+    field added later is sent only when set, so a server without it still reads every
+    request that does not use it)."""
+    return field(default=default, metadata={"check": check, "wire": wire, "always": always})
 
 
 @dataclass(frozen=True)
@@ -201,7 +207,8 @@ class ScanRequest:
     # -- the wire ------------------------------------------------------------------------
     def to_wire(self) -> dict:
         """The protocol's ``scan`` object: every wire option, filters as filter strings."""
-        out = {name: getattr(self, name) for name in WIRE_OPTIONS}
+        out = {name: getattr(self, name) for name in WIRE_OPTIONS
+               if name in _ALWAYS_SENT or getattr(self, name) != _DEFAULTS[name]}
         out["columns"] = None if self.columns is None else list(self.columns)
         out["filter"] = filter_string(self.filter)
         out["time_range"] = None if self.time_range is None else list(self.time_range)
@@ -229,6 +236,8 @@ class ScanRequest:
 _FIELDS = frozenset(f.name for f in dataclasses.fields(ScanRequest))
 _WIRE_TYPES: dict[str, type] = {f.name: f.metadata["wire"] for f in dataclasses.fields(ScanRequest)
                                 if f.metadata["wire"] is not None}
+_ALWAYS_SENT = frozenset(f.name for f in dataclasses.fields(ScanRequest) if f.metadata["always"])
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ScanRequest)}
 WIRE_OPTIONS: tuple[str, ...] = tuple(_WIRE_TYPES)
 """The keys of the protocol's ``scan`` object (the request fields that travel), in order."""
 
