@@ -100,10 +100,10 @@ class ScanCalls:
 
     def scan_request(self, *args: Any, **kwargs: Any) -> ScanRequest:
         """The checked request ``scan_batches(*args, **kwargs)`` would run (no executor options)."""
-        request, metrics, options = self.batches_call(*args, **kwargs)
-        for name in ["metrics"] * (metrics is not None) + list(options):
-            raise TypeError(f"scan_request() got an unexpected keyword argument {name!r}")
-        return request
+        given = inspect.signature(ScanCalls.scan_batches).bind(self, *args, **kwargs).arguments
+        if "metrics" in given:
+            raise TypeError("scan_request() got an unexpected keyword argument 'metrics'")
+        return _request("scan_request", given, None, _SHAPES_ROWS)[0]
 
     def batches_call(self, *args: Any, **kwargs: Any) -> tuple[ScanRequest, Any, dict]:
         """``scan_batches(*args, **kwargs)`` taken apart: the checked request, the
