@@ -167,11 +167,13 @@ class ScanRequest:
     sorted_columns: bool = _arg(False, _as_given, None)
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            checked = f.metadata["check"](f.name, value)
+        for name, default, check in _CHECKS:
+            value = getattr(self, name)
+            if value is default:  # every default is valid
+                continue
+            checked = check(name, value)
             if checked is not value:
-                object.__setattr__(self, f.name, checked)
+                object.__setattr__(self, name, checked)
         row_range(self.row_start, self.row_stop, self.row_prefix, self.reverse)  # combinations
 
     @classmethod
@@ -233,6 +235,7 @@ class ScanRequest:
         return cls(**kwargs)
 
 
+_CHECKS = tuple((f.name, f.default, f.metadata["check"]) for f in dataclasses.fields(ScanRequest))
 _FIELDS = frozenset(f.name for f in dataclasses.fields(ScanRequest))
 _WIRE_TYPES: dict[str, type] = {f.name: f.metadata["wire"] for f in dataclasses.fields(ScanRequest)
                                 if f.metadata["wire"] is not None}
