@@ -24,7 +24,7 @@ import pyarrow as pa
 from ..read.python_rows import cells_to_dicts, rows_to_dicts
 from ..read.scan_request import ScanRequest, check_positive
 
-__all__ = ["ScanCalls"]
+__all__ = ["ScanCalls", "request_of"]
 
 _REQUEST_FIELDS = tuple(f.name for f in dataclasses.fields(ScanRequest))
 
@@ -52,6 +52,12 @@ def _request(call: str, given: dict, executor: Any, refused: tuple[str, ...] = (
     _check_options(call, executor, options)
     kwargs = {name: value for name, value in given.items() if name in _REQUEST_FIELDS and name not in refused}
     return ScanRequest.from_happybase(**kwargs, **fixed, **extra), options
+
+
+def request_of(given: dict) -> ScanRequest:
+    """The checked request of a call's arguments by name (its ``locals()``): those that are
+    ScanRequest fields (a call with other names for them, or other meanings, picks its own)."""
+    return ScanRequest.from_happybase(**{name: value for name, value in given.items() if name in _REQUEST_FIELDS})
 
 
 _SHAPES_ROWS = ("scan_batching", "sorted_columns")  # scan()'s alone: scan_batches refuses them

@@ -21,7 +21,7 @@ from ..region.view import RegionView
 from ..scanner import ScanSpec, TableScanner
 from ..scanner.metrics import ScanMetrics
 from .arguments import row_range
-from .scan_api import ScanCalls
+from .scan_api import ScanCalls, request_of
 
 
 def _read_counters(view) -> dict[str, int]:
@@ -173,10 +173,7 @@ class TableScans(ScanCalls):
         This is the path of point reads, RPC-style scanners and callers that
         want cells as Python objects; ``scan_batches`` is the vectorized path.
         """
-        request = ScanRequest.from_happybase(
-            row_start=row_start, row_stop=row_stop, row_prefix=row_prefix, columns=columns, filter=filter,
-            timestamp=timestamp, time_range=time_range, max_versions=max_versions, limit=limit, reverse=reverse,
-        )
+        request = request_of(locals())  # the arguments above that are request fields
         return self.cell_scanner(request, batch, caching, max_result_size, metrics)
 
     def cell_scanner(self, request: ScanRequest, batch: int | None = None, caching: int = 100,
