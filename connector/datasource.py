@@ -27,6 +27,8 @@ Write (bulk load, :mod:`connector.bulkload`)::
 ``append`` adds the rows; ``overwrite`` replaces the table's contents.
 Each task stages store files; the driver's commit adds them atomically.
 The table must exist, or give ``newtable`` = number of regions to create it.
+pyspark's Python Data Source API has no other save mode; the JVM source's
+writes also take ``errorifexists`` and ``ignore`` (:mod:`connector.savemode`).
 """
 
 from __future__ import annotations

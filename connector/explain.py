@@ -33,7 +33,8 @@ from storage.vfs.objstore import redact_uri
 from storage.keys import KeyRange
 
 from .options import to_string_binary
-from .pushdown import PushdownResult, describe_filter, push_filters
+from .disjunction import push_tree
+from .pushdown import PushdownResult, describe_filter
 from .source import SourceConfig
 
 __all__ = ["ScanPlan", "explain", "plan_for", "save_plan", "load_plan", "PLAN_DIR"]
@@ -162,9 +163,10 @@ def load_plan(config: SourceConfig) -> ScanPlan | None:
 
 
 def plan_for(options: Mapping[str, Any], filters: Sequence[Any] = (), splits: bool = True) -> ScanPlan:
-    """The plan a read with ``options`` makes for Spark ``filters`` (pyspark.sql.datasource objects)."""
+    """The plan a read with ``options`` makes for Spark ``filters`` (pyspark.sql.datasource objects,
+    or :mod:`connector.disjunction` OR/AND trees of them, as the JVM source sends)."""
     config = SourceConfig.from_options(options)
-    result = push_filters(list(filters), config.read_serde(), config.column_filters, config.superset_filters)
+    result = push_tree(list(filters), config.read_serde(), config.column_filters, config.superset_filters)
     planned = None
     if splits:
         fmt = config.input_format(result.key_ranges, repr(result.engine_filter) if result.engine_filter else None)

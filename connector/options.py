@@ -23,6 +23,7 @@ from storage.errors import InvalidArgument
 from storage.filters import coerce_filter, register_filter_specs
 from storage.keys import KeyRange
 from storage.names import check_known_names
+from storage.read.scan_request import ScanRequest
 
 __all__ = [
     "INPUT_TABLE",
@@ -243,20 +244,22 @@ class ScanSpec:
         return coerce_filter(self.filter)
 
     def __post_init__(self) -> None:
-        for name in ("row_start", "row_stop"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, bytes):
-                raise InvalidArgument(f"ScanSpec.{name} must be bytes or None, got {value!r}")
-        if not isinstance(self.max_versions, int) or self.max_versions < 1:
-            raise InvalidArgument(f"max_versions must be a positive int, got {self.max_versions!r}")
         for name in ("caching", "batch"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise InvalidArgument(f"ScanSpec.{name} must be a positive int or None, got {value!r}")
-        if self.time_range is not None:
-            lo, hi = self.time_range
-            if not (isinstance(lo, int) and isinstance(hi, int)) or lo < 0 or hi < lo:
-                raise InvalidArgument(f"time_range must be (start, end) with 0 <= start <= end, got {self.time_range!r}")
+        self.request()  # the engine's checks of the scan arguments
+
+    def request(self, output: str = "rows", span: KeyRange | None = None) -> ScanRequest:
+        """The engine's :class:`~storage.read.scan_request.ScanRequest` of this scan, in
+        ``output`` form, over the key range ``span`` (default: the scan's bounds)."""
+        start, stop = (self.row_start, self.row_stop) if span is None else span
+        return ScanRequest(
+            row_start=start or None, row_stop=stop,
+            columns=self.columns or None, filter=self.filter, time_range=self.time_range,
+            max_versions=self.max_versions, output=output, include_timestamp=self.include_timestamp,
+            batch_size=self.batch_cells,
+        )
 
     @property
     def bounds(self) -> KeyRange:

@@ -65,6 +65,9 @@ _OPS = {
 
 def describe_filter(f: Any) -> str:
     """A short SQL-like rendering of a Spark filter object."""
+    describe = getattr(f, "describe", None)
+    if callable(describe):
+        return describe()  # an OR/AND tree (connector.disjunction)
     kind = type(f).__name__
     if kind == "Not":
         return f"NOT ({describe_filter(f.child)})"

@@ -20,13 +20,14 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from storage import kernels
+from storage.filters import register_filter_specs
 from storage.read.batch_scan import BatchScan, scan_region_batches
-from storage.cells import LATEST_TIMESTAMP, cells_to_batch
-from storage.filters import coerce_filter
+from storage.cells import cells_to_batch
 from storage.keys import KeyRange, intersect, key_after
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
 from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows
+from storage.read.scan_request import plan_batch_scan
 from storage.region.region import Region
 from storage.region.view import RegionView
 from storage.schema import FamilySettings
@@ -66,21 +67,9 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
     table_fs = FileSystem(split.root).sub(table_dir(split.table))
     families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
     cache = shared_block_cache() if scan.cache_blocks else None
-    flt = scan.parsed_filter()
-    if flt is not None:
-        flt = flt.copy()
-        flt.reset()
-    min_ts, max_ts = scan.time_range if scan.time_range is not None else (0, LATEST_TIMESTAMP)
-    base = BatchScan(
-        columns=list(scan.columns) if scan.columns else None,
-        min_timestamp=min_ts,
-        max_timestamp=max_ts,
-        max_versions=scan.max_versions,
-        filter=flt,
-        batch_cells=scan.batch_cells,
-        output=output,
-        include_timestamp=scan.include_timestamp,
-    )
+    register_filter_specs(scan.filter_classes)
+    base, _ = plan_batch_scan(scan.request(output))  # the split's own spans, not the request's
+    flt = base.filter
     for pin in split.regions:
         region_spans = intersect(spans, [(pin.start, pin.end)])
         if not region_spans:
@@ -162,13 +151,8 @@ def _remote_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], ou
     conn = storage.connect(split.root, **options)
     try:
         table = conn.table(split.table)
-        for lo, hi in spans:
-            batches = table.scan_batches(
-                row_start=lo or None, row_stop=hi, columns=list(scan.columns) if scan.columns else None,
-                filter=scan.filter, time_range=scan.time_range, max_versions=scan.max_versions,
-                output=output, include_timestamp=scan.include_timestamp, batch_size=scan.batch_cells,
-                metrics=metrics,
-            )
+        for span in spans:
+            batches = table.run_scan(scan.request(output, span), metrics)
             try:
                 yield from batches
             finally:

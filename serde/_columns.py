@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from serde.codecs._arrow import as_binary, valid_mask
-from serde.codecs._time import EPOCH, MAX_US, MIN_US
+from serde.codecs.binary_arrays import as_binary, valid_mask
+from serde.codecs.epoch import EPOCH, MAX_US, MIN_US
 from serde.codecs.base import Codec
 from serde.errors import DecodeError, EncodeError
 from serde.rowkey import CompositeKey

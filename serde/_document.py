@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from serde._columns import ColumnReader, ColumnWriter, ErrorPolicy, RowFn, batch_column
 from serde.base import SerDe
-from serde.codecs._arrow import as_binary
+from serde.codecs.binary_arrays import as_binary
 from serde.errors import EncodeError, MappingError
 from serde.mapping import ColumnKind, MappedColumn
 

@@ -60,7 +60,7 @@ from serde._avro_types import load_schema
 from serde._column_serde import serde_for_column
 from serde.codecs import Codec, TextOptions, make_codec
 from serde.codecs.avro import AvroCodec
-from serde.codecs._time import datetime_to_us
+from serde.codecs.epoch import datetime_to_us
 from serde.errors import EncodeError, MappingError
 from serde.mapping import ColumnKind, ColumnMapping, MappedColumn, load_mapping
 from serde.mapping.model import VARIABLE_LENGTH

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from serde.codecs._arrow import as_binary, valid_mask
+from serde.codecs.binary_arrays import as_binary, valid_mask
 from serde.errors import MappingError
 
 __all__ = ["CompositeKey", "TERMINATED", "TERMINATOR"]

@@ -21,6 +21,7 @@ __all__ = [
     "RegionNotFound",
     "ScannerError",
     "clip",
+    "check_bytes",
     "MAX_ECHO_CHARS",
 ]
 
@@ -106,3 +107,12 @@ class RegionNotFound(StorageError, LookupError):
 
 class ScannerError(StorageError):
     """A scanner was used after close, after expiry, or out of order."""
+
+
+def check_bytes(value: object, what: str) -> bytes:
+    """``value`` as bytes (bytearray and memoryview copied), or InvalidArgument naming ``what``."""
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidArgument(f"{what} must be bytes, got {type(value).__name__} {clip(repr(value), 60)}")

@@ -131,6 +131,57 @@ def test_plan_push_count_and_read(worker, root):
     assert table.schema.names == ["s"] and sorted(table.column("s").to_pylist()) == [f"v{k}" for k in range(5)]
 
 
+def _cmp(op: str, column: str, v: int) -> dict:
+    return {"op": op, "column": column, "value": {"t": "int", "v": v}}
+
+
+def test_or_and_trees_become_key_ranges_and_filter_lists(worker, root):
+    _proc, port = worker
+    options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
+    points = {"op": "Or", "children": [_cmp("EqualTo", "k", 3), _cmp("EqualTo", "k", 70),
+                                       {"op": "And", "children": [_cmp("GreaterThan", "k", 10),
+                                                                  _cmp("LessThanOrEqual", "k", 12)]}]}
+    reply = _ask(port, _req("push", options=options, filters=[points]))
+    assert reply["handled"] == [0] and reply["engine_filter"] is None
+    assert reply["key_ranges"] == [["\\x00\\x00\\x00\\x03", "\\x00\\x00\\x00\\x03\\x00"],
+                                   ["\\x00\\x00\\x00\\x0A\\x00", "\\x00\\x00\\x00\\x0C\\x00"],
+                                   ["\\x00\\x00\\x00F", "\\x00\\x00\\x00F\\x00"]]
+    assert _ask(port, _req("count", options=options, filters=[points], aggregates=[{"fn": "count_star"}]))["values"] == [4]
+    with_cell = {"op": "Or", "children": [_cmp("EqualTo", "k", 3), _cmp("EqualTo", "n", 100)]}
+    reply = _ask(port, _req("push", options=options, filters=[with_cell]))
+    assert reply["handled"] == [0] and reply["key_ranges"] is None
+    assert reply["engine_filter"].startswith("MultiRowRangeFilter (") and " OR SingleColumnValueFilter (" in reply["engine_filter"]
+    opaque = {"op": "Or", "children": [_cmp("EqualTo", "k", 3), {"op": "Opaque", "text": "upper(s) = 'X'"}]}
+    reply = _ask(port, _req("push", options=options, filters=[opaque]))
+    assert reply["handled"] == [] and reply["key_ranges"] is None  # a branch only Spark can test: whole table
+    schema = '{"type":"struct","fields":[{"name":"s","type":"string","nullable":true,"metadata":{}}]}'
+    plan = _ask(port, _req("plan", options=options, columns=["s"], filters=[points], schema=schema, parallelism=1))
+    assert plan["splits"] == 2
+    plan = _ask(port, _req("plan", options=options, columns=["s"], filters=[points["children"][2]], schema=schema))
+    assert plan["splits"] == 1  # the region above 50 is pruned
+    for bad, says in [({"op": "Or", "children": [_cmp("EqualTo", "k", 3)]}, "at least 2 children"),
+                      ({"op": "And", "children": "x"}, "at least 2 children")]:
+        reply = _ask(port, _req("push", options=options, filters=[bad]))
+        assert reply["ok"] is False and says in reply["error"] and "\n" not in reply["error"]
+
+
+def test_save_decides_every_mode_before_any_task(worker, root):
+    _proc, port = worker
+    options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
+    answers = {m: _ask(port, _req("save", options=options, mode=m)) for m in ("Append", "Overwrite", "Ignore")}
+    assert answers["Append"] == {"ok": True, "write": True, "mode": "append", "exists": True}
+    assert answers["Overwrite"]["mode"] == "overwrite" and answers["Ignore"]["write"] is False
+    reply = _ask(port, _req("save", options=options, mode="ErrorIfExists"))
+    assert reply["ok"] is False and f"table t already exists under {root}" in reply["error"]
+    absent = {**options, "table": "nope"}
+    reply = _ask(port, _req("save", options=absent, mode="Ignore"))
+    assert reply["ok"] is False and "table nope does not exist" in reply["error"]
+    fresh = _ask(port, _req("save", options={**absent, "newtable": "3"}, mode="ErrorIfExists"))
+    assert fresh == {"ok": True, "write": True, "mode": "append", "exists": False}
+    reply = _ask(port, _req("save", options=options, mode="Sideways"))
+    assert reply["ok"] is False and "unknown save mode 'Sideways'" in reply["error"]
+
+
 def _split(i: int, size: int) -> TableSplit:
     return TableSplit("t", "/r", bytes([i]), bytes([i + 1]), f"r{i}", size, "here", i)
 

@@ -23,15 +23,16 @@ import pyarrow as pa
 from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument
 
-from ..explain import ScanPlan, save_plan
+from ..disjunction import And, Opaque, Or, push_tree, tree_columns
+from ..explain import ScanPlan, _printable, _ranges_text, save_plan
 from ..options import MAX_RESTARTS, conf_bool, conf_int
-from ..pushdown import PushdownResult, push_filters
+from ..pushdown import PushdownResult
 from ..record_reader import TableBatchRecordReader
 from ..scanning import split_row_count
 from ..source import PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
 
-__all__ = ["decode_filters", "schema", "push", "plan", "count", "read_batches", "pack_splits", "ReadPlan"]
+__all__ = ["decode_filters", "schema", "push", "save", "plan", "count", "read_batches", "pack_splits", "ReadPlan"]
 
 _EPOCH = dt.date(1970, 1, 1)
 _COMPARISONS = ("EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual",
@@ -73,6 +74,13 @@ def _filter(doc: Any) -> Any:
     op = doc.get("op")
     if op == "Not":
         return ds.Not(_filter(doc.get("child")))
+    if op in ("Or", "And"):
+        children = doc.get("children")
+        if not isinstance(children, list) or len(children) < 2:
+            raise InvalidArgument(f"filter {op} needs a list of at least 2 children")
+        return (Or if op == "Or" else And)(tuple(_filter(c) for c in children))
+    if op == "Opaque":
+        return Opaque(str(doc.get("text", "?"))[:200])
     column = doc.get("column")
     if not isinstance(column, str):
         raise InvalidArgument(f"filter {op!r} names no column")
@@ -98,13 +106,10 @@ def decode_filters(docs: Any) -> list:
     return [_filter(d) for d in docs]
 
 
-def _filter_columns(docs: list) -> set[str]:
-    out = set()
-    for d in docs:
-        while isinstance(d, dict) and d.get("op") == "Not":
-            d = d.get("child")
-        if isinstance(d, dict) and isinstance(d.get("column"), str):
-            out.add(d["column"].lower())
+def _filter_columns(filters: list) -> set[str]:
+    out: set[str] = set()
+    for f in filters:
+        out |= tree_columns(f)
     return out
 
 
@@ -127,20 +132,19 @@ class ReadPlan:
         if missing:
             raise InvalidArgument(f"columns {missing} are not in the mapping ({self.base.output_names})")
         self.output = [known[str(c).lower()] for c in wanted]
-        self.filter_docs = req.get("filters") or []
+        self.filters = decode_filters(req.get("filters") or [])
         # an engine filter sees only the cells scanned: read the filtered columns too
-        extra = {known[c] for c in _filter_columns(self.filter_docs) if c in known}
+        extra = {known[c] for c in _filter_columns(self.filters) if c in known}
         read = set(self.output) | extra
         if not read:
             read = set(_key_names(self.base))
         names = [n for n in self.base.output_names if n in read]
         self.config = self.base if names == self.base.output_names else self.base.with_columns(names)
-        self.filters = decode_filters(self.filter_docs)
 
     def pushdown(self) -> PushdownResult:
         """The filters translated for this read's SerDe."""
         c = self.config
-        return push_filters(self.filters, c.read_serde(), c.column_filters, c.superset_filters)
+        return push_tree(self.filters, c.read_serde(), c.column_filters, c.superset_filters)
 
     def input_format(self, result: PushdownResult):
         """The input format restricted by ``result``."""
@@ -155,12 +159,21 @@ def schema(req: dict) -> dict:
 
 
 def push(req: dict) -> dict:
-    """Which filters (indexes) the engine applies exactly."""
+    """Which filters (indexes) the engine applies exactly, and the key ranges and engine filter they make."""
     config = SourceConfig.from_options(req.get("options") or {})
     filters = decode_filters(req.get("filters"))
-    result = push_filters(filters, config.read_serde(), config.column_filters, config.superset_filters)
+    result = push_tree(filters, config.read_serde(), config.column_filters, config.superset_filters)
     handled = {id(f) for f in result.handled}
-    return {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes}
+    return {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes,
+            "key_ranges": _ranges_text(result.key_ranges),
+            "engine_filter": _printable(repr(result.engine_filter)) if result.engine_filter is not None else None}
+
+
+def save(req: dict) -> dict:
+    """What a write in ``mode`` does (:func:`connector.savemode.decide`), decided before any task."""
+    from ..savemode import decide
+
+    return decide(req.get("options") or {}, str(req.get("mode", "")))
 
 
 def pack_splits(splits: list[TableSplit], max_bytes: int, open_cost: int, parallelism: int) -> list[list[TableSplit]]:

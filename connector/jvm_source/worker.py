@@ -26,7 +26,8 @@ from .protocol import VERSION, ProtocolError, read_request, write_frame
 
 __all__ = ["EngineWorker", "serve", "main"]
 
-_PLANNING = {"schema": requests.schema, "push": requests.push, "plan": requests.plan, "count": requests.count}
+_PLANNING = {"schema": requests.schema, "push": requests.push, "save": requests.save, "plan": requests.plan,
+             "count": requests.count}
 
 
 def _one_line(exc: BaseException) -> str:

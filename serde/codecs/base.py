@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from serde.codecs._arrow import as_binary, valid_mask
+from serde.codecs.binary_arrays import as_binary, valid_mask
 from serde.types import DataType
 
 __all__ = ["Codec", "decode_rows", "merge_fallback"]

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from serde.codecs._arrow import as_binary, binary_from_parts, binary_layout, binary_from_rows, fixed_width_rows, from_numpy, valid_mask
-from serde.codecs._time import EPOCH, EPOCH_DATE, MAX_DAYS, MAX_US, MIN_DAYS, MIN_US, MS_PER_DAY, date_to_days, datetime_to_us
+from serde.codecs.binary_arrays import as_binary, binary_from_parts, binary_layout, binary_from_rows, fixed_width_rows, from_numpy, valid_mask
+from serde.codecs.epoch import EPOCH, EPOCH_DATE, MAX_DAYS, MAX_US, MIN_DAYS, MIN_US, MS_PER_DAY, date_to_days, datetime_to_us
 from serde.codecs.base import Codec, decode_rows, merge_fallback
 from serde.errors import MappingError
 from serde.types import DataType

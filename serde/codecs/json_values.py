@@ -20,7 +20,7 @@ import struct
 from decimal import Decimal
 from typing import Any, Callable
 
-from serde.codecs._time import EPOCH, datetime_to_us
+from serde.codecs.epoch import EPOCH, datetime_to_us
 from serde.codecs.hbase_bytes import decimal_at_scale
 from serde.types import DataType
 

@@ -35,7 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from serde.codecs._arrow import as_binary, valid_mask
+from serde.codecs.binary_arrays import as_binary, valid_mask
 from serde.codecs.base import Codec, decode_rows, merge_fallback
 from serde.codecs.hbase_bytes import decimal_at_scale
 from serde.errors import MappingError

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from serde.codecs._time import EPOCH, MAX_DAYS, MAX_US, MIN_DAYS, MIN_US, datetime_to_us
+from serde.codecs.epoch import EPOCH, MAX_DAYS, MAX_US, MIN_DAYS, MIN_US, datetime_to_us
 from serde.codecs.text import TextCodec, TextOptions
 from serde.errors import MappingError
 from serde.types import DataType

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from ..errors import InvalidArgument
-from ..read.python_rows import cells_to_dicts
+from ..read.scan_request import ScanRequest, check_positive
 from ..region.manifest import RegionInfo
+from ..table.scan_api import ScanCalls
 from .remote_errors import from_flight_error
 from .remote_scanner import RemoteScanner
 
@@ -24,21 +25,12 @@ __all__ = ["RemoteTable", "RemoteBatch", "SCAN_MODES"]
 SCAN_MODES = ("stream", "rpc")
 
 
-def _filter_string(flt: Any) -> str | None:
-    """Filters travel in the filter language: strings as they are, Filter objects by their repr."""
-    if flt is None or isinstance(flt, str):
-        return flt
-    if isinstance(flt, bytes):
-        return flt.decode("utf-8")
-    from ..filters.base import Filter
+class RemoteTable(ScanCalls):
+    """A table on a region server; same calls as :class:`storage.table.table.Table`, plus scan modes.
 
-    if isinstance(flt, Filter):
-        return repr(flt)  # Filter's repr is its filter-language form
-    raise InvalidArgument(f"filter must be a filter string or a storage.filters Filter, got {type(flt).__name__}")
-
-
-class RemoteTable:
-    """A table on a region server; same calls as :class:`storage.table.table.Table`, plus scan modes."""
+    ``scan`` and ``scan_batches`` are :class:`~storage.table.scan_api.ScanCalls`'s: the
+    arguments are checked into a :class:`~storage.read.scan_request.ScanRequest` here,
+    and its wire form is what the server runs."""
 
     def __init__(self, connection: RemoteConnection, name: str):
         self.connection = connection
@@ -135,57 +127,40 @@ class RemoteTable:
         return [tuple(c) for c in out] if include_timestamp else out
 
     # -- scans ------------------------------------------------------------------
-    def open_scanner(self, row_start: bytes | None = None, row_stop: bytes | None = None,
-                     row_prefix: bytes | None = None, columns: Sequence[bytes] | None = None, filter: Any = None,
-                     timestamp: int | None = None, time_range: tuple[int, int] | None = None,
-                     max_versions: int = 1, limit: int | None = None, reverse: bool = False, output: str = "rows",
-                     include_timestamp: bool = False, batch_size: int = 65536, caching: int = 1000,
-                     max_bytes: int | None = None) -> RemoteScanner:
-        """Open a server-side scanner of the RPC scan API (scan options as :meth:`scan_batches`)."""
-        spec = _scan_spec(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
-                          limit, reverse, output, include_timestamp, batch_size)
-        _check_positive(caching, "caching")
-        return RemoteScanner(self, spec, caching, max_bytes)
+    def open_scanner(self, *args: Any, caching: int = 1000, max_bytes: int | None = None,
+                     **kwargs: Any) -> RemoteScanner:
+        """Open a server-side scanner of the RPC scan API; the scan arguments are
+        :meth:`scan_batches`' (``caching`` rows per next(), ``max_bytes`` bytes at most)."""
+        request = self.scan_request(*args, **kwargs)
+        check_positive("caching", caching)
+        return RemoteScanner(self, request.to_wire(), caching, max_bytes)
 
-    def scan_batches(
-        self,
-        row_start: bytes | None = None,
-        row_stop: bytes | None = None,
-        row_prefix: bytes | None = None,
-        columns: Sequence[bytes] | None = None,
-        filter: Any = None,
-        timestamp: int | None = None,
-        time_range: tuple[int, int] | None = None,
-        max_versions: int = 1,
-        limit: int | None = None,
-        reverse: bool = False,
-        output: str = "rows",
-        include_timestamp: bool = False,
-        batch_size: int = 65536,
-        metrics: Any = None,
-        *,
-        mode: str = "stream",
-        caching: int = 1000,
-        max_bytes: int | None = None,
-        raw: bool = False,
-    ) -> Iterator[pa.RecordBatch]:
-        """Scan as Arrow record batches, as the embedded ``scan_batches``.
+    def run_scan(self, request: ScanRequest, metrics: Any = None, *, mode: str = "stream", caching: int = 1000,
+                 max_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
+        """The batches of a checked request, run on the server (what ``scan_batches`` returns).
 
         ``mode="stream"`` streams batches in one call; ``mode="rpc"`` pulls
         ``caching`` rows per next() call (at most ``max_bytes`` bytes each).
         ``metrics`` (a ScanMetrics) gets ``rpc_calls``, ``bytes_in_results``
         and ``time_ms`` as the client sees them.
         """
-        if raw:  # raw scans (storage/read/raw.py) are embedded only for now
+        if request.raw:  # raw scans (storage/read/raw.py) are embedded only for now
             raise InvalidArgument("raw scans are not supported through the region server yet: open the root directly")
         if mode not in SCAN_MODES:
             raise InvalidArgument(f"mode must be one of {SCAN_MODES}, got {mode!r}")
-        spec = _scan_spec(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
-                          limit, reverse, output, include_timestamp, batch_size)
-        _check_positive(caching, "caching")
+        check_positive("caching", caching)
+        spec = request.to_wire()
         if mode == "stream":
             return self._stream(spec, metrics)
         return self._rpc(spec, caching, max_bytes, metrics)
+
+    def _scan_rows(self, request: ScanRequest, batch_size: int | None, *, mode: str = "stream",
+                   caching: int | None = None) -> Iterator[tuple[bytes, dict]]:
+        if request.raw:
+            raise InvalidArgument("raw scans are not supported through the region server yet: open the root directly")
+        # happybase's batch_size is rows per fetch: the RPC scan's caching
+        batches = self.run_scan(request, mode=mode, caching=caching or batch_size or 1000)
+        return self._dicts(batches, request)
 
     def _stream(self, spec: dict, metrics: Any) -> Iterator[pa.RecordBatch]:
         started = time.perf_counter()
@@ -227,47 +202,6 @@ class RemoteTable:
                 metrics.bytes_in_results += scanner.bytes_received
                 metrics.time_ms += (time.perf_counter() - started) * 1000
 
-    def scan(
-        self,
-        row_start: bytes | None = None,
-        row_stop: bytes | None = None,
-        row_prefix: bytes | None = None,
-        columns: Sequence[bytes] | None = None,
-        filter: Any = None,
-        timestamp: int | None = None,
-        include_timestamp: bool = False,
-        batch_size: int = 1000,
-        scan_batching: int | None = None,
-        limit: int | None = None,
-        sorted_columns: bool = False,
-        reverse: bool = False,
-        time_range: tuple[int, int] | None = None,
-        max_versions: int = 1,
-        *,
-        mode: str = "stream",
-        caching: int | None = None,
-        raw: bool = False,
-    ) -> Iterator[tuple[bytes, dict]]:
-        """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as the embedded ``scan``.
-
-        ``caching`` (rows per next() call in ``mode="rpc"``) defaults to
-        ``batch_size``, which is what happybase's ``batch_size`` means.
-        """
-        if raw:  # raw scans (storage/read/raw.py) are embedded only for now
-            raise InvalidArgument("raw scans are not supported through the region server yet: open the root directly")
-        _check_positive(batch_size, "batch_size")
-        if scan_batching is not None:
-            _check_positive(scan_batching, "scan_batching")
-        batches = self.scan_batches(
-            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions, limit, reverse,
-            "cells", include_timestamp, mode=mode, caching=caching or batch_size,
-        )
-        try:
-            for batch in batches:
-                yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
-        finally:
-            batches.close()
-
     def count(self, row_start: bytes | None = None, row_stop: bytes | None = None,
               row_prefix: bytes | None = None) -> int:
         """Rows in ``[row_start, row_stop)`` (or with ``row_prefix``), counted on
@@ -306,7 +240,7 @@ class RemoteBatch:
 
     def __init__(self, table: RemoteTable, timestamp: int | None, batch_size: int | None, transaction: bool):
         if batch_size is not None:
-            _check_positive(batch_size, "batch_size")
+            check_positive("batch_size", batch_size)
         if transaction and batch_size is not None:
             raise InvalidArgument("transaction and batch_size cannot be combined")
         self._table = table
@@ -344,11 +278,6 @@ class RemoteBatch:
 
 
 # -- helpers ------------------------------------------------------------------------
-def _check_positive(value: Any, name: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise InvalidArgument(f"{name} must be a positive int, got {value!r}")
-
-
 def _columns(columns: Sequence | None) -> list | None:
     if columns is None:
         return None
@@ -358,27 +287,6 @@ def _columns(columns: Sequence | None) -> list | None:
 def _pairs(data: dict) -> dict:
     """Values that crossed the wire as [value, ts] lists become (value, ts) tuples again."""
     return {k: tuple(v) for k, v in data.items()}
-
-
-def _scan_spec(row_start, row_stop, row_prefix, columns, flt, timestamp, time_range, max_versions, limit, reverse,
-               output, include_timestamp, batch_size) -> dict:
-    if output not in ("rows", "cells"):
-        raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
-    return {
-        "row_start": row_start,
-        "row_stop": row_stop,
-        "row_prefix": row_prefix,
-        "columns": _columns(columns),
-        "filter": _filter_string(flt),
-        "timestamp": timestamp,
-        "time_range": list(time_range) if time_range is not None else None,
-        "max_versions": max_versions,
-        "limit": limit,
-        "reverse": reverse,
-        "output": output,
-        "include_timestamp": include_timestamp,
-        "batch_size": batch_size,
-    }
 
 
 _OP_OVERHEAD = 48

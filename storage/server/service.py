@@ -25,6 +25,7 @@ import pyarrow.flight as flight
 from ..cells import CELL_SCHEMA
 from ..table.connection import Connection
 from ..errors import clip
+from ..read.scan_request import ScanRequest, check_wire_type
 from ..table.table import Table
 from .auth import TokenMiddlewareFactory
 from .config import ServerConfig
@@ -33,9 +34,9 @@ from .remote_errors import LimitExceeded, RequestFieldError, to_flight_error
 from .scanners import ScannerRegistry
 from .streams import StreamIterator
 from .tls import TLS_SCHEME, read_pem
-from .wire import ACTIONS, PROTOCOL_VERSION, SCAN_OPTIONS, decode_message, encode_message
+from .wire import ACTIONS, PROTOCOL_VERSION, decode_message, encode_message
 
-__all__ = ["RegionServer", "scan_kwargs", "table_read_counters"]
+__all__ = ["RegionServer", "scan_request", "table_read_counters"]
 
 _MUTATIONS = ("put", "delete", "delete_version")
 
@@ -46,51 +47,12 @@ def _field(header: dict, name: str, kind: type | tuple, required: bool = True, d
         if required:
             raise RequestFieldError(f"request is missing {name!r}")
         return default
-    value = header[name]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        want = " or ".join(k.__name__ for k in kinds)
-        raise RequestFieldError(f"request field {name!r} must be {want}, got {type(value).__name__}")
-    return value
+    return check_wire_type(name, header[name], kind, RequestFieldError)
 
 
-# The JSON type of each scan option on the wire; anything else is refused, not coerced.
-_SCAN_TYPES: dict[str, type | tuple] = {
-    "row_start": bytes,
-    "row_stop": bytes,
-    "row_prefix": bytes,
-    "columns": list,
-    "filter": str,
-    "timestamp": int,
-    "time_range": list,
-    "max_versions": int,
-    "limit": int,
-    "reverse": bool,
-    "output": str,
-    "include_timestamp": bool,
-    "batch_size": int,
-}
-
-
-def scan_kwargs(raw: Any) -> dict:
-    """Check a wire scan description and turn it into ``Table.scan_batches`` keywords."""
-    if not isinstance(raw, dict):
-        raise RequestFieldError(f"scan must be an object of scan options, got {type(raw).__name__}")
-    unknown = sorted(set(raw) - set(SCAN_OPTIONS))
-    if unknown:
-        raise RequestFieldError(
-            f"unknown scan options {clip(repr(unknown), 120)}; accepted: {', '.join(SCAN_OPTIONS)}"
-        )
-    kwargs = {k: _field(raw, k, _SCAN_TYPES[k]) for k, v in raw.items() if v is not None}
-    if "time_range" in kwargs:
-        tr = kwargs["time_range"]
-        if len(tr) != 2 or not all(isinstance(t, int) and not isinstance(t, bool) for t in tr):
-            raise RequestFieldError(f"time_range must be a [min, max) pair of ints, got {clip(repr(tr), 80)}")
-        kwargs["time_range"] = tuple(tr)
-    for column in kwargs.get("columns", ()):
-        if not isinstance(column, (bytes, str)):
-            raise RequestFieldError(f"scan columns must be bytes or strings, got {type(column).__name__}")
-    return kwargs
+def scan_request(raw: Any) -> ScanRequest:
+    """Check a wire scan description (the protocol's ``scan`` object) and turn it into its request."""
+    return ScanRequest.from_wire(raw, RequestFieldError)
 
 
 def _read_options(h: dict) -> dict:
@@ -198,17 +160,17 @@ class RegionServer(flight.FlightServerBase):
     # -- streaming scan -------------------------------------------------------
     def _stream(self, context, request: dict) -> flight.GeneratorStream:
         table = self._table(request)
-        kwargs = scan_kwargs(request.get("scan", {}))
+        scan = scan_request(request.get("scan", {}))
         entry = self.registry.add_stream(context.peer(), table.name)
         try:
-            batches = table.scan_batches(**kwargs)
+            batches = table.run_scan(scan)
             first = next(batches, None)  # fails here, not mid-stream, on a bad scan
         except BaseException:
             self.registry.remove_stream(entry.stream_id)
             raise
         if first is not None:
             schema = first.schema
-        elif kwargs.get("output", "rows") == "cells":
+        elif scan.output == "cells":
             schema = CELL_SCHEMA
         else:
             schema = pa.schema([pa.field("key", pa.binary())])
@@ -378,9 +340,9 @@ class RegionServer(flight.FlightServerBase):
     # -- RPC scan ---------------------------------------------------------------
     def _do_scan_open(self, peer: str, h: dict) -> tuple[dict, bytes]:
         table = self._table(h)
-        kwargs = scan_kwargs(h.get("scan", {}))
-        cells = kwargs.get("output", "rows") == "cells"
-        scanner = self.registry.open_scanner(peer, table.name, lambda: table.scan_batches(**kwargs), cells)
+        scan = scan_request(h.get("scan", {}))
+        cells = scan.output == "cells"
+        scanner = self.registry.open_scanner(peer, table.name, lambda: table.run_scan(scan), cells)
         return {"scanner_id": scanner.scanner_id, "lease_ms": int(self.config.lease_timeout * 1000)}, b""
 
     def _do_scan_next(self, peer: str, h: dict) -> tuple[dict, bytes]:

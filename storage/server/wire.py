@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgument
 from ..jsonlimits import loads_bounded
+from ..read.scan_request import WIRE_OPTIONS
 from .remote_errors import MalformedRequest
 
 __all__ = [
@@ -84,22 +85,9 @@ ACTIONS: dict[str, str] = {
 }
 """Every action type the server answers, with what it does."""
 
-SCAN_OPTIONS = (
-    "row_start",
-    "row_stop",
-    "row_prefix",
-    "columns",
-    "filter",
-    "timestamp",
-    "time_range",
-    "max_versions",
-    "limit",
-    "reverse",
-    "output",
-    "include_timestamp",
-    "batch_size",
-)
-"""Scan options accepted by scan_open and do_get: the keywords of Table.scan_batches."""
+SCAN_OPTIONS = WIRE_OPTIONS
+"""Scan options accepted by scan_open and do_get: the wire fields of
+:class:`~storage.read.scan_request.ScanRequest` (the keywords of Table.scan_batches)."""
 
 
 class Message:

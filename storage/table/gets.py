@@ -9,6 +9,7 @@ from typing import Iterable, Iterator, Sequence
 from ..columns import parse_column
 from ..errors import InvalidArgument, RegionNotFound, clip
 from ..read.snapshot import release_views
+from ..read.scan_request import ScanRequest
 from ..region.region import Region
 from ..scanner import ScanSpec
 from .arguments import _check_bytes
@@ -53,24 +54,25 @@ class TableGets:
             spec, key = None, None
         if spec is not None:
             return spec
-        checked = self._scan_columns(columns)
-        _, max_ts = self._time_bounds(timestamp, None)
+        request = ScanRequest(columns=columns, timestamp=timestamp)
+        self._check_columns(request.columns)
+        _, max_ts = request.time_bounds()
         if not max_ts:
             return None
-        spec = ScanSpec(columns=checked, max_timestamp=max_ts)
+        spec = ScanSpec(columns=None if request.columns is None else list(request.columns), max_timestamp=max_ts)
         if key is not None and (timestamp is None or type(timestamp) is int) and len(self._point_specs) < 256:
             self._point_specs[key] = spec
         return spec
 
-    def _scan_cells(
-        self, row_start, row_stop, row_prefix, columns, filter, timestamp, include_timestamp,
-        batch_size, scan_batching, limit, sorted_columns, reverse, time_range, max_versions,
-    ) -> Iterator[tuple[bytes, dict]]:
-        make = OrderedDict if sorted_columns else dict
-        with self.scanner(
-            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, max_versions,
-            limit, reverse, scan_batching, batch_size or 100,
-        ) as scanner:
+    def _scan_cells(self, request: ScanRequest, batch_size: int | None) -> Iterator[tuple[bytes, dict]]:
+        """``scan(path="cell")``: the request's rows through the cell-at-a-time scanners."""
+        self._check_columns(request.columns)  # refused now; the scanner opens at the first next()
+        return self._cell_dicts(request, batch_size or 100)
+
+    def _cell_dicts(self, request: ScanRequest, caching: int) -> Iterator[tuple[bytes, dict]]:
+        include_timestamp, max_versions = request.include_timestamp, request.max_versions
+        make = OrderedDict if request.sorted_columns else dict
+        with self.cell_scanner(request, request.scan_batching, caching) as scanner:
             while True:
                 results = scanner.next_rows()
                 if not results:

@@ -43,7 +43,6 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
 from ..keys import clip_bounds, clip_range
-from .arguments import row_range
 
 __all__ = ["ParallelScanner", "parallel_scan", "region_tasks"]
 
@@ -128,7 +127,11 @@ class ParallelScanner:
         if "limit" in options and options["limit"] is not None:
             raise InvalidArgument("limit is not supported by ParallelScanner: stop iterating (and close) instead")
         options.pop("limit", None)
-        low, high = row_range(row_start, row_stop, row_prefix, reverse)
+        # checked once, here; each task runs it cut to its region
+        request, metrics, options = self.table.batches_call(row_start=row_start, row_stop=row_stop,
+                                                            row_prefix=row_prefix, reverse=reverse, **options)
+        low, high = request.bounds()
+        options["metrics"] = metrics
         snapshot = None
         if callable(getattr(self.table, "snapshot", None)):
             snapshot = self.table.snapshot(low or None, high)
@@ -138,7 +141,7 @@ class ParallelScanner:
             tasks = region_tasks(self.table.regions(), low, high)
         if reverse:
             tasks.reverse()
-        return _Run(self, tasks, reverse, options, snapshot).results()
+        return _Run(self, tasks, request, options, snapshot).results()
 
 
 def parallel_scan(table: Any, threads: int = 4, *, ordered: bool = True, queue_size: int = 4,
@@ -152,11 +155,12 @@ def parallel_scan(table: Any, threads: int = 4, *, ordered: bool = True, queue_s
 class _Run:
     """One parallel scan: its tasks, queues, workers and consumer."""
 
-    def __init__(self, owner: ParallelScanner, tasks: list, reverse: bool, options: dict, snapshot: Any = None):
+    def __init__(self, owner: ParallelScanner, tasks: list, request: Any, options: dict, snapshot: Any = None):
         self.owner = owner
         self.snapshot = snapshot
         self.tasks = tasks
-        self.reverse = reverse
+        self.request = request
+        self.reverse = request.reverse
         self.options = options
         self.stop = threading.Event()
         self.failure: BaseException | None = None
@@ -198,10 +202,11 @@ class _Run:
         lo, hi = self.tasks[i]
         table = self.owner.table
         if not self.reverse:
-            yield from table.scan_batches(row_start=lo, row_stop=hi, **self.options)
+            yield from table.run_scan(self.request.replace(row_start=lo, row_stop=hi, row_prefix=None), **self.options)
             return
         # Reverse bounds are (row_stop, row_start]: ask for a little more, then cut to [lo, hi).
-        for batch in table.scan_batches(row_start=hi, row_stop=_below(lo), reverse=True, **self.options):
+        task = self.request.replace(row_start=hi, row_stop=_below(lo), row_prefix=None)
+        for batch in table.run_scan(task, **self.options):
             keys = batch.column(0)
             keep = pc.greater_equal(keys, pa.scalar(lo, pa.binary()))
             if hi is not None:

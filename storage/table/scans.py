@@ -1,4 +1,4 @@
-"""Scan planning over a table: a scan's arguments checked once, its key range
+"""Scan planning over a table: a checked :class:`~storage.read.scan_request.ScanRequest`
 cut into region views, and the batch, row and cell scanners built on them."""
 
 from __future__ import annotations
@@ -11,21 +11,18 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 
 from .. import kernels
-from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
-from ..errors import InvalidArgument, clip
-from ..filters import coerce_filter
-from ..filters.base import scan_copy
-from ..keys import intersect
+from ..errors import InvalidArgument
 from ..read.batch_scan import BatchScan, scan_region_batches
-from ..read.python_rows import cells_to_dicts, rows_to_dicts
-from ..read.raw import check_raw, raw_dicts
+from ..read.raw import raw_dicts
+from ..read.scan_request import ScanRequest, plan_batch_scan
 from ..read.snapshot import ReadSnapshot, release_views
 from ..region.region import Region
 from ..region.view import RegionView
 from ..scanner import ScanSpec, TableScanner
 from ..scanner.metrics import ScanMetrics
-from .arguments import _check_bytes, row_range
+from .arguments import row_range
+from .scan_api import ScanCalls, request_of
 
 
 def _read_counters(view) -> dict[str, int]:
@@ -52,129 +49,59 @@ def _add_read_counters(metrics: ScanMetrics, before: dict[str, int], after: dict
     metrics.seeks += delta.get("seeks", 0)
 
 
-class TableScans:
-    """Batch scans, row scans, scanners and counts of a :class:`~storage.table.table.Table`."""
+class TableScans(ScanCalls):
+    """Batch scans, row scans, scanners and counts of a :class:`~storage.table.table.Table`.
 
-    def _scan_columns(self, columns: Sequence | None) -> list[bytes] | None:
-        """A scan's column list as bytes, each naming a family of the table."""
-        if columns is None:
-            return None
-        if isinstance(columns, (bytes, str)):
-            raise InvalidArgument(f"columns must be a list of b'family:qualifier' or b'family', got {columns!r}")
-        columns = [c.encode() if isinstance(c, str) else _check_bytes(c, "column") for c in columns]
-        for c in columns:
-            self._check_family(parse_column(c)[0])
-        return columns
+    ``scan`` and ``scan_batches`` (:class:`~storage.table.scan_api.ScanCalls`)
+    build the :class:`~storage.read.scan_request.ScanRequest`; here it is planned
+    over the table's regions and run."""
 
-    def _time_bounds(self, timestamp: int | None, time_range: tuple[int, int] | None) -> tuple[int, int]:
-        """[min, max) of a scan: ``time_range``, capped below ``timestamp`` (happybase's meaning)."""
-        if time_range is None:
-            min_ts, max_ts = 0, LATEST_TIMESTAMP
-        else:
-            if not isinstance(time_range, (tuple, list)) or len(time_range) != 2:
-                raise InvalidArgument(f"time_range must be a (min, max) pair of ints, got {clip(repr(time_range), 80)}")
-            min_ts, max_ts = time_range
-            for bound in time_range:
-                if not isinstance(bound, int) or isinstance(bound, bool) or not 0 <= bound <= LATEST_TIMESTAMP:
-                    raise InvalidArgument(
-                        f"time_range bounds must be ints in [0, 2**63-1], got {clip(repr(time_range), 80)}"
-                    )
-            if min_ts > max_ts:
-                raise InvalidArgument(f"time_range min {min_ts} is above its max {max_ts}")
-        if timestamp is not None:
-            max_ts = min(max_ts, self._check_ts(timestamp))
-        return min_ts, max_ts
+    def _check_columns(self, columns: Sequence[bytes] | None) -> None:
+        """Refuse a column of no family of the table."""
+        for column in columns or ():
+            self._check_family(parse_column(column)[0])
 
-    def _batch_scan(
-        self,
-        row_start=None,
-        row_stop=None,
-        row_prefix=None,
-        columns=None,
-        filter=None,
-        timestamp=None,
-        time_range=None,
-        timestamps=None,
-        max_versions=1,
-        limit=None,
-        reverse=False,
-        output="cells",
-        include_timestamp=False,
-        batch_cells=65536,
-        raw=False,
-    ) -> tuple[BatchScan, list[tuple[bytes, bytes | None]]]:
-        low, high = row_range(row_start, row_stop, row_prefix, reverse)
-        min_ts, max_ts = self._time_bounds(timestamp, time_range)
-        columns = self._scan_columns(columns)
-        if not isinstance(max_versions, int) or max_versions < 1:
-            raise InvalidArgument(f"max_versions must be a positive int, got {max_versions!r}")
-        if limit is not None and (not isinstance(limit, int) or limit < 0):
-            raise InvalidArgument(f"limit must be a non-negative int, got {limit!r}")
-        if raw:  # raw scans: the one place their arguments are checked (storage/read/raw.py)
-            check_raw(output, columns, filter)
-        flt = coerce_filter(filter)
-        spans = [(low, high)]
-        if flt is not None:
-            flt = scan_copy(flt, reverse)
-            ranges = flt.row_ranges()
-            if ranges is not None:
-                # seek to each range the filter allows instead of filtering the gaps
-                spans = intersect([(low, high)], list(ranges))
-        scan = BatchScan(
-            low=low,
-            high=high,
-            reverse=reverse,
-            columns=columns,
-            min_timestamp=min_ts,
-            max_timestamp=max_ts,
-            timestamps=timestamps,
-            max_versions=max_versions,
-            filter=flt,
-            limit=limit,
-            batch_cells=batch_cells,
-            output=output,
-            include_timestamp=include_timestamp,
-            raw=bool(raw),
-        )
-        return scan, spans
+    def _plan(self, request: ScanRequest, output: str | None = None) -> tuple[BatchScan, list]:
+        return plan_batch_scan(request, self._check_family, output)
 
-    def scan_batches(
-        self,
-        row_start: bytes | None = None,
-        row_stop: bytes | None = None,
-        row_prefix: bytes | None = None,
-        columns: Sequence[bytes] | None = None,
-        filter: Any = None,
-        timestamp: int | None = None,
-        time_range: tuple[int, int] | None = None,
-        max_versions: int = 1,
-        limit: int | None = None,
-        reverse: bool = False,
-        output: str = "rows",
-        include_timestamp: bool = False,
-        batch_size: int = 65536,
-        metrics: ScanMetrics | None = None,
-        snapshot: "ReadSnapshot | None" = None,
-        raw: bool = False,
-    ) -> Iterator[pa.RecordBatch]:
-        """Scan as Arrow record batches: ``output="rows"`` (key + one column per
-        requested column) or ``"cells"`` (the six cell columns).  The vectorized path.
+    def run_scan(self, request: ScanRequest, metrics: ScanMetrics | None = None, *,
+                 snapshot: "ReadSnapshot | None" = None) -> Iterator[pa.RecordBatch]:
+        """The batches of a checked request (what ``scan_batches`` returns).
 
         The scan fixes its read point and leases its region views here, when
         called; ``snapshot`` (from :meth:`snapshot`) makes it read that
         snapshot's views instead, so several scans share one read point.
-        ``raw=True`` is HBase's raw scan (cells output: markers and deleted
-        cells, every version; see :mod:`storage.read.raw`).
         """
-        if output not in ("rows", "cells"):
-            raise InvalidArgument(f"output must be 'rows' or 'cells', got {output!r}")
-        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
-        scan, spans = self._batch_scan(
-            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
-            max_versions, limit, reverse, output, include_timestamp, batch_size, raw,
-        )
+        scan, spans = self._plan(request)
         return self._open_batches(scan, spans, metrics, snapshot)
+
+    def _scan_rows(self, request: ScanRequest, batch_size: int | None, *,
+                   path: str = "batch") -> Iterator[tuple[bytes, dict]]:
+        if path not in ("batch", "cell"):
+            raise InvalidArgument(f"path must be 'batch' or 'cell', got {path!r}")
+        if request.raw:  # raw scans run on the batch path's cell kernels (storage/read/raw.py)
+            scan, spans = self._plan(request.replace(include_timestamp=True), "cells")
+            return self._raw_dicts(self._lazy_batches(scan, spans), request.sorted_columns)
+        if path == "cell":
+            return self._scan_cells(request, batch_size)
+        scan, spans = self._plan(request, "cells")
+        if request.scan_batching is None:
+            # dense blocks may come as row batches: dicts zipped from whole columns
+            scan = dataclasses.replace(scan, row_dicts=True)
+        return self._dicts(self._lazy_batches(scan, spans), request)
+
+    @staticmethod
+    def _raw_dicts(batches: Iterator[pa.RecordBatch], sorted_columns: bool) -> Iterator[tuple[bytes, dict]]:
+        for batch in batches:
+            yield from raw_dicts(batch, sorted_columns)
+
+    def _lazy_batches(self, scan: BatchScan, spans: list) -> Iterator[pa.RecordBatch]:
+        """The batches of a planned scan, its views leased at the first ``next()`` (happybase's scan)."""
+        batches = self._open_batches(scan, spans, None)
+        try:
+            yield from batches
+        finally:
+            batches.close()
 
     def _open_batches(self, scan: BatchScan, spans, metrics: ScanMetrics | None,
                       snapshot: "ReadSnapshot | None" = None) -> Iterator[pa.RecordBatch]:
@@ -232,68 +159,6 @@ class TableScans:
             if metrics is not None:
                 metrics.time_ms += (time.perf_counter() - started) * 1000
 
-    def scan(
-        self,
-        row_start: bytes | None = None,
-        row_stop: bytes | None = None,
-        row_prefix: bytes | None = None,
-        columns: Sequence[bytes] | None = None,
-        filter: Any = None,
-        timestamp: int | None = None,
-        include_timestamp: bool = False,
-        batch_size: int = 1000,
-        scan_batching: int | None = None,
-        limit: int | None = None,
-        sorted_columns: bool = False,
-        reverse: bool = False,
-        time_range: tuple[int, int] | None = None,
-        max_versions: int = 1,
-        path: str = "batch",
-        raw: bool = False,
-    ) -> Iterator[tuple[bytes, dict]]:
-        """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as happybase does.
-
-        ``include_timestamp`` makes values ``(value, timestamp)`` pairs;
-        ``sorted_columns`` gives OrderedDicts in column order; ``reverse``
-        scans from ``row_start`` (highest, inclusive) down to ``row_stop``
-        (exclusive); ``scan_batching`` caps cells per yielded chunk of a wide row.
-        ``path="cell"`` runs the cell-at-a-time scanners instead of the batch
-        kernels (same results; the tests hold the two paths to each other).
-        ``raw=True`` (HBase's raw scan) yields ``(row, {b"cf:q": [(value,
-        timestamp, type name), ...]})`` with markers and every version
-        (:mod:`storage.read.raw`).
-        """
-        if path not in ("batch", "cell"):
-            raise InvalidArgument(f"path must be 'batch' or 'cell', got {path!r}")
-        if raw:  # raw scans run on the batch path (storage/read/raw.py)
-            scan, spans = self._batch_scan(row_start, row_stop, row_prefix, columns, filter, timestamp, time_range,
-                                           None, max_versions, limit, reverse, "cells", True, 65536, True)
-            for batch in self._open_batches(scan, spans, None):
-                yield from raw_dicts(batch, sorted_columns)
-            return
-        if path == "cell":
-            yield from self._scan_cells(
-                row_start, row_stop, row_prefix, columns, filter, timestamp, include_timestamp,
-                batch_size, scan_batching, limit, sorted_columns, reverse, time_range, max_versions,
-            )
-            return
-        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
-            raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
-        if scan_batching is not None and (not isinstance(scan_batching, int) or scan_batching < 1):
-            raise InvalidArgument(f"scan_batching must be a positive int, got {scan_batching!r}")
-        scan, spans = self._batch_scan(
-            row_start, row_stop, row_prefix, columns, filter, timestamp, time_range, None,
-            max_versions, limit, reverse, "cells", include_timestamp,
-        )
-        if scan_batching is None:
-            # dense blocks may come as row batches: dicts zipped from whole columns
-            scan = dataclasses.replace(scan, row_dicts=True)
-        for batch in self._open_batches(scan, spans, None):
-            if batch.schema.names[0] == "key":
-                yield from rows_to_dicts(batch, include_timestamp, sorted_columns)
-            else:
-                yield from cells_to_dicts(batch, include_timestamp, sorted_columns, scan_batching, max_versions > 1)
-
     def scanner(
         self,
         row_start: bytes | None = None,
@@ -317,25 +182,30 @@ class TableScans:
         This is the path of point reads, RPC-style scanners and callers that
         want cells as Python objects; ``scan_batches`` is the vectorized path.
         """
-        low, high = row_range(row_start, row_stop, row_prefix, reverse)
-        min_ts, max_ts = self._time_bounds(timestamp, time_range)
-        columns = self._scan_columns(columns)
+        request = request_of(locals())  # the arguments above that are request fields
+        return self.cell_scanner(request, batch, caching, max_result_size, metrics)
+
+    def cell_scanner(self, request: ScanRequest, batch: int | None = None, caching: int = 100,
+                     max_result_size: int | None = None, metrics: ScanMetrics | None = None) -> TableScanner:
+        """The :class:`storage.scanner.TableScanner` of a checked request (what :meth:`scanner` returns)."""
+        self._check_columns(request.columns)
+        low, high = request.bounds()
+        min_ts, max_ts = request.time_bounds()
+        reverse = request.reverse
         # The key range is enforced through the region bounds given to each
         # region scanner, so one [low, high) form serves both directions.
         # One filter copy serves the whole scan (a PageFilter counts across regions).
-        flt = coerce_filter(filter)
-        if flt is not None:
-            flt = scan_copy(flt, reverse)
+        flt = request.scan_filter()
         spec = ScanSpec(
             start_row=b"" if reverse else low,
             stop_row=None if reverse else high,
             reverse=reverse,
-            columns=columns,
+            columns=None if request.columns is None else list(request.columns),
             min_timestamp=min_ts,
             max_timestamp=max_ts,
-            max_versions=max_versions,
+            max_versions=request.max_versions,
             filter=flt,
-            limit=limit or None,
+            limit=request.limit or None,
             batch=batch,
             max_result_size=max_result_size,
             caching=caching,

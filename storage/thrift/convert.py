@@ -13,6 +13,7 @@ from typing import Iterable, Iterator
 
 from ..errors import InvalidArgument
 from ..read.python_rows import cells_to_dicts
+from ..read.scan_request import ScanRequest
 from .idl import hbase
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "column_descriptor",
     "region_info",
     "row_results",
+    "scan_request",
     "row_result",
     "cells_of_batches",
 ]
@@ -45,6 +47,22 @@ def read_columns(columns: Iterable[bytes] | None) -> list[bytes] | None:
             raise InvalidArgument(f"column names must be bytes, got {c!r:.60}")
         out.append(c)
     return out
+
+
+def scan_request(scan: "hbase.TScan", prefix: bytes | None = None) -> ScanRequest:
+    """The engine request of a ``TScan`` (or of ``scannerOpenWithPrefix``'s ``prefix``):
+    cells, its ``batchSize`` as cells per row piece and ``sortColumns`` as sorted columns."""
+    batching = scan.batchSize
+    if batching is not None and batching < 1:
+        raise InvalidArgument(f"TScan.batchSize must be at least 1, got {batching}")
+    if prefix is not None:
+        bounds = {"row_prefix": prefix}
+    else:
+        bounds = {"row_start": scan.startRow or None, "row_stop": scan.stopRow or None}
+    return ScanRequest.from_happybase(
+        **bounds, columns=read_columns(scan.columns), filter=scan.filterString or None, timestamp=scan.timestamp,
+        reverse=bool(scan.reversed), output="cells", scan_batching=batching, sorted_columns=bool(scan.sortColumns),
+    )
 
 
 def family_column(family: bytes) -> list[bytes]:

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ..table.connection import Connection
 from ..errors import InvalidArgument, TableNotFound
 from ..keys import key_after
+from ..read.scan_request import ScanRequest
 from ..schema import validate_table_name
 from .convert import (
     cells_of_batches,
@@ -29,6 +30,7 @@ from .convert import (
     region_info,
     row_result,
     row_results,
+    scan_request,
 )
 from .errors import GatewayIllegalArgument, GatewayIOError, to_thrift
 from .idl import hbase
@@ -222,10 +224,10 @@ class HbaseHandler:
             raise InvalidArgument(f"column must be non-empty bytes like b'cf:q', got {column!r:.60}")
         table = self._table(tableName)
         row = _row(row)
-        return cells_of_batches(table.scan_batches(
+        return cells_of_batches(table.run_scan(ScanRequest(
             row_start=row, row_stop=key_after(row), columns=read_columns([column]), timestamp=timestamp,
             max_versions=versions, output="cells",
-        ))
+        )))
 
     @_thrift_call
     def get(self, tableName, row, column, attributes) -> list:
@@ -406,19 +408,8 @@ class HbaseHandler:
     def _open(self, tableName, scan, prefix: bytes | None = None) -> int:
         table = self._table(tableName)
         self._s.scanners.check_room(self.connection_id)  # refuse before any scan work
-        batching = scan.batchSize
-        if batching is not None and batching < 1:
-            raise InvalidArgument(f"TScan.batchSize must be at least 1, got {batching}")
-        if prefix is not None:
-            bounds = {"row_prefix": prefix}
-        else:
-            bounds = {"row_start": scan.startRow or None, "row_stop": scan.stopRow or None}
-        sort = bool(scan.sortColumns)
-        batches = table.scan_batches(
-            **bounds, columns=read_columns(scan.columns), filter=scan.filterString or None,
-            timestamp=scan.timestamp, reverse=bool(scan.reversed), output="cells",
-        )
-        results = row_results(batches, sort, batching)
+        request = scan_request(scan, prefix)
+        results = row_results(table.run_scan(request), request.sorted_columns, request.scan_batching)
         # Pull the first row now, so a bad scan (filter, columns, range) fails at open.
         first = next(results, _END)
         results = _prepend(first, results) if first is not _END else iter(())

@@ -30,9 +30,11 @@ import java.util.Map;
 /**
  * Spark V2 predicates in the worker's small JSON form (connector/jvm/PROTOCOL.md, "filters").
  *
- * Only comparisons of one column with literals, IN, IS [NOT] NULL, the three string tests
- * and NOT of those are expressed; anything else (OR, expressions, timestamps) gives null
- * and stays with Spark.
+ * Comparisons of one column with literals, IN, IS [NOT] NULL, the three string tests, NOT of
+ * those, and AND / OR trees of them are expressed; anything else (expressions) gives null and
+ * stays with Spark. Inside a tree an untranslatable child becomes {@code Opaque} (the worker
+ * takes it as "any row may pass"), so the tree still narrows the scan and Spark re-checks it.
+ * The worker does the range algebra (connector/disjunction.py); nothing here computes ranges.
  */
 final class Predicates {
   private static final JsonNodeFactory F = JsonNodeFactory.instance;
@@ -52,13 +54,35 @@ final class Predicates {
     Expression[] c = p.children();
     ObjectNode out = F.objectNode();
     switch (name) {
+      case "AND":
+      case "OR": {
+        ArrayNode children = F.arrayNode();
+        boolean any = false;
+        for (Expression e : c) {
+          ObjectNode child = e instanceof Predicate ? toJson((Predicate) e) : null;
+          if (child == null) {
+            child = F.objectNode();
+            child.put("op", "Opaque");
+            child.put("text", e.toString());
+          } else {
+            any = true;
+          }
+          children.add(child);
+        }
+        if (!any || children.size() < 2) {
+          return null;
+        }
+        out.put("op", name.equals("AND") ? "And" : "Or");
+        out.set("children", children);
+        return out;
+      }
       case "NOT": {
         if (c.length != 1 || !(c[0] instanceof Predicate)) {
           return null;
         }
         ObjectNode child = toJson((Predicate) c[0]);
-        if (child == null) {
-          return null;
+        if (child == null || child.has("children")) {
+          return null;  // NOT of a tree stays with Spark (its optimizer pushes NOT inward anyway)
         }
         out.put("op", "Not");
         out.set("child", child);

@@ -36,6 +36,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   private final ArrayNode filters = EngineWorker.JSON.createArrayNode();
   private final List<Predicate> pushed = new ArrayList<>();
   private int limit = -1;
+  private String scanned = "";  // the key ranges and engine filter the worker made of the filters, for explain()
   private Aggregation aggregation;
   private long[] aggregateValues;
   private boolean aggregateAsked;
@@ -78,6 +79,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     ObjectNode req = settings.request("push");
     req.set("filters", json);
     JsonNode reply = settings.call(req);
+    scanned = scannedText(reply);
     boolean[] handled = new boolean[sent.size()];
     for (JsonNode i : reply.path("handled")) {
       handled[i.asInt()] = true;
@@ -171,7 +173,26 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       }
       return new CountScan(settings, schema, aggregateValues, describe(pushed), aggregation.toString());
     }
-    return new RegionScanScan(settings, required, filters, describe(pushed), limit);
+    return new RegionScanScan(settings, required, filters, describe(pushed) + scanned, limit);
+  }
+
+  /** {@code , KeyRanges: [[a, b), ...], EngineFilter: ...} from a push reply (nothing when unrestricted). */
+  static String scannedText(JsonNode reply) {
+    StringBuilder sb = new StringBuilder();
+    JsonNode ranges = reply.path("key_ranges");
+    if (ranges.isArray()) {
+      List<String> parts = new ArrayList<>();
+      for (JsonNode r : ranges) {
+        JsonNode hi = r.get(1);
+        parts.add("[" + r.get(0).asText() + ", " + (hi == null || hi.isNull() ? "(open)" : hi.asText()) + ")");
+      }
+      sb.append(", KeyRanges: ").append(parts.size()).append(" [").append(String.join(", ", parts)).append("]");
+    }
+    JsonNode engine = reply.path("engine_filter");
+    if (engine.isTextual()) {
+      sb.append(", EngineFilter: ").append(engine.asText());
+    }
+    return sb.toString();
   }
 
   static String describe(List<Predicate> predicates) {

@@ -26,7 +26,9 @@ import java.util.Properties;
  * Planning and reading go to this JVM's engine worker ({@link EngineWorker}). Writes
  * ({@code df.write.format("regionscan")}) go to the bulk-load writer of the Python source
  * ({@code regionscan_python}), which stages store files in its tasks and commits them all or
- * nothing on the driver.
+ * nothing on the driver. Every SaveMode works: the worker decides on the driver, before any
+ * task, whether the table exists (ErrorIfExists fails in one line, Ignore writes nothing)
+ * and the write then runs as Append or Overwrite (connector/savemode.py).
  */
 public final class RegionScanProvider implements TableProvider, DataSourceRegister, CreatableRelationProvider {
   /** The Spark version this jar was compiled against (from the jar's build.properties). */
@@ -76,7 +78,14 @@ public final class RegionScanProvider implements TableProvider, DataSourceRegist
       scala.collection.immutable.Map<String, String> parameters, Dataset<Row> data) {
     checkVersion();
     Map<String, String> options = scala.jdk.javaapi.CollectionConverters.asJava(parameters);
-    data.write().format("regionscan_python").mode(mode).options(options).save();
+    SourceSettings settings = new SourceSettings(options);
+    com.fasterxml.jackson.databind.node.ObjectNode req = settings.request("save");
+    req.put("mode", mode.name());
+    com.fasterxml.jackson.databind.JsonNode decision = settings.call(req);
+    if (decision.path("write").asBoolean(true)) {
+      SaveMode run = "overwrite".equals(decision.path("mode").asText()) ? SaveMode.Overwrite : SaveMode.Append;
+      data.write().format("regionscan_python").mode(run).options(options).save();
+    }
     StructType schema = data.schema();
     return new BaseRelation() {
       @Override
