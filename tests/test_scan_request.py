@@ -130,7 +130,17 @@ def test_wire_round_trip_through_a_framed_message(request):
     data = encode_message({"table": "t", "scan": request.to_wire()})
     back = ScanRequest.from_wire(decode_message(data).header["scan"], RequestFieldError)
     assert back == request
-    assert list(request.to_wire()) == list(WIRE_OPTIONS)
+    # the first protocol's keys always travel; a later field (raw) only when set
+    assert list(request.to_wire()) == [k for k in WIRE_OPTIONS if k != "raw"]
+
+
+def test_a_field_added_later_travels_only_when_set():
+    assert "raw" not in ScanRequest(output="cells").to_wire()
+    wire = ScanRequest(output="cells", raw=True).to_wire()
+    assert wire["raw"] is True and list(wire)[-1] == "raw"
+    assert ScanRequest.from_wire(wire) == ScanRequest(output="cells", raw=True)
+    with pytest.raises(InvalidArgument, match="raw scan returns cells"):
+        ScanRequest(raw=True)  # output="rows"
 
 
 def test_client_side_fields_do_not_travel_and_a_filter_object_travels_as_its_string():
