@@ -37,7 +37,7 @@ from .disjunction import push_tree
 from .pushdown import PushdownResult, describe_filter
 from .source import SourceConfig
 
-__all__ = ["ScanPlan", "explain", "plan_for", "save_plan", "load_plan", "PLAN_DIR"]
+__all__ = ["ScanPlan", "explain", "plan_for", "save_plan", "load_plan", "PLAN_DIR", "printable", "ranges_text"]
 
 PLAN_DIR = "regionscan-plans"
 _LOG = logging.getLogger("connector.explain")
@@ -73,7 +73,7 @@ class ScanPlan:
             serde=config.serde_name,
             columns=config.output_names,
             scan_columns=[c.decode() for c in spec.columns or ()],
-            key_ranges=_ranges_text(result.key_ranges),
+            key_ranges=ranges_text(result.key_ranges),
             point_gets=result.point_gets,
             engine_filter=spec.filter,
             pushed=[describe_filter(f) for f in result.handled],
@@ -105,17 +105,17 @@ class ScanPlan:
             shown = ", ".join(f"[{lo}, {'(open)' if hi is None else hi})" for lo, hi in self.key_ranges[:_SHOWN_RANGES])
             more = f" ... {len(self.key_ranges) - _SHOWN_RANGES} more" if len(self.key_ranges) > _SHOWN_RANGES else ""
             lines.append(f"  key ranges: {len(self.key_ranges)} ({self.point_gets} point gets): {shown}{more}")
-        lines.append(f"  engine filter: {_printable(self.engine_filter) if self.engine_filter else 'none'}")
+        lines.append(f"  engine filter: {printable(self.engine_filter) if self.engine_filter else 'none'}")
         lines.append(f"  pushed (applied exactly): {'; '.join(self.pushed) or 'none'}")
         lines.append(f"  left for Spark: {'; '.join(self.residual) or 'none'}")
         if self.splits is not None:
             lines.append(f"  splits: {self.splits} over regions {', '.join(self.regions or []) or 'none'}")
         for note in self.notes:
-            lines.append(f"    - {_printable(note)}")
+            lines.append(f"    - {printable(note)}")
         return "\n".join(lines)
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """Filter strings carry raw bytes (surrogate-escaped); show those, and controls, as ``\\xNN``."""
     out = []
     for ch in text:
@@ -129,7 +129,8 @@ def _printable(text: str) -> str:
     return "".join(out)
 
 
-def _ranges_text(ranges: list[KeyRange] | None) -> list[tuple[str, str | None]] | None:
+def ranges_text(ranges: list[KeyRange] | None) -> list[tuple[str, str | None]] | None:
+    """Key ranges as HBase's ``toStringBinary`` text pairs (None: no key bound)."""
     if ranges is None:
         return None
     return [(to_string_binary(lo), None if hi is None else to_string_binary(hi)) for lo, hi in ranges]

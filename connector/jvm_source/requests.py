@@ -24,7 +24,7 @@ from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument
 
 from ..disjunction import And, Opaque, Or, push_tree, tree_columns
-from ..explain import ScanPlan, _printable, _ranges_text, save_plan
+from ..explain import ScanPlan, printable, ranges_text, save_plan
 from ..options import MAX_RESTARTS, conf_bool, conf_int
 from ..pushdown import PushdownResult
 from ..record_reader import TableBatchRecordReader
@@ -165,8 +165,8 @@ def push(req: dict) -> dict:
     result = push_tree(filters, config.read_serde(), config.column_filters, config.superset_filters)
     handled = {id(f) for f in result.handled}
     return {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes,
-            "key_ranges": _ranges_text(result.key_ranges),
-            "engine_filter": _printable(repr(result.engine_filter)) if result.engine_filter is not None else None}
+            "key_ranges": ranges_text(result.key_ranges),
+            "engine_filter": printable(repr(result.engine_filter)) if result.engine_filter is not None else None}
 
 
 def save(req: dict) -> dict:
