@@ -15,6 +15,7 @@ the rest are the executor's own options (``path=`` embedded; ``mode=``,
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import inspect
 from typing import Any, Iterator, Sequence
@@ -63,15 +64,17 @@ def request_of(given: dict) -> ScanRequest:
 _SHAPES_ROWS = ("scan_batching", "sorted_columns")  # scan()'s alone: scan_batches refuses them
 
 
-class ScanCalls:
-    """``scan`` and ``scan_batches`` over an executor's ``run_scan`` and ``_scan_rows``."""
+class ScanCalls(abc.ABC):
+    """``scan`` and ``scan_batches`` over an executor's ``run_scan`` and ``_scan_rows``
+    (each table front end implements both)."""
 
+    @abc.abstractmethod
     def run_scan(self, request: ScanRequest, metrics: Any = None, **options: Any) -> Iterator[pa.RecordBatch]:
         """Run a checked request; its batches (the executor's)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def _scan_rows(self, request: ScanRequest, batch_size: int | None, **options: Any) -> Iterator[tuple[bytes, dict]]:
-        raise NotImplementedError
+        """Run a checked request of ``scan()``; its ``(row, dict)`` pairs, ``batch_size`` rows per fetch."""
 
     def scan_batches(
         self,
