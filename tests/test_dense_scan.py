@@ -272,3 +272,26 @@ def test_bulk_load_writes_column_batches_as_dense_blocks(tmp_path):
     task.add(pa.RecordBatch.from_pydict({"key": [b"k001", b"k001"], "cf:a": [b"x", None], "cf:b": [None, b"y"]}))
     merged = _staged_cells(fs, task.finish())
     assert [(c[0], c[2], c[5]) for c in merged] == [(b"k001", b"a", b"x"), (b"k001", b"b", b"y")]
+
+
+def test_a_block_keeps_its_unfiltered_row_batches_only():
+    """A cached block answers the same column choice again with the batch it built
+    (its own arrays); a masked call, or one that drops rows, never reads or fills the memo."""
+    import numpy as np
+
+    from storage.storefile.dense_rows import dense_rows
+
+    cells = [(b"r%02d" % i, b"cf", q, 7, 4, b"%s%d" % (q, i)) for i in range(12) for q in (b"a", b"b")
+             if not (q == b"b" and i % 4 == 0)]
+    dense = dense_from_cells(cells_to_batch(cells))
+    assert dense is not None
+    both = dense_rows(dense, ["cf:a", "cf:b"], [b"a", b"b"], False)
+    assert dense_rows(dense, ["cf:a", "cf:b"], [b"a", b"b"], False) is both
+    assert both.num_rows == 12 and both.column(2).null_count == 3
+    mask = np.arange(12) % 2 == 0
+    masked = dense_rows(dense, ["cf:a", "cf:b"], [b"a", b"b"], False, mask=mask)
+    assert masked.column(0).to_pylist() == [b"r%02d" % i for i in range(0, 12, 2)]
+    only_b = dense_rows(dense, ["cf:b"], [b"b"], True)  # rows without b are dropped: a copy, not kept
+    assert only_b.num_rows == 9 and ("cf:b",) not in {k[0] for k in dense.row_batches}
+    assert dense_rows(dense, ["cf:a", "cf:b"], [b"a", b"b"], False) is both
+    assert dense_rows(dense, ["cf:b"], [b"b"], True).equals(only_b)

@@ -25,7 +25,7 @@ from storage.errors import InvalidArgument
 
 from ..disjunction import And, Opaque, Or, push_tree, tree_columns
 from ..explain import ScanPlan, printable, ranges_text, save_plan
-from ..options import MAX_RESTARTS, conf_bool, conf_int
+from ..options import MAX_RESTARTS, SCAN_CACHEBLOCKS, conf_bool, conf_int
 from ..pushdown import PushdownResult
 from ..record_reader import TableBatchRecordReader
 from ..scanning import split_row_count
@@ -147,9 +147,17 @@ class ReadPlan:
         return push_tree(self.filters, c.read_serde(), c.column_filters, c.superset_filters)
 
     def input_format(self, result: PushdownResult):
-        """The input format restricted by ``result``."""
+        """The input format restricted by ``result``.
+
+        Blocks are cached unless the options say not to: MapReduce leaves
+        ``hbase.mapreduce.scan.cacheblocks`` off so that one bulk scan does not
+        flush a region server's cache that others share, but the worker's cache
+        is its own and it serves every task and query of its JVM.
+        """
         engine = repr(result.engine_filter) if result.engine_filter is not None else None
-        return self.config.input_format(result.key_ranges, engine)
+        fmt = self.config.input_format(result.key_ranges, engine)
+        fmt.conf.setdefault(SCAN_CACHEBLOCKS, True)
+        return fmt
 
 
 def schema(req: dict) -> dict:

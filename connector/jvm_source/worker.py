@@ -21,10 +21,16 @@ from typing import Any
 
 import pyarrow as pa
 
+from storage.errors import InvalidArgument
+from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV, shared_block_cache
+
 from . import requests
 from .protocol import VERSION, ProtocolError, read_request, write_frame
 
-__all__ = ["EngineWorker", "serve", "main"]
+__all__ = ["EngineWorker", "serve", "main", "WORKER_BLOCK_CACHE_SIZE"]
+
+#: the worker's block cache unless ``spark.regionscan.worker.blockCacheSize`` says otherwise
+WORKER_BLOCK_CACHE_SIZE = 1 << 30
 
 _PLANNING = {"schema": requests.schema, "push": requests.push, "save": requests.save, "plan": requests.plan,
              "count": requests.count}
@@ -155,6 +161,14 @@ def main() -> int:
     if not secret:
         print("regionscan engine worker: REGIONSCAN_WORKER_SECRET is not set (the JVM source sets it)",
               file=sys.stderr)
+        return 2
+    # The worker is its JVM's region server: its block cache is its own and serves every
+    # task and query of that JVM, so it is sized for a table, not for a scratch scan.
+    os.environ.setdefault(BLOCK_CACHE_SIZE_ENV, str(WORKER_BLOCK_CACHE_SIZE))
+    try:
+        shared_block_cache()
+    except InvalidArgument as exc:
+        print(f"regionscan engine worker: {exc} (spark.regionscan.worker.blockCacheSize)", file=sys.stderr)
         return 2
     serve(secret)
     return 0

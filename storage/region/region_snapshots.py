@@ -23,12 +23,14 @@ they read.
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ..cells import CELL_SCHEMA
-from ..errors import StorageError
+from ..errors import InvalidArgument, StorageError
 from ..memstore.sorted_cells import SortedCells
 from ..schema import FamilySettings
 from ..storefile import BlockCache, StoreFileReader
@@ -53,6 +55,9 @@ __all__ = [
     "release_pin_file",
     "live_pins",
     "shared_block_cache",
+    "parse_cache_size",
+    "BLOCK_CACHE_SIZE_ENV",
+    "DEFAULT_BLOCK_CACHE_SIZE",
 ]
 
 _WAL_DIR = "wal"
@@ -179,13 +184,34 @@ def pin_table(table_fs: FileSystem, wanted: Callable[[RegionInfo], bool] | None 
 _cache_lock = threading.Lock()
 _cache: BlockCache | None = None
 
+#: the environment variable that sizes the process's shared block cache (bytes, or with a
+#: k/m/g suffix); the JVM source sets it for its engine worker from
+#: ``spark.regionscan.worker.blockCacheSize``
+BLOCK_CACHE_SIZE_ENV = "REGIONSCAN_BLOCK_CACHE_SIZE"
+DEFAULT_BLOCK_CACHE_SIZE = 64 << 20
+_SIZE_SUFFIXES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
+
+
+def parse_cache_size(text: str, what: str = BLOCK_CACHE_SIZE_ENV) -> int:
+    """Bytes from ``text``: a non-negative integer with an optional k/m/g suffix (``512m``)."""
+    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
+    factor = _SIZE_SUFFIXES.get(match.group(2).lower()) if match else None
+    if match is None or factor is None:
+        raise InvalidArgument(f"{what} must be a size in bytes such as 536870912 or 512m, got {text!r}")
+    return int(match.group(1)) * factor
+
 
 def shared_block_cache() -> BlockCache:
-    """One block cache per process, shared by readers that cache blocks."""
+    """One block cache per process, shared by readers that cache blocks.
+
+    Sized at first use by ``REGIONSCAN_BLOCK_CACHE_SIZE`` if set, else
+    :data:`DEFAULT_BLOCK_CACHE_SIZE`.
+    """
     global _cache
     with _cache_lock:
         if _cache is None:
-            _cache = BlockCache(64 << 20)
+            text = os.environ.get(BLOCK_CACHE_SIZE_ENV)
+            _cache = BlockCache(parse_cache_size(text) if text else DEFAULT_BLOCK_CACHE_SIZE)
         return _cache
 
 

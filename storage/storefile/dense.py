@@ -71,7 +71,7 @@ class DenseBlock:
     None for a block read for its keys only.
     """
 
-    __slots__ = ("rows", "qualifiers", "timestamps", "values", "_plain_ts", "_cells")
+    __slots__ = ("rows", "qualifiers", "timestamps", "values", "_plain_ts", "_cells", "row_batches")
 
     def __init__(self, rows: pa.Array, qualifiers: tuple, timestamps: list, values: list | None,
                  cells: int | None = None):
@@ -81,6 +81,9 @@ class DenseBlock:
         self.values = values
         self._plain_ts: list | None = None
         self._cells = cells  # cell count, once known (decoding verifies it against the header)
+        # unfiltered row batches already built from this block, by (names, qualifiers, timestamps):
+        # they slice the block's own arrays, so a cached block serves later scans without rebuilding
+        self.row_batches: dict | None = None
 
     @property
     def num_rows(self) -> int:

@@ -60,6 +60,29 @@ def dense_rows(
     Rows without any kept cell are dropped first, so the value columns are
     filtered once and only the surviving rows' cells are masked.
     """
+    memo_key = None
+    if mask is None and not value_masks:
+        memo_key = (tuple(columns), tuple(qualifiers), include_timestamp)
+        memo = dense.row_batches
+        if memo is not None and memo_key in memo:
+            return memo[memo_key]
+    out = _dense_rows(dense, columns, qualifiers, include_timestamp, mask, value_masks)
+    if memo_key is not None and (out is None or out.num_rows == dense.num_rows):
+        # only a batch of the block's own arrays (no row dropped, so nothing copied) is kept
+        memo = dense.row_batches
+        if memo is None:
+            memo = dense.row_batches = {}
+        if len(memo) < _ROW_BATCHES_KEPT:
+            memo[memo_key] = out
+    return out
+
+
+#: how many column choices a dense block keeps its row batch for
+_ROW_BATCHES_KEPT = 4
+
+
+def _dense_rows(dense: DenseBlock, columns: list[bytes], qualifiers: list[bytes], include_timestamp: bool,
+                mask: np.ndarray | None, value_masks: dict | None) -> pa.RecordBatch | None:
     n = dense.num_rows
     where = {q: j for j, q in enumerate(dense.qualifiers)}
     value_masks = value_masks or {}

@@ -93,6 +93,10 @@ public final class EngineWorker {
     File log = File.createTempFile("regionscan-engine-worker-", ".log");
     ProcessBuilder pb = new ProcessBuilder(python, "-m", "connector.engine_worker");
     pb.environment().put("REGIONSCAN_WORKER_SECRET", secret);
+    String cacheSize = SourceSettings.conf("spark.regionscan.worker.blockCacheSize", "");
+    if (!cacheSize.isEmpty()) {
+      pb.environment().put("REGIONSCAN_BLOCK_CACHE_SIZE", cacheSize);
+    }
     if (pythonPath != null && !pythonPath.isEmpty()) {
       String old = pb.environment().getOrDefault("PYTHONPATH", "");
       pb.environment().put("PYTHONPATH", old.isEmpty() ? pythonPath : pythonPath + File.pathSeparator + old);

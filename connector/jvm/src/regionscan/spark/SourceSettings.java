@@ -37,7 +37,8 @@ final class SourceSettings implements Serializable {
     this.pythonPath = conf("spark.regionscan.pythonpath", "");
   }
 
-  private static String conf(String key, String fallback) {
+  /** A setting: the session's runtime value, else the SparkConf's, else {@code fallback}. */
+  static String conf(String key, String fallback) {
     String session = SQLConf.get().getConfString(key, null);  // runtime settings (spark.conf.set) first
     if (session != null && !session.isEmpty()) {
       return session;
