@@ -333,16 +333,18 @@ class SerDe(ABC):
         for row in rows:
             yield self.deserialize(row)
 
-    def deserialize_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """Decode a row batch into a record batch with :attr:`arrow_schema`, vectorized."""
+    def deserialize_batch(self, batch: pa.RecordBatch, columns: Sequence[str] | None = None) -> pa.RecordBatch:
+        """Decode a row batch into a record batch with :attr:`arrow_schema`, vectorized.
+
+        With ``columns``, only those output columns are decoded, in that order:
+        as Hive's lazy SerDes do, a column the query does not use (the row key
+        of ``sum(n)``, say) costs nothing, and its bad values are not seen.
+        """
         if isinstance(batch, pa.Table):
             batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else pa.RecordBatch.from_pylist([], schema=batch.schema)
-        if not isinstance(batch, pa.RecordBatch):
-            raise InvalidArgument(f"deserialize_batch expects a pyarrow.RecordBatch, got {type(batch).__name__}")
-        index = batch.schema.get_field_index("key")
-        if index < 0:
-            raise InvalidArgument(f"a row batch needs a 'key' column; got columns {batch.schema.names}")
-        keys = batch.column(index)
+        if columns is not None:
+            return self._deserialize_columns(batch, list(columns))
+        keys = _batch_keys(batch)
         arrays: list = []
         for reader in self.readers:
             arrays.extend(reader.read_batch(batch, keys))
@@ -351,6 +353,26 @@ class SerDe(ABC):
         self.stats.rows += batch.num_rows
         self.stats.batches += 1
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
+    def _deserialize_columns(self, batch: pa.RecordBatch, columns: list[str]) -> pa.RecordBatch:
+        unknown = [c for c in columns if c not in self._names]
+        if unknown:
+            raise InvalidArgument(f"unknown columns {unknown}; the mapping has {self._names}")
+        if not columns:
+            return batch.select([])  # no column, the row count kept
+        wanted = set(columns)
+        readers = [r for r in self.readers if wanted.intersection(r.names)]
+        if len(readers) == len(self.readers):
+            full = self.deserialize_batch(batch)
+            return full.select(columns)
+        keys = _batch_keys(batch)
+        decoded: dict[str, pa.Array] = {}
+        for reader in readers:
+            decoded.update(zip(reader.names, reader.read_batch(batch, keys)))
+        self.stats.rows += batch.num_rows
+        self.stats.batches += 1
+        schema = pa.schema([self.arrow_schema.field(c) for c in columns])
+        return pa.RecordBatch.from_arrays([decoded[c] for c in columns], schema=schema)
 
     # -- serialization -----------------------------------------------------
     def _values(self, values: Sequence[Any] | Mapping[str, Any]) -> Sequence[Any]:
@@ -501,3 +523,13 @@ def _split_timestamps(cells: Mapping[bytes, Any]) -> tuple[dict, dict | None]:
     if not isinstance(first, tuple):
         return cells, None
     return {k: v[0] for k, v in cells.items()}, {k: v[1] for k, v in cells.items()}
+
+
+def _batch_keys(batch: Any) -> pa.Array:
+    """The ``key`` column of a row batch, or one line saying what the batch lacks."""
+    if not isinstance(batch, pa.RecordBatch):
+        raise InvalidArgument(f"deserialize_batch expects a pyarrow.RecordBatch, got {type(batch).__name__}")
+    index = batch.schema.get_field_index("key")
+    if index < 0:
+        raise InvalidArgument(f"a row batch needs a 'key' column; got columns {batch.schema.names}")
+    return batch.column(index)

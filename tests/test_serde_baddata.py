@@ -147,3 +147,28 @@ def test_avro_schema_mismatch_on_write_is_an_encode_error():
     stream = io.BytesIO()
     fastavro.schemaless_writer(stream, fastavro.parse_schema("int"), 3)
     assert sd.deserialize((b"k", {b"cf:v": stream.getvalue()})) == ("k", 3)
+
+
+@pytest.mark.parametrize("columns", [["n"], ["s", "n"], ["key"], ["d", "key", "s"], []])
+def test_decoding_some_columns_equals_the_full_decode_of_them(columns):
+    sd = create_serde("binary", BINARY)
+    import datetime as dt
+
+    rows = [sd.serialize({"key": f"r{i}", "n": i, "s": f"s{i}", "d": dt.date(2020, 1, 1 + i)}) for i in range(5)]
+    batch = rows_to_batch(rows, sd.scan_columns)
+    part = sd.deserialize_batch(batch, columns)
+    assert part.schema.names == columns
+    assert part.equals(sd.deserialize_batch(batch).select(columns))
+
+
+def test_a_column_not_decoded_cannot_fail_the_decode():
+    """A bad value in a column the read does not ask for is not seen (a lazy SerDe);
+    asked for, it is the usual one-line DecodeError."""
+    sd = create_serde("binary", BINARY)
+    rows = [sd.serialize({"key": "r0", "n": 1, "s": "a"}), (b"r1", {b"cf:n": b"\x00\x01\x02", b"cf:s": b"b"})]
+    batch = rows_to_batch(rows, sd.scan_columns)
+    assert sd.deserialize_batch(batch, ["s"]).column(0).to_pylist() == ["a", "b"]
+    with pytest.raises(DecodeError):
+        sd.deserialize_batch(batch, ["n"])
+    with pytest.raises(InvalidArgument, match=r"unknown columns \['zz'\]"):
+        sd.deserialize_batch(batch, ["s", "zz"])

@@ -338,8 +338,7 @@ def _batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: pa.Sche
                 if not names:
                     yield rows.select([])
                     continue
-                typed = serde.deserialize_batch(rows)
-                arrays = [typed.column(n) for n in names]
+                arrays = serde.deserialize_batch(rows, names).columns
                 arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
                 yield pa.RecordBatch.from_arrays(arrays, schema=target)
         finally:
