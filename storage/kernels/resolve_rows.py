@@ -117,6 +117,12 @@ class ResolvedRows:
             ]
         return self._ts
 
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: the keys, values and per-column entry arrays (what a cache charges)."""
+        total = self.keys.nbytes + sum(v.nbytes for v in self.values)
+        return total + sum(a.nbytes for a in self._sources) + sum(a.nbytes for a in self._laid)
+
     def present(self, j: int) -> np.ndarray:
         """Boolean per row: column ``j`` has a visible cell."""
         return self._sources[j] >= 0

@@ -28,7 +28,8 @@ class _ArrowRun:
     segment's cells (kept with the segment and brought up to date at its
     next read after writes), or what one reader sees of them."""
 
-    __slots__ = ("table", "seqs", "max_seq", "_clean", "_row_run", "_rows")
+    # weak references: a chunk kept between scans names the runs it was built from (storage/read/chunk_memo.py)
+    __slots__ = ("table", "seqs", "max_seq", "_clean", "_row_run", "_rows", "__weakref__")
 
     def __init__(self, table: pa.Table, seqs: np.ndarray | None, max_seq: int):
         self.table = table
@@ -202,6 +203,17 @@ class MemStoreView:
         """True when what the view shows needs no version or delete resolution."""
         live = [r for r in self._live() if r.table.num_rows]
         return len(live) <= 1 and all(r.clean for r in live)
+
+    def anchors(self) -> tuple | None:
+        """The objects holding what the view shows (its maps' runs), for a
+        result kept between scans (:mod:`storage.read.chunk_memo`): a write
+        replaces them, so the same objects mean the same cells.  None when
+        the view sees a run filtered to its read point (a later write is in
+        its map), which no other view shares."""
+        live = self._live()
+        if any(r.seqs is None for r in live):
+            return None
+        return tuple(live)
 
     def row_run(self):
         """What the view shows as rows (a :class:`storage.memstore.row_runs.RowRun`),

@@ -52,6 +52,10 @@ class SortedCells:
             return self  # a log of one family (the usual case): no copy
         return SortedCells(self.table.filter(pa.array(mask)))
 
+    def anchors(self) -> tuple:
+        """Itself: its cells never change (see :meth:`storage.memstore.runs.MemStoreView.anchors`)."""
+        return (self,)
+
     def is_empty(self) -> bool:
         """True when there is no cell."""
         return self.table.num_rows == 0

@@ -32,11 +32,14 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+from ..kernels.resolve_rows import ResolvedRows
 from ..kernels.row_merge import merge_row_runs, row_order
 from ..memstore.row_runs import RowRun
 from ..region.row_resolve import as_dense, memstore_items, part_items, resolve_items, rows_batch
 from ..region.store import StoreView
 from ..storefile.dense_rows import dense_rows, filter_masks, row_schema
+from ..storefile.cache_memo import CacheMemo
+from .chunk_memo import chunk_memo
 
 __all__ = ["RowMerge", "CELLS"]
 
@@ -93,6 +96,15 @@ class RowMerge:
     def chunk(self, lo: bytes, hi: bytes | None, reverse: bool) -> "Sequence[pa.RecordBatch] | object":
         """The rows of ``[lo, hi)`` (descending when ``reverse``), limited by the
         scan's row limit, as batches; :data:`CELLS` when the chunk needs the cell path."""
+        memo = self._memo(lo, hi, reverse)
+        kept = memo.get() if memo is not None else None
+        if kept is not None:
+            # an earlier scan built this chunk from the same sources (storage/read/chunk_memo.py)
+            if isinstance(kept, ResolvedRows):
+                return self._shaped(kept, reverse)
+            merged, counts = kept
+            self._count(counts)
+            return self._limited(merged)
         sources: list[list] = []  # each source's dense blocks in the chunk, newest first
         file_parts: list[list] = []
         resolve = self.bounded
@@ -112,7 +124,7 @@ class RowMerge:
             elif not resolve:
                 sources.append([p.dense for p in parts])
         if resolve:
-            return self._resolved(lo, hi, reverse, file_parts)
+            return self._resolved(lo, hi, reverse, file_parts, memo)
         if not sources:
             return []
         order = None
@@ -120,14 +132,14 @@ class RowMerge:
             if self.shared and self.resolvable:
                 # the sources shared rows in earlier chunks (a table being
                 # updated): resolve at once rather than sort the keys twice
-                return self._resolved(lo, hi, reverse, file_parts)
+                return self._resolved(lo, hi, reverse, file_parts, memo)
             # a row in two sources needs resolving (found from the keys alone,
             # before any value column is touched)
             keys = [b[0].rows if len(b) == 1 else pa.concat_arrays([d.rows for d in b]) for b in sources]
             order = row_order(keys)
             if order is None:
                 self.shared = True
-                return self._resolved(lo, hi, reverse, file_parts)
+                return self._resolved(lo, hi, reverse, file_parts, memo)
         counts = [0, 0]  # cells scanned, rows filtered: counted once the chunk is done here
         runs = [r for r in (self._rows(blocks, counts) for blocks in sources) if r is not None]
         if order is not None and sum(r.num_rows for r in runs) != len(order):
@@ -136,7 +148,22 @@ class RowMerge:
         self._count(counts)
         if merged is None:
             return []
+        if memo is not None and len(sources) > 1 and self.plan[0] == "none":
+            # merged rows are this chunk's answer for any scan of these columns without a filter
+            memo.put((merged, counts), merged.nbytes)
         return self._limited(merged)
+
+    def _memo(self, lo: bytes, hi: bytes | None, reverse: bool) -> CacheMemo | None:
+        """Where this chunk's rows are kept between scans; None when they
+        cannot be (a TTL makes the answer depend on the clock)."""
+        proc = self.proc
+        if proc.ttl_cutoff[self.view.family] is not None:
+            return None
+        scan = proc.scan
+        stamps = None if scan.timestamps is None else tuple(scan.timestamps)
+        what = (tuple(self.resolved_qualifiers), tuple(self.names), scan.include_timestamp, reverse,
+                self.plan[0] == "none", scan.min_timestamp, scan.max_timestamp, stamps, self.view.settings)
+        return chunk_memo(self.view, lo, hi, what)
 
     def _count(self, counts: list) -> None:
         metrics = self.proc.metrics
@@ -151,7 +178,8 @@ class RowMerge:
             proc.rows_left -= merged.num_rows
         return [b for b in merged.to_batches() if b.num_rows]
 
-    def _resolved(self, lo: bytes, hi: bytes | None, reverse: bool, file_parts: list) -> "list | object":
+    def _resolved(self, lo: bytes, hi: bytes | None, reverse: bool, file_parts: list,
+                  memo: CacheMemo | None) -> "list | object":
         """The chunk's sources resolved as rows (:mod:`storage.region.row_resolve`),
         then filtered and shaped; :data:`CELLS` when they cannot be."""
         if not self.resolvable:
@@ -172,6 +200,15 @@ class RowMerge:
         )
         if resolved is None:
             return CELLS
+        if memo is not None:
+            memo.put(resolved, resolved.nbytes)
+        return self._shaped(resolved, reverse)
+
+    def _shaped(self, resolved: ResolvedRows, reverse: bool) -> list:
+        """Resolved rows filtered and shaped as the scan asks, limited."""
+        proc = self.proc
+        scan = proc.scan
+        qualifiers = self.resolved_qualifiers
         counts = [0, 0]
         if proc.metrics is not None:
             counts[0] = sum(int(resolved.present(j).sum()) for j in range(len(qualifiers)))

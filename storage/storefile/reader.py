@@ -387,6 +387,11 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         return self._index.row_starts
 
     @property
+    def block_cache(self) -> "BlockCache | None":
+        """The block cache this reader loads into (shared by the connection), or None."""
+        return self._cache
+
+    @property
     def bloom(self) -> RowBloomFilter | None:
         """The file's row bloom filter (pinned with the reader), or None."""
         return self._bloom

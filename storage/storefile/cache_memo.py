@@ -1,0 +1,57 @@
+"""A result kept in the block cache while the objects it was built from live.
+
+The block cache holds decoded blocks; some results built from them are as
+costly and as reusable: a live table's chunk resolved against the memstore
+(:mod:`storage.read.chunk_memo`), a pinned region's decoded WAL
+(:class:`storage.region.region_snapshots.PinnedRegion`).  A
+:class:`CacheMemo` keeps one such result under a key that names its
+sources, charged its bytes like any block:
+
+* ``anchors`` are objects whose identity stands for content that never
+  changes while they live (a memstore run, a decoded log); the entry holds
+  them by weak reference and is served only while they are the very objects
+  the caller has (an id in the key could be reused once an object is gone);
+* a result is kept on its second build from the same sources: the first
+  leaves a marker of no size, so sources that change between every two reads
+  (a table written between scans) fill the cache with nothing read again.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Hashable, Sequence
+
+__all__ = ["CacheMemo"]
+
+_SEEN = object()
+_SEEN_CHARGE = 64  # what the cache charges for a first build's marker
+
+
+class CacheMemo:
+    """One result's entry in a block cache: :meth:`get` what an earlier read
+    built from these sources, :meth:`put` what this one built."""
+
+    __slots__ = ("_cache", "_key", "_anchors")
+
+    def __init__(self, cache, key: Hashable, anchors: Sequence[Any] = ()):
+        self._cache = cache
+        self._anchors = tuple(anchors)
+        self._key = (key, tuple(id(a) for a in self._anchors))
+
+    def get(self) -> Any | None:
+        """What an earlier read built from these same sources, or None."""
+        entry = self._cache.get(self._key, count_miss=False)
+        if entry is None or entry is _SEEN:
+            return None
+        refs, value = entry
+        if len(refs) != len(self._anchors) or any(r() is not a for r, a in zip(refs, self._anchors)):
+            return None
+        return value
+
+    def put(self, value: Any, charge: int) -> None:
+        """Keep ``value`` (``charge`` bytes) if these sources were built once before."""
+        if self._cache.get(self._key, count_miss=False) is not _SEEN:
+            self._cache.put(self._key, _SEEN, _SEEN_CHARGE)
+            return
+        refs = tuple(weakref.ref(a) for a in self._anchors)
+        self._cache.put(self._key, (refs, value), charge)
