@@ -224,7 +224,7 @@ def resolve_rows(
             keep = np.flatnonzero(any_cell)
     chosen = starts if keep is None else starts[keep]
     keys = _keys(all_keys, joined, ordered[chosen], order[chosen])
-    kept = None if keep is None else pa.array(any_cell)
+    kept = None if keep is None else pa.array(keep)
     out_values = []
     for j, src in enumerate(sources):
         if keep is not None:
@@ -234,7 +234,8 @@ def resolve_rows(
         values = pa.chunked_array(chunks, pa.binary()) if len(chunks) > 1 else chunks[0]
         if identity and not missing.any():
             # entries in key order, each its row's cell: the kept ones, in place
-            taken = values if kept is None else values.filter(kept)
+            # (a take by index gives one chunk: no second copy to combine the blocks' chunks)
+            taken = values if kept is None else values.take(kept)
         else:
             taken = values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src))
         out_values.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)

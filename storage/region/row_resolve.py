@@ -117,10 +117,12 @@ def rows_batch(resolved: ResolvedRows, schema: pa.Schema, include_timestamp: boo
     column its value and, with ``include_timestamp``, its timestamp), every
     resolved column requested in order."""
     arrays = [resolved.keys]
+    if not include_timestamp:
+        arrays.extend(resolved.values)  # the timestamps are gathered only when asked for
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
     for ts, values in zip(resolved.ts, resolved.values):
         arrays.append(values)
-        if include_timestamp:
-            arrays.append(_ts_array(ts))
+        arrays.append(_ts_array(ts))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
