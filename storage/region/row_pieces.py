@@ -62,15 +62,32 @@ def dense_piece(blocks: DenseBlock | Sequence[DenseBlock], qualifiers: Sequence[
                 stamps.append(pa.nulls(d.num_rows, pa.int64()))
                 chunks.append(pa.nulls(d.num_rows, pa.binary()))
                 continue
-            stamps.append(d.plain_timestamps()[j])
+            stamps.append(d.timestamps[j])
             chunks.append(d.values[j] if d.values is not None else pa.nulls(d.num_rows, pa.binary()))
         # one Arrow call per column for all blocks: the nulls of absent entries become ABSENT
-        column = stamps[0] if len(stamps) == 1 else pa.chunked_array(stamps, pa.int64())
+        column = _plain(stamps, blocks, q)
         if column.null_count:
             column = column.fill_null(ABSENT)
         ts.append(column.to_numpy() if isinstance(column, pa.ChunkedArray) else column.to_numpy(zero_copy_only=False))
         values.append(chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, pa.binary()))
     return RowPiece(keys, ts, values)
+
+
+def _plain(stamps: list, blocks: list, qualifier: bytes) -> pa.Array | pa.ChunkedArray:
+    """The blocks' timestamps of one column as plain int64 (nulls where absent).
+
+    Blocks store them run-length encoded; decoding them as one chunked array
+    is one Arrow call where a call per block costs several microseconds each
+    (hundreds of blocks in a chunk)."""
+    if len(stamps) == 1:
+        ts = stamps[0]
+        return blocks[0].plain_timestamps()[blocks[0].qualifiers.index(qualifier)] \
+            if pa.types.is_run_end_encoded(ts.type) else ts
+    kind = stamps[0].type
+    if pa.types.is_run_end_encoded(kind) and all(t.type == kind for t in stamps):
+        return pc.run_end_decode(pa.chunked_array(stamps, kind))
+    plain = [pc.run_end_decode(t) if pa.types.is_run_end_encoded(t.type) else t for t in stamps]
+    return pa.chunked_array(plain, pa.int64())
 
 
 def _index(dense: DenseBlock, qualifier: bytes) -> int | None:
