@@ -85,7 +85,7 @@ class ScanCalls(abc.ABC):
         filter: Any = None,
         timestamp: int | None = None,
         time_range: tuple[int, int] | None = None,
-        max_versions: int = 1,
+        max_versions: int | None = None,
         limit: int | None = None,
         reverse: bool = False,
         output: str = "rows",
@@ -137,7 +137,7 @@ class ScanCalls(abc.ABC):
         sorted_columns: bool = False,
         reverse: bool = False,
         time_range: tuple[int, int] | None = None,
-        max_versions: int = 1,
+        max_versions: int | None = None,
         **options: Any,
     ) -> Iterator[tuple[bytes, dict]]:
         """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as happybase does.
@@ -166,7 +166,7 @@ class ScanCalls(abc.ABC):
                     yield from rows_to_dicts(batch, request.include_timestamp, request.sorted_columns)
                 else:
                     yield from cells_to_dicts(batch, request.include_timestamp, request.sorted_columns,
-                                              request.scan_batching, request.max_versions > 1)
+                                              request.scan_batching, request.versions() != 1)
         finally:
             close = getattr(batches, "close", None)
             if close is not None:
