@@ -211,9 +211,16 @@ def test_a_version_1_message_asking_for_a_raw_scan_is_refused_in_one_line(server
     assert "needs wire protocol version 2" in str(error) and "\n" not in str(error)
     error = _flight_error(lambda: list(client.do_action(flight.Action("scan_open", encode_message(header, version=1)))))
     assert type(error) is RequestFieldError and "upgrade the client" in str(error)
-    # a version 1 client's ordinary scan is served as before
+    # a version 1 client's ordinary scan is served as before, and every answer is version 1
     plain = encode_message({"table": "t", "scan": {"output": "cells", "row_prefix": b"r00"}}, version=1)
     assert client.do_get(flight.Ticket(plain)).read_all().num_rows > 0
+    (info,) = client.do_action(flight.Action("server_info", encode_message({}, version=1)))
+    info = decode_message(info.body)
+    assert info.version == 1 and info.header["protocol"] == 2 and info.header["protocols"] == [1, 2]
+    (opened,) = client.do_action(flight.Action("scan_open", encode_message(header)))  # version 2: served
+    opened = decode_message(opened.body)
+    assert opened.version == 1 and opened.header["scanner_id"]
+    list(client.do_action(flight.Action("scan_close", encode_message({"scanner_id": opened.header["scanner_id"]}))))
     client.close()
 
 

@@ -98,6 +98,11 @@ class ScanCalls(abc.ABC):
         requested column) or ``"cells"`` (the six cell columns); ``batch_size``
         cells per batch at most.  The vectorized path.
 
+        ``max_versions`` is the versions per column, 1 when not given; a raw
+        scan (``raw=True``, cells only: delete markers and deleted cells) then
+        returns every version, and with ``max_versions=n`` counts puts only,
+        as HBase's raw scan with ``VERSIONS => n`` (:mod:`storage.read.raw`).
+
         The scan fixes its read point when called.  Embedded tables take
         ``snapshot=`` (from ``Table.snapshot``) to read that snapshot's views;
         remote tables take ``mode="stream"`` (one streamed call) or ``"rpc"``
