@@ -58,6 +58,8 @@ from storage.errors import InvalidArgument, TableNotFound
 from storage.scanner.metrics import ScanMetrics
 from storage.schema import validate_family_name, validate_table_name
 
+from connector.scanning import is_remote_root
+
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
 from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load
 from jobs._progress import Progress
@@ -176,7 +178,8 @@ def _same_place(a: str, b: str) -> bool:
 
 
 def _source_layout(root: str, table: str) -> tuple[dict[str, dict], list[bytes]]:
-    conn = storage.connect(root, read_only=True)
+    # a region server root (grpc://) is read through the server, which has no read_only option
+    conn = storage.connect(root) if is_remote_root(root) else storage.connect(root, read_only=True)
     try:
         if not conn.is_table_available(table):
             raise TableNotFound(f"table {table} does not exist under {root}")

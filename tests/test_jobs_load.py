@@ -263,3 +263,23 @@ def test_copy_table_all_cells_copies_markers_and_deleted_cells(spark, tmp_path, 
     conn = storage.connect(root, read_only=True)
     assert _raw(conn.table("copy")) == _raw(conn.table("hist"))
     conn.close()
+
+
+def test_copy_table_all_cells_from_a_region_server(spark, tmp_path, capsys):
+    """A ``grpc://`` source: the tasks' raw scans go through the server (wire protocol
+    version 2); the copy, in another root, holds the source's raw cells."""
+    from storage.server.process import ServerProcess
+
+    root, peer = str(tmp_path / "src"), str(tmp_path / "peer")
+    _keeping_source(root)
+    with ServerProcess(root) as server:
+        assert copy_table.main(["--root", server.location, f"--peer.adr={peer}", "--all.cells", "--create",
+                                "hist"]) == 0
+    assert "cells and delete markers" in capsys.readouterr().out
+    src, dst = storage.connect(root, read_only=True), storage.connect(peer, read_only=True)
+    assert dst.table("hist").families() == src.table("hist").families()
+    assert _raw(dst.table("hist")) == _raw(src.table("hist"))
+    assert list(dst.table("hist").scan(time_range=(0, 31), max_versions=3)) == \
+        list(src.table("hist").scan(time_range=(0, 31), max_versions=3))
+    src.close()
+    dst.close()
