@@ -134,17 +134,22 @@ def scan_split(split: TableSplit, output: str = "cells",
     return split_batches(split, output, metrics=metrics)
 
 
-def scan_split_raw(split: TableSplit, metrics: ScanMetrics | None = None) -> Iterator[pa.RecordBatch]:
+def scan_split_raw(split: TableSplit, metrics: ScanMetrics | None = None,
+                   max_versions: int | None = None) -> Iterator[pa.RecordBatch]:
     """The split's cells as a raw scan sees them (HBase's ``Scan.setRaw(true)``:
-    delete markers and deleted cells, every version; see :mod:`storage.read.raw`),
-    read from its pinned regions.  The split's time range and whole-family
-    columns apply; a region server root is refused (no remote raw scan yet)."""
-    if is_remote_root(split.root):
-        raise InvalidArgument("raw scans (--all.cells, --countDeleteMarkers) need a directory root, not a region server")
+    delete markers and deleted cells, every version unless ``max_versions``
+    puts per column are asked for; see :mod:`storage.read.raw`), in batches of
+    whole rows.  The split's time range and whole-family columns apply.  A
+    directory root is read from the split's pinned regions; a region server
+    root (``grpc://``) through the server's raw scan, one streamed call per span."""
     scan = split.scan
     columns = [c.encode() if isinstance(c, str) else c for c in scan.columns] if scan and scan.columns else None
     min_ts, max_ts = scan.time_range if scan is not None and scan.time_range is not None else (0, LATEST_TIMESTAMP)
-    base = BatchScan(columns=columns, min_timestamp=min_ts, max_timestamp=max_ts, output="cells", raw=True)
+    if is_remote_root(split.root):
+        yield from _remote_raw(split, columns, (min_ts, max_ts), metrics, max_versions)
+        return
+    base = BatchScan(columns=columns, min_timestamp=min_ts, max_timestamp=max_ts, output="cells", raw=True,
+                     max_versions=max_versions)
     table_fs = FileSystem(split.root).sub(table_dir(split.table))
     families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
     spans = split.spans()
@@ -155,3 +160,19 @@ def scan_split_raw(split: TableSplit, metrics: ScanMetrics | None = None) -> Ite
         with PinnedRegion(table_fs, split.table, pin, families, None) as region:
             for lo, hi in region_spans:
                 yield from scan_region_batches(region.view, dataclasses.replace(base, low=lo, high=hi), metrics)
+
+
+def _remote_raw(split: TableSplit, columns: list[bytes] | None, time_range: tuple[int, int],
+                metrics: ScanMetrics | None, max_versions: int | None) -> Iterator[pa.RecordBatch]:
+    """A split's raw scan through the region server at its root (wire protocol version 2)."""
+    import storage
+
+    with storage.connect(split.root) as conn:  # as scan_split reaches a server root
+        table = conn.table(split.table)
+        for lo, hi in split.spans():
+            batches = table.scan_batches(row_start=lo or None, row_stop=hi, columns=columns, time_range=time_range,
+                                         max_versions=max_versions, output="cells", raw=True, metrics=metrics)
+            try:
+                yield from batches
+            finally:
+                batches.close()

@@ -25,8 +25,8 @@ each split's per-row lines in row order.
 
 ``--countDeleteMarkers`` counts what a raw scan sees (HBase's
 ``Scan.setRaw``: delete markers and the cells they delete, every version;
-a directory root only, no row filter beyond the prefix or regex, which the
-raw scan cannot take and which is then refused): markers count as cells of
+from a directory root or through a region server's raw scan; no row filter,
+which a raw scan cannot take and which is then refused): markers count as cells of
 their column (a DeleteFamily marker under the empty qualifier) and the
 summary gains ``Total DELETE``, ``Total DELETE_COLUMN`` and
 ``Total DELETE_FAMILY`` lines, the markers of each type.
@@ -59,7 +59,6 @@ from jobs._output import OutputDir, Sink
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
 from jobs._splits import ScanRequest, require_table, scan_split, scan_split_raw, scanned_bytes, table_splits
-from connector.scanning import is_remote_root
 from storage.cells import CellType
 
 __all__ = ["add_arguments", "run", "main", "CellCounts", "count_cells", "cell_counts", "row_filter", "report_lines",
@@ -248,8 +247,6 @@ def run(args: argparse.Namespace) -> int:
     raw = args.count_delete_markers
     if raw and args.row_filter:
         raise InvalidArgument("--countDeleteMarkers takes no REGEX_OR_PREFIX: a raw scan takes no filter")
-    if raw and is_remote_root(args.root):
-        raise InvalidArgument("--countDeleteMarkers needs a directory root (no remote raw scan yet)")
     request = ScanRequest(root=args.root, table=args.table, filter=None if raw else row_filter(args.row_filter),
                           time_range=time_range_of(args.starttime, args.endtime), max_versions=_ALL_VERSIONS)
     require_table(args.root, args.table)

@@ -2,7 +2,7 @@
 
     regionscan copy_table --root R [--new.name=NAME] [--peer.adr=ROOT2] [--families=a:b,c]
                           [--startrow=K] [--stoprow=K] [--starttime=MS] [--endtime=MS] [--versions=N]
-                          [--create] TABLE
+                          [--all.cells] [--create] TABLE
     spark-submit jobs/copy_table.py --root R --new.name=NAME TABLE
 
 ``--new.name`` names the target table (default: the same name, which then
@@ -15,11 +15,24 @@ each column (default 1), ``--starttime``/``--endtime`` only cells in
 The target table must exist, unless ``--create`` makes it with the source's
 (renamed) families and split keys.
 
+``--all.cells`` (HBase's option) copies what a raw scan of the source sees
+(:mod:`storage.read.raw`): the delete markers, with their types and
+timestamps, and the cells they delete, so the target resolves as the source
+does (scans, time ranges, reads of the past of a family keeping deleted
+cells).  It copies every version unless ``--versions=N`` is given, which
+then limits the raw scan as HBase's ``VERSIONS => N`` does (markers do not
+count).  HBase's CopyTable leaves its scan at one version unless told; here
+``--all.cells`` alone copies the whole history, which is what makes the
+target resolve as the source.
+
 One Spark task per source region split scans its cells (timestamps kept)
 and stages them as store files of the target; the driver commits them all
 at once, so a failed copy leaves the target as it was.  HBase's
-``--bulkload`` is therefore accepted and changes nothing; ``--all.cells``
-(a raw scan with delete markers) is refused.
+``--bulkload`` is therefore accepted and changes nothing.  With
+``--all.cells`` a task stages each cell type (puts, and each kind of
+marker) as files of their own: within one staged file cells are keyed by
+row, qualifier and timestamp, and a marker shares those with the put it
+deletes.
 """
 
 if __name__ == "__main__":  # spark-submit jobs/copy_table.py: make the repository importable
@@ -45,11 +58,13 @@ from storage.errors import InvalidArgument, TableNotFound
 from storage.scanner.metrics import ScanMetrics
 from storage.schema import validate_family_name, validate_table_name
 
+from connector.scanning import is_remote_root
+
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
 from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, spark_session
-from jobs._splits import ScanRequest, scan_split, scanned_bytes, table_splits
+from jobs._splits import ScanRequest, scan_split, scan_split_raw, scanned_bytes, table_splits
 
 __all__ = ["add_arguments", "run", "main", "parse_families", "rename_families"]
 
@@ -90,25 +105,46 @@ def rename_families(cells: pa.Table | pa.RecordBatch, renames: dict[bytes, bytes
 
 @dataclass(frozen=True)
 class _CopyTask:
-    """The task: scan one source split, stage its cells into the target."""
+    """The task: scan one source split, stage its cells into the target.
+
+    ``raw`` (``--all.cells``): the split's raw scan, ``versions`` puts per
+    column (None: all), each cell type staged by a task of its own."""
 
     target: LoadTarget
     renames: dict[bytes, bytes]
+    raw: bool = False
+    versions: int | None = None
 
     def __call__(self, split: Any) -> StageResult:
         result = StageResult()
         metrics = ScanMetrics()
-        task = self.target.open_task(f"copy-{split.index:05d}")
+        name = f"copy-{split.index:05d}"
+        tasks: dict = {}  # cell type code (None: all, not raw) -> its staging task, opened at its first cell
+
+        def task_of(code: int | None):
+            if code not in tasks:
+                tasks[code] = self.target.open_task(name if code is None else f"{name}-t{code}")
+            return tasks[code]
+
         try:
-            for batch in scan_split(split, "cells", metrics):
+            batches = scan_split_raw(split, metrics, self.versions) if self.raw else scan_split(split, "cells", metrics)
+            for batch in batches:
                 if not batch.num_rows:
                     continue
-                task.add_cells(rename_families(batch, self.renames))
+                cells = rename_families(batch, self.renames)
+                if self.raw:
+                    types = cells.column("type")
+                    for code in pc.unique(types).to_pylist():
+                        task_of(code).add_cells(cells.filter(pc.equal(types, pa.scalar(code, types.type))))
+                else:
+                    task_of(None).add_cells(cells)
                 result.cells += batch.num_rows
                 result.rows += batch.num_rows
-            result.files = task.finish()
+            for task in tasks.values():
+                result.files.extend(task.finish())
         except BaseException:
-            task.abandon()
+            for task in tasks.values():
+                task.abandon()
             raise
         result.nbytes = scanned_bytes(metrics, split)
         return result
@@ -125,13 +161,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--startrow", default=None, help="first row to copy (inclusive)")
     parser.add_argument("--stoprow", default=None, help="row to stop at (exclusive)")
     add_time_arguments(parser)
-    parser.add_argument("--versions", type=int, default=1, help="versions of each column to copy (default 1)")
+    parser.add_argument("--versions", type=int, default=None,
+                        help="versions of each column to copy (default 1; with --all.cells every version)")
     parser.add_argument("--create", action="store_true",
                         help="create a missing target with the source's (renamed) families and split keys")
     parser.add_argument("--bulkload", action="store_true",
                         help="accepted for HBase's CopyTable: the copy always stages store files and bulk-loads them")
     parser.add_argument("--all.cells", dest="all_cells", action="store_true",
-                        help="refused: there is no raw scan (delete markers are resolved when read)")
+                        help="copy delete markers and deleted cells too (a raw scan), so the target resolves as the source")
     add_spark_arguments(parser)
 
 
@@ -141,7 +178,8 @@ def _same_place(a: str, b: str) -> bool:
 
 
 def _source_layout(root: str, table: str) -> tuple[dict[str, dict], list[bytes]]:
-    conn = storage.connect(root, read_only=True)
+    # a region server root (grpc://) is read through the server, which has no read_only option
+    conn = storage.connect(root) if is_remote_root(root) else storage.connect(root, read_only=True)
     try:
         if not conn.is_table_available(table):
             raise TableNotFound(f"table {table} does not exist under {root}")
@@ -174,10 +212,7 @@ def _ensure_target(root: str, table: str, families: dict[str, dict], splits: lis
 @guarded("copy_table")
 def run(args: argparse.Namespace) -> int:
     """Copy; print the summary."""
-    if args.all_cells:
-        raise InvalidArgument("--all.cells is not supported: the copy reads cells as a scan sees them (delete "
-                              "markers and the cells they hide are resolved); use --versions=N for older versions")
-    if args.versions < 1:
+    if args.versions is not None and args.versions < 1:
         raise InvalidArgument(f"--versions must be a positive integer, got {args.versions}")
     target_root = args.peer_adr or args.root
     target_name = args.new_name or args.table
@@ -196,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
         args.root, args.table,
         columns=tuple(renames) if renames is not None else None,
         time_range=time_range_of(args.starttime, args.endtime),
-        max_versions=args.versions,
+        max_versions=args.versions or 1,  # a raw copy takes its versions from the task
         row_start=parse_row_key(args.startrow, "--startrow") if args.startrow else None,
         row_stop=parse_row_key(args.stoprow, "--stoprow") if args.stoprow else None,
     )
@@ -210,7 +245,8 @@ def run(args: argparse.Namespace) -> int:
                            verbose=args.verbose) as spark:
             with table_splits(request) as source_splits:
                 progress.total_tasks = len(source_splits)
-                report, results = run_load(spark, target, _CopyTask(target, byte_renames), source_splits, progress)
+                task = _CopyTask(target, byte_renames, raw=args.all_cells, versions=args.versions)
+                report, results = run_load(spark, target, task, source_splits, progress)
     except BaseException:
         if created:
             drop_created_table(target_root, target_name)
@@ -218,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
     progress.finish()
     if created:
         print(f"created table {target_name} under {target_root}")
-    print(f"copied {sum(r.cells for r in results):,} cells of {args.table} into {target_name}: "
+    what = "cells and delete markers" if args.all_cells else "cells"
+    print(f"copied {sum(r.cells for r in results):,} {what} of {args.table} into {target_name}: "
           f"{report.files} store file(s) over {len(report.regions)} region(s), {time.perf_counter() - started:.2f} s")
     return 0
 

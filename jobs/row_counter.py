@@ -21,8 +21,9 @@ delete markers and deleted cells too), so a row holding only deleted cells
 or markers counts; ``--countDeleteMarkers`` (HBase's RowCounter option) does
 the same raw scan and also prints HBase's counters: the markers of each type
 (``DELETE=``, ``DELETE_COLUMN=``, ``DELETE_FAMILY=``; there is no
-DeleteFamilyVersion marker here) and ``ROWS_WITH_DELETE_MARKER=``.  Both read a
-directory root (no remote raw scan yet) and take whole families as columns.
+DeleteFamilyVersion marker here) and ``ROWS_WITH_DELETE_MARKER=``.  Both
+read every version and take whole families as columns, from a directory
+root or through a region server (``grpc://``: its raw scan, wire protocol 2).
 """
 
 if __name__ == "__main__":  # spark-submit jobs/row_counter.py: make the repository importable
@@ -51,7 +52,7 @@ from storage.scanner.metrics import ScanMetrics
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
-from connector.scanning import is_remote_root, split_row_count
+from connector.scanning import split_row_count
 from jobs._splits import (ScanRequest, column_list, require_table, scan_split, scan_split_raw, scanned_bytes,
                           table_splits)
 
@@ -185,8 +186,6 @@ def run(args: argparse.Namespace) -> int:
     """Count the rows; print ``ROWS=N`` and a summary."""
     raw = args.count_delete_markers or args.all_cells
     if raw:
-        if is_remote_root(args.root):
-            raise InvalidArgument("--all.cells and --countDeleteMarkers need a directory root (no remote raw scan yet)")
         check_raw("cells", [c.encode() for c in column_list(args.columns) or ()], None)
     ranges = parse_ranges(args.ranges)
     time_range = time_range_of(args.starttime, args.endtime)

@@ -143,7 +143,7 @@ def test_importtsv_and_import_refuse_misspelled_or_foreign_settings(root, tmp_pa
 
 def test_hbase_spellings_refused_with_a_pointer(root, capsys):
     cases = [
-        (["copy_table", "--root", root, "--new.name=u", "--all.cells", "t"], "--all.cells is not supported"),
+        (["copy_table", "--root", root, "--new.name=u", "--all.cells", "--versions=0", "t"], "--versions must be"),
         (["pe", "--root", root, "--oneCon=false", "randomRead"], "--oneCon=false is not supported"),
         (["pe", "--root", root, "--columns", "3", "randomRead"], "--columns=3 is not supported"),
         (["export", "--root", root, "t", "out", "2", "--versions", "3"], "versions is given twice"),

@@ -10,7 +10,8 @@ import pytest
 import storage
 
 from jobs import cell_counter, row_counter
-from jobs._splits import ScanRequest, scan_split, table_splits
+from jobs._splits import ScanRequest, scan_split, scan_split_raw, table_splits
+from storage.server.process import ServerProcess
 
 pytestmark = pytest.mark.spark
 
@@ -208,3 +209,49 @@ def test_cell_counter_count_delete_markers(spark, deleted_root, capsys):
         ("4", "1", "2", "1", "1", "1", "1")
     assert cell_counter.main(["--root", deleted_root, "d", "out", ":", "r1", "--countDeleteMarkers"]) != 0
     assert "takes no REGEX_OR_PREFIX" in capsys.readouterr().err
+
+
+def _raw_cells(root: str, max_versions=None) -> list[dict]:
+    with table_splits(ScanRequest(root=root, table="d")) as splits:
+        return [c for split in splits for b in scan_split_raw(split, max_versions=max_versions) for c in b.to_pylist()]
+
+
+def test_raw_counts_through_a_region_server_equal_the_directory_ones(spark, deleted_root, capsys):
+    """``grpc://`` roots: the jobs' raw scans go through the server's raw scan and count the same."""
+    local = _raw_cells(deleted_root)
+    assert len(local) == 8 and _raw_cells(deleted_root, max_versions=1) != local  # r1's f:x has two puts
+    assert row_counter.main(["--root", deleted_root, "d", "--countDeleteMarkers"]) == 0
+    want_rows = _printed(capsys.readouterr().out)
+    assert cell_counter.main(["--root", deleted_root, "d", "--countDeleteMarkers"]) == 0
+    want_cells = _tabbed(capsys.readouterr().out)
+    assert want_cells["Total DELETE_FAMILY"] == "2"
+    with ServerProcess(deleted_root) as server:
+        root = server.location
+        assert _raw_cells(root) == local
+        assert _raw_cells(root, max_versions=1) == _raw_cells_kept_one(local)
+        assert row_counter.main(["--root", root, "d", "--all.cells", "--expected-count", "4"]) == 0
+        assert _printed(capsys.readouterr().out)["ROWS"] == "4"
+        assert row_counter.main(["--root", root, "d", "--countDeleteMarkers"]) == 0
+        assert _printed(capsys.readouterr().out) == want_rows
+        assert row_counter.main(["--root", root, "d", "g", "--countDeleteMarkers", "--starttime", "6"]) == 0
+        printed = _printed(capsys.readouterr().out)
+        assert (printed["ROWS"], printed["DELETE_FAMILY"]) == ("1", "1")
+        assert cell_counter.main(["--root", root, "d", "--countDeleteMarkers"]) == 0
+        assert _tabbed(capsys.readouterr().out) == want_cells
+        assert row_counter.main(["--root", root, "d", "f:x", "--all.cells"]) != 0
+        assert "a raw scan reads whole families" in capsys.readouterr().err
+
+
+def _tabbed(out: str) -> dict:
+    return dict(line.split("\t") for line in out.splitlines() if "\t" in line)
+
+
+def _raw_cells_kept_one(cells: list[dict]) -> list[dict]:
+    """HBase's raw VERSIONS => 1 by hand: a column stops at its second put."""
+    out, puts = [], {}
+    for c in cells:
+        key = (c["row"], c["family"], c["qualifier"])
+        puts[key] = puts.get(key, 0) + (c["type"] == 4)
+        if puts[key] <= 1:
+            out.append(c)
+    return out

@@ -194,3 +194,92 @@ def test_copy_table_renames_families_and_filters_rows_times_and_versions(spark, 
     assert _cells(other, "src") == sorted((r, f, q, ts, v) for (r, f, q), (ts, v) in latest.items())
     assert copy_table.main(["--root", root, "--new.name=dst", "src"]) == 2
     assert "lacks families" in capsys.readouterr().err
+
+
+# -- copy_table --all.cells: markers and deleted cells, so the target resolves as the source ----
+def _raw(table, **kw) -> list[dict]:
+    return [c for b in table.scan_batches(output="cells", raw=True, **kw) for c in b.to_pylist()]
+
+
+def _keeping_source(root: str) -> None:
+    """Family k keeps deleted cells, v does not; versions, every marker type, markers
+    and puts at one timestamp, flushed files and unflushed (WAL) cells, three regions."""
+    conn = storage.connect(root)
+    t = conn.create_table("hist", {"k": {"max_versions": 3, "keep_deleted_cells": "TRUE"}, "v": {"max_versions": 2}},
+                          split_keys=[b"r3", b"r6"], settings={"wal_sync": "none"})
+    for i in range(9):
+        row = b"r%d" % i
+        for ts in (10, 20, 30, 40):
+            t.put(row, {b"k:a": b"a%d" % ts, b"k:": b"e%d" % ts, b"v:b": b"b%d" % ts}, timestamp=ts)
+    t.delete_version(b"r0", b"k:a", 30)  # Delete, at the put's own timestamp
+    t.delete(b"r1", [b"k:a"], timestamp=20)  # DeleteColumn
+    t.delete(b"r2", [b"k"], timestamp=30)  # DeleteFamily, sharing k:'s timestamp 30
+    t.delete(b"r4", timestamp=25)  # every family
+    t.flush()
+    t.delete_version(b"r5", b"v:b", 40)  # unflushed markers and puts
+    t.delete(b"r7", [b"v:b"], timestamp=35)
+    t.put(b"r8", {b"k:a": b"late"}, timestamp=50)
+    t.delete(b"r8", [b"k"], timestamp=45)
+    conn.close()
+
+
+SCANS_AFTER_COPY = [
+    {}, {"max_versions": 3}, {"time_range": (0, 31)}, {"time_range": (15, 35), "max_versions": 3},
+    {"timestamp": 26, "max_versions": 2}, {"columns": [b"k:a"], "max_versions": 3, "include_timestamp": True},
+]
+
+
+def test_copy_table_all_cells_copies_markers_and_deleted_cells(spark, tmp_path, capsys):
+    root = str(tmp_path / "hist")
+    _keeping_source(root)
+    assert copy_table.main(["--root", root, "--new.name=copy", "--all.cells", "--create", "hist"]) == 0
+    assert "cells and delete markers" in capsys.readouterr().out
+    assert copy_table.main(["--root", root, "--new.name=plain", "--create", "hist"]) == 0
+    assert copy_table.main(["--root", root, "--new.name=one", "--all.cells", "--versions=1", "--create", "hist"]) == 0
+    conn = storage.connect(root, read_only=True)
+    src, dst, plain, one = (conn.table(n) for n in ("hist", "copy", "plain", "one"))
+    source_raw = _raw(src)
+    assert {c["type"] for c in source_raw} == {4, 8, 12, 14}
+    assert _raw(dst) == source_raw  # every marker with its type and timestamp, every deleted cell
+    assert _raw(one) == _raw(src, max_versions=1)  # --versions: HBase's raw VERSIONS
+    assert {c["type"] for c in _raw(plain)} == {4}  # without --all.cells: resolved cells only
+    for options in SCANS_AFTER_COPY:
+        want = list(src.scan(**options))
+        assert want and list(dst.scan(**options)) == want, options
+    # reads of the past in the family keeping deleted cells see past the copied markers
+    assert dst.row(b"r0", timestamp=31, include_timestamp=True) == src.row(b"r0", timestamp=31, include_timestamp=True)
+    # r1's DeleteColumn@20 hid k:a at 10 and 20: a read before 20 sees a10 again, in the
+    # source and its --all.cells copy; the plain copy never received the deleted cell
+    assert src.row(b"r1", timestamp=20)[b"k:a"] == dst.row(b"r1", timestamp=20)[b"k:a"] == b"a10"
+    assert b"k:a" not in plain.row(b"r1", timestamp=20)
+    assert dst.row(b"r2", timestamp=31) == src.row(b"r2", timestamp=31)
+    assert dst.cells(b"r1", b"k:a", versions=3) == src.cells(b"r1", b"k:a", versions=3) == [b"a40", b"a30"]
+    conn.close()
+    # a major compaction of the copy drops what the source's would
+    for name in ("hist", "copy"):
+        c = storage.connect(root)
+        c.table(name).compact()
+        c.close()
+    conn = storage.connect(root, read_only=True)
+    assert _raw(conn.table("copy")) == _raw(conn.table("hist"))
+    conn.close()
+
+
+def test_copy_table_all_cells_from_a_region_server(spark, tmp_path, capsys):
+    """A ``grpc://`` source: the tasks' raw scans go through the server (wire protocol
+    version 2); the copy, in another root, holds the source's raw cells."""
+    from storage.server.process import ServerProcess
+
+    root, peer = str(tmp_path / "src"), str(tmp_path / "peer")
+    _keeping_source(root)
+    with ServerProcess(root) as server:
+        assert copy_table.main(["--root", server.location, f"--peer.adr={peer}", "--all.cells", "--create",
+                                "hist"]) == 0
+    assert "cells and delete markers" in capsys.readouterr().out
+    src, dst = storage.connect(root, read_only=True), storage.connect(peer, read_only=True)
+    assert dst.table("hist").families() == src.table("hist").families()
+    assert _raw(dst.table("hist")) == _raw(src.table("hist"))
+    assert list(dst.table("hist").scan(time_range=(0, 31), max_versions=3)) == \
+        list(src.table("hist").scan(time_range=(0, 31), max_versions=3))
+    src.close()
+    dst.close()

@@ -317,9 +317,9 @@ def test_the_kernels_agree_on_reads_of_the_past():
     assert kernels.resolve(cells, max_timestamp=6, keep_deleted_cells="TRUE").num_rows == 0
 
 
-def test_remote_raw_scans_are_refused_and_reads_of_the_past_work(tmp_path):
-    """Through the region server: a raw scan is refused in one line; a family's
-    keep_deleted_cells reaches the server, whose reads of the past see past markers."""
+def test_remote_raw_scans_and_reads_of_the_past_work(tmp_path):
+    """Through the region server: a raw scan returns what the embedded one does; a
+    family's keep_deleted_cells reaches the server, whose reads of the past see past markers."""
     from storage.server.process import ServerProcess
 
     root = str(tmp_path / "root")
@@ -327,14 +327,17 @@ def test_remote_raw_scans_are_refused_and_reads_of_the_past_work(tmp_path):
     t = _table(conn, "remote", families=("c0",), max_versions=3, keep_deleted_cells=True)
     t.put(b"r", {b"c0:q": b"old"}, timestamp=TS)
     t.delete(b"r", timestamp=TS + 1)
+    embedded_rows = list(t.scan(raw=True))
+    embedded_cells = [c for b in t.scan_batches(raw=True, output="cells") for c in b.to_pylist()]
+    assert [c["type"] for c in embedded_cells] == [DELETE_FAMILY, PUT]
     conn.close()
     with ServerProcess(root) as proc, storage.connect(proc.location) as remote:
         table = remote.table("remote")
         assert table.families()[b"c0"]["keep_deleted_cells"] == "TRUE"
-        with pytest.raises(InvalidArgument, match="raw scans are not supported through the region server"):
-            list(table.scan(raw=True))
-        with pytest.raises(InvalidArgument, match="raw scans are not supported through the region server"):
-            table.scan_batches(raw=True, output="cells")
+        assert list(table.scan(raw=True)) == embedded_rows
+        for mode in ("stream", "rpc"):
+            assert [c for b in table.scan_batches(raw=True, output="cells", mode=mode)
+                    for c in b.to_pylist()] == embedded_cells
         assert table.row(b"r", timestamp=TS + 1) == {b"c0:q": b"old"}
         assert table.row(b"r") == {}
         assert [r for r, _ in table.scan(time_range=(0, TS + 1))] == [b"r"]

@@ -28,6 +28,7 @@ from storage.kernels import (
     cells_to_rows,
     is_sorted,
     merge_sources,
+    raw_versions,
     resolve,
     reverse_rows,
     row_boundaries,
@@ -331,6 +332,29 @@ def test_resolve_puts_only_matches_model(cells, max_versions, data):
     cells = unique_sorted(cells)
     table = data.draw(chunked_table(cells))
     assert to_cells(resolve(table, max_versions=max_versions)) == model_resolve(cells, max_versions)
+
+
+def model_raw_versions(cells: list[Cell], max_versions: int) -> list[Cell]:
+    """HBase's raw scan with VERSIONS => n, cell by cell: markers do not count,
+    a column (row, family, qualifier) stops at its n+1-th put."""
+    out, puts, column = [], 0, None
+    for c in cells:
+        if c[:3] != column:
+            column, puts = c[:3], 0
+        puts += c.type == PUT
+        if puts <= max_versions:
+            out.append(c)
+    return out
+
+
+@SETTINGS
+@given(universes.flatmap(sources_st), st.integers(1, 4), st.data())
+def test_raw_versions_matches_model(sources, max_versions, data):
+    merged = model_merge(sources)
+    table = data.draw(chunked_table(merged))
+    got = raw_versions(table, max_versions)
+    assert isinstance(got, pa.Table)
+    assert to_cells(got) == model_raw_versions(merged, max_versions)
 
 
 def test_resolve_returns_input_when_nothing_is_dropped():

@@ -224,10 +224,25 @@ class Model:
             kept.add(id(m))
         return kept
 
-    def raw(self, min_ts=0, max_ts=LATEST_TIMESTAMP) -> list[Cell]:
+    def raw(self, min_ts=0, max_ts=LATEST_TIMESTAMP, max_versions=None) -> list[Cell]:
         """A raw scan: every stored cell inside the time range, markers
         included, less what the TTL drops (expired puts past the newest
-        min_versions puts of their column; expired markers without min_versions)."""
+        min_versions puts of their column; expired markers without min_versions).
+        ``max_versions`` n (HBase's raw ``VERSIONS => n``): a column stops at its
+        n+1-th put left; markers do not count."""
+        out = self._raw_cells(min_ts, max_ts)
+        if max_versions is None:
+            return out
+        puts: dict = {}
+        kept = []
+        for c in out:  # cell order: a column's cells are adjacent, newest first
+            if c.type == PUT:
+                puts[c[:3]] = puts.get(c[:3], 0) + 1
+            if puts.get(c[:3], 0) <= max_versions:
+                kept.append(c)
+        return kept
+
+    def _raw_cells(self, min_ts, max_ts) -> list[Cell]:
         out, count = [], {}
         for c in self.stored():
             if not min_ts <= c.timestamp < max_ts:
@@ -469,6 +484,7 @@ def scan_options(draw):
         "batch_size": draw(st.sampled_from([1, 2, 1000])),
         "include_timestamp": draw(st.booleans()),
         "sorted_columns": draw(st.booleans()),
+        "raw_versions": draw(st.sampled_from([None, None, 1, 2])),  # raw scans: max_versions or none given
     }
 
 
@@ -542,6 +558,7 @@ def scan_kwargs(opts) -> dict:
 # Each variant is (name, extra scan() arguments, extra scan_batches() arguments).
 EMBEDDED = [("batch path", {}, {}), ("cell path", {"path": "cell"}, None)]
 REMOTE = [("stream", {}, {"mode": "stream"}), ("rpc", {"mode": "rpc"}, {"mode": "rpc"})]
+REMOTE_RAW = (("stream", {"mode": "stream"}), ("rpc", {"mode": "rpc", "caching": 2}))
 
 
 def check_scans(table, model: Model, opts, variants) -> None:
@@ -594,13 +611,15 @@ def check_point_reads(table, model: Model, opts, versions: bool = True) -> None:
             assert [tuple(c) for c in got_cells] == want_cells, f"cells({row!r}, {column!r})"
 
 
-def check_raw(table, model: Model, opts) -> None:
+def check_raw(table, model: Model, opts, variants=(("embedded", {}),)) -> None:
     """Raw scans (``scan_batches(raw=True)`` cells and ``scan(raw=True)`` dicts):
-    every stored cell of the families asked, markers with their type codes."""
+    every stored cell of the families asked, markers with their type codes
+    (with ``raw_versions``: HBase's raw VERSIONS), in each variant (remote: the
+    streaming and the RPC scan)."""
     lo, hi = opts["bounds"]
     families = None if opts["columns"] is None else sorted({parse_column(c).family for c in opts["columns"]})
-    cells = [c for c in model.raw(*opts["time_range"]) if c.row >= lo and (hi is None or c.row < hi)
-             and (families is None or c.family in families)]
+    cells = [c for c in model.raw(*opts["time_range"], max_versions=opts.get("raw_versions"))
+             if c.row >= lo and (hi is None or c.row < hi) and (families is None or c.family in families)]
     rows: dict = {}
     for c in cells:
         rows.setdefault(c.row, []).append(c)
@@ -608,8 +627,8 @@ def check_raw(table, model: Model, opts) -> None:
     want = [tuple(c) for row in order for c in rows[row]]
     kw = {**_range_args(opts), "columns": families, "time_range": opts["time_range"], "limit": opts["limit"],
           "reverse": opts["reverse"]}
-    got = got_cells(table.scan_batches(**kw, output="cells", batch_size=opts["batch_size"], raw=True))
-    assert got == want, "scan_batches (raw)"
+    if opts.get("raw_versions") is not None:
+        kw["max_versions"] = opts["raw_versions"]
     names = {PUT: "Put", DELETE: "Delete", DELETE_COLUMN: "DeleteColumn", DELETE_FAMILY: "DeleteFamily"}
     dicts = []
     for row in order:
@@ -617,7 +636,10 @@ def check_raw(table, model: Model, opts) -> None:
         for c in rows[row]:
             items.setdefault(c.family + b":" + c.qualifier, []).append((c.value, c.timestamp, names[c.type]))
         dicts.append((row, sorted(items.items())))
-    assert [(r, sorted(d.items())) for r, d in table.scan(**kw, raw=True)] == dicts, "scan (raw)"
+    for name, extra in variants:
+        got = got_cells(table.scan_batches(**kw, **extra, output="cells", batch_size=opts["batch_size"], raw=True))
+        assert got == want, f"scan_batches (raw, {name})"
+        assert [(r, sorted(d.items())) for r, d in table.scan(**kw, **extra, raw=True)] == dicts, f"scan (raw, {name})"
 
 
 def check_parallel(table, model: Model, opts) -> None:
@@ -750,6 +772,7 @@ def test_every_read_path_matches_the_model(root, server, remote, thrift, ops, sc
         check_scans(rtable, model, opts, REMOTE)
         check_point_reads(rtable, model, opts)
         check_parallel(rtable, model, opts)
+        check_raw(rtable, model, opts, REMOTE_RAW)
         check_thrift(thrift, name, model, opts)
         if opts["filter"] != "PageFilter (2)":  # the connector runs a filter copy per split, as HBase per region
             check_connector(root, name, model, opts)
@@ -825,6 +848,7 @@ def test_families_keeping_deleted_cells_match_the_model(root, server, remote, op
     for opts in scans:
         check_scans(rtable, model, opts, REMOTE)
         check_point_reads(rtable, model, opts)
+        check_raw(rtable, model, opts, REMOTE_RAW)
 
 
 # -- value filters on every path, on tables that surely hold matches ---------------

@@ -7,6 +7,7 @@ by a Python loop per cell or per row.
 * :func:`merge_sources` merges sorted sources (newest first) into one sorted
   table, the newest source winning exact duplicates;
 * :func:`resolve` applies delete markers, TTL, time range and max versions;
+  :func:`raw_versions` cuts a raw scan's cells to n puts per column;
 * :func:`cells_to_rows` pivots cells into a row batch (``key`` + columns);
 * :func:`merge_row_runs` interleaves sorted row batches that share no key
   (a rows scan of clean sources, a compaction of dense files);
@@ -32,12 +33,13 @@ from .order import (
     row_starts,
 )
 from .pivot import FAMILY_MAP_TYPE, cells_to_rows
-from .resolve import resolve
+from .resolve import raw_versions, resolve
 from .row_merge import merge_row_runs
 
 __all__ = [
     "merge_sources",
     "resolve",
+    "raw_versions",
     "cells_to_rows",
     "row_boundaries",
     "row_starts",

@@ -20,7 +20,7 @@ from ..errors import InvalidArgument
 from .cell_columns import CellColumns, as_cell_table, group_ids
 from .rules import NO_MARKER, covered, time_mask, unseen_markers
 
-__all__ = ["resolve"]
+__all__ = ["resolve", "raw_versions"]
 
 _KNOWN_TYPE = np.zeros(256, dtype=bool)
 _KNOWN_TYPE[[int(t) for t in CellType]] = True
@@ -71,7 +71,8 @@ def resolve(
 
     ``keep_deletes=True`` is the raw mode (HBase's raw scan), in which
     nothing is resolved: markers neither hide puts nor are removed, and every
-    version is kept (``max_versions`` is not applied).  Only the time range
+    version is kept (``max_versions`` is not applied: a raw scan with a
+    version limit runs :func:`raw_versions` on the result).  Only the time range
     and ``timestamps`` apply, to markers and puts alike, and the TTL: expired
     puts go except the newest ``min_versions`` puts of their column, expired
     markers go unless the family has ``min_versions``.  With the default
@@ -146,6 +147,33 @@ def resolve(
     if in_range is not None:
         visible &= in_range
     return _select(table, _newest_versions(visible, starts, column_ids, max_versions, expired, min_versions))
+
+
+def raw_versions(cells: pa.Table, max_versions: int) -> pa.Table:
+    """A raw scan's cells (``resolve(..., keep_deletes=True)``) cut to ``max_versions``
+    puts per column, as HBase's raw scan with ``VERSIONS => n`` (its wildcard
+    column tracker): delete markers do not count as versions, and a column's
+    cells stop at its ``max_versions + 1``-th put, so a marker is kept when at
+    most ``max_versions`` puts of its column come before it, a put when it is
+    one of the first ``max_versions``.  A column is one (row, family,
+    qualifier); a DeleteFamily marker (empty qualifier) sits in the family's
+    empty-qualifier column, as in HBase.  One cumulative count over the whole
+    table, no loop per cell; the table itself when nothing goes.
+    """
+    table = as_cell_table(cells)
+    if not isinstance(max_versions, (int, np.integer)) or isinstance(max_versions, bool) or max_versions < 1:
+        raise InvalidArgument(f"max_versions must be an integer >= 1, got {max_versions!r}")
+    n = table.num_rows
+    if n <= max_versions:
+        return table
+    columns = CellColumns(table)
+    is_put = columns.numpy("type") == CellType.PUT
+    starts = columns.column_starts()
+    # puts of its column at or before each cell: a running count less the count before the column
+    seen = np.cumsum(is_put, dtype=np.int64)
+    first = np.flatnonzero(starts)
+    before = seen[first] - is_put[first]
+    return _select(table, (seen - before[group_ids(starts)]) <= max_versions)
 
 
 def _hidden(columns: CellColumns, ts: np.ndarray, types: np.ndarray, starts: np.ndarray,

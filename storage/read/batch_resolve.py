@@ -94,16 +94,21 @@ class _Processor:
     def resolve_family(self, name: str, sources: list[pa.Table]) -> pa.Table:
         view = self.families[name]
         merged = kernels.merge_sources(sources)
+        scan = self.scan
+        if scan.raw:  # nothing resolved; the scan's max_versions puts per column, uncapped by the family's
+            cells = kernels.resolve(merged, min_timestamp=scan.min_timestamp, max_timestamp=scan.max_timestamp,
+                                    ttl_cutoff=self.ttl_cutoff[name], timestamps=scan.timestamps,
+                                    min_versions=view.settings.min_versions, keep_deletes=True)
+            return cells if scan.max_versions is None else kernels.raw_versions(cells, scan.max_versions)
         return kernels.resolve(
             merged,
-            max_versions=min(self.scan.max_versions, view.settings.max_versions),
+            max_versions=min(scan.max_versions or view.settings.max_versions, view.settings.max_versions),
             min_timestamp=self.scan.min_timestamp,
             max_timestamp=self.scan.max_timestamp,
             ttl_cutoff=self.ttl_cutoff[name],
             timestamps=self.scan.timestamps,
             min_versions=view.settings.min_versions,
             keep_deleted_cells=view.settings.keep_deleted_cells,
-            keep_deletes=self.scan.raw,
         )
 
     def finish(self, cells: pa.Table, filtered: bool = False) -> pa.RecordBatch | None:

@@ -48,7 +48,8 @@ class BatchScan:
     min_timestamp: int = 0
     max_timestamp: int = LATEST_TIMESTAMP
     timestamps: Sequence[int] | None = None
-    max_versions: int = 1
+    # versions per column; None: every version (the family's limit, or for a raw scan all stored)
+    max_versions: int | None = 1
     filter: object | None = None  # a storage.filters Filter, already copied and reset
     limit: int | None = None
     batch_cells: int = 65536
@@ -58,7 +59,8 @@ class BatchScan:
     # cells output whose dense blocks may come as row batches of each block's own
     # columns (schema ``key`` + ``family:qualifier``): what Table.scan turns into dicts
     row_dicts: bool = False
-    # a raw scan (storage/read/raw.py): markers and every version, nothing resolved
+    # a raw scan (storage/read/raw.py): markers and deleted cells, nothing resolved;
+    # max_versions counts puts only (HBase's raw scan), None keeps every version
     raw: bool = False
 
 

@@ -1,11 +1,30 @@
 """Raw scans (HBase's ``Scan.setRaw(true)``): the stored cells, markers included.
 
 A raw scan resolves nothing: delete markers come back beside the puts they
-hide, with every version of every column (``max_versions`` does not apply),
-as :func:`storage.kernels.resolve` gives them with ``keep_deletes=True``.  The
-time range applies to markers and puts alike, and the TTL drops expired
+hide, as :func:`storage.kernels.resolve` gives them with ``keep_deletes=True``.
+The time range applies to markers and puts alike, and the TTL drops expired
 cells (see there for ``min_versions``).  It runs on the batch path's cell
-kernels only (the row path and the cell-at-a-time scanners resolve).
+kernels only (the row path and the cell-at-a-time scanners resolve), locally
+or through the region server (the same kernels run there).
+
+Versions (HBase's ``scan 't', {RAW => true, VERSIONS => n}``):
+
+* ``max_versions`` not given (``None``): every stored version of every
+  column, the markers among them.  This is what raw scans here have always
+  returned, and what HBase's raw-reading tools ask for (RowCounter,
+  CellCounter and CopyTable's ``--all.cells`` read all versions, or a
+  ``--versions`` given); HBase's own ``Scan`` defaults to one version even
+  when raw, so ``max_versions=1`` is a raw ``Scan`` left at HBase's default.
+* ``max_versions=n``: as HBase's raw scan (``RawScanQueryMatcher`` over
+  ``ScanWildcardColumnTracker``): delete markers do *not* count as versions,
+  and a column's cells stop at its ``n + 1``-th put; so the first ``n`` puts
+  of each column (row, family, qualifier) are kept, with every marker that
+  comes before the ``n + 1``-th put in cell order (a marker sorts before a
+  put of its timestamp).  A DeleteFamily marker belongs to the empty
+  qualifier's column.  Puts the time range or the TTL drop do not count.
+  The family's VERSIONS does not cap ``n`` (HBase takes the scan's versions
+  alone when raw).  One kernel over the cell batch:
+  :func:`storage.kernels.raw_versions`.
 
 How the cells come out:
 

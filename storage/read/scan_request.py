@@ -107,8 +107,8 @@ def _time_range(name: str, value: Any) -> tuple[int, int] | None:
     return tuple(value)
 
 
-def _max_versions(name: str, value: Any) -> int:
-    if not isinstance(value, int) or value < 1:
+def _max_versions(name: str, value: Any) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
         raise InvalidArgument(f"max_versions must be a positive int, got {value!r}")
     return value
 
@@ -146,7 +146,9 @@ class ScanRequest:
     to ``row_stop`` (exclusive); ``row_prefix`` replaces both.  ``columns``
     are ``b"cf:q"`` / ``b"cf"`` specs, ``filter`` a Filter or a filter string
     (parsed where the scan runs), ``timestamp`` caps ``time_range``'s max
-    (happybase's meaning).  ``output`` and ``batch_size`` (cells per engine
+    (happybase's meaning).  ``max_versions`` is the versions per column
+    (:meth:`versions`: 1 when not given; a raw scan then keeps every version,
+    and counts puts only when given, see :mod:`storage.read.raw`).  ``output`` and ``batch_size`` (cells per engine
     batch) shape ``scan_batches``; ``scan_batching`` (cells per row piece)
     and ``sorted_columns`` shape the row dicts of ``scan``.
     """
@@ -158,7 +160,8 @@ class ScanRequest:
     filter: Filter | str | bytes | None = _arg(None, _filter, str)
     timestamp: int | None = _arg(None, _timestamp, int)
     time_range: tuple[int, int] | None = _arg(None, _time_range, list)
-    max_versions: int = _arg(1, _max_versions, int)
+    # None (not given): 1 for a resolved scan, every version for a raw one
+    max_versions: int | None = _arg(None, _max_versions, int)
     limit: int | None = _arg(None, _limit, int)
     reverse: bool = _arg(False, _as_given, bool)
     output: str = _arg("rows", _output, str)
@@ -198,6 +201,13 @@ class ScanRequest:
     def bounds(self) -> KeyRange:
         """``[low, high)`` of the scan, whatever its direction."""
         return row_range(self.row_start, self.row_stop, self.row_prefix, self.reverse)
+
+    def versions(self) -> int | None:
+        """The versions per column this scan reads: ``max_versions``, or when not
+        given 1 (HBase's default), and for a raw scan None: every stored version."""
+        if self.max_versions is not None:
+            return self.max_versions
+        return None if self.raw else 1
 
     def time_bounds(self) -> tuple[int, int]:
         """``[min, max)``: ``time_range``, its max capped at ``timestamp``."""
@@ -319,7 +329,7 @@ def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] 
         columns=None if request.columns is None else list(request.columns),
         min_timestamp=min_ts,
         max_timestamp=max_ts,
-        max_versions=request.max_versions,
+        max_versions=request.versions(),
         filter=flt,
         limit=request.limit,
         batch_cells=request.batch_size,

@@ -10,11 +10,13 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from ..errors import InvalidArgument
+from ..read.raw import raw_dicts
 from ..read.scan_request import ScanRequest, check_positive
 from ..region.manifest import RegionInfo
 from ..table.scan_api import ScanCalls
 from .remote_errors import from_flight_error
 from .remote_scanner import RemoteScanner
+from .wire import RAW_SCAN_VERSION
 
 if TYPE_CHECKING:
     from .client import RemoteConnection
@@ -133,6 +135,8 @@ class RemoteTable(ScanCalls):
         :meth:`scan_batches`' (``caching`` rows per next(), ``max_bytes`` bytes at most)."""
         request = self.scan_request(*args, **kwargs)
         check_positive("caching", caching)
+        if request.raw:
+            self._check_raw_scans()
         return RemoteScanner(self, request.to_wire(), caching, max_bytes)
 
     def run_scan(self, request: ScanRequest, metrics: Any = None, *, mode: str = "stream", caching: int = 1000,
@@ -144,11 +148,11 @@ class RemoteTable(ScanCalls):
         ``metrics`` (a ScanMetrics) gets ``rpc_calls``, ``bytes_in_results``
         and ``time_ms`` as the client sees them.
         """
-        if request.raw:  # raw scans (storage/read/raw.py) are embedded only for now
-            raise InvalidArgument("raw scans are not supported through the region server yet: open the root directly")
         if mode not in SCAN_MODES:
             raise InvalidArgument(f"mode must be one of {SCAN_MODES}, got {mode!r}")
         check_positive("caching", caching)
+        if request.raw:
+            self._check_raw_scans()
         spec = request.to_wire()
         if mode == "stream":
             return self._stream(spec, metrics)
@@ -156,11 +160,20 @@ class RemoteTable(ScanCalls):
 
     def _scan_rows(self, request: ScanRequest, batch_size: int | None, *, mode: str = "stream",
                    caching: int | None = None) -> Iterator[tuple[bytes, dict]]:
-        if request.raw:
-            raise InvalidArgument("raw scans are not supported through the region server yet: open the root directly")
         # happybase's batch_size is rows per fetch: the RPC scan's caching
         batches = self.run_scan(request, mode=mode, caching=caching or batch_size or 1000)
+        if request.raw:  # cell batches of whole rows, as the embedded raw scan's (storage/read/raw.py)
+            return _raw_dicts(batches, request.sorted_columns)
         return self._dicts(batches, request)
+
+    def _check_raw_scans(self) -> None:
+        """Refuse a raw scan, before sending it, to a server older than wire protocol version 2."""
+        protocol = self.connection.server_info().get("protocol", 1)
+        if protocol < RAW_SCAN_VERSION:
+            raise InvalidArgument(
+                f"the region server at {self.connection.root} speaks wire protocol version {protocol}, which has no"
+                f" raw scans (version {RAW_SCAN_VERSION} added them): upgrade the server, or open the root directly"
+            )
 
     def _stream(self, spec: dict, metrics: Any) -> Iterator[pa.RecordBatch]:
         started = time.perf_counter()
@@ -278,6 +291,14 @@ class RemoteBatch:
 
 
 # -- helpers ------------------------------------------------------------------------
+def _raw_dicts(batches: Iterator[pa.RecordBatch], sorted_columns: bool) -> Iterator[tuple[bytes, dict]]:
+    try:
+        for batch in batches:
+            yield from raw_dicts(batch, sorted_columns)
+    finally:
+        batches.close()
+
+
 def _columns(columns: Sequence | None) -> list | None:
     if columns is None:
         return None

@@ -34,7 +34,7 @@ from .remote_errors import LimitExceeded, RequestFieldError, to_flight_error
 from .scanners import ScannerRegistry
 from .streams import StreamIterator
 from .tls import TLS_SCHEME, read_pem
-from .wire import ACTIONS, PROTOCOL_VERSION, decode_message, encode_message
+from .wire import ACTIONS, PROTOCOL_VERSION, PROTOCOL_VERSIONS, check_message_version, decode_message, encode_message
 
 __all__ = ["RegionServer", "scan_request", "table_read_counters"]
 
@@ -136,9 +136,11 @@ class RegionServer(flight.FlightServerBase):
             handler = self._handlers.get(action.type)
             if handler is None:
                 raise RequestFieldError(f"unknown action {clip(repr(action.type), 80)}; known: {', '.join(ACTIONS)}")
-            request = decode_message(body if body is not None else b"", f"{action.type} request")
+            what = f"{action.type} request"
+            request = decode_message(body if body is not None else b"", what)
+            check_message_version(request, what)
             header, payload = handler(context.peer(), request.header)
-            return [encode_message(header, payload)]
+            return [encode_message(header, payload, version=1)]  # answers carry nothing of version 2
         except flight.FlightError:
             raise
         except Exception as exc:  # every failure crosses the wire as its own class
@@ -150,8 +152,9 @@ class RegionServer(flight.FlightServerBase):
             raw = ticket.ticket
             if len(raw) > self.config.max_request_bytes:
                 raise LimitExceeded(f"ticket of {len(raw)} bytes is over max_request_bytes")
-            request = decode_message(raw, "scan ticket").header
-            return self._stream(context, request)
+            request = decode_message(raw, "scan ticket")
+            check_message_version(request, "scan ticket")
+            return self._stream(context, request.header)
         except flight.FlightError:
             raise
         except Exception as exc:
@@ -193,6 +196,7 @@ class RegionServer(flight.FlightServerBase):
         return {
             "server": "regionscan",
             "protocol": PROTOCOL_VERSION,
+            "protocols": list(PROTOCOL_VERSIONS),
             "read_only": self.connection.read_only,
             "auth": bool(self.config.token),
             "peer": peer,

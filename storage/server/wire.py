@@ -11,6 +11,12 @@ The header is JSON in which the values JSON cannot carry are tagged:
 dict whose keys are not plain strings (row data ``{b"cf:q": b"v"}``).
 Tuples travel as lists.  Scan results travel in the payload as an Arrow IPC
 stream, so a batch is never turned into Python objects on either side.
+
+Versions: a side reads every version in :data:`PROTOCOL_VERSIONS` and writes
+each message in the lowest version that carries it (:func:`message_version`):
+version 2 is version 1 plus raw scans (a ``scan`` object with ``raw``), so
+only a raw scan's ticket or ``scan_open`` goes out as version 2, and a
+version 1 peer refuses it in one line while everything else still works.
 """
 
 from __future__ import annotations
@@ -25,12 +31,16 @@ import pyarrow as pa
 from ..errors import InvalidArgument
 from ..jsonlimits import loads_bounded
 from ..read.scan_request import WIRE_OPTIONS
-from .remote_errors import MalformedRequest
+from .remote_errors import MalformedRequest, RequestFieldError
 
 __all__ = [
     "MAGIC",
     "PROTOCOL_VERSION",
+    "PROTOCOL_VERSIONS",
+    "RAW_SCAN_VERSION",
     "PRELUDE",
+    "message_version",
+    "check_message_version",
     "Message",
     "encode_message",
     "decode_message",
@@ -45,7 +55,12 @@ __all__ = [
 
 # DO NOT CHANGE: these bytes are the protocol; bump PROTOCOL_VERSION instead.
 MAGIC = b"RSWP"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+"""The newest version this side speaks (``server_info``'s ``protocol``)."""
+PROTOCOL_VERSIONS = (1, 2)
+"""The versions this side reads: 1, and 2 (1 plus raw scans: docs/formats/wire.md)."""
+RAW_SCAN_VERSION = 2
+"""The first version whose ``scan`` object may carry ``raw`` (markers, deleted cells, max_versions counting puts)."""
 PRELUDE = struct.Struct(">4sHHI")  # magic, version, flags, header_len
 
 MAX_HEADER_DEPTH = 32
@@ -93,11 +108,12 @@ SCAN_OPTIONS = WIRE_OPTIONS
 class Message:
     """A decoded message: a header dict and an optional Arrow IPC payload."""
 
-    __slots__ = ("header", "payload")
+    __slots__ = ("header", "payload", "version")
 
-    def __init__(self, header: dict, payload: memoryview | bytes = b""):
+    def __init__(self, header: dict, payload: memoryview | bytes = b"", version: int = 1):
         self.header = header
         self.payload = payload
+        self.version = version  # the protocol version it was written in
 
     def batches(self) -> list[pa.RecordBatch]:
         """The payload's record batches ([] when there is none)."""
@@ -140,10 +156,35 @@ def _hashable(key: Any) -> Any:
     return tuple(key) if isinstance(key, list) else key
 
 
-def encode_message(header: dict, payload: bytes | pa.Buffer = b"") -> bytes:
-    """Frame ``header`` (tagged JSON) and ``payload`` (an IPC stream or b"") into one message."""
+def message_version(header: dict) -> int:
+    """The lowest version that carries ``header``: 2 for a raw scan (a ``scan``
+    object with ``raw`` set, as a do_get ticket or ``scan_open`` holds), else 1."""
+    scan = header.get("scan")
+    if isinstance(scan, dict) and scan.get("raw"):
+        return RAW_SCAN_VERSION
+    return 1
+
+
+def check_message_version(message: "Message", what: str) -> None:
+    """Refuse, in one line, a message asking for more than its version carries
+    (a raw scan in a version 1 message: a client from before version 2 cannot mean it)."""
+    needed = message_version(message.header)
+    if message.version < needed:
+        raise RequestFieldError(
+            f"{what} asks for a raw scan, which needs wire protocol version {needed}, but is version"
+            f" {message.version}: upgrade the client (raw scans through the server came with version {needed})"
+        )
+
+
+def encode_message(header: dict, payload: bytes | pa.Buffer = b"", version: int | None = None) -> bytes:
+    """Frame ``header`` (tagged JSON) and ``payload`` (an IPC stream or b"") into one message,
+    in ``version`` (default: :func:`message_version`, the lowest that carries it)."""
+    if version is None:
+        version = message_version(header)
+    elif version not in PROTOCOL_VERSIONS:
+        raise InvalidArgument(f"wire protocol version {version} is not one of {PROTOCOL_VERSIONS}")
     text = json.dumps(to_wire(header), separators=(",", ":")).encode("utf-8")
-    prelude = PRELUDE.pack(MAGIC, PROTOCOL_VERSION, 0, len(text))
+    prelude = PRELUDE.pack(MAGIC, version, 0, len(text))
     if isinstance(payload, pa.Buffer):
         payload = payload.to_pybytes()
     return b"".join((prelude, text, payload))
@@ -157,12 +198,13 @@ def decode_message(data: bytes | memoryview | pa.Buffer, what: str = "message") 
     magic, version, flags, header_len = PRELUDE.unpack_from(view, 0)
     if magic != MAGIC:
         raise MalformedRequest(f"{what} does not start with the {MAGIC!r} magic (got {bytes(magic)!r})")
-    if version != PROTOCOL_VERSION:
+    if version not in PROTOCOL_VERSIONS:
         raise MalformedRequest(
-            f"{what} uses wire protocol version {version}; this side speaks version {PROTOCOL_VERSION}"
+            f"{what} uses wire protocol version {version}; this side speaks versions"
+            f" {PROTOCOL_VERSIONS[0]} to {PROTOCOL_VERSION}"
         )
     if flags:
-        raise MalformedRequest(f"{what} has flags {flags:#06x}; wire protocol version 1 defines none")
+        raise MalformedRequest(f"{what} has flags {flags:#06x}; wire protocol version {version} defines none")
     end = PRELUDE.size + header_len
     if end > len(view):
         raise MalformedRequest(f"{what} header length {header_len} runs past the end ({len(view)} bytes)")
@@ -173,7 +215,7 @@ def decode_message(data: bytes | memoryview | pa.Buffer, what: str = "message") 
         raise MalformedRequest(f"{what} header is not valid tagged JSON: {exc}") from None
     if not isinstance(header, dict):
         raise MalformedRequest(f"{what} header must be a JSON object, got {type(header).__name__}")
-    return Message(header, view[end:])
+    return Message(header, view[end:], version)
 
 
 def batches_to_ipc(batches: Iterable[pa.RecordBatch], schema: pa.Schema | None = None) -> bytes:

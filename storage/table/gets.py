@@ -70,7 +70,7 @@ class TableGets:
         return self._cell_dicts(request, batch_size or 100)
 
     def _cell_dicts(self, request: ScanRequest, caching: int) -> Iterator[tuple[bytes, dict]]:
-        include_timestamp, max_versions = request.include_timestamp, request.max_versions
+        include_timestamp, max_versions = request.include_timestamp, request.versions()
         make = OrderedDict if request.sorted_columns else dict
         with self.cell_scanner(request, request.scan_batching, caching) as scanner:
             while True:

@@ -85,7 +85,7 @@ class ScanCalls(abc.ABC):
         filter: Any = None,
         timestamp: int | None = None,
         time_range: tuple[int, int] | None = None,
-        max_versions: int = 1,
+        max_versions: int | None = None,
         limit: int | None = None,
         reverse: bool = False,
         output: str = "rows",
@@ -97,6 +97,11 @@ class ScanCalls(abc.ABC):
         """Scan as Arrow record batches: ``output="rows"`` (key + one column per
         requested column) or ``"cells"`` (the six cell columns); ``batch_size``
         cells per batch at most.  The vectorized path.
+
+        ``max_versions`` is the versions per column, 1 when not given; a raw
+        scan (``raw=True``, cells only: delete markers and deleted cells) then
+        returns every version, and with ``max_versions=n`` counts puts only,
+        as HBase's raw scan with ``VERSIONS => n`` (:mod:`storage.read.raw`).
 
         The scan fixes its read point when called.  Embedded tables take
         ``snapshot=`` (from ``Table.snapshot``) to read that snapshot's views;
@@ -137,7 +142,7 @@ class ScanCalls(abc.ABC):
         sorted_columns: bool = False,
         reverse: bool = False,
         time_range: tuple[int, int] | None = None,
-        max_versions: int = 1,
+        max_versions: int | None = None,
         **options: Any,
     ) -> Iterator[tuple[bytes, dict]]:
         """Scan rows as ``(row_key, {b"cf:q": value})`` pairs, as happybase does.
@@ -166,7 +171,7 @@ class ScanCalls(abc.ABC):
                     yield from rows_to_dicts(batch, request.include_timestamp, request.sorted_columns)
                 else:
                     yield from cells_to_dicts(batch, request.include_timestamp, request.sorted_columns,
-                                              request.scan_batching, request.max_versions > 1)
+                                              request.scan_batching, request.versions() != 1)
         finally:
             close = getattr(batches, "close", None)
             if close is not None:

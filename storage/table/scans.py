@@ -203,7 +203,7 @@ class TableScans(ScanCalls):
             columns=None if request.columns is None else list(request.columns),
             min_timestamp=min_ts,
             max_timestamp=max_ts,
-            max_versions=request.max_versions,
+            max_versions=request.versions(),
             filter=flt,
             limit=request.limit or None,
             batch=batch,

@@ -99,6 +99,9 @@ def wire_messages() -> dict[str, tuple[dict, list[pa.RecordBatch]]]:
         "scan_ticket": ({"table": "t", "scan": {"row_start": b"a", "row_stop": b"z\xff", "columns": ["cf:q"],
                                                 "time_range": [0, 10], "reverse": True, "limit": 100,
                                                 "filter": "PrefixFilter('a')"}}, []),
+        # wire protocol version 2: a raw scan (markers, max_versions counting puts)
+        "raw_scan_ticket": ({"table": "t", "scan": {"row_start": b"a", "columns": ["cf"], "max_versions": 2,
+                                                    "output": "cells", "raw": True}}, []),
         "scan_next_answer": ({"seq": 0, "rows": 2, "more": False}, [wire_batch()]),
         "server_info_answer": ({"server": "regionscan", "protocol": 1, "read_only": False, "auth": True,
                                 "peer": "ipv4:127.0.0.1:51234", "lease_timeout_ms": 60000}, []),
