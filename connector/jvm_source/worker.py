@@ -25,6 +25,7 @@ from storage.errors import InvalidArgument
 from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV, shared_block_cache
 
 from . import requests
+from .catalog import catalog
 from .protocol import VERSION, ProtocolError, read_request, write_frame
 
 __all__ = ["EngineWorker", "serve", "main", "WORKER_BLOCK_CACHE_SIZE"]
@@ -33,7 +34,7 @@ __all__ = ["EngineWorker", "serve", "main", "WORKER_BLOCK_CACHE_SIZE"]
 WORKER_BLOCK_CACHE_SIZE = 1 << 30
 
 _PLANNING = {"schema": requests.schema, "push": requests.push, "save": requests.save, "plan": requests.plan,
-             "count": requests.count}
+             "count": requests.count, "catalog": catalog}
 
 
 def _one_line(exc: BaseException) -> str:

@@ -6,28 +6,47 @@ import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
+import java.util.Collections;
 import java.util.EnumSet;
+import java.util.Map;
 import java.util.Set;
 
-/** A regionscan table read through the engine worker; a scan builder is made per query. */
+/**
+ * A regionscan table read through the engine worker; a scan builder is made per query.
+ * Made by the provider ({@code format("regionscan")}) or by {@link RegionScanCatalog}, which
+ * names it as the catalog does and shows its stored mapping as table properties.
+ */
 final class RegionScanTable implements SupportsRead {
   private final SourceSettings settings;
   private final StructType schema;
+  private final String name;
+  private final Map<String, String> properties;
 
   RegionScanTable(SourceSettings settings, StructType schema) {
+    this(settings, schema, null, Collections.emptyMap());
+  }
+
+  RegionScanTable(SourceSettings settings, StructType schema, String name, Map<String, String> properties) {
     this.settings = settings;
     this.schema = schema;
+    this.name = name;
+    this.properties = properties;
   }
 
   @Override
   public String name() {
-    return settings.tableName();
+    return name != null ? name : settings.tableName();
   }
 
   @Override
   @SuppressWarnings("deprecation")
   public StructType schema() {
     return schema;
+  }
+
+  @Override
+  public Map<String, String> properties() {
+    return properties;
   }
 
   @Override

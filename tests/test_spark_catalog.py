@@ -1,0 +1,158 @@
+"""The Spark catalog (``spark.sql.catalog.rs=regionscan.spark.RegionScanCatalog``) and the column
+mapping stored with a table: SHOW / SELECT / DESCRIBE / CREATE / DROP through the catalog, and
+``format("regionscan")`` reads that give only root and table.  One session and one root for the
+module (the tables are read-only to every test but the ones that create their own)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import storage
+from connector import stored_mapping
+from jobs import mapping as mapping_job
+from serde import create_serde
+
+pytestmark = pytest.mark.spark
+
+MAPPING = "k STRING :key, a STRING c:a, b INT c:b"
+ROWS = [("r1", "x", 1), ("r2", "y", 2), ("r3", "z", 3)]
+NS_ROWS = [("n1", "p", 10), ("n2", "q", 20)]
+CATALOG = "rscat"
+
+
+def _fill(root: str, name: str, rows) -> None:
+    serde = create_serde("binary", MAPPING)
+    conn = storage.connect(root)
+    table = conn.create_table(name, {"c": {}}, split_keys=[b"r2"], settings={"wal_sync": "none"})
+    with table.batch() as b:
+        for k, a, n in rows:
+            key, cells = serde.serialize({"k": k, "a": a, "b": n})
+            b.put(key, cells)
+    table.flush()
+    conn.close()
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory, spark):
+    """events (mapping set by the command), bare (no mapping), ns1:events (mapping stored by a write)."""
+    root = str(tmp_path_factory.mktemp("catalog") / "root")
+    _fill(root, "events", ROWS)
+    assert mapping_job.main(["set", "events", "--root", root, "--mapping", MAPPING]) == 0
+    _fill(root, "bare", ROWS)
+    with storage.connect(root) as conn:
+        conn.create_namespace("ns1")
+    (spark.createDataFrame(NS_ROWS, "k STRING, a STRING, b INT").write.format("regionscan")
+     .option("root", root).option("table", "ns1:events").option("hbase.columns.mapping", MAPPING)
+     .option("newtable", "2").mode("append").save())
+    spark.conf.set(f"spark.sql.catalog.{CATALOG}", "regionscan.spark.RegionScanCatalog")
+    spark.conf.set(f"spark.sql.catalog.{CATALOG}.root", root)
+    return root
+
+
+def _rows(df):
+    return sorted(tuple(r) for r in df.collect())
+
+
+def test_show_tables_and_namespaces_are_hbase_namespaces(spark, root):
+    assert _rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}")) == [("default",), ("ns1",)]
+    assert sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}").collect()) == ["bare", "events"]
+    assert sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.default").collect()) == ["bare", "events"]
+    assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.ns1").collect()] == ["events"]
+    with pytest.raises(Exception, match="SCHEMA_NOT_FOUND|NAMESPACE_NOT_FOUND|not found"):
+        spark.sql(f"SHOW TABLES IN {CATALOG}.nope").collect()
+
+
+def test_select_reads_through_the_stored_mapping(spark, root):
+    assert _rows(spark.sql(f"SELECT k, a, b FROM {CATALOG}.events")) == sorted(ROWS)
+    assert _rows(spark.sql(f"SELECT k, b FROM {CATALOG}.default.events WHERE b >= 2")) == [("r2", 2), ("r3", 3)]
+    assert spark.sql(f"SELECT count(*) FROM {CATALOG}.events").collect()[0][0] == 3
+    assert _rows(spark.sql(f"SELECT * FROM {CATALOG}.ns1.events")) == sorted(NS_ROWS)
+    assert _rows(spark.table(f"{CATALOG}.ns1.events").where("a = 'q'")) == [("n2", "q", 20)]
+
+
+def test_describe_shows_the_mapped_columns(spark, root):
+    described = [(r.col_name, r.data_type) for r in spark.sql(f"DESCRIBE {CATALOG}.events").collect()]
+    assert described[:3] == [("k", "string"), ("a", "string"), ("b", "int")]
+    extended = {r.col_name: r.data_type for r in spark.sql(f"DESCRIBE TABLE EXTENDED {CATALOG}.events").collect()}
+    assert "hbase.columns.mapping" in extended.get("Table Properties", "")
+
+
+def test_a_table_without_a_stored_mapping_says_how_to_give_one(spark, root):
+    for query in (lambda: spark.sql(f"SELECT * FROM {CATALOG}.bare").collect(),
+                  lambda: spark.read.format("regionscan").option("root", root).option("table", "bare").load()):
+        with pytest.raises(Exception) as info:
+            query()
+        assert f"table bare under {root} has no stored column mapping" in str(info.value)
+        assert "regionscan mapping set bare" in str(info.value)
+
+
+def test_root_and_table_alone_read_with_the_stored_mapping(spark, root, source_format):
+    df = spark.read.format(source_format).option("root", root).option("table", "events").load()
+    assert df.columns == ["k", "a", "b"]
+    assert _rows(df) == sorted(ROWS)
+    ns = spark.read.format(source_format).option("root", root).option("table", "ns1:events").load()
+    assert _rows(ns.where("b > 10")) == [("n2", "q", 20)]
+
+
+def test_an_explicit_mapping_wins_over_the_stored_one(spark, root, source_format):
+    df = (spark.read.format(source_format).option("root", root).option("table", "events")
+          .option("hbase.columns.mapping", "id STRING :key, b INT c:b").load())
+    assert df.columns == ["id", "b"]
+    assert _rows(df) == [("r1", 1), ("r2", 2), ("r3", 3)]
+
+
+def test_create_and_drop_table_through_the_catalog(spark, root):
+    spark.sql(f"CREATE TABLE {CATALOG}.ns1.made (id STRING, `f:n` INT, `g:s` STRING) TBLPROPERTIES ('regions' = '3')")
+    assert [(r.col_name, r.data_type) for r in spark.sql(f"DESCRIBE {CATALOG}.ns1.made").collect()][:3] == [
+        ("id", "string"), ("f:n", "int"), ("g:s", "string")]
+    with storage.connect(root, read_only=True) as conn:
+        table = conn.table("ns1:made")
+        assert sorted(table.families()) == [b"f", b"g"] and len(table.regions()) == 3
+    assert stored_mapping.stored_options(root, "ns1:made") == {
+        "hbase.columns.mapping": "`id` string :key, `f:n` int f:n, `g:s` string g:s"}
+    assert spark.sql(f"SELECT count(*) FROM {CATALOG}.ns1.made").collect()[0][0] == 0
+    spark.sql(f"CREATE TABLE {CATALOG}.given (x STRING) TBLPROPERTIES ('hbase.columns.mapping' = "
+              "'x STRING :key, y BIGINT d:y', 'serde' = 'string')")
+    assert spark.table(f"{CATALOG}.given").columns == ["x", "y"]
+    assert stored_mapping.stored_options(root, "given")["serde"] == "string"
+    spark.sql(f"DROP TABLE {CATALOG}.ns1.made")
+    spark.sql(f"DROP TABLE {CATALOG}.given")
+    with storage.connect(root, read_only=True) as conn:
+        assert conn.tables(namespace="ns1") == [b"ns1:events"] and b"given" not in conn.tables()
+    with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND|not found"):
+        spark.sql(f"DROP TABLE {CATALOG}.ns1.made")
+
+
+def test_create_table_refuses_columns_that_map_to_no_cell_in_one_line(spark, root):
+    with pytest.raises(Exception) as info:
+        spark.sql(f"CREATE TABLE {CATALOG}.badcols (id STRING, plain INT)")
+    assert "column 'plain' is not named 'family:qualifier'" in str(info.value)
+    assert not os.path.exists(os.path.join(root, "badcols"))
+
+
+def test_create_and_drop_namespace(spark, root):
+    spark.sql(f"CREATE NAMESPACE {CATALOG}.ns2")
+    assert ("ns2",) in _rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}"))
+    spark.sql(f"DROP NAMESPACE {CATALOG}.ns2")
+    assert ("ns2",) not in _rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}"))
+
+
+def test_a_write_stores_its_mapping_and_an_append_keeps_the_stored_one(spark, root):
+    write = (spark.createDataFrame([("w1", "a", 1)], "k STRING, a STRING, b INT").write.format("regionscan")
+             .option("root", root).option("table", "written").option("newtable", "1"))
+    write.option("hbase.columns.mapping", MAPPING).mode("append").save()
+    assert stored_mapping.stored_options(root, "written") == {"hbase.columns.mapping": MAPPING}
+    other = "k STRING :key, a STRING c:a"
+    (spark.createDataFrame([("w2", "b")], "k STRING, a STRING").write.format("regionscan")
+     .option("root", root).option("table", "written").option("hbase.columns.mapping", other).mode("append").save())
+    assert stored_mapping.stored_options(root, "written") == {"hbase.columns.mapping": MAPPING}
+    (spark.createDataFrame([("w3", "c")], "k STRING, a STRING").write.format("regionscan")
+     .option("root", root).option("table", "written").option("hbase.columns.mapping", other).mode("overwrite").save())
+    assert stored_mapping.stored_options(root, "written") == {"hbase.columns.mapping": other}
+    assert _rows(spark.read.format("regionscan").option("root", root).option("table", "written").load()) == [("w3", "c")]
+    # a write that gives no mapping writes with the stored one
+    (spark.createDataFrame([("w4", "d")], "k STRING, a STRING").write.format("regionscan")
+     .option("root", root).option("table", "written").mode("append").save())
+    assert _rows(spark.table(f"{CATALOG}.written")) == [("w3", "c"), ("w4", "d")]
