@@ -134,6 +134,7 @@ def store(root: str, table: str, options: Mapping[str, Any]) -> dict[str, str]:
     from .source import SourceConfig
 
     kept = mapping_options(options)
+    value = encode(kept)  # refuses options without a mapping
     config = SourceConfig.from_options({**kept, ROOT: root, INPUT_TABLE: table})  # parses mapping and SerDe
     families = set(table_families(FileSystem(root), table))
     missing = sorted({c.family for c in config.write_serde().mapping.columns
@@ -141,7 +142,7 @@ def store(root: str, table: str, options: Mapping[str, Any]) -> dict[str, str]:
     if missing:
         raise InvalidArgument(f"the mapping names column families {missing} that table {table} lacks "
                               f"(families: {sorted(families)})")
-    set_table_values(FileSystem(root), table, {MAPPING_KEY: encode(kept)})
+    set_table_values(FileSystem(root), table, {MAPPING_KEY: value})
     return kept
 
 
