@@ -321,6 +321,10 @@ class RegionScanWriter(DataSourceArrowWriter):
 
         ctx = TaskContext.get()
         task_id = f"p{ctx.partitionId():05d}-a{ctx.attemptNumber():03d}" if ctx else f"p-{uuid.uuid4().hex[:8]}"
+        return self.write_task(iterator, task_id)
+
+    def write_task(self, iterator: Iterator[pa.RecordBatch], task_id: str) -> BulkLoadMessage:
+        """Stage the rows of task attempt ``task_id`` (also what the JVM source's tasks run)."""
         serde = self.config.write_serde()
         task = BulkLoadTask(self._table_fs(), self.job_id, task_id, self.regions, self.families, self.timestamp)
         try:

@@ -5,7 +5,9 @@ module (the tables are read-only to every test but the ones that create their ow
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 
 import pytest
 
@@ -156,3 +158,75 @@ def test_a_write_stores_its_mapping_and_an_append_keeps_the_stored_one(spark, ro
     (spark.createDataFrame([("w4", "d")], "k STRING, a STRING").write.format("regionscan")
      .option("root", root).option("table", "written").mode("append").save())
     assert _rows(spark.table(f"{CATALOG}.written")) == [("w3", "c"), ("w4", "d")]
+
+
+# -- native writes ----------------------------------------------------------------------------
+def _worker_counters(spark) -> dict:
+    return json.loads(spark._jvm.regionscan.spark.EngineWorker.statsJson(sys.executable, ""))["counters"]
+
+
+def test_format_writes_are_native_bulk_loads_through_the_worker(spark, root):
+    before = _worker_counters(spark)
+    rows = [(f"v{i:03d}", f"s{i}", i) for i in range(300)]
+    (spark.createDataFrame(rows, "k STRING, a STRING, b INT").repartition(3).write.format("regionscan")
+     .option("root", root).option("table", "native").option("hbase.columns.mapping", MAPPING)
+     .option("newtable", "3").mode("overwrite").save())
+    after = _worker_counters(spark)
+    assert after.get("write", 0) - before.get("write", 0) == 3  # one staging request per task
+    assert after.get("write_commit", 0) - before.get("write_commit", 0) == 1
+    assert _rows(spark.table(f"{CATALOG}.native")) == sorted(rows)
+    staging = os.path.join(root, "native", ".staging")
+    assert not os.path.isdir(staging) or os.listdir(staging) == []  # the commit took every staged file
+
+
+def test_catalog_tables_take_v2_appends_and_overwrites(spark, root):
+    spark.sql(f"CREATE TABLE {CATALOG}.ns1.v2 (k STRING, `c:a` STRING, `c:b` INT)")
+    spark.sql(f"INSERT INTO {CATALOG}.ns1.v2 VALUES ('a', 'x', 1), ('b', 'y', 2)")
+    assert _rows(spark.table(f"{CATALOG}.ns1.v2")) == [("a", "x", 1), ("b", "y", 2)]
+    df = spark.createDataFrame([("c", "z", 3), ("a", "w", 9)], "k STRING, `c:a` STRING, `c:b` INT")
+    df.writeTo(f"{CATALOG}.ns1.v2").append()
+    assert _rows(spark.table(f"{CATALOG}.ns1.v2")) == [("a", "w", 9), ("b", "y", 2), ("c", "z", 3)]
+    from pyspark.sql.functions import lit
+
+    spark.createDataFrame([("d", "q", 4)], "k STRING, `c:a` STRING, `c:b` INT").writeTo(
+        f"{CATALOG}.ns1.v2").overwrite(lit(True))
+    assert _rows(spark.table(f"{CATALOG}.ns1.v2")) == [("d", "q", 4)]
+    spark.sql(f"INSERT OVERWRITE {CATALOG}.ns1.v2 VALUES ('e', 'r', 5)")
+    assert _rows(spark.table(f"{CATALOG}.ns1.v2")) == [("e", "r", 5)]
+    assert spark.sql(f"SELECT count(*) FROM {CATALOG}.ns1.v2").collect()[0][0] == 1
+
+
+def test_create_table_as_select_through_the_catalog(spark, root):
+    df = spark.createDataFrame([("k1", 1.5), ("k2", 2.5)], "id STRING, `m:x` DOUBLE")
+    df.writeTo(f"{CATALOG}.ctas").create()
+    assert _rows(spark.table(f"{CATALOG}.ctas")) == [("k1", 1.5), ("k2", 2.5)]
+    assert _rows(spark.read.format("regionscan").option("root", root).option("table", "ctas").load()) == [
+        ("k1", 1.5), ("k2", 2.5)]
+
+
+def test_a_failed_v2_write_commits_nothing_and_leaves_no_staged_files(spark, root):
+    from pyspark.sql.functions import udf
+
+    @udf("string")
+    def boom(a):
+        if a == "bad":
+            raise RuntimeError("a row failed")
+        return a
+
+    spark.sql(f"CREATE TABLE {CATALOG}.failing (k STRING, `c:a` STRING)")
+    spark.sql(f"INSERT INTO {CATALOG}.failing VALUES ('keep', 'x')")
+    rows = [(f"r{i}", "bad" if i == 150 else "ok") for i in range(200)]
+    bad = spark.createDataFrame(rows, "k STRING, `c:a` STRING").repartition(4).withColumn("c:a", boom("c:a"))
+    with pytest.raises(Exception, match="a row failed"):
+        bad.writeTo(f"{CATALOG}.failing").append()
+    assert _rows(spark.table(f"{CATALOG}.failing")) == [("keep", "x")]
+    staging = os.path.join(root, "failing", ".staging")
+    left = [n for n in os.listdir(staging) if not n.endswith(".aborted")] if os.path.isdir(staging) else []
+    assert left == []
+
+
+def test_a_v2_write_of_columns_outside_the_mapping_is_one_line_before_any_task(spark, root):
+    with pytest.raises(Exception) as info:
+        spark.createDataFrame([("a", 1)], "k STRING, nope INT").writeTo(f"{CATALOG}.events").append()
+    assert "nope" in str(info.value)
+    assert _rows(spark.table(f"{CATALOG}.events")) == sorted(ROWS)

@@ -1,8 +1,11 @@
 package regionscan.spark;
 
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsWrite;
 import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -13,10 +16,12 @@ import java.util.Set;
 
 /**
  * A regionscan table read through the engine worker; a scan builder is made per query.
- * Made by the provider ({@code format("regionscan")}) or by {@link RegionScanCatalog}, which
- * names it as the catalog does and shows its stored mapping as table properties.
+ * Made by the provider ({@code format("regionscan")}: read only, its writes are V1, see
+ * {@link RegionScanProvider}) or by {@link RegionScanCatalog}, which names it as the catalog
+ * does, shows its stored mapping as table properties, and writes to it
+ * ({@link RegionScanWriteBuilder}: append, or truncate and load).
  */
-final class RegionScanTable implements SupportsRead {
+final class RegionScanTable implements SupportsRead, SupportsWrite {
   private final SourceSettings settings;
   private final StructType schema;
   private final String name;
@@ -51,7 +56,18 @@ final class RegionScanTable implements SupportsRead {
 
   @Override
   public Set<TableCapability> capabilities() {
-    return EnumSet.of(TableCapability.BATCH_READ);
+    if (name == null) {
+      return EnumSet.of(TableCapability.BATCH_READ);
+    }
+    return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE);
+  }
+
+  @Override
+  public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
+    if (name == null) {
+      throw new UnsupportedOperationException("write with df.write.format(\"regionscan\") or through the catalog");
+    }
+    return new RegionScanWriteBuilder(settings, info);
   }
 
   @Override
