@@ -80,21 +80,30 @@ def write(req: dict, stream: BinaryIO) -> dict:
     if not isinstance(task, str) or not task or "/" in task or task.startswith("."):
         raise InvalidArgument(f"bad task id {task!r}")
     reader = pa.ipc.open_stream(stream)
-    counted = {"rows": 0}
+    state = {"rows": 0, "broken": False}
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for batch in reader:
-            counted["rows"] += batch.num_rows
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except (OSError, pa.ArrowInvalid):
+                state["broken"] = True  # the JVM reset the connection: the task failed
+                raise
+            state["rows"] += batch.num_rows
             yield batch
 
     try:
-        message = writer.write_task(batches(), task)
-    except (OSError, pa.ArrowInvalid):
-        raise  # the stream broke (the task was killed): its files are abandoned, nothing to tell
+        message = writer.write_task(batches(), task)  # a failure abandons the attempt's files
     except Exception:
-        _drain(reader)
+        if not state["broken"]:
+            try:
+                _drain(reader)  # the rows were refused: read on, so the sender gets the reason
+            except (OSError, pa.ArrowInvalid):
+                pass
         raise
-    return {"staged": _pickled(message), "rows": counted["rows"], "files": len(message.files)}
+    return {"staged": _pickled(message), "rows": state["rows"], "files": len(message.files)}
 
 
 def write_commit(req: dict) -> dict:
