@@ -230,3 +230,10 @@ def test_a_v2_write_of_columns_outside_the_mapping_is_one_line_before_any_task(s
         spark.createDataFrame([("a", 1)], "k STRING, nope INT").writeTo(f"{CATALOG}.events").append()
     assert "nope" in str(info.value)
     assert _rows(spark.table(f"{CATALOG}.events")) == sorted(ROWS)
+
+
+def test_create_table_over_an_existing_table_is_refused(spark, root):
+    for name in ("events", "bare"):  # with and without a stored mapping
+        with pytest.raises(Exception, match="TABLE_OR_VIEW_ALREADY_EXISTS|already exists"):
+            spark.sql(f"CREATE TABLE {CATALOG}.{name} (k STRING, `c:a` STRING)")
+    assert stored_mapping.stored_options(root, "bare") is None

@@ -151,6 +151,15 @@ public final class RegionScanCatalog implements TableCatalog, SupportsNamespaces
   }
 
   @Override
+  public boolean tableExists(Identifier ident) {
+    try {
+      return call("table", table(tableName(ident)), null).path("exists").asBoolean(false);
+    } catch (NoSuchTableException e) {
+      return false;
+    }
+  }
+
+  @Override
   public Table createTable(Identifier ident, Column[] columns, Transform[] partitions, Map<String, String> properties)
       throws TableAlreadyExistsException, NoSuchNamespaceException {
     if (partitions.length > 0) {

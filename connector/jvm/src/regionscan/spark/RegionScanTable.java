@@ -26,6 +26,7 @@ final class RegionScanTable implements SupportsRead, SupportsWrite {
   private final StructType schema;
   private final String name;
   private final Map<String, String> properties;
+  private final boolean catalogTable;  // made by RegionScanCatalog: takes V2 writes
 
   RegionScanTable(SourceSettings settings, StructType schema) {
     this(settings, schema, null, Collections.emptyMap());
@@ -36,6 +37,7 @@ final class RegionScanTable implements SupportsRead, SupportsWrite {
     this.schema = schema;
     this.name = name;
     this.properties = properties;
+    this.catalogTable = name != null;
   }
 
   @Override
@@ -56,7 +58,7 @@ final class RegionScanTable implements SupportsRead, SupportsWrite {
 
   @Override
   public Set<TableCapability> capabilities() {
-    if (name == null) {
+    if (!catalogTable) {
       return EnumSet.of(TableCapability.BATCH_READ);
     }
     return EnumSet.of(TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.TRUNCATE);
@@ -64,7 +66,7 @@ final class RegionScanTable implements SupportsRead, SupportsWrite {
 
   @Override
   public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-    if (name == null) {
+    if (!catalogTable) {
       throw new UnsupportedOperationException("write with df.write.format(\"regionscan\") or through the catalog");
     }
     return new RegionScanWriteBuilder(settings, info);
