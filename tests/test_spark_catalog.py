@@ -237,3 +237,29 @@ def test_create_table_over_an_existing_table_is_refused(spark, root):
         with pytest.raises(Exception, match="TABLE_OR_VIEW_ALREADY_EXISTS|already exists"):
             spark.sql(f"CREATE TABLE {CATALOG}.{name} (k STRING, `c:a` STRING)")
     assert stored_mapping.stored_options(root, "bare") is None
+
+
+TYPED = ("k STRING :key, i BIGINT c:i, d DOUBLE c:d, f BOOLEAN c:f, day DATE c:day, ts TIMESTAMP c:ts, "
+         "m DECIMAL(10,2) c:m, raw BINARY c:raw, s SMALLINT c:s")
+
+
+@pytest.mark.parametrize("serde", ["binary", "string"])
+def test_native_and_python_writes_store_the_same_values(spark, root, serde):
+    import datetime as dt
+    from decimal import Decimal
+
+    rows = [("a", 1, 1.5, True, dt.date(2024, 2, 29), dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=dt.timezone.utc),
+             Decimal("12.34"), b"\x00\xff", 7),
+            ("b", None, None, None, None, None, None, None, 0)]  # a row of only nulls has no cell: no row
+    df = spark.createDataFrame(rows, "k STRING, i BIGINT, d DOUBLE, f BOOLEAN, day DATE, ts TIMESTAMP, "
+                                     "m DECIMAL(10,2), raw BINARY, s SMALLINT")
+    got = {}
+    for fmt in ("regionscan", "regionscan_python"):
+        name = f"typed_{serde}_{fmt}"
+        (df.write.format(fmt).option("root", root).option("table", name).option("hbase.columns.mapping", TYPED)
+         .option("serde", serde).option("newtable", "1").option("regionscan.write.timestamp", "1000").mode("append").save())
+        got[fmt] = _rows(spark.read.format("regionscan").option("root", root).option("table", name).load())
+        with storage.connect(root, read_only=True) as conn:
+            got[fmt + " cells"] = sorted(conn.table(name).scan())
+    assert got["regionscan"] == got["regionscan_python"] == sorted(tuple(r) for r in df.collect())
+    assert got["regionscan cells"] == got["regionscan_python cells"]

@@ -123,6 +123,13 @@ def test_a_stored_mapping_completes_reads_that_give_none(root):
     assert table_values(FileSystem(root), "t")["owner"] == "ops"  # other values are kept
 
 
+def test_the_stored_record_is_frozen_at_version_1():
+    """The bytes a table keeps (docs/formats/manifest.md, "Stored column mapping"): a change needs v 2."""
+    frozen = '{"v":1,"options":{"hbase.columns.mapping":"k STRING :key, n INT cf:n","serde":"string"}}'
+    assert stored_mapping.encode({"serde": "string", "hbase.columns.mapping": MAPPING}) == frozen
+    assert stored_mapping.decode(frozen, "t") == {"hbase.columns.mapping": MAPPING, "serde": "string"}
+
+
 def test_hive_columns_are_stored_only_with_their_types(root):
     hive = {"hbase.columns.mapping": ":key,cf:n", "columns": "id,n", "columns.types": "string:int"}
     assert stored_mapping.store(root, "t", hive) == hive

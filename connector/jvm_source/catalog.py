@@ -19,6 +19,7 @@ from typing import Any, Callable
 import storage
 from storage.errors import InvalidArgument, NamespaceNotFound, TableNotFound
 from storage.namespaces import DEFAULT_NAMESPACE
+from storage.schema import validate_table_name
 from storage.vfs.fs import FileSystem
 
 from .. import stored_mapping
@@ -51,7 +52,7 @@ def _table(req: dict) -> str:
     name = (req.get("options") or {}).get("table")
     if not isinstance(name, str) or not name:
         raise InvalidArgument("the catalog request names no table")
-    return storage.schema.validate_table_name(name)
+    return validate_table_name(name)
 
 
 def _connect(root: str, read_only: bool = True):
