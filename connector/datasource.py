@@ -27,6 +27,9 @@ Write (bulk load, :mod:`connector.bulkload`)::
 ``append`` adds the rows; ``overwrite`` replaces the table's contents.
 Each task stages store files; the driver's commit adds them atomically.
 The table must exist, or give ``newtable`` = number of regions to create it.
+A write that gives a mapping stores it with the table when the table has
+none, or when the write creates or overwrites the table
+(:mod:`connector.stored_mapping`); later reads may then give root and table only.
 pyspark's Python Data Source API has no other save mode; the JVM source's
 writes also take ``errorifexists`` and ``ignore`` (:mod:`connector.savemode`).
 """
@@ -62,6 +65,7 @@ from .pushdown import push_filters
 from .record_reader import TableBatchRecordReader
 from .scanning import is_remote_root
 from .source import SourceConfig, write_timestamp
+from .stored_mapping import remember
 from .splits import TableSplit
 
 __all__ = [
@@ -269,6 +273,7 @@ class RegionScanWriter(DataSourceArrowWriter):
         self.overwrite = overwrite
         self.job_id = _new_job_id()
         self.timestamp = write_timestamp(config.conf)
+        self.created = False  # True when this write creates the table (newtable)
         serde = config.write_serde()
         table_fs = self._table_fs()
         if not table_fs.exists(TABLE_MANIFEST):
@@ -306,6 +311,7 @@ class RegionScanWriter(DataSourceArrowWriter):
         try:
             if not conn.is_table_available(self.config.table):
                 conn.create_table(self.config.table, {f: {} for f in families}, num_regions=regions)
+                self.created = True
         finally:
             conn.close()
 
@@ -315,6 +321,10 @@ class RegionScanWriter(DataSourceArrowWriter):
 
         ctx = TaskContext.get()
         task_id = f"p{ctx.partitionId():05d}-a{ctx.attemptNumber():03d}" if ctx else f"p-{uuid.uuid4().hex[:8]}"
+        return self.write_task(iterator, task_id)
+
+    def write_task(self, iterator: Iterator[pa.RecordBatch], task_id: str) -> BulkLoadMessage:
+        """Stage the rows of task attempt ``task_id`` (also what the JVM source's tasks run)."""
         serde = self.config.write_serde()
         task = BulkLoadTask(self._table_fs(), self.job_id, task_id, self.regions, self.families, self.timestamp)
         try:
@@ -334,6 +344,11 @@ class RegionScanWriter(DataSourceArrowWriter):
         report = commit_load(self._table_fs(), self.job_id, staged, "overwrite" if self.overwrite else "append")
         _LOG.info("bulk load %s committed: %d files, %d cells into %d regions of %s", report.job_id,
                   report.files, report.cells, len(report.regions), self.config.table)
+        try:  # the rows are in: the mapping they were written with goes with the table
+            remember(self.config.root, self.config.table, self.config.conf, replace=self.overwrite or self.created)
+        except Exception as exc:  # noqa: BLE001 - the load is committed; say why the mapping is not stored
+            _LOG.warning("bulk load %s committed, but the mapping was not stored with table %s: %s",
+                         report.job_id, self.config.table, exc)
 
     def abort(self, messages: Sequence[BulkLoadMessage]) -> None:
         """Delete everything the job staged, including failed attempts' files."""

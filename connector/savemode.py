@@ -14,8 +14,9 @@ mode               table exists                table absent
 A table exists when its manifest does (it may hold no rows).  A missing
 table without ``newtable`` fails in one line before any task starts.  The
 JVM source (``format("regionscan")``) asks the engine worker (op ``save``)
-and then writes through the Python source in ``append`` or ``overwrite``
-mode; pyspark's Python Data Source API has only those two, so
+and then runs its native bulk load (the Python source's writer, fed Arrow by
+the JVM's tasks: :mod:`connector.jvm_source.writes`) in ``append`` or
+``overwrite`` mode; pyspark's Python Data Source API has only those two, so
 ``format("regionscan_python")`` refuses the others (Spark's
 UNSUPPORTED_DATA_SOURCE_SAVE_MODE, one line).
 """

@@ -10,7 +10,9 @@ Options (case-insensitive; Spark passes strings):
 ``hbase.columns.mapping``              a mapping in any form the SerDe layer
                                        parses (Hive ``:key,cf:a``, hbase-spark
                                        ``"k STRING :key, a INT cf:a"``, JSON)
-``catalog``                            an hbase-spark JSON catalog
+``catalog``                            an hbase-spark JSON catalog (with neither,
+                                       the table's stored mapping: see
+                                       :mod:`connector.stored_mapping`)
 ``serde``                              SerDe name (default: ``string`` for a Hive
                                        mapping, ``binary`` otherwise)
 ``columns`` / ``regionscan.columns``   comma-separated columns to read (pruning;
@@ -62,6 +64,7 @@ from storage.keys import KeyRange
 from storage.namespaces import canonical_table_name
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
+from .stored_mapping import with_stored_mapping
 from .options import (
     CHECKED_PREFIXES,
     INPUT_TABLE,
@@ -120,6 +123,7 @@ class SourceConfig:
     def from_options(cls, options: Mapping[str, Any]) -> "SourceConfig":
         """Parse and check Spark options (any case; values made strings)."""
         conf = normalize_conf({str(k): v for k, v in dict(options).items()})
+        conf = with_stored_mapping(conf)  # no mapping given: the table's stored one (connector/stored_mapping.py)
         config = cls(tuple(sorted((k, v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v))
                                   for k, v in conf.items())))
         config.validate()

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile-serde": ("jobs.profile_serde", "profile a scan through a SerDe: ranked hotspots, speedscope JSON, HTML/PNG charts"),
     "build-jvm-source": ("jobs.build_jvm_source", "compile the JVM DataSource V2 and print the jar's path (for spark-submit --jars)"),
     "namespace": ("jobs.namespace", "create, list, drop a root's namespaces and list their tables (HBase shell's *_namespace)"),
+    "mapping": ("jobs.mapping", "set, show or remove the column mapping stored with a table (read by Spark when a read gives none)"),
     "demo": ("jobs.demo", "create, load, flush and scan a pre-split sample table (the engine alone)"),
     "serve": ("storage.server.cli", "run a region server (Arrow Flight) over the tables under a root"),
     "thrift": ("storage.thrift.cli", "run an HBase Thrift 1 gateway (happybase-compatible) over the tables under a root"),

@@ -25,6 +25,8 @@ from storage.errors import InvalidArgument
 from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV, shared_block_cache
 
 from . import requests
+from . import writes
+from .catalog import catalog
 from .protocol import VERSION, ProtocolError, read_request, write_frame
 
 __all__ = ["EngineWorker", "serve", "main", "WORKER_BLOCK_CACHE_SIZE"]
@@ -33,7 +35,8 @@ __all__ = ["EngineWorker", "serve", "main", "WORKER_BLOCK_CACHE_SIZE"]
 WORKER_BLOCK_CACHE_SIZE = 1 << 30
 
 _PLANNING = {"schema": requests.schema, "push": requests.push, "save": requests.save, "plan": requests.plan,
-             "count": requests.count}
+             "count": requests.count, "catalog": catalog, "write_begin": writes.write_begin,
+             "write_commit": writes.write_commit, "write_abort": writes.write_abort}
 
 
 def _one_line(exc: BaseException) -> str:
@@ -57,6 +60,11 @@ class _Handler(socketserver.StreamRequestHandler):
         try:
             if op == "read":
                 self._read(req, server)
+                return
+            if op == "write":  # an Arrow stream of the task's rows follows the request
+                answer = writes.write(req, self.rfile)
+                server.count(op)
+                self._reply({"ok": True, **answer})
                 return
             if op == "stats":
                 self._reply({"ok": True, **server.snapshot()})

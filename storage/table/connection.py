@@ -250,6 +250,35 @@ class Connection:
             with self.fs.sub(path).lock(_LOCK_FILE):
                 self.fs.delete_dir(path)
 
+    def table_values(self, name: str | bytes) -> dict:
+        """The table's descriptor values (HBase's ``TableDescriptor.getValue``), read from its manifest."""
+        from .descriptor import table_values
+
+        name = validate_table_name(name)
+        with self._mutex:
+            table = self._tables.get(name)
+            if table is not None and not table.closed:
+                return table.values()
+        return table_values(self.fs, name)
+
+    def set_table_values(self, name: str | bytes, updates: dict) -> dict:
+        """Set (None: remove) string descriptor values of a table (HBase's ``alter 't', METADATA => ...``).
+
+        The manifest is rewritten atomically under the table's writer lock:
+        through the table when this connection has it open, else the lock is
+        taken for the change alone (TableLocked when another writer holds it).
+        Returns the new values.
+        """
+        from .descriptor import set_table_values
+
+        self._check_writable()
+        name = validate_table_name(name)
+        with self._mutex:
+            table = self._tables.get(name)
+            if table is not None and not table.closed:
+                return table.set_values(updates)
+            return set_table_values(self.fs, name, updates)
+
     def table(self, name: str | bytes) -> Table:
         """Open (once per connection) and return the named table."""
         name = validate_table_name(name)

@@ -225,6 +225,27 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
                 reader.counters.reset()
         return total
 
+    # -- descriptor values (storage.table.descriptor) ----------------------
+    def values(self) -> dict:
+        """The table's descriptor values (its settings' ``extra``), a copy."""
+        return dict(self.settings.extra)
+
+    def set_values(self, updates: dict) -> dict:
+        """Set (None: remove) descriptor values; the manifest is rewritten atomically.
+
+        Needs the writer lock this table holds (a read-only table refuses);
+        returns the new values.
+        """
+        from .descriptor import updated_manifest
+
+        self._check_open()  # refuses a read-only table
+        with self._mutex:
+            manifest = updated_manifest(self._manifest, updates)
+            manifest.save(self.fs)
+            self._manifest = manifest
+            self.settings = TableSettings(**manifest.settings)
+            return dict(self.settings.extra)
+
     def check(self) -> None:
         """Verify every invariant of the table's manifests and store files."""
         self._manifest.check()

@@ -22,7 +22,7 @@ import java.util.List;
  * before its allocator, which then fails loudly if a buffer leaked.
  */
 final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
-  private static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
+  static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
   private final EngineWorker worker;
   private final EngineWorker.Exchange exchange;
   private final BufferAllocator allocator;

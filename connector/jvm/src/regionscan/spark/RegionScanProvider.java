@@ -24,11 +24,14 @@ import java.util.Properties;
  *
  * The schema comes from the mapping (the worker's SerDe); a user schema narrows it.
  * Planning and reading go to this JVM's engine worker ({@link EngineWorker}). Writes
- * ({@code df.write.format("regionscan")}) go to the bulk-load writer of the Python source
- * ({@code regionscan_python}), which stages store files in its tasks and commits them all or
- * nothing on the driver. Every SaveMode works: the worker decides on the driver, before any
- * task, whether the table exists (ErrorIfExists fails in one line, Ignore writes nothing)
- * and the write then runs as Append or Overwrite (connector/savemode.py).
+ * ({@code df.write.format("regionscan")}) are native bulk loads ({@link NativeWrite}): each
+ * task sends its rows to its JVM's worker as Arrow, which stages store files, and the driver
+ * commits them all or nothing. Every SaveMode works: the worker decides on the driver, before
+ * any task, whether the table exists (ErrorIfExists fails in one line, Ignore writes nothing)
+ * and the write then runs as Append or Overwrite (connector/savemode.py). This stays a V1
+ * {@code CreatableRelationProvider}: Spark refuses ErrorIfExists and Ignore for a V2 table
+ * without a catalog, so the provider's tables are read-only and catalog tables
+ * ({@link RegionScanCatalog}) take V2 writes.
  */
 public final class RegionScanProvider implements TableProvider, DataSourceRegister, CreatableRelationProvider {
   /** The Spark version this jar was compiled against (from the jar's build.properties). */
@@ -83,8 +86,7 @@ public final class RegionScanProvider implements TableProvider, DataSourceRegist
     req.put("mode", mode.name());
     com.fasterxml.jackson.databind.JsonNode decision = settings.call(req);
     if (decision.path("write").asBoolean(true)) {
-      SaveMode run = "overwrite".equals(decision.path("mode").asText()) ? SaveMode.Overwrite : SaveMode.Append;
-      data.write().format("regionscan_python").mode(run).options(options).save();
+      NativeWrite.run(data, settings, "overwrite".equals(decision.path("mode").asText()));
     }
     StructType schema = data.schema();
     return new BaseRelation() {

@@ -1,0 +1,130 @@
+"""The engine worker's write ops: the JVM source's native bulk load (connector/jvm/PROTOCOL.md).
+
+The JVM writes as the Python source's writer does, with that writer's own
+code (:class:`connector.datasource.RegionScanWriter`, :mod:`connector.bulkload`):
+
+* ``write_begin`` (driver, before any task): the writer is built (options,
+  mapping and DataFrame columns checked; a ``newtable`` created) and handed
+  back pickled, with its job id;
+* ``write`` (each task attempt): the request frame is followed by an Arrow
+  IPC stream of the task's rows in Spark's Arrow types; they are staged as
+  store files under ``.staging/<job>/<task>/`` and the reply carries what
+  was staged (a pickled ``BulkLoadMessage``), the commit message of the task;
+* ``write_commit`` (driver): every task's staged files are committed all or
+  nothing (``commit_load``), and the mapping is stored with the table;
+* ``write_abort`` (driver): the job's staging directory is deleted whole.
+
+Pickles travel only in requests that carry the worker's secret, as splits do.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+from typing import Any, BinaryIO, Iterator
+
+import pyarrow as pa
+
+from storage.errors import InvalidArgument
+
+from ..source import SourceConfig
+
+__all__ = ["write_begin", "write", "write_commit", "write_abort"]
+
+
+def _pickled(value: Any) -> str:
+    return base64.b64encode(pickle.dumps(value)).decode("ascii")
+
+
+def _writer(req: dict):
+    from ..datasource import RegionScanWriter
+
+    text = req.get("writer")
+    if not isinstance(text, str):
+        raise InvalidArgument("the request carries no writer (from write_begin)")
+    writer = pickle.loads(base64.b64decode(text, validate=True))
+    if not isinstance(writer, RegionScanWriter):
+        raise InvalidArgument(f"the writer must be a RegionScanWriter, got {type(writer).__name__}")
+    return writer
+
+
+def write_begin(req: dict) -> dict:
+    """Build the job's writer on the driver: ``mode`` ``append`` or ``overwrite``, ``schema`` the
+    DataFrame's StructType JSON.  Everything a write checks fails here, before any task."""
+    from pyspark.sql.types import StructType
+
+    from ..datasource import RegionScanWriter
+
+    mode = req.get("mode")
+    if mode not in ("append", "overwrite"):
+        raise InvalidArgument(f"write_begin mode must be append or overwrite, got {mode!r}")
+    text = req.get("schema")
+    if not isinstance(text, str):
+        raise InvalidArgument("write_begin needs the DataFrame's schema (StructType JSON)")
+    config = SourceConfig.from_options(req.get("options") or {})
+    writer = RegionScanWriter(config, StructType.fromJson(json.loads(text)), mode == "overwrite")
+    return {"writer": _pickled(writer), "job": writer.job_id}
+
+
+def _drain(reader: Iterator[pa.RecordBatch]) -> None:
+    """Read the rest of a stream whose rows are refused, so the reply reaches a sender that is still writing."""
+    for _ in reader:
+        pass
+
+
+def write(req: dict, stream: BinaryIO) -> dict:
+    """Stage one task attempt's rows, read as an Arrow IPC stream from ``stream``."""
+    writer = _writer(req)
+    task = req.get("task")
+    if not isinstance(task, str) or not task or "/" in task or task.startswith("."):
+        raise InvalidArgument(f"bad task id {task!r}")
+    reader = pa.ipc.open_stream(stream)
+    state = {"rows": 0, "broken": False}
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        while True:
+            try:
+                batch = reader.read_next_batch()
+            except StopIteration:
+                return
+            except (OSError, pa.ArrowInvalid):
+                state["broken"] = True  # the JVM reset the connection: the task failed
+                raise
+            state["rows"] += batch.num_rows
+            yield batch
+
+    try:
+        message = writer.write_task(batches(), task)  # a failure abandons the attempt's files
+    except Exception:
+        if not state["broken"]:
+            try:
+                _drain(reader)  # the rows were refused: read on, so the sender gets the reason
+            except (OSError, pa.ArrowInvalid):
+                pass
+        raise
+    return {"staged": _pickled(message), "rows": state["rows"], "files": len(message.files)}
+
+
+def write_commit(req: dict) -> dict:
+    """Commit every task's staged files (``messages``: the ``staged`` of each ``write`` reply)."""
+    from ..datasource import BulkLoadMessage
+
+    writer = _writer(req)
+    docs = req.get("messages")
+    if not isinstance(docs, list):
+        raise InvalidArgument("write_commit needs the list of the tasks' messages")
+    messages = []
+    for doc in docs:
+        message = pickle.loads(base64.b64decode(doc, validate=True))
+        if not isinstance(message, BulkLoadMessage) or message.job_id != writer.job_id:
+            raise InvalidArgument("a commit message is not a staged-files message of this job")
+        messages.append(message)
+    writer.commit(messages)
+    return {"files": sum(len(m.files) for m in messages)}
+
+
+def write_abort(req: dict) -> dict:
+    """Delete everything the job staged (failed attempts' files too)."""
+    _writer(req).abort([])
+    return {}
