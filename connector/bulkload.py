@@ -143,15 +143,19 @@ def row_batch_to_cells(rows: pa.RecordBatch, timestamp: int) -> dict[str, pa.Tab
 
 
 def _sort_dedup(cells: pa.Table) -> pa.Table:
-    """Cells in store order; of cells with equal keys the one written last wins."""
+    """Cells in store order; of cells with equal keys the one written last wins.
+
+    The key is the cell's whole key, its type included: a delete marker and
+    the put it hides at the same timestamp are two cells (a marker sorts
+    before the put, as in every store file)."""
     n = cells.num_rows
     cells = cells.append_column("_pos", pa.array(np.arange(n, dtype=np.int64)))
     cells = cells.sort_by([("row", "ascending"), ("qualifier", "ascending"), ("timestamp", "descending"),
-                           ("_pos", "descending")])
+                           ("type", "descending"), ("_pos", "descending")])
     cells = cells.drop_columns(["_pos"]).combine_chunks()
     if n > 1:
         same = np.ones(n - 1, dtype=bool)
-        for name in ("row", "qualifier", "timestamp"):
+        for name in ("row", "qualifier", "timestamp", "type"):
             col = cells.column(name)
             same &= pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
         keep = np.concatenate([[True], ~same])
@@ -296,8 +300,9 @@ class BulkLoadTask:
             self._write_run()
 
     def add_cells(self, cells: pa.Table | pa.RecordBatch) -> None:
-        """Add put cells in :data:`storage.cells.CELL_SCHEMA` with their own timestamps
-        (any order, any of the table's families); sorted and written like ``add``'s rows."""
+        """Add cells in :data:`storage.cells.CELL_SCHEMA` with their own timestamps and
+        types (puts and delete markers; any order, any of the table's families);
+        sorted and written like ``add``'s rows."""
         self._check_open()
         if isinstance(cells, pa.RecordBatch):
             cells = pa.Table.from_batches([cells])

@@ -107,8 +107,8 @@ def rename_families(cells: pa.Table | pa.RecordBatch, renames: dict[bytes, bytes
 class _CopyTask:
     """The task: scan one source split, stage its cells into the target.
 
-    ``raw`` (``--all.cells``): the split's raw scan, ``versions`` puts per
-    column (None: all), each cell type staged by a task of its own."""
+    ``raw`` (``--all.cells``): the split's raw scan, markers included,
+    ``versions`` puts per column (None: all)."""
 
     target: LoadTarget
     renames: dict[bytes, bytes]
@@ -118,33 +118,19 @@ class _CopyTask:
     def __call__(self, split: Any) -> StageResult:
         result = StageResult()
         metrics = ScanMetrics()
-        name = f"copy-{split.index:05d}"
-        tasks: dict = {}  # cell type code (None: all, not raw) -> its staging task, opened at its first cell
-
-        def task_of(code: int | None):
-            if code not in tasks:
-                tasks[code] = self.target.open_task(name if code is None else f"{name}-t{code}")
-            return tasks[code]
-
+        task = self.target.open_task(f"copy-{split.index:05d}")
         try:
             batches = scan_split_raw(split, metrics, self.versions) if self.raw else scan_split(split, "cells", metrics)
             for batch in batches:
                 if not batch.num_rows:
                     continue
-                cells = rename_families(batch, self.renames)
-                if self.raw:
-                    types = cells.column("type")
-                    for code in pc.unique(types).to_pylist():
-                        task_of(code).add_cells(cells.filter(pc.equal(types, pa.scalar(code, types.type))))
-                else:
-                    task_of(None).add_cells(cells)
+                # a raw scan's markers keep their type: the loader sorts and de-duplicates whole cell keys
+                task.add_cells(rename_families(batch, self.renames))
                 result.cells += batch.num_rows
                 result.rows += batch.num_rows
-            for task in tasks.values():
-                result.files.extend(task.finish())
+            result.files.extend(task.finish())
         except BaseException:
-            for task in tasks.values():
-                task.abandon()
+            task.abandon()
             raise
         result.nbytes = scanned_bytes(metrics, split)
         return result

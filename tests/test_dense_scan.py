@@ -274,6 +274,36 @@ def test_bulk_load_writes_column_batches_as_dense_blocks(tmp_path):
     assert [(c[0], c[2], c[5]) for c in merged] == [(b"k001", b"a", b"x"), (b"k001", b"b", b"y")]
 
 
+def test_bulk_load_keeps_a_marker_beside_the_put_it_hides(tmp_path):
+    """Cells staged with add_cells are de-duplicated on their whole key, the
+    type included: a Delete marker and a put of the same column and
+    timestamp both stay (the marker first, as a store file orders them);
+    only a repeat of the very same cell keeps just its last write."""
+    from connector.bulkload import BulkLoadTask, table_regions
+
+    conn = storage.connect(str(tmp_path / "m"))
+    conn.create_table("t", {"cf": {}})
+    conn.close()
+    fs = FileSystem(str(tmp_path / "m")).sub("t")
+    regions, families = table_regions(fs)
+    cells = cells_to_batch([
+        (b"r1", b"cf", b"a", 5, 4, b"first"),
+        (b"r1", b"cf", b"a", 5, 8, b""),  # Delete of exactly that version
+        (b"r1", b"cf", b"a", 5, 4, b"second"),  # the same put again: the last write wins
+        (b"r1", b"cf", b"", 3, 14, b""),  # DeleteFamily
+        (b"r2", b"cf", b"a", 5, 4, b"kept"),
+    ])
+    task = BulkLoadTask(fs, "j", "p0", regions, families, timestamp=9)
+    task.add_cells(cells)
+    staged = _staged_cells(fs, task.finish())
+    assert staged == sorted([
+        (b"r1", b"cf", b"", 3, 14, b""),
+        (b"r1", b"cf", b"a", 5, 8, b""),
+        (b"r1", b"cf", b"a", 5, 4, b"second"),
+        (b"r2", b"cf", b"a", 5, 4, b"kept"),
+    ])
+
+
 def test_a_block_keeps_its_unfiltered_row_batches_only():
     """A cached block answers the same column choice again with the batch it built
     (its own arrays); a masked call, or one that drops rows, never reads or fills the memo."""
