@@ -344,21 +344,22 @@ def _measure(root: str, tables: dict, layouts: list, variants: list, args, quiet
             if quiet_s is not None:
                 print(f"{path:<10} {layout:<11} flushed, no writer {quiet_s:8.4f} s")
             for variant, (secs, n) in zip(variants, others):
-                ratio = base_s / secs
-                ok = ratio >= 0.67 and n == base_n
-                failed |= not ok
-                print(f"{path:<10} {layout:<11} live, {variant:<12} {secs:8.4f} s  {n / secs:>12,.0f} rows/s  "
-                      f"{ratio:5.2f}x of flushed  {'meets' if ok else 'MISSES'} >= 0.67x"
-                      + ("" if quiet_s is None else f"  {quiet_s / secs:5.2f}x of quiet")
-                      + ("" if n == base_n else f"  ROW COUNT {n} != {base_n}"))
+                failed |= not _report(path, layout, f"live, {variant:<12}", base_s, base_n, secs, n,
+                                      "" if quiet_s is None else f"  {quiet_s / secs:5.2f}x of quiet")
             for variant, (secs, n) in zip(variants, cold_results):
-                ratio = base_s / secs
-                ok = ratio >= 0.67 and n == base_n
-                failed |= not ok
-                print(f"{path:<10} {layout:<11} built, {variant:<11} {secs:8.4f} s  {n / secs:>12,.0f} rows/s  "
-                      f"{ratio:5.2f}x of flushed  {'meets' if ok else 'MISSES'} >= 0.67x  (no chunk kept)"
-                      + ("" if n == base_n else f"  ROW COUNT {n} != {base_n}"))
+                failed |= not _report(path, layout, f"built, {variant:<11}", base_s, base_n, secs, n,
+                                      "  (no chunk kept)")
     return failed
+
+
+def _report(path: str, layout: str, what: str, base_s: float, base_n: int, secs: float, n: int, note: str) -> bool:
+    """Print one live figure against the flushed one; True when it meets the target."""
+    ratio = base_s / secs
+    ok = ratio >= 0.67 and n == base_n
+    print(f"{path:<10} {layout:<11} {what} {secs:8.4f} s  {n / secs:>12,.0f} rows/s  "
+          f"{ratio:5.2f}x of flushed  {'meets' if ok else 'MISSES'} >= 0.67x{note}"
+          + ("" if n == base_n else f"  ROW COUNT {n} != {base_n}"))
+    return ok
 
 
 if __name__ == "__main__":

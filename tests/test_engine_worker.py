@@ -7,14 +7,12 @@ read requests answer what the Python source reads.
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
-import subprocess
-import sys
 
 import pyarrow as pa
 import pytest
+from engine_worker_process import python_worker
 
 import storage
 from connector.jvm_source.protocol import MAGIC, read_frame, request_bytes
@@ -28,15 +26,9 @@ MAPPING = "k INT :key, n INT cf:n, s STRING cf:s"
 
 @pytest.fixture(scope="module")
 def worker():
-    env = {**os.environ, "REGIONSCAN_WORKER_SECRET": SECRET}
-    proc = subprocess.Popen([sys.executable, "-m", "connector.engine_worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    line = proc.stdout.readline().decode()
-    assert line.startswith("regionscan-engine-worker 1 "), line
-    port = int(line.split("port=")[1].split()[0])
-    yield proc, port
-    proc.stdin.close()  # the worker exits when its parent's pipe closes
-    assert proc.wait(timeout=30) == 0
+    with python_worker(SECRET) as (proc, port, line):
+        assert line.startswith("regionscan-engine-worker 1 "), line
+        yield proc, port
 
 
 @pytest.fixture(scope="module")

@@ -6,12 +6,12 @@ worker's ``catalog`` op over a real socket."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
 
 import pytest
+from engine_worker_process import python_worker
 
 import storage
 from connector import stored_mapping
@@ -208,14 +208,8 @@ def test_the_mapping_command_through_the_regionscan_script(root, tmp_path):
 # -- the worker's catalog op ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def worker():
-    env = {**os.environ, "REGIONSCAN_WORKER_SECRET": SECRET}
-    proc = subprocess.Popen([sys.executable, "-m", "connector.engine_worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    line = proc.stdout.readline().decode()
-    port = int(line.split("port=")[1].split()[0])
-    yield port
-    proc.stdin.close()
-    assert proc.wait(timeout=30) == 0
+    with python_worker(SECRET) as (_, port, _line):
+        yield port
 
 
 def _catalog(port: int, action: str, options: dict, **fields) -> dict:

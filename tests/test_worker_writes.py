@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 
 import pyarrow as pa
 import pytest
+from engine_worker_process import python_worker
 
 import storage
 from connector import stored_mapping
@@ -28,13 +27,8 @@ ARROW = pa.schema([("k", pa.string()), ("a", pa.string()), ("b", pa.int32())])
 
 @pytest.fixture(scope="module")
 def worker():
-    env = {**os.environ, "REGIONSCAN_WORKER_SECRET": SECRET}
-    proc = subprocess.Popen([sys.executable, "-m", "connector.engine_worker"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    line = proc.stdout.readline().decode()
-    yield int(line.split("port=")[1].split()[0])
-    proc.stdin.close()
-    assert proc.wait(timeout=30) == 0
+    with python_worker(SECRET) as (_, port, _line):
+        yield port
 
 
 @pytest.fixture

@@ -1,0 +1,29 @@
+"""The Python engine worker (connector.engine_worker) as a real child process
+for the tests that speak its socket protocol."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from typing import Iterator
+
+
+@contextlib.contextmanager
+def python_worker(secret: str) -> Iterator[tuple[subprocess.Popen, int, str]]:
+    """Start a worker that takes ``secret``; yields the process, its port and
+    its announcement line; on exit closes its stdin (the worker exits when its
+    parent's pipe closes) and checks that it exited cleanly."""
+    env = {**os.environ, "REGIONSCAN_WORKER_SECRET": secret}
+    proc = subprocess.Popen([sys.executable, "-m", "connector.engine_worker"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        line = proc.stdout.readline().decode()
+        if "port=" not in line:
+            raise AssertionError(f"the engine worker did not announce a port: {line!r} {proc.stderr.read()!r}")
+        yield proc, int(line.split("port=")[1].split()[0]), line
+    finally:
+        proc.stdin.close()
+        code = proc.wait(timeout=30)
+    assert code == 0, f"the engine worker exited with {code}"
