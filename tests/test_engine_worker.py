@@ -114,6 +114,11 @@ def test_plan_push_count_and_read(worker, root):
                            aggregates=[{"fn": "count_star"}]))["values"] == [60]
     on_n = [{"op": "LessThan", "column": "n", "value": {"t": "int", "v": 10}}]
     assert _ask(port, _req("count", options=options, filters=on_n, aggregates=[{"fn": "count_star"}]))["values"] is None
+    # HBase Bytes integer keys sort negatives last: their MIN/MAX is left to Spark
+    assert _ask(port, _req("count", options=options, filters=key_range,
+                           aggregates=[{"fn": "max", "column": "k"}]))["values"] is None
+    reply = _ask(port, _req("count", options=options, filters=[], aggregates=[]))
+    assert reply["ok"] is False and reply["error"] == "InvalidArgument: count needs a list of aggregates"
     schema = '{"type":"struct","fields":[{"name":"s","type":"string","nullable":true,"metadata":{}}]}'
     plan = _ask(port, _req("plan", options=options, columns=["s"], filters=on_n, schema=schema, parallelism=1))
     assert plan["ok"] and plan["splits"] == 2  # a value filter narrows no key range: both regions
