@@ -22,13 +22,13 @@ ORDERED_INT_KEY = {"hbase.columns.mapping": ":key#o,cf:n", "columns": "k,n", "co
 SIGNED_INT_KEY = {"hbase.columns.mapping": "k INT :key, n INT cf:n"}
 
 
-def _make(root: str, name: str, options: dict, keys: list, split_at) -> dict:
+def _make(root: str, name: str, options: dict, keys: list, *split_at) -> dict:
     """Keys[:-10] flushed, the last 10 only in the memstore/WAL; the first and last key deleted."""
     opts = {"root": root, "table": name, **options}
     serde = SourceConfig.from_options(opts).read_serde()
     conn = storage.connect(root)
     encoded = [serde.serialize({"k": k, "n": i})[0] for i, k in enumerate(keys)]
-    table = conn.create_table(name, {"cf": {}}, split_keys=[serde.serialize({"k": split_at, "n": 0})[0]],
+    table = conn.create_table(name, {"cf": {}}, split_keys=[serde.serialize({"k": k, "n": 0})[0] for k in split_at],
                               settings={"wal_sync": "none"})
     with table.batch() as b:
         for i, k in enumerate(keys[:-10]):
@@ -50,6 +50,7 @@ def tables(tmp_path_factory):
         "string": _make(root, "s", STRING_KEY, [f"r{i:03d}" for i in range(200)], "r100"),
         "ordered": _make(root, "o", ORDERED_INT_KEY, list(range(-100, 100)), 0),
         "signed": _make(root, "b", SIGNED_INT_KEY, list(range(-100, 100)), 0),
+        "resplit": _make(root, "s2", STRING_KEY, [f"r{i:03d}" for i in range(200)], "r050", "r150"),
     }
 
 
@@ -122,3 +123,22 @@ def test_what_is_not_pushed_is_computed_by_spark(spark, tables):
         assert "BatchScan" in _plan(jvm_q)
         assert jvm_q.collect() == py_q.collect()
     assert tuple(signed_jvm.agg(F.min("k"), F.max("k")).collect()[0]) == (-99, 98)
+
+
+def test_grouping_and_joining_on_the_key_are_shuffled(spark, tables):
+    """The source reports no key-grouped partitioning: Spark's contract for it (identity(k))
+    is one key value per partition, and a region holds a range of keys.  Reported with each
+    task's first key, groupBy(k) ran without an Exchange and right, but a join of two tables
+    whose regions differ paired partitions by those values and returned 0 of 198 rows
+    (storage-partitioned join, on by default in Spark 4.3)."""
+    one, one_py = _both(spark, tables["string"])
+    two, two_py = _both(spark, tables["resplit"])
+    grouped = one.groupBy("k").agg(F.max("n"))
+    assert "Exchange hashpartitioning(k" in _plan(grouped)
+    assert sorted(grouped.collect()) == sorted(one_py.groupBy("k").agg(F.max("n")).collect())
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # a sort-merge join, as for large tables
+    try:
+        joined = one.join(two.withColumnRenamed("n", "m"), "k")
+        assert joined.count() == one_py.join(two_py, "k").count() == 198
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
