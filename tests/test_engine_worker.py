@@ -197,3 +197,23 @@ def test_splits_are_packed_by_size_like_spark_files():
     assert [[s.index for s in t] for t in tasks] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]  # key order
     assert len(pack_splits(splits, 128 << 20, 4 << 20, 10)) == 10  # as many cores as splits: one each
     assert pack_splits([], 128 << 20, 4 << 20, 2) == []
+
+
+def test_min_max_of_the_key_honour_a_time_range_and_the_memstore(worker, tmp_path):
+    _proc, port = worker
+    path = str(tmp_path / "root")
+    conn = storage.connect(path)
+    table = conn.create_table("ts", {"cf": {}}, split_keys=[b"c"], settings={"wal_sync": "none"})
+    for i, key in enumerate([b"a", b"b", b"c", b"d"]):
+        table.put(key, {b"cf:n": b"1"}, timestamp=100 + i)
+    table.flush()
+    table.put(b"e", {b"cf:n": b"1"}, timestamp=200)  # unflushed
+    conn.close()
+    options = {"root": path, "table": "ts", "hbase.columns.mapping": "k STRING :key, n STRING cf:n"}
+    edges = [{"fn": "min", "column": "k"}, {"fn": "max", "column": "k"}, {"fn": "count_star"}]
+    got = _ask(port, _req("count", options=options, filters=[], aggregates=edges))
+    assert got["values"] == [{"t": "string", "v": "a"}, {"t": "string", "v": "e"}, 5]
+    timed = {**options, "hbase.spark.query.timerange.start": "101", "hbase.spark.query.timerange.end": "103"}
+    got = _ask(port, _req("count", options=timed, filters=[], aggregates=edges[:2]))
+    assert got["values"] == [{"t": "string", "v": "b"}, {"t": "string", "v": "c"}]  # rows with a cell in [101, 103)
+    assert _ask(port, _req("count", options=timed, filters=[], aggregates=edges))["values"] is None  # counts need rows
