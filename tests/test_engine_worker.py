@@ -217,3 +217,27 @@ def test_min_max_of_the_key_honour_a_time_range_and_the_memstore(worker, tmp_pat
     got = _ask(port, _req("count", options=timed, filters=[], aggregates=edges[:2]))
     assert got["values"] == [{"t": "string", "v": "b"}, {"t": "string", "v": "c"}]  # rows with a cell in [101, 103)
     assert _ask(port, _req("count", options=timed, filters=[], aggregates=edges))["values"] is None  # counts need rows
+
+
+def test_edge_values_are_tagged_as_filter_literals():
+    import datetime as dt
+    from decimal import Decimal
+
+    import pyarrow as pa
+
+    from connector.jvm_source.aggregates import edge_literal
+
+    moment = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.timezone.utc)
+    cases = [
+        (pa.array(["k1"]), {"t": "string", "v": "k1"}),
+        (pa.array([b"\x00\xff"]), {"t": "binary", "v": "AP8="}),
+        (pa.array([-7], pa.int16()), {"t": "int", "v": -7}),
+        (pa.array([dt.date(1970, 1, 11)]), {"t": "date", "v": 10}),
+        (pa.array([moment], pa.timestamp("ms", "UTC")), {"t": "timestamp", "v": 1714979289123000}),
+        (pa.array([moment.replace(tzinfo=None)], pa.timestamp("us")), {"t": "timestamp_ntz", "v": 1714979289123456}),
+        (pa.array([Decimal("-1.50")], pa.decimal128(5, 2)), {"t": "decimal", "v": "-1.50"}),
+    ]
+    for array, literal in cases:
+        assert edge_literal(array) == literal
+    assert edge_literal(pa.array([None], pa.string())) is None  # a null key: Spark computes the MIN/MAX
+    assert edge_literal(pa.array([1.5])) is None  # no tag the JVM side takes

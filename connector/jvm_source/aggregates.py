@@ -84,7 +84,9 @@ def _parse(aggregates: Any, key) -> list[str] | None:
         raise InvalidArgument("count needs a list of aggregates")
     out = []
     for a in aggregates:
-        fn = a.get("fn") if isinstance(a, dict) else None
+        if not isinstance(a, dict):
+            raise InvalidArgument(f"an aggregate must be a JSON object, got {type(a).__name__}")
+        fn = a.get("fn")
         on_key = key is not None and str(a.get("column", "")).lower() == key.name.lower()
         if fn == "count_star" or (fn == "count" and on_key):  # a row key is never null: COUNT(key) is COUNT(*)
             out.append("count")
