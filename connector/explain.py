@@ -61,6 +61,7 @@ class ScanPlan:
     notes: list[str] = field(default_factory=list)
     splits: int | None = None
     regions: list[str] | None = None
+    aggregates: list[str] | None = None  # aggregates answered at planning (JVM source): no task reads rows
 
     @classmethod
     def build(cls, config: SourceConfig, result: PushdownResult, splits: Sequence[Any] | None = None) -> "ScanPlan":
@@ -110,6 +111,8 @@ class ScanPlan:
         lines.append(f"  left for Spark: {'; '.join(self.residual) or 'none'}")
         if self.splits is not None:
             lines.append(f"  splits: {self.splits} over regions {', '.join(self.regions or []) or 'none'}")
+        if self.aggregates:
+            lines.append(f"  aggregates answered at planning (no rows read): {', '.join(self.aggregates)}")
         for note in self.notes:
             lines.append(f"    - {printable(note)}")
         return "\n".join(lines)

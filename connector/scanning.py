@@ -38,7 +38,7 @@ from .options import ScanSpec
 from storage.region.region_snapshots import PinnedRegion, shared_block_cache
 from .splits import TableSplit
 
-__all__ = ["is_remote_root", "split_batches", "split_row_count", "last_row_of"]
+__all__ = ["is_remote_root", "split_batches", "split_row_count", "split_edge_key", "edge_key_known", "last_row_of"]
 
 _REMOTE_PREFIXES = ("grpc://", "grpc+tcp://", "grpc+tls://")
 
@@ -142,6 +142,47 @@ def split_row_count(
                 metrics.regions_scanned += 1
             total += sum(count_region_rows(region.view, lo, hi) for lo, hi in region_spans)
     return total
+
+
+def edge_key_known(split: TableSplit) -> bool:
+    """True when :func:`split_edge_key` can answer for ``split`` (a filesystem root, and
+    no filter but the row-counting one)."""
+    scan = split.scan or ScanSpec()
+    return not is_remote_root(split.root) and scan.filter in (None, ROW_COUNT_FILTER)
+
+
+def split_edge_key(split: TableSplit, last: bool = False) -> bytes | None:
+    """The first row key the split's scan returns (``last=True``: the last), or None
+    when it returns no row.
+
+    One row is asked of each span, from the split's low end forward (or its high end
+    reversed, HBase's reversed scan), in the pinned regions in key order until one
+    answers: the engine merges the memstore (the WAL records of the pin) and the store
+    files and drops deleted rows, as a read does, so a deleted last row is not the
+    answer.  Only for splits of a filesystem root with no filter but the row-counting
+    one; None otherwise too (then rows must be read).
+    """
+    scan = split.scan or ScanSpec()
+    if not edge_key_known(split):
+        return None
+    table_fs = FileSystem(split.root).sub(table_dir(split.table))
+    families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
+    cache = shared_block_cache() if scan.cache_blocks else None
+    base, _ = plan_batch_scan(dataclasses.replace(scan, filter=None).request("rows"))
+    base = dataclasses.replace(base, reverse=last, limit=1, filter=None)
+    spans = _spans(split, None)
+    pins = list(split.regions)
+    for pin in reversed(pins) if last else pins:
+        region_spans = intersect(spans, [(pin.start, pin.end)])
+        if not region_spans:
+            continue
+        with PinnedRegion(table_fs, split.table, pin, families, cache) as region:
+            for lo, hi in reversed(region_spans) if last else region_spans:
+                one = dataclasses.replace(base, low=lo, high=hi)
+                for batch in scan_region_batches(region.view, one):
+                    if batch.num_rows:
+                        return batch.column(0)[0].as_py()
+    return None
 
 
 def _remote_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], output: str,

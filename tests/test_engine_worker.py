@@ -106,6 +106,11 @@ def test_plan_push_count_and_read(worker, root):
                            aggregates=[{"fn": "count_star"}]))["values"] == [60]
     on_n = [{"op": "LessThan", "column": "n", "value": {"t": "int", "v": 10}}]
     assert _ask(port, _req("count", options=options, filters=on_n, aggregates=[{"fn": "count_star"}]))["values"] is None
+    # HBase Bytes integer keys sort negatives last: their MIN/MAX is left to Spark
+    assert _ask(port, _req("count", options=options, filters=key_range,
+                           aggregates=[{"fn": "max", "column": "k"}]))["values"] is None
+    reply = _ask(port, _req("count", options=options, filters=[], aggregates=[]))
+    assert reply["ok"] is False and reply["error"] == "InvalidArgument: count needs a list of aggregates"
     schema = '{"type":"struct","fields":[{"name":"s","type":"string","nullable":true,"metadata":{}}]}'
     plan = _ask(port, _req("plan", options=options, columns=["s"], filters=on_n, schema=schema, parallelism=1))
     assert plan["ok"] and plan["splits"] == 2  # a value filter narrows no key range: both regions
@@ -184,3 +189,47 @@ def test_splits_are_packed_by_size_like_spark_files():
     assert [[s.index for s in t] for t in tasks] == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]  # key order
     assert len(pack_splits(splits, 128 << 20, 4 << 20, 10)) == 10  # as many cores as splits: one each
     assert pack_splits([], 128 << 20, 4 << 20, 2) == []
+
+
+def test_min_max_of_the_key_honour_a_time_range_and_the_memstore(worker, tmp_path):
+    _proc, port = worker
+    path = str(tmp_path / "root")
+    conn = storage.connect(path)
+    table = conn.create_table("ts", {"cf": {}}, split_keys=[b"c"], settings={"wal_sync": "none"})
+    for i, key in enumerate([b"a", b"b", b"c", b"d"]):
+        table.put(key, {b"cf:n": b"1"}, timestamp=100 + i)
+    table.flush()
+    table.put(b"e", {b"cf:n": b"1"}, timestamp=200)  # unflushed
+    conn.close()
+    options = {"root": path, "table": "ts", "hbase.columns.mapping": "k STRING :key, n STRING cf:n"}
+    edges = [{"fn": "min", "column": "k"}, {"fn": "max", "column": "k"}, {"fn": "count_star"}]
+    got = _ask(port, _req("count", options=options, filters=[], aggregates=edges))
+    assert got["values"] == [{"t": "string", "v": "a"}, {"t": "string", "v": "e"}, 5]
+    timed = {**options, "hbase.spark.query.timerange.start": "101", "hbase.spark.query.timerange.end": "103"}
+    got = _ask(port, _req("count", options=timed, filters=[], aggregates=edges[:2]))
+    assert got["values"] == [{"t": "string", "v": "b"}, {"t": "string", "v": "c"}]  # rows with a cell in [101, 103)
+    assert _ask(port, _req("count", options=timed, filters=[], aggregates=edges))["values"] is None  # counts need rows
+
+
+def test_edge_values_are_tagged_as_filter_literals():
+    import datetime as dt
+    from decimal import Decimal
+
+    import pyarrow as pa
+
+    from connector.jvm_source.aggregates import edge_literal
+
+    moment = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.timezone.utc)
+    cases = [
+        (pa.array(["k1"]), {"t": "string", "v": "k1"}),
+        (pa.array([b"\x00\xff"]), {"t": "binary", "v": "AP8="}),
+        (pa.array([-7], pa.int16()), {"t": "int", "v": -7}),
+        (pa.array([dt.date(1970, 1, 11)]), {"t": "date", "v": 10}),
+        (pa.array([moment], pa.timestamp("ms", "UTC")), {"t": "timestamp", "v": 1714979289123000}),
+        (pa.array([moment.replace(tzinfo=None)], pa.timestamp("us")), {"t": "timestamp_ntz", "v": 1714979289123456}),
+        (pa.array([Decimal("-1.50")], pa.decimal128(5, 2)), {"t": "decimal", "v": "-1.50"}),
+    ]
+    for array, literal in cases:
+        assert edge_literal(array) == literal
+    assert edge_literal(pa.array([None], pa.string())) is None  # a null key: Spark computes the MIN/MAX
+    assert edge_literal(pa.array([1.5])) is None  # no tag the JVM side takes

@@ -157,6 +157,49 @@ def test_a_killed_worker_is_replaced(spark, jvm, root):
     assert jvm.currentPid() not in (-1, first, second)
 
 
+def _kill_at_first_row(pid: int):
+    """A partition function that, at its first row, lets the pipes fill and kills process ``pid``."""
+
+    def run(rows):
+        import time
+
+        for i, row in enumerate(rows):
+            if i == 0:
+                time.sleep(1)  # the sockets behind this row fill up: the worker blocks mid-stream
+                os.kill(pid, signal.SIGKILL)
+            yield row.k
+
+    return run
+
+
+def test_a_worker_killed_mid_read_fails_the_task_in_one_line(spark, jvm, tmp_path):
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "root")
+    conn = storage.connect(path)
+    table = conn.create_table("big", {"cf": {}}, settings={"wal_sync": "none"})
+    # 40 MB in batches of 10 rows: far more than the sockets between the engine worker, the task
+    # and Spark's Python worker hold, so the engine worker is still sending when it is killed
+    _put(table, [(k, k, "x" * 20_000) for k in range(2000)])
+    table.flush()
+    conn.close()
+    df = spark.read.format("regionscan").options(**_options(path, "big"), **{"hbase.spark.query.cachedrows": "10"}).load()
+    assert df.count() == 2000  # answered by this JVM's worker, which the task's reads will use
+    pid = jvm.currentPid()
+    with pytest.raises(Exception) as err:
+        df.select("k", "s").rdd.mapPartitions(_kill_at_first_row(pid)).collect()
+    lines = [line for line in str(err.value).splitlines() if f"regionscan engine worker (pid {pid})" in line]
+    assert lines, str(err.value)[:3000]
+    line = lines[0]
+    assert "during a read" in line and "the next task starts a new worker" in line
+    log = line.split("(log: ", 1)[1].split(",", 1)[0]
+    assert os.path.basename(log).startswith("regionscan-engine-worker-") and os.path.exists(log)
+    # nothing was lost: the next query starts a new worker and reads every row
+    got = df.select("k", F.length("s").alias("n")).collect()
+    assert sorted((r.k, r.n) for r in got) == [(k, 20_000) for k in range(2000)]
+    assert jvm.currentPid() not in (-1, pid)
+
+
 def test_a_worker_that_cannot_start_is_one_line(spark, root):
     df = spark.read.format("regionscan").options(**_options(root)).load()
     spark.conf.set("spark.regionscan.python", "/nonexistent/bin/python3")

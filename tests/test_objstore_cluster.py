@@ -2,7 +2,10 @@
 
 One standalone master and worker on 127.0.0.1 and one local S3 server
 (moto's server mode) serve ``spark-submit jobs/row_counter.py``, an export to
-S3 and an import from it, all against ``s3://`` roots.  The daemons start
+S3 and an import from it, and a ``format("regionscan")`` read through the
+JVM source (``--jars``: each executor JVM reads through an engine worker of
+its own, which inherits the executor's environment), all against ``s3://``
+roots.  The daemons start
 WITHOUT the AWS environment: the executors open the tables themselves from
 the root URI and get the credentials only from the job, which forwards the
 driver's environment as redacted ``spark.executorEnv`` settings; the secret
@@ -12,14 +15,19 @@ appears in no argument, output or log.  Reads and appends through
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 import storage
 from jobs.demo import load_sample_table
-from test_jobs_submit import _submit, cluster_environment, standalone_cluster
+from connector.jvm_source import build as jvm_build
+from test_jobs_submit import REPO, _spark_home, _submit, cluster_environment, standalone_cluster
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -86,6 +94,7 @@ def test_spark_read_and_append_with_an_s3_root(s3_server, spark):
     assert sorted(tuple(r) for r in df.collect()) == [("alice", "31"), ("bob", "42"), ("zed", "7")]
     assert df.rdd.getNumPartitions() == 2  # one partition per region, opened by the executors
     plan = df._jdf.queryExecution().toString()
+    assert "BatchScan regionscan people" in plan  # the suite's session reads through the JVM source
     assert "AWS_SECRET" not in plan and "testing@" not in plan
     new = spark.createDataFrame([("carol", "25"), ("nina", "60")], "key string, age string")
     (
@@ -95,3 +104,52 @@ def test_spark_read_and_append_with_an_s3_root(s3_server, spark):
     with storage.connect(root, read_only=True) as conn:
         rows = {k: v[b"cf:age"] for k, v in conn.table("people").scan()}
     assert rows == {b"alice": b"31", b"bob": b"42", b"carol": b"25", b"nina": b"60", b"zed": b"7"}
+
+
+JVM_READ = textwrap.dedent(
+    """
+    import json, sys
+    from pyspark.sql import SparkSession
+    from connector.session import forwarded_environment
+
+    root, out = sys.argv[1], sys.argv[2]
+    builder = SparkSession.builder.config("spark.sql.python.filterPushdown.enabled", "true")
+    for key, value in forwarded_environment({}).items():  # the credentials, as the jobs hand them on
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    df = (spark.read.format("regionscan").option("root", root).option("table", "people")
+          .option("hbase.columns.mapping", "key STRING :key, age STRING cf:age")
+          .option("regionscan.pack.splits", "false").load())
+    older = df.where("key >= 'm'")  # a key range: the second region only
+    json.dump({"rows": sorted(tuple(r) for r in df.collect()), "older": sorted(r.key for r in older.collect()),
+               "count": df.count(), "partitions": df.rdd.getNumPartitions(),
+               "plan": older._jdf.queryExecution().executedPlan().toString()}, open(out, "w"))
+    spark.stop()
+    """
+)
+
+
+def test_jvm_source_reads_an_s3_root_on_the_standalone_cluster(s3_server, s3_cluster, tmp_path):
+    url, env, base = s3_cluster
+    root = s3_server.root("jvm")
+    with storage.connect(root) as conn:
+        table = conn.create_table("people", {"cf": {}}, split_keys=[b"m"])
+        for name, age in [(b"alice", b"31"), (b"bob", b"42"), (b"zed", b"7")]:
+            table.put(name, {b"cf:age": age})
+        table.flush()
+        table.put(b"nina", {b"cf:age": b"60"})  # only in a WAL segment: the executor's worker replays it
+        table.delete(b"bob")
+    script, out = tmp_path / "jvm_read.py", tmp_path / "out.json"
+    script.write_text(JVM_READ)
+    submit = [os.path.join(_spark_home(), "bin", "spark-submit"), "--master", url,
+              "--jars", str(jvm_build.build_jar()), "--conf", f"spark.regionscan.python={sys.executable}",
+              "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false", str(script), root, str(out)]
+    done = subprocess.run(submit, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    _no_secret(done, base)
+    result = json.loads(out.read_text())
+    assert "BatchScan regionscan people" in result["plan"]  # the JVM source, not the Python one
+    assert [tuple(r) for r in result["rows"]] == [("alice", "31"), ("nina", "60"), ("zed", "7")]
+    assert result["older"] == ["nina", "zed"] and result["count"] == 3
+    assert "KeyRanges: 1 [[m, (open))]" in result["plan"]
+    assert result["partitions"] == 2  # one task per region, read by the executors

@@ -5,6 +5,7 @@ Every answer is computed by what ``format("regionscan_python")`` runs:
 :func:`~connector.pushdown.push_filters` translates the filters, the input
 format plans (and pins) the splits, :class:`~connector.record_reader.TableBatchRecordReader`
 scans them and the SerDe decodes the rows.  So both sources answer alike.
+COUNT/MIN/MAX answered at planning are in :mod:`.aggregates`.
 Filters arrive in the small JSON form of connector/jvm/PROTOCOL.md and are
 rebuilt as pyspark's filter objects.
 """
@@ -28,9 +29,9 @@ from ..explain import ScanPlan, printable, ranges_text, save_plan
 from ..options import MAX_RESTARTS, SCAN_CACHEBLOCKS, conf_bool, conf_int
 from ..pushdown import PushdownResult
 from ..record_reader import TableBatchRecordReader
-from ..scanning import split_row_count
 from ..source import PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
+from .aggregates import count
 
 __all__ = ["decode_filters", "schema", "push", "save", "plan", "count", "read_batches", "pack_splits", "ReadPlan"]
 
@@ -254,33 +255,6 @@ def plan(req: dict) -> dict:
         "size_bytes": sum(s.size for s in splits),
         "splits": len(splits),
     }
-
-
-def count(req: dict) -> dict:
-    """COUNT(*) / COUNT(key) from the block indexes, or ``values: null`` when rows must be read."""
-    rp = ReadPlan({**req, "columns": []})
-    keys = {c.name.lower() for c in rp.base.mapping().columns if c.kind == ColumnKind.KEY}
-    aggregates = req.get("aggregates")
-    if not isinstance(aggregates, list) or not aggregates:
-        raise InvalidArgument("count needs a list of aggregates")
-    for a in aggregates:
-        fn = a.get("fn") if isinstance(a, dict) else None
-        if fn == "count" and str(a.get("column", "")).lower() in keys:
-            continue  # a row key is never null: COUNT(key) is COUNT(*)
-        if fn != "count_star":
-            return {"values": None}
-    result = rp.pushdown()
-    if result.residual or result.engine_filter is not None:
-        return {"values": None}
-    fmt = rp.input_format(result)
-    fmt.conf["regionscan.pin.register"] = False
-    total = 0
-    for split in fmt.get_splits():
-        n = split_row_count(split)
-        if n is None:
-            return {"values": None}
-        total += n
-    return {"values": [total] * len(aggregates)}
 
 
 def _splits(req: dict) -> list[TableSplit]:

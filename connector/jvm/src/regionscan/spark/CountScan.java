@@ -5,15 +5,18 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.connector.read.LocalScan;
 import org.apache.spark.sql.types.StructType;
 
-/** A pushed COUNT answered at planning (block-index row counts): Spark runs no task for it. */
+/**
+ * Pushed aggregates answered at planning (COUNT from the block indexes, MIN/MAX of the row key
+ * from the first and last row keys): Spark runs no task for them.
+ */
 final class CountScan implements LocalScan {
   private final SourceSettings settings;
   private final StructType schema;
-  private final long[] values;
+  private final Object[] values;
   private final String pushedFilters;
   private final String aggregation;
 
-  CountScan(SourceSettings settings, StructType schema, long[] values, String pushedFilters, String aggregation) {
+  CountScan(SourceSettings settings, StructType schema, Object[] values, String pushedFilters, String aggregation) {
     this.settings = settings;
     this.schema = schema;
     this.values = values;
@@ -23,11 +26,7 @@ final class CountScan implements LocalScan {
 
   @Override
   public InternalRow[] rows() {
-    Object[] cells = new Object[values.length];
-    for (int i = 0; i < values.length; i++) {
-      cells[i] = values[i];
-    }
-    return new InternalRow[] {new GenericInternalRow(cells)};
+    return new InternalRow[] {new GenericInternalRow(values.clone())};
   }
 
   @Override
@@ -38,6 +37,6 @@ final class CountScan implements LocalScan {
   @Override
   public String description() {
     return settings.tableName() + " PushedAggregation: " + aggregation + ", PushedFilters: " + pushedFilters
-        + ", answered from the block indexes";
+        + ", answered at planning (block indexes, first/last row keys)";
   }
 }

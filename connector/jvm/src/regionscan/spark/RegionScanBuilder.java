@@ -10,12 +10,15 @@ import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
 import org.apache.spark.sql.connector.expressions.aggregate.Count;
 import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
+import org.apache.spark.sql.connector.expressions.aggregate.Max;
+import org.apache.spark.sql.connector.expressions.aggregate.Min;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -25,8 +28,9 @@ import java.util.List;
 
 /**
  * One query's scan: required columns, V2 filters (translated by the worker with the same
- * code as the Python source's pushdown), a limit, and COUNT aggregates answered at planning
- * from the block indexes when nothing else restricts the rows.
+ * code as the Python source's pushdown), a limit, and COUNT aggregates (from the block
+ * indexes) and MIN/MAX of the row key (from the first and last row keys) answered at planning
+ * when nothing but key ranges restricts the rows.
  */
 final class RegionScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters,
     SupportsPushDownLimit, SupportsPushDownAggregates {
@@ -38,7 +42,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   private int limit = -1;
   private String scanned = "";  // the key ranges and engine filter the worker made of the filters, for explain()
   private Aggregation aggregation;
-  private long[] aggregateValues;
+  private Object[] aggregateValues;
+  private DataType[] aggregateTypes;
   private boolean aggregateAsked;
 
   RegionScanBuilder(SourceSettings settings, StructType schema) {
@@ -111,7 +116,16 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     return true;  // each task stops after n rows; Spark applies the limit over all of them
   }
 
-  private long[] answer(Aggregation agg) {
+  /** The one top-level column a V2 expression names, or null. */
+  private static String column(Expression e) {
+    if (!(e instanceof NamedReference)) {
+      return null;
+    }
+    String[] names = ((NamedReference) e).fieldNames();
+    return names.length == 1 ? names[0] : null;
+  }
+
+  private Object[] answer(Aggregation agg) {
     if (aggregateAsked && agg.equals(aggregation)) {
       return aggregateValues;
     }
@@ -121,18 +135,27 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     if (agg.groupByExpressions().length > 0) {
       return null;
     }
+    AggregateFunc[] funcs = agg.aggregateExpressions();
+    DataType[] types = new DataType[funcs.length];
     ArrayNode aggs = EngineWorker.JSON.createArrayNode();
-    for (AggregateFunc f : agg.aggregateExpressions()) {
+    for (int i = 0; i < funcs.length; i++) {
+      AggregateFunc f = funcs[i];
       ObjectNode a = aggs.addObject();
+      types[i] = DataTypes.LongType;
       if (f instanceof CountStar) {
         a.put("fn", "count_star");
-      } else if (f instanceof Count && !((Count) f).isDistinct() && ((Count) f).column() instanceof NamedReference) {
-        String[] names = ((NamedReference) ((Count) f).column()).fieldNames();
-        if (names.length != 1) {
+      } else if (f instanceof Count && !((Count) f).isDistinct() && column(((Count) f).column()) != null) {
+        a.put("fn", "count");
+        a.put("column", column(((Count) f).column()));
+      } else if ((f instanceof Min || f instanceof Max)) {
+        String name = column(f instanceof Min ? ((Min) f).column() : ((Max) f).column());
+        if (name == null || !full.getFieldIndex(name).isDefined()
+            || !EdgeValues.supported(full.apply(name).dataType())) {
           return null;
         }
-        a.put("fn", "count");
-        a.put("column", names[0]);
+        a.put("fn", f instanceof Min ? "min" : "max");
+        a.put("column", name);
+        types[i] = full.apply(name).dataType();
       } else {
         return null;
       }
@@ -142,13 +165,15 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     req.set("aggregates", aggs);
     JsonNode reply = settings.call(req);
     JsonNode values = reply.path("values");
-    if (!values.isArray()) {
+    if (!values.isArray() || values.size() != funcs.length) {
       return null;
     }
-    long[] out = new long[values.size()];
+    Object[] out = new Object[funcs.length];
     for (int i = 0; i < out.length; i++) {
-      out[i] = values.get(i).asLong();
+      JsonNode v = values.get(i);
+      out[i] = v.isObject() ? EdgeValues.toSpark(v, types[i]) : (Object) v.asLong();
     }
+    aggregateTypes = types;
     aggregateValues = out;
     return out;
   }
@@ -169,7 +194,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       StructType schema = new StructType();
       AggregateFunc[] funcs = aggregation.aggregateExpressions();
       for (int i = 0; i < funcs.length; i++) {
-        schema = schema.add("agg" + i + "_" + funcs[i].toString(), DataTypes.LongType, false);
+        // COUNT is never null; MIN/MAX of no rows is
+        schema = schema.add("agg" + i + "_" + funcs[i].toString(), aggregateTypes[i], aggregateValues[i] == null);
       }
       return new CountScan(settings, schema, aggregateValues, describe(pushed), aggregation.toString());
     }
