@@ -62,8 +62,11 @@ from serde.mapping import ColumnKind, ColumnMapping
 from storage.errors import InvalidArgument
 from storage.keys import KeyRange
 from storage.namespaces import canonical_table_name
+from storage.table.descriptor import set_table_values, table_families
+from storage.vfs.fs import FileSystem
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
+from . import stored_mapping
 from .stored_mapping import with_stored_mapping
 from .options import (
     CHECKED_PREFIXES,
@@ -81,7 +84,8 @@ from .options import (
     normalize_conf,
 )
 
-__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "PYTHON_PUSHDOWN", "TIMESTAMP_NTZ", "write_timestamp"]
+__all__ = ["SourceConfig", "COLUMN_FILTERS", "SUPERSET_FILTERS", "PYTHON_PUSHDOWN", "TIMESTAMP_NTZ", "write_timestamp",
+           "store_mapping"]
 
 COLUMN_FILTERS = "hbase.spark.pushdown.columnfilter"
 SUPERSET_FILTERS = "regionscan.pushdown.superset"
@@ -319,3 +323,22 @@ class SourceConfig:
         if filters:
             conf[SCAN_FILTER] = " AND ".join(f"({f})" for f in filters) if len(filters) > 1 else filters[0]
         return TableInputFormat(conf, key_ranges)
+
+
+def store_mapping(root: str, table: str, options: Mapping[str, Any]) -> dict[str, str]:
+    """Store the mapping part of (normalized) ``options`` with ``table``; returns what was stored.
+
+    The mapping is checked first (it must parse and name a row key), so a
+    bad one never reaches the table.
+    """
+    kept = stored_mapping.mapping_options(options)
+    value = stored_mapping.encode(kept)  # refuses options without a mapping
+    config = SourceConfig.from_options({**kept, ROOT: root, INPUT_TABLE: table})  # parses mapping and SerDe
+    families = set(table_families(FileSystem(root), table))
+    missing = sorted({c.family for c in config.write_serde().mapping.columns
+                      if c.family is not None and c.family not in families})
+    if missing:
+        raise InvalidArgument(f"the mapping names column families {missing} that table {table} lacks "
+                              f"(families: {sorted(families)})")
+    set_table_values(FileSystem(root), table, {stored_mapping.MAPPING_KEY: value})
+    return kept

@@ -18,7 +18,7 @@ A read that gives neither ``hbase.columns.mapping`` nor ``catalog`` takes the
 stored options, and the options it does give win over them
 (:func:`with_stored_mapping`, called by ``SourceConfig.from_options``).  A
 write that gives a mapping stores it (:func:`remember`), ``regionscan mapping
-set`` sets it by hand, and the Spark catalog reads it for every table.
+set`` sets it by hand (:func:`connector.source.store_mapping`, which checks it first), and the Spark catalog reads it for every table.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from typing import Any, Mapping
 
 from storage.errors import InvalidArgument, TableNotFound
 from storage.namespaces import canonical_table_name
-from storage.table.descriptor import set_table_values, table_families, table_values
+from storage.table.descriptor import set_table_values, table_values
 from storage.vfs.fs import FileSystem
 
 from .options import CHECKED_PREFIXES, INPUT_TABLE, ROOT
 from .scanning import is_remote_root
 
 __all__ = ["MAPPING_KEY", "RECORD_VERSION", "mapping_given", "mapping_options", "encode", "decode",
-           "stored_options", "with_stored_mapping", "store", "remove", "remember", "how_to_give"]
+           "stored_options", "with_stored_mapping", "remove", "remember", "how_to_give"]
 
 MAPPING_KEY = "regionscan.mapping"
 RECORD_VERSION = 1
@@ -123,27 +123,6 @@ def with_stored_mapping(conf: dict[str, Any]) -> dict[str, Any]:
     if stored is None:
         raise InvalidArgument(f"table {table} under {root} has no stored column mapping: {how_to_give(table, root)}")
     return {**stored, **conf}
-
-
-def store(root: str, table: str, options: Mapping[str, Any]) -> dict[str, str]:
-    """Store the mapping part of (normalized) ``options`` with ``table``; returns what was stored.
-
-    The mapping is checked first (it must parse and name a row key), so a
-    bad one never reaches the table.
-    """
-    from .source import SourceConfig
-
-    kept = mapping_options(options)
-    value = encode(kept)  # refuses options without a mapping
-    config = SourceConfig.from_options({**kept, ROOT: root, INPUT_TABLE: table})  # parses mapping and SerDe
-    families = set(table_families(FileSystem(root), table))
-    missing = sorted({c.family for c in config.write_serde().mapping.columns
-                      if c.family is not None and c.family not in families})
-    if missing:
-        raise InvalidArgument(f"the mapping names column families {missing} that table {table} lacks "
-                              f"(families: {sorted(families)})")
-    set_table_values(FileSystem(root), table, {MAPPING_KEY: value})
-    return kept
 
 
 def remove(root: str, table: str) -> bool:

@@ -25,6 +25,7 @@ import storage
 from connector import stored_mapping
 from connector.options import normalize_conf
 from connector.scanning import is_remote_root
+from connector.source import store_mapping
 from storage.schema import validate_table_name
 
 from ._args import add_root_argument, guarded, parse_defines, script_main
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         options = normalize_conf({**parse_defines(args.defines), "hbase.columns.mapping": text})
         if args.serde:
             options["serde"] = args.serde
-        stored = stored_mapping.store(args.root, table, options)
+        stored = store_mapping(args.root, table, options)
         print(f"stored the mapping of table {table}: {json.dumps(stored, sort_keys=True)}")
     elif args.action == "show":
         stored = stored_mapping.stored_options(args.root, table)

@@ -16,7 +16,7 @@ from engine_worker_process import python_worker
 import storage
 from connector import stored_mapping
 from connector.jvm_source.protocol import read_frame, request_bytes
-from connector.source import SourceConfig
+from connector.source import SourceConfig, store_mapping
 from jobs import mapping as mapping_job
 from storage.errors import InvalidArgument, TableLocked, TableNotFound
 from storage.table.descriptor import set_table_values, table_values
@@ -106,7 +106,7 @@ def test_a_stored_mapping_completes_reads_that_give_none(root):
     assert str(info.value) == (f"table t under {root} has no stored column mapping: give option "
                                "'hbase.columns.mapping' or 'catalog', or store one with the table: "
                                f"regionscan mapping set t --root {root} --mapping '<mapping>'")
-    kept = stored_mapping.store(root, "t", {"hbase.columns.mapping": MAPPING, "serde": "string", "regionscan.root": root,
+    kept = store_mapping(root, "t", {"hbase.columns.mapping": MAPPING, "serde": "string", "regionscan.root": root,
                                             "hbase.mapreduce.inputtable": "t", "newtable": "3", "columns": "n",
                                             "serialization.null.format": "NULL", "hbase.mapreduce.scan.caching": "9",
                                             "regionscan.timestamp.ntz": "true"})
@@ -132,7 +132,7 @@ def test_the_stored_record_is_frozen_at_version_1():
 
 def test_hive_columns_are_stored_only_with_their_types(root):
     hive = {"hbase.columns.mapping": ":key,cf:n", "columns": "id,n", "columns.types": "string:int"}
-    assert stored_mapping.store(root, "t", hive) == hive
+    assert store_mapping(root, "t", hive) == hive
     assert SourceConfig.from_options({"root": root, "table": "t"}).schema_ddl() == "`id` STRING, `n` INT"
 
 
@@ -143,7 +143,7 @@ def test_hive_columns_are_stored_only_with_their_types(root):
 ])
 def test_a_bad_mapping_is_never_stored(root, options, message):
     with pytest.raises(InvalidArgument, match=message):
-        stored_mapping.store(root, "t", options)
+        store_mapping(root, "t", options)
     assert stored_mapping.MAPPING_KEY not in table_values(FileSystem(root), "t")
 
 

@@ -31,6 +31,7 @@ from storage.errors import InvalidArgument
 from ..explain import ScanPlan, save_plan
 from ..keyspace import value_order
 from ..scanning import edge_key_known, split_edge_key, split_row_count
+from .requests import ReadPlan
 
 __all__ = ["count", "edge_literal"]
 
@@ -105,8 +106,6 @@ def _label(doc: dict) -> str:
 
 def count(req: dict) -> dict:
     """``count``: COUNT(*), COUNT(key), MIN(key), MAX(key) without reading rows, or ``values: null``."""
-    from .requests import ReadPlan
-
     rp = ReadPlan({**req, "columns": []})
     mapping = rp.base.mapping()
     key = _key_column(mapping)

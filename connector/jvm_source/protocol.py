@@ -9,12 +9,17 @@ stream and a trailer frame.
 
 from __future__ import annotations
 
+import base64
 import hmac
 import json
+import pickle
 import struct
 from typing import Any, BinaryIO
 
-__all__ = ["MAGIC", "VERSION", "MAX_FRAME", "ProtocolError", "read_request", "write_frame", "read_frame"]
+from storage.errors import InvalidArgument
+
+__all__ = ["MAGIC", "VERSION", "MAX_FRAME", "ProtocolError", "read_request", "write_frame", "read_frame",
+           "pack_object", "unpack_object"]
 
 MAGIC = b"RSW1"
 VERSION = 1
@@ -76,3 +81,19 @@ def request_bytes(doc: dict[str, Any]) -> bytes:
     """A request frame for ``doc`` (the client side; used by tests)."""
     body = json.dumps(doc).encode("utf-8")
     return MAGIC + _LEN.pack(len(body)) + body
+
+
+def pack_object(value: Any) -> str:
+    """A Python object as the text a request or reply carries it in (pickled, base64): splits,
+    a write job's writer and its tasks' staged files, which only this worker reads back."""
+    return base64.b64encode(pickle.dumps(value)).decode("ascii")
+
+
+def unpack_object(text: Any, kind: type, what: str) -> Any:
+    """The object :func:`pack_object` packed, checked to be a ``kind``; one line naming ``what`` if not."""
+    if not isinstance(text, str):
+        raise InvalidArgument(f"{what} must be the text the worker gave, got {type(text).__name__}")
+    value = pickle.loads(base64.b64decode(text, validate=True))
+    if not isinstance(value, kind):
+        raise InvalidArgument(f"{what} must be a {kind.__name__}, got {type(value).__name__}")
+    return value

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
-import pickle
 from decimal import Decimal
 from typing import Any, Iterator
 
@@ -31,9 +30,9 @@ from ..pushdown import PushdownResult
 from ..record_reader import TableBatchRecordReader
 from ..source import PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
-from .aggregates import count
+from .protocol import pack_object, unpack_object
 
-__all__ = ["decode_filters", "schema", "push", "save", "plan", "count", "read_batches", "pack_splits", "ReadPlan"]
+__all__ = ["decode_filters", "schema", "push", "save", "plan", "read_batches", "pack_splits", "ReadPlan"]
 
 _EPOCH = dt.date(1970, 1, 1)
 _COMPARISONS = ("EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual",
@@ -250,7 +249,7 @@ def plan(req: dict) -> dict:
     else:
         tasks = [[s] for s in splits]  # regionscan.pack.splits=false: one task per split
     return {
-        "tasks": [{"splits": [base64.b64encode(pickle.dumps(s)).decode("ascii") for s in t],
+        "tasks": [{"splits": [pack_object(s) for s in t],
                    "hosts": sorted({s.location for s in t}), "bytes": sum(s.size for s in t)} for t in tasks],
         "size_bytes": sum(s.size for s in splits),
         "splits": len(splits),
@@ -261,13 +260,7 @@ def _splits(req: dict) -> list[TableSplit]:
     docs = req.get("splits")
     if not isinstance(docs, list):
         raise InvalidArgument("read needs a list of splits")
-    out = []
-    for doc in docs:
-        split = pickle.loads(base64.b64decode(doc, validate=True))
-        if not isinstance(split, TableSplit):
-            raise InvalidArgument(f"a split must be a TableSplit, got {type(split).__name__}")
-        out.append(split)
-    return out
+    return [unpack_object(doc, TableSplit, "a split") for doc in docs]
 
 
 def read_schema(req: dict) -> pa.Schema:

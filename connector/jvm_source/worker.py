@@ -26,6 +26,7 @@ from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV, shared_block_c
 
 from . import requests
 from . import writes
+from .aggregates import count
 from .catalog import catalog
 from .protocol import VERSION, ProtocolError, read_request, write_frame
 
@@ -35,7 +36,7 @@ __all__ = ["EngineWorker", "serve", "main", "WORKER_BLOCK_CACHE_SIZE"]
 WORKER_BLOCK_CACHE_SIZE = 1 << 30
 
 _PLANNING = {"schema": requests.schema, "push": requests.push, "save": requests.save, "plan": requests.plan,
-             "count": requests.count, "catalog": catalog, "write_begin": writes.write_begin,
+             "count": count, "catalog": catalog, "write_begin": writes.write_begin,
              "write_commit": writes.write_commit, "write_abort": writes.write_abort}
 
 

@@ -19,34 +19,25 @@ Pickles travel only in requests that carry the worker's secret, as splits do.
 
 from __future__ import annotations
 
-import base64
 import json
-import pickle
-from typing import Any, BinaryIO, Iterator
+from typing import BinaryIO, Iterator
 
 import pyarrow as pa
 
 from storage.errors import InvalidArgument
 
 from ..source import SourceConfig
+from .protocol import pack_object, unpack_object
 
 __all__ = ["write_begin", "write", "write_commit", "write_abort"]
-
-
-def _pickled(value: Any) -> str:
-    return base64.b64encode(pickle.dumps(value)).decode("ascii")
 
 
 def _writer(req: dict):
     from ..datasource import RegionScanWriter
 
-    text = req.get("writer")
-    if not isinstance(text, str):
+    if not isinstance(req.get("writer"), str):
         raise InvalidArgument("the request carries no writer (from write_begin)")
-    writer = pickle.loads(base64.b64decode(text, validate=True))
-    if not isinstance(writer, RegionScanWriter):
-        raise InvalidArgument(f"the writer must be a RegionScanWriter, got {type(writer).__name__}")
-    return writer
+    return unpack_object(req["writer"], RegionScanWriter, "the writer")
 
 
 def write_begin(req: dict) -> dict:
@@ -64,7 +55,7 @@ def write_begin(req: dict) -> dict:
         raise InvalidArgument("write_begin needs the DataFrame's schema (StructType JSON)")
     config = SourceConfig.from_options(req.get("options") or {})
     writer = RegionScanWriter(config, StructType.fromJson(json.loads(text)), mode == "overwrite")
-    return {"writer": _pickled(writer), "job": writer.job_id}
+    return {"writer": pack_object(writer), "job": writer.job_id}
 
 
 def _drain(reader: Iterator[pa.RecordBatch]) -> None:
@@ -103,7 +94,7 @@ def write(req: dict, stream: BinaryIO) -> dict:
             except (OSError, pa.ArrowInvalid):
                 pass
         raise
-    return {"staged": _pickled(message), "rows": state["rows"], "files": len(message.files)}
+    return {"staged": pack_object(message), "rows": state["rows"], "files": len(message.files)}
 
 
 def write_commit(req: dict) -> dict:
@@ -114,12 +105,9 @@ def write_commit(req: dict) -> dict:
     docs = req.get("messages")
     if not isinstance(docs, list):
         raise InvalidArgument("write_commit needs the list of the tasks' messages")
-    messages = []
-    for doc in docs:
-        message = pickle.loads(base64.b64decode(doc, validate=True))
-        if not isinstance(message, BulkLoadMessage) or message.job_id != writer.job_id:
-            raise InvalidArgument("a commit message is not a staged-files message of this job")
-        messages.append(message)
+    messages = [unpack_object(doc, BulkLoadMessage, "a commit message") for doc in docs]
+    if any(m.job_id != writer.job_id for m in messages):
+        raise InvalidArgument("a commit message is not a staged-files message of this job")
     writer.commit(messages)
     return {"files": sum(len(m.files) for m in messages)}
 
