@@ -44,7 +44,7 @@ from .load_journal import (
     roll_forward,
     write_journal,
 )
-from .manifest import TableManifest
+from .manifest import TABLE_LOCK, TableManifest
 
 __all__ = [
     "RegionBounds",
@@ -60,7 +60,6 @@ __all__ = [
     "aborted_marker",
 ]
 
-_LOCK_FILE = ".lock"
 
 
 @dataclass(frozen=True)
@@ -222,7 +221,7 @@ def prepare_commit(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFil
 def lock_table(table_fs: FileSystem, job_id: str):
     """Take the table's writer lock for a bulk-load commit, with an error that says why it is needed."""
     try:
-        return table_fs.lock(_LOCK_FILE).acquire()
+        return table_fs.lock(TABLE_LOCK).acquire()
     except TableLocked as exc:
         raise TableLocked(f"bulk load {job_id} cannot commit: {exc}; a bulk load needs the table's writer "
                           "lock, so close the writer processes of this table first") from None

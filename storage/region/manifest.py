@@ -15,10 +15,12 @@ from ..errors import CorruptionError
 from ..vfs.fs import FileSystem
 from .framing import decode_document, encode_document
 
-__all__ = ["RegionInfo", "TableManifest", "RegionManifest", "TABLE_MANIFEST", "REGION_MANIFEST"]
+__all__ = ["RegionInfo", "TableManifest", "RegionManifest", "TABLE_MANIFEST", "REGION_MANIFEST", "TABLE_LOCK"]
 
 TABLE_MANIFEST = "TABLE.manifest"
 REGION_MANIFEST = "REGION.manifest"
+TABLE_LOCK = ".lock"
+"""The table folder's writer lock file: one writer process at a time opens, alters or bulk-loads the table."""
 _TABLE_KIND = b"RSTABLE1"
 _REGION_KIND = b"RSREGIO1"
 _VERSION = 1

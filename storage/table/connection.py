@@ -24,7 +24,7 @@ from ..errors import (
     TableNotFound,
 )
 from ..vfs.fs import FileSystem
-from ..region.manifest import TABLE_MANIFEST, RegionInfo, TableManifest
+from ..region.manifest import TABLE_LOCK, TABLE_MANIFEST, RegionInfo, TableManifest
 from ..namespaces import (
     DEFAULT_NAMESPACE,
     NAMESPACE_MARKER,
@@ -40,7 +40,6 @@ from .table import Table
 
 __all__ = ["Connection", "connect", "uniform_split_keys"]
 
-_LOCK_FILE = ".lock"
 
 
 def uniform_split_keys(num_regions: int, first_row: bytes = b"\x00", last_row: bytes = b"\xff") -> list[bytes]:
@@ -201,7 +200,7 @@ class Connection:
             manifest = TableManifest(name, fams, table_settings, regions, len(regions))
             tfs = self.fs.sub(path)
             tfs.makedirs("regions")
-            lock = tfs.lock(_LOCK_FILE).acquire()
+            lock = tfs.lock(TABLE_LOCK).acquire()
             try:
                 manifest.save(tfs)
                 table = Table(name, tfs, manifest, self.block_cache, self.read_only, lock)
@@ -247,7 +246,7 @@ class Connection:
             # The table is not opened: a damaged or unreadable manifest (or none,
             # after a create that failed half-way) must not keep it from going.
             # Taking the writer lock keeps another writer's open table safe.
-            with self.fs.sub(path).lock(_LOCK_FILE):
+            with self.fs.sub(path).lock(TABLE_LOCK):
                 self.fs.delete_dir(path)
 
     def table_values(self, name: str | bytes) -> dict:
@@ -295,7 +294,7 @@ class Connection:
         tfs = self.fs.sub(table_dir(name))
         if not tfs.exists(TABLE_MANIFEST):
             raise TableNotFound(self._missing(name))
-        lock = None if self.read_only else tfs.lock(_LOCK_FILE).acquire()
+        lock = None if self.read_only else tfs.lock(TABLE_LOCK).acquire()
         try:
             manifest = TableManifest.load(tfs)
             return Table(name, tfs, manifest, self.block_cache, self.read_only, lock)

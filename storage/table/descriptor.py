@@ -20,15 +20,11 @@ from typing import Any, Mapping
 
 from ..errors import InvalidArgument, TableNotFound
 from ..namespaces import table_dir
-from ..region.manifest import TABLE_MANIFEST, TableManifest
+from ..region.manifest import TABLE_LOCK, TABLE_MANIFEST, TableManifest
 from ..schema import TableSettings, validate_table_name
 from ..vfs.fs import FileSystem
 
-__all__ = ["table_values", "table_families", "set_table_values", "updated_manifest", "LOCK_FILE"]
-
-LOCK_FILE = ".lock"
-"""The table's writer lock file (as :mod:`storage.table.connection` takes it)."""
-
+__all__ = ["table_values", "table_families", "set_table_values", "updated_manifest"]
 
 def _load(root: FileSystem, name: str) -> tuple[FileSystem, TableManifest]:
     tfs = root.sub(table_dir(name))
@@ -91,7 +87,7 @@ def set_table_values(root: FileSystem, name: str | bytes, updates: Mapping[str, 
     tfs = root.sub(table_dir(name))
     if not tfs.exists(TABLE_MANIFEST):
         raise TableNotFound(f"table {name} does not exist under {root.uri()}")
-    with tfs.lock(LOCK_FILE):
+    with tfs.lock(TABLE_LOCK):
         _, manifest = _load(root, name)  # read under the lock: no split saves between read and write
         new = updated_manifest(manifest, updates)
         new.save(tfs)
