@@ -20,6 +20,8 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
+from serde.codecs.hbase_bytes import BinaryCodec, StringCodec
+from serde.codecs.text import BinaryText, StringText, TextCodec
 from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument
 
@@ -32,7 +34,7 @@ from ..source import PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
 from .protocol import pack_object, unpack_object
 
-__all__ = ["decode_filters", "schema", "push", "save", "plan", "read_batches", "pack_splits", "ReadPlan"]
+__all__ = ["decode_filters", "schema", "push", "save", "plan", "read_batches", "pack_splits", "task_layout", "ReadPlan"]
 
 _EPOCH = dt.date(1970, 1, 1)
 _COMPARISONS = ("EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual",
@@ -248,11 +250,53 @@ def plan(req: dict) -> dict:
                             max(1, _int(req, "parallelism", 1)))
     else:
         tasks = [[s] for s in splits]  # regionscan.pack.splits=false: one task per split
-    return {
+    out = {
         "tasks": [{"splits": [pack_object(s) for s in t],
                    "hosts": sorted({s.location for s in t}), "bytes": sum(s.size for s in t)} for t in tasks],
         "size_bytes": sum(s.size for s in splits),
         "splits": len(splits),
+    }
+    if req.get("task_ranges") is True:
+        layout = task_layout(rp, tasks)
+        if layout is not None:
+            out.update(layout)
+    return out
+
+
+def task_layout(rp: ReadPlan, tasks: list[list[TableSplit]]) -> dict | None:
+    """The row-key column, how the JVM computes a key value's stored bytes (``key_encoding``: ``utf8``
+    or ``bytes``; ``key_null``: the key that reads as null, or None), and each task's row ranges
+    (``task_ranges``), or None when those bytes are not exactly computable there (PROTOCOL.md, "plan").
+
+    Exact: a BINARY key stored as it is, or a STRING key stored as its UTF-8 bytes with
+    ``serde.on.error=fail`` (with ``null`` a key that is not UTF-8 would read as null, and such
+    nulls could come from any task); under the string SerDe the null sequence reads as null.
+    Other types, codecs and composite keys give None.
+    """
+    mapping = rp.base.mapping()
+    if mapping.rowkey is not None:
+        return None
+    key = next((c for c in mapping.columns if c.kind == ColumnKind.KEY), None)
+    if key is None:
+        return None
+    serde = rp.config.read_serde()
+    codec = serde.codec(key, key.type, "key")
+    if type(codec) in (BinaryCodec, BinaryText):
+        encoding = "bytes"
+    elif type(codec) in (StringCodec, StringText) and serde.on_error == "fail":
+        encoding = "utf8"
+    else:
+        return None
+    null = codec.null if isinstance(codec, TextCodec) and codec.reads_null_sequence else None
+
+    def edge(raw: bytes | None) -> str | None:
+        return None if not raw else base64.b64encode(raw).decode("ascii")
+
+    return {
+        "key_column": key.name,
+        "key_encoding": encoding,
+        "key_null": None if null is None else base64.b64encode(null).decode("ascii"),
+        "task_ranges": [[[base64.b64encode(s.start).decode("ascii"), edge(s.end)] for s in t] for t in tasks],
     }
 
 
