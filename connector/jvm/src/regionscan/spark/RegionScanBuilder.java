@@ -45,11 +45,17 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   private Object[] aggregateValues;
   private DataType[] aggregateTypes;
   private boolean aggregateAsked;
+  private final boolean keyGrouped;  // a catalog table's: the scan reports its tasks' key groups
 
   RegionScanBuilder(SourceSettings settings, StructType schema) {
+    this(settings, schema, false);
+  }
+
+  RegionScanBuilder(SourceSettings settings, StructType schema, boolean keyGrouped) {
     this.settings = settings;
     this.full = schema;
     this.required = schema;
+    this.keyGrouped = keyGrouped;
   }
 
   @Override
@@ -199,7 +205,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       }
       return new CountScan(settings, schema, aggregateValues, describe(pushed), aggregation.toString());
     }
-    return new RegionScanScan(settings, required, filters, describe(pushed) + scanned, limit);
+    return new RegionScanScan(settings, required, filters, describe(pushed) + scanned, limit, keyGrouped);
   }
 
   /** {@code , KeyRanges: [[a, b), ...], EngineFilter: ...} from a push reply (nothing when unrestricted). */

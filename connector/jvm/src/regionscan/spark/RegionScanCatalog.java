@@ -4,17 +4,20 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchFunctionException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.connector.catalog.CatalogV2Util;
 import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.catalog.FunctionCatalog;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
 import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.functions.UnboundFunction;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -36,9 +39,12 @@ import java.util.TreeMap;
  * the mapping stored with it (connector/stored_mapping.py). Every other
  * {@code spark.sql.catalog.rs.*} option is passed to each table's reads as a source option.
  * Listing, loading, creating and dropping go to the engine worker's {@code catalog} op
- * (connector/jvm_source/catalog.py); reads are {@code format("regionscan")}'s.
+ * (connector/jvm_source/catalog.py); reads are {@code format("regionscan")}'s, and their scans
+ * report their tasks as key-grouped partitioning over a function of this catalog
+ * ({@link TaskIndexFunction}: one per scan layout, named {@code regionscan_tasks_<digest>}), so
+ * a {@code GROUP BY} of the row key needs no shuffle.
  */
-public final class RegionScanCatalog implements TableCatalog, SupportsNamespaces {
+public final class RegionScanCatalog implements TableCatalog, SupportsNamespaces, FunctionCatalog {
   static final String DEFAULT_NAMESPACE = "default";
   private static final String[] MAPPING_PROPERTIES = {"hbase.columns.mapping", "catalog", "serde"};
   private String name;
@@ -146,7 +152,7 @@ public final class RegionScanCatalog implements TableCatalog, SupportsNamespaces
     Map<String, String> properties = new TreeMap<>();
     reply.path("mapping").fields().forEachRemaining(e -> properties.put(e.getKey(), e.getValue().asText()));
     properties.put("provider", "regionscan");
-    return new RegionScanTable(settings(table(hbaseName)), StructType.fromDDL(reply.path("ddl").asText()),
+    return new CatalogTable(settings(table(hbaseName)), StructType.fromDDL(reply.path("ddl").asText()),
         hbaseName, properties);
   }
 
@@ -292,5 +298,29 @@ public final class RegionScanCatalog implements TableCatalog, SupportsNamespaces
     f.put("namespace", ns);
     f.put("cascade", cascade);
     return call("drop_namespace", Collections.emptyMap(), f).path("dropped").asBoolean(false);
+  }
+
+  // -- functions: the scans' partition transforms ------------------------------
+
+  @Override
+  public Identifier[] listFunctions(String[] namespace) throws NoSuchNamespaceException {
+    if (namespace.length != 0) {
+      namespaceName(namespace);
+      return new Identifier[0];
+    }
+    List<Identifier> out = new ArrayList<>();
+    for (String fn : TaskIndexFunction.knownNames()) {
+      out.add(Identifier.of(new String[0], fn));
+    }
+    return out.toArray(new Identifier[0]);
+  }
+
+  @Override
+  public UnboundFunction loadFunction(Identifier ident) throws NoSuchFunctionException {
+    TaskIndexFunction fn = ident.namespace().length == 0 ? TaskIndexFunction.known(ident.name()) : null;
+    if (fn == null) {
+      throw new NoSuchFunctionException(ident);
+    }
+    return fn;
   }
 }

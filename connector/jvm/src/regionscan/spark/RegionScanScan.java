@@ -5,13 +5,21 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.spark.SparkContext;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportPartitioning;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.connector.read.partitioning.KeyGroupedPartitioning;
+import org.apache.spark.sql.connector.read.partitioning.Partitioning;
+import org.apache.spark.sql.connector.read.partitioning.UnknownPartitioning;
 import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 
 import java.util.ArrayList;
@@ -21,21 +29,32 @@ import java.util.OptionalLong;
 /**
  * A planned read: the worker plans the splits (one per region, pinned) and packs them into
  * tasks by size, as Spark packs files ({@code spark.sql.files.maxPartitionBytes}, the open cost).
+ *
+ * A catalog table's scan ({@code keyGrouped}) reports its tasks as key-grouped partitioning:
+ * transform {@code regionscan_tasks_<digest>(key)} ({@link TaskIndexFunction}, resolved by
+ * {@link RegionScanCatalog}), each task's partition value its index. Only when the worker names
+ * the key's stored form ({@code key_encoding}) and the key column is read at that type; else,
+ * and for {@code format("regionscan")} reads (no function catalog), nothing is reported.
  */
-final class RegionScanScan implements Scan, Batch, SupportsReportStatistics {
+final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, SupportsReportPartitioning {
   private final SourceSettings settings;
   private final StructType required;
   private final ArrayNode filters;
   private final String pushedFilters;
   private final int limit;
+  private final boolean keyGrouped;
   private JsonNode plan;
+  private TaskIndexFunction grouping;
+  private boolean groupingAsked;
 
-  RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit) {
+  RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit,
+      boolean keyGrouped) {
     this.settings = settings;
     this.required = required;
     this.filters = filters;
     this.pushedFilters = pushedFilters;
     this.limit = limit;
+    this.keyGrouped = keyGrouped;
   }
 
   private ObjectNode request(String op) {
@@ -58,6 +77,9 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics {
       SQLConf conf = SQLConf.get();
       req.put("max_partition_bytes", conf.filesMaxPartitionBytes());
       req.put("open_cost", conf.filesOpenCostInBytes());
+      if (keyGrouped) {
+        req.put("task_ranges", true);
+      }
       String key = "spark.sql.leafNodeDefaultParallelism";
       req.put("parallelism", conf.contains(key) ? Integer.parseInt(conf.getConfString(key))
           : SparkContext.getOrCreate().defaultParallelism());
@@ -91,6 +113,7 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics {
   public InputPartition[] planInputPartitions() {
     JsonNode tasks = plan().path("tasks");
     ObjectNode read = request("read");
+    boolean keyed = grouping() != null;
     List<InputPartition> out = new ArrayList<>();
     for (JsonNode task : tasks) {
       read.set("splits", task.path("splits"));
@@ -98,14 +121,52 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics {
       for (JsonNode h : task.path("hosts")) {
         hosts.add(h.asText());
       }
-      out.add(new RegionScanPartition(read.toString(), hosts.toArray(new String[0])));
+      RegionScanPartition p = new RegionScanPartition(read.toString(), hosts.toArray(new String[0]));
+      out.add(keyed ? new KeyedPartition(p, out.size()) : p);
     }
     return out.toArray(new InputPartition[0]);
   }
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return new RegionScanReaderFactory(settings);
+    return grouping() != null ? new KeyedReaderFactory(settings) : new RegionScanReaderFactory(settings);
+  }
+
+  /** The transform the tasks are grouped by, or null when none is reported. */
+  private synchronized TaskIndexFunction grouping() {
+    if (!groupingAsked) {
+      groupingAsked = true;
+      grouping = keyGrouped ? layoutFunction(plan()) : null;
+    }
+    return grouping;
+  }
+
+  private TaskIndexFunction layoutFunction(JsonNode p) {
+    String column = p.path("key_column").asText(null);
+    String encoding = p.path("key_encoding").asText(null);
+    JsonNode ranges = p.path("task_ranges");
+    if (column == null || encoding == null || !ranges.isArray() || ranges.size() == 0
+        || ranges.size() != p.path("tasks").size() || !required.getFieldIndex(column).isDefined()) {
+      return null;
+    }
+    DataType type = required.apply(column).dataType();
+    // exactly the type whose values the function maps (a collated STRING groups other values)
+    DataType expected = "utf8".equals(encoding) ? DataTypes.StringType : DataTypes.BinaryType;
+    if (!type.equals(expected)) {
+      return null;
+    }
+    return TaskIndexFunction.of(encoding, p.path("key_null").isTextual() ? p.path("key_null").asText() : null, ranges);
+  }
+
+  @Override
+  public Partitioning outputPartitioning() {
+    TaskIndexFunction fn = grouping();
+    if (fn == null) {
+      return new UnknownPartitioning(0);
+    }
+    String column = plan().path("key_column").asText();
+    return new KeyGroupedPartitioning(
+        new Expression[] {Expressions.apply(fn.name(), Expressions.column(column))}, plan().path("tasks").size());
   }
 
   @Override
