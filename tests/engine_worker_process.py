@@ -27,3 +27,27 @@ def python_worker(secret: str) -> Iterator[tuple[subprocess.Popen, int, str]]:
         proc.stdin.close()
         code = proc.wait(timeout=30)
     assert code == 0, f"the engine worker exited with {code}"
+
+
+SAMPLE_MAPPING = "k INT :key, n INT cf:n, s STRING cf:s"
+"""The mapping of :func:`sample_table`'s rows (binary SerDe)."""
+
+
+def sample_table(path: str, rows: int, split_at: int, n_factor: int) -> str:
+    """A table ``t`` under root ``path``: rows ``k`` in ``range(rows)`` with ``n = k * n_factor``
+    and ``s = f"v{k}"`` in the binary SerDe, two regions split at ``split_at``, flushed."""
+    import struct
+
+    import storage
+    from serde import create_serde
+
+    serde = create_serde("binary", SAMPLE_MAPPING)
+    with storage.connect(path) as conn:
+        table = conn.create_table("t", {"cf": {}}, split_keys=[struct.pack(">i", split_at)],
+                                  settings={"wal_sync": "none"})
+        with table.batch() as b:
+            for k in range(rows):
+                key, cells = serde.serialize({"k": k, "n": k * n_factor, "s": f"v{k}"})
+                b.put(key, cells)
+        table.flush()
+    return path

@@ -12,16 +12,15 @@ import struct
 
 import pyarrow as pa
 import pytest
-from engine_worker_process import python_worker
+from engine_worker_process import SAMPLE_MAPPING, python_worker, sample_table
 
 import storage
 from connector.jvm_source.protocol import MAGIC, read_frame, request_bytes
 from connector.jvm_source.requests import pack_splits
 from connector.splits import TableSplit
-from serde import create_serde
 
 SECRET = "s3cret-for-tests"
-MAPPING = "k INT :key, n INT cf:n, s STRING cf:s"
+MAPPING = SAMPLE_MAPPING
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +32,7 @@ def worker():
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("worker") / "root")
-    serde = create_serde("binary", MAPPING)
-    conn = storage.connect(path)
-    table = conn.create_table("t", {"cf": {}}, split_keys=[struct.pack(">i", 50)], settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for k in range(100):
-            key, cells = serde.serialize({"k": k, "n": k * 2, "s": f"v{k}"})
-            b.put(key, cells)
-    table.flush()
-    conn.close()
-    return path
+    return sample_table(str(tmp_path_factory.mktemp("worker") / "root"), 100, 50, 2)
 
 
 def _send(port: int, raw: bytes) -> socket.socket:

@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import subprocess
 import sys
 
 import pyarrow as pa
 import pytest
+from engine_worker_process import SAMPLE_MAPPING, sample_table
 
-import storage
 from connector.jvm_source import requests
 from storage.errors import InvalidArgument
 from storage.region import region_snapshots
 from storage.region.region_snapshots import parse_cache_size, shared_block_cache
-from serde import create_serde
 
-MAPPING = "k INT :key, n INT cf:n, s STRING cf:s"
+MAPPING = SAMPLE_MAPPING
 SCHEMA = json.dumps({"type": "struct", "fields": [
     {"name": "n", "type": "integer", "nullable": True, "metadata": {}},
     {"name": "s", "type": "string", "nullable": True, "metadata": {}}]})
@@ -31,17 +29,7 @@ SCHEMA = json.dumps({"type": "struct", "fields": [
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("cache") / "root")
-    serde = create_serde("binary", MAPPING)
-    conn = storage.connect(path)
-    table = conn.create_table("t", {"cf": {}}, split_keys=[struct.pack(">i", 500)], settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for k in range(1000):
-            key, cells = serde.serialize({"k": k, "n": k * 3, "s": f"v{k}"})
-            b.put(key, cells)
-    table.flush()
-    conn.close()
-    return path
+    return sample_table(str(tmp_path_factory.mktemp("cache") / "root"), 1000, 500, 3)
 
 
 @pytest.fixture

@@ -6,7 +6,8 @@ import org.apache.spark.sql.connector.read.PartitionReader;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
-/** Columnar readers only: every task reads Arrow batches from the worker. */
+/** Columnar readers only: every task reads Arrow batches from the worker (a key-grouped scan's
+ * {@link KeyedPartition} as the task it wraps). */
 final class RegionScanReaderFactory implements PartitionReaderFactory {
   private static final long serialVersionUID = 1L;
   private final SourceSettings settings;
@@ -22,7 +23,9 @@ final class RegionScanReaderFactory implements PartitionReaderFactory {
 
   @Override
   public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
-    return new ArrowPartitionReader(settings, (RegionScanPartition) partition);
+    RegionScanPartition task = partition instanceof KeyedPartition
+        ? ((KeyedPartition) partition).task : (RegionScanPartition) partition;
+    return new ArrowPartitionReader(settings, task);
   }
 
   @Override

@@ -129,7 +129,7 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
 
   @Override
   public PartitionReaderFactory createReaderFactory() {
-    return grouping() != null ? new KeyedReaderFactory(settings) : new RegionScanReaderFactory(settings);
+    return new RegionScanReaderFactory(settings);
   }
 
   /** The transform the tasks are grouped by, or null when none is reported. */
