@@ -52,9 +52,11 @@ class SortedCells:
             return self  # a log of one family (the usual case): no copy
         return SortedCells(self.table.filter(pa.array(mask)))
 
-    def anchors(self) -> tuple:
-        """Itself: its cells never change (see :meth:`storage.memstore.runs.MemStoreView.anchors`)."""
-        return (self,)
+    def anchors(self) -> None:
+        """None: a decoded log is built afresh by every read that pins it, so a
+        result kept under it could never serve another read (see
+        :meth:`storage.memstore.runs.MemStoreView.anchors`)."""
+        return None
 
     def is_empty(self) -> bool:
         """True when there is no cell."""

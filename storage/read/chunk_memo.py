@@ -14,7 +14,8 @@ and served to the next scan of the same chunk:
   a write to the memstore makes new anchors, a flush or a compaction a new
   file set, so a changed source never matches an entry;
 * only scans that cache blocks keep chunks (a reader without a cache, as a
-  connector read with ``cacheblocks`` false, keeps nothing), and nothing that
+  connector read with ``cacheblocks`` false, keeps nothing; a pinned region's
+  decoded WAL has no anchors, as every read decodes it afresh), and nothing that
   depends on the clock (a TTL) is kept;
 * :data:`enabled` false keeps nothing (the live-table benchmark measures what
   a scan after a write pays with it).

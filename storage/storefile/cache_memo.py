@@ -1,19 +1,19 @@
 """A result kept in the block cache while the objects it was built from live.
 
 The block cache holds decoded blocks; some results built from them are as
-costly and as reusable: a live table's chunk resolved against the memstore
-(:mod:`storage.read.chunk_memo`), a pinned region's decoded WAL
-(:class:`storage.region.region_snapshots.PinnedRegion`).  A
-:class:`CacheMemo` keeps one such result under a key that names its
-sources, charged its bytes like any block:
+costly and as reusable, such as a live table's chunk resolved against the
+memstore (:mod:`storage.read.chunk_memo`).  A :class:`CacheMemo` keeps one
+such result under a key that names its sources, charged its bytes like any
+block:
 
 * ``anchors`` are objects whose identity stands for content that never
-  changes while they live (a memstore run, a decoded log); the entry holds
+  changes while they live (a memstore run); the entry holds
   them by weak reference and is served only while they are the very objects
   the caller has (an id in the key could be reused once an object is gone);
 * a result is kept on its second build from the same sources: the first
-  leaves a marker of no size, so sources that change between every two reads
-  (a table written between scans) fill the cache with nothing read again.
+  leaves a small marker (charged what its entry takes), so sources that
+  change between every two reads (a table written between scans) fill the
+  cache with nothing read again.
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ from typing import Any, Hashable, Sequence
 __all__ = ["CacheMemo"]
 
 _SEEN = object()
-_SEEN_CHARGE = 64  # what the cache charges for a first build's marker
+# what the cache charges for a first build's marker: about what the entry's key tuple and
+# the cache's map node take, so a table written between every two scans cannot fill the
+# process with markers the cache counts as nearly free
+_SEEN_CHARGE = 512
 
 
 class CacheMemo:
