@@ -33,6 +33,9 @@ def interrupted() -> bool:
 def _cancel(spark: Any) -> None:
     """Cancel the running jobs; with none running, the driver is busy in Python: interrupt it now."""
     try:
+        # the job ends here: the errors Spark logs while its tasks are torn down (a completion
+        # listener's missing block, killed workers) would bury the one line the user gets
+        spark.sparkContext.setLogLevel("OFF")
         running = list(spark.sparkContext.statusTracker().getActiveJobsIds())
         spark.sparkContext.cancelAllJobs()
     except Exception:  # noqa: BLE001 - the context may be stopping already: nothing left to cancel
