@@ -12,7 +12,6 @@ open one table at once; ``read_only=True`` connections take no lock.
 from __future__ import annotations
 
 import threading
-import uuid
 from typing import Any, Sequence
 
 from ..errors import (
@@ -24,6 +23,7 @@ from ..errors import (
     TableNotFound,
 )
 from ..vfs.fs import FileSystem
+from .trash import clean_trash, trash_name
 from ..region.manifest import TABLE_LOCK, TABLE_MANIFEST, RegionInfo, TableManifest
 from ..namespaces import (
     DEFAULT_NAMESPACE,
@@ -84,6 +84,8 @@ class Connection:
         if read_only and not self.fs.is_dir(""):
             raise TableNotFound(f"root {self.fs.uri()} does not exist")
         self.block_cache = BlockCache(block_cache_size) if block_cache_size else None
+        if not read_only and self.fs.is_local:
+            clean_trash(self.fs)  # tables dropped by a process that died before its scans ended
         self._tables: dict[str, Table] = {}
         self._mutex = threading.RLock()
         self.closed = False
@@ -224,7 +226,7 @@ class Connection:
                 # Scans still open read on from the files they leased: move the
                 # table aside now (so the name is free at once) and delete it
                 # when the last of them ends.
-                trash = f".deleted-{path.replace('/', '-')}-{uuid.uuid4().hex[:12]}"
+                trash = trash_name(path)
                 try:
                     self.fs.rename(path, trash)
                 except BaseException:

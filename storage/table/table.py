@@ -256,7 +256,8 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
         """Close the table: later calls raise ``StorageError("table <name> <why>")``.
 
         Scans already open finish on the files they leased; each file is
-        closed when the last of them ends, and ``done`` (optional) runs then.
+        closed when the last of them ends, and ``done`` (optional) runs then;
+        the writer lock is released after ``done`` (at once without one).
         """
         with self.leases.lock:
             if self.closed:
@@ -271,8 +272,19 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
             files += got
             if error is not None:
                 errors.append(error)
-        if self._lock is not None:
-            self._lock.release()
+        lock, self._lock = self._lock, None
+        if lock is not None and done is not None:
+            # The lock stays held until ``done`` has run: a dropped table's
+            # trash folder (storage/table/trash.py) is known live by its lock.
+            def done_then_release(done=done) -> None:
+                try:
+                    done()
+                finally:
+                    lock.release()
+
+            done = done_then_release
+        elif lock is not None:
+            lock.release()
         self.leases.retire(files, lambda f: f.reader.close(), done)
         if errors:
             raise errors[0]
