@@ -23,7 +23,11 @@ reader, and through ``format("regionscan_python")`` (the Python source):
 Every figure is the best wall time of ``--repeat`` runs after one first
 run, the sides alternating; the first run is reported too ("first": for the
 JVM source the first query also starts its engine worker, later ones find
-its block cache warm).  ``--python-source`` adds the Python source.  ``--breakdown`` also times, in this process,
+its block cache warm).  Beside each query: the engine worker's CPU seconds
+and Arrow bytes per run, and the JVM's CPU seconds per timed run of each
+side (the driver JVM's process clock: in ``local[N]`` the executors too), so
+that what a ratio near 1.0x is made of can be told apart from scheduling.
+``--python-source`` adds the Python source.  ``--breakdown`` also times, in this process,
 what one pass of the Spark source does per split outside Spark: the engine
 scan (pinned region files -> Arrow row batches) and the SerDe decode; the
 rest of a Spark task is the Python worker's hand-off to the JVM.
@@ -109,8 +113,12 @@ def _session(cores: int):
     return spark
 
 
-def _best(repeat: int, fns: list[Callable[[], Any]], first: list[float] | None = None) -> list[tuple[float, Any]]:
-    """Best wall seconds (and result) of each function; runs alternate, one first run each (timed into ``first``)."""
+def _best(repeat: int, fns: list[Callable[[], Any]], first: list[float] | None = None,
+          cpu: Callable[[], float] | None = None, cpu_used: list[float] | None = None) -> list[tuple[float, Any]]:
+    """Best wall seconds (and result) of each function; runs alternate, one first run each (timed into ``first``).
+
+    With ``cpu`` (a CPU clock read outside the timed span), ``cpu_used[i]`` gains the CPU seconds
+    that function ``i``'s timed runs took on that clock."""
     for fn in fns:
         t0 = time.perf_counter()
         fn()
@@ -119,12 +127,32 @@ def _best(repeat: int, fns: list[Callable[[], Any]], first: list[float] | None =
     best = [(float("inf"), None)] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
+            c0 = cpu() if cpu is not None else 0.0
             t0 = time.perf_counter()
             result = fn()
             elapsed = time.perf_counter() - t0
+            if cpu is not None and cpu_used is not None:
+                cpu_used[i] += cpu() - c0
             if elapsed < best[i][0]:
                 best[i] = (elapsed, result)
     return best
+
+
+def _jvm_cpu_clock(spark) -> Callable[[], float] | None:
+    """The driver JVM's process CPU seconds (in ``local[N]`` the executors' too), read from
+    ``/proc`` (py4j cannot call the CPU-time getter of the JDK's internal bean class); None
+    where there is no ``/proc``."""
+    stat = f"/proc/{spark._jvm.java.lang.ProcessHandle.current().pid()}/stat"
+    if not os.path.exists(stat):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def clock() -> float:
+        with open(stat) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+
+    return clock
 
 
 def _worker_stats(spark) -> dict:
@@ -165,6 +193,7 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int, python_s
          lambda df: sorted(tuple(r) for r in df.groupBy((df.n % 100).alias("b")).agg({"*": "count", "s": "max"}).collect()), {}),
     ]
     out = []
+    jvm_clock = _jvm_cpu_clock(spark)
     head = f"  {'query':<40} {'jvm':>7} {'first':>7} {'parquet':>8} {'ratio':>6}"
     _say(head + (f" {'python':>8} {'ratio':>6}" if python_source else ""))
     for name, query, extra in queries:
@@ -173,7 +202,8 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int, python_s
             fns.append(lambda: query(python(**extra)))
         before = _worker_stats(spark)
         first: list[float] = []
-        timed = _best(repeat, fns, first)
+        jvm_cpu = [0.0] * len(fns)
+        timed = _best(repeat, fns, first, cpu=jvm_clock, cpu_used=jvm_cpu)
         after = _worker_stats(spark)
         (t_ours, r_ours), (t_pq, r_pq) = timed[0], timed[1]
         if r_ours != r_pq or (python_source and timed[2][1] != r_pq):
@@ -183,14 +213,18 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int, python_s
                  for k in ("rows_sent", "bytes_sent")}
         row = {"query": name, "regionscan_s": round(t_ours, 3), "regionscan_first_s": round(first[0], 3),
                "parquet_s": round(t_pq, 3), "ratio": round(t_pq / t_ours, 3), "rows_per_s": int(rows / t_ours),
-               "worker_cpu_s_per_run": round((after.get("cpu_s", 0) - before.get("cpu_s", 0)) / runs, 3), **moved}
+               "worker_cpu_s_per_run": round((after.get("cpu_s", 0) - before.get("cpu_s", 0)) / runs, 3),
+               "jvm_cpu_s_per_run": round(jvm_cpu[0] / repeat, 3), "parquet_jvm_cpu_s_per_run": round(jvm_cpu[1] / repeat, 3),
+               **moved}
         line = f"  {name:<40} {t_ours:6.2f}s {first[0]:6.2f}s {t_pq:7.2f}s {row['ratio']:5.2f}x"
         if python_source:
             t_py = timed[2][0]
             row.update({"python_source_s": round(t_py, 3), "python_ratio": round(t_pq / t_py, 3)})
             line += f" {t_py:7.2f}s {row['python_ratio']:5.2f}x"
         out.append(row)
-        _say(line + f"   worker {row['worker_cpu_s_per_run']:.2f} CPU-s, {moved['bytes_sent'] / 1e6:.1f} MB/run")
+        cpu_note = (f", JVM {row['jvm_cpu_s_per_run']:.2f} CPU-s (Parquet's {row['parquet_jvm_cpu_s_per_run']:.2f})"
+                    if jvm_clock is not None else "")
+        _say(line + f"   worker {row['worker_cpu_s_per_run']:.2f} CPU-s{cpu_note}, {moved['bytes_sent'] / 1e6:.1f} MB/run")
     return out
 
 
