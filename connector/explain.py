@@ -62,6 +62,7 @@ class ScanPlan:
     splits: int | None = None
     regions: list[str] | None = None
     aggregates: list[str] | None = None  # aggregates answered at planning (JVM source): no task reads rows
+    task_aggregates: list[str] | None = None  # aggregates each task computes (JVM source): partial rows to Spark
 
     @classmethod
     def build(cls, config: SourceConfig, result: PushdownResult, splits: Sequence[Any] | None = None) -> "ScanPlan":
@@ -113,6 +114,8 @@ class ScanPlan:
             lines.append(f"  splits: {self.splits} over regions {', '.join(self.regions or []) or 'none'}")
         if self.aggregates:
             lines.append(f"  aggregates answered at planning (no rows read): {', '.join(self.aggregates)}")
+        if self.task_aggregates:
+            lines.append(f"  aggregates computed by each task (partial rows to Spark): {', '.join(self.task_aggregates)}")
         for note in self.notes:
             lines.append(f"    - {printable(note)}")
         return "\n".join(lines)

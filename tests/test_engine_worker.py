@@ -117,6 +117,62 @@ def test_plan_push_count_and_read(worker, root):
     assert table.schema.names == ["s"] and sorted(table.column("s").to_pylist()) == [f"v{k}" for k in range(5)]
 
 
+def _read_all(port: int, **fields) -> tuple[pa.Table, dict]:
+    with _send(port, _req("read", **fields)) as sock:
+        f = sock.makefile("rb")
+        head = read_frame(f)
+        assert head["ok"] is True, head
+        table = pa.ipc.open_stream(f).read_all()
+        return table, read_frame(f)
+
+
+def test_tasks_aggregate_their_rows(worker, root):
+    """``per_task`` in every count reply; a read with ``aggregate`` streams one row per group
+    (one row in all without groups, also for no rows); bad aggregates are one line."""
+    _proc, port = worker
+    options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
+    on_n = [{"op": "LessThan", "column": "n", "value": {"t": "int", "v": 20}}]  # n = 2k: k < 10
+    sums = [{"fn": "sum", "column": "n"}, {"fn": "count_star"}, {"fn": "max", "column": "s"}]
+    reply = _ask(port, _req("count", options=options, filters=on_n, aggregates=sums))
+    assert reply["values"] is None and reply["per_task"] is True
+    grouped = _ask(port, _req("count", options=options, filters=[], aggregates=[{"fn": "count_star"}], group_by=["s"]))
+    assert grouped["values"] is None and grouped["per_task"] is True
+    for aggs, group in [([{"fn": "sum", "column": "s"}], []), ([{"fn": "count_star"}], ["nope"]),
+                        ([{"fn": "median", "column": "n"}], [])]:
+        assert _ask(port, _req("count", options=options, filters=[], aggregates=aggs, group_by=group))["per_task"] is False
+    off = {**options, "regionscan.pushdown.aggregates": "false"}
+    assert _ask(port, _req("count", options=off, filters=[], aggregates=sums))["per_task"] is False
+
+    aggregate = {"group_by": [], "aggregates": sums}
+    out = ('{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,"metadata":{}},'
+           '{"name":"b","type":"long","nullable":false,"metadata":{}},'
+           '{"name":"c","type":"string","nullable":true,"metadata":{}}]}')
+    plan = _ask(port, _req("plan", options=options, columns=["n", "s"], filters=on_n, schema=out,
+                           aggregate=aggregate, parallelism=2))
+    splits = [s for t in plan["tasks"] for s in t["splits"]]
+    table, trailer = _read_all(port, options=options, columns=["n", "s"], filters=on_n, schema=out,
+                               aggregate=aggregate, splits=splits)
+    assert trailer == {"ok": True, "rows": 1}
+    assert table.to_pylist() == [{"a": sum(2 * k for k in range(10)), "b": 10, "c": "v9"}]
+    # no key range at all (k = 5 AND k = 6): no split, yet one task, whose row says COUNT 0
+    beyond = [_cmp("EqualTo", "k", 5), _cmp("EqualTo", "k", 6)]
+    empty = _ask(port, _req("plan", options=options, columns=["n", "s"], filters=beyond, schema=out,
+                            aggregate=aggregate, parallelism=2))
+    assert [t["splits"] for t in empty["tasks"]] == [[]]
+    table, _ = _read_all(port, options=options, columns=["n", "s"], filters=beyond, schema=out,
+                         aggregate=aggregate, splits=[])
+    assert table.to_pylist() == [{"a": None, "b": 0, "c": None}]
+    for bad, says in [({"group_by": [], "aggregates": []}, "non-empty list aggregates"),
+                      ({"group_by": [], "aggregates": [{"fn": "sum", "column": "s"}]}, "SUM(s) of string"),
+                      ({"group_by": ["x"], "aggregates": [{"fn": "count_star"}]}, "group_by column 'x'"),
+                      ("sum", "aggregate must be a JSON object")]:
+        reply = _ask(port, _req("read", options=options, columns=["n", "s"], schema=out, aggregate=bad, splits=[]))
+        assert reply["ok"] is False and says in reply["error"] and "\n" not in reply["error"], reply
+    narrow = '{"type":"struct","fields":[]}'
+    reply = _ask(port, _req("read", options=options, columns=["n", "s"], schema=narrow, aggregate=aggregate, splits=[]))
+    assert reply["ok"] is False and "schema needs 3 fields" in reply["error"]
+
+
 def _cmp(op: str, column: str, v: int) -> dict:
     return {"op": op, "column": column, "value": {"t": "int", "v": v}}
 

@@ -115,7 +115,7 @@ def test_what_is_not_pushed_is_computed_by_spark(spark, tables):
         (signed_jvm.agg(F.min("k"), F.max("k")), signed_py.agg(F.min("k"), F.max("k"))),
         # a value filter needs the rows
         (string_jvm.where("n > 20").agg(F.min("k"), F.max("k")), string_py.where("n > 20").agg(F.min("k"), F.max("k"))),
-        # MIN of a value column, and a grouped MIN
+        # MIN of a value column, and a grouped MIN (the tasks compute these)
         (string_jvm.agg(F.min("n"), F.max("k")), string_py.agg(F.min("n"), F.max("k"))),
         (string_jvm.groupBy("n").agg(F.max("k")).orderBy("n"), string_py.groupBy("n").agg(F.max("k")).orderBy("n")),
     ]
@@ -133,8 +133,9 @@ def test_grouping_and_joining_on_the_key_are_shuffled(spark, tables):
     (storage-partitioned join, on by default in Spark 4.3)."""
     one, one_py = _both(spark, tables["string"])
     two, two_py = _both(spark, tables["resplit"])
-    grouped = one.groupBy("k").agg(F.max("n"))
-    assert "Exchange hashpartitioning(k" in _plan(grouped)
+    grouped = one.groupBy("k").agg(F.max("n"))  # each task's partial rows (tests/test_jvm_task_aggregates.py) ...
+    assert "Exchange hashpartitioning(" in _plan(grouped)  # ... are shuffled by the key (group_col_0) ...
+    assert "Exchange hashpartitioning(k" in _plan(one.groupBy("k").agg(F.collect_list("n")))  # ... as rows are
     assert sorted(grouped.collect()) == sorted(one_py.groupBy("k").agg(F.max("n")).collect())
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # a sort-merge join, as for large tables
     try:

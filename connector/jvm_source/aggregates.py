@@ -14,7 +14,10 @@ filters are exact key ranges (no residual for Spark, no engine filter):
   ``Bytes`` integers sort negatives last, floats and text numbers have no
   byte order, so their MIN/MAX is left to Spark.
 
-Anything else answers ``values: null`` and Spark reads the rows.
+Anything else answers ``values: null``.  Every reply also says, in
+``per_task``, whether each task can compute the aggregates from its rows
+instead (:mod:`.task_aggregates`); where neither can, Spark reads the rows
+and aggregates them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from storage.errors import InvalidArgument
 
 from ..explain import ScanPlan, save_plan
 from ..keyspace import value_order
+from ..options import conf_bool
 from ..scanning import edge_key_known, split_edge_key, split_row_count
+from ..source import AGGREGATE_PUSHDOWN
+from .aggregate_spec import per_task
 from .requests import ReadPlan
 
 __all__ = ["count", "edge_literal"]
@@ -105,8 +111,16 @@ def _label(doc: dict) -> str:
 
 
 def count(req: dict) -> dict:
-    """``count``: COUNT(*), COUNT(key), MIN(key), MAX(key) without reading rows, or ``values: null``."""
+    """``count``: COUNT(*), COUNT(key), MIN(key), MAX(key) without reading rows (else ``values: null``),
+    and whether the tasks can compute them instead (``per_task``), also for a ``group_by``."""
     rp = ReadPlan({**req, "columns": []})
+    if not conf_bool(rp.base.conf, AGGREGATE_PUSHDOWN, True):
+        return {"values": None, "per_task": False}  # regionscan.pushdown.aggregates=false: Spark aggregates
+    answer = _NOT_ANSWERED if req.get("group_by") else _at_planning(req, rp)
+    return {**answer, "per_task": per_task(req, rp)}
+
+
+def _at_planning(req: dict, rp: ReadPlan) -> dict:
     mapping = rp.base.mapping()
     key = _key_column(mapping)
     kinds = _parse(req.get("aggregates"), key)

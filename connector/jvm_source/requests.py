@@ -32,9 +32,11 @@ from ..pushdown import PushdownResult
 from ..record_reader import TableBatchRecordReader
 from ..source import PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
+from .aggregate_spec import task_aggregation
 from .protocol import pack_object, unpack_object
 
-__all__ = ["decode_filters", "schema", "push", "save", "plan", "read_batches", "pack_splits", "task_layout", "ReadPlan"]
+__all__ = ["decode_filters", "schema", "push", "save", "plan", "read_batches", "decoded_batches", "read_splits",
+           "pack_splits", "task_layout", "ReadPlan"]
 
 _EPOCH = dt.date(1970, 1, 1)
 _COMPARISONS = ("EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual",
@@ -120,7 +122,8 @@ def _key_names(config: SourceConfig) -> list[str]:
 
 
 class ReadPlan:
-    """One request's configs: the columns Spark wants, and those read (plus filter columns, or the key)."""
+    """One request's configs: the columns Spark wants (``output``), and the scan (``config``):
+    every mapped column, or the key alone when Spark wants nothing but the key."""
 
     def __init__(self, req: dict):
         self.base = SourceConfig.from_options(req.get("options") or {})
@@ -141,7 +144,16 @@ class ReadPlan:
         if not read:
             read = set(_key_names(self.base))
         names = [n for n in self.base.output_names if n in read]
-        self.config = self.base if names == self.base.output_names else self.base.with_columns(names)
+        keys = set(_key_names(self.base))
+        if names == self.base.output_names or not set(names) <= keys:
+            # A row is a row when it has any mapped cell, also when it has none of the columns
+            # read: a scan of those columns alone would drop it (select("i") losing the rows
+            # where i is null, "i IS NULL" finding none).  So the cells of every mapped column
+            # are scanned and only the columns asked for are decoded; dense blocks hand the
+            # others over as slices.
+            self.config = self.base
+        else:
+            self.config = self.base.with_columns(names)  # the key alone: a keys-only scan
 
     def pushdown(self) -> PushdownResult:
         """The filters translated for this read's SerDe."""
@@ -244,12 +256,20 @@ def plan(req: dict) -> dict:
     _refuse_struct_columns(rp)
     result = rp.pushdown()
     splits = rp.input_format(result).get_splits()
-    save_plan(rp.base, ScanPlan.build(rp.config, result, splits))  # what connector.explain(df) reads
+    summary = ScanPlan.build(rp.config, result, splits)
+    if rp.output:
+        summary.columns = list(rp.output)  # the columns decoded; the cells of every mapped one are scanned
+    aggregation = task_aggregation(req, rp)
+    if aggregation is not None:
+        summary.task_aggregates = aggregation.labels()
+    save_plan(rp.base, summary)  # what connector.explain(df) reads
     if conf_bool(rp.base.conf, PACK_SPLITS, True):
         tasks = pack_splits(splits, _int(req, "max_partition_bytes", 128 << 20), _int(req, "open_cost", 4 << 20),
                             max(1, _int(req, "parallelism", 1)))
     else:
         tasks = [[s] for s in splits]  # regionscan.pack.splits=false: one task per split
+    if not tasks and aggregation is not None and not aggregation.group_by:
+        tasks = [[]]  # one task answers the empty range's row (COUNT 0), or Spark would sum no counts to null
     out = {
         "tasks": [{"splits": [pack_object(s) for s in t],
                    "hosts": sorted({s.location for s in t}), "bytes": sum(s.size for s in t)} for t in tasks],
@@ -300,7 +320,8 @@ def task_layout(rp: ReadPlan, tasks: list[list[TableSplit]]) -> dict | None:
     }
 
 
-def _splits(req: dict) -> list[TableSplit]:
+def read_splits(req: dict) -> list[TableSplit]:
+    """The splits of a ``read`` request (one task's)."""
     docs = req.get("splits")
     if not isinstance(docs, list):
         raise InvalidArgument("read needs a list of splits")
@@ -324,16 +345,19 @@ def read_batches(req: dict, target: pa.Schema, stats: dict) -> Iterator[pa.Recor
     The request is checked now; the rows come as the iterator is consumed.
     """
     rp = ReadPlan(req)
-    splits = _splits(req)
-    return _batches(rp, splits, req.get("limit"), target, stats)
+    splits = read_splits(req)
+    return decoded_batches(rp, splits, req.get("limit"), target, stats)
 
 
-def _batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: pa.Schema,
-             stats: dict) -> Iterator[pa.RecordBatch]:
+def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: pa.Schema,
+                    stats: dict, names: list[str] | None = None) -> Iterator[pa.RecordBatch]:
+    """The splits' rows, one after another, decoded by the SerDe as batches of ``target``
+    (the columns ``names``, by default the request's), at most ``limit`` rows; the scan
+    metrics are added to ``stats``."""
     remaining = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0 else None
     serde = rp.config.read_serde()
     conf = rp.config.conf
-    names = rp.output
+    names = rp.output if names is None else names
     for split in splits:
         reader = TableBatchRecordReader(conf_int(conf, MAX_RESTARTS, 3, minimum=0),
                                         {"token": conf["token"]} if conf.get("token") else None)

@@ -24,8 +24,7 @@ import pyarrow as pa
 from storage.errors import InvalidArgument
 from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV, shared_block_cache
 
-from . import requests
-from . import writes
+from . import requests, task_aggregates, writes
 from .aggregates import count
 from .catalog import catalog
 from .protocol import VERSION, ProtocolError, read_request, write_frame
@@ -91,7 +90,10 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def _read(self, req: dict, server: "EngineWorker") -> None:
         target = requests.read_schema(req)
-        batches = requests.read_batches(req, target, server.scan_stats)
+        if req.get("aggregate") is not None:
+            batches = task_aggregates.read_aggregates(req, target, server.scan_stats)
+        else:
+            batches = requests.read_batches(req, target, server.scan_stats)
         self._reply({"ok": True})
         rows = size = 0
         writer = pa.ipc.new_stream(self.wfile, target)

@@ -12,6 +12,7 @@ import org.apache.spark.sql.connector.expressions.aggregate.Count;
 import org.apache.spark.sql.connector.expressions.aggregate.CountStar;
 import org.apache.spark.sql.connector.expressions.aggregate.Max;
 import org.apache.spark.sql.connector.expressions.aggregate.Min;
+import org.apache.spark.sql.connector.expressions.aggregate.Sum;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
@@ -28,9 +29,11 @@ import java.util.List;
 
 /**
  * One query's scan: required columns, V2 filters (translated by the worker with the same
- * code as the Python source's pushdown), a limit, and COUNT aggregates (from the block
+ * code as the Python source's pushdown), a limit, and aggregates: COUNT (from the block
  * indexes) and MIN/MAX of the row key (from the first and last row keys) answered at planning
- * when nothing but key ranges restricts the rows.
+ * when nothing but key ranges restricts the rows; else COUNT, SUM, MIN and MAX, grouped by
+ * plain columns or not, computed by each task over its rows (the worker says which it
+ * computes), Spark aggregating the partial rows.
  */
 final class RegionScanBuilder implements SupportsPushDownRequiredColumns, SupportsPushDownV2Filters,
     SupportsPushDownLimit, SupportsPushDownAggregates {
@@ -45,6 +48,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   private Object[] aggregateValues;
   private DataType[] aggregateTypes;
   private boolean aggregateAsked;
+  private ObjectNode taskAggregate;  // the aggregate each task computes (PROTOCOL.md, "read"), or null
+  private StructType taskAggregateSchema;
   private final boolean keyGrouped;  // a catalog table's: the scan reports its tasks' key groups
 
   RegionScanBuilder(SourceSettings settings, StructType schema) {
@@ -131,71 +136,165 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     return names.length == 1 ? names[0] : null;
   }
 
-  private Object[] answer(Aggregation agg) {
+  /** The aggregate of {@code f} as a worker request entry (PROTOCOL.md, "count"), or null when none is sent. */
+  private ObjectNode aggregateJson(AggregateFunc f, ArrayNode into) {
+    String name = null;
+    String fn;
+    if (f instanceof CountStar) {
+      fn = "count_star";
+    } else if (f instanceof Count && !((Count) f).isDistinct()) {
+      fn = "count";
+      name = column(((Count) f).column());
+    } else if (f instanceof Sum && !((Sum) f).isDistinct()) {
+      fn = "sum";
+      name = column(((Sum) f).column());
+    } else if (f instanceof Min || f instanceof Max) {
+      fn = f instanceof Min ? "min" : "max";
+      name = column(f instanceof Min ? ((Min) f).column() : ((Max) f).column());
+    } else {
+      return null;
+    }
+    if (!"count_star".equals(fn) && (name == null || !full.getFieldIndex(name).isDefined())) {
+      return null;
+    }
+    ObjectNode a = into.addObject();
+    a.put("fn", fn);
+    if (name != null) {
+      a.put("column", name);
+    }
+    return a;
+  }
+
+  /**
+   * Asks the worker about {@code agg} once: its values when answered at planning (then
+   * {@link #aggregateValues}), else whether each task can compute it ({@link #taskAggregate}).
+   */
+  private void ask(Aggregation agg) {
     if (aggregateAsked && agg.equals(aggregation)) {
-      return aggregateValues;
+      return;
     }
     aggregateAsked = true;
     aggregation = agg;
     aggregateValues = null;
-    if (agg.groupByExpressions().length > 0) {
-      return null;
-    }
+    taskAggregate = null;
     AggregateFunc[] funcs = agg.aggregateExpressions();
-    DataType[] types = new DataType[funcs.length];
     ArrayNode aggs = EngineWorker.JSON.createArrayNode();
-    for (int i = 0; i < funcs.length; i++) {
-      AggregateFunc f = funcs[i];
-      ObjectNode a = aggs.addObject();
-      types[i] = DataTypes.LongType;
-      if (f instanceof CountStar) {
-        a.put("fn", "count_star");
-      } else if (f instanceof Count && !((Count) f).isDistinct() && column(((Count) f).column()) != null) {
-        a.put("fn", "count");
-        a.put("column", column(((Count) f).column()));
-      } else if ((f instanceof Min || f instanceof Max)) {
-        String name = column(f instanceof Min ? ((Min) f).column() : ((Max) f).column());
-        if (name == null || !full.getFieldIndex(name).isDefined()
-            || !EdgeValues.supported(full.apply(name).dataType())) {
-          return null;
-        }
-        a.put("fn", f instanceof Min ? "min" : "max");
-        a.put("column", name);
-        types[i] = full.apply(name).dataType();
-      } else {
-        return null;
+    for (AggregateFunc f : funcs) {
+      if (aggregateJson(f, aggs) == null) {
+        return;
       }
+    }
+    ArrayNode groups = EngineWorker.JSON.createArrayNode();
+    for (Expression e : agg.groupByExpressions()) {
+      String name = column(e);
+      if (name == null || !full.getFieldIndex(name).isDefined()) {
+        return;  // a GROUP BY expression: Spark computes it
+      }
+      groups.add(name);
     }
     ObjectNode req = settings.request("count");
     req.set("filters", filters);
     req.set("aggregates", aggs);
+    req.set("group_by", groups);
     JsonNode reply = settings.call(req);
-    JsonNode values = reply.path("values");
+    if (groups.size() == 0) {
+      aggregateValues = planned(funcs, reply.path("values"));
+    }
+    if (aggregateValues == null && reply.path("per_task").asBoolean(false)) {
+      taskAggregate = EngineWorker.JSON.createObjectNode();
+      taskAggregate.set("group_by", groups);
+      taskAggregate.set("aggregates", aggs);
+      taskAggregateSchema = partialSchema(funcs, groups);
+    }
+  }
+
+  /** The values answered at planning as Spark's internal values, or null. */
+  private Object[] planned(AggregateFunc[] funcs, JsonNode values) {
     if (!values.isArray() || values.size() != funcs.length) {
       return null;
     }
+    DataType[] types = new DataType[funcs.length];
     Object[] out = new Object[funcs.length];
-    for (int i = 0; i < out.length; i++) {
+    for (int i = 0; i < funcs.length; i++) {
+      types[i] = DataTypes.LongType;
       JsonNode v = values.get(i);
-      out[i] = v.isObject() ? EdgeValues.toSpark(v, types[i]) : (Object) v.asLong();
+      if (funcs[i] instanceof Min || funcs[i] instanceof Max) {
+        String name = column(funcs[i] instanceof Min ? ((Min) funcs[i]).column() : ((Max) funcs[i]).column());
+        types[i] = full.apply(name).dataType();
+        if (!EdgeValues.supported(types[i]) || !v.isObject()) {
+          return null;
+        }
+        out[i] = EdgeValues.toSpark(v, types[i]);
+      } else if (v.isNumber()) {
+        out[i] = v.asLong();
+      } else {
+        return null;
+      }
     }
     aggregateTypes = types;
-    aggregateValues = out;
     return out;
+  }
+
+  /**
+   * What each task returns for a partial aggregate: the GROUP BY columns, then per aggregate a
+   * BIGINT for COUNT and SUM (Spark sums integer partials as BIGINT), the column's type for MIN/MAX.
+   */
+  private StructType partialSchema(AggregateFunc[] funcs, ArrayNode groups) {
+    StructType schema = new StructType();
+    for (JsonNode g : groups) {
+      schema = schema.add(full.apply(g.asText()));
+    }
+    for (int i = 0; i < funcs.length; i++) {
+      AggregateFunc f = funcs[i];
+      boolean count = f instanceof CountStar || f instanceof Count;
+      DataType type = DataTypes.LongType;
+      if (f instanceof Min || f instanceof Max) {
+        type = full.apply(column(f instanceof Min ? ((Min) f).column() : ((Max) f).column())).dataType();
+      }
+      schema = schema.add("agg" + i + "_" + f.toString(), type, !count);
+    }
+    return schema;
+  }
+
+  /** The columns a task reads for its partial aggregate: the groups, then the aggregated columns. */
+  private StructType partialInputs() {
+    StructType inputs = new StructType();
+    List<String> names = new ArrayList<>();
+    for (JsonNode g : taskAggregate.path("group_by")) {
+      names.add(g.asText());
+    }
+    for (JsonNode a : taskAggregate.path("aggregates")) {
+      if (a.has("column")) {
+        names.add(a.path("column").asText());
+      }
+    }
+    for (String name : names) {
+      if (!inputs.getFieldIndex(name).isDefined()) {
+        inputs = inputs.add(full.apply(name));
+      }
+    }
+    return inputs;
   }
 
   @Override
   public boolean supportCompletePushDown(Aggregation agg) {
-    return answer(agg) != null;
+    ask(agg);
+    return aggregateValues != null;
   }
 
   @Override
   public boolean pushAggregation(Aggregation agg) {
-    return answer(agg) != null;
+    ask(agg);
+    return aggregateValues != null || taskAggregate != null;
   }
 
   @Override
   public Scan build() {
+    if (aggregateValues == null && taskAggregate != null) {
+      // the tasks aggregate their rows: no limit applies below an aggregate, nor key grouping
+      return new RegionScanScan(settings, partialInputs(), filters, describe(pushed) + scanned, -1, false,
+          taskAggregate, taskAggregateSchema, describeAggregation(aggregation));
+    }
     if (aggregateValues != null) {
       StructType schema = new StructType();
       AggregateFunc[] funcs = aggregation.aggregateExpressions();
@@ -225,6 +324,15 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       sb.append(", EngineFilter: ").append(engine.asText());
     }
     return sb.toString();
+  }
+
+  /** {@code [SUM(n), COUNT(*)], PushedGroupBy: [g]} as Spark's file scans name a pushed aggregation. */
+  static String describeAggregation(Aggregation agg) {
+    List<String> funcs = new ArrayList<>();
+    for (AggregateFunc f : agg.aggregateExpressions()) {
+      funcs.add(f.toString());
+    }
+    return "[" + String.join(", ", funcs) + "], PushedGroupBy: [" + String.join(", ", columns(agg.groupByExpressions())) + "]";
   }
 
   static String describe(List<Predicate> predicates) {

@@ -27,7 +27,7 @@ import java.util.List;
 import java.util.OptionalLong;
 
 /**
- * A planned read: the worker plans the splits (one per region, pinned) and packs them into
+ * A planned read (of rows, or of each task's partial aggregates): the worker plans the splits (one per region, pinned) and packs them into
  * tasks by size, as Spark packs files ({@code spark.sql.files.maxPartitionBytes}, the open cost).
  *
  * A catalog table's scan ({@code keyGrouped}) reports its tasks as key-grouped partitioning:
@@ -43,18 +43,30 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
   private final String pushedFilters;
   private final int limit;
   private final boolean keyGrouped;
+  private final ObjectNode aggregate;  // what each task aggregates (PROTOCOL.md, "read"), or null
+  private final StructType output;  // what the tasks return: the rows' columns, or the partial aggregates
+  private final String aggregation;
   private JsonNode plan;
   private TaskIndexFunction grouping;
   private boolean groupingAsked;
 
   RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit,
       boolean keyGrouped) {
+    this(settings, required, filters, pushedFilters, limit, keyGrouped, null, required, null);
+  }
+
+  /** A scan whose tasks aggregate their rows ({@code aggregate}), returning {@code output}. */
+  RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit,
+      boolean keyGrouped, ObjectNode aggregate, StructType output, String aggregation) {
     this.settings = settings;
     this.required = required;
     this.filters = filters;
     this.pushedFilters = pushedFilters;
     this.limit = limit;
     this.keyGrouped = keyGrouped;
+    this.aggregate = aggregate;
+    this.output = output;
+    this.aggregation = aggregation;
   }
 
   private ObjectNode request(String op) {
@@ -64,7 +76,10 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
       cols.add(name);
     }
     req.set("filters", filters);
-    req.put("schema", required.json());
+    req.put("schema", output.json());
+    if (aggregate != null) {
+      req.set("aggregate", aggregate);
+    }
     if (limit >= 0) {
       req.put("limit", limit);
     }
@@ -90,12 +105,15 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
 
   @Override
   public StructType readSchema() {
-    return required;
+    return output;
   }
 
   @Override
   public String description() {
     StringBuilder sb = new StringBuilder(settings.tableName());
+    if (aggregation != null) {
+      sb.append(" PushedAggregation: ").append(aggregation).append(" (partial, per task),");
+    }
     sb.append(" PushedFilters: ").append(pushedFilters);
     if (limit >= 0) {
       sb.append(", PushedLimit: ").append(limit);

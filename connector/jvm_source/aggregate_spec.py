@@ -1,0 +1,117 @@
+"""Which aggregates the tasks compute (:mod:`.task_aggregates`), checked against the mapping.
+
+By the column's Spark type:
+
+* ``COUNT(*)``, ``COUNT(col)`` of any column;
+* ``SUM(col)`` of ``TINYINT``, ``SMALLINT`` and ``INT`` columns (a ``BIGINT`` per
+  task, as Spark sums them); ``BIGINT`` sums are left to Spark, which checks
+  them for overflow;
+* ``MIN``/``MAX`` of integers, ``BOOLEAN``, ``STRING`` and ``BINARY`` (byte
+  order, as Spark's default collation compares), ``DATE`` and ``TIMESTAMP``;
+  floating point (NaN ordering) and decimals are left to Spark;
+* ``GROUP BY`` plain columns of those ``MIN``/``MAX`` types (a null is one
+  group, as in Spark).
+
+Spark pushes an aggregate only when no filter is left for it to apply after
+the scan, so the rows aggregated are the query's rows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from storage.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from .requests import ReadPlan
+
+__all__ = ["TaskAggregation", "task_aggregation", "per_task"]
+
+_FUNCTIONS = ("count_star", "count", "sum", "min", "max")
+
+
+def _orderable(kind: pa.DataType) -> bool:
+    return (pa.types.is_integer(kind) or pa.types.is_boolean(kind) or pa.types.is_string(kind)
+            or pa.types.is_large_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_binary(kind)
+            or pa.types.is_date32(kind) or pa.types.is_timestamp(kind))
+
+
+def _summable(kind: pa.DataType) -> bool:
+    return pa.types.is_signed_integer(kind) and kind.bit_width <= 32
+
+
+class TaskAggregation:
+    """A checked ``{"group_by": [...], "aggregates": [{"fn": ..., "column": ...}]}``."""
+
+    def __init__(self, doc: Any, known: dict[str, str]):
+        if not isinstance(doc, dict):
+            raise InvalidArgument("aggregate must be a JSON object")
+        groups = doc.get("group_by") or []
+        aggs = doc.get("aggregates")
+        if not isinstance(groups, list) or not isinstance(aggs, list) or not aggs:
+            raise InvalidArgument("aggregate needs a list group_by and a non-empty list aggregates")
+
+        def column(name: Any, what: str) -> str:
+            found = known.get(str(name).lower()) if isinstance(name, str) else None
+            if found is None:
+                raise InvalidArgument(f"{what} column {name!r} is not in the mapping ({sorted(known.values())})")
+            return found
+
+        self.group_by = [column(g, "group_by") for g in groups]
+        self.functions: list[tuple[str, str | None]] = []
+        for a in aggs:
+            fn = a.get("fn") if isinstance(a, dict) else None
+            if fn not in _FUNCTIONS:
+                raise InvalidArgument(f"aggregate {a!r}: fn must be one of {', '.join(_FUNCTIONS)}")
+            self.functions.append((fn, None if fn == "count_star" else column(a.get("column"), fn)))
+
+    @property
+    def inputs(self) -> list[str]:
+        """The columns read: the group columns, then each aggregated column once."""
+        out = list(self.group_by)
+        for _, col in self.functions:
+            if col is not None and col not in out:
+                out.append(col)
+        return out
+
+    def unsupported(self, types: pa.Schema) -> str | None:
+        """Why this aggregation is not computed per task (None when it is)."""
+        for g in self.group_by:
+            if not _orderable(types.field(g).type):
+                return f"GROUP BY {g} ({types.field(g).type})"
+        for fn, col in self.functions:
+            if col is None or fn == "count":
+                continue
+            kind = types.field(col).type
+            if (fn == "sum" and not _summable(kind)) or (fn in ("min", "max") and not _orderable(kind)):
+                return f"{fn.upper()}({col}) of {kind}"
+        return None
+
+    def labels(self) -> list[str]:
+        """The aggregates as Spark's explain() names them, then the groups."""
+        out = ["COUNT(*)" if col is None else f"{fn.upper()}({col})" for fn, col in self.functions]
+        return out + [f"GROUP BY {g}" for g in self.group_by]
+
+
+def task_aggregation(req: dict, rp: ReadPlan) -> TaskAggregation | None:
+    """The request's ``aggregate``, checked against the mapping, or None when it has none."""
+    doc = req.get("aggregate")
+    if doc is None:
+        return None
+    spec = TaskAggregation(doc, {n.lower(): n for n in rp.base.output_names})
+    why = spec.unsupported(rp.base.spark_arrow_schema(spec.inputs))
+    if why is not None:
+        raise InvalidArgument(f"aggregate {why} is not computed by the tasks; let Spark aggregate")
+    return spec
+
+
+def per_task(req: dict, rp: ReadPlan) -> bool:
+    """Whether the tasks can compute the ``count`` request's aggregates (with its ``group_by``)."""
+    try:
+        spec = TaskAggregation({"group_by": req.get("group_by") or [], "aggregates": req.get("aggregates")},
+                               {n.lower(): n for n in rp.base.output_names})
+    except InvalidArgument:
+        return False
+    return spec.unsupported(rp.base.spark_arrow_schema(spec.inputs)) is None
