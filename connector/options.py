@@ -237,6 +237,9 @@ class ScanSpec:
     include_timestamp: bool = False
     keys_only: bool = False
     filter_classes: tuple[str, ...] = ()
+    # of ``columns``: read so that their rows exist, left out of the row batches (the JVM source's
+    # pruned reads; storage.read.hidden_columns); a region server root returns them all the same
+    hidden_columns: tuple[bytes, ...] = ()
 
     def parsed_filter(self):
         """The filter as a Filter (or None), the user filters registered first."""

@@ -69,6 +69,8 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
     cache = shared_block_cache() if scan.cache_blocks else None
     register_filter_specs(scan.filter_classes)
     base, _ = plan_batch_scan(scan.request(output))  # the split's own spans, not the request's
+    if scan.hidden_columns and output == "rows":
+        base = dataclasses.replace(base, hidden_columns=tuple(scan.hidden_columns))
     flt = base.filter
     for pin in split.regions:
         region_spans = intersect(spans, [(pin.start, pin.end)])

@@ -13,6 +13,7 @@ rebuilt as pyspark's filter objects.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import json
 from decimal import Decimal
@@ -145,15 +146,26 @@ class ReadPlan:
             read = set(_key_names(self.base))
         names = [n for n in self.base.output_names if n in read]
         keys = set(_key_names(self.base))
+        self.hidden: tuple[bytes, ...] = ()  # scanned for their rows, not handed to the SerDe
         if names == self.base.output_names or not set(names) <= keys:
             # A row is a row when it has any mapped cell, also when it has none of the columns
             # read: a scan of those columns alone would drop it (select("i") losing the rows
             # where i is null, "i IS NULL" finding none).  So the cells of every mapped column
-            # are scanned and only the columns asked for are decoded; dense blocks hand the
-            # others over as slices.
+            # are scanned, and the engine hides those of the columns not decoded
+            # (storage.read.hidden_columns: dense blocks drop them before any copy).
             self.config = self.base
+            if self.output != self.base.output_names:
+                decoded = set(self.base.with_columns(self.output or sorted(keys)).read_serde().scan_columns)
+                self.hidden = tuple(c.encode() for c in self.base.read_serde().scan_columns
+                                    if ":" in c and c not in decoded)
         else:
             self.config = self.base.with_columns(names)  # the key alone: a keys-only scan
+
+    def with_hidden(self, split: TableSplit) -> TableSplit:
+        """``split`` with this read's hidden columns set on its scan."""
+        if not self.hidden or split.scan is None:
+            return split
+        return dataclasses.replace(split, scan=dataclasses.replace(split.scan, hidden_columns=self.hidden))
 
     def pushdown(self) -> PushdownResult:
         """The filters translated for this read's SerDe."""
@@ -358,7 +370,7 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
     serde = rp.config.read_serde()
     conf = rp.config.conf
     names = rp.output if names is None else names
-    for split in splits:
+    for split in map(rp.with_hidden, splits):
         reader = TableBatchRecordReader(conf_int(conf, MAX_RESTARTS, 3, minimum=0),
                                         {"token": conf["token"]} if conf.get("token") else None)
         reader.initialize(split)

@@ -22,10 +22,12 @@ import pyarrow as pa
 
 from .. import kernels
 from ..cells import LATEST_TIMESTAMP
+from ..errors import InvalidArgument
 from ..columns import parse_column
 from ..region.view import RegionView, chunk_bounds
 from ..storefile import dense_rows
 from .batch_resolve import _family_read, _Processor
+from .hidden_columns import hidden_names, without_hidden
 from .batch_stream import _dense_plan, _stream_one_file, _streamable, values_discarded
 from .late_values import index_values, materialize
 from .row_scan import CELLS, RowMerge
@@ -62,6 +64,10 @@ class BatchScan:
     # a raw scan (storage/read/raw.py): markers and deleted cells, nothing resolved;
     # max_versions counts puts only (HBase's raw scan), None keeps every version
     raw: bool = False
+    # rows output: ``family:qualifier`` specs of ``columns`` whose cells make a row exist
+    # but which are left out of the batches (a reader that wants the rows of every mapped
+    # column and the values of a few); dense blocks drop them before any copy
+    hidden_columns: Sequence[bytes] = ()
 
 
 def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
@@ -90,7 +96,12 @@ def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iter
     """Yield the region's part of ``scan`` as Arrow batches (cells or rows) of at
     most ``scan.batch_cells`` rows each (zero-copy slices of larger results)."""
     limit = scan.batch_cells
+    hidden = hidden_names(scan.hidden_columns) if scan.hidden_columns else None
+    if hidden and scan.output != "rows":
+        raise InvalidArgument("hidden_columns apply to a rows scan only")
     for batch in _region_batches(view, scan, metrics):
+        if hidden:
+            batch = without_hidden(batch, hidden)
         if batch.num_rows <= limit:
             yield batch
         elif scan.output == "rows":

@@ -14,6 +14,7 @@ from ..region.store import StoreView
 from ..storefile import dense_rows
 from ..storefile.dense import empty_binary
 from .batch_resolve import _Processor
+from .hidden_columns import hidden_names, without_hidden
 
 if TYPE_CHECKING:
     from .batch_scan import BatchScan
@@ -90,6 +91,8 @@ def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
         names = [(family + b":" + q).decode("latin-1") for q in qualifiers]
     mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers)
     out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks)
+    if out is not None and proc.scan.hidden_columns:
+        out = without_hidden(out, hidden_names(proc.scan.hidden_columns))  # before any join copies them
     if proc.metrics is not None:
         proc.metrics.cells_scanned += dense.cell_count()
         if plan[0] != "none":
