@@ -165,6 +165,10 @@ def test_tasks_aggregate_their_rows(worker, root):
     for bad, says in [({"group_by": [], "aggregates": []}, "non-empty list aggregates"),
                       ({"group_by": [], "aggregates": [{"fn": "sum", "column": "s"}]}, "SUM(s) of string"),
                       ({"group_by": ["x"], "aggregates": [{"fn": "count_star"}]}, "group_by column 'x'"),
+                      ({"group_by": [{"column": "n", "mod": 0}], "aggregates": [{"fn": "count_star"}]},
+                       "mod must be a positive integer"),
+                      ({"group_by": [{"column": "s", "mod": 3}], "aggregates": [{"fn": "count_star"}]},
+                       "GROUP BY s % 3 (string)"),
                       ("sum", "aggregate must be a JSON object")]:
         reply = _ask(port, _req("read", options=options, columns=["n", "s"], schema=out, aggregate=bad, splits=[]))
         assert reply["ok"] is False and says in reply["error"] and "\n" not in reply["error"], reply

@@ -89,6 +89,9 @@ PUSHED = {
     "group by a string": lambda df: df.groupBy("s").agg(F.count("*"), F.sum("i"), F.max("k")),
     "group by two columns": lambda df: df.groupBy("f", "dt").agg(F.min("s"), F.count("i")),
     "group by the key": lambda df: df.groupBy("k").agg(F.max("i")),
+    "group by col % k (negative values, nulls)": lambda df: df.groupBy((F.col("i") % 4).alias("g"), "f").agg(
+        F.count("*"), F.max("s"), F.sum("t")),
+    "group by BIGINT % k": lambda df: df.groupBy((F.col("l") % 7).alias("g")).agg(F.count("l")),
     "under a key range": lambda df: df.where("k >= 'r050' AND k < 'r150'").agg(F.sum("i"), F.max("s")),
     "under an exact value filter": lambda df: df.where("i = 2").agg(F.count("*"), F.sum("t")),
     "an empty range": lambda df: df.where("k > 'zzz'").agg(F.count("*"), F.sum("i"), F.min("s")),
@@ -138,7 +141,8 @@ NOT_PUSHED = {
     "sum of BIGINT": lambda df: df.agg(F.sum("l")),
     "min and max of DOUBLE": lambda df: df.agg(F.min("d"), F.max("d")),  # a sum would differ in its last bits by order
     "a distinct count": lambda df: df.agg(F.countDistinct("s")),
-    "group by an expression": lambda df: df.groupBy((F.col("t") % 10).alias("g")).agg(F.count("*")),
+    "group by TINYINT % INT (a cast)": lambda df: df.groupBy((F.col("t") % 10).alias("g")).agg(F.count("*")),
+    "group by another expression": lambda df: df.groupBy((F.col("i") + 1).alias("g")).agg(F.count("*")),
     "a filter Spark re-checks": lambda df: df.where("s LIKE '%1%'").agg(F.count("*"), F.sum("i")),
 }
 

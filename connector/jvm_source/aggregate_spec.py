@@ -10,7 +10,9 @@ By the column's Spark type:
   order, as Spark's default collation compares), ``DATE`` and ``TIMESTAMP``;
   floating point (NaN ordering) and decimals are left to Spark;
 * ``GROUP BY`` plain columns of those ``MIN``/``MAX`` types (a null is one
-  group, as in Spark).
+  group, as in Spark), and ``col % k`` of an integer column by a positive
+  integer literal (Java's remainder: the sign of ``col``; Spark translates it
+  in ANSI mode, its default, where ``%`` by a constant cannot fail).
 
 Spark pushes an aggregate only when no filter is left for it to apply after
 the scan, so the rows aggregated are the query's rows.
@@ -43,7 +45,7 @@ def _summable(kind: pa.DataType) -> bool:
 
 
 class TaskAggregation:
-    """A checked ``{"group_by": [...], "aggregates": [{"fn": ..., "column": ...}]}``."""
+    """A checked ``{"group_by": [col or {"column": col, "mod": k}, ...], "aggregates": [{"fn": ..., "column": ...}]}``."""
 
     def __init__(self, doc: Any, known: dict[str, str]):
         if not isinstance(doc, dict):
@@ -59,7 +61,18 @@ class TaskAggregation:
                 raise InvalidArgument(f"{what} column {name!r} is not in the mapping ({sorted(known.values())})")
             return found
 
-        self.group_by = [column(g, "group_by") for g in groups]
+        self.group_by: list[str] = []
+        self.group_mods: list[int | None] = []  # GROUP BY col % k: k (a positive integer), else None
+        for g in groups:
+            if isinstance(g, dict):
+                mod = g.get("mod")
+                if not isinstance(mod, int) or isinstance(mod, bool) or mod < 1:
+                    raise InvalidArgument(f"group_by {g!r}: mod must be a positive integer")
+                self.group_by.append(column(g.get("column"), "group_by"))
+                self.group_mods.append(mod)
+            else:
+                self.group_by.append(column(g, "group_by"))
+                self.group_mods.append(None)
         self.functions: list[tuple[str, str | None]] = []
         for a in aggs:
             fn = a.get("fn") if isinstance(a, dict) else None
@@ -78,9 +91,10 @@ class TaskAggregation:
 
     def unsupported(self, types: pa.Schema) -> str | None:
         """Why this aggregation is not computed per task (None when it is)."""
-        for g in self.group_by:
-            if not _orderable(types.field(g).type):
-                return f"GROUP BY {g} ({types.field(g).type})"
+        for g, mod in zip(self.group_by, self.group_mods):
+            kind = types.field(g).type
+            if not _orderable(kind) or (mod is not None and not pa.types.is_signed_integer(kind)):
+                return f"GROUP BY {g}{'' if mod is None else f' % {mod}'} ({kind})"
         for fn, col in self.functions:
             if col is None or fn == "count":
                 continue
@@ -92,7 +106,7 @@ class TaskAggregation:
     def labels(self) -> list[str]:
         """The aggregates as Spark's explain() names them, then the groups."""
         out = ["COUNT(*)" if col is None else f"{fn.upper()}({col})" for fn, col in self.functions]
-        return out + [f"GROUP BY {g}" for g in self.group_by]
+        return out + [f"GROUP BY {g}" + ("" if mod is None else f" % {mod}") for g, mod in zip(self.group_by, self.group_mods)]
 
 
 def task_aggregation(req: dict, rp: ReadPlan) -> TaskAggregation | None:

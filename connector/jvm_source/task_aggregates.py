@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -24,7 +25,7 @@ from storage.errors import InvalidArgument
 from .aggregate_spec import TaskAggregation, task_aggregation
 from .requests import ReadPlan, decoded_batches, read_splits
 
-__all__ = ["aggregate_batches", "read_aggregates"]
+__all__ = ["aggregate_batches", "read_aggregates", "remainder"]
 
 # how the partial results of one function combine: the function Spark applies over them
 _COMBINE = {"count_star": "sum", "count": "sum", "sum": "sum", "min": "min", "max": "max"}
@@ -53,6 +54,17 @@ def _partial(table: pa.Table, spec: TaskAggregation, names: list[str], fns: list
     return pa.table(arrays, names=names)
 
 
+def remainder(values: pa.Array, k: int) -> pa.Array:
+    """``values % k`` as Java and Spark compute it for integers: truncated, the sign of the
+    dividend (``-7 % 3 == -1``); null stays null."""
+    if k > np.iinfo(values.type.to_pandas_dtype()).max:
+        return values  # every value is smaller than k in magnitude
+    numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
+    out = np.fmod(numbers, numbers.dtype.type(k))
+    return pa.array(out, type=values.type, mask=values.is_null().to_numpy(zero_copy_only=False)
+                    if values.null_count else None)
+
+
 def aggregate_batches(rp: ReadPlan, spec: TaskAggregation, splits: list, target: pa.Schema,
                       stats: dict) -> Iterator[pa.RecordBatch]:
     """The task's partial aggregates as batches of ``target`` (group columns, then one per aggregate).
@@ -70,7 +82,8 @@ def aggregate_batches(rp: ReadPlan, spec: TaskAggregation, splits: list, target:
 
     def renamed(batch: pa.RecordBatch) -> pa.Table:
         by_name = dict(zip(spec.inputs, batch.columns))
-        arrays = [by_name[g] for g in spec.group_by]
+        arrays = [by_name[g] if mod is None else remainder(by_name[g], mod)
+                  for g, mod in zip(spec.group_by, spec.group_mods)]
         arrays += [pa.nulls(batch.num_rows) if col is None else by_name[col] for _, col in spec.functions]
         return pa.Table.from_arrays(arrays, schema=columns)
 

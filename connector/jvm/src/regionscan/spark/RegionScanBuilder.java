@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.GeneralScalarExpression;
+import org.apache.spark.sql.connector.expressions.Literal;
 import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.aggregate.AggregateFunc;
 import org.apache.spark.sql.connector.expressions.aggregate.Aggregation;
@@ -19,8 +21,12 @@ import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -136,6 +142,42 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     return names.length == 1 ? names[0] : null;
   }
 
+  /**
+   * A GROUP BY expression added to {@code groups} as the worker takes it: a column, or
+   * {@code col % k} of an integer column by a positive literal of its type (Spark translates
+   * {@code %} in ANSI mode only, where it is Java's remainder). Its type, or null for any other.
+   */
+  private DataType groupBy(Expression e, ArrayNode groups) {
+    String name = column(e);
+    if (name != null) {
+      if (!full.getFieldIndex(name).isDefined()) {
+        return null;
+      }
+      groups.add(name);
+      return full.apply(name).dataType();
+    }
+    if (!(e instanceof GeneralScalarExpression) || !"%".equals(((GeneralScalarExpression) e).name())) {
+      return null;
+    }
+    Expression[] args = e.children();
+    name = args.length == 2 ? column(args[0]) : null;
+    if (name == null || !full.getFieldIndex(name).isDefined() || !(args[1] instanceof Literal)) {
+      return null;
+    }
+    DataType type = full.apply(name).dataType();
+    Literal<?> k = (Literal<?>) args[1];
+    boolean integral = type instanceof IntegerType || type instanceof LongType || type instanceof ShortType
+        || type instanceof ByteType;
+    if (!integral || !k.dataType().equals(type) || !(k.value() instanceof Number)
+        || ((Number) k.value()).longValue() < 1) {
+      return null;
+    }
+    ObjectNode g = groups.addObject();
+    g.put("column", name);
+    g.put("mod", ((Number) k.value()).longValue());
+    return type;
+  }
+
   /** The aggregate of {@code f} as a worker request entry (PROTOCOL.md, "count"), or null when none is sent. */
   private ObjectNode aggregateJson(AggregateFunc f, ArrayNode into) {
     String name = null;
@@ -185,12 +227,13 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       }
     }
     ArrayNode groups = EngineWorker.JSON.createArrayNode();
+    List<DataType> groupTypes = new ArrayList<>();
     for (Expression e : agg.groupByExpressions()) {
-      String name = column(e);
-      if (name == null || !full.getFieldIndex(name).isDefined()) {
-        return;  // a GROUP BY expression: Spark computes it
+      DataType type = groupBy(e, groups);
+      if (type == null) {
+        return;  // another GROUP BY expression: Spark computes it
       }
-      groups.add(name);
+      groupTypes.add(type);
     }
     ObjectNode req = settings.request("count");
     req.set("filters", filters);
@@ -204,7 +247,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       taskAggregate = EngineWorker.JSON.createObjectNode();
       taskAggregate.set("group_by", groups);
       taskAggregate.set("aggregates", aggs);
-      taskAggregateSchema = partialSchema(funcs, groups);
+      taskAggregateSchema = partialSchema(funcs, groups, groupTypes);
     }
   }
 
@@ -239,10 +282,10 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
    * What each task returns for a partial aggregate: the GROUP BY columns, then per aggregate a
    * BIGINT for COUNT and SUM (Spark sums integer partials as BIGINT), the column's type for MIN/MAX.
    */
-  private StructType partialSchema(AggregateFunc[] funcs, ArrayNode groups) {
+  private StructType partialSchema(AggregateFunc[] funcs, ArrayNode groups, List<DataType> groupTypes) {
     StructType schema = new StructType();
-    for (JsonNode g : groups) {
-      schema = schema.add(full.apply(g.asText()));
+    for (int i = 0; i < groups.size(); i++) {
+      schema = schema.add("group" + i, groupTypes.get(i), true);
     }
     for (int i = 0; i < funcs.length; i++) {
       AggregateFunc f = funcs[i];
@@ -261,7 +304,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     StructType inputs = new StructType();
     List<String> names = new ArrayList<>();
     for (JsonNode g : taskAggregate.path("group_by")) {
-      names.add(g.asText());
+      names.add(g.isObject() ? g.path("column").asText() : g.asText());
     }
     for (JsonNode a : taskAggregate.path("aggregates")) {
       if (a.has("column")) {
