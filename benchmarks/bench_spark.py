@@ -18,7 +18,11 @@ reader, and through ``format("regionscan_python")`` (the Python source):
 * ``count where n, s``: ``n % 3 = 0 AND s LIKE '%5%'`` (nothing to push:
   Spark evaluates it on every row);
 * ``sum(n)``: one column read and summed;
-* ``group by``: ``SELECT n % 100, count(*), max(s) ... GROUP BY 1``.
+* ``group by``: ``SELECT n % 100, count(*), max(s) ... GROUP BY 1``;
+* the last two again with ``regionscan.pushdown.aggregates=false``: without it
+  the JVM source's tasks compute the aggregates and send Spark their partial
+  rows (docs/connector.md, "Aggregates the tasks compute"); with it every row
+  goes to the JVM and Spark aggregates, the scan path.
 
 Every figure is the best wall time of ``--repeat`` runs after one first
 run, the sides alternating; the first run is reported too ("first": for the
@@ -192,6 +196,9 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int, python_s
         ("group by n % 100: count, max(s)",
          lambda df: sorted(tuple(r) for r in df.groupBy((df.n % 100).alias("b")).agg({"*": "count", "s": "max"}).collect()), {}),
     ]
+    # the same two with the aggregates left to Spark: the scan path, every row to the JVM
+    spark_aggregates = {"regionscan.pushdown.aggregates": "false"}
+    queries += [(f"{name}, Spark aggregates", query, spark_aggregates) for name, query, _ in queries[-2:]]
     out = []
     jvm_clock = _jvm_cpu_clock(spark)
     head = f"  {'query':<40} {'jvm':>7} {'first':>7} {'parquet':>8} {'ratio':>6}"
