@@ -191,6 +191,12 @@ def _relation_options(df: Any) -> dict[str, str]:
             options = dict(leaf.options().asCaseSensitiveMap())
         except Exception:  # a leaf of another kind (py4j raises a generic error): keep looking
             continue
+        if leaf.table().getClass().getName() == "regionscan.spark.RegionScanTable":
+            # the JVM source reads the DataFrame's columns as its mapping (RegionScanProvider.getTable)
+            names = [str(n) for n in leaf.schema().fieldNames()]
+            if names and not any("," in n for n in names):
+                options = {k: v for k, v in options.items() if k.lower() != "regionscan.columns"}
+                options["regionscan.columns"] = ",".join(names)
         return options
     raise ValueError("the DataFrame reads no data source relation")
 

@@ -143,3 +143,25 @@ def test_grouping_and_joining_on_the_key_are_shuffled(spark, tables):
         assert joined.count() == one_py.join(two_py, "k").count() == 198
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+
+
+@pytest.fixture
+def cbo(spark):
+    spark.conf.set("spark.sql.cbo.enabled", "true")  # Spark keeps a scan's row count only then
+    yield
+    spark.conf.unset("spark.sql.cbo.enabled")
+
+
+def test_scans_report_the_index_row_count_as_statistics(spark, tables, cbo):
+    jvm_df, py_df = _both(spark, tables["string"])
+
+    def estimated(df):  # the scan's own estimate (a Project above it keeps only the size)
+        stats = df._jdf.queryExecution().optimizedPlan().collectLeaves().head().stats()
+        return int(str(stats.rowCount().get())) if stats.rowCount().isDefined() else None
+
+    assert estimated(jvm_df.select("k", "n")) == py_df.count() == 198  # the deleted rows are not counted
+    assert estimated(jvm_df.where("k >= 'r050' AND k < 'r150'")) == py_df.where("k >= 'r050' AND k < 'r150'").count()
+    assert estimated(jvm_df.where("n > 20")) is None  # an engine filter: the indexes cannot tell
+    # planning a read asks for its row estimate, a COUNT(*) the query did not ask for
+    plan = connector.explain(jvm_df.where("k < 'r050'"))
+    assert plan.key_ranges == [("", "r050")] and not plan.aggregates

@@ -117,7 +117,8 @@ def count(req: dict) -> dict:
     if not conf_bool(rp.base.conf, AGGREGATE_PUSHDOWN, True):
         return {"values": None, "per_task": False}  # regionscan.pushdown.aggregates=false: Spark aggregates
     answer = _NOT_ANSWERED if req.get("group_by") else _at_planning(req, rp)
-    return {**answer, "per_task": per_task(req, rp)}
+    key = _key_column(rp.base.mapping())
+    return {**answer, "per_task": per_task(req, rp), "key_column": None if key is None else key.name}
 
 
 def _at_planning(req: dict, rp: ReadPlan) -> dict:
@@ -160,5 +161,6 @@ def _at_planning(req: dict, rp: ReadPlan) -> dict:
                 break
     plan = ScanPlan.build(rp.config, result, splits)
     plan.aggregates = [_label(a) for a in req["aggregates"]]
-    save_plan(rp.base, plan)  # what connector.explain(df) reads
+    if not req.get("statistics"):  # a scan's row estimate is not the query's aggregate
+        save_plan(rp.base, plan)  # what connector.explain(df) reads
     return {"values": [answers[fn] for fn in kinds]}

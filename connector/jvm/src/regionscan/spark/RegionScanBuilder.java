@@ -243,7 +243,14 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     if (groups.size() == 0) {
       aggregateValues = planned(funcs, reply.path("values"));
     }
-    if (aggregateValues == null && reply.path("per_task").asBoolean(false)) {
+    String key = reply.path("key_column").asText("");
+    boolean byKey = false;
+    for (JsonNode g : groups) {
+      byKey |= g.isTextual() && g.asText().equalsIgnoreCase(key);
+    }
+    // a catalog table's scan may report key-grouped tasks, and Spark then groups by the key
+    // without a shuffle: better than partial rows shuffled by it
+    if (aggregateValues == null && reply.path("per_task").asBoolean(false) && !(keyGrouped && byKey)) {
       taskAggregate = EngineWorker.JSON.createObjectNode();
       taskAggregate.set("group_by", groups);
       taskAggregate.set("aggregates", aggs);

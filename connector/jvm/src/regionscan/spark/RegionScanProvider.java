@@ -105,6 +105,15 @@ public final class RegionScanProvider implements TableProvider, DataSourceRegist
   @Override
   public Table getTable(StructType schema, Transform[] partitioning, Map<String, String> properties) {
     checkVersion();
-    return new RegionScanTable(new SourceSettings(properties), schema);
+    // The DataFrame's columns are its mapping: a row exists through a cell of one of them, as
+    // for the Python source and the columns option (a narrower user schema drops the rows that
+    // have none of its columns); a query reading fewer columns keeps every row of the DataFrame.
+    Map<String, String> options = new java.util.HashMap<>(properties);
+    String names = String.join(",", schema.fieldNames());
+    if (!names.isEmpty() && java.util.Arrays.stream(schema.fieldNames()).noneMatch(n -> n.contains(","))) {
+      options.keySet().removeIf(k -> k.equalsIgnoreCase("regionscan.columns"));  // wins over columns
+      options.put("regionscan.columns", names);
+    }
+    return new RegionScanTable(new SourceSettings(options), schema);
   }
 }

@@ -49,6 +49,7 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
   private JsonNode plan;
   private TaskIndexFunction grouping;
   private boolean groupingAsked;
+  private Long rowCount;
 
   RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit,
       boolean keyGrouped) {
@@ -187,10 +188,36 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
         new Expression[] {Expressions.apply(fn.name(), Expressions.column(column))}, plan().path("tasks").size());
   }
 
+  /**
+   * The rows this scan returns, from the block indexes' row counts (the worker's COUNT(*) at
+   * planning), or -1 where they cannot tell: a filter the engine applies, a time range, a
+   * limit, or a scan whose tasks aggregate.
+   */
+  private synchronized long rowCount() {
+    if (rowCount == null) {
+      rowCount = -1L;
+      if (aggregate == null && limit < 0) {
+        ObjectNode req = settings.request("count");
+        req.set("filters", filters);
+        req.putArray("aggregates").addObject().put("fn", "count_star");
+        req.put("statistics", true);  // not the query's own aggregate: connector.explain keeps its plan
+        JsonNode values = settings.call(req).path("values");
+        if (values.isArray() && values.size() == 1 && values.get(0).isNumber()) {
+          rowCount = values.get(0).asLong();
+        }
+      }
+    }
+    return rowCount;
+  }
+
   @Override
   public Statistics estimateStatistics() {
     JsonNode p = plan();
     long size = p.path("size_bytes").asLong(0);
+    SQLConf conf = SQLConf.get();
+    // Spark reads a row count only with cost-based optimization (or plan statistics) on; else the
+    // worker is not asked, and planning costs nothing more
+    long rows = conf.cboEnabled() || conf.planStatsEnabled() ? rowCount() : -1;
     return new Statistics() {
       @Override
       public OptionalLong sizeInBytes() {
@@ -199,7 +226,7 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
 
       @Override
       public OptionalLong numRows() {
-        return OptionalLong.empty();
+        return rows >= 0 ? OptionalLong.of(rows) : OptionalLong.empty();
       }
     };
   }
