@@ -14,7 +14,7 @@ from ..region.store import StoreView
 from ..storefile import dense_rows
 from ..storefile.dense import empty_binary
 from .batch_resolve import _Processor
-from .hidden_columns import hidden_names, without_hidden
+from .hidden_columns import hidden_names
 
 if TYPE_CHECKING:
     from .batch_scan import BatchScan
@@ -62,8 +62,8 @@ def values_discarded(flt) -> bool:
 
 
 def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
-    """``(field names, qualifiers, filter plan)`` when this scan takes dense
-    blocks straight to rows (see :mod:`storage.storefile.dense_rows`), else None."""
+    """``(field names, qualifiers, filter plan, hidden (name, qualifier) pairs)`` when this scan
+    takes dense blocks straight to rows (see :mod:`storage.storefile.dense_rows`), else None."""
     scan = proc.scan
     if scan.output != "rows" or not skip_resolve:
         return None
@@ -73,26 +73,30 @@ def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
     if columns is None or plan is None:
         return None
     names, qualifiers = columns
-    return names, qualifiers, plan
+    hidden_pairs: list[tuple[str, bytes]] = []  # (name, qualifier) of hidden columns: rows, no slices
+    if scan.hidden_columns:
+        hidden = hidden_names(scan.hidden_columns)
+        hidden_pairs = [(n, q) for n, q in zip(names, qualifiers) if n in hidden]
+        names, qualifiers = [n for n in names if n not in hidden], [q for n, q in zip(names, qualifiers) if n not in hidden]
+    return names, qualifiers, plan, hidden_pairs
 
 
 def _block_columns(family: bytes):
     """The ``direct`` plan of a :attr:`BatchScan.row_dicts` scan: every column of
     each block (names as Latin-1 text, so they turn back into the exact bytes)."""
-    return None, family, dense_rows.dense_filter(None, family)
+    return None, family, dense_rows.dense_filter(None, family), []
 
 
 def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
     """One dense block part as rows: column slices, a filter as one comparison."""
-    names, qualifiers, plan = direct
+    names, qualifiers, plan, hidden_pairs = direct
+    also = [q for _, q in hidden_pairs]
     if names is None:  # a row_dicts scan: the block's own columns
         family = qualifiers
         qualifiers = list(dense.qualifiers)
         names = [(family + b":" + q).decode("latin-1") for q in qualifiers]
-    mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers)
-    out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks)
-    if out is not None and proc.scan.hidden_columns:
-        out = without_hidden(out, hidden_names(proc.scan.hidden_columns))  # before any join copies them
+    mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers + also if also else qualifiers)
+    out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks, also)
     if proc.metrics is not None:
         proc.metrics.cells_scanned += dense.cell_count()
         if plan[0] != "none":
@@ -134,7 +138,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
         else:
             picked = dense_rows.dense_columns(family, proc.output_columns)
             if picked is not None:
-                direct = (*picked, dense_rows.dense_filter(None, family))
+                direct = (*picked, dense_rows.dense_filter(None, family), [])
     first_only = (
         drop_values and skip_resolve and proc.select is None and dense_rows.first_cell_only(proc.scan.filter)
     )

@@ -51,14 +51,17 @@ class RowMerge:
     """The row-run plan of one scan of one family (see the module docstring).
 
     ``direct`` is the dense plan of the scan: ``(field names, qualifiers,
-    filter plan)`` as :func:`storage.storefile.dense_rows.dense_columns` and
-    :func:`storage.storefile.dense_rows.dense_filter` give them.
+    filter plan, hidden (name, qualifier) pairs)`` as
+    :func:`storage.read.batch_stream._dense_plan` gives it.
     """
 
     def __init__(self, view: StoreView, mem: RowRun | None, direct: tuple, proc, resolvable: bool = True):
         self.view = view
         self.mem = mem  # None: no memstore rows, or memstore cells that need resolution
-        self.names, self.qualifiers, self.plan = direct
+        names, qualifiers, self.plan, hidden_pairs = direct
+        # merged rows carry the hidden columns too (a row may live by them alone); the scan drops them
+        self.names = list(names) + [n for n, _ in hidden_pairs]
+        self.qualifiers = list(qualifiers) + [q for _, q in hidden_pairs]
         self.proc = proc
         self.schema = row_schema(self.names, proc.scan.include_timestamp)
         self.resolvable = resolvable

@@ -14,6 +14,8 @@ scans that keep only the first cell of each row take :func:`first_cells`.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,6 +52,7 @@ def dense_rows(
     include_timestamp: bool,
     mask: np.ndarray | None = None,
     value_masks: dict | None = None,
+    also_present: Sequence[bytes] = (),
 ) -> pa.RecordBatch | None:
     """The row batch of ``dense`` (as :func:`storage.kernels.cells_to_rows`
     would build it from the block's cells) for the columns named ``columns``
@@ -58,15 +61,16 @@ def dense_rows(
     ``value_masks`` (qualifier index -> boolean per row) only some cells.
 
     Rows without any kept cell are dropped first, so the value columns are
-    filtered once and only the surviving rows' cells are masked.
+    filtered once and only the surviving rows' cells are masked.  A cell of
+    ``also_present`` (qualifiers not output: hidden columns) keeps its row too.
     """
     memo_key = None
     if mask is None and not value_masks:
-        memo_key = (tuple(columns), tuple(qualifiers), include_timestamp)
+        memo_key = (tuple(columns), tuple(qualifiers), include_timestamp, tuple(also_present))
         memo = dense.row_batches
         if memo is not None and memo_key in memo:
             return memo[memo_key]
-    out = _dense_rows(dense, columns, qualifiers, include_timestamp, mask, value_masks)
+    out = _dense_rows(dense, columns, qualifiers, include_timestamp, mask, value_masks, also_present)
     if memo_key is not None and (out is None or out.num_rows == dense.num_rows):
         # only a batch of the block's own arrays (no row dropped, so nothing copied) is kept
         memo = dense.row_batches
@@ -82,7 +86,8 @@ _ROW_BATCHES_KEPT = 4
 
 
 def _dense_rows(dense: DenseBlock, columns: list[bytes], qualifiers: list[bytes], include_timestamp: bool,
-                mask: np.ndarray | None, value_masks: dict | None) -> pa.RecordBatch | None:
+                mask: np.ndarray | None, value_masks: dict | None,
+                also_present: Sequence[bytes] = ()) -> pa.RecordBatch | None:
     n = dense.num_rows
     where = {q: j for j, q in enumerate(dense.qualifiers)}
     value_masks = value_masks or {}
@@ -103,6 +108,18 @@ def _dense_rows(dense: DenseBlock, columns: list[bytes], qualifiers: list[bytes]
         if cells is None:
             any_full = True
         elif not any_full:
+            present |= cells
+    for qualifier in also_present:
+        j = where.get(qualifier)
+        if j is None or any_full:
+            continue
+        has = dense.presence(j)
+        cells = None if has is None else has.to_numpy(zero_copy_only=False)
+        if j in value_masks:
+            cells = value_masks[j] if cells is None else cells & value_masks[j]
+        if cells is None:
+            any_full = True
+        else:
             present |= cells
     keep = None if any_full else present
     if mask is not None:
