@@ -95,7 +95,10 @@ def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
         family = qualifiers
         qualifiers = list(dense.qualifiers)
         names = [(family + b":" + q).decode("latin-1") for q in qualifiers]
-    mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers + also if also else qualifiers)
+    if plan[0] == "none":  # no filter: nothing to test, per block
+        mask = value_masks = None
+    else:
+        mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers + also if also else qualifiers)
     out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks, also)
     if proc.metrics is not None:
         proc.metrics.cells_scanned += dense.cell_count()
