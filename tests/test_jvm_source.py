@@ -13,6 +13,7 @@ import zipfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
+from pyspark.sql import functions as F
 
 import storage
 from connector.jvm_source import build as jvm_build
@@ -139,6 +140,13 @@ def test_both_sources_and_the_engine_agree(spark, jvm, tmp_path_factory, flushed
                                                                                          if r[0] >= cut]
         assert sorted(r.k for r in df.where(f"n < {cut}").select("k").collect()) == sorted(
             r[0] for r in expected if r[1] is not None and r[1] < cut)
+        # a row without n is a row of select("n") (its s keeps it), and "n IS NULL" finds it
+        assert len(df.select("n").collect()) == len(expected)
+        assert df.where("n IS NULL").count() == sum(1 for r in expected if r[1] is None)
+        ns = [r[1] for r in expected if r[1] is not None]
+        top = max((r[2] for r in expected), key=lambda s: s.encode(), default=None)  # Spark orders UTF-8 bytes
+        got = df.agg(F.count("*"), F.count("n"), F.sum("n"), F.max("s"), F.min("n")).collect()[0]
+        assert tuple(got) == (len(expected), len(ns), sum(ns) if ns else None, top, min(ns, default=None))
 
 
 def test_a_killed_worker_is_replaced(spark, jvm, root):
