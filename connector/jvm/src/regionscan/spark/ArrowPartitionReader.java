@@ -40,7 +40,14 @@ final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
     }
     try {
       ObjectNode req = (ObjectNode) EngineWorker.JSON.readTree(partition.request);
-      ex = w.open(req);
+      try {
+        ex = w.open(req);
+      } catch (java.net.ConnectException gone) {
+        // the worker was gone before the request (nothing sent): a new one reads the task
+        EngineWorker.forget(w);
+        w = settings.worker();
+        ex = w.open(req);
+      }
       JsonNode head = ex.readFrame();
       if (!head.path("ok").asBoolean(false)) {
         ex.close();

@@ -189,6 +189,18 @@ public final class EngineWorker {
         + lastLine(log) + ")";
   }
 
+  /**
+   * The worker refused the connection: it is gone (a live worker always listens), nothing was
+   * sent, and the request may go to a new worker (one killed a moment ago may not yet read as dead).
+   */
+  static final class Refused extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    Refused(String message) {
+      super(message);
+    }
+  }
+
   /** One open request: the socket and its buffered input. */
   final class Exchange implements AutoCloseable {
     final Socket socket;
@@ -239,6 +251,9 @@ public final class EngineWorker {
     JsonNode reply;
     try (Exchange ex = open(request)) {
       reply = ex.readFrame();
+    } catch (java.net.ConnectException e) {
+      forget(this);
+      throw new Refused(died("a " + op + " request", e));
     } catch (IOException e) {
       forget(this);
       throw new IOException(died("a " + op + " request", e));

@@ -74,7 +74,11 @@ final class SourceSettings implements Serializable {
   /** A planning request; a worker error becomes one line (IllegalArgumentException). */
   JsonNode call(ObjectNode request) {
     try {
-      return worker().call(request);
+      try {
+        return worker().call(request);
+      } catch (EngineWorker.Refused gone) {
+        return worker().call(request);  // the worker was gone before the request: once more, to a new one
+      }
     } catch (IOException e) {
       throw new IllegalArgumentException(e.getMessage(), null);
     }
