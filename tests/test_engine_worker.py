@@ -12,6 +12,8 @@ import struct
 
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from engine_worker_process import SAMPLE_MAPPING, python_worker, sample_table
 
 import storage
@@ -282,3 +284,16 @@ def test_edge_values_are_tagged_as_filter_literals():
         assert edge_literal(array) == literal
     assert edge_literal(pa.array([None], pa.string())) is None  # a null key: Spark computes the MIN/MAX
     assert edge_literal(pa.array([1.5])) is None  # no tag the JVM side takes
+
+
+@given(values=st.lists(st.one_of(st.none(), st.integers(-128, 127)), max_size=30), k=st.integers(1, 300),
+       wide=st.booleans())
+def test_group_by_remainder_is_javas(values, k, wide):
+    """``col % k`` of a task's GROUP BY: the sign of the dividend, as Java and Spark compute it,
+    at the type's edges (-128 % 128 == 0 for a TINYINT) and with k wider than the type."""
+    from connector.jvm_source.task_aggregates import remainder
+
+    kind = pa.int64() if wide else pa.int8()
+    got = remainder(pa.array(values, kind), k)
+    assert got.type == kind
+    assert got.to_pylist() == [None if v is None else (abs(v) % k) * (1 if v >= 0 else -1) for v in values]

@@ -66,8 +66,8 @@ class TaskAggregation:
         for g in groups:
             if isinstance(g, dict):
                 mod = g.get("mod")
-                if not isinstance(mod, int) or isinstance(mod, bool) or mod < 1:
-                    raise InvalidArgument(f"group_by {g!r}: mod must be a positive integer")
+                if not isinstance(mod, int) or isinstance(mod, bool) or not 1 <= mod < 1 << 63:
+                    raise InvalidArgument(f"group_by {g!r}: mod must be a positive integer (a BIGINT)")
                 self.group_by.append(column(g.get("column"), "group_by"))
                 self.group_mods.append(mod)
             else:
@@ -123,9 +123,8 @@ def task_aggregation(req: dict, rp: ReadPlan) -> TaskAggregation | None:
 
 def per_task(req: dict, rp: ReadPlan) -> bool:
     """Whether the tasks can compute the ``count`` request's aggregates (with its ``group_by``)."""
+    doc = {"group_by": req.get("group_by") or [], "aggregates": req.get("aggregates")}
     try:
-        spec = TaskAggregation({"group_by": req.get("group_by") or [], "aggregates": req.get("aggregates")},
-                               {n.lower(): n for n in rp.base.output_names})
+        return task_aggregation({"aggregate": doc}, rp) is not None
     except InvalidArgument:
         return False
-    return spec.unsupported(rp.base.spark_arrow_schema(spec.inputs)) is None

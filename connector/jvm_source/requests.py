@@ -152,7 +152,7 @@ class ReadPlan:
             # read: a scan of those columns alone would drop it (select("i") losing the rows
             # where i is null, "i IS NULL" finding none).  So the cells of every mapped column
             # are scanned, and the engine hides those of the columns not decoded
-            # (storage.read.hidden_columns: dense blocks drop them before any copy).
+            # (storage.read.hidden_columns: on dense blocks only their presence is tested).
             self.config = self.base
             if self.output != self.base.output_names:
                 decoded = set(self.base.with_columns(self.output or sorted(keys)).read_serde().scan_columns)

@@ -57,10 +57,13 @@ def _partial(table: pa.Table, spec: TaskAggregation, names: list[str], fns: list
 def remainder(values: pa.Array, k: int) -> pa.Array:
     """``values % k`` as Java and Spark compute it for integers: truncated, the sign of the
     dividend (``-7 % 3 == -1``); null stays null."""
-    if k > np.iinfo(values.type.to_pandas_dtype()).max:
-        return values  # every value is smaller than k in magnitude
     numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
-    out = np.fmod(numbers, numbers.dtype.type(k))
+    info = np.iinfo(numbers.dtype)
+    if k > -int(info.min):
+        return values  # every value is smaller than k in magnitude
+    # k = 2^(bits-1) (-128 % 128 == 0 for a TINYINT) fits only a wider type
+    wide = numbers if k <= info.max else numbers.astype(np.int64)
+    out = np.fmod(wide, k).astype(numbers.dtype)
     return pa.array(out, type=values.type, mask=values.is_null().to_numpy(zero_copy_only=False)
                     if values.null_count else None)
 

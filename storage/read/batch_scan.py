@@ -66,7 +66,7 @@ class BatchScan:
     raw: bool = False
     # rows output: ``family:qualifier`` specs of ``columns`` whose cells make a row exist
     # but which are left out of the batches (a reader that wants the rows of every mapped
-    # column and the values of a few); dense blocks drop them before any copy
+    # column and the values of a few); on dense blocks only their presence is tested
     hidden_columns: Sequence[bytes] = ()
 
 

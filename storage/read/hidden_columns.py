@@ -3,8 +3,10 @@
 A row exists through any of its cells.  A reader that wants every row of a set
 of columns but the values of only some (the Spark source: one row per row with a
 mapped cell, whichever columns the query decodes) scans them all and hides the
-rest (:attr:`storage.read.batch_scan.BatchScan.hidden_columns`); dense blocks
-drop the hidden columns' slices before batches are joined, so they cost no copy.
+rest (:attr:`storage.read.batch_scan.BatchScan.hidden_columns`).  On dense blocks
+the hidden columns only lend their presence bitmaps to the row test and are
+never sliced; the other paths build them and :func:`without_hidden` drops them
+from each batch.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ def hidden_names(specs: Sequence[bytes]) -> frozenset[str]:
     return _names(tuple(specs))
 
 
-@lru_cache(maxsize=256)  # asked once per block of a scan
+@lru_cache(maxsize=256)  # asked by every scan and every dense plan
 def _names(specs: tuple[bytes, ...]) -> frozenset[str]:
     names = {parse_column(spec).name for spec in specs}
     return frozenset(names | {f"{n}@ts" for n in names})
