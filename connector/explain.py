@@ -63,6 +63,7 @@ class ScanPlan:
     regions: list[str] | None = None
     aggregates: list[str] | None = None  # aggregates answered at planning (JVM source): no task reads rows
     task_aggregates: list[str] | None = None  # aggregates each task computes (JVM source): partial rows to Spark
+    decoded: list[str] | None = None  # filters the JVM source's worker evaluates on decoded rows
 
     @classmethod
     def build(cls, config: SourceConfig, result: PushdownResult, splits: Sequence[Any] | None = None) -> "ScanPlan":
@@ -80,6 +81,7 @@ class ScanPlan:
             engine_filter=spec.filter,
             pushed=[describe_filter(f) for f in result.handled],
             residual=[describe_filter(f) for f in result.residual],
+            decoded=[describe_filter(f) for f in result.decoded] or None,
             notes=list(result.notes),
             splits=None if splits is None else len(splits),
             regions=None if splits is None else sorted({p.region_id for s in splits for p in s.regions}),
@@ -110,6 +112,8 @@ class ScanPlan:
         lines.append(f"  engine filter: {printable(self.engine_filter) if self.engine_filter else 'none'}")
         lines.append(f"  pushed (applied exactly): {'; '.join(self.pushed) or 'none'}")
         lines.append(f"  left for Spark: {'; '.join(self.residual) or 'none'}")
+        if self.decoded:
+            lines.append(f"  evaluated on the decoded rows (engine worker): {'; '.join(self.decoded)}")
         if self.splits is not None:
             lines.append(f"  splits: {self.splits} over regions {', '.join(self.regions or []) or 'none'}")
         if self.aggregates:

@@ -86,8 +86,10 @@ class PushdownResult:
     """What a set of Spark filters became.
 
     ``key_ranges`` (None: the key is not restricted) and ``engine_filter``
-    narrow the scan; ``handled`` are the filters they apply exactly;
-    ``residual`` go back to Spark.  ``notes`` explain each decision.
+    narrow the scan; ``handled`` are the filters they apply exactly, and
+    ``decoded`` those of them the JVM source's worker evaluates on the decoded
+    rows (:mod:`connector.decoded_filters`); ``residual`` go back to Spark.
+    ``notes`` explain each decision.
     """
 
     key_ranges: list[KeyRange] | None = None
@@ -95,6 +97,7 @@ class PushdownResult:
     handled: list = field(default_factory=list)
     residual: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    decoded: list = field(default_factory=list)
 
     @property
     def point_gets(self) -> int:

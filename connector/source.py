@@ -39,6 +39,10 @@ Options (case-insensitive; Spark passes strings):
                                        split instead of packing them by size
 ``regionscan.pushdown.aggregates``     ``false``: the JVM source leaves every aggregate
                                        to Spark, which then reads the rows
+``regionscan.pushdown.decoded``        ``false``: the JVM source leaves the filters with
+                                       no stored-bytes form (``n % 3 = 0``, ``LIKE
+                                       '%x%'``) to Spark instead of evaluating them
+                                       on the decoded rows in its worker
 ``filter``                             an HBase filter string applied by the engine
 ``token``                              region server token (``grpc://`` roots)
 =====================================  ===============================================
@@ -94,6 +98,7 @@ SUPERSET_FILTERS = "regionscan.pushdown.superset"
 PYTHON_PUSHDOWN = "regionscan.python.pushdown"
 PACK_SPLITS = "regionscan.pack.splits"
 AGGREGATE_PUSHDOWN = "regionscan.pushdown.aggregates"
+DECODED_FILTERS = "regionscan.pushdown.decoded"
 SPARK_PIN_TTL = 6 * 3600
 WRITE_TIMESTAMP = "regionscan.write.timestamp"
 TIMESTAMP_NTZ = "regionscan.timestamp.ntz"
@@ -101,8 +106,8 @@ TIMESTAMP_NTZ = "regionscan.timestamp.ntz"
 # root itself, so both values mean the same here (the value is still checked as a boolean).
 USE_HBASE_CONTEXT = "hbase.spark.use.hbasecontext"
 SOURCE_KEYS = frozenset({
-    COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, PACK_SPLITS, AGGREGATE_PUSHDOWN, WRITE_TIMESTAMP,
-    TIMESTAMP_NTZ, USE_HBASE_CONTEXT, "regionscan.columns",
+    COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, PACK_SPLITS, AGGREGATE_PUSHDOWN, DECODED_FILTERS,
+    WRITE_TIMESTAMP, TIMESTAMP_NTZ, USE_HBASE_CONTEXT, "regionscan.columns",
     "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
 })
 """The source's own keys under the checked prefixes (beside the input format's)."""

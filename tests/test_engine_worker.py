@@ -76,11 +76,36 @@ def test_garbage_gets_one_line_and_the_worker_stays(worker, raw, says):
     assert _ask(port, _req("stats"))["ok"] is True
 
 
+def _mod_eq(by: int, column: str = "n", cmp: str = "=", value: int = 0) -> dict:
+    """The Compare filter the JVM sends for ``column % by <cmp> value``."""
+    return {"op": "Compare", "cmp": cmp, "left": {"remainder": {"column": column}, "by": by},
+            "right": {"literal": {"t": "int", "v": value}}}
+
+
+def test_a_remainder_filter_is_evaluated_on_the_decoded_rows(worker, root):
+    _proc, port = worker
+    options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
+    filters = [{"op": "IsNotNull", "column": "n"}, _mod_eq(3)]
+    reply = _ask(port, _req("push", options=options, filters=filters))
+    assert reply["handled"] == [0, 1] and reply["decoded"] == ["(n % 3) = 0", "n IS NOT NULL"], reply
+    off = _ask(port, _req("push", options={**options, "regionscan.pushdown.decoded": "false"}, filters=filters))
+    assert off["handled"] == [] and off["decoded"] == [], off
+    # a decoded filter is not an answer from the indexes: the count is read by the tasks
+    count = _ask(port, _req("count", options=options, filters=filters, aggregates=[{"fn": "count_star"}]))
+    assert count["values"] is None and count["per_task"] is True, count
+
+
 def test_bad_filters_and_splits_are_one_line(worker, root):
     _proc, port = worker
     options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
     for filters, says in [("x", "filters must be a JSON list"), ([{"op": "Nope", "column": "k"}], "unknown filter op"),
-                          ([{"op": "EqualTo", "column": "k", "value": {"t": "int", "v": "1"}}], "bad filter literal")]:
+                          ([{"op": "EqualTo", "column": "k", "value": {"t": "int", "v": "1"}}], "bad filter literal"),
+                          ([_mod_eq(0)], "the divisor must be a non-zero BIGINT"),
+                          ([_mod_eq(-(1 << 63))], "the divisor must be a non-zero BIGINT"),
+                          ([_mod_eq(1 << 63)], "the divisor must be a non-zero BIGINT"),
+                          ([{**_mod_eq(3), "cmp": "=="}], "filter Compare needs cmp, one of"),
+                          ([{**_mod_eq(3), "left": {"function": "abs"}}], "bad filter expression"),
+                          ([{**_mod_eq(3), "right": {"literal": {"t": "int", "v": "0"}}}], "bad filter literal")]:
         reply = _ask(port, _req("push", options=options, filters=filters))
         assert reply["ok"] is False and says in reply["error"], reply
     reply = _ask(port, _req("read", options=options, columns=["k"], schema='{"type":"struct","fields":[]}',

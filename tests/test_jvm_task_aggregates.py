@@ -94,6 +94,8 @@ PUSHED = {
     "group by BIGINT % k": lambda df: df.groupBy((F.col("l") % 7).alias("g")).agg(F.count("l")),
     "under a key range": lambda df: df.where("k >= 'r050' AND k < 'r150'").agg(F.sum("i"), F.max("s")),
     "under an exact value filter": lambda df: df.where("i = 2").agg(F.count("*"), F.sum("t")),
+    "under filters evaluated on the decoded rows": lambda df: df.where("s LIKE '%1%' AND i % 2 = 0").agg(
+        F.count("*"), F.sum("i")),
     "an empty range": lambda df: df.where("k > 'zzz'").agg(F.count("*"), F.sum("i"), F.min("s")),
     "an empty range, grouped": lambda df: df.where("k > 'zzz'").groupBy("s").agg(F.count("*")),
 }
@@ -143,7 +145,7 @@ NOT_PUSHED = {
     "a distinct count": lambda df: df.agg(F.countDistinct("s")),
     "group by TINYINT % INT (a cast)": lambda df: df.groupBy((F.col("t") % 10).alias("g")).agg(F.count("*")),
     "group by another expression": lambda df: df.groupBy((F.col("i") + 1).alias("g")).agg(F.count("*")),
-    "a filter Spark re-checks": lambda df: df.where("s LIKE '%1%'").agg(F.count("*"), F.sum("i")),
+    "a filter Spark re-checks (DOUBLE)": lambda df: df.where("d * 2 > 7.5").agg(F.count("*"), F.sum("i")),
 }
 
 

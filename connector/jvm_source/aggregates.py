@@ -131,7 +131,7 @@ def _at_planning(req: dict, rp: ReadPlan) -> dict:
     if {"min", "max"} & set(kinds) and not _orders_like_values(serde, key):
         return _NOT_ANSWERED
     result = rp.pushdown()
-    if result.residual or result.engine_filter is not None:
+    if result.residual or result.decoded or result.engine_filter is not None:
         return _NOT_ANSWERED
     fmt = rp.input_format(result)
     fmt.conf["regionscan.pin.register"] = False

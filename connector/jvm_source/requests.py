@@ -20,18 +20,20 @@ from decimal import Decimal
 from typing import Any, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from serde.codecs.hbase_bytes import BinaryCodec, StringCodec
 from serde.codecs.text import BinaryText, StringText, TextCodec
 from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument
 
-from ..disjunction import And, Opaque, Or, push_tree, tree_columns
+from ..decoded_filters import COMPARISONS, Column, Compare, DecodedFilter, Literal, Remainder, filter_columns, take_decoded
+from ..disjunction import And, Opaque, Or, push_tree
 from ..explain import ScanPlan, printable, ranges_text, save_plan
 from ..options import MAX_RESTARTS, SCAN_CACHEBLOCKS, conf_bool, conf_int
-from ..pushdown import PushdownResult
+from ..pushdown import PushdownResult, describe_filter
 from ..record_reader import TableBatchRecordReader
-from ..source import PACK_SPLITS, SourceConfig
+from ..source import DECODED_FILTERS, PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
 from .aggregate_spec import task_aggregation
 from .protocol import pack_object, unpack_object
@@ -71,6 +73,21 @@ def _literal(doc: dict) -> Any:
     raise InvalidArgument(f"bad filter literal {json.dumps(doc)[:80]}")
 
 
+def _expression(doc: Any) -> Any:
+    """A ``Compare`` side: ``{"column": c}``, ``{"literal": L}`` or ``{"remainder": E, "by": k}``."""
+    if isinstance(doc, dict):
+        if isinstance(doc.get("column"), str):
+            return Column(doc["column"])
+        if isinstance(doc.get("literal"), dict):
+            return Literal(_literal(doc["literal"]))
+        by = doc.get("by")
+        if "remainder" in doc and isinstance(by, int) and not isinstance(by, bool):
+            if by == 0 or not -(1 << 63) < by < 1 << 63:
+                raise InvalidArgument(f"remainder by {by}: the divisor must be a non-zero BIGINT above its minimum")
+            return Remainder(_expression(doc["remainder"]), by)
+    raise InvalidArgument(f"bad filter expression {json.dumps(doc)[:80]}")
+
+
 def _filter(doc: Any) -> Any:
     from pyspark.sql import datasource as ds
 
@@ -86,6 +103,10 @@ def _filter(doc: Any) -> Any:
         return (Or if op == "Or" else And)(tuple(_filter(c) for c in children))
     if op == "Opaque":
         return Opaque(str(doc.get("text", "?"))[:200])
+    if op == "Compare":
+        if doc.get("cmp") not in COMPARISONS:
+            raise InvalidArgument(f"filter Compare needs cmp, one of {', '.join(COMPARISONS)}")
+        return Compare(doc["cmp"], _expression(doc.get("left")), _expression(doc.get("right")))
     column = doc.get("column")
     if not isinstance(column, str):
         raise InvalidArgument(f"filter {op!r} names no column")
@@ -114,8 +135,24 @@ def decode_filters(docs: Any) -> list:
 def _filter_columns(filters: list) -> set[str]:
     out: set[str] = set()
     for f in filters:
-        out |= tree_columns(f)
+        out |= filter_columns(f)
     return out
+
+
+def _pushdown(config: SourceConfig, filters: list) -> PushdownResult:
+    """The filters translated for ``config``'s SerDe; those left that the worker evaluates
+    exactly on decoded rows are taken too (``regionscan.pushdown.decoded``)."""
+    result = push_tree(filters, config.read_serde(), config.column_filters, config.superset_filters)
+    if conf_bool(config.conf, DECODED_FILTERS, True):
+        known = {n.lower(): n for n in config.output_names}
+        types = config.spark_arrow_schema(list(known.values()))
+
+        def type_of(name: str) -> pa.DataType | None:
+            found = known.get(name.lower())
+            return None if found is None else types.field(found).type
+
+        take_decoded(result, type_of)
+    return result
 
 
 def _key_names(config: SourceConfig) -> list[str]:
@@ -147,19 +184,29 @@ class ReadPlan:
         names = [n for n in self.base.output_names if n in read]
         keys = set(_key_names(self.base))
         self.hidden: tuple[bytes, ...] = ()  # scanned for their rows, not handed to the SerDe
-        if names == self.base.output_names or not set(names) <= keys:
+        whole = names == self.base.output_names or not set(names) <= keys
+        # the key alone: a keys-only scan
+        self.config = self.base if whole else self.base.with_columns(names)
+        self._pushdown = _pushdown(self.config, self.filters)
+        # the filters evaluated on decoded rows, and the columns decoded for them alone
+        self.decoded_filter: DecodedFilter | None = None
+        self.filter_only: list[str] = []
+        if self._pushdown.decoded:
+            self.decoded_filter = DecodedFilter(self._pushdown.decoded)
+            wanted_lower = {n.lower() for n in self.output}
+            self.filter_only = [known[c] for c in sorted(self.decoded_filter.columns)
+                                if c in known and c not in wanted_lower]
+        if whole:
             # A row is a row when it has any mapped cell, also when it has none of the columns
             # read: a scan of those columns alone would drop it (select("i") losing the rows
             # where i is null, "i IS NULL" finding none).  So the cells of every mapped column
             # are scanned, and the engine hides those of the columns not decoded
             # (storage.read.hidden_columns: on dense blocks only their presence is tested).
-            self.config = self.base
             if self.output != self.base.output_names:
-                decoded = set(self.base.with_columns(self.output or sorted(keys)).read_serde().scan_columns)
+                decoded_names = self.output + self.filter_only
+                decoded = set(self.base.with_columns(decoded_names or sorted(keys)).read_serde().scan_columns)
                 self.hidden = tuple(c.encode() for c in self.base.read_serde().scan_columns
                                     if ":" in c and c not in decoded)
-        else:
-            self.config = self.base.with_columns(names)  # the key alone: a keys-only scan
 
     def with_hidden(self, split: TableSplit) -> TableSplit:
         """``split`` with this read's hidden columns set on its scan."""
@@ -169,8 +216,7 @@ class ReadPlan:
 
     def pushdown(self) -> PushdownResult:
         """The filters translated for this read's SerDe."""
-        c = self.config
-        return push_tree(self.filters, c.read_serde(), c.column_filters, c.superset_filters)
+        return self._pushdown
 
     def input_format(self, result: PushdownResult):
         """The input format restricted by ``result``.
@@ -196,11 +242,12 @@ def push(req: dict) -> dict:
     """Which filters (indexes) the engine applies exactly, and the key ranges and engine filter they make."""
     config = SourceConfig.from_options(req.get("options") or {})
     filters = decode_filters(req.get("filters"))
-    result = push_tree(filters, config.read_serde(), config.column_filters, config.superset_filters)
+    result = _pushdown(config, filters)
     handled = {id(f) for f in result.handled}
     return {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes,
             "key_ranges": ranges_text(result.key_ranges),
-            "engine_filter": printable(repr(result.engine_filter)) if result.engine_filter is not None else None}
+            "engine_filter": printable(repr(result.engine_filter)) if result.engine_filter is not None else None,
+            "decoded": [printable(describe_filter(f)) for f in result.decoded]}
 
 
 def save(req: dict) -> dict:
@@ -361,6 +408,12 @@ def read_batches(req: dict, target: pa.Schema, stats: dict) -> Iterator[pa.Recor
     return decoded_batches(rp, splits, req.get("limit"), target, stats)
 
 
+def _decoded(serde, rows: pa.RecordBatch, names: list[str], target: pa.Schema) -> list[pa.Array]:
+    """The SerDe's arrays of ``names``, as the types of ``target`` (its fields in that order)."""
+    arrays = serde.deserialize_batch(rows, names).columns
+    return [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
+
+
 def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: pa.Schema,
                     stats: dict, names: list[str] | None = None) -> Iterator[pa.RecordBatch]:
     """The splits' rows, one after another, decoded by the SerDe as batches of ``target``
@@ -370,24 +423,36 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
     serde = rp.config.read_serde()
     conf = rp.config.conf
     names = rp.output if names is None else names
+    flt = rp.decoded_filter
+    # a decoded filter's columns are decoded beside the output, tested, then dropped
+    extra = [n for n in rp.filter_only if n not in names] if flt is not None else []
+    every = pa.schema(list(target) + list(rp.base.spark_arrow_schema(extra))) if flt is not None else target
     for split in map(rp.with_hidden, splits):
         reader = TableBatchRecordReader(conf_int(conf, MAX_RESTARTS, 3, minimum=0),
                                         {"token": conf["token"]} if conf.get("token") else None)
         reader.initialize(split)
         try:
             for rows in reader:
+                batch = None
+                if flt is not None:
+                    arrays = _decoded(serde, rows, names + extra, every)
+                    keep = flt.mask(pa.RecordBatch.from_arrays(arrays, names=names + extra))
+                    if names:
+                        batch = pa.RecordBatch.from_arrays(arrays[:len(names)], schema=target).filter(keep)
+                    rows = rows.slice(0, pc.sum(keep).as_py() or 0)  # only its length counts from here
                 if remaining is not None:
                     if remaining <= 0:
                         return
                     if rows.num_rows > remaining:
                         rows = rows.slice(0, remaining)
+                        batch = None if batch is None else batch.slice(0, remaining)
                     remaining -= rows.num_rows
                 if not names:
                     yield rows.select([])
-                    continue
-                arrays = serde.deserialize_batch(rows, names).columns
-                arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
-                yield pa.RecordBatch.from_arrays(arrays, schema=target)
+                elif batch is not None:
+                    yield batch
+                else:
+                    yield pa.RecordBatch.from_arrays(_decoded(serde, rows, names, target), schema=target)
         finally:
             for key, value in reader.get_counters().items():
                 if isinstance(value, (int, float)):

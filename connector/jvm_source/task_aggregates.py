@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage.errors import InvalidArgument
 
+from ..decoded_filters import remainder
 from .aggregate_spec import TaskAggregation, task_aggregation
 from .requests import ReadPlan, decoded_batches, read_splits
 
@@ -52,20 +52,6 @@ def _partial(table: pa.Table, spec: TaskAggregation, names: list[str], fns: list
         value = pc.count(column, mode="only_valid") if fn == "count" else getattr(pc, fn)(column, min_count=1)
         arrays.append(pa.array([value.as_py()], value.type))
     return pa.table(arrays, names=names)
-
-
-def remainder(values: pa.Array, k: int) -> pa.Array:
-    """``values % k`` as Java and Spark compute it for integers: truncated, the sign of the
-    dividend (``-7 % 3 == -1``); null stays null."""
-    numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
-    info = np.iinfo(numbers.dtype)
-    if k > -int(info.min):
-        return values  # every value is smaller than k in magnitude
-    # k = 2^(bits-1) (-128 % 128 == 0 for a TINYINT) fits only a wider type
-    wide = numbers if k <= info.max else numbers.astype(np.int64)
-    out = np.fmod(wide, k).astype(numbers.dtype)
-    return pa.array(out, type=values.type, mask=values.is_null().to_numpy(zero_copy_only=False)
-                    if values.null_count else None)
 
 
 def aggregate_batches(rp: ReadPlan, spec: TaskAggregation, splits: list, target: pa.Schema,

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.GeneralScalarExpression;
 import org.apache.spark.sql.connector.expressions.Literal;
 import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
@@ -26,13 +27,16 @@ import org.apache.spark.sql.types.TimestampType;
 
 import java.util.Base64;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Spark V2 predicates in the worker's small JSON form (connector/jvm/PROTOCOL.md, "filters").
  *
  * Comparisons of one column with literals, IN, IS [NOT] NULL, the three string tests, NOT of
- * those, and AND / OR trees of them are expressed; anything else (expressions) gives null and
- * stays with Spark. Inside a tree an untranslatable child becomes {@code Opaque} (the worker
+ * those, and AND / OR trees of them are expressed; so are comparisons of columns, literals and
+ * {@code col % k} by a non-zero integer literal ({@code Compare}, which the worker evaluates on
+ * decoded rows: connector/decoded_filters.py). Anything else (other expressions, casts) gives
+ * null and stays with Spark. Inside a tree an untranslatable child becomes {@code Opaque} (the worker
  * takes it as "any row may pass"), so the tree still narrows the scan and Spark re-checks it.
  * The worker does the range algebra (connector/disjunction.py); nothing here computes ranges.
  */
@@ -45,6 +49,7 @@ final class Predicates {
       Map.entry(">=", "GreaterThanOrEqual"), Map.entry("<", "LessThan"), Map.entry("<=", "LessThanOrEqual"),
       Map.entry("STARTS_WITH", "StringStartsWith"), Map.entry("ENDS_WITH", "StringEndsWith"),
       Map.entry("CONTAINS", "StringContains"));
+  private static final Set<String> COMPARE = Set.of("=", "<>", "<=>", "<", "<=", ">", ">=");
 
   private Predicates() {}
 
@@ -120,22 +125,84 @@ final class Predicates {
         break;
     }
     String op = OPS.get(name);
-    if (op == null || c.length != 2) {
+    if (c.length != 2 || (op == null && !COMPARE.contains(name))) {
       return null;
     }
-    String col = column(c[0]);
-    ObjectNode value = literal(c[1]);
+    String col = op == null ? null : column(c[0]);
+    ObjectNode value = op == null ? null : literal(c[1]);
     if (col == null && FLIPPED.containsKey(name)) {
       col = column(c[1]);
       value = literal(c[0]);
       op = OPS.get(FLIPPED.get(name));
     }
     if (col == null || value == null) {
-      return null;
+      return compare(name, c);
     }
     out.put("op", op);
     out.put("column", col);
     out.set("value", value);
+    return out;
+  }
+
+  /** {@code {"op": "Compare", "cmp": name, "left": E, "right": E}}, or null when a side has no form. */
+  private static ObjectNode compare(String name, Expression[] c) {
+    if (!COMPARE.contains(name)) {
+      return null;
+    }
+    ObjectNode left = expression(c[0]);
+    ObjectNode right = expression(c[1]);
+    if (left == null || right == null) {
+      return null;
+    }
+    ObjectNode out = F.objectNode();
+    out.put("op", "Compare");
+    out.put("cmp", name);
+    out.set("left", left);
+    out.set("right", right);
+    return out;
+  }
+
+  /**
+   * A column, a literal, or {@code e % k} by an integer literal other than 0 and the BIGINT
+   * minimum: Spark translates {@code %} in ANSI mode only, its default, where a remainder by a
+   * non-zero constant cannot fail (the worker computes Java's remainder). Else null.
+   */
+  private static ObjectNode expression(Expression e) {
+    ObjectNode out = F.objectNode();
+    String col = column(e);
+    if (col != null) {
+      out.put("column", col);
+      return out;
+    }
+    if (e instanceof Literal) {
+      ObjectNode lit = literal(e);
+      if (lit == null) {
+        return null;
+      }
+      out.set("literal", lit);
+      return out;
+    }
+    if (!(e instanceof GeneralScalarExpression) || !"%".equals(((GeneralScalarExpression) e).name())) {
+      return null;
+    }
+    Expression[] args = e.children();
+    if (args.length != 2 || !(args[1] instanceof Literal)) {
+      return null;
+    }
+    Literal<?> k = (Literal<?>) args[1];
+    DataType t = k.dataType();
+    boolean integral = t instanceof IntegerType || t instanceof LongType || t instanceof ShortType
+        || t instanceof ByteType;
+    if (!integral || !(k.value() instanceof Number)) {
+      return null;
+    }
+    long by = ((Number) k.value()).longValue();
+    ObjectNode operand = expression(args[0]);
+    if (by == 0 || by == Long.MIN_VALUE || operand == null) {
+      return null;
+    }
+    out.set("remainder", operand);
+    out.put("by", by);
     return out;
   }
 

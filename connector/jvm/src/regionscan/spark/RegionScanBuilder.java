@@ -357,7 +357,10 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     return new RegionScanScan(settings, required, filters, describe(pushed) + scanned, limit, keyGrouped);
   }
 
-  /** {@code , KeyRanges: [[a, b), ...], EngineFilter: ...} from a push reply (nothing when unrestricted). */
+  /**
+   * {@code , KeyRanges: [[a, b), ...], EngineFilter: ..., DecodedFilters: [...]} from a push reply
+   * (nothing when unrestricted); decoded filters are those the worker evaluates on decoded rows.
+   */
   static String scannedText(JsonNode reply) {
     StringBuilder sb = new StringBuilder();
     JsonNode ranges = reply.path("key_ranges");
@@ -372,6 +375,14 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     JsonNode engine = reply.path("engine_filter");
     if (engine.isTextual()) {
       sb.append(", EngineFilter: ").append(engine.asText());
+    }
+    JsonNode decoded = reply.path("decoded");
+    if (decoded.isArray() && decoded.size() > 0) {
+      List<String> parts = new ArrayList<>();
+      for (JsonNode d : decoded) {
+        parts.add(d.asText());
+      }
+      sb.append(", DecodedFilters: [").append(String.join(", ", parts)).append("]");
     }
     return sb.toString();
   }

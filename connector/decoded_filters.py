@@ -1,0 +1,382 @@
+"""Filters evaluated on decoded rows, exactly as Spark evaluates them.
+
+Some filters have no form the engine can test on stored bytes: a remainder
+(``n % 3 = 0``), a substring (``s LIKE '%5%'``), a comparison on a column
+whose byte order is not its value order (an ``INT`` stored as text).  Spark's
+file sources leave such filters to Spark, which then receives every row.  The
+JVM source's engine worker evaluates them itself, on the Arrow columns the
+SerDe decoded for the task, with pyarrow's kernels over whole batches:
+
+* comparisons (``=``, ``<>``, ``<=>``, ``<``, ``<=``, ``>``, ``>=``) of columns,
+  literals and :class:`Remainder` expressions (Java's ``%`` by a non-zero
+  integer literal, which Spark translates in ANSI mode, its default, where it
+  cannot fail), ``IN``, ``IS [NOT] NULL``, ``STARTS WITH`` / ``ENDS WITH`` /
+  ``CONTAINS`` (byte-exact, Spark's default collation), ``NOT``, ``AND``, ``OR``;
+* in SQL's three-valued logic (a comparison with null is null, ``NOT`` null is
+  null, a row passes only when the whole filter is true);
+* on integer, string, binary, boolean, date and timestamp columns only:
+  floating point (Spark orders NaN above every number, IEEE does not) and
+  decimals stay with Spark.
+
+A filter taken here is handled: Spark does not check it again, so an
+aggregate over the filtered rows can be computed by the tasks
+(:mod:`connector.jvm_source.task_aggregates`).  ``regionscan.pushdown.decoded=false``
+leaves these filters to Spark.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .pushdown import PushdownResult, describe_filter
+
+__all__ = ["Column", "Literal", "Remainder", "Compare", "DecodedFilter", "take_decoded", "remainder",
+           "filter_columns"]
+
+COMPARISONS = ("=", "<>", "<=>", "<", "<=", ">", ">=")
+_KERNELS = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
+            ">=": pc.greater_equal}
+_LEAVES = {"EqualTo": "=", "EqualNullSafe": "<=>", "GreaterThan": ">", "GreaterThanOrEqual": ">=",
+           "LessThan": "<", "LessThanOrEqual": "<="}
+_STRING_TESTS = {"StringStartsWith": pc.starts_with, "StringEndsWith": pc.ends_with,
+                 "StringContains": pc.match_substring}
+_LONG_MIN = -(1 << 63)
+
+
+def remainder(values: pa.Array, k: int) -> pa.Array:
+    """``values % k`` as Java and Spark compute it for integers, ``k >= 1``: truncated, the sign
+    of the dividend (``-7 % 3 == -1``); null stays null.  (``v % -k`` equals ``v % k``.)"""
+    numbers = pc.fill_null(values, 0).to_numpy(zero_copy_only=False)
+    info = np.iinfo(numbers.dtype)
+    if k > -int(info.min):
+        return values  # every value is smaller than k in magnitude
+    # k = 2^(bits-1) (-128 % 128 == 0 for a TINYINT) fits only a wider type
+    wide = numbers if k <= info.max else numbers.astype(np.int64)
+    out = np.fmod(wide, k).astype(numbers.dtype)
+    return pa.array(out, type=values.type, mask=values.is_null().to_numpy(zero_copy_only=False)
+                    if values.null_count else None)
+
+
+# -- expressions --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the row, by name."""
+
+    name: str
+
+    def describe(self) -> str:
+        """SQL text."""
+        return self.name
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A constant (a Python value as pyspark's filters carry them; None is SQL's NULL)."""
+
+    value: Any
+
+    def describe(self) -> str:
+        """SQL text."""
+        return "NULL" if self.value is None else repr(self.value)
+
+
+@dataclass(frozen=True)
+class Remainder:
+    """``operand % divisor`` of integers, Java's remainder; ``divisor`` a non-zero BIGINT other
+    than its minimum (whose magnitude no BIGINT holds)."""
+
+    operand: Any
+    divisor: int
+
+    def describe(self) -> str:
+        """SQL text."""
+        return f"({_describe(self.operand)} % {self.divisor})"
+
+
+def _describe(e: Any) -> str:
+    return e.describe()
+
+
+def expression_columns(e: Any) -> set[str]:
+    """The (lower-case) column names an expression reads."""
+    if isinstance(e, Column):
+        return {e.name.lower()}
+    if isinstance(e, Remainder):
+        return expression_columns(e.operand)
+    return set()
+
+
+@dataclass(frozen=True, eq=False)
+class Compare:
+    """``left op right`` over expressions, ``op`` one of :data:`COMPARISONS`: a filter with no
+    pyspark filter class (pyspark's filters compare a column with a literal only)."""
+
+    op: str
+    left: Any
+    right: Any
+
+    def describe(self) -> str:
+        """SQL text."""
+        return f"{_describe(self.left)} {self.op} {_describe(self.right)}"
+
+    def columns(self) -> set[str]:
+        """The (lower-case) column names both sides read."""
+        return expression_columns(self.left) | expression_columns(self.right)
+
+
+# -- what can be evaluated exactly ---------------------------------------------
+
+Types = Callable[[str], "pa.DataType | None"]
+"""A column's Arrow type as Spark reads it, by (any-case) name; None when not a mapped column."""
+
+
+def _kind(t: pa.DataType) -> str | None:
+    """The comparison family of a column type; None for types left to Spark."""
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_date32(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp_tz" if t.tz else "timestamp"
+    return None
+
+
+def _literal_kind(value: Any) -> str | None:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int" if _LONG_MIN <= value < -_LONG_MIN else None
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (bytes, bytearray)):
+        return "binary"
+    if isinstance(value, dt.datetime):
+        return "timestamp_tz" if value.tzinfo is not None else "timestamp"
+    if isinstance(value, dt.date):
+        return "date"
+    return None  # float, Decimal: left to Spark
+
+
+def _expression_kind(e: Any, types: Types) -> str | None:
+    """The comparison family of an expression's value, or None when it is not evaluated here."""
+    if isinstance(e, Column):
+        t = types(e.name)
+        return None if t is None else _kind(t)
+    if isinstance(e, Literal):
+        return _literal_kind(e.value)
+    if isinstance(e, Remainder):
+        valid = isinstance(e.divisor, int) and not isinstance(e.divisor, bool) and e.divisor != 0 \
+            and _LONG_MIN < e.divisor < -_LONG_MIN
+        return "int" if valid and _expression_kind(e.operand, types) == "int" else None
+    return None
+
+
+def _comparable(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return False
+    return a == b or "null" in (a, b)
+
+
+def evaluable(f: Any, types: Types) -> bool:
+    """Whether ``f`` (a pyspark filter, a :class:`Compare`, or an And/Or tree of them) is
+    evaluated here exactly."""
+    kind = type(f).__name__
+    if kind in ("And", "Or"):
+        return all(evaluable(c, types) for c in f.children)
+    if kind == "Not":
+        return evaluable(f.child, types)
+    if isinstance(f, Compare):
+        if f.op not in COMPARISONS:
+            return False
+        return _comparable(_expression_kind(f.left, types), _expression_kind(f.right, types))
+    attribute = getattr(f, "attribute", None)
+    if not isinstance(attribute, tuple) or len(attribute) != 1:
+        return False
+    column = _expression_kind(Column(attribute[0]), types)
+    if kind in ("IsNull", "IsNotNull"):
+        t = types(attribute[0])
+        return t is not None and not pa.types.is_nested(t)
+    if kind in _LEAVES:
+        return _comparable(column, _literal_kind(f.value))
+    if kind == "In":
+        return all(_comparable(column, _literal_kind(v)) for v in f.value)
+    if kind in _STRING_TESTS:
+        return column == "string" and isinstance(f.value, str)
+    return False
+
+
+def filter_columns(f: Any) -> set[str]:
+    """The (lower-case) column names a filter or tree reads."""
+    kind = type(f).__name__
+    if kind in ("And", "Or"):
+        out: set[str] = set()
+        for c in f.children:
+            out |= filter_columns(c)
+        return out
+    if kind == "Not":
+        return filter_columns(f.child)
+    if isinstance(f, Compare):
+        return f.columns()
+    attribute = getattr(f, "attribute", None)
+    return {attribute[0].lower()} if isinstance(attribute, tuple) and len(attribute) == 1 else set()
+
+
+# -- evaluation ---------------------------------------------------------------
+
+
+class _Batch:
+    """A decoded batch's columns by lower-case name, with the types literals are cast to."""
+
+    def __init__(self, batch: pa.RecordBatch):
+        self.columns = {name.lower(): batch.column(i) for i, name in enumerate(batch.schema.names)}
+        self.rows = batch.num_rows
+
+    def value(self, e: Any, like: pa.DataType | None = None) -> Any:
+        if isinstance(e, Column):
+            return self.columns[e.name.lower()]
+        if isinstance(e, Remainder):
+            return remainder(self.value(e.operand), abs(e.divisor))
+        return _scalar(e.value, like)
+
+
+def _scalar(value: Any, like: pa.DataType | None) -> pa.Scalar:
+    if value is None:
+        return pa.scalar(None, like if like is not None else pa.null())
+    if like is not None and (pa.types.is_timestamp(like) or pa.types.is_date32(like)
+                             or pa.types.is_large_string(like) or pa.types.is_large_binary(like)):
+        return pa.scalar(value, like)
+    return pa.scalar(value)  # ints in their own width: compared with any integer column exactly
+
+
+def _column_type(batch: _Batch, e: Any) -> pa.DataType | None:
+    if isinstance(e, Column):
+        return batch.columns[e.name.lower()].type
+    if isinstance(e, Remainder):
+        return _column_type(batch, e.operand)
+    return None
+
+
+def _is_null_scalar(v: Any) -> bool:
+    return isinstance(v, pa.Scalar) and not v.is_valid
+
+
+def _compare(op: str, a: Any, b: Any) -> Any:
+    # a NULL literal has no kernel against another (null, null); its answer needs none
+    if _is_null_scalar(a) or _is_null_scalar(b):
+        if op != "<=>":
+            return pa.scalar(None, pa.bool_())
+        other = b if _is_null_scalar(a) else a
+        return pa.scalar(not other.is_valid) if isinstance(other, pa.Scalar) else pc.is_null(other)
+    if op != "<=>":
+        return _KERNELS[op](a, b)
+    a_null, b_null = pc.is_null(a), pc.is_null(b)
+    either = pc.or_(a_null, b_null)
+    return pc.if_else(either, pc.and_(a_null, b_null), pc.fill_null(pc.equal(a, b), False))
+
+
+def _in(values: pa.Array, choices: Sequence[Any]) -> Any:
+    present = [v for v in choices if v is not None]
+    null = pa.scalar(None, pa.bool_())
+    if not present:
+        found = pa.array(np.zeros(len(values), dtype=bool))
+    elif pa.types.is_integer(values.type):
+        # a literal outside the column's width matches nothing; compared as BIGINTs it cannot overflow
+        found = pc.is_in(values.cast(pa.int64()), value_set=pa.array(present, pa.int64()))
+    else:
+        found = pc.is_in(values, value_set=pa.array(present, values.type))
+    # x IN (..): true when found; else null when x is null or the list holds a null; else false
+    if len(present) < len(choices):
+        found = pc.if_else(found, pa.scalar(True), null)
+    return pc.if_else(pc.is_null(values), null, found)
+
+
+def _evaluate(f: Any, batch: _Batch) -> Any:
+    kind = type(f).__name__
+    if kind == "And":
+        out = _evaluate(f.children[0], batch)
+        for c in f.children[1:]:
+            out = pc.and_kleene(out, _evaluate(c, batch))
+        return out
+    if kind == "Or":
+        out = _evaluate(f.children[0], batch)
+        for c in f.children[1:]:
+            out = pc.or_kleene(out, _evaluate(c, batch))
+        return out
+    if kind == "Not":
+        return pc.invert(_evaluate(f.child, batch))
+    if isinstance(f, Compare):
+        like = _column_type(batch, f.left) or _column_type(batch, f.right)
+        return _compare(f.op, batch.value(f.left, like), batch.value(f.right, like))
+    column = batch.value(Column(f.attribute[0]))
+    if kind == "IsNull":
+        return pc.is_null(column)
+    if kind == "IsNotNull":
+        return pc.is_valid(column)
+    if kind in _LEAVES:
+        return _compare(_LEAVES[kind], column, _scalar(f.value, column.type))
+    if kind == "In":
+        return _in(column, list(f.value))
+    return _STRING_TESTS[kind](column, pattern=f.value)
+
+
+class DecodedFilter:
+    """The conjunction of filters evaluated on a task's decoded batches."""
+
+    def __init__(self, filters: Sequence[Any]):
+        self.filters = list(filters)
+        names: set[str] = set()
+        for f in self.filters:
+            names |= filter_columns(f)
+        self.columns = names
+
+    def describe(self) -> list[str]:
+        """Each filter as SQL text."""
+        return [describe_filter(f) for f in self.filters]
+
+    def mask(self, batch: pa.RecordBatch) -> pa.Array:
+        """True where every filter is true (a null result drops the row, as in a WHERE)."""
+        view = _Batch(batch)
+        out = None
+        for f in self.filters:
+            value = _evaluate(f, view)
+            out = value if out is None else pc.and_kleene(out, value)
+        if isinstance(out, pa.Scalar):  # literals only: the same answer for every row
+            return pa.array(np.full(batch.num_rows, bool(out.as_py())))
+        return pc.fill_null(out, False)
+
+
+def take_decoded(result: PushdownResult, types: Types, describe: Callable[[Any], str] = describe_filter) -> None:
+    """Move the residual filters of ``result`` evaluated here exactly into ``result.decoded``
+    (handled: Spark does not check them again); their engine narrowing stays."""
+    taken = [f for f in result.residual if evaluable(f, types)]
+    if not taken:
+        return
+    ids = {id(f) for f in taken}
+    texts = {describe(f) + ":" for f in taken}
+    result.residual = [f for f in result.residual if id(f) not in ids]
+    result.handled.extend(taken)
+    result.decoded.extend(taken)
+    here = "evaluated by the engine worker on the decoded rows"
+    notes = []
+    for note in result.notes:
+        if any(note.startswith(t) for t in texts):
+            note = re.sub(r"left for Spark( \(.*\))?$", here, note).replace("Spark checks it again", here)
+        notes.append(note)
+    result.notes = notes
