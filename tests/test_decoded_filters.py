@@ -239,7 +239,8 @@ QUERIES = [
     "s > 's5' AND t < 0",
     "i < t",
     "dt > DATE'2021-01-20' AND i % 2 = 1",
-    "CAST(i AS BIGINT) % 5 = 1 AND s LIKE '%x2'",  # a cast stays with Spark, the LIKE does not
+    "CAST(d AS INT) % 5 = 1 AND s LIKE '%x2'",  # a cast from DOUBLE stays with Spark, the LIKE does not
+    "CAST(t AS BIGINT) > i % 50 OR t + 1 = 0",  # a widening cast is evaluated, arithmetic is Spark's
 ]
 
 
@@ -265,6 +266,15 @@ def test_a_count_with_a_decoded_filter_is_computed_by_the_tasks(spark, table):
     assert _rows_sent(spark) - before <= 2  # one partial count per task, not the matching rows
     off_plan = _plan(off.where(where).groupBy().count())
     assert "DecodedFilters" not in off_plan and "Filter " in off_plan, off_plan
+
+
+@pytest.mark.spark
+def test_a_widening_cast_between_integers_is_evaluated_on_the_column(spark, table):
+    on, off = _frames(spark, table)
+    where = "t % 7 = 0 AND CAST(i AS BIGINT) % 4 = -1"  # Spark widens the TINYINT t to INT for t % 7
+    plan = _plan(on.where(where).groupBy().count())
+    assert "DecodedFilters: [(t % 7) = 0, (i % 4) = -1" in plan and "Filter " not in plan, plan
+    assert on.where(where).count() == off.where(where).count() > 0
 
 
 @pytest.mark.spark

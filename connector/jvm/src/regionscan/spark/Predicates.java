@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.spark.sql.connector.expressions.Cast;
 import org.apache.spark.sql.connector.expressions.Expression;
 import org.apache.spark.sql.connector.expressions.GeneralScalarExpression;
 import org.apache.spark.sql.connector.expressions.Literal;
@@ -35,7 +36,8 @@ import java.util.Set;
  * Comparisons of one column with literals, IN, IS [NOT] NULL, the three string tests, NOT of
  * those, and AND / OR trees of them are expressed; so are comparisons of columns, literals and
  * {@code col % k} by a non-zero integer literal ({@code Compare}, which the worker evaluates on
- * decoded rows: connector/decoded_filters.py). Anything else (other expressions, casts) gives
+ * decoded rows: connector/decoded_filters.py), through widening casts between integer types.
+ * Anything else (other expressions, other casts) gives
  * null and stays with Spark. Inside a tree an untranslatable child becomes {@code Opaque} (the worker
  * takes it as "any row may pass"), so the tree still narrows the scan and Spark re-checks it.
  * The worker does the range algebra (connector/disjunction.py); nothing here computes ranges.
@@ -182,6 +184,14 @@ final class Predicates {
       out.set("literal", lit);
       return out;
     }
+    if (e instanceof Cast) {
+      // a cast from an integer type to one at least as wide (Spark widens TINYINT n in n % 3)
+      // changes no value: the worker compares the column itself
+      Cast cast = (Cast) e;
+      int from = integralWidth(cast.expressionDataType());
+      int to = integralWidth(cast.dataType());
+      return from > 0 && to >= from ? expression(cast.expression()) : null;
+    }
     if (!(e instanceof GeneralScalarExpression) || !"%".equals(((GeneralScalarExpression) e).name())) {
       return null;
     }
@@ -190,10 +200,7 @@ final class Predicates {
       return null;
     }
     Literal<?> k = (Literal<?>) args[1];
-    DataType t = k.dataType();
-    boolean integral = t instanceof IntegerType || t instanceof LongType || t instanceof ShortType
-        || t instanceof ByteType;
-    if (!integral || !(k.value() instanceof Number)) {
+    if (integralWidth(k.dataType()) == 0 || !(k.value() instanceof Number)) {
       return null;
     }
     long by = ((Number) k.value()).longValue();
@@ -204,6 +211,20 @@ final class Predicates {
     out.set("remainder", operand);
     out.put("by", by);
     return out;
+  }
+
+  /** The bytes of an integer type (TINYINT 1 .. BIGINT 8), 0 for any other type. */
+  private static int integralWidth(DataType t) {
+    if (t instanceof ByteType) {
+      return 1;
+    }
+    if (t instanceof ShortType) {
+      return 2;
+    }
+    if (t instanceof IntegerType) {
+      return 4;
+    }
+    return t instanceof LongType ? 8 : 0;
   }
 
   private static String column(Expression e) {
