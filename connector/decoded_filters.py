@@ -35,10 +35,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .disjunction import tree_columns
 from .pushdown import PushdownResult, describe_filter
 
 __all__ = ["Column", "Literal", "Remainder", "Compare", "DecodedFilter", "take_decoded", "remainder",
-           "filter_columns"]
+           "valid_divisor"]
 
 COMPARISONS = ("=", "<>", "<=>", "<", "<=", ">", ">=")
 _KERNELS = {"=": pc.equal, "<>": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
@@ -62,6 +63,12 @@ def remainder(values: pa.Array, k: int) -> pa.Array:
     out = np.fmod(wide, k).astype(numbers.dtype)
     return pa.array(out, type=values.type, mask=values.is_null().to_numpy(zero_copy_only=False)
                     if values.null_count else None)
+
+
+def valid_divisor(k: Any) -> bool:
+    """Whether ``% k`` is a remainder evaluated here: a non-zero BIGINT other than its minimum
+    (whose magnitude no BIGINT holds)."""
+    return isinstance(k, int) and not isinstance(k, bool) and k != 0 and _LONG_MIN < k < -_LONG_MIN
 
 
 # -- expressions --------------------------------------------------------------
@@ -182,9 +189,7 @@ def _expression_kind(e: Any, types: Types) -> str | None:
     if isinstance(e, Literal):
         return _literal_kind(e.value)
     if isinstance(e, Remainder):
-        valid = isinstance(e.divisor, int) and not isinstance(e.divisor, bool) and e.divisor != 0 \
-            and _LONG_MIN < e.divisor < -_LONG_MIN
-        return "int" if valid and _expression_kind(e.operand, types) == "int" else None
+        return "int" if valid_divisor(e.divisor) and _expression_kind(e.operand, types) == "int" else None
     return None
 
 
@@ -220,22 +225,6 @@ def evaluable(f: Any, types: Types) -> bool:
     if kind in _STRING_TESTS:
         return column == "string" and isinstance(f.value, str)
     return False
-
-
-def filter_columns(f: Any) -> set[str]:
-    """The (lower-case) column names a filter or tree reads."""
-    kind = type(f).__name__
-    if kind in ("And", "Or"):
-        out: set[str] = set()
-        for c in f.children:
-            out |= filter_columns(c)
-        return out
-    if kind == "Not":
-        return filter_columns(f.child)
-    if isinstance(f, Compare):
-        return f.columns()
-    attribute = getattr(f, "attribute", None)
-    return {attribute[0].lower()} if isinstance(attribute, tuple) and len(attribute) == 1 else set()
 
 
 # -- evaluation ---------------------------------------------------------------
@@ -343,7 +332,7 @@ class DecodedFilter:
         self.filters = list(filters)
         names: set[str] = set()
         for f in self.filters:
-            names |= filter_columns(f)
+            names |= tree_columns(f)
         self.columns = names
 
     def describe(self) -> list[str]:

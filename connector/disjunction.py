@@ -83,8 +83,12 @@ def tree_columns(f: Any) -> set[str]:
         return out
     if isinstance(f, Opaque):
         return set()
-    target = f.child if type(f).__name__ == "Not" else f
-    attribute = getattr(target, "attribute", None)
+    if type(f).__name__ == "Not":
+        return tree_columns(f.child)
+    columns = getattr(f, "columns", None)
+    if callable(columns):  # a filter over expressions (connector.decoded_filters.Compare)
+        return columns()
+    attribute = getattr(f, "attribute", None)
     if isinstance(attribute, tuple) and len(attribute) == 1:
         return {attribute[0].lower()}
     return set()

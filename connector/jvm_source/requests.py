@@ -27,8 +27,8 @@ from serde.codecs.text import BinaryText, StringText, TextCodec
 from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument
 
-from ..decoded_filters import COMPARISONS, Column, Compare, DecodedFilter, Literal, Remainder, filter_columns, take_decoded
-from ..disjunction import And, Opaque, Or, push_tree
+from ..decoded_filters import COMPARISONS, Column, Compare, DecodedFilter, Literal, Remainder, take_decoded, valid_divisor
+from ..disjunction import And, Opaque, Or, push_tree, tree_columns
 from ..explain import ScanPlan, printable, ranges_text, save_plan
 from ..options import MAX_RESTARTS, SCAN_CACHEBLOCKS, conf_bool, conf_int
 from ..pushdown import PushdownResult, describe_filter
@@ -82,7 +82,7 @@ def _expression(doc: Any) -> Any:
             return Literal(_literal(doc["literal"]))
         by = doc.get("by")
         if "remainder" in doc and isinstance(by, int) and not isinstance(by, bool):
-            if by == 0 or not -(1 << 63) < by < 1 << 63:
+            if not valid_divisor(by):
                 raise InvalidArgument(f"remainder by {by}: the divisor must be a non-zero BIGINT above its minimum")
             return Remainder(_expression(doc["remainder"]), by)
     raise InvalidArgument(f"bad filter expression {json.dumps(doc)[:80]}")
@@ -135,7 +135,7 @@ def decode_filters(docs: Any) -> list:
 def _filter_columns(filters: list) -> set[str]:
     out: set[str] = set()
     for f in filters:
-        out |= filter_columns(f)
+        out |= tree_columns(f)
     return out
 
 
