@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 import math
 import struct
-import zlib
 from dataclasses import dataclass
 from typing import Any, Collection
 
+from ..checksum import crc32
 from ..errors import CorruptionError, InvalidArgument
 from ..vfs.fs import FileSystem
 
@@ -113,7 +113,7 @@ def encode_document(kind: bytes, version: int, payload: dict) -> bytes:
     if len(body) > MAX_PAYLOAD_BYTES:
         raise InvalidArgument(f"document payload of {len(body)} bytes exceeds {MAX_PAYLOAD_BYTES}")
     head = struct.pack("<8sHHI", kind, version, 0, len(body))
-    crc = zlib.crc32(body, zlib.crc32(head))
+    crc = crc32(body, crc32(head))
     return head + struct.pack("<I", crc) + body
 
 
@@ -148,7 +148,7 @@ def decode_frame(
         raise CorruptionError(
             f"document length mismatch: {size - end} bytes after the {length}-byte payload", path, end
         )
-    if zlib.crc32(data[FRAME_HEADER_SIZE:], zlib.crc32(data[:_CRC_OFFSET])) != crc:
+    if crc32(data[FRAME_HEADER_SIZE:], crc32(data[:_CRC_OFFSET])) != crc:
         raise CorruptionError("document checksum mismatch", path, 0)
     if version not in supported_versions:
         raise CorruptionError(

@@ -20,13 +20,13 @@ The family is not in the blocks: it is stored once, in the file info.
 from __future__ import annotations
 
 import struct
-import zlib
 from functools import lru_cache
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..cells import CELL_SCHEMA
+from ..checksum import crc32
 from ..errors import CorruptionError, StorageError
 from .dense import DenseBlock, constant_binary, dense_from_cells
 from .codecs import BlockCodec
@@ -95,7 +95,7 @@ def _padded(stored: pa.Buffer) -> list:
 def _crc(parts: list) -> int:
     crc = 0
     for p in parts:
-        crc = zlib.crc32(p, crc)
+        crc = crc32(p, crc)
     return crc & 0xFFFFFFFF
 
 

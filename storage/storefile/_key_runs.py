@@ -13,7 +13,7 @@ consecutive ``DENSE`` blocks is one unit:
   concurrently on the reader's prefetch threads;
 * all headers of the run are decoded and checked against the index in one
   NumPy pass over a structured array; the header and key section checksums
-  are one ``zlib.crc32`` call per block;
+  are one :func:`storage.checksum.crc32` call per block;
 * blocks whose qualifier table is byte for byte the run's first one have
   their IPC record batch messages laid end to end behind the schema message:
   one Arrow IPC stream, decoded by one ``read_all`` (C++ loops over the
@@ -38,7 +38,6 @@ verifies the key sections again (from the OS page cache, for a local file).
 
 from __future__ import annotations
 
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Iterator
@@ -46,6 +45,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
+from ..checksum import crc32
 from ..errors import CorruptionError, StorageError
 from ._block import Block
 from ._block_v2 import _unpack_section, decode_keys, dense_key_schema, qualifier_table
@@ -234,8 +234,8 @@ def _checked_headers(source: BlockSource, a: int, b: int, raws: list) -> np.ndar
         heads = _gather_headers(mapped, np.asarray(offsets, dtype=np.int64))
     else:
         heads = np.frombuffer(b"".join([r[:hsize] for r in raws]), dtype=_HEADER_DTYPE)
-    header_crc = np.fromiter((zlib.crc32(r[: hsize - 4]) for r in raws), dtype=np.uint32, count=len(raws))
-    key_crc = np.fromiter((zlib.crc32(r[hsize:]) for r in raws), dtype=np.uint32, count=len(raws))
+    header_crc = np.fromiter((crc32(r[: hsize - 4]) for r in raws), dtype=np.uint32, count=len(raws))
+    key_crc = np.fromiter((crc32(r[hsize:]) for r in raws), dtype=np.uint32, count=len(raws))
     prev = np.asarray(idx.offsets[a - 1 : b] if a else [-1] + idx.offsets[:b], dtype=np.int64)
     key_end = hsize + _align8(heads["key_size"].astype(np.int64))
     cells = heads["cells"].astype(np.int64)

@@ -19,12 +19,12 @@ are embedded in files already written.  A new layout needs a new
 from __future__ import annotations
 
 import struct
-import zlib
 from dataclasses import dataclass
 from enum import IntEnum
 
 import pyarrow as pa
 
+from ..checksum import crc32
 from ..errors import CorruptionError
 
 __all__ = [
@@ -67,7 +67,7 @@ class ChecksumType(IntEnum):
     headers and the trailer.
     """
 
-    CRC32 = 1  # zlib.crc32 (the IEEE polynomial)
+    CRC32 = 1  # zlib's CRC-32 (the IEEE polynomial), storage.checksum.crc32
 
 
 class CompressionType(IntEnum):
@@ -175,7 +175,7 @@ def align8(n: int) -> int:
 
 def checksum(data) -> int:
     """CRC32 of ``data`` (bytes, memoryview or ``pyarrow.Buffer``)."""
-    return zlib.crc32(data) & 0xFFFFFFFF
+    return crc32(data) & 0xFFFFFFFF
 
 
 def _check_header_crc(raw: memoryview, size: int, what: str, path: str, offset: int) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import re
 import struct
 import sys
-import zlib
 from array import array
 from dataclasses import dataclass
 from functools import partial
@@ -39,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..cells import Cell, CellType
+from ..checksum import crc32
 from ..errors import CorruptionError, InvalidArgument
 
 __all__ = ["WAL_MAGIC", "WAL_FORMAT_VERSION", "MAX_RECORD_BYTES", "SyncPolicy", "WalRecord", "encode_record", "file_header_bytes"]
@@ -66,7 +66,7 @@ _make_cell = partial(tuple.__new__, Cell)  # builds a Cell from a 6-tuple withou
 
 def _file_header() -> bytes:
     head = struct.pack("<8sHH", WAL_MAGIC, WAL_FORMAT_VERSION, 0)
-    return head + struct.pack("<I", zlib.crc32(head))
+    return head + struct.pack("<I", crc32(head))
 
 
 _HEADER_BYTES = _file_header()
@@ -193,8 +193,8 @@ def encode_record(seq_id: int, cells: Sequence[tuple]) -> bytes:
         payload = _PAYLOAD_HEADER.pack(seq_id, 0, 0)
     if len(payload) > MAX_RECORD_BYTES:
         raise InvalidArgument(f"record of {len(payload)} bytes exceeds the limit of {MAX_RECORD_BYTES} bytes")
-    head = struct.pack("<II", len(payload), zlib.crc32(payload))
-    return head + struct.pack("<I", zlib.crc32(head)) + payload
+    head = struct.pack("<II", len(payload), crc32(payload))
+    return head + struct.pack("<I", crc32(head)) + payload
 
 
 # Below this many cells, struct and bytes slicing beat the fixed cost of

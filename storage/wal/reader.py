@@ -3,11 +3,11 @@ directory of segments, stopping at a torn tail."""
 
 from __future__ import annotations
 
-import zlib
 from typing import Iterator
 
 import pyarrow as pa
 
+from ..checksum import crc32
 from ..errors import CorruptionError
 from ..vfs.fs import FileSystem
 from .format import (
@@ -123,7 +123,7 @@ class WalReader:
             if not head.strip(b"\0") and _zero_from(f, FILE_HEADER_SIZE, size):
                 return 0  # a zero-filled file: the header never reached the disk
             raise CorruptionError(f"bad WAL magic {magic!r}, expected {WAL_MAGIC!r}", name, 0)
-        if crc != zlib.crc32(head[:12]):
+        if crc != crc32(head[:12]):
             raise CorruptionError("WAL file header checksum mismatch", name, 0)
         if version not in _SUPPORTED_VERSIONS:
             raise CorruptionError(f"unsupported WAL format version {version}", name, 8)
@@ -134,7 +134,7 @@ class WalReader:
             frame = f.read_at(RECORD_HEADER_SIZE, pos)
             length, payload_crc, frame_crc = _RECORD_HEADER.unpack(frame)
             body = pos + RECORD_HEADER_SIZE
-            if frame_crc != zlib.crc32(frame[:8]):
+            if frame_crc != crc32(frame[:8]):
                 if _zero_from(f, body, size):
                     return pos  # a garbled or zero-filled last header
                 raise CorruptionError("WAL record header checksum mismatch", name, pos)
@@ -143,7 +143,7 @@ class WalReader:
             if body + length > size:
                 return pos  # torn: the crash cut the payload
             payload = f.read_at(length, body)
-            if zlib.crc32(payload) != payload_crc:
+            if crc32(payload) != payload_crc:
                 if _zero_from(f, body + length, size):
                     return pos  # the last record reaching end of file (or zero fill) is torn
                 raise CorruptionError("WAL record checksum mismatch", name, pos)
