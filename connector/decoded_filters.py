@@ -231,15 +231,34 @@ def evaluable(f: Any, types: Types) -> bool:
 
 
 class _Batch:
-    """A decoded batch's columns by lower-case name, with the types literals are cast to."""
+    """A decoded batch's columns by lower-case name, with the types literals are cast to;
+    ``at`` (None: every row) narrows them to the rows still passing, each column taken
+    at those rows on its first use."""
 
-    def __init__(self, batch: pa.RecordBatch):
-        self.columns = {name.lower(): batch.column(i) for i, name in enumerate(batch.schema.names)}
-        self.rows = batch.num_rows
+    def __init__(self, columns: dict[str, pa.Array], at: pa.Array | None = None):
+        self._all = columns
+        self.at = at
+        self._taken: dict[str, pa.Array] = {}
+
+    @classmethod
+    def of(cls, batch: pa.RecordBatch) -> "_Batch":
+        return cls({name.lower(): batch.column(i) for i, name in enumerate(batch.schema.names)})
+
+    def narrowed(self, positions: pa.Array) -> "_Batch":
+        """The rows at ``positions`` (indices into this view's rows)."""
+        return _Batch(self._all, positions if self.at is None else self.at.take(positions))
+
+    def column(self, name: str) -> pa.Array:
+        if self.at is None:
+            return self._all[name]
+        found = self._taken.get(name)
+        if found is None:
+            found = self._taken[name] = self._all[name].take(self.at)
+        return found
 
     def value(self, e: Any, like: pa.DataType | None = None) -> Any:
         if isinstance(e, Column):
-            return self.columns[e.name.lower()]
+            return self.column(e.name.lower())
         if isinstance(e, Remainder):
             return remainder(self.value(e.operand), abs(e.divisor))
         return _scalar(e.value, like)
@@ -256,7 +275,7 @@ def _scalar(value: Any, like: pa.DataType | None) -> pa.Scalar:
 
 def _column_type(batch: _Batch, e: Any) -> pa.DataType | None:
     if isinstance(e, Column):
-        return batch.columns[e.name.lower()].type
+        return batch.column(e.name.lower()).type
     if isinstance(e, Remainder):
         return _column_type(batch, e.operand)
     return None
@@ -325,6 +344,33 @@ def _evaluate(f: Any, batch: _Batch) -> Any:
     return _STRING_TESTS[kind](column, pattern=f.value)
 
 
+def _conjuncts(f: Any) -> list:
+    """``f`` as the filters all of which a row must pass (a top-level AND taken apart)."""
+    if type(f).__name__ == "And":
+        return [c for child in f.children for c in _conjuncts(child)]
+    return [f]
+
+
+def _cost(f: Any) -> int:
+    """A rank of what testing ``f`` costs per row: null tests, then fixed-width comparisons
+    and remainders, then comparisons and IN lists of any type, then substring tests
+    (a scan of every value's bytes)."""
+    kind = type(f).__name__
+    if kind in ("And", "Or"):
+        return max(_cost(c) for c in f.children)
+    if kind == "Not":
+        return _cost(f.child)
+    if kind in ("IsNull", "IsNotNull"):
+        return 0
+    if kind in _STRING_TESTS:
+        return 3
+    if kind == "In":
+        return 2
+    values = (f.left, f.right) if isinstance(f, Compare) else (getattr(f, "value", None),)
+    return 2 if any(isinstance(v, (str, bytes)) or isinstance(getattr(v, "value", None), (str, bytes))
+                    for v in values) else 1
+
+
 class DecodedFilter:
     """The conjunction of filters evaluated on a task's decoded batches."""
 
@@ -334,6 +380,9 @@ class DecodedFilter:
         for f in self.filters:
             names |= tree_columns(f)
         self.columns = names
+        # cheapest first, each tested only on the rows the ones before it passed (a WHERE
+        # keeps a row only when every conjunct is true, so a row one drops needs no more)
+        self._order = sorted((c for f in self.filters for c in _conjuncts(f)), key=_cost)
 
     def describe(self) -> list[str]:
         """Each filter as SQL text."""
@@ -341,14 +390,27 @@ class DecodedFilter:
 
     def mask(self, batch: pa.RecordBatch) -> pa.Array:
         """True where every filter is true (a null result drops the row, as in a WHERE)."""
-        view = _Batch(batch)
-        out = None
-        for f in self.filters:
+        rows = batch.num_rows
+        view = _Batch.of(batch)
+        passing = rows
+        for f in self._order:
             value = _evaluate(f, view)
-            out = value if out is None else pc.and_kleene(out, value)
-        if isinstance(out, pa.Scalar):  # literals only: the same answer for every row
-            return pa.array(np.full(batch.num_rows, bool(out.as_py())))
-        return pc.fill_null(out, False)
+            if isinstance(value, pa.Scalar):  # literals only: the same answer for every row
+                if value.as_py() is True:
+                    continue
+                return pa.array(np.zeros(rows, dtype=bool))
+            positions = pc.indices_nonzero(pc.fill_null(value, False))
+            if len(positions) == passing:
+                continue
+            view = view.narrowed(positions)
+            passing = len(positions)
+            if not passing:
+                break
+        if view.at is None:
+            return pa.array(np.ones(rows, dtype=bool))
+        keep = np.zeros(rows, dtype=bool)
+        keep[view.at.to_numpy()] = True
+        return pa.array(keep)
 
 
 def take_decoded(result: PushdownResult, types: Types, describe: Callable[[Any], str] = describe_filter) -> None:
