@@ -31,6 +31,7 @@ from .hidden_columns import hidden_names, without_hidden
 from .batch_stream import _dense_plan, _stream_one_file, _streamable, values_discarded
 from .late_values import index_values, materialize
 from .row_scan import CELLS, RowMerge
+from .stream_memo import memoized, stream_memo
 
 __all__ = ["BatchScan", "scan_region_batches"]
 
@@ -138,7 +139,9 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     proc = _Processor(scan, families, metrics)
     stream_view = _streamable(families, low, high, scan)
     if stream_view is not None:
-        yield from _stream_one_file(stream_view, low, high, proc)
+        # a clean file scanned again as before: the batches an earlier scan built (stream_memo.py)
+        memo = stream_memo(stream_view, low, high, proc)
+        yield from memoized(memo, _stream_one_file(stream_view, low, high, proc), metrics)
         return
     row_merge = None
     if len(families) == 1:

@@ -37,6 +37,7 @@ from ..storefile import BlockCache, StoreFileReader
 from ..vfs.fs import FileSystem
 from ..wal.arrow_decode import payloads_to_table
 from ..wal.reader import WalReader
+from . import reader_cache
 from .load_journal import apply_entry, read_journals
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
 from .pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin
@@ -244,7 +245,9 @@ class PinnedRegion:
         # twice: a file may move from its staged path to its live path between two looks
         for path in candidates * 2:
             try:
-                reader = StoreFileReader(table_fs, path, cache=cache)
+                # a reader of the unchanged file kept by an earlier read, else a fresh one;
+                # a path that is gone raises here, whatever was kept of it
+                reader = reader_cache.checkout(table_fs, path, cache)
             except FileNotFoundError:
                 continue
             self._readers.append(reader)
@@ -283,17 +286,23 @@ class PinnedRegion:
             payloads += [r.cells for r in records if pin.flushed_seq_id < r.seq_id <= pin.max_seq_id]
         return SortedCells.from_log(payloads_to_table(payloads, rfs.uri(_WAL_DIR)))
 
-    def close(self) -> None:
-        """Close the pinned files' readers."""
-        for reader in self._readers:
-            reader.close()
-        self._readers = []
+    def close(self, discard: bool = False) -> None:
+        """Give the pinned files' readers back to the process's reader cache
+        (:mod:`storage.region.reader_cache`), which keeps them open for the next
+        read of the same files; ``discard``: the read failed, so none of them is
+        served again.  Safe to call twice."""
+        readers, self._readers = self._readers, []
+        for reader in readers:
+            reader_cache.release(reader, discard)
 
     def __enter__(self) -> "PinnedRegion":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        # A read that raised may have raised in one of the readers (a corrupt
+        # block): do not hand them out again.  A consumer that stopped early
+        # (GeneratorExit) or an interrupt says nothing against them.
+        self.close(discard=exc_type is not None and issubclass(exc_type, Exception))
 
 
 def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_seconds: int) -> str | None:
