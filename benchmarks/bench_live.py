@@ -15,10 +15,15 @@ Two read paths are timed: the embedded ``Table.scan_batches`` (rows of
 opens its pinned store files and decodes its pinned WAL records), without
 Spark.  The ratio is live speed divided by flushed speed; the target is 0.67
 or more.  An embedded scan keeps a live table's chunks between scans while
-nothing is written (storage/read/chunk_memo.py), as a cached block keeps its
-rows: the ``live`` lines are such repeated scans, the ``built`` lines the same
-scans building every chunk (what the first scan after a write pays).  Runs alternate between the tables and the best of ``--repeat`` is
-kept (``--clock cpu`` by default: CPU seconds, steadier on a shared machine).
+nothing is written (storage/read/chunk_memo.py), and a clean file's streamed
+batches too (storage/read/stream_memo.py), as a cached block keeps its rows:
+the ``live`` lines are such repeated scans of both tables (kept results
+against kept results), the ``built`` lines the same scans with nothing kept
+on either side (what the first scan after a write pays, against what the
+flushed table's first scan of a range pays), each against the flushed
+table's own ``built`` time.  Runs alternate between the tables and the best
+of ``--repeat`` is kept (``--clock cpu`` by default: CPU seconds, steadier on
+a shared machine).
 Run from the repository root::
 
     python benchmarks/bench_live.py --rows 200000 --repeat 5
@@ -60,7 +65,7 @@ import bench_scan  # noqa: E402
 import storage  # noqa: E402
 from connector import TableInputFormat  # noqa: E402
 from jobs.demo import sample_row, split_keys_for  # noqa: E402
-from storage.read import chunk_memo  # noqa: E402
+from storage.read import chunk_memo, stream_memo  # noqa: E402
 
 __all__ = ["main"]
 
@@ -204,14 +209,16 @@ def embedded(table: storage.Table, versions: int = 1):
 
 
 def built(run):
-    """``run`` with no chunk kept between scans (storage/read/chunk_memo.py): what a
-    scan pays when the memstore changed since the last one."""
+    """``run`` with nothing kept between scans: no live chunk
+    (storage/read/chunk_memo.py) and no clean file's streamed batches
+    (storage/read/stream_memo.py); what a scan pays when the memstore changed
+    since the last one, or a range is read for the first time."""
     def cold() -> int:
-        chunk_memo.enabled = False
+        chunk_memo.enabled = stream_memo.enabled = False
         try:
             return run()
         finally:
-            chunk_memo.enabled = True
+            chunk_memo.enabled = stream_memo.enabled = True
     return cold
 
 
@@ -333,12 +340,17 @@ def _measure(root: str, tables: dict, layouts: list, variants: list, args, quiet
             if quiet is not None:
                 names.append(quiet)
             readers = [_reader(path, root, tables, n, versions) for n in names]
-            # the embedded scans keep a live chunk between scans; also time them building every chunk
-            cold = [built(r) for r in readers[1:len(variants) + 1]] if path == "embedded" else []
+            # the embedded scans keep results between scans (live chunks, a clean file's
+            # batches); also time both sides building everything, flushed first
+            cold = [built(r) for r in readers[:len(variants) + 1]] if path == "embedded" else []
             results = bench_scan.best_of(args.repeat, *readers, *cold)
             (base_s, base_n), *others = results
             cold_results = others[len(others) - len(cold):] if cold else []
             others = others[:len(others) - len(cold)]
+            if cold_results:
+                (cold_base_s, _), *cold_results = cold_results
+                print(f"{path:<10} {layout:<11} flushed, built     {cold_base_s:8.4f} s  "
+                      f"{base_n / cold_base_s:>12,.0f} rows/s  (nothing kept)")
             quiet_s = others.pop()[0] if quiet is not None else None
             print(f"{path:<10} {layout:<11} flushed            {base_s:8.4f} s  {base_n / base_s:>12,.0f} rows/s")
             if quiet_s is not None:
@@ -347,8 +359,8 @@ def _measure(root: str, tables: dict, layouts: list, variants: list, args, quiet
                 failed |= not _report(path, layout, f"live, {variant:<12}", base_s, base_n, secs, n,
                                       "" if quiet_s is None else f"  {quiet_s / secs:5.2f}x of quiet")
             for variant, (secs, n) in zip(variants, cold_results):
-                failed |= not _report(path, layout, f"built, {variant:<11}", base_s, base_n, secs, n,
-                                      "  (no chunk kept)")
+                failed |= not _report(path, layout, f"built, {variant:<11}", cold_base_s, base_n, secs, n,
+                                      "  (nothing kept, against the flushed table built)")
     return failed
 
 
