@@ -178,3 +178,57 @@ def test_cache_blocks_false_reads_through_without_filling(tmp_path):
         assert r.counters.cache_hits == hits + 1
         # scan + cell scan + one block + the last scan minus the cached block
         assert r.counters.blocks_read == 2 * r.block_count + 1 + (r.block_count - 1)
+
+
+# -- a file written again at the same path is another file to the cache ---------------
+
+
+def _same_shape_table(conn, value: bytes):
+    """A table whose files have the layout of every other call's: same rows, same value
+    lengths, explicit timestamps (a bulk load of the same source would look alike)."""
+    table = conn.create_table("t", {"cf": {}})
+    with table.batch(timestamp=1000) as batch:
+        for i in range(300):
+            batch.put(b"r%04d" % i, {b"cf:a": value * 20})
+    table.flush()
+    return table
+
+
+def test_a_table_dropped_and_created_again_is_never_read_from_the_old_blocks(tmp_path):
+    """Before the file's stat joined its cache identity, the recreated table's scans and gets
+    returned the dropped table's values: its files have the same paths, sizes and trailers."""
+    import storage
+
+    with storage.connect(str(tmp_path / "data")) as conn:
+        old = _same_shape_table(conn, b"A")
+        assert old.row(b"r0005") == {b"cf:a": b"A" * 20}
+        assert sum(b.num_rows for b in old.scan_batches(columns=[b"cf:a"])) == 300  # blocks now cached
+        conn.delete_table("t")
+        new = _same_shape_table(conn, b"B")
+        assert new.row(b"r0005") == {b"cf:a": b"B" * 20}
+        assert {v for _, d in new.scan() for v in d.values()} == {b"B" * 20}
+        values = {v for b in new.scan_batches(columns=[b"cf:a"]) for v in b.column(1).to_pylist()}
+        assert values == {b"B" * 20}
+
+
+def test_a_file_replaced_at_its_path_gets_another_cache_identity(tmp_path):
+    """Readers of one unchanged file share its cached blocks; a file written again at the same
+    path (same bytes but for the values) gets an identity of its own."""
+    fs = FileSystem(str(tmp_path))
+    cells = [Cell(b"r%04d" % i, FAMILY, b"q", 1, 4, b"A" * 30) for i in range(200)]
+
+    def write(value: bytes) -> None:
+        writer = StoreFileWriter(fs, "f.sf", family=FAMILY, block_size=512)
+        writer.append_batch(cells_to_batch([c._replace(value=value * 30) for c in cells]))
+        writer.finish()
+
+    write(b"A")
+    first = StoreFileReader(fs, "f.sf")
+    assert StoreFileReader(fs, "f.sf").file_id == first.file_id  # the same file: the same blocks
+    size = fs.size("f.sf")
+    fs.delete("f.sf")
+    write(b"B")
+    assert fs.size("f.sf") == size
+    second = StoreFileReader(fs, "f.sf")
+    assert second.file_id[:3] == first.file_id[:3]  # path, size and trailer alike
+    assert second.file_id != first.file_id

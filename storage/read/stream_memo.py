@@ -10,8 +10,9 @@ in the block cache that holds the file's blocks
 (:class:`storage.storefile.cache_memo.CacheMemo`) and served to the next scan
 of the same key range:
 
-* the file is named by its block-cache identity (path, size and trailer
-  bytes), so a rewritten file never matches; the memstore must hold nothing
+* the file is named by its block-cache identity (path, size, trailer, the
+  file's stat and a checksum of its index and info), so a rewritten file
+  never matches; the memstore must hold nothing
   in the range (the stream path's own condition);
 * what the scan asks for is the key: range, columns, hidden columns, shape,
   time range, versions and batch size; scans with a filter or a row limit,

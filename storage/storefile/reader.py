@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from ..cells import Cell
+from ..checksum import crc32
 from ..errors import CorruptionError, InvalidArgument, StorageError
 from ..vfs.fs import FileSystem
 from ._block import Block, decode_body
@@ -101,7 +102,7 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         self._prefetched: tuple[int, bytes] | None = None
         self._local = threading.local()
         self._closed = False
-        size = fs.size(path)
+        size, version = fs.size_and_version(path)
         if size < TRAILER_SIZE:
             raise CorruptionError(f"file of {size} bytes is too short for a store file (truncated?)", self._where, 0)
         self._file = fs.open_read(path)
@@ -113,13 +114,13 @@ class StoreFileReader(ReaderScans, ReaderCheck):
                 # slices of it, safe from any thread.
                 self._file.seek(0)
                 self._mapped = self._file.read_buffer(size)
-            self._open(size)
+            self._open(size, version)
         except BaseException:
             self._file.close()
             raise
 
     # -- opening -----------------------------------------------------------
-    def _open(self, size: int) -> None:
+    def _open(self, size: int, version: tuple) -> None:
         where = self._where
         raw = self._read(size - TRAILER_SIZE, TRAILER_SIZE)
         trailer = Trailer.decode(raw, where, size)
@@ -162,7 +163,15 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         self.info: FileInfo = info
         self.block_count: int = len(index)
         self.block_first_keys: list[tuple] = index.first_keys
-        self.file_id = (where, size, bytes(memoryview(raw)[-4:]).hex())  # block cache identity
+        # The block cache's name for this file's blocks.  Path, size and trailer alone are
+        # not enough: a table dropped and created again writes the same paths, and a file of
+        # the same rows with other values of the same lengths has the same layout (the
+        # trailer's checksum covers the layout only), so its blocks would be served from the
+        # dropped file's.  The file's version (its stat) and a checksum of its index and info
+        # (first and last cells, timestamps) tell them apart; as one string, whose hash Python
+        # keeps, every block lookup hashes the key as cheaply as before.
+        stamp = ".".join(str(v) for v in version) + f"/{crc32(meta):08x}"
+        self.file_id = (where, size, bytes(memoryview(raw)[-4:]).hex(), stamp)
         self._index = index
         self.point_first_rows = None  # the blocks' first rows for multi-gets (storefile/point.py), pinned
         self._codec = codec

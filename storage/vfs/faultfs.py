@@ -274,6 +274,10 @@ class FaultFileSystem(FileSystem):
         self.injector.check("stat", self._full(path))
         return super().size(path)
 
+    def size_and_version(self, path: str) -> tuple[int, tuple]:
+        self.injector.check("stat", self._full(path))
+        return super().size_and_version(path)
+
     def listdir(self, path: str) -> list[str]:
         self.injector.check("list", self._full(path))
         return super().listdir(path)

@@ -222,6 +222,20 @@ class FileSystem:
             return os.path.getsize(self._full(path))
         return self._fs.get_file_info(self._full(path)).size
 
+    def size_and_version(self, path: str) -> tuple[int, tuple]:
+        """The size of ``path`` and what tells this file from another one written at the same
+        path: device, inode, modification and change times on a local root (a file deleted and
+        written again gets a new change time even where its inode number is reused), the
+        modification time elsewhere (an object store's, to the second).  One stat, or one HEAD."""
+        full = self._full(path)
+        if self.is_local:
+            st = os.stat(full)
+            return st.st_size, (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+        info = self._fs.get_file_info(full)
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(full)
+        return info.size, (info.mtime_ns,)
+
     def listdir(self, path: str) -> list[str]:
         """Names (not paths) of the entries of a directory, sorted; [] if missing."""
         full = self._full(path)
