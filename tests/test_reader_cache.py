@@ -84,7 +84,7 @@ def files(tmp_path):
 def test_an_unchanged_file_is_served_the_same_open_reader(files):
     cache = ReaderCache()
     first = cache.checkout(files, "a.sf")
-    assert cache.stats() == {"hits": 0, "misses": 1, "stale": 0, "evictions": 0, "entries": 1, "held": 1}
+    assert cache.stats() == {"hits": 0, "misses": 1, "stale": 0, "evictions": 0, "expired": 0, "entries": 1, "held": 1}
     cache.release(first)
     assert not first.closed  # idle but kept open for the next read
     second = cache.checkout(files, "a.sf")
@@ -387,7 +387,7 @@ def test_a_non_local_root_is_never_cached():
     one = cache.checkout(fs, "a.sf")
     two = cache.checkout(fs, "a.sf")
     assert one is not two and _tag(one) == _tag(two) == b"M"
-    assert len(cache) == 0 and cache.stats() == {"hits": 0, "misses": 0, "stale": 0, "evictions": 0,
+    assert len(cache) == 0 and cache.stats() == {"hits": 0, "misses": 0, "stale": 0, "evictions": 0, "expired": 0,
                                                   "entries": 0, "held": 0}
     cache.release(one)
     cache.release(two)
@@ -749,3 +749,30 @@ def test_a_pinned_region_that_raised_does_not_give_its_readers_back(tmp_path, sh
     gen.close()  # GeneratorExit: nothing against the reader
     assert shared.cached(fresh) and not fresh.closed
     conn.close()
+
+
+def test_an_idle_reader_closes_after_idle_seconds_and_a_held_one_never(files):
+    """A cached reader keeps its file open and mapped: a file deleted meanwhile (compacted
+    away, its table dropped) would keep its disk space while the reader sits idle.  Idle
+    readers close once idle for ``idle_seconds``, at a later checkout; held ones never."""
+    with pytest.raises(InvalidArgument, match="idle_seconds"):
+        ReaderCache(idle_seconds=-1)
+    cache = ReaderCache(idle_seconds=0.05)
+    idle = cache.checkout(files, "a.sf")
+    cache.release(idle)
+    held = cache.checkout(files, "b.sf")
+    time.sleep(0.3)
+    os.remove(files.local_path("a.sf"))  # its space is held while the reader is open
+    again = cache.checkout(files, "b.sf")  # any checkout sweeps
+    assert idle.closed and not cache.cached(idle) and cache.expired == 1
+    assert again is held and not held.closed and cache.cached(held) and _tag(held) == b"B"
+    cache.release(held)
+    cache.release(again)
+    assert cache.stats()["expired"] == 1
+    # used again within the window: kept
+    fresh = ReaderCache(idle_seconds=60)
+    first = fresh.checkout(files, "b.sf")
+    fresh.release(first)
+    again = fresh.checkout(files, "b.sf")
+    assert again is first and fresh.expired == 0
+    fresh.release(again)

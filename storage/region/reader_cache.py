@@ -37,9 +37,11 @@ given back when the region closes:
   A reader leaves the map when it is evicted (more than :attr:`ReaderCache.capacity`
   entries: the least recently used idle one goes first, a held one only if
   every entry is held), found stale, closed, or released with ``discard``
-  (its read raised); it is closed once its last holder releases it, never
-  while a region still reads it.  A reader that is closed or was discarded is
-  never handed out again.
+  (its read raised), or idle for longer than :attr:`ReaderCache.idle_seconds`
+  (300 s: an open reader keeps its file's disk space after a compaction or a
+  dropped table deletes it; swept at checkouts); it is closed once its last
+  holder releases it, never while a region still reads it.  A reader that is
+  closed or was discarded is never handed out again.
 * **locking**: one lock around the map, never held while a file is opened or
   stat'ed (opening can be slow); two threads opening the same file at once
   both open it and the second keeps the first's reader.  A release that runs
@@ -76,6 +78,7 @@ from ..vfs.fs import FileSystem
 __all__ = [
     "enabled",
     "DEFAULT_CAPACITY",
+    "DEFAULT_IDLE_SECONDS",
     "ReaderCache",
     "shared_reader_cache",
     "checkout",
@@ -88,6 +91,10 @@ enabled = True
 
 DEFAULT_CAPACITY = 256
 """Readers the process-wide cache keeps (idle and held) before it evicts."""
+
+DEFAULT_IDLE_SECONDS = 300.0
+"""How long a reader no read holds stays open: a file deleted meanwhile (compacted away,
+its table dropped) keeps its disk space until its reader closes."""
 
 # Kernels stamp mtimes from a coarse clock (one jiffy, 1-10 ms on Linux): a
 # file rewritten within the granule of its last write can keep its mtime.
@@ -125,7 +132,7 @@ def _cacheable(fs: FileSystem) -> bool:
 class _Entry:
     """One cached reader: its key, the stat it was opened at, its holders."""
 
-    __slots__ = ("key", "reader", "stamp", "refs", "listed")
+    __slots__ = ("key", "reader", "stamp", "refs", "listed", "idle_since")
 
     def __init__(self, key: Hashable, reader: StoreFileReader, stamp: _Stamp):
         self.key = key
@@ -133,6 +140,7 @@ class _Entry:
         self.stamp = stamp
         self.refs = 0
         self.listed = True  # in the LRU map (False: evicted or stale, closed at the last release)
+        self.idle_since = 0.0  # time.monotonic() at its last release, while refs == 0
 
 
 class ReaderCache:
@@ -143,8 +151,13 @@ class ReaderCache:
     count over the cache's life.
     """
 
-    def __init__(self, capacity: int = DEFAULT_CAPACITY):
+    def __init__(self, capacity: int = DEFAULT_CAPACITY, idle_seconds: float = DEFAULT_IDLE_SECONDS):
         self._capacity = self._checked(capacity)
+        if not isinstance(idle_seconds, (int, float)) or isinstance(idle_seconds, bool) or not idle_seconds >= 0:
+            raise InvalidArgument(f"reader cache idle_seconds must be a non-negative number, got {idle_seconds!r}")
+        self.idle_seconds = float(idle_seconds)
+        """An idle reader older than this is closed at the next checkout (see :meth:`_expire`)."""
+        self._next_sweep = 0.0
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._out: dict[int, _Entry] = {}  # id(reader) -> entry, while the reader has holders
         # reentrant so that a release run by the garbage collector on this thread
@@ -157,6 +170,7 @@ class ReaderCache:
         self.misses = 0
         self.stale = 0
         self.evictions = 0
+        self.expired = 0
 
     @staticmethod
     def _checked(capacity: int) -> int:
@@ -199,6 +213,21 @@ class ReaderCache:
         self._entries.move_to_end(entry.key)
         return entry.reader
 
+    def _expire(self) -> None:
+        """Close the readers idle for longer than :attr:`idle_seconds`.  A cached reader
+        keeps its file open and mapped, so a file that a compaction or a dropped table
+        deleted would keep its disk space for as long as the reader sits in the cache; a
+        long-lived process (the engine worker) gives them back this way.  Swept at most
+        once a second, at a checkout."""
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + min(1.0, self.idle_seconds)
+        for entry in list(self._entries.values()):
+            if entry.refs == 0 and now - entry.idle_since > self.idle_seconds:
+                self.expired += 1
+                self._unlist(entry)
+
     def _trim(self) -> None:
         while len(self._entries) > self._capacity:
             # the least recently used idle reader; a held one only when all are held
@@ -226,6 +255,7 @@ class ReaderCache:
             self._drop(key)
             raise
         with self._locked():
+            self._expire()
             entry = self._entries.get(key)
             if entry is not None:
                 if entry.stamp == stamp and not entry.reader.closed:
@@ -287,6 +317,7 @@ class ReaderCache:
         entry.refs -= 1
         if entry.refs == 0:
             del self._out[id(reader)]
+            entry.idle_since = time.monotonic()
         if discard or reader.closed:
             self._unlist(entry)  # closes it if that was the last holder
         elif entry.refs == 0 and not entry.listed:
@@ -329,6 +360,7 @@ class ReaderCache:
         """The counts, the entries in the map and the readers checked out."""
         with self._locked():
             return {"hits": self.hits, "misses": self.misses, "stale": self.stale, "evictions": self.evictions,
+                    "expired": self.expired,
                     "entries": len(self._entries), "held": len(self._out)}
 
     def __len__(self) -> int:
