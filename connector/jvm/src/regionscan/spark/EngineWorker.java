@@ -245,6 +245,23 @@ public final class EngineWorker {
     return ex;
   }
 
+  /** Requests that only read (plan, count, describe): sending one again changes nothing. */
+  private static final java.util.Set<String> READ_ONLY_OPS = java.util.Set.of("schema", "push", "plan", "count", "stats");
+
+  /**
+   * Whether the worker process has ended, waiting a moment for it: a worker killed just before a
+   * request may still have accepted its connection (the kernel completes the handshake for a
+   * listening socket) and the request then fails with "Connection reset", not "refused".
+   */
+  private boolean ended() {
+    try {
+      return process.waitFor(500, TimeUnit.MILLISECONDS);
+    } catch (InterruptedException interrupted) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+  }
+
   /** A request answered by one JSON frame; a worker error becomes an IOException of its one line. */
   JsonNode call(ObjectNode request) throws IOException {
     String op = request.path("op").asText();
@@ -256,6 +273,10 @@ public final class EngineWorker {
       throw new Refused(died("a " + op + " request", e));
     } catch (IOException e) {
       forget(this);
+      if (READ_ONLY_OPS.contains(op) && ended()) {
+        // the worker died with the request unanswered; a read-only request may go to a new one
+        throw new Refused(died("a " + op + " request", e));
+      }
       throw new IOException(died("a " + op + " request", e));
     }
     if (!reply.path("ok").asBoolean(false)) {
