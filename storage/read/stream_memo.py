@@ -106,4 +106,3 @@ def _counters(metrics) -> tuple[int, ...]:
     if metrics is None:
         return (0,) * len(_REPLAYED)
     return tuple(getattr(metrics, name) for name in _REPLAYED)
-

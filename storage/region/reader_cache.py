@@ -14,7 +14,7 @@ given back when the region closes:
   entry's reader holds that block cache, so its ``id`` cannot be reused
   while the entry exists.
 * **validation**, on every checkout, by one ``os.stat`` of the path (the same
-  call ``FileSystem.size`` makes on a local root): device, inode, size,
+  ``FileSystem.size_and_version`` the reader names its file by): device, inode, size,
   mtime and ctime must be those seen when the reader was opened.  A file
   deleted and recreated, or replaced by a rename (bulk-load overwrite,
   ``write_atomic``), has another inode: the cached reader keeps the old file
@@ -64,7 +64,6 @@ closes the idle readers (tests, a process that wants its file handles back).
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import OrderedDict, deque
@@ -114,8 +113,9 @@ class _Stamp(NamedTuple):
 
 
 def _stamp(fs: FileSystem, path: str) -> _Stamp:
-    st = os.stat(fs.local_path(path))  # FileNotFoundError when the path is gone
-    return _Stamp(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    # the stat the store file reader names the file by (FileSystem.size_and_version)
+    size, (dev, ino, mtime_ns, ctime_ns) = fs.size_and_version(path)  # FileNotFoundError when gone
+    return _Stamp(dev, ino, size, mtime_ns, ctime_ns)
 
 
 def _racy(stamp: _Stamp, before_ns: int) -> bool:
