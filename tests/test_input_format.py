@@ -15,6 +15,7 @@ from connector.options import ScanSpec, scan_spec_from_conf, normalize_conf, to_
 from connector.record_reader import TableBatchRecordReader, TableRecordReader, key_progress
 from connector.scanning import split_batches
 from storage.region.region_snapshots import live_pins
+from storage.scanner.metrics import ScanMetrics
 from connector.splits import block_cut_keys
 from serde import create_serde
 from storage.errors import InvalidArgument, TableLocked
@@ -225,7 +226,34 @@ def test_record_reader_progress_and_counters(root):
     counters = reader.get_counters()
     assert counters["NUM_SCANNER_RESTARTS"] == 0 and counters["REGIONS_SCANNED"] == 1
     assert counters["CELLS_SCANNED"] >= 300 * 3
+    # rows and bytes returned, and the store file reads, as the embedded scan counts them
+    assert counters["ROWS_SCANNED"] == len(seen)
+    assert counters["BYTES_IN_RESULTS"] > 0
+    assert counters["BLOCK_READ_OPS_COUNT"] + counters["BLOCKS_READ_FROM_BLOCK_CACHE"] > 0
     reader.close()
+
+
+def test_partition_read_counters_match_the_embedded_scan(root):
+    """One definition of the scan metrics: a split's batch reader reports the
+    rows, bytes and block reads the embedded scan of the same range reports."""
+    fmt = TableInputFormat(_conf(root, **{"hbase.mapreduce.scan.cacheblocks": "false"}))
+    split = fmt.get_splits()[1]
+    reader = fmt.create_batch_reader(split)
+    rows = sum(batch.num_rows for batch in reader)
+    got = reader.get_counters()
+    reader.close()
+    table = storage.connect(root, read_only=True).table("t")
+    metrics = ScanMetrics()
+    want_rows = sum(b.num_rows for b in table.scan_batches(row_start=split.start, row_stop=split.end or None,
+                                                          metrics=metrics))
+    want = metrics.to_dict()
+    assert rows == want_rows == got["ROWS_SCANNED"] == want["ROWS_SCANNED"] > 0
+    assert got["BYTES_IN_RESULTS"] == want["BYTES_IN_RESULTS"] > 0
+    # the embedded table keeps a block cache; the split reads with cacheblocks=false
+    blocks = ("BLOCK_READ_OPS_COUNT", "BLOCKS_READ_FROM_BLOCK_CACHE")
+    assert got["BLOCKS_READ_FROM_BLOCK_CACHE"] == 0
+    assert sum(got[k] for k in blocks) == sum(want[k] for k in blocks) > 0
+    assert got["REGIONS_SCANNED"] == want["REGIONS_SCANNED"] == 1
 
 
 def test_key_progress_by_position():

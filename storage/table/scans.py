@@ -10,11 +10,11 @@ from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
-from .. import kernels
 from ..columns import parse_column
 from ..errors import InvalidArgument
 from ..read.batch_scan import BatchScan, scan_region_batches
 from ..read.raw import raw_dicts
+from ..read.scan_counting import counted_region_batches
 from ..read.scan_request import ScanRequest, plan_batch_scan
 from ..read.snapshot import ReadSnapshot, release_views
 from ..region.region import Region
@@ -23,30 +23,6 @@ from ..scanner import ScanSpec, TableScanner
 from ..scanner.metrics import ScanMetrics
 from .arguments import row_range
 from .scan_api import ScanCalls, request_of
-
-
-def _read_counters(view) -> dict[str, int]:
-    """Summed read counters of the store files a region view reads."""
-    total: dict[str, int] = {}
-    for store in view.stores.values():
-        for f in store.files:
-            for name, value in f.reader.counters.snapshot().items():
-                total[name] = total.get(name, 0) + value
-    return total
-
-
-def _add_read_counters(metrics: ScanMetrics, before: dict[str, int], after: dict[str, int]) -> None:
-    """Charge a scan with what its region's readers read meanwhile, once per region.
-
-    Readers are shared, so a concurrent scan of the same files is counted
-    here too; the counters are exact for a scan that runs alone.
-    """
-    delta = {k: v - before.get(k, 0) for k, v in after.items()}
-    metrics.blocks_read_from_disk += delta.get("blocks_read", 0)
-    metrics.bytes_read_from_disk += delta.get("bytes_read", 0)
-    metrics.read_requests += delta.get("reads", 0)
-    metrics.blocks_read_from_cache += delta.get("cache_hits", 0)
-    metrics.seeks += delta.get("seeks", 0)
 
 
 class TableScans(ScanCalls):
@@ -135,21 +111,16 @@ class TableScans(ScanCalls):
         remaining = scan.limit
         try:
             for view, lo, hi in plan:
-                before = _read_counters(view) if metrics is not None else None
                 region_scan = dataclasses.replace(scan, low=lo, high=hi, limit=remaining)
-                for batch in scan_region_batches(view, region_scan, metrics):
-                    if remaining is not None or metrics is not None:
-                        as_rows = scan.output == "rows" or batch.schema.names[0] == "key"  # row_dicts row batches
-                        rows = batch.num_rows if as_rows else len(kernels.row_boundaries(batch))
+                if metrics is None and remaining is None:
+                    yield from scan_region_batches(view, region_scan, None)
+                else:
+                    for batch, rows in counted_region_batches(view, region_scan, metrics):
                         if remaining is not None:
                             remaining -= rows
-                        if metrics is not None:
-                            metrics.rows_scanned += rows
-                            metrics.bytes_in_results += batch.nbytes
-                    yield batch
+                        yield batch
                 if metrics is not None:
                     metrics.regions_scanned += 1
-                    _add_read_counters(metrics, before, _read_counters(view))
                 if remaining is not None and remaining <= 0:
                     break
                 if scan.filter is not None and scan.filter.filter_all_remaining():
