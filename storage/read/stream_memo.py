@@ -88,7 +88,7 @@ def memoized(memo: CacheMemo | None, build: Iterator[pa.RecordBatch], metrics) -
     # Only what the build itself counts is replayed, so the counters are read around
     # each step of the build and not across the yields: while this generator waits at
     # its yield the consumer counts its own figures into the same metrics
-    # (storage/table/scans.py adds rows_scanned and bytes_in_results per batch), and it
+    # (storage/read/scan_counting.py adds rows_scanned and bytes_in_results per batch), and it
     # counts them again for the batches of a hit (replaying them doubled both).
     counted = [0] * len(_REPLAYED)
     out: list[pa.RecordBatch] = []

@@ -51,9 +51,10 @@ given back when the region closes:
 
 Shared readers keep per-reader state between reads: ``counters``
 (:class:`~storage.storefile.ReadCounters`) add up over every read of the
-reader, so a consumer wanting one read's figures takes deltas (as
-``storage/table/scans.py`` does; nothing on the pinned read path reports
-them: the connector's scan metrics count rows and cells).  The prefetched
+reader, so a consumer wanting one read's figures takes deltas
+(:mod:`storage.read.scan_counting` does, for the embedded scans and the
+connector's pinned reads alike; two reads of one file at once both see the
+other's blocks in their deltas).  The prefetched
 next-block header and ``point_first_rows`` describe the unchanged file and
 are valid for any read.
 
