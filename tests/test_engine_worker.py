@@ -162,11 +162,16 @@ def test_tasks_aggregate_their_rows(worker, root):
     sums = [{"fn": "sum", "column": "n"}, {"fn": "count_star"}, {"fn": "max", "column": "s"}]
     reply = _ask(port, _req("count", options=options, filters=on_n, aggregates=sums))
     assert reply["values"] is None and reply["per_task"] is True
+    assert reply["task_inputs"] == ["n", "s"]  # the columns the JVM prunes a task's scan to
     grouped = _ask(port, _req("count", options=options, filters=[], aggregates=[{"fn": "count_star"}], group_by=["s"]))
     assert grouped["values"] is None and grouped["per_task"] is True
+    assert grouped["task_inputs"] == ["s"]
+    both = [{"fn": "min", "column": "n"}, {"fn": "max", "column": "s"}, {"fn": "count", "column": "n"}]
+    assert _ask(port, _req("count", options=options, filters=[], aggregates=both, group_by=["s"]))["task_inputs"] == ["s", "n"]
     for aggs, group in [([{"fn": "sum", "column": "s"}], []), ([{"fn": "count_star"}], ["nope"]),
                         ([{"fn": "median", "column": "n"}], [])]:
-        assert _ask(port, _req("count", options=options, filters=[], aggregates=aggs, group_by=group))["per_task"] is False
+        refused = _ask(port, _req("count", options=options, filters=[], aggregates=aggs, group_by=group))
+        assert refused["per_task"] is False and "task_inputs" not in refused
     off = {**options, "regionscan.pushdown.aggregates": "false"}
     assert _ask(port, _req("count", options=off, filters=[], aggregates=sums))["per_task"] is False
 

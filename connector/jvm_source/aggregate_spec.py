@@ -121,10 +121,11 @@ def task_aggregation(req: dict, rp: ReadPlan) -> TaskAggregation | None:
     return spec
 
 
-def per_task(req: dict, rp: ReadPlan) -> bool:
-    """Whether the tasks can compute the ``count`` request's aggregates (with its ``group_by``)."""
+def per_task(req: dict, rp: ReadPlan) -> TaskAggregation | None:
+    """The ``count`` request's aggregates (with its ``group_by``) as the tasks
+    would compute them, or None when they cannot."""
     doc = {"group_by": req.get("group_by") or [], "aggregates": req.get("aggregates")}
     try:
-        return task_aggregation({"aggregate": doc}, rp) is not None
+        return task_aggregation({"aggregate": doc}, rp)
     except InvalidArgument:
-        return False
+        return None

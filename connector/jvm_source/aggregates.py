@@ -118,7 +118,10 @@ def count(req: dict) -> dict:
         return {"values": None, "per_task": False}  # regionscan.pushdown.aggregates=false: Spark aggregates
     answer = _NOT_ANSWERED if req.get("group_by") else _at_planning(req, rp)
     key = _key_column(rp.base.mapping())
-    return {**answer, "per_task": per_task(req, rp), "key_column": None if key is None else key.name}
+    spec = per_task(req, rp)
+    # the columns a task reads for them: the JVM prunes its scan to these (one definition, here)
+    tasks = {"per_task": False} if spec is None else {"per_task": True, "task_inputs": spec.inputs}
+    return {**answer, **tasks, "key_column": None if key is None else key.name}
 
 
 def _at_planning(req: dict, rp: ReadPlan) -> dict:

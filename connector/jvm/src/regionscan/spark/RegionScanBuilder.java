@@ -55,6 +55,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   private DataType[] aggregateTypes;
   private boolean aggregateAsked;
   private ObjectNode taskAggregate;  // the aggregate each task computes (PROTOCOL.md, "read"), or null
+  private StructType taskInputs;  // the columns a task reads for it (the worker's count reply)
   private StructType taskAggregateSchema;
   private final boolean keyGrouped;  // a catalog table's: the scan reports its tasks' key groups
 
@@ -219,6 +220,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     aggregation = agg;
     aggregateValues = null;
     taskAggregate = null;
+    taskInputs = null;
     AggregateFunc[] funcs = agg.aggregateExpressions();
     ArrayNode aggs = EngineWorker.JSON.createArrayNode();
     for (AggregateFunc f : funcs) {
@@ -250,7 +252,9 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     }
     // a catalog table's scan may report key-grouped tasks, and Spark then groups by the key
     // without a shuffle: better than partial rows shuffled by it
-    if (aggregateValues == null && reply.path("per_task").asBoolean(false) && !(keyGrouped && byKey)) {
+    StructType inputs = aggregateValues == null ? taskInputs(reply.path("task_inputs")) : null;
+    if (inputs != null && reply.path("per_task").asBoolean(false) && !(keyGrouped && byKey)) {
+      taskInputs = inputs;
       taskAggregate = EngineWorker.JSON.createObjectNode();
       taskAggregate.set("group_by", groups);
       taskAggregate.set("aggregates", aggs);
@@ -306,22 +310,21 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     return schema;
   }
 
-  /** The columns a task reads for its partial aggregate: the groups, then the aggregated columns. */
-  private StructType partialInputs() {
+  /**
+   * The columns a task reads for its partial aggregate, as the worker names them in its count
+   * reply (the groups, then the aggregated columns); null when it names none or one this table
+   * lacks (a worker that predates {@code task_inputs}): Spark then aggregates.
+   */
+  private StructType taskInputs(JsonNode names) {
+    if (!names.isArray() || names.size() == 0) {
+      return null;
+    }
     StructType inputs = new StructType();
-    List<String> names = new ArrayList<>();
-    for (JsonNode g : taskAggregate.path("group_by")) {
-      names.add(g.isObject() ? g.path("column").asText() : g.asText());
-    }
-    for (JsonNode a : taskAggregate.path("aggregates")) {
-      if (a.has("column")) {
-        names.add(a.path("column").asText());
+    for (JsonNode name : names) {
+      if (!name.isTextual() || !full.getFieldIndex(name.asText()).isDefined()) {
+        return null;
       }
-    }
-    for (String name : names) {
-      if (!inputs.getFieldIndex(name).isDefined()) {
-        inputs = inputs.add(full.apply(name));
-      }
+      inputs = inputs.add(full.apply(name.asText()));
     }
     return inputs;
   }
@@ -342,7 +345,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   public Scan build() {
     if (aggregateValues == null && taskAggregate != null) {
       // the tasks aggregate their rows: no limit applies below an aggregate, nor key grouping
-      return new RegionScanScan(settings, partialInputs(), filters, describe(pushed) + scanned, -1, false,
+      return new RegionScanScan(settings, taskInputs, filters, describe(pushed) + scanned, -1, false,
           taskAggregate, taskAggregateSchema, describeAggregation(aggregation));
     }
     if (aggregateValues != null) {
