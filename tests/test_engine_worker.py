@@ -166,6 +166,8 @@ def test_tasks_aggregate_their_rows(worker, root):
     grouped = _ask(port, _req("count", options=options, filters=[], aggregates=[{"fn": "count_star"}], group_by=["s"]))
     assert grouped["values"] is None and grouped["per_task"] is True
     assert grouped["task_inputs"] == ["s"]
+    bare = _ask(port, _req("count", options=options, filters=on_n, aggregates=[{"fn": "count_star"}]))
+    assert bare["per_task"] is True and bare["task_inputs"] == []  # COUNT(*) reads no column
     both = [{"fn": "min", "column": "n"}, {"fn": "max", "column": "s"}, {"fn": "count", "column": "n"}]
     assert _ask(port, _req("count", options=options, filters=[], aggregates=both, group_by=["s"]))["task_inputs"] == ["s", "n"]
     for aggs, group in [([{"fn": "sum", "column": "s"}], []), ([{"fn": "count_star"}], ["nope"]),

@@ -312,11 +312,12 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
 
   /**
    * The columns a task reads for its partial aggregate, as the worker names them in its count
-   * reply (the groups, then the aggregated columns); null when it names none or one this table
-   * lacks (a worker that predates {@code task_inputs}): Spark then aggregates.
+   * reply (the groups, then the aggregated columns; none for a bare COUNT(*)); null when the
+   * reply has no list (a worker that predates {@code task_inputs}) or names a column this table
+   * lacks: Spark then aggregates.
    */
   private StructType taskInputs(JsonNode names) {
-    if (!names.isArray() || names.size() == 0) {
+    if (!names.isArray()) {
       return null;
     }
     StructType inputs = new StructType();
