@@ -141,6 +141,16 @@ def read_integer(data_type: DataType) -> Callable[[Any], Any]:
     return small
 
 
+def read_decimal(data_type: DataType) -> Callable[[Any], Any]:
+    """A precision check: an Avro decimal's bytes hold any unscaled integer, so a
+    datum can carry more digits than its schema's precision (the batch decode,
+    into Arrow's decimal of that precision, rejects the same values)."""
+    from serde.codecs.hbase_bytes import decimal_at_scale
+
+    precision, scale = data_type.precision, data_type.scale
+    return lambda v: decimal_at_scale(v, precision, scale)
+
+
 def reader_converter(data_type: DataType) -> Callable[[Any], Any] | None:
     """fastavro value -> row-wise value, or None when they are the same."""
     name = data_type.name

@@ -139,6 +139,7 @@ register_type(TypeSpec(
     binary=lambda t, ordered, unit: OrderedDecimalCodec(t) if ordered else DecimalCodec(t),
     text=DecimalText,
     avro_schema=lambda t: {"type": "bytes", "logicalType": "decimal", "precision": t.precision, "scale": t.scale},
+    avro_read=avro.read_decimal,
     json_read=js.read_decimal,
     json_write=js.write_decimal,
     order={"binary": None, "ordered": "ordered", "string": None},

@@ -122,6 +122,23 @@ def canonical_bytes(serde: str, type_name: str) -> bool:
     return True
 
 
+def test_an_avro_decimal_past_its_precision_is_a_bad_value_on_both_paths():
+    """Avro decimal bytes hold any unscaled integer: 1099511627.776 (13 digits, found by
+    the test below) in a decimal(12,3) column is a bad value row by row as in the batch;
+    a value that fits reads the same on both paths."""
+    mapping = "key STRING :key, v decimal(12,3) cf:v"
+    too_many = b"\x16" + (1 << 40).to_bytes(11, "big")  # 11 bytes (zigzag 22): unscaled 2**40
+    fits = b"\x08" + (123_456_789).to_bytes(4, "big")  # 4 bytes (zigzag 8): 123456.789
+    rows = [(b"big", {b"cf:v": too_many}), (b"ok", {b"cf:v": fits})]
+    expected = [("big", None), ("ok", Decimal("123456.789"))]
+    lenient = {"serde.on.error": "null"}
+    assert [create_serde("avro", mapping, lenient).deserialize(r) for r in rows] == expected
+    batch_serde = create_serde("avro", mapping, lenient)
+    assert record_batch_rows(batch_serde.deserialize_batch(rows_to_batch(rows, batch_serde.scan_columns))) == expected
+    with pytest.raises(Exception, match=r"does not fit decimal\(12,3\)"):
+        create_serde("avro", mapping).deserialize(rows[0])
+
+
 @pytest.mark.parametrize("serde,type_name", CASES)
 @SETTINGS
 @given(data=st.data())
