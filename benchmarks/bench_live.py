@@ -9,11 +9,15 @@ and the WAL, laid out two ways: ``interleaved`` (every fourth row, so the
 memstore's rows fall between the file's everywhere) and ``tail`` (the last
 quarter of the key space, as appended time series are).
 
-Two read paths are timed: the embedded ``Table.scan_batches`` (rows of
-``cf:n`` and ``cf:s``) and the connector's partition read (files mode:
+Three read paths are timed: the embedded ``Table.scan_batches`` (rows of
+``cf:n`` and ``cf:s``), the connector's partition read (files mode:
 ``TableInputFormat.get_splits()`` once, then each split's batch reader, which
 opens its pinned store files and decodes its pinned WAL records), without
-Spark.  The ratio is live speed divided by flushed speed; the target is 0.67
+Spark and with ``cacheblocks`` false (what a MapReduce task reads), and
+``worker``: the same reads with ``cacheblocks`` true and the engine worker's
+1 GiB block cache, repeated as a long-lived worker serving the same query
+repeats them (kept blocks, batches, decoded WAL records and chunks on both
+sides: storage/region/replay_memo.py).  The ratio is live speed divided by flushed speed; the target is 0.67
 or more.  An embedded scan keeps a live table's chunks between scans while
 nothing is written (storage/read/chunk_memo.py), and a clean file's streamed
 batches too (storage/read/stream_memo.py), as a cached block keeps its rows:
@@ -66,6 +70,7 @@ import storage  # noqa: E402
 from connector import TableInputFormat  # noqa: E402
 from jobs.demo import sample_row, split_keys_for  # noqa: E402
 from storage.read import chunk_memo, stream_memo  # noqa: E402
+from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV  # noqa: E402
 
 __all__ = ["main"]
 
@@ -113,6 +118,7 @@ LAYOUTS = {
         _puts(_quarter, "put3", 3000), versions=3,
     ),
 }
+PATHS = ("embedded", "connector", "worker")
 VARIANTS = ("memstore", "file")  # where the live quarter is: memstore and WAL, or a second store file
 DEFAULT_LAYOUTS = ("interleaved", "tail", "rewrite", "delete", "versions")
 
@@ -222,10 +228,11 @@ def built(run):
     return cold
 
 
-def connector(root: str, name: str, versions: int = 1):
+def connector(root: str, name: str, versions: int = 1, cacheblocks: bool = False):
     fmt = TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": name,
                             "hbase.mapreduce.scan.columns": "cf:n cf:s",
-                            "hbase.mapreduce.scan.maxversions": str(versions)})
+                            "hbase.mapreduce.scan.maxversions": str(versions),
+                            "hbase.mapreduce.scan.cacheblocks": "true" if cacheblocks else "false"})
     splits = fmt.get_splits()
 
     def run() -> int:
@@ -245,7 +252,9 @@ def flushed_name(layout: str) -> str:
 
 
 def _reader(path: str, root: str, tables: dict, name: str, versions: int):
-    return embedded(tables[name], versions) if path == "embedded" else connector(root, name, versions)
+    if path == "embedded":
+        return embedded(tables[name], versions)
+    return connector(root, name, versions, cacheblocks=path == "worker")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,13 +267,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"comma-separated layouts among {', '.join(LAYOUTS)} (default: all)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="where the live quarter is: memstore, file or both (default: both)")
+    parser.add_argument("--paths", default=",".join(PATHS),
+                        help=f"comma-separated read paths among {', '.join(PATHS)} (default: all)")
     parser.add_argument("--writer", type=float, default=0, metavar="RATE",
                         help="scan while a thread puts RATE new rows/s into every table (default: no writer; "
                              "the memstore variant of the layouts asked for)")
     parser.add_argument("--root", default=None, help="folder for the tables (default: a temporary one)")
     parser.add_argument("--reuse", action="store_true",
                         help="with --root: keep its tables from an earlier run (same --rows) instead of building them")
-    parser.add_argument("--profile", choices=["embedded", "connector"], default=None,
+    parser.add_argument("--profile", choices=list(PATHS), default=None,
                         help="print a cProfile of one run of this path on the first layout and variant and stop")
     args = parser.parse_args(argv)
     if args.writer < 0:
@@ -277,6 +288,13 @@ def main(argv: list[str] | None = None) -> int:
     for x in variants:
         if x not in VARIANTS:
             parser.error(f"--variants: unknown variant {x!r} (known: {', '.join(VARIANTS)})")
+    paths = [x for x in args.paths.split(",") if x]
+    for x in paths:
+        if x not in PATHS:
+            parser.error(f"--paths: unknown path {x!r} (known: {', '.join(PATHS)})")
+    args.paths = paths
+    # the worker's reads share one process-wide cache, sized as the engine worker's
+    os.environ.setdefault(BLOCK_CACHE_SIZE_ENV, "1g")
     if args.writer:
         variants = ["memstore"]
     if args.clock is None:
@@ -333,7 +351,7 @@ def _measure(root: str, tables: dict, layouts: list, variants: list, args, quiet
     alternating); print the ratios; True when one misses.  ``quiet``: a
     flushed table no writer touches, timed too and compared against."""
     failed = False
-    for path in ("embedded", "connector"):
+    for path in args.paths:
         for layout in layouts:
             versions = LAYOUTS[layout].versions
             names = [flushed_name(layout)] + [f"live_{layout}_{v}" for v in variants]

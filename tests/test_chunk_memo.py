@@ -92,6 +92,21 @@ def test_a_rewritten_table_scanned_again_is_served_from_kept_chunks(conn):
     assert len(first) == ROWS
 
 
+def test_a_kept_chunk_reports_the_scan_metrics_of_a_built_one(conn):
+    from storage.scanner import ScanMetrics
+
+    table = _rewritten(conn)
+    table.delete(_key(9))
+    figures = []
+    for _ in range(3):  # built (marker), built (kept), served from the kept chunks
+        m = ScanMetrics()
+        rows = sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, metrics=m))
+        figures.append((rows, m.rows_scanned, m.cells_scanned, m.bytes_in_results))
+    assert _chunk_entries(conn)
+    assert figures[0] == figures[1] == figures[2], figures
+    assert figures[0][0] == ROWS - 1 and figures[0][2] == 2 * (ROWS - 1)
+
+
 def test_writes_flushes_and_compactions_between_scans_are_seen(conn):
     table = _rewritten(conn)
     for _ in range(2):

@@ -30,11 +30,12 @@ from connector import TableInputFormat
 from connector.bulkload import BulkLoadTask, commit_load, table_regions
 from storage.cells import Cell, CellType, cells_to_batch
 from storage.errors import CorruptionError, InvalidArgument, StorageError
-from storage.region import reader_cache
+from storage.region import file_stamps, reader_cache
 from storage.region.reader_cache import ReaderCache
 from storage.storefile import BlockCache, StoreFileReader, StoreFileWriter
 from storage.vfs.faultfs import FaultFileSystem, FaultInjector
 from storage.vfs.fs import FileSystem
+from tests.file_settle import settle
 
 FAMILY = b"cf"
 ROWS = 400
@@ -56,19 +57,6 @@ def _tag(reader: StoreFileReader, row: int = 7) -> bytes:
     return cell.value.rsplit(b"-", 1)[0]
 
 
-def _settle(*paths: str) -> None:
-    """Wait until each file is older than the racily-clean window, so that a
-    reader opened from now on may be kept (the module's documented rule: 20 ms,
-    3 s for a file whose mtime falls on a whole millisecond)."""
-    for path in paths:
-        while True:
-            st = os.stat(path)
-            window = reader_cache._COARSE_RACY_NS if st.st_mtime_ns % 1_000_000 == 0 else reader_cache._RACY_NS
-            if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > window + 2_000_000:
-                break
-            time.sleep(0.005)
-
-
 @pytest.fixture
 def files(tmp_path):
     """A local root with three settled store files, a.sf b.sf c.sf (tags A, B, C)."""
@@ -76,7 +64,7 @@ def files(tmp_path):
     fs.makedirs("")
     for name in "abc":
         _write(fs, f"{name}.sf", name.upper().encode())
-    _settle(*(fs.local_path(f"{name}.sf") for name in "abc"))
+    settle(*(fs.local_path(f"{name}.sf") for name in "abc"))
     return fs
 
 
@@ -111,7 +99,7 @@ def test_a_file_replaced_by_a_rename_is_opened_again(files):
     _write(files, "new.sf", b"Z")
     os.utime(files.local_path("new.sf"), ns=(before.st_atime_ns, before.st_mtime_ns))
     os.replace(files.local_path("new.sf"), path)
-    _settle(path)
+    settle(path)
     after = os.stat(path)
     assert after.st_size == before.st_size and after.st_mtime_ns == before.st_mtime_ns
     assert after.st_ino != before.st_ino
@@ -134,7 +122,7 @@ def test_a_file_rewritten_in_place_is_opened_again(files):
     _write(files, "scratch.sf", b"Y")
     with open(files.local_path("scratch.sf"), "rb") as src, open(path, "r+b") as dst:
         dst.write(src.read())  # in place: the file keeps its inode
-    _settle(path)
+    settle(path)
     assert (os.stat(path).st_ino, os.stat(path).st_size) == (inode, size)
     fresh = cache.checkout(files, "a.sf")
     assert fresh is not old and _tag(fresh) == b"Y" and cache.stale == 1
@@ -144,7 +132,7 @@ def test_a_file_rewritten_in_place_is_opened_again(files):
     with open(files.local_path("scratch.sf"), "rb") as src, open(path, "r+b") as dst:
         dst.write(src.read())
         dst.truncate()
-    _settle(path)
+    settle(path)
     assert os.stat(path).st_ino == inode and os.stat(path).st_size < size
     third = cache.checkout(files, "a.sf")
     assert third is not fresh and _tag(third) == b"X" and third.info.row_count == ROWS // 2
@@ -179,8 +167,8 @@ def test_a_file_written_within_the_clock_granule_is_not_kept(files, monkeypatch)
     path = files.local_path("d.sf")
     # a granule of 10 s: the file just written is within it whatever the machine's load
     # (with the real 20 ms, a slow write-then-open could fall outside it and test nothing)
-    monkeypatch.setattr(reader_cache, "_RACY_NS", 10_000_000_000)
-    monkeypatch.setattr(reader_cache, "_COARSE_RACY_NS", 10_000_000_000)
+    monkeypatch.setattr(file_stamps, "RACY_NS", 10_000_000_000)
+    monkeypatch.setattr(file_stamps, "COARSE_RACY_NS", 10_000_000_000)
     _write(files, "d.sf", b"D")
     st = os.stat(path)
     young = cache.checkout(files, "d.sf")
@@ -198,7 +186,7 @@ def test_a_file_written_within_the_clock_granule_is_not_kept(files, monkeypatch)
     assert young.closed  # a reader the cache does not hold is closed at release
     cache.release(again)
     monkeypatch.undo()  # the module's own window again
-    _settle(path)
+    settle(path)
     kept = cache.checkout(files, "d.sf")
     assert cache.cached(kept)  # old enough now
     cache.release(kept)
@@ -589,7 +577,7 @@ def test_a_second_pinned_read_reuses_the_first_reads_readers(tmp_path, shared):
     conn, _ = _table(root, range(100))
     files = _store_files(root)
     assert len(files) == 2
-    _settle(*files)
+    settle(*files)
     fmt = _format(root)
     before = shared.stats()
     assert _read(fmt) == _expected(range(100))
@@ -612,7 +600,7 @@ def test_a_second_pinned_read_reuses_the_first_reads_readers(tmp_path, shared):
 def test_pinned_reads_after_a_compaction_read_the_new_files(tmp_path, shared):
     root = str(tmp_path / "root")
     conn, table = _table(root, range(100))
-    _settle(*_store_files(root))
+    settle(*_store_files(root))
     fmt = _format(root)
     assert _read(fmt) == _expected(range(100))
     # splits planned now, with their pins registered, read the files as they are now
@@ -624,7 +612,7 @@ def test_pinned_reads_after_a_compaction_read_the_new_files(tmp_path, shared):
     table.flush()
     table.compact(major=True)
     now = _store_files(root)
-    _settle(*now)
+    settle(*now)
     new_rows = {**_expected(range(100)), **_expected(range(0, 100, 3), b"w%d")}
     before = shared.stats()
     assert _read(fmt) == new_rows
@@ -646,7 +634,7 @@ def test_pinned_reads_after_a_bulk_load_read_the_loaded_files(tmp_path, shared):
     root = str(tmp_path / "root")
     conn, _ = _table(root, range(100))
     conn.close()  # a bulk load commits without a writer
-    _settle(*_store_files(root))
+    settle(*_store_files(root))
     fmt = _format(root)
     assert _read(fmt) == _expected(range(100))
     table_fs = FileSystem(root).sub("t")
@@ -659,14 +647,14 @@ def test_pinned_reads_after_a_bulk_load_read_the_loaded_files(tmp_path, shared):
         commit_load(table_fs, job, task.finish(), mode)
 
     load("append", range(45, 55), b"L%d", "append")  # a file in each region
-    _settle(*_store_files(root))
+    settle(*_store_files(root))
     appended = {**_expected(range(100)), **_expected(range(45, 55), b"L%d")}
     before = shared.stats()
     assert _read(fmt) == appended
     delta = _delta(shared, before)
     assert delta["hits"] == 2 and delta["misses"] == 2  # the old files kept, the loaded ones opened
     load("overwrite", range(40, 60), b"O%d", "overwrite")
-    _settle(*_store_files(root))
+    settle(*_store_files(root))
     before = shared.stats()
     assert _read(fmt) == _expected(range(40, 60), b"O%d")
     assert _delta(shared, before)["misses"] == 2
@@ -680,7 +668,7 @@ def test_a_read_that_meets_a_corrupt_block_discards_its_readers(tmp_path, shared
     conn, _ = _table(root, range(100))
     conn.close()
     files = _store_files(root)
-    _settle(*files)
+    settle(*files)
     # blocks read from the file each time (no block cache), no restart after the error
     fmt = _format(root, **{"hbase.mapreduce.scan.cacheblocks": "false", "regionscan.reader.max.restarts": "0"})
     assert _read(fmt) == _expected(range(100))
@@ -694,7 +682,7 @@ def test_a_read_that_meets_a_corrupt_block_discards_its_readers(tmp_path, shared
         byte = f.read(1)
         f.seek(offset)
         f.write(bytes([byte[0] ^ 0xFF]))
-    _settle(target)  # old enough that the reader opened next is kept: only the failure drops it
+    settle(target)  # old enough that the reader opened next is kept: only the failure drops it
     before = shared.stats()
     with pytest.raises(StorageError) as info:
         _read(fmt)
@@ -710,7 +698,7 @@ def test_a_read_that_meets_a_corrupt_block_discards_its_readers(tmp_path, shared
     assert _delta(shared, before)["misses"] == 1
     with open(target, "r+b") as f:
         f.write(pristine)
-    _settle(target)
+    settle(target)
     assert _read(fmt) == _expected(range(100))
 
 
@@ -721,7 +709,7 @@ def test_a_pinned_region_that_raised_does_not_give_its_readers_back(tmp_path, sh
 
     root = str(tmp_path / "root")
     conn, _ = _table(root, range(100))
-    _settle(*_store_files(root))
+    settle(*_store_files(root))
     table_fs = FileSystem(root).sub("t")
     snapshot = pin_table(table_fs)
     families = snapshot.family_settings()

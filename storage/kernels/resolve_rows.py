@@ -96,7 +96,7 @@ class ResolvedRows:
     (int64, :data:`ABSENT` where the row has no visible cell; gathered on
     first use) and ``values[j]`` (binary, null there)."""
 
-    __slots__ = ("keys", "values", "_sources", "_laid", "_ts")
+    __slots__ = ("keys", "values", "_sources", "_laid", "_ts", "_cells")
 
     def __init__(self, keys: pa.Array, values: list, sources: list, laid: list):
         self.keys = keys
@@ -104,6 +104,7 @@ class ResolvedRows:
         self._sources = sources  # per column: the winning entry, -1 for none
         self._laid = laid  # per column: every entry's timestamp
         self._ts: list | None = None
+        self._cells: int | None = None
 
     @property
     def num_rows(self) -> int:
@@ -126,6 +127,13 @@ class ResolvedRows:
     def present(self, j: int) -> np.ndarray:
         """Boolean per row: column ``j`` has a visible cell."""
         return self._sources[j] >= 0
+
+    def cell_count(self) -> int:
+        """The visible cells of every row and column (counted once: a kept
+        result is counted by every scan it serves)."""
+        if self._cells is None:
+            self._cells = sum(int(np.count_nonzero(src >= 0)) for src in self._sources)
+        return self._cells
 
 
 def resolve_rows(

@@ -31,6 +31,8 @@ class SortedCells:
         self._clean: bool | None = None
         self._row_run: RowRun | None = None
         self._row_run_built = False
+        self._shared = False  # served to more than one read (share())
+        self._families: dict[bytes, SortedCells] = {}
 
     @classmethod
     def from_log(cls, cells: pa.Table) -> "SortedCells":
@@ -44,19 +46,35 @@ class SortedCells:
         return cls(sort_sources([newest_first]).combine_chunks())
 
     def family(self, family: bytes) -> "SortedCells":
-        """The cells of one family (still in cell order)."""
+        """The cells of one family (still in cell order); the same object on
+        every call once the cells are shared."""
         if self.table.num_rows == 0:
             return self
+        if self._shared:
+            known = self._families.get(family)
+            if known is not None:
+                return known
         mask = CellColumns(self.table).equals("family", family)
         if mask.all():
             return self  # a log of one family (the usual case): no copy
-        return SortedCells(self.table.filter(pa.array(mask)))
+        part = SortedCells(self.table.filter(pa.array(mask)))
+        if self._shared:
+            part.share()
+            part = self._families.setdefault(family, part)  # two threads at once: one object
+        return part
 
-    def anchors(self) -> None:
-        """None: a decoded log is built afresh by every read that pins it, so a
-        result kept under it could never serve another read (see
-        :meth:`storage.memstore.runs.MemStoreView.anchors`)."""
-        return None
+    def share(self) -> None:
+        """Mark the cells as served to every read of the same pinned WAL records
+        (:mod:`storage.region.replay_memo` keeps them): from now on they and
+        their families are anchors for results kept under them."""
+        self._shared = True
+
+    def anchors(self) -> tuple | None:
+        """``(self,)`` once shared: the same object means the same cells, for
+        a result kept between reads (:mod:`storage.read.chunk_memo`); None
+        before, as a log decoded for one read only can never serve another
+        (see :meth:`storage.memstore.runs.MemStoreView.anchors`)."""
+        return (self,) if self._shared else None
 
     def is_empty(self) -> bool:
         """True when there is no cell."""

@@ -15,7 +15,8 @@ and served to the next scan of the same chunk:
   file set, so a changed source never matches an entry;
 * only scans that cache blocks keep chunks (a reader without a cache, as a
   connector read with ``cacheblocks`` false, keeps nothing; a pinned region's
-  decoded WAL has no anchors, as every read decodes it afresh), and nothing that
+  decoded WAL is an anchor once it is kept for every read of its pin,
+  :mod:`storage.region.replay_memo`, and has none before), and nothing that
   depends on the clock (a TTL) is kept;
 * :data:`enabled` false keeps nothing (the live-table benchmark measures what
   a scan after a write pays with it).

@@ -214,7 +214,7 @@ class RowMerge:
         qualifiers = self.resolved_qualifiers
         counts = [0, 0]
         if proc.metrics is not None:
-            counts[0] = sum(int(resolved.present(j).sum()) for j in range(len(qualifiers)))
+            counts[0] = resolved.cell_count()
         if resolved.num_rows == 0:
             self._count(counts)
             return []

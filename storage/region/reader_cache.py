@@ -15,7 +15,8 @@ given back when the region closes:
   while the entry exists.
 * **validation**, on every checkout, by one ``os.stat`` of the path (the same
   ``FileSystem.size_and_version`` the reader names its file by): device, inode, size,
-  mtime and ctime must be those seen when the reader was opened.  A file
+  mtime and ctime must be those seen when the reader was opened
+  (:mod:`storage.region.file_stamps`).  A file
   deleted and recreated, or replaced by a rename (bulk-load overwrite,
   ``write_atomic``), has another inode: the cached reader keeps the old file
   mapped, so its inode cannot be reused meanwhile.  A file rewritten in place
@@ -69,11 +70,12 @@ import threading
 import time
 from collections import OrderedDict, deque
 from contextlib import contextmanager
-from typing import Hashable, Iterator, NamedTuple
+from typing import Hashable, Iterator
 
 from ..errors import InvalidArgument
 from ..storefile import BlockCache, StoreFileReader
 from ..vfs.fs import FileSystem
+from .file_stamps import FileStamp, file_stamp, racily_clean, stampable
 
 __all__ = [
     "enabled",
@@ -96,46 +98,12 @@ DEFAULT_IDLE_SECONDS = 300.0
 """How long a reader no read holds stays open: a file deleted meanwhile (compacted away,
 its table dropped) keeps its disk space until its reader closes."""
 
-# Kernels stamp mtimes from a coarse clock (one jiffy, 1-10 ms on Linux): a
-# file rewritten within the granule of its last write can keep its mtime.
-_RACY_NS = 20_000_000
-# Filesystems keeping whole seconds (FAT keeps 2 s) need a wider margin.
-_COARSE_RACY_NS = 3_000_000_000
-
-
-class _Stamp(NamedTuple):
-    """What ``os.stat`` says of a file; any difference means another file or other bytes."""
-
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
-
-
-def _stamp(fs: FileSystem, path: str) -> _Stamp:
-    # the stat the store file reader names the file by (FileSystem.size_and_version)
-    size, (dev, ino, mtime_ns, ctime_ns) = fs.size_and_version(path)  # FileNotFoundError when gone
-    return _Stamp(dev, ino, size, mtime_ns, ctime_ns)
-
-
-def _racy(stamp: _Stamp, before_ns: int) -> bool:
-    """True when the file was written too shortly before ``before_ns`` (a clock
-    reading taken before its stat) for an in-place rewrite to change its mtime."""
-    window = _COARSE_RACY_NS if stamp.mtime_ns % 1_000_000 == 0 else _RACY_NS
-    return before_ns - max(stamp.mtime_ns, stamp.ctime_ns) < window
-
-
-def _cacheable(fs: FileSystem) -> bool:
-    return type(fs) is FileSystem and fs.is_local
-
-
 class _Entry:
     """One cached reader: its key, the stat it was opened at, its holders."""
 
     __slots__ = ("key", "reader", "stamp", "refs", "listed", "idle_since")
 
-    def __init__(self, key: Hashable, reader: StoreFileReader, stamp: _Stamp):
+    def __init__(self, key: Hashable, reader: StoreFileReader, stamp: FileStamp):
         self.key = key
         self.reader = reader
         self.stamp = stamp
@@ -246,12 +214,12 @@ class ReaderCache:
         on; else the file is opened.  Raises ``FileNotFoundError`` if ``path``
         does not exist (a cached reader of it is dropped).
         """
-        if not enabled or not _cacheable(fs):
+        if not enabled or not stampable(fs):
             return StoreFileReader(fs, path, cache=cache)
         key = (fs.uri(path), id(cache))
         before = time.time_ns()
         try:
-            stamp = _stamp(fs, path)
+            stamp = file_stamp(fs, path)
         except FileNotFoundError:
             self._drop(key)
             raise
@@ -267,14 +235,14 @@ class ReaderCache:
             self.misses += 1
         reader = StoreFileReader(fs, path, cache=cache)  # no lock held: opening may be slow
         try:
-            after = _stamp(fs, path)
+            after = file_stamp(fs, path)
         except FileNotFoundError:
             after = None
-        if after != stamp or reader.file_id[1] != stamp.size or _racy(stamp, before):
+        if after != stamp or reader.file_id[1] != stamp.size or racily_clean(stamp, before):
             return reader  # the file changed while opened, or may still change unseen: not kept
         return self._insert(key, reader, stamp)
 
-    def _insert(self, key: Hashable, reader: StoreFileReader, stamp: _Stamp) -> StoreFileReader:
+    def _insert(self, key: Hashable, reader: StoreFileReader, stamp: FileStamp) -> StoreFileReader:
         with self._locked():
             entry = self._entries.get(key)
             if entry is not None:

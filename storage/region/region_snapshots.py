@@ -41,6 +41,7 @@ from . import reader_cache
 from .load_journal import apply_entry, read_journals
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest, TableManifest
 from .pins import ARCHIVE_DIR, PINS_DIR, live_pins, release_pin, write_pin
+from .replay_memo import kept_replay
 from .store import StoreFile, StoreView
 from .view import RegionView
 
@@ -225,7 +226,7 @@ class PinnedRegion:
         self._readers: list[StoreFileReader] = []
         try:
             stores = {}
-            unflushed = self._replay(table_fs, pin)
+            unflushed = self._replay(table_fs, pin, cache)
             pinned = dict(pin.files)
             for name, settings in families.items():
                 files = []
@@ -259,32 +260,40 @@ class PinnedRegion:
         )
 
     @staticmethod
-    def _replay(table_fs: FileSystem, pin: RegionPin) -> SortedCells:
-        """The pinned WAL records' cells, decoded straight into Arrow and sorted once."""
+    def _replay(table_fs: FileSystem, pin: RegionPin, cache: BlockCache | None) -> SortedCells:
+        """The pinned WAL records' cells, decoded straight into Arrow and sorted
+        once, or kept from an earlier read of the same records
+        (:mod:`storage.region.replay_memo`)."""
         if pin.max_seq_id <= pin.flushed_seq_id:
             return SortedCells(CELL_SCHEMA.empty_table())  # nothing unflushed was pinned
         rfs = table_fs.sub(f"regions/{pin.region_id}")
-        payloads = []
+        wal = []  # (filesystem, path) of each pinned WAL file: live, or archived since
         for name in pin.wal_files:
             path = f"{_WAL_DIR}/{name}"
-            if not rfs.exists(path):
-                archived = table_fs.sub(f"{ARCHIVE_DIR}/regions/{pin.region_id}")
-                if not archived.exists(path):
-                    raise SnapshotLost(
-                        f"WAL {rfs.uri(path)} pinned at region {pin.region_id} manifest generation "
-                        f"{pin.generation} is gone (its edits were flushed after get_splits()); "
-                        "plan the read again"
-                    )
-                rfs_used = archived
-            else:
-                rfs_used = rfs
-            try:
-                # checksummed records, decoded below all at once
-                records = list(WalReader(rfs_used, path, decode="payload"))
-            except FileNotFoundError:
-                raise SnapshotLost(f"WAL {rfs.uri(path)} pinned at region {pin.region_id} vanished while read") from None
-            payloads += [r.cells for r in records if pin.flushed_seq_id < r.seq_id <= pin.max_seq_id]
-        return SortedCells.from_log(payloads_to_table(payloads, rfs.uri(_WAL_DIR)))
+            if rfs.exists(path):
+                wal.append((rfs, path))
+                continue
+            archived = table_fs.sub(f"{ARCHIVE_DIR}/regions/{pin.region_id}")
+            if not archived.exists(path):
+                raise SnapshotLost(
+                    f"WAL {rfs.uri(path)} pinned at region {pin.region_id} manifest generation "
+                    f"{pin.generation} is gone (its edits were flushed after get_splits()); "
+                    "plan the read again"
+                )
+            wal.append((archived, path))
+
+        def decode() -> SortedCells:
+            payloads = []
+            for fs, path in wal:
+                try:
+                    # checksummed records, decoded below all at once
+                    records = list(WalReader(fs, path, decode="payload"))
+                except FileNotFoundError:
+                    raise SnapshotLost(f"WAL {fs.uri(path)} pinned at region {pin.region_id} vanished while read") from None
+                payloads += [r.cells for r in records if pin.flushed_seq_id < r.seq_id <= pin.max_seq_id]
+            return SortedCells.from_log(payloads_to_table(payloads, rfs.uri(_WAL_DIR)))
+
+        return kept_replay(wal, (pin.flushed_seq_id, pin.max_seq_id), cache, decode)
 
     def close(self, discard: bool = False) -> None:
         """Give the pinned files' readers back to the process's reader cache

@@ -51,10 +51,11 @@ class CacheMemo:
             return None
         return value
 
-    def put(self, value: Any, charge: int) -> None:
-        """Keep ``value`` (``charge`` bytes) if these sources were built once before."""
+    def put(self, value: Any, charge: int) -> bool:
+        """Keep ``value`` (``charge`` bytes) if these sources were built once
+        before; True when it was kept."""
         if self._cache.get(self._key, count_miss=False) is not _SEEN:
             self._cache.put(self._key, _SEEN, _SEEN_CHARGE)
-            return
+            return False
         refs = tuple(weakref.ref(a) for a in self._anchors)
-        self._cache.put(self._key, (refs, value), charge)
+        return self._cache.put(self._key, (refs, value), charge)

@@ -1,0 +1,86 @@
+"""A pinned region's decoded WAL records, kept between reads of the same pin.
+
+A :class:`~storage.region.region_snapshots.PinnedRegion` reads a region's
+unflushed cells from its WAL: it decodes the pinned records
+(``flushed_seq_id < seq <= max_seq_id``) and sorts them
+(:class:`~storage.memstore.sorted_cells.SortedCells`).  A long-lived process
+that reads the same table again and again (the JVM source's engine worker,
+serving query after query on a table whose writes are not flushed yet) would
+pay that on every read, and then resolve every chunk against cells no
+earlier result could be kept under.  So the sorted cells are kept in the
+read's block cache:
+
+* **key**: the WAL files' full locations (live or archived, as read) and the
+  pinned sequence range.  The cells of that range in those files are the
+  same while the files are: WAL files are append-only, and records past the
+  range are not read.
+* **validation**, on every use, by a stat of each file
+  (:mod:`storage.region.file_stamps`): device, inode, size, mtime and ctime
+  as when the records were decoded, so a table dropped and created again
+  under the same name, whose WAL files have the same names and sequence
+  ids, is decoded afresh.  A WAL written within the clock granule before the
+  decode (a region still taking writes) is not kept; a file that changes
+  while it is decoded neither.
+* **what is kept**, and when: only reads that cache blocks keep anything (a
+  connector read with ``cacheblocks`` false keeps nothing), only local
+  files, and only on the second decode of the same key (as
+  :class:`~storage.storefile.cache_memo.CacheMemo` does for every kept
+  result), so pins that change between every two reads fill nothing.  The
+  entry is charged twice the cells' bytes: the cells, and the row form a
+  scan builds from them once.
+* **what follows**: the kept cells are the same object for every read of
+  the pin, which makes them an anchor for the chunks resolved against them
+  (:mod:`storage.read.chunk_memo`), so a repeated read of a live table is
+  served its kept chunks as the embedded scan is.
+
+:data:`enabled` false decodes every read afresh (benchmarks measure both).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+from ..memstore.sorted_cells import SortedCells
+from ..storefile import BlockCache
+from ..storefile.cache_memo import CacheMemo
+from ..vfs.fs import FileSystem
+from .file_stamps import file_stamp, racily_clean, stampable
+
+__all__ = ["enabled", "kept_replay"]
+
+enabled = True
+"""False: every pinned read decodes its WAL records afresh."""
+
+
+def kept_replay(
+    wal: Sequence[tuple[FileSystem, str]],
+    seq_range: tuple[int, int],
+    cache: BlockCache | None,
+    decode: Callable[[], SortedCells],
+) -> SortedCells:
+    """The cells ``decode()`` gives for the WAL files ``wal`` (each a
+    filesystem and a path in it, as the decode reads them) and the pinned
+    ``seq_range`` (flushed, max): kept in ``cache`` from an earlier read of
+    the same unchanged files when there is one, else decoded now."""
+    if not enabled or cache is None or cache.capacity_bytes == 0 or not wal or not all(stampable(fs) for fs, _ in wal):
+        return decode()
+    before = time.time_ns()
+    try:
+        stamps = tuple(file_stamp(fs, path) for fs, path in wal)
+    except FileNotFoundError:
+        return decode()  # the decode says which file is gone, as without a cache
+    memo = CacheMemo(cache, ("wal-replay", tuple(fs.uri(path) for fs, path in wal), seq_range))
+    kept = memo.get()
+    if kept is not None and kept[0] == stamps:
+        return kept[1]
+    cells = decode()
+    try:
+        after = tuple(file_stamp(fs, path) for fs, path in wal)
+    except FileNotFoundError:
+        return cells
+    if after != stamps or any(racily_clean(s, before) for s in stamps):
+        return cells  # changed while decoded, or may still change unseen: not kept
+    if memo.put((stamps, cells), 2 * cells.table.nbytes):
+        cells.share()  # one object for every read of the pin from now on: an anchor
+    return cells
