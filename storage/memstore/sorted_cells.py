@@ -50,14 +50,12 @@ class SortedCells:
         every call once the cells are shared."""
         if self.table.num_rows == 0:
             return self
-        if self._shared:
-            known = self._families.get(family)
-            if known is not None:
-                return known
+        known = self._families.get(family) if self._shared else None
+        if known is not None:
+            return known  # kept cells: no pass over them again
         mask = CellColumns(self.table).equals("family", family)
-        if mask.all():
-            return self  # a log of one family (the usual case): no copy
-        part = SortedCells(self.table.filter(pa.array(mask)))
+        # a log of one family (the usual case) is its own family: no copy
+        part = self if mask.all() else SortedCells(self.table.filter(pa.array(mask)))
         if self._shared:
             part.share()
             part = self._families.setdefault(family, part)  # two threads at once: one object

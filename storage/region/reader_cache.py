@@ -98,6 +98,7 @@ DEFAULT_IDLE_SECONDS = 300.0
 """How long a reader no read holds stays open: a file deleted meanwhile (compacted away,
 its table dropped) keeps its disk space until its reader closes."""
 
+
 class _Entry:
     """One cached reader: its key, the stat it was opened at, its holders."""
 
