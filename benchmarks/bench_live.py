@@ -13,7 +13,10 @@ Three read paths are timed: the embedded ``Table.scan_batches`` (rows of
 ``cf:n`` and ``cf:s``), the connector's partition read (files mode:
 ``TableInputFormat.get_splits()`` once, then each split's batch reader, which
 opens its pinned store files and decodes its pinned WAL records), without
-Spark and with ``cacheblocks`` false (what a MapReduce task reads), and
+Spark and with ``cacheblocks`` false (what a MapReduce task reads: repeated,
+it keeps the decoded WAL records in the replay cache, as a region server
+holds its memstore, and resolves every chunk again;
+``REGIONSCAN_REPLAY_CACHE_SIZE=0`` decodes them on every read), and
 ``worker``: the same reads with ``cacheblocks`` true and the engine worker's
 1 GiB block cache, repeated as a long-lived worker serving the same query
 repeats them (kept blocks, batches, decoded WAL records and chunks on both

@@ -3,9 +3,10 @@
 Real tables on disk read through the connector's partition reader, which pins
 regions and decodes their WAL as the JVM source's engine worker does: a
 repeated read of the same pin stops decoding once its cells are kept, and then
-is served the chunks resolved against them; nothing is kept without a block
-cache, for a WAL written within the clock granule, or across a table created
-again under the same name.
+is served the chunks resolved against them.  A read without a block cache
+keeps the decoded WAL in the process's replay cache and resolves every chunk;
+nothing is kept with that cache sized 0, for a WAL written within the clock
+granule, or across a table created again under the same name.
 """
 
 from __future__ import annotations
@@ -140,21 +141,49 @@ def test_a_repeated_read_of_a_pin_stops_decoding_its_wal_and_resolving(live, dec
     fmt.release()
 
 
-@pytest.mark.parametrize("how", ["cacheblocks false", "replay_memo off", "within the clock granule"])
-def test_what_keeps_nothing(live, decodes, monkeypatch, how):
-    """No block cache, the memo turned off, or a WAL written within the clock granule
-    before the decode (a 10 s granule here, whatever the machine's load): every read decodes."""
+@pytest.fixture
+def fresh_caches(monkeypatch):
+    """The process's block and replay caches built afresh (from the environment) for one test."""
+    monkeypatch.setattr(region_snapshots, "_caches", {})
+
+
+def test_a_read_without_a_block_cache_keeps_the_decoded_wal_and_resolves_every_chunk(live, decodes, fresh_caches):
+    """``cacheblocks`` false: the decoded WAL is kept as a region server's memstore
+    is (in the replay cache), but no chunk resolved against it is."""
     root, conn = live
+    fmt = _format(root, cacheblocks=False)
+    tables, wal, resolved = _reads(fmt, fmt.get_splits(), decodes, 4)
+    assert wal == [REGIONS, REGIONS, 0, 0]
+    assert all(r > 0 for r in resolved) and len(set(resolved)) == 1, resolved
+    assert region_snapshots.shared_replay_cache().used_bytes > 0
+    assert all(_as_rows(t) == _embedded(conn) for t in tables)
+    fmt.release()
+
+
+@pytest.mark.parametrize("how", ["replay cache of 0 bytes", "replay_memo off", "within the clock granule"])
+def test_what_keeps_nothing(live, decodes, monkeypatch, fresh_caches, how):
+    """No cache to keep the cells in, the memo turned off, or a WAL written within the
+    clock granule before the decode (a 10 s granule here, whatever the machine's load):
+    every read decodes."""
+    root, conn = live
+    if how == "replay cache of 0 bytes":
+        monkeypatch.setenv(region_snapshots.REPLAY_CACHE_SIZE_ENV, "0")
     if how == "replay_memo off":
         monkeypatch.setattr(replay_memo, "enabled", False)
     if how == "within the clock granule":
         monkeypatch.setattr(file_stamps, "RACY_NS", 10_000_000_000)
         monkeypatch.setattr(file_stamps, "COARSE_RACY_NS", 10_000_000_000)
-    fmt = _format(root, cacheblocks=how != "cacheblocks false")
+    fmt = _format(root, cacheblocks=how != "replay cache of 0 bytes")
     tables, wal, resolved = _reads(fmt, fmt.get_splits(), decodes, 3)
     assert wal == [REGIONS] * 3 and all(r > 0 for r in resolved)
     assert all(_as_rows(t) == _embedded(conn) for t in tables)
     fmt.release()
+
+
+def test_a_replay_cache_size_that_is_not_a_size_is_named(monkeypatch, fresh_caches):
+    monkeypatch.setenv(region_snapshots.REPLAY_CACHE_SIZE_ENV, "lots")
+    with pytest.raises(storage.InvalidArgument, match="REGIONSCAN_REPLAY_CACHE_SIZE.*'lots'"):
+        region_snapshots.shared_replay_cache()
 
 
 def _pins(splits) -> list:

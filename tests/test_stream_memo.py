@@ -370,7 +370,7 @@ def test_a_consumer_that_stops_early_leaves_nothing_kept(conn):
 def test_pinned_reads_keep_batches_in_the_shared_block_cache(tmp_path, monkeypatch):
     from connector import TableInputFormat
 
-    monkeypatch.setattr(region_snapshots, "_cache", None)  # a fresh process-wide block cache
+    monkeypatch.setattr(region_snapshots, "_caches", {})  # a fresh process-wide block cache
     monkeypatch.setenv(region_snapshots.BLOCK_CACHE_SIZE_ENV, "32m")
     root = str(tmp_path / "root")
     with storage.connect(root) as conn:

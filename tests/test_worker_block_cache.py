@@ -34,10 +34,9 @@ def root(tmp_path_factory):
 
 @pytest.fixture
 def fresh_cache(monkeypatch):
-    monkeypatch.setattr(region_snapshots, "_cache", None)
+    monkeypatch.setattr(region_snapshots, "_caches", {})
     monkeypatch.setenv(region_snapshots.BLOCK_CACHE_SIZE_ENV, "8m")
     yield
-    region_snapshots._cache = None
 
 
 def _read_all(root: str, **extra: str) -> tuple[pa.Table, int]:

@@ -57,9 +57,12 @@ __all__ = [
     "release_pin_file",
     "live_pins",
     "shared_block_cache",
+    "shared_replay_cache",
     "parse_cache_size",
     "BLOCK_CACHE_SIZE_ENV",
     "DEFAULT_BLOCK_CACHE_SIZE",
+    "DEFAULT_REPLAY_CACHE_SIZE",
+    "REPLAY_CACHE_SIZE_ENV",
 ]
 
 _WAL_DIR = "wal"
@@ -184,13 +187,17 @@ def pin_table(table_fs: FileSystem, wanted: Callable[[RegionInfo], bool] | None 
 
 
 _cache_lock = threading.Lock()
-_cache: BlockCache | None = None
+_caches: dict[str, BlockCache] = {}
 
 #: the environment variable that sizes the process's shared block cache (bytes, or with a
 #: k/m/g suffix); the JVM source sets it for its engine worker from
 #: ``spark.regionscan.worker.blockCacheSize``
 BLOCK_CACHE_SIZE_ENV = "REGIONSCAN_BLOCK_CACHE_SIZE"
 DEFAULT_BLOCK_CACHE_SIZE = 64 << 20
+#: the environment variable that sizes the process's replay cache: the decoded WAL of pinned
+#: regions read without a block cache (see :mod:`storage.region.replay_memo`); 0 keeps none
+REPLAY_CACHE_SIZE_ENV = "REGIONSCAN_REPLAY_CACHE_SIZE"
+DEFAULT_REPLAY_CACHE_SIZE = 256 << 20
 _SIZE_SUFFIXES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
 
 
@@ -203,18 +210,33 @@ def parse_cache_size(text: str, what: str = BLOCK_CACHE_SIZE_ENV) -> int:
     return int(match.group(1)) * factor
 
 
+def _process_cache(env: str, default: int) -> BlockCache:
+    """The process's one cache sized by ``env`` (else ``default``) at first use."""
+    with _cache_lock:
+        cache = _caches.get(env)
+        if cache is None:
+            text = os.environ.get(env)
+            cache = _caches[env] = BlockCache(parse_cache_size(text, env) if text else default)
+        return cache
+
+
 def shared_block_cache() -> BlockCache:
     """One block cache per process, shared by readers that cache blocks.
 
     Sized at first use by ``REGIONSCAN_BLOCK_CACHE_SIZE`` if set, else
     :data:`DEFAULT_BLOCK_CACHE_SIZE`.
     """
-    global _cache
-    with _cache_lock:
-        if _cache is None:
-            text = os.environ.get(BLOCK_CACHE_SIZE_ENV)
-            _cache = BlockCache(parse_cache_size(text) if text else DEFAULT_BLOCK_CACHE_SIZE)
-        return _cache
+    return _process_cache(BLOCK_CACHE_SIZE_ENV, DEFAULT_BLOCK_CACHE_SIZE)
+
+
+def shared_replay_cache() -> BlockCache:
+    """One cache per process for the decoded WAL of regions pinned by reads that
+    do not cache blocks (:mod:`storage.region.replay_memo`).
+
+    Sized at first use by ``REGIONSCAN_REPLAY_CACHE_SIZE`` if set, else
+    :data:`DEFAULT_REPLAY_CACHE_SIZE`.
+    """
+    return _process_cache(REPLAY_CACHE_SIZE_ENV, DEFAULT_REPLAY_CACHE_SIZE)
 
 
 class PinnedRegion:
@@ -293,7 +315,10 @@ class PinnedRegion:
                 payloads += [r.cells for r in records if pin.flushed_seq_id < r.seq_id <= pin.max_seq_id]
             return SortedCells.from_log(payloads_to_table(payloads, rfs.uri(_WAL_DIR)))
 
-        return kept_replay(wal, (pin.flushed_seq_id, pin.max_seq_id), cache, decode)
+        # a read that caches no blocks still keeps the decoded WAL: it is what a region
+        # server's memstore would hold for it, whatever the scan's cacheblocks says
+        kept_in = cache if cache is not None else shared_replay_cache()
+        return kept_replay(wal, (pin.flushed_seq_id, pin.max_seq_id), kept_in, decode)
 
     def close(self, discard: bool = False) -> None:
         """Give the pinned files' readers back to the process's reader cache

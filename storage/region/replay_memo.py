@@ -7,8 +7,11 @@ unflushed cells from its WAL: it decodes the pinned records
 that reads the same table again and again (the JVM source's engine worker,
 serving query after query on a table whose writes are not flushed yet) would
 pay that on every read, and then resolve every chunk against cells no
-earlier result could be kept under.  So the sorted cells are kept in the
-read's block cache:
+earlier result could be kept under.  So the sorted cells are kept: in the
+read's block cache when it caches blocks, else in the process's replay cache
+(:func:`~storage.region.region_snapshots.shared_replay_cache`).  The decoded
+WAL is the connector's memstore, which a region server holds for a scan
+whatever the scan's ``cacheblocks`` says:
 
 * **key**: the WAL files' full locations (live or archived, as read) and the
   pinned sequence range.  The cells of that range in those files are the
@@ -21,17 +24,18 @@ read's block cache:
   ids, is decoded afresh.  A WAL written within the clock granule before the
   decode (a region still taking writes) is not kept; a file that changes
   while it is decoded neither.
-* **what is kept**, and when: only reads that cache blocks keep anything (a
-  connector read with ``cacheblocks`` false keeps nothing), only local
-  files, and only on the second decode of the same key (as
+* **what is kept**, and when: only local files, only with a cache of
+  nonzero size (``REGIONSCAN_REPLAY_CACHE_SIZE=0`` keeps nothing for reads
+  without a block cache), and only on the second decode of the same key (as
   :class:`~storage.storefile.cache_memo.CacheMemo` does for every kept
-  result), so pins that change between every two reads fill nothing.  The
-  entry is charged twice the cells' bytes: the cells, and the row form a
-  scan builds from them once.
+  result), so pins that change between every two reads, and a one-off scan
+  of a whole table, fill nothing.  The entry is charged twice the cells'
+  bytes: the cells, and the row form a scan builds from them once.
 * **what follows**: the kept cells are the same object for every read of
   the pin, which makes them an anchor for the chunks resolved against them
-  (:mod:`storage.read.chunk_memo`), so a repeated read of a live table is
-  served its kept chunks as the embedded scan is.
+  (:mod:`storage.read.chunk_memo`), so a repeated read of a live table that
+  caches blocks is served its kept chunks as the embedded scan is.  A read
+  that caches no blocks keeps no chunk: it resolves every chunk again.
 
 :data:`enabled` false decodes every read afresh (benchmarks measure both).
 """
