@@ -27,7 +27,7 @@ from storage.keys import KeyRange, intersect, key_after
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
 from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows
-from storage.read.scan_counting import counted_region_batches
+from storage.read.scan_counting import counted_region_batches, result_bytes
 from storage.read.scan_request import plan_batch_scan
 from storage.region.region import Region
 from storage.region.view import RegionView
@@ -109,7 +109,7 @@ def _multi_get(view: RegionView, keys: list[bytes], base: BatchScan, metrics: Sc
         out = kernels.cells_to_rows(cells, columns, include_timestamp=base.include_timestamp)
     else:
         out = cells
-    metrics.bytes_in_results += out.nbytes
+    metrics.bytes_in_results += result_bytes(out)
     for offset in range(0, out.num_rows, base.batch_cells):
         yield out.slice(offset, base.batch_cells)
 

@@ -7,19 +7,28 @@ region scanner does: ``ROWS_SCANNED`` and ``BYTES_IN_RESULTS`` per batch
 returned, and what the region's store file readers read meanwhile (blocks from
 disk and cache, bytes, read calls, seeks) once the region is done, also when
 the caller stops early.
+
+``BYTES_IN_RESULTS`` has one definition on every path (:func:`result_bytes`):
+the cells a batch holds, sized as the cell path sizes a row's cells
+(:func:`storage.scanner.region_scanner.result_size`).  It is a figure of what
+was returned, not of how it is laid out: a batch sliced from a kept one, or
+built with or without validity buffers, counts the same.
 """
 
 from __future__ import annotations
 
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import kernels
 from ..scanner.metrics import ScanMetrics
+from ..scanner.region_scanner import CELL_FIXED_BYTES
 from .batch_scan import BatchScan, scan_region_batches
 
-__all__ = ["counted_region_batches", "batch_row_count"]
+__all__ = ["counted_region_batches", "batch_row_count", "result_bytes"]
 
 
 def counted_region_batches(view, scan: BatchScan, metrics: ScanMetrics | None) -> Iterator[tuple[pa.RecordBatch, int]]:
@@ -31,7 +40,7 @@ def counted_region_batches(view, scan: BatchScan, metrics: ScanMetrics | None) -
             rows = batch_row_count(batch, scan.output)
             if metrics is not None:
                 metrics.rows_scanned += rows
-                metrics.bytes_in_results += batch.nbytes
+                metrics.bytes_in_results += result_bytes(batch)
             yield batch, rows
     finally:
         if metrics is not None:
@@ -42,6 +51,71 @@ def batch_row_count(batch: pa.RecordBatch, output: str) -> int:
     """Rows in a scan's batch: its length for row batches, its row starts for cell batches."""
     as_rows = output == "rows" or batch.schema.names[0] == "key"  # row_dicts row batches
     return batch.num_rows if as_rows else len(kernels.row_boundaries(batch))
+
+
+def result_bytes(batch: pa.RecordBatch) -> int:
+    """``BYTES_IN_RESULTS`` of one batch a scan returns: per cell it holds,
+    its row key, family, qualifier and value bytes and
+    :data:`~storage.scanner.region_scanner.CELL_FIXED_BYTES` (timestamp, type,
+    length prefixes).  A cell batch holds a cell per entry; a row batch
+    (``key``, then a ``family:qualifier`` value per column, with ``@ts``
+    timestamp columns beside them, or a ``family`` map of qualifier to value
+    per family) a cell per present value or map entry."""
+    names = batch.schema.names
+    if not names or batch.num_rows == 0:
+        return 0
+    if names[0] != "key":  # cells: row, family, qualifier, timestamp, type, value
+        return batch.num_rows * CELL_FIXED_BYTES + sum(
+            _value_bytes(batch.column(name)) for name in ("row", "family", "qualifier", "value"))
+    keys = batch.column(0)
+    key_offsets = _offsets(keys)
+    key_lengths = None  # per row: needed only where a column lacks some rows
+    total = 0
+    for name, column in zip(names[1:], batch.columns[1:]):
+        if name.endswith("@ts") or len(column) == column.null_count:
+            continue  # a value's timestamp is counted in its cell's fixed bytes
+        if pa.types.is_map(column.type):
+            key_lengths = np.diff(key_offsets) if key_lengths is None else key_lengths
+            total += _map_bytes(column, len(name.encode()), key_lengths)
+            continue
+        present = len(column) - column.null_count
+        if column.null_count == 0:
+            row_bytes = int(key_offsets[-1] - key_offsets[0])
+        else:
+            key_lengths = np.diff(key_offsets) if key_lengths is None else key_lengths
+            row_bytes = int(key_lengths[np.asarray(column.is_valid())].sum())
+        # a ``family:qualifier`` name holds both but for the colon
+        total += present * (CELL_FIXED_BYTES + len(name.encode()) - 1) + row_bytes + _value_bytes(column)
+    return total
+
+
+def _map_bytes(column: pa.MapArray, family_bytes: int, key_lengths: np.ndarray) -> int:
+    """The cells of a family's map column (qualifier to value per row)."""
+    offsets = _offsets(column)
+    counts = np.diff(offsets)
+    entries = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+    if column.null_count:
+        valid = np.asarray(column.is_valid())
+        entries = entries.filter(pa.array(np.repeat(valid, counts)))  # a null map's entries are none
+        counts = np.where(valid, counts, 0)
+    cells = int(counts.sum())
+    qualifiers, values = entries.field(0), entries.field(1)
+    return (cells * (CELL_FIXED_BYTES + family_bytes) + int(np.dot(key_lengths, counts))
+            + _value_bytes(qualifiers) + _value_bytes(values))
+
+
+def _value_bytes(column: pa.Array) -> int:
+    """Bytes of the non-null values of a binary array (of the slice only)."""
+    if column.null_count == 0:
+        offsets = _offsets(column)
+        return int(offsets[-1] - offsets[0])
+    return int(pc.sum(pc.binary_length(column)).as_py() or 0)
+
+
+def _offsets(column: pa.Array) -> np.ndarray:
+    """The ``len(column) + 1`` offsets of a binary, list or map array's slice, as a view."""
+    dtype = np.int64 if pa.types.is_large_binary(column.type) else np.int32
+    return np.frombuffer(column.buffers()[1], dtype=dtype, count=len(column) + 1, offset=column.offset * dtype().itemsize)
 
 
 def _read_counters(view) -> dict[str, int]:

@@ -32,7 +32,9 @@ __all__ = ["RegionScanner", "result_size"]
 _FAMILY = itemgetter(1)
 _QUALIFIER = itemgetter(2)
 _VALUE = itemgetter(5)
-_CELL_FIXED = 13  # timestamp (8), type (1) and length prefixes, as a serialized cell costs
+CELL_FIXED_BYTES = 13
+"""Bytes a result counts per cell besides its row, family, qualifier and value: timestamp (8), type (1)
+and length prefixes, as a serialized cell costs (``BYTES_IN_RESULTS``)."""
 
 
 def result_size(cells: list) -> int:
@@ -40,7 +42,7 @@ def result_size(cells: list) -> int:
     if not cells:
         return 0
     return (
-        len(cells) * (len(cells[0][0]) + _CELL_FIXED)
+        len(cells) * (len(cells[0][0]) + CELL_FIXED_BYTES)
         + sum(map(len, map(_FAMILY, cells)))
         + sum(map(len, map(_QUALIFIER, cells)))
         + sum(map(len, map(_VALUE, cells)))

@@ -11,6 +11,7 @@ import pyarrow.flight as flight
 
 from ..errors import InvalidArgument
 from ..read.raw import raw_dicts
+from ..read.scan_counting import result_bytes
 from ..read.scan_request import ScanRequest, check_positive
 from ..region.manifest import RegionInfo
 from ..table.scan_api import ScanCalls
@@ -192,7 +193,7 @@ class RemoteTable(ScanCalls):
                     finished = True
                     raise from_flight_error(exc) from None
                 if metrics is not None:
-                    metrics.bytes_in_results += chunk.data.nbytes
+                    metrics.bytes_in_results += result_bytes(chunk.data)
                 yield chunk.data
         finally:
             if not finished:
@@ -207,12 +208,13 @@ class RemoteTable(ScanCalls):
         try:
             while scanner.more:
                 batches = scanner.next()
+                if metrics is not None:
+                    metrics.bytes_in_results += sum(result_bytes(b) for b in batches)
                 yield from batches
         finally:
             scanner.close()
             if metrics is not None:
                 metrics.rpc_calls += scanner.seq + 2  # open, the next() calls, close
-                metrics.bytes_in_results += scanner.bytes_received
                 metrics.time_ms += (time.perf_counter() - started) * 1000
 
     def count(self, row_start: bytes | None = None, row_stop: bytes | None = None,
