@@ -19,7 +19,7 @@ import threading
 
 from .errors import StorageError
 
-__all__ = ["Mvcc"]
+__all__ = ["Mvcc", "ReadPointTooOld", "views_at_read_point"]
 
 
 class Mvcc:
@@ -69,6 +69,12 @@ class Mvcc:
             while self._read_point < seq:
                 self._advanced.wait()
 
+    def wait_for(self, seq: int) -> None:
+        """Wait until the read point reaches ``seq`` (every write up to it completed or failed)."""
+        with self._lock:
+            while self._read_point < seq:
+                self._advanced.wait()
+
     @property
     def read_point(self) -> int:
         """The id of the newest write that every reader opened now sees."""
@@ -78,3 +84,30 @@ class Mvcc:
     def last_seq(self) -> int:
         """The highest id handed out (complete or not)."""
         return self._next - 1
+
+
+class ReadPointTooOld(Exception):
+    """A reader's read point is below a write that replaced a cell the reader
+    would see, at a moment no reader was open: the memstore kept no copy of
+    that cell.  The reader fixed its read point before that write and opened
+    its views after it; it opens them again at a newer read point (see
+    :func:`views_at_read_point`).  HBase avoids this by registering a
+    scanner's read point as it takes it; here a reader takes the read point
+    and its views under one lock that writers do not take, so a write can
+    land between the two."""
+
+    def __init__(self, seq: int):
+        super().__init__(f"read point below write {seq}, which replaced a cell no open reader kept")
+        self.seq = seq
+
+
+def views_at_read_point(lock, mvcc: Mvcc, open_views):
+    """``open_views(read_point)`` under ``lock`` at the read point now; again at a
+    newer one, once the write it names has completed, if it raises
+    :class:`ReadPointTooOld` (it releases what it opened before raising)."""
+    while True:
+        try:
+            with lock:
+                return open_views(mvcc.read_point)
+        except ReadPointTooOld as stale:
+            mvcc.wait_for(stale.seq)

@@ -42,6 +42,7 @@ from sortedcontainers import SortedDict
 
 from ..cells import Cell, CellType, check_cell
 from ..errors import StorageError
+from ..mvcc import ReadPointTooOld
 from .runs import (
     _REBUILD_SHARE,
     MemStoreSnapshot,
@@ -85,6 +86,9 @@ class MemStore:
         self._snapshot: _Segment | None = None
         self._seq = 0
         self._open_scanners = 0
+        # the newest write that replaced a cell while no reader was open, so the
+        # cell it replaced is gone: a reader below it may miss that cell
+        self._dropped_below = 0
 
     # -- writes ---------------------------------------------------------
 
@@ -129,6 +133,7 @@ class MemStore:
                         older.setdefault(key, []).append((seqs[key], old))
                     else:
                         size -= len(old[5])
+                        self._dropped_below = max(self._dropped_below, seq)
                 store[key] = cell
                 seqs[key] = seq
                 if pending is not None:
@@ -156,6 +161,7 @@ class MemStore:
                         older.setdefault(key, []).append((seqs[key], old))  # an open scanner may need it
                     else:
                         size -= len(old[5])
+                        self._dropped_below = max(self._dropped_below, seq)
                 new_keys = sorted(k for k in items if k not in replaced)
             else:
                 new_keys = sorted(items)
@@ -265,6 +271,7 @@ class MemStore:
         (default: every write so far) is the newest write it shows.
         """
         with self._lock:
+            self._check_read_point(read_point)
             segments = [s for s in (self._active, self._snapshot) if s is not None and s.cells]
             self._open_scanners += 1
             point = self._seq if read_point is None else read_point
@@ -273,8 +280,12 @@ class MemStore:
     def view(self, read_point: int | None = None) -> "MemStoreView":
         """A read view of the memstore as of ``read_point`` (default: every write
         so far): what one scan reads, whatever writes and flushes follow.
-        Call :meth:`MemStoreView.release` when done."""
+        Call :meth:`MemStoreView.release` when done.  Raises
+        :class:`~storage.mvcc.ReadPointTooOld` when a write past ``read_point``
+        replaced a cell while no reader was open (the reader then needs a newer
+        read point)."""
         with self._lock:
+            self._check_read_point(read_point)
             point = self._seq if read_point is None else read_point
             segments = [s for s in (self._active, self._snapshot) if s is not None and s.cells]
             if not segments:
@@ -283,6 +294,11 @@ class MemStore:
             segments = [s for s in (self._active, self._snapshot) if s is not None]
             self._open_scanners += 1
         return MemStoreView(self, segments, point)
+
+    def _check_read_point(self, read_point: int | None) -> None:
+        """Lock held: a reader at ``read_point`` sees every cell it should."""
+        if read_point is not None and read_point < self._dropped_below:
+            raise ReadPointTooOld(self._dropped_below)
 
     def _scanner_closed(self) -> None:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..cells import LATEST_TIMESTAMP, Cell
 from ..errors import StorageError
+from ..mvcc import views_at_read_point
 from ..keys import clip_bounds
 from .view import RegionView
 
@@ -17,14 +18,26 @@ class RegionReads:
         that later writes, flushes, compactions and splits do not change.
 
         The view leases its store files; call :meth:`RegionView.release`.
+        At a given ``read_point`` it may raise
+        :class:`~storage.mvcc.ReadPointTooOld` (see
+        :func:`~storage.mvcc.views_at_read_point`, which callers use).
         A caller capturing views of several regions at one read point holds
         ``leases.lock`` around the calls (see :mod:`storage.region.reader_leases`).
         """
+        if read_point is None:
+            return views_at_read_point(self.leases.lock, self.mvcc, self.view)
         with self.leases.lock:
             if self.closed:
                 raise StorageError(f"region {self.info.region_id} of {self.table_name} is closed")
-            point = self.mvcc.read_point if read_point is None else read_point
-            stores = {n: s.view(point) for n, s in self.stores.items()}
+            point = read_point
+            stores = {}
+            try:
+                for name, store in self.stores.items():
+                    stores[name] = store.view(point)
+            except BaseException:
+                for opened in stores.values():
+                    opened.memstore.release()
+                raise
             self.leases.acquire([f for v in stores.values() for f in v.files])
         return RegionView(self.info, stores, self.table_name, self.leases)
 

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from typing import Iterable, Iterator, Sequence
 
 from ..columns import parse_column
+from ..mvcc import views_at_read_point
 from ..errors import InvalidArgument, RegionNotFound, clip
 from ..read.snapshot import release_views
 from ..read.scan_request import ScanRequest
@@ -30,9 +31,11 @@ class TableGets:
         spec = self._point_spec(columns, timestamp)
         if spec is None:
             return {}
-        with self.leases.lock:
+        def open_view(point: int):
             self._check_readable()
-            view = self._region_for(row).view(self.mvcc.read_point)
+            return self._region_for(row).view(point)
+
+        view = views_at_read_point(self.leases.lock, self.mvcc, open_view)
         try:
             cells = Region.get_of(view, row, spec)
         finally:
@@ -102,9 +105,9 @@ class TableGets:
             return []
         wanted = sorted(set(keys))
         found: dict[bytes, list] = {}
-        with self.leases.lock:
+
+        def open_views(point: int) -> tuple[list, list]:
             self._check_readable()
-            point = self.mvcc.read_point
             starts = self._starts
             groups: list[tuple[Region, list[bytes]]] = []
             i = 0
@@ -123,6 +126,9 @@ class TableGets:
             except BaseException:
                 release_views(views)
                 raise
+            return groups, views
+
+        groups, views = views_at_read_point(self.leases.lock, self.mvcc, open_views)
         try:
             for view, (_, group) in zip(views, groups):
                 found.update(Region.rows_of(view, group, spec))

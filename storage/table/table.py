@@ -20,7 +20,7 @@ from typing import Sequence
 
 from ..errors import RegionNotFound, StorageError
 from ..keys import key_after
-from ..mvcc import Mvcc
+from ..mvcc import Mvcc, views_at_read_point
 from ..region.load_journal import JOURNAL_DIR, pending_entries, recover
 from ..region.manifest import RegionInfo, TableManifest
 from ..region.pins import clean_archive, retire_dir
@@ -105,9 +105,8 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
         Taken together under the lease lock, so the region list, each
         region's files and memstores and the read point belong to one moment.
         """
-        with self.leases.lock:
+        def open_views(point: int) -> list:
             self._check_readable()
-            point = self.mvcc.read_point
             views: dict[str, RegionView] = {}
             plan = []
             try:
@@ -122,7 +121,9 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
                 for view in views.values():
                     view.release()
                 raise
-        return plan
+            return plan
+
+        return views_at_read_point(self.leases.lock, self.mvcc, open_views)
 
     def _region_for(self, row: bytes) -> Region:
         i = bisect.bisect_right(self._starts, row) - 1
