@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import heapq
 import threading
+from typing import Callable, ContextManager, TypeVar
 
 from .errors import StorageError
 
 __all__ = ["Mvcc", "ReadPointTooOld", "views_at_read_point"]
+
+T = TypeVar("T")
 
 
 class Mvcc:
@@ -65,9 +68,7 @@ class Mvcc:
         whose write finished before an earlier one (group commit: syncs end in any
         order) reads its own write once this returns, as HBase's completeAndWait."""
         self.complete(seq)
-        with self._lock:
-            while self._read_point < seq:
-                self._advanced.wait()
+        self.wait_for(seq)
 
     def wait_for(self, seq: int) -> None:
         """Wait until the read point reaches ``seq`` (every write up to it completed or failed)."""
@@ -101,7 +102,7 @@ class ReadPointTooOld(Exception):
         self.seq = seq
 
 
-def views_at_read_point(lock, mvcc: Mvcc, open_views):
+def views_at_read_point(lock: ContextManager, mvcc: Mvcc, open_views: Callable[[int], T]) -> T:
     """``open_views(read_point)`` under ``lock`` at the read point now; again at a
     newer one, once the write it names has completed, if it raises
     :class:`ReadPointTooOld` (it releases what it opened before raising)."""
