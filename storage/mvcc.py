@@ -97,18 +97,32 @@ class ReadPointTooOld(Exception):
     and its views under one lock that writers do not take, so a write can
     land between the two."""
 
-    def __init__(self, seq: int):
+    def __init__(self, seq: int, memstore=None):
         super().__init__(f"read point below write {seq}, which replaced a cell no open reader kept")
         self.seq = seq
+        self.memstore = memstore  # the memstore that dropped the cell (it can hold the next ones)
 
 
 def views_at_read_point(lock: ContextManager, mvcc: Mvcc, open_views: Callable[[int], T]) -> T:
     """``open_views(read_point)`` under ``lock`` at the read point now; again at a
     newer one, once the write it names has completed, if it raises
-    :class:`ReadPointTooOld` (it releases what it opened before raising)."""
-    while True:
-        try:
-            with lock:
-                return open_views(mvcc.read_point)
-        except ReadPointTooOld as stale:
-            mvcc.wait_for(stale.seq)
+    :class:`ReadPointTooOld` (it releases what it opened before raising).
+
+    While it waits and opens again, the memstore that raised keeps the cells
+    later writes replace (``hold_replaced``), so each memstore makes a reader
+    wait at most once: a stream of replacing writes cannot starve it."""
+    held: list = []
+    try:
+        while True:
+            try:
+                with lock:
+                    return open_views(mvcc.read_point)
+            except ReadPointTooOld as stale:
+                memstore = stale.memstore
+                if memstore is not None and all(memstore is not h for h in held):
+                    memstore.hold_replaced()
+                    held.append(memstore)
+                mvcc.wait_for(stale.seq)
+    finally:
+        for memstore in held:
+            memstore.release_replaced()

@@ -135,3 +135,30 @@ def test_the_region_view_releases_its_store_views_when_one_raises(table, monkeyp
     with pytest.raises(ReadPointTooOld):
         region.view(point)
     assert store.memstore._open_scanners == opened_before
+
+
+def test_a_stream_of_replacing_writes_makes_a_reader_wait_once(table, monkeypatch):
+    """A replacing write in the window of every attempt: the memstore that made
+    the reader wait keeps what later writes replace, so the second attempt
+    opens (at the read point that includes the first write) and no later one
+    is needed."""
+    original = MemStore.view
+    attempts = []
+
+    def view(self, read_point=None):
+        attempts.append(read_point)
+        value = b"w%d" % len(attempts)
+        writer = threading.Thread(target=lambda: table.put(_key(0), {b"cf:n": value}, timestamp=TS))
+        writer.start()
+        writer.join(timeout=30)
+        assert not writer.is_alive()
+        return original(self, read_point)
+
+    monkeypatch.setattr(MemStore, "view", view)
+    region = table._region_for(_key(0))
+    memstore = region.stores["cf"].memstore
+    got = table.row(_key(0), columns=[b"cf:n"])[b"cf:n"]
+    assert len(attempts) == 2  # too old once, then opened
+    assert got == b"w1"  # the write the reader waited for; w2 came after its read point
+    assert memstore._readers_waiting == 0 and memstore._open_scanners == 0
+    assert not memstore._active.older  # nothing is held once the reader is done

@@ -89,6 +89,7 @@ class MemStore:
         # the newest write that replaced a cell while no reader was open, so the
         # cell it replaced is gone: a reader below it may miss that cell
         self._dropped_below = 0
+        self._readers_waiting = 0  # readers about to open views again (see hold_replaced)
 
     # -- writes ---------------------------------------------------------
 
@@ -119,7 +120,7 @@ class MemStore:
             seg = self._active
             store, seqs, older = seg.cells, seg.seqs, seg.older
             pending = seg.pending if seg.arrow is not None else None
-            keep_old = self._open_scanners > 0
+            keep_old = self._open_scanners > 0 or self._readers_waiting > 0
             size = 0
             for cell in made:
                 key = (cell[0], cell[1], cell[2], -cell[3], -cell[4])
@@ -154,7 +155,7 @@ class MemStore:
             replaced = items.keys() & dict.keys(store)
             size = sum(map(len, map(_VALUE, items.values())))
             if replaced:
-                keep_old = self._open_scanners > 0
+                keep_old = self._open_scanners > 0 or self._readers_waiting > 0
                 for key in replaced:
                     old = store[key]
                     if keep_old:
@@ -298,15 +299,33 @@ class MemStore:
     def _check_read_point(self, read_point: int | None) -> None:
         """Lock held: a reader at ``read_point`` sees every cell it should."""
         if read_point is not None and read_point < self._dropped_below:
-            raise ReadPointTooOld(self._dropped_below)
+            raise ReadPointTooOld(self._dropped_below, self)
+
+    def hold_replaced(self) -> None:
+        """Keep the cells writes replace, as for an open reader, until
+        :meth:`release_replaced`: a reader told its read point is too old
+        holds them while it waits and opens its views again, so later
+        writes cannot make it too old a second time."""
+        with self._lock:
+            self._readers_waiting += 1
+
+    def release_replaced(self) -> None:
+        """End a :meth:`hold_replaced`."""
+        with self._lock:
+            self._readers_waiting -= 1
+            self._drop_older_if_unread()
 
     def _scanner_closed(self) -> None:
         with self._lock:
             self._open_scanners -= 1
-            if self._open_scanners == 0:
-                self._active.older.clear()
-                if self._snapshot is not None:
-                    self._snapshot.older.clear()
+            self._drop_older_if_unread()
+
+    def _drop_older_if_unread(self) -> None:
+        """Lock held: no reader is open or waiting, so no replaced cell is needed."""
+        if self._open_scanners == 0 and self._readers_waiting == 0:
+            self._active.older.clear()
+            if self._snapshot is not None:
+                self._snapshot.older.clear()
 
     def range_cells(self, start_row: bytes = b"", stop_row: bytes | None = None) -> list[Cell]:
         """The cells of rows ``[start_row, stop_row)`` as tuples in cell order."""
