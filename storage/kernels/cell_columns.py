@@ -14,6 +14,8 @@ kernel call derives from a table (concatenated columns, widths, masks).
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +24,8 @@ from ..cells import CELL_SCHEMA
 from ..errors import InvalidArgument
 
 __all__ = [
+    "value_offsets",
+    "data_span",
     "as_cell_table",
     "empty_cells",
     "take_cells",
@@ -102,11 +106,24 @@ def group_ids(starts: np.ndarray) -> np.ndarray:
     return ids
 
 
-def _offsets(values: pa.Array) -> np.ndarray:
-    """The int32 offsets of a binary array, adjusted for its slice offset."""
-    return np.frombuffer(
-        values.buffers()[1], dtype=np.int32, count=len(values) + 1, offset=values.offset * 4
-    )
+_INT32 = struct.Struct("<i")
+_INT64 = struct.Struct("<q")
+
+
+def data_span(values: pa.Array) -> int:
+    """Bytes from the first to past the last value of a binary, list or map
+    array's slice: two offsets read (a NumPy view costs more, per call)."""
+    word = _INT64 if pa.types.is_large_binary(values.type) else _INT32
+    buf = values.buffers()[1]
+    at = values.offset * word.size
+    return word.unpack_from(buf, at + len(values) * word.size)[0] - word.unpack_from(buf, at)[0]
+
+
+def value_offsets(values: pa.Array) -> np.ndarray:
+    """The ``len(values) + 1`` offsets of a binary, list or map array's slice
+    (int64 for a large binary array), as a view of its buffer."""
+    dtype = np.int64 if pa.types.is_large_binary(values.type) else np.int32
+    return np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values) + 1, offset=values.offset * dtype().itemsize)
 
 
 class CellColumns:
@@ -156,7 +173,7 @@ class CellColumns:
         n = len(values)
         if n == 0:
             return None
-        offsets = _offsets(values)
+        offsets = value_offsets(values)
         total = int(offsets[-1]) - int(offsets[0])
         if total % n:
             return None
@@ -182,7 +199,7 @@ class CellColumns:
                 view = np.zeros(self.n, dtype=np.uint8)
             elif width in _UINT_BY_WIDTH:
                 values = self.array(name)
-                first = int(_offsets(values)[0])
+                first = int(value_offsets(values)[0])
                 data = np.frombuffer(values.buffers()[2], dtype=np.uint8)
                 data = data[first : first + width * self.n]
                 view = data.view((">" if order else "=") + _UINT_BY_WIDTH[width])

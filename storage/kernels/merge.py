@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .cell_columns import CellColumns, _offsets, as_cell_table, empty_cells, take_cells
+from .cell_columns import CellColumns, as_cell_table, empty_cells, take_cells, value_offsets
 
 __all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "sort_sources", "bisect_rows", "CELL_SORT_KEYS"]
 
@@ -259,7 +259,7 @@ def cell_keys(runs: list[pa.Table]) -> list[np.ndarray] | None:
             part.append(_padded(c.array(name), longest))
             if not fixed:
                 # after zero padding, a value that is a prefix of another must sort first
-                part.append(np.diff(_offsets(c.array(name))).astype(">u4").view(np.uint8).reshape(-1, 4))
+                part.append(np.diff(value_offsets(c.array(name))).astype(">u4").view(np.uint8).reshape(-1, 4))
     for part, c in zip(parts, cols):
         # signed to order-preserving unsigned (flip the sign bit), then inverted: descending
         ts = c.numpy("timestamp").astype(np.int64).view(np.uint64) ^ np.uint64(1 << 63)
@@ -272,13 +272,13 @@ def cell_keys(runs: list[pa.Table]) -> list[np.ndarray] | None:
 def _max_length(values: pa.Array) -> int:
     if not len(values):
         return 0
-    return int(np.diff(_offsets(values)).max())
+    return int(np.diff(value_offsets(values)).max())
 
 
 def _padded(values: pa.Array, width: int) -> np.ndarray:
     """A binary array as an (n, width) uint8 matrix, each value zero-padded on the right."""
     n = len(values)
-    offsets = _offsets(values)
+    offsets = value_offsets(values)
     first = int(offsets[0])
     data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[first : int(offsets[-1])] if n else np.zeros(0, np.uint8)
     if len(data) == n * width:

@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .row_merge import order_keys
+from .cell_columns import data_span
 from .rules import NO_MARKER, covered, time_mask, unseen_markers
 
 __all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows"]
@@ -257,18 +258,12 @@ def _keys(all_keys: pa.Array, encoded: np.ndarray, chosen: np.ndarray, at: np.nd
     dtype = encoded.dtype
     # on a little-endian machine only the one-width encoding is a native integer
     if sys.byteorder == "little" and dtype.kind == "u" and dtype.byteorder in ("=", "|") and len(chosen) \
-            and _data_bytes(all_keys) == len(all_keys) * dtype.itemsize:
+            and data_span(all_keys) == len(all_keys) * dtype.itemsize:
         width = dtype.itemsize
         data = chosen.astype(f">u{width}").tobytes()
         offsets = (np.arange(len(chosen) + 1, dtype=np.int32) * width).tobytes()
         return pa.Array.from_buffers(pa.binary(), len(chosen), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
     return all_keys.take(pa.array(at))
-
-
-def _data_bytes(keys: pa.Array) -> int:
-    """Bytes of key data in a binary array (two offsets read)."""
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)
-    return int(offsets[keys.offset + len(keys)] - offsets[keys.offset])
 
 
 def _and_not(visible: np.ndarray | None, hidden: np.ndarray) -> np.ndarray:

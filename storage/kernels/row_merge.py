@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
-from .cell_columns import _UINT_BY_WIDTH, _offsets
+from .cell_columns import _UINT_BY_WIDTH, value_offsets
 from .merge import _padded
 
 __all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys"]
@@ -50,7 +50,7 @@ def order_keys(keys: Sequence[pa.Array]) -> list[np.ndarray] | None:
     the same width).
     """
     arrays = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
-    lengths = [np.diff(_offsets(a)) if len(a) else np.zeros(0, np.int32) for a in arrays]
+    lengths = [np.diff(value_offsets(a)) if len(a) else np.zeros(0, np.int32) for a in arrays]
     present = [ls for ls in lengths if len(ls)]
     longest = max((int(ls.max()) for ls in present), default=0)
     if longest > _MAX_KEY_BYTES:
@@ -79,7 +79,7 @@ def order_keys(keys: Sequence[pa.Array]) -> list[np.ndarray] | None:
 
 def _fixed_ints(array: pa.Array, width: int) -> np.ndarray:
     """Keys of one width of 1, 2, 4 or 8 bytes as native unsigned integers in byte order."""
-    first = int(_offsets(array)[0]) if len(array) else 0
+    first = int(value_offsets(array)[0]) if len(array) else 0
     data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[first : first + width * len(array)] if len(array) else np.zeros(0, np.uint8)
     return data.view(">" + _UINT_BY_WIDTH[width]).astype(_UINT_BY_WIDTH[width])
 

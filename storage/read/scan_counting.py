@@ -17,7 +17,6 @@ built with or without validity buffers, counts the same.
 
 from __future__ import annotations
 
-import struct
 from typing import Iterator
 
 import numpy as np
@@ -25,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import kernels
+from ..kernels.cell_columns import data_span, value_offsets
 from ..scanner.metrics import ScanMetrics
 from ..scanner.region_scanner import CELL_FIXED_BYTES
 from .batch_scan import BatchScan, scan_region_batches
@@ -69,21 +69,22 @@ def result_bytes(batch: pa.RecordBatch) -> int:
         return batch.num_rows * CELL_FIXED_BYTES + sum(
             _value_bytes(batch.column(name)) for name in ("row", "family", "qualifier", "value"))
     keys = batch.column(0)
-    key_span = _span(keys)
+    key_span = data_span(keys)
     key_lengths = None  # per row: needed only where a column lacks some rows
     total = 0
     for name, column in zip(names[1:], batch.columns[1:]):
         if name.endswith("@ts") or len(column) == column.null_count:
             continue  # a value's timestamp is counted in its cell's fixed bytes
-        if pa.types.is_map(column.type):
-            key_lengths = np.diff(_offsets(keys)) if key_lengths is None else key_lengths
+        is_map = pa.types.is_map(column.type)
+        if key_lengths is None and (is_map or column.null_count):
+            key_lengths = np.diff(value_offsets(keys))
+        if is_map:
             total += _map_bytes(column, len(name.encode()), key_lengths)
             continue
         present = len(column) - column.null_count
         if column.null_count == 0:
             row_bytes = key_span
         else:
-            key_lengths = np.diff(_offsets(keys)) if key_lengths is None else key_lengths
             row_bytes = int(key_lengths[np.asarray(column.is_valid())].sum())
         # a ``family:qualifier`` name holds both but for the colon
         total += present * (CELL_FIXED_BYTES + len(name.encode()) - 1) + row_bytes + _value_bytes(column)
@@ -92,7 +93,7 @@ def result_bytes(batch: pa.RecordBatch) -> int:
 
 def _map_bytes(column: pa.MapArray, family_bytes: int, key_lengths: np.ndarray) -> int:
     """The cells of a family's map column (qualifier to value per row)."""
-    offsets = _offsets(column)
+    offsets = value_offsets(column)
     counts = np.diff(offsets)
     entries = column.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
     if column.null_count:
@@ -105,30 +106,11 @@ def _map_bytes(column: pa.MapArray, family_bytes: int, key_lengths: np.ndarray) 
             + _value_bytes(qualifiers) + _value_bytes(values))
 
 
-_INT32 = struct.Struct("<i")
-_INT64 = struct.Struct("<q")
-
-
 def _value_bytes(column: pa.Array) -> int:
     """Bytes of the non-null values of a binary array (of the slice only)."""
     if column.null_count == 0:
-        return _span(column)
+        return data_span(column)
     return int(pc.sum(pc.binary_length(column)).as_py() or 0)
-
-
-def _span(column: pa.Array) -> int:
-    """Bytes from the first to past the last value of a binary, list or map
-    array's slice: two offsets read (a NumPy view costs more per batch)."""
-    word = _INT64 if pa.types.is_large_binary(column.type) else _INT32
-    buf = column.buffers()[1]
-    at = column.offset * word.size
-    return word.unpack_from(buf, at + len(column) * word.size)[0] - word.unpack_from(buf, at)[0]
-
-
-def _offsets(column: pa.Array) -> np.ndarray:
-    """The ``len(column) + 1`` offsets of a binary, list or map array's slice, as a view."""
-    dtype = np.int64 if pa.types.is_large_binary(column.type) else np.int32
-    return np.frombuffer(column.buffers()[1], dtype=dtype, count=len(column) + 1, offset=column.offset * dtype().itemsize)
 
 
 def _read_counters(view) -> dict[str, int]:

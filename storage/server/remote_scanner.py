@@ -35,7 +35,6 @@ class RemoteScanner:
         self.seq = 0
         self.more = True
         self.closed = False
-        self.bytes_received = 0
 
     def next(self, rows: int | None = None, *, seq: int | None = None, retries: int = 1) -> list[pa.RecordBatch]:
         """Up to ``rows`` rows (default: ``caching``) as record batches of whole rows.
@@ -50,7 +49,6 @@ class RemoteScanner:
         answer = self.table.connection._channel.call("scan_next", header, retries=retries)
         self.seq = max(self.seq, send + 1)
         self.more = bool(answer.header["more"])
-        self.bytes_received += len(answer.payload)
         return ipc_to_batches(answer.payload)
 
     def renew(self) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..cells import Cell, CellType
+from ..kernels.cell_columns import value_offsets
 
 __all__ = ["SortedKeys", "DensePoint"]
 
@@ -35,12 +36,6 @@ def _held(*objs) -> int:
     """Memory of the objects a point form keeps: ``sys.getsizeof`` counts a
     NumPy view's header only and an array that owns its data with the data."""
     return sum(sys.getsizeof(o) for o in objs if o is not None)
-
-
-def _offsets(arr: pa.Array) -> np.ndarray:
-    """The ``len(arr) + 1`` value offsets of a binary or large binary array, as a view."""
-    dtype = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
-    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + 1, offset=arr.offset * dtype().itemsize)
 
 
 def _validity(arr: pa.Array) -> np.ndarray | None:
@@ -70,7 +65,7 @@ class SortedKeys:
     def __init__(self, arr: pa.Array, distinct: bool = False):
         self.n = n = len(arr)
         self.distinct = distinct  # the caller knows no key repeats (a dense block's rows)
-        offsets = _offsets(arr)
+        offsets = value_offsets(arr)
         lengths = np.diff(offsets)
         self.width = width = int(lengths.max()) if n else 1
         data = arr.buffers()[2]
@@ -202,7 +197,7 @@ class _Column:
         if values is None:
             self.voffsets = self.vdata = None
         else:
-            self.voffsets = _offsets(values)
+            self.voffsets = value_offsets(values)
             data = values.buffers()[2]
             self.vdata = memoryview(data) if data is not None else memoryview(b"")
 
