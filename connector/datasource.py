@@ -53,7 +53,7 @@ from pyspark.sql.datasource import (
 )
 
 from serde.mapping import ColumnKind
-from storage.errors import InvalidArgument, TableNotFound
+from storage.errors import InvalidArgument
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
 from storage.region.manifest import TABLE_MANIFEST
@@ -63,6 +63,7 @@ from .explain import ScanPlan, save_plan
 from .options import MAX_RESTARTS, conf_int
 from .pushdown import push_filters
 from .record_reader import TableBatchRecordReader
+from .savemode import missing_for_write
 from .scanning import is_remote_root
 from .source import SourceConfig, write_timestamp
 from .stored_mapping import remember
@@ -279,8 +280,7 @@ class RegionScanWriter(DataSourceArrowWriter):
         if not table_fs.exists(TABLE_MANIFEST):
             regions = conf_int(config.conf, "newtable", minimum=1)
             if regions is None:
-                raise TableNotFound(f"table {config.table} does not exist under {config.root} "
-                                    "(create it, or give option newtable = number of regions)")
+                raise missing_for_write(config)
             self._create_table(serde, regions)
         self.regions, families = table_regions(table_fs)
         self.families = {name: settings for name, settings in families.items()}

@@ -32,6 +32,7 @@ from urllib.parse import urlparse
 from storage.errors import InvalidArgument, TableNotFound
 from storage.keys import KeyRange, intersect
 from storage.namespaces import table_dir
+from storage.table.missing import missing_table
 from storage.vfs.fs import FileSystem
 from storage.region.manifest import TABLE_MANIFEST
 from storage.columns import parse_column
@@ -138,7 +139,7 @@ class TableInputFormat:
             return self._remote_splits(scan, splits_per_region, autobalance, target)
         table_fs = FileSystem(self.root).sub(table_dir(self.table_name))
         if not table_fs.exists(TABLE_MANIFEST):
-            raise TableNotFound(f"table {self.table_name} does not exist under {self.root}")
+            raise TableNotFound(missing_table(FileSystem(self.root), self.table_name, self.root))
         spans = scan.spans()
         snapshot = pin_table(table_fs, lambda info: bool(intersect(spans, [(info.start, info.end)])))
         self._check_columns(scan, snapshot.families)

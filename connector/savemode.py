@@ -28,13 +28,14 @@ from typing import Any, Mapping
 from storage.errors import InvalidArgument, TableNotFound
 from storage.namespaces import table_dir
 from storage.region.manifest import TABLE_MANIFEST
+from storage.table.missing import missing_table
 from storage.vfs.fs import FileSystem
 
 from .options import conf_int
 from .scanning import is_remote_root
 from .source import SourceConfig
 
-__all__ = ["SAVE_MODES", "TableExists", "table_exists", "decide"]
+__all__ = ["SAVE_MODES", "TableExists", "table_exists", "missing_for_write", "decide"]
 
 SAVE_MODES = ("append", "overwrite", "errorifexists", "ignore")
 
@@ -49,6 +50,12 @@ def table_exists(config: SourceConfig) -> bool:
         raise InvalidArgument(
             f"bulk load writes store files, so it needs the table's filesystem root, not {config.root}")
     return FileSystem(config.root).sub(table_dir(config.table)).exists(TABLE_MANIFEST)
+
+
+def missing_for_write(config: SourceConfig) -> TableNotFound:
+    """The error of a write to a table that is not there, without ``newtable``."""
+    message = missing_table(FileSystem(config.root), config.table, config.root)
+    return TableNotFound(f"{message}; create it, or give option newtable = number of regions")
 
 
 def decide(options: Mapping[str, Any], mode: str) -> dict:
@@ -68,8 +75,7 @@ def decide(options: Mapping[str, Any], mode: str) -> dict:
         raise TableExists(f"table {config.table} already exists under {config.root} (save mode ErrorIfExists; "
                           "use mode append, overwrite or ignore)")
     if not exists and conf_int(config.conf, "newtable", minimum=1) is None:
-        raise TableNotFound(f"table {config.table} does not exist under {config.root} "
-                            "(create it, or give option newtable = number of regions)")
+        raise missing_for_write(config)
     if exists and name == "ignore":
         return {"write": False, "mode": "append", "exists": True}
     return {"write": True, "mode": "overwrite" if name == "overwrite" else "append", "exists": exists}

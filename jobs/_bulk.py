@@ -33,6 +33,7 @@ from connector.bulkload import (
 from connector.scanning import is_remote_root
 from storage.errors import InvalidArgument, TableNotFound
 from storage.namespaces import table_dir
+from storage.table.missing import missing_table
 from storage.vfs.fs import FileSystem
 from storage.region.manifest import TABLE_MANIFEST
 from storage.schema import FamilySettings
@@ -70,7 +71,7 @@ def prepare_target(root: str, table: str) -> LoadTarget:
                               "region server holds that table open; give the table's path or filesystem URI")
     table_fs = FileSystem(root).sub(table_dir(table))
     if not table_fs.exists(TABLE_MANIFEST):
-        raise TableNotFound(f"table {table} does not exist under {root}")
+        raise TableNotFound(missing_table(FileSystem(root), table, root))
     regions, families = table_regions(table_fs)
     return LoadTarget(root, table, f"job-{uuid.uuid4().hex[:12]}", tuple(regions), families,
                       int(time.time() * 1000))

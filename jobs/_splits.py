@@ -32,7 +32,6 @@ from connector.options import (
 from connector.scanning import is_remote_root, split_batches
 from connector.splits import TableSplit
 from storage.cells import LATEST_TIMESTAMP
-from storage.errors import InvalidArgument
 from storage.keys import KeyRange, intersect
 from storage.namespaces import table_dir
 from storage.read.batch_scan import BatchScan, scan_region_batches
@@ -92,7 +91,7 @@ def require_table(root: str, table: str) -> None:
     conn = storage.connect(root, read_only=True)
     try:
         if not conn.is_table_available(table):
-            raise TableNotFound(f"table {table} does not exist under {root}")
+            raise TableNotFound(conn.missing_table(table))
     finally:
         conn.close()
 

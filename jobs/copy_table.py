@@ -167,8 +167,6 @@ def _source_layout(root: str, table: str) -> tuple[dict[str, dict], list[bytes]]
     # a region server root (grpc://) is read through the server, which has no read_only option
     conn = storage.connect(root) if is_remote_root(root) else storage.connect(root, read_only=True)
     try:
-        if not conn.is_table_available(table):
-            raise TableNotFound(f"table {table} does not exist under {root}")
         handle = conn.table(table)
         families = {name.decode(): dict(opts) for name, opts in handle.families().items()}
         return families, [r["start_key"] for r in handle.regions()][1:]
@@ -182,7 +180,7 @@ def _ensure_target(root: str, table: str, families: dict[str, dict], splits: lis
         created = False
         if not conn.is_table_available(table):
             if not create:
-                raise TableNotFound(f"target table {table} does not exist under {root} (create it, or pass --create)")
+                raise TableNotFound(f"target {conn.missing_table(table)}; create it, or pass --create")
             conn.create_table(table, families, split_keys=splits or None)
             created = True
         have = {f.decode() for f in conn.table(table).families()}

@@ -44,7 +44,7 @@ import pyarrow as pa
 from connector.options import to_string_binary
 from connector.source import SourceConfig
 import storage
-from storage.errors import InvalidArgument, TableNotFound
+from storage.errors import InvalidArgument
 from storage.scanner.metrics import ScanMetrics
 
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_defines, parse_row_key, script_main, \
@@ -137,8 +137,6 @@ def table_metadata(root: str, table: str) -> dict[str, Any]:
     """The table's families (with settings) and split keys, for ``_regionscan.json``."""
     conn = storage.connect(root, read_only=True)
     try:
-        if not conn.is_table_available(table):
-            raise TableNotFound(f"table {table} does not exist under {root}")
         handle = conn.table(table)
         families = {name.decode(): dict(opts) for name, opts in handle.families().items()}
         starts = [r["start_key"] for r in handle.regions()][1:]

@@ -151,7 +151,7 @@ def _ensure_table(root: str, table: str, create: bool, config: SourceConfig | No
         if conn.is_table_available(table):
             return False
         if not create:
-            raise TableNotFound(f"table {table} does not exist under {root} (pass --create to create it)")
+            raise TableNotFound(f"{conn.missing_table(table)}; pass --create to create it")
         splits = [to_bytes_binary(k, "split key") for k in (meta or {}).get("split_keys", [])]
         conn.create_table(table, _families_of(config, meta), split_keys=splits or None)
         return True

@@ -33,7 +33,7 @@ from serde import ProfileReport, profile_serde
 from serde.charts import CHART_SUFFIXES, require_matplotlib
 from serde.profiler import PATHS
 from serde.type_registry import find_type
-from storage.errors import InvalidArgument, TableNotFound
+from storage.errors import InvalidArgument
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
 from jobs._mapping import mapping_text, serde_of, source_config
@@ -141,8 +141,6 @@ def run(args: argparse.Namespace) -> int:
     predicate = parse_predicate(args.predicate, types)
     conn = storage.connect(args.root, read_only=True)
     try:
-        if not conn.is_table_available(args.table):
-            raise TableNotFound(f"table {args.table} does not exist under {args.root}")
         report = profile_serde(conn.table(args.table), config.mapping_text, serde=config.serde_name,
                                rows=args.rows or None, properties=properties, paths=paths,
                                predicate=predicate, batch_size=args.batch_size)

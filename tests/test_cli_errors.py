@@ -110,7 +110,7 @@ def test_pe_writes_nothing_when_its_output_is_unwritable(tmp_path, capsys):
 @pytest.mark.parametrize("command", ["row_counter", "row-counter", "cell_counter", "cell-counter"])
 def test_a_missing_table_or_root_fails_before_spark(root, tmp_path, command, capsys):
     line = _fails([command, "--root", root, "nope"], capsys, 1)
-    assert line == f"regionscan {command.replace('-', '_')}: failed: table nope does not exist under {root}"
+    assert line == f"regionscan {command.replace('-', '_')}: failed: table nope does not exist under {root} (tables: t)"
     typo = str(tmp_path / "tabels")
     line = _fails([command, "--root", typo, "t"], capsys, 1)
     assert "does not exist" in line and typo in line

@@ -117,7 +117,7 @@ def test_a_missing_table_without_newtable_is_one_line_before_any_task(spark, tmp
     with pytest.raises(Exception) as info:
         _poisoned(spark).write.format("regionscan").options(**_options(root, "absent")).mode(mode).save()
     text = str(info.value)
-    assert f"table absent does not exist under {root} (create it, or give option newtable" in text
+    assert f"table absent does not exist under {root} (no tables yet); create it, or give option newtable" in text
     assert "a task ran" not in text
     assert not os.path.exists(os.path.join(root, "absent"))
 

@@ -202,7 +202,7 @@ def test_the_mapping_command_through_the_regionscan_script(root, tmp_path):
     bad = subprocess.run(run + ["set", "t", "--root", root], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "mapping set needs --mapping" in bad.stderr
     missing = subprocess.run(run + ["show", "nope", "--root", root], capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 1 and missing.stderr.strip().endswith(f"table nope does not exist under {root}")
+    assert missing.returncode == 1 and missing.stderr.strip().endswith(f"table nope does not exist under {root} (tables: t)")
 
 
 # -- the worker's catalog op ----------------------------------------------------------------

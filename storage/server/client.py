@@ -22,9 +22,10 @@ from typing import Any, Sequence
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from ..errors import InvalidArgument, StorageError, TableNotFound
-from ..namespaces import validate_namespace
+from ..errors import InvalidArgument, NamespaceNotFound, StorageError, TableNotFound
+from ..namespaces import DEFAULT_NAMESPACE, parse_table_name, validate_namespace
 from ..schema import validate_table_name
+from ..table.missing import name_hint
 from .auth import AUTH_HEADER, bearer
 from .remote_errors import from_flight_error
 from .remote_table import RemoteTable
@@ -178,11 +179,23 @@ class RemoteConnection:
         """Drop a table and its files on the server."""
         self._call("delete_table", {"name": validate_table_name(name), "disable": disable})
 
+    def missing_table(self, name: str | bytes) -> str:
+        """One line saying why the server has no table ``name``: no such
+        namespace, or the tables its namespace holds (the closest names first)."""
+        name = validate_table_name(name)
+        namespace = parse_table_name(name).namespace
+        try:
+            names = [t.decode() for t in self.tables(namespace)]
+        except NamespaceNotFound:
+            return f"table {name} does not exist: there is no namespace {namespace} on {self.root}"
+        holder = "" if namespace == DEFAULT_NAMESPACE else f"namespace {namespace}"
+        return f"table {name} does not exist on {self.root} {name_hint(name, names, holder)}"
+
     def table(self, name: str | bytes) -> "RemoteTable":
         """The named table; raises TableNotFound if the server has no such table."""
         name = validate_table_name(name)
         if not self.is_table_available(name):
-            raise TableNotFound(f"table {name} does not exist on {self.root}")
+            raise TableNotFound(self.missing_table(name))
         return RemoteTable(self, name)
 
     def list_scanners(self) -> dict:

@@ -23,6 +23,7 @@ from ..errors import (
     TableNotFound,
 )
 from ..vfs.fs import FileSystem
+from .missing import missing_table, namespace_tables
 from .trash import clean_trash, trash_name
 from ..region.manifest import TABLE_LOCK, TABLE_MANIFEST, RegionInfo, TableManifest
 from ..namespaces import (
@@ -139,15 +140,7 @@ class Connection:
         for space in spaces:
             if namespace is not None:
                 self._check_namespace(space)
-            folder = namespace_dir(space)
-            if not self.fs.is_dir(folder):
-                continue
-            for entry in sorted(self.fs.listdir(folder)):
-                path = f"{folder}/{entry}" if folder else entry
-                # a dot name is never a table (a table being deleted is moved to one)
-                if not is_namespace_dir(entry) and not entry.startswith(".") \
-                        and self.fs.exists(f"{path}/{TABLE_MANIFEST}"):
-                    names.append(entry.encode() if space == DEFAULT_NAMESPACE else f"{space}:{entry}".encode())
+            names.extend(name.encode() for name in namespace_tables(self.fs, space))
         return names
 
     def is_table_available(self, name: str | bytes) -> bool:
@@ -244,7 +237,7 @@ class Connection:
             if table is not None:
                 table.close("was deleted")
             elif not self.fs.is_dir(path):
-                raise TableNotFound(self._missing(name))
+                raise TableNotFound(self.missing_table(name))
             # The table is not opened: a damaged or unreadable manifest (or none,
             # after a create that failed half-way) must not keep it from going.
             # Taking the writer lock keeps another writer's open table safe.
@@ -295,7 +288,7 @@ class Connection:
             raise InvalidArgument("connection is closed")
         tfs = self.fs.sub(table_dir(name))
         if not tfs.exists(TABLE_MANIFEST):
-            raise TableNotFound(self._missing(name))
+            raise TableNotFound(self.missing_table(name))
         lock = None if self.read_only else tfs.lock(TABLE_LOCK).acquire()
         try:
             manifest = TableManifest.load(tfs)
@@ -305,13 +298,10 @@ class Connection:
                 lock.release()
             raise
 
-    def _missing(self, name: str) -> str:
-        if not self.fs.is_dir(""):
-            return f"table {name} does not exist: there is no root folder {self.fs.uri()} (a mistyped root?)"
-        namespace = parse_table_name(name).namespace
-        if namespace != DEFAULT_NAMESPACE and not self.fs.exists(f"{namespace_dir(namespace)}/{NAMESPACE_MARKER}"):
-            return f"table {name} does not exist: there is no namespace {namespace} under {self.fs.uri()}"
-        return f"table {name} does not exist under {self.fs.uri()}"
+    def missing_table(self, name: str | bytes) -> str:
+        """One line saying why table ``name`` is not here: no root folder, no
+        such namespace, or the tables there are (the closest names first)."""
+        return missing_table(self.fs, validate_table_name(name))
 
     def _check_writable(self) -> None:
         if self.read_only:

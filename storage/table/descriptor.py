@@ -23,13 +23,14 @@ from ..namespaces import table_dir
 from ..region.manifest import TABLE_LOCK, TABLE_MANIFEST, TableManifest
 from ..schema import TableSettings, validate_table_name
 from ..vfs.fs import FileSystem
+from .missing import missing_table
 
 __all__ = ["table_values", "table_families", "set_table_values", "updated_manifest"]
 
 def _load(root: FileSystem, name: str) -> tuple[FileSystem, TableManifest]:
     tfs = root.sub(table_dir(name))
     if not tfs.exists(TABLE_MANIFEST):
-        raise TableNotFound(f"table {name} does not exist under {root.uri()}")
+        raise TableNotFound(missing_table(root, name))
     return tfs, TableManifest.load(tfs)
 
 
@@ -86,7 +87,7 @@ def set_table_values(root: FileSystem, name: str | bytes, updates: Mapping[str, 
     updates = _check_updates(updates)
     tfs = root.sub(table_dir(name))
     if not tfs.exists(TABLE_MANIFEST):
-        raise TableNotFound(f"table {name} does not exist under {root.uri()}")
+        raise TableNotFound(missing_table(root, name))
     with tfs.lock(TABLE_LOCK):
         _, manifest = _load(root, name)  # read under the lock: no split saves between read and write
         new = updated_manifest(manifest, updates)
