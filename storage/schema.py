@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 
 from .errors import InvalidArgument, clip
 from .namespaces import canonical_table_name
+from .names import name_hint
 
 __all__ = [
     "FamilySettings",
@@ -21,7 +22,15 @@ __all__ = [
     "validate_family_name",
     "keep_deleted_mode",
     "KEEP_DELETED_MODES",
+    "no_such_family",
 ]
+
+def no_such_family(table: str, family: bytes, families) -> InvalidArgument:
+    """The error of a write or read naming a family table ``table`` lacks, with
+    the families it has (``families``: their names), the closest first."""
+    hint = name_hint(family.decode("ascii", "replace"), sorted(families), "families")
+    return InvalidArgument(f"table {table} has no column family {clip(repr(family))} {hint}")
+
 
 KEEP_DELETED_MODES = ("FALSE", "TRUE", "TTL")
 """The values of HBase's KEEP_DELETED_CELLS, as stored in a family's settings."""

@@ -99,3 +99,20 @@ def test_a_region_server_names_its_tables(root):
         assert _message(remote, "nope") == f"table nope does not exist on {server.location} (tables: events, profiles, users)"
         assert _message(remote, "ns:x") == f"table ns:x does not exist on {server.location} (tables of namespace ns: ns:clicks)"
         assert _message(remote, "nx:users") == f"table nx:users does not exist: there is no namespace nx on {server.location}"
+
+
+def test_a_missing_family_names_the_families_there(root):
+    with storage.connect(root) as conn:
+        table = conn.table("users")
+        with pytest.raises(storage.InvalidArgument) as info:
+            table.put(b"r", {b"cff:a": b"1"})
+        assert str(info.value) == "table users has no column family b'cff' (did you mean cf?)"
+        with pytest.raises(storage.InvalidArgument) as info:
+            list(table.scan(columns=[b"zz:a"]))
+        assert str(info.value) == "table users has no column family b'zz' (families: cf)"
+        # the region refuses a family it lacks the same way, before anything is logged
+        region = table._regions[0]
+        with pytest.raises(storage.InvalidArgument) as info:
+            region.mutate([(b"r", b"zz", b"a", 1, 4, b"v")])
+        assert str(info.value) == "table users has no column family b'zz' (families: cf)"
+        assert table.row(b"r") == {}

@@ -26,7 +26,7 @@ from typing import Sequence
 from ..cells import Cell
 from ..errors import InvalidArgument, StorageError
 from ..mvcc import Mvcc
-from ..schema import FamilySettings, TableSettings
+from ..schema import FamilySettings, TableSettings, no_such_family
 from ..storefile import BlockCache
 from ..vfs.fs import FileSystem
 from ..wal.open_writer import open_wal_writer
@@ -227,7 +227,7 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         for family, group in by_family.items():
             store = self.stores.get(family.decode("ascii", "replace"))
             if store is None:
-                raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
+                raise no_such_family(self.table_name, family, self.stores)
             store.memstore.add_many(group, trusted=True, seq=seq)
 
     def mutate(self, cells: Sequence[Cell]) -> int:
@@ -255,7 +255,7 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
                 raise InvalidArgument(f"row {bad!r} is outside region {self.info.region_id}")
             for family in set(map(_FAMILY, cells)):
                 if family.decode("ascii", "replace") not in self.stores:
-                    raise InvalidArgument(f"table {self.table_name} has no column family {family!r}")
+                    raise no_such_family(self.table_name, family, self.stores)
             seq = self.mvcc.begin()
             try:
                 wal = self._wal

@@ -25,7 +25,7 @@ import pyarrow.flight as flight
 from ..errors import InvalidArgument, NamespaceNotFound, StorageError, TableNotFound
 from ..namespaces import DEFAULT_NAMESPACE, parse_table_name, validate_namespace
 from ..schema import validate_table_name
-from ..table.missing import name_hint
+from ..names import name_hint
 from .auth import AUTH_HEADER, bearer
 from .remote_errors import from_flight_error
 from .remote_table import RemoteTable
@@ -189,7 +189,7 @@ class RemoteConnection:
         except NamespaceNotFound:
             return f"table {name} does not exist: there is no namespace {namespace} on {self.root}"
         holder = "" if namespace == DEFAULT_NAMESPACE else f"namespace {namespace}"
-        return f"table {name} does not exist on {self.root} {name_hint(name, names, holder)}"
+        return f"table {name} does not exist on {self.root} {name_hint(name, names, 'tables', holder)}"
 
     def table(self, name: str | bytes) -> "RemoteTable":
         """The named table; raises TableNotFound if the server has no such table."""

@@ -9,8 +9,6 @@ namespace, or the tables the namespace holds, the closest names first.
 
 from __future__ import annotations
 
-import difflib
-
 from ..namespaces import (
     DEFAULT_NAMESPACE,
     NAMESPACE_MARKER,
@@ -18,12 +16,11 @@ from ..namespaces import (
     namespace_dir,
     parse_table_name,
 )
+from ..names import name_hint
 from ..region.manifest import TABLE_MANIFEST
 from ..vfs.fs import FileSystem
 
-__all__ = ["namespace_tables", "missing_table", "name_hint"]
-
-_LISTED = 8  # names a message lists before it only counts the rest
+__all__ = ["namespace_tables", "missing_table"]
 
 
 def namespace_tables(root: FileSystem, namespace: str) -> list[str]:
@@ -41,20 +38,6 @@ def namespace_tables(root: FileSystem, namespace: str) -> list[str]:
     return names
 
 
-def name_hint(name: str, names: list[str], holder: str = "") -> str:
-    """In parentheses: ``did you mean X?`` when a name is close to ``name``,
-    else the names there (the first few), or that there are none
-    (``holder``: whose tables, as ``namespace ns``; empty for the root's)."""
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-    if close:
-        return "(did you mean " + " or ".join(close) + "?)"
-    if not names:
-        return f"({holder} has no tables)" if holder else "(no tables yet)"
-    shown = ", ".join(names[:_LISTED])
-    more = len(names) - _LISTED
-    return f"(tables{' of ' + holder if holder else ''}: {shown}" + (f" and {more} more)" if more > 0 else ")")
-
-
 def missing_table(root: FileSystem, name: str, shown_root: str | None = None) -> str:
     """One line saying why table ``name`` is not under ``root``
     (``shown_root``: the root as the user gave it; its URI otherwise)."""
@@ -65,4 +48,4 @@ def missing_table(root: FileSystem, name: str, shown_root: str | None = None) ->
     if namespace != DEFAULT_NAMESPACE and not root.exists(f"{namespace_dir(namespace)}/{NAMESPACE_MARKER}"):
         return f"table {name} does not exist: there is no namespace {namespace} under {where}"
     holder = "" if namespace == DEFAULT_NAMESPACE else f"namespace {namespace}"
-    return f"table {name} does not exist under {where} {name_hint(name, namespace_tables(root, namespace), holder)}"
+    return f"table {name} does not exist under {where} {name_hint(name, namespace_tables(root, namespace), 'tables', holder)}"

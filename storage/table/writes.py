@@ -10,6 +10,7 @@ from ..cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
 from ..columns import parse_column
 from ..errors import InvalidArgument, clip
 from ..region.region import Region
+from ..schema import no_such_family
 from .arguments import _check_bytes, _check_row, _now_ms
 from .mutation_batch import Batch
 
@@ -55,7 +56,7 @@ class TableWrites:
 
     def _check_family(self, family: bytes) -> None:
         if family.decode("ascii", "replace") not in self.families_settings:
-            raise InvalidArgument(f"table {self.name} has no column family {clip(repr(family))}")
+            raise no_such_family(self.name, family, self.families_settings)
 
     @staticmethod
     def _check_ts(timestamp: Any) -> int:
