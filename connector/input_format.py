@@ -36,7 +36,7 @@ from storage.table.missing import missing_table
 from storage.vfs.fs import FileSystem
 from storage.region.manifest import TABLE_MANIFEST
 from storage.columns import parse_column
-from storage.schema import validate_table_name
+from storage.schema import no_such_family, validate_table_name
 
 from .options import (
     AUTOBALANCE,
@@ -175,13 +175,11 @@ class TableInputFormat:
         return plan_splits(self.table_name, self.root, _location(self.root), regions, scan,
                            None, 1, autobalance, target, families)
 
-    @staticmethod
-    def _check_columns(scan: ScanSpec, families: Mapping[str, Any]) -> None:
+    def _check_columns(self, scan: ScanSpec, families: Mapping[str, Any]) -> None:
         for column in scan.columns or ():
-            family = parse_column(column)[0].decode("ascii", "replace")
-            if family not in families:
-                raise InvalidArgument(f"scan column {column!r}: the table has no column family {family!r} "
-                                      f"(families: {sorted(families)})")
+            family = parse_column(column)[0]
+            if family.decode("ascii", "replace") not in families:
+                raise InvalidArgument(f"scan column {column!r}: {no_such_family(self.table_name, family, families)}")
 
     # -- readers --------------------------------------------------------------
     def _max_restarts(self) -> int:

@@ -117,9 +117,10 @@ def with_stored_mapping(conf: dict[str, Any]) -> dict[str, Any]:
                               f"(stored mappings are read from a filesystem root, not {root})")
     try:
         stored = stored_options(root, table)
-    except TableNotFound:
-        raise InvalidArgument(f"give the column mapping: option 'hbase.columns.mapping' or 'catalog' "
-                              f"(table {table} does not exist under {root}, so it has no stored mapping)") from None
+    except TableNotFound as missing:
+        # the missing table first: a read of a mistyped name is told so, a write that creates the table what to give
+        raise InvalidArgument(f"{missing}, so it has no stored mapping: give option 'hbase.columns.mapping' "
+                              "or 'catalog'") from None
     if stored is None:
         raise InvalidArgument(f"table {table} under {root} has no stored column mapping: {how_to_give(table, root)}")
     return {**stored, **conf}

@@ -116,3 +116,7 @@ def test_a_missing_family_names_the_families_there(root):
             region.mutate([(b"r", b"zz", b"a", 1, 4, b"v")])
         assert str(info.value) == "table users has no column family b'zz' (families: cf)"
         assert table.row(b"r") == {}
+    with pytest.raises(storage.InvalidArgument) as info:
+        TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": "users",
+                          "hbase.mapreduce.scan.columns": "cff:a"}).get_splits()
+    assert str(info.value) == "scan column b'cff:a': table users has no column family b'cff' (did you mean cf?)"
