@@ -135,7 +135,7 @@ def run_commands(conn: storage.Connection, commands: Sequence[str], opts: PeOpti
         if name == "filterScan" and ops * opts.total_rows > 50_000_000:
             say(f"[{command.test_name}] each operation scans the whole table ({opts.total_rows:,} rows) and there "
                 f"are {ops:,} per client: this could take a very long time (see --sampleRate)")
-        say(f"[{command.test_name}] starting: {opts.clients} client(s) x {ops:,} ops on "
+        say(f"[{command.test_name}] starting: {opts.clients} client(s) x {run_opts.ops_label(name)} on "
             f"{table.name} ({len(table.regions())} regions)")
         result = _run_clients(command, table, run_opts)
         if command.kind in ("write", "meta_write") and (flush or compact):

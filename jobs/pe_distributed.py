@@ -150,7 +150,7 @@ def run_distributed(spark: Any, root: str, commands: Sequence[str], opts: PeOpti
         run_opts = opts.for_kind(command.kind)
         entropy = None if opts.seed is None else [opts.seed, zlib.crc32(command.name.encode())]
         seeds = np.random.SeedSequence(entropy).spawn(opts.clients)
-        say(f"[{command.test_name}] starting: {opts.clients} client task(s) x {run_opts.ops_per_client:,} ops on "
+        say(f"[{command.test_name}] starting: {opts.clients} client task(s) x {run_opts.ops_label(name)} on "
             f"{table} (Spark master {spark.sparkContext.master}, default parallelism "
             f"{spark.sparkContext.defaultParallelism})")
         read_only = command.kind in ("read", "meta_read") and not is_remote_root(root)

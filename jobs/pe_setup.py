@@ -93,6 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser, tasks: bool = False) -> None:
                  "ignored: each client task opens its own connection" if tasks else
                  "accepted for hbase pe compatibility: the client threads always share one connection "
                  "(=false is refused)")
+    parser.add_argument("--multiGet", type=int, default=0, metavar="N",
+                        help="randomRead: get the rows in batches of N keys, one multi-get per operation "
+                             "(default 0: one get per operation)")
     parser.add_argument("--columns", type=int, default=1,
                         help="columns per row: only 1 (info:0) is supported, as hbase pe's default")
 
@@ -158,6 +161,12 @@ def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
     if args.columns != 1:
         raise InvalidArgument(f"--columns={args.columns} is not supported: pe writes and reads one column (info:0) "
                               "per row; use --valueSize to change the bytes per row")
+    if args.multiGet < 0:
+        raise InvalidArgument(f"--multiGet must be 0 or a positive integer, got {args.multiGet}")
+    if args.multiGet and "randomRead" not in commands:
+        raise InvalidArgument(f"--multiGet applies to randomRead only, not to {', '.join(commands)}")
+    if args.multiGet and args.filterAll:
+        raise InvalidArgument("--multiGet cannot be combined with --filterAll: a multi-get takes no filter")
     check_writable_folder(args.root, "--root")  # the tables go there: a file in the way, a read-only place
     for option, path in (("--json", args.json), ("--chart", args.chart)):
         check_writable_file(path, option)  # before the run: its results must not be lost
@@ -180,6 +189,7 @@ def options_from_args(args: argparse.Namespace) -> tuple[list[str], PeOptions]:
         write_to_wal=bool(args.writeToWAL),
         buffer_size=args.bufferSize,
         seed=args.seed,
+        multi_get=args.multiGet,
     )
     return commands, opts
 

@@ -41,6 +41,7 @@ __all__ = [
     "COMMANDS",
     "FAMILY",
     "COLUMN",
+    "INCREMENT_COLUMN",
     "META_FAMILY",
     "format_row",
     "meta_split_key",
@@ -54,6 +55,7 @@ __all__ = [
 
 FAMILY = "info"
 COLUMN = b"info:0"
+INCREMENT_COLUMN = b"info:IncrementTest"  # hbase pe's increment qualifier: the test's name
 META_FAMILY = "info"
 META_COLUMNS = (b"info:regioninfo", b"info:state", b"info:server", b"info:serverstartcode", b"info:seqnumDuringOpen")
 ROW_LENGTH = 26
@@ -101,6 +103,7 @@ class PeOptions:
     write_to_wal: bool = True
     buffer_size: int = 2 << 20
     seed: int | None = None
+    multi_get: int = 0  # randomRead: keys per multi-get (one operation each); 0: one get per operation
 
     @property
     def total_rows(self) -> int:
@@ -116,6 +119,14 @@ class PeOptions:
         if kind in ("read", "meta_read") or self.sample_rate == 1.0:
             return self
         return replace(self, sample_rate=1.0)
+
+    def ops_label(self, command: str) -> str:
+        """What one client of ``command`` performs, for the "starting" line:
+        ``5,000 ops``, or ``5,000 gets in 50 multi-gets of 100`` (``--multiGet``)."""
+        ops = self.ops_per_client
+        if command == "randomRead" and self.multi_get:
+            return f"{ops:,} gets in {-(-ops // self.multi_get):,} multi-gets of {self.multi_get}"
+        return f"{ops:,} ops"
 
     @property
     def write_batch_rows(self) -> int:
@@ -221,6 +232,25 @@ def random_write(c: _Client) -> None:
     _write_loop(c, [format_row(i) for i in c.random_rows(c.ops, c.opts.total_rows)])
 
 
+def increment(c: _Client) -> None:
+    """Add 1 to the counter ``info:IncrementTest`` of each row, one increment per
+    operation.  As in hbase pe's IncrementTest, every client works on rows
+    ``[0, --rows)``, so concurrent clients increment the same counters."""
+    keys = [format_row(i) for i in range(c.ops)]
+    lat = c.latencies
+    perf = time.perf_counter_ns
+    inc = c.table.counter_inc
+    column = INCREMENT_COLUMN
+    c.begin()
+    for i, key in enumerate(keys):
+        t0 = perf()
+        inc(key, column, 1)
+        lat[i] = perf() - t0
+    c.end()
+    c.done = c.rows = len(keys)
+    c.nbytes = len(keys) * (ROW_LENGTH + 8)
+
+
 # -- point reads ----------------------------------------------------------
 def _get_loop(c: _Client, keys: list[bytes]) -> None:
     lat = c.latencies
@@ -258,7 +288,32 @@ def sequential_read(c: _Client) -> None:
 
 
 def random_read(c: _Client) -> None:
-    _get_loop(c, [format_row(i) for i in c.random_rows(c.ops, c.opts.total_rows)])
+    keys = [format_row(i) for i in c.random_rows(c.ops, c.opts.total_rows)]
+    if c.opts.multi_get:
+        _multi_get_loop(c, keys, c.opts.multi_get)
+    else:
+        _get_loop(c, keys)
+
+
+def _multi_get_loop(c: _Client, keys: list[bytes], size: int) -> None:
+    """hbase pe's ``--multiGet``: the keys in groups of ``size``, one
+    multi-get (``table.rows``) per operation; the last group may be smaller."""
+    groups = [keys[i : i + size] for i in range(0, len(keys), size)]
+    lat = c.latencies = np.zeros(len(groups), dtype=np.int64)
+    perf = time.perf_counter_ns
+    rows = c.table.rows
+    columns = [COLUMN]
+    results = [None] * len(groups)
+    c.begin()
+    for i, group in enumerate(groups):
+        t0 = perf()
+        results[i] = rows(group, columns=columns)
+        lat[i] = perf() - t0
+    c.end()
+    c.done = len(groups)
+    for found in results:
+        c.rows += len(found)
+        c.nbytes += sum(_row_bytes(key, data) for key, data in found)
 
 
 # -- scans ----------------------------------------------------------------
@@ -418,8 +473,11 @@ COMMANDS: dict[str, Command] = {
     for c in (
         Command("sequentialWrite", "SequentialWriteTest", "write", sequential_write, "write rows in key order"),
         Command("randomWrite", "RandomWriteTest", "write", random_write, "write rows at random keys"),
+        Command("increment", "IncrementTest", "write", increment,
+                "increment a counter (info:IncrementTest) in rows [0, --rows), the same rows for every client"),
         Command("sequentialRead", "SequentialReadTest", "read", sequential_read, "get rows in key order"),
-        Command("randomRead", "RandomReadTest", "read", random_read, "get rows at random keys"),
+        Command("randomRead", "RandomReadTest", "read", random_read,
+                "get rows at random keys (--multiGet N: N keys per get)"),
         Command("scan", "ScanTest", "read", scan, "one scanner, one row per operation"),
         Command("reverseScan", "ReverseScanTest", "read", reverse_scan, "one reversed scanner, one row per operation"),
         Command("scanRange10", "RandomScanWithRange10Test", "read", _scan_range(10), "scan 10 rows from a random key"),

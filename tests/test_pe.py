@@ -89,6 +89,35 @@ def test_read_on_missing_table_loads_it_first(tmp_path, capsys):
     assert "is missing: loading 80 rows" in capsys.readouterr().out
 
 
+def test_multi_get_reads_the_keys_in_batches(tmp_path, capsys):
+    # 2 clients x 120 keys in multi-gets of 50: 3 operations each (50, 50, 20 keys)
+    code, doc = run_pe(tmp_path, "--rows", str(ROWS), "--presplit", "3", "--flush", "sequentialWrite",
+                       "randomRead", "2", "--multiGet", "50")
+    assert code == 0
+    res = by_command(doc)
+    writes, reads = res["sequentialWrite"]["aggregate"], res["randomRead"]["aggregate"]
+    assert writes["ops"] == 2 * ROWS  # --multiGet leaves the other commands alone
+    assert reads["ops"] == 6 and reads["rows"] == 2 * ROWS  # every key drawn exists
+    assert reads["bytes"] == 2 * ROWS * (26 + 24)
+    check_latency(reads["latency_us"], 6)
+    for client in res["randomRead"]["clients"]:
+        assert client["ops"] == 3 and client["rows"] == ROWS
+    assert "[RandomReadTest] starting: 2 client(s) x 120 gets in 3 multi-gets of 50" in capsys.readouterr().out
+
+
+def test_increment_counts_every_client_on_the_same_rows(tmp_path):
+    code, doc = run_pe(tmp_path, "--rows", "40", "--presplit", "2", "sequentialWrite", "increment", "3")
+    assert code == 0
+    agg = by_command(doc)["increment"]["aggregate"]
+    assert agg["clients"] == 3 and agg["ops"] == 120 and agg["rows"] == 120
+    check_latency(agg["latency_us"], 120)
+    table = storage.connect(str(tmp_path / "data")).table("TestTable")
+    # three clients incremented rows 0..39 concurrently: none of the 120 increments is lost
+    assert [table.counter_get(format_row(i), b"info:IncrementTest") for i in range(40)] == [3] * 40
+    assert table.counter_get(format_row(40), b"info:IncrementTest") == 0
+    assert len(table.row(format_row(0))[b"info:0"]) == 24  # the row's value is left as it was
+
+
 def test_filter_scan_and_filter_all(tmp_path):
     code, doc = run_pe(tmp_path, "--rows", "60", "--sampleRate", "0.1", "sequentialWrite", "filterScan")
     assert code == 0
@@ -161,6 +190,9 @@ def test_chart_html(tmp_path):
         (["--table", "bad/name", "scan"], "--table"),
         (["scna"], "'scna'"),
         (["scan", "0"], "client count"),
+        (["--multiGet", "-1", "randomRead"], "--multiGet"),
+        (["--multiGet", "10", "scan"], "--multiGet applies to randomRead only"),
+        (["--multiGet", "10", "--filterAll", "randomRead"], "--multiGet cannot be combined with --filterAll"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(tmp_path, capsys, argv, option):
@@ -195,7 +227,7 @@ def test_latency_stats_match_numpy():
 def test_command_table_and_keys():
     assert set(COMMANDS) == {
         "sequentialWrite", "randomWrite", "sequentialRead", "randomRead", "scan", "reverseScan", "scanRange10",
-        "scanRange100", "scanRange1000", "filterScan", "metaWrite", "metaRandomRead",
+        "scanRange100", "scanRange1000", "filterScan", "metaWrite", "metaRandomRead", "increment",
     }
     assert format_row(42) == b"00000000000000000000000042"
     assert meta_split_key(7) == b"00000000007"
