@@ -188,6 +188,30 @@ def _row_bytes(key: bytes, data: dict) -> int:
     return len(key) + sum(len(v) for v in data.values())
 
 
+def _timed_each(c: _Client, items: list, op: Callable) -> list:
+    """One timed operation ``op(item)`` per item, in order; returns their
+    results (counted by the caller after the clock stops)."""
+    lat = c.latencies = np.zeros(len(items), dtype=np.int64)
+    perf = time.perf_counter_ns
+    out = [None] * len(items)
+    c.begin()
+    for i, item in enumerate(items):
+        t0 = perf()
+        out[i] = op(item)
+        lat[i] = perf() - t0
+    c.end()
+    c.done = len(items)
+    return out
+
+
+def _count_row_lists(c: _Client, lists: list) -> None:
+    """Count the rows and bytes of operations that each returned a list of
+    ``(row, data)`` pairs (after the clock stops)."""
+    for rows in lists:
+        c.rows += len(rows)
+        c.nbytes += sum(_row_bytes(k, d) for k, d in rows)
+
+
 def _scan_filter(opts: PeOptions, extra: str | None = None):
     """The filter of a read: ``extra`` (a filter string) and, with --filterAll, FilterAllFilter.
 
@@ -298,22 +322,10 @@ def random_read(c: _Client) -> None:
 def _multi_get_loop(c: _Client, keys: list[bytes], size: int) -> None:
     """hbase pe's ``--multiGet``: the keys in groups of ``size``, one
     multi-get (``table.rows``) per operation; the last group may be smaller."""
-    groups = [keys[i : i + size] for i in range(0, len(keys), size)]
-    lat = c.latencies = np.zeros(len(groups), dtype=np.int64)
-    perf = time.perf_counter_ns
     rows = c.table.rows
     columns = [COLUMN]
-    results = [None] * len(groups)
-    c.begin()
-    for i, group in enumerate(groups):
-        t0 = perf()
-        results[i] = rows(group, columns=columns)
-        lat[i] = perf() - t0
-    c.end()
-    c.done = len(groups)
-    for found in results:
-        c.rows += len(found)
-        c.nbytes += sum(_row_bytes(key, data) for key, data in found)
+    groups = [keys[i : i + size] for i in range(0, len(keys), size)]
+    _count_row_lists(c, _timed_each(c, groups, lambda group: rows(group, columns=columns)))
 
 
 # -- scans ----------------------------------------------------------------
@@ -354,26 +366,13 @@ def reverse_scan(c: _Client) -> None:
 
 def _range_loop(c: _Client, starts: list[int], width: int, filter_string: str | None) -> None:
     """One operation per whole scan of a key range; the rows are counted after the clock stops."""
-    lat = c.latencies
-    perf = time.perf_counter_ns
-    table = c.table
+    scan = c.table.scan
     caching = c.opts.caching
     columns = [COLUMN]
-    out = [None] * len(starts)
-    c.begin()
-    for i, s in enumerate(starts):
-        if width:
-            lo, hi = format_row(s), format_row(s + width)
-        else:
-            lo = hi = None
-        t0 = perf()
-        out[i] = list(table.scan(row_start=lo, row_stop=hi, columns=columns, batch_size=caching, filter=filter_string))
-        lat[i] = perf() - t0
-    c.end()
-    c.done = len(starts)
-    for rows in out:
-        c.rows += len(rows)
-        c.nbytes += sum(_row_bytes(k, d) for k, d in rows)
+    ranges = [(format_row(s), format_row(s + width)) if width else (None, None) for s in starts]
+    out = _timed_each(c, ranges, lambda r: list(scan(row_start=r[0], row_stop=r[1], columns=columns,
+                                                     batch_size=caching, filter=filter_string)))
+    _count_row_lists(c, out)
 
 
 def _scan_range(width: int) -> Callable[[_Client], None]:
@@ -392,22 +391,10 @@ def filter_scan(c: _Client) -> None:
     for o in value_offsets(pool, vs, c.ops, c.rng):
         value = pool[o : o + vs].decode("ascii")  # letters only: no quoting needed in the filter string
         flts.append(_scan_filter(c.opts, f"SingleColumnValueFilter('{FAMILY}', '0', =, 'binary:{value}', true, true)"))
-    lat = c.latencies
-    perf = time.perf_counter_ns
-    table = c.table
+    scan = c.table.scan
     caching = c.opts.caching
     columns = [COLUMN]
-    out = [None] * c.ops
-    c.begin()
-    for i, flt in enumerate(flts):
-        t0 = perf()
-        out[i] = list(table.scan(columns=columns, batch_size=caching, filter=flt))
-        lat[i] = perf() - t0
-    c.end()
-    c.done = c.ops
-    for rows in out:
-        c.rows += len(rows)
-        c.nbytes += sum(_row_bytes(k, d) for k, d in rows)
+    _count_row_lists(c, _timed_each(c, flts, lambda flt: list(scan(columns=columns, batch_size=caching, filter=flt))))
 
 
 # -- meta -----------------------------------------------------------------
