@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from serde.codecs.binary_arrays import as_binary, valid_mask
+from storage.kernels.cell_columns import one_array
 from serde.codecs.epoch import EPOCH, MAX_US, MIN_US
 from serde.codecs.base import Codec
 from serde.errors import DecodeError, EncodeError
@@ -271,8 +272,7 @@ class FamilyReader(ColumnReader):
     def read_batch(self, batch, keys):
         n = batch.num_rows
         col = batch_column(batch, self.family, pa.map_(pa.binary(), pa.binary()))
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks()
+        col = one_array(col)
         if col.offset:
             col = pa.concat_arrays([col])  # unsliced, so offsets index keys/items directly
         offsets = np.asarray(col.offsets, dtype=np.int64)

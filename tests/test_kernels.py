@@ -689,3 +689,15 @@ def test_merge_runs_equals_a_sort_of_the_runs(seed):
     tables = [pa.Table.from_batches([cells_to_batch(run)]) if run else CELL_SCHEMA.empty_table() for run in runs]
     assert batch_to_cells(merge_runs(tables)) == _model_merge(runs)
     assert batch_to_cells(merge_sources(tables)) == _model_merge(runs)
+
+
+def test_one_array_keeps_a_single_chunk_without_a_copy():
+    from storage.kernels.cell_columns import one_array
+
+    a = pa.array([b"x" * 10, None, b"yz"], pa.binary())
+    single = one_array(pa.chunked_array([a]))
+    assert single.buffers()[2].address == a.buffers()[2].address  # combine_chunks would copy it
+    assert one_array(a) is a
+    assert one_array(pa.chunked_array([a, a])).to_pylist() == a.to_pylist() * 2
+    empty = one_array(pa.chunked_array([], pa.binary()))
+    assert isinstance(empty, pa.Array) and len(empty) == 0 and empty.type == pa.binary()

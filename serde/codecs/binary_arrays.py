@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from storage.kernels.cell_columns import one_array
+
 __all__ = [
     "as_binary",
     "valid_mask",
@@ -23,8 +25,7 @@ __all__ = [
 
 def as_binary(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The array as ``pa.binary()`` (zero-copy for string; cast for large/view types)."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+    arr = one_array(arr)
     if arr.type == pa.binary():
         return arr
     if arr.type == pa.string():

@@ -47,6 +47,7 @@ from ..errors import InvalidArgument
 from . import _values
 from ._rows import RowBatch, as_cell_table
 from ..keys import KeyRange
+from ..kernels.cell_columns import one_array
 
 __all__ = [
     "Filter",
@@ -285,5 +286,5 @@ def apply_batch(batch: RowBatch, mask: np.ndarray, mode: Any) -> pa.Table:
             mode = mode[mask]
     elif not mode:
         return table
-    values = _values.rewrite_values(table.column("value").combine_chunks(), mode)
+    values = _values.rewrite_values(one_array(table.column("value")), mode)
     return table.set_column(5, CELL_SCHEMA.field(5), values)

@@ -24,6 +24,7 @@ from ..cells import CELL_SCHEMA
 from ..errors import InvalidArgument
 
 __all__ = [
+    "one_array",
     "value_offsets",
     "data_span",
     "as_cell_table",
@@ -88,8 +89,7 @@ def take_cells(table: pa.Table, indices: np.ndarray) -> pa.Table:
 
 def bools(mask: pa.BooleanArray | pa.ChunkedArray) -> np.ndarray:
     """An Arrow boolean result as a NumPy bool array (nulls read as False)."""
-    if isinstance(mask, pa.ChunkedArray):
-        mask = mask.chunk(0) if mask.num_chunks == 1 else mask.combine_chunks()
+    mask = one_array(mask)
     if mask.null_count == 0 and mask.offset == 0 and len(mask):
         # Unpacking the bitmap directly is ~15x faster than to_numpy().
         bitmap = np.frombuffer(mask.buffers()[1], dtype=np.uint8)
@@ -119,6 +119,18 @@ def data_span(values: pa.Array) -> int:
     return word.unpack_from(buf, at + len(values) * word.size)[0] - word.unpack_from(buf, at)[0]
 
 
+def one_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``values`` as one array: a chunked array's only chunk as it is (its
+    ``combine_chunks`` copies even a single chunk), several chunks joined."""
+    if not isinstance(values, pa.ChunkedArray):
+        return values
+    if values.num_chunks == 1:
+        return values.chunk(0)
+    if values.num_chunks == 0:
+        return pa.array([], values.type)
+    return values.combine_chunks()
+
+
 def value_offsets(values: pa.Array) -> np.ndarray:
     """The ``len(values) + 1`` offsets of a binary, list or map array's slice
     (int64 for a large binary array), as a view of its buffer."""
@@ -146,14 +158,7 @@ class CellColumns:
     def array(self, name: str) -> pa.Array:
         """The column as one Array."""
         if name not in self._arrays:
-            column = self.table.column(name)
-            if column.num_chunks == 1:
-                array = column.chunk(0)
-            elif column.num_chunks == 0:
-                array = pa.array([], column.type)
-            else:
-                array = column.combine_chunks()
-            self._arrays[name] = array
+            self._arrays[name] = one_array(self.table.column(name))
         return self._arrays[name]
 
     def numpy(self, name: str) -> np.ndarray:

@@ -15,7 +15,7 @@ import pyarrow as pa
 from ..cells import CellType
 from ..columns import parse_column
 from ..errors import InvalidArgument
-from .cell_columns import CellColumns, as_cell_table, group_ids
+from .cell_columns import CellColumns, as_cell_table, group_ids, one_array
 
 __all__ = ["cells_to_rows", "FAMILY_MAP_TYPE"]
 
@@ -103,8 +103,7 @@ def cells_to_rows(
 
     fields = [pa.field("key", pa.binary(), nullable=False)]
     arrays = [cols.array("row") if out_count == cols.n else cols.take_binary("row", out_first)]
-    value = table.column("value")
-    value = value.chunk(0) if value.num_chunks == 1 else value.combine_chunks()
+    value = one_array(table.column("value"))
     for spec, (picked, rows, _) in zip(specs, picks):
         slots = rows if position is None else position[rows]
         if spec.qualifier is None:

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .row_merge import order_keys
-from .cell_columns import data_span
+from .cell_columns import data_span, one_array
 from .rules import NO_MARKER, covered, time_mask, unseen_markers
 
 __all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows"]
@@ -239,15 +239,14 @@ def resolve_rows(
         if keep is not None:
             src = sources[j] = src[keep]
         missing = src < 0
-        chunks = [c for p in pieces for c in _chunks(p.values[j])]
-        values = pa.chunked_array(chunks, pa.binary()) if len(chunks) > 1 else chunks[0]
+        values = _laid_values([p.values[j] for p in pieces])
         if identity and not missing.any():
             # entries in key order, each its row's cell: the kept ones, in place
             # (a take by index gives one chunk: no second copy to combine the blocks' chunks)
             taken = values if kept is None else values.take(kept)
         else:
             taken = values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src))
-        out_values.append(taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken)
+        out_values.append(one_array(taken))
     return ResolvedRows(keys, out_values, sources, laid)
 
 
@@ -270,8 +269,14 @@ def _and_not(visible: np.ndarray | None, hidden: np.ndarray) -> np.ndarray:
     return ~hidden if visible is None else visible & ~hidden
 
 
-def _chunks(values) -> list:
-    return values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+def _laid_values(parts: list):
+    """The pieces' values of one column laid end to end, without a copy: one
+    piece's as they are, several as one chunked array (joined by Arrow from
+    one-column tables: listing the chunks of block-sized chunked arrays in
+    Python costs twice as much)."""
+    if len(parts) == 1:
+        return parts[0]
+    return pa.concat_tables([pa.table([p], names=["v"]) for p in parts]).column(0)
 
 
 class _Groups:

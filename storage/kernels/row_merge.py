@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
-from .cell_columns import _UINT_BY_WIDTH, value_offsets
+from .cell_columns import _UINT_BY_WIDTH, one_array, value_offsets
 from .merge import _padded
 
 __all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys"]
@@ -49,7 +49,7 @@ def order_keys(keys: Sequence[pa.Array]) -> list[np.ndarray] | None:
     trailing zero bytes, which is safe here because every encoded key has
     the same width).
     """
-    arrays = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
+    arrays = [one_array(k) for k in keys]
     lengths = [np.diff(value_offsets(a)) if len(a) else np.zeros(0, np.int32) for a in arrays]
     present = [ls for ls in lengths if len(ls)]
     longest = max((int(ls.max()) for ls in present), default=0)
@@ -135,7 +135,7 @@ def _order(key_arrays: list[pa.Array]) -> np.ndarray | None:
 def row_order(keys: Sequence[pa.Array]) -> np.ndarray | None:
     """The merged order of sorted arrays of distinct keys, as indices into the
     arrays laid end to end; None when a key is in two of them."""
-    arrays = [k.combine_chunks() if isinstance(k, pa.ChunkedArray) else k for k in keys]
+    arrays = [one_array(k) for k in keys]
     if sum(1 for k in arrays if len(k)) < 2:
         return np.arange(sum(len(k) for k in arrays), dtype=np.int64)
     return _order(arrays)
@@ -167,7 +167,7 @@ def merge_row_runs(
     if len(runs) == 1:
         return _reversed(runs[0]) if descending else runs[0]
     if order is None:
-        order = _order([t.column(0).combine_chunks() for t in runs])
+        order = _order([one_array(t.column(0)) for t in runs])
         if order is None:
             return None
     both = pa.concat_tables(runs)

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ..kernels.cell_columns import one_array
+
 __all__ = ["index_values", "materialize"]
 
 _INDEX = np.dtype("<i8")
@@ -39,22 +41,16 @@ def index_values(sources: list[pa.Table], pool: list[pa.Array]) -> list[pa.Table
 
 def _gather(indices: pa.Array, pool: pa.ChunkedArray) -> pa.Array:
     """The pool's values at a binary array of 8-byte indices (nulls stay null)."""
-    if isinstance(indices, pa.ChunkedArray):
-        indices = indices.combine_chunks()
+    indices = one_array(indices)
     n = len(indices)
     offsets = np.frombuffer(indices.buffers()[1], dtype=np.int32, count=n + 1, offset=indices.offset * 4)
     data = np.frombuffer(indices.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]].view(_INDEX)
     if indices.null_count == 0:
-        return _one_array(pool.take(pa.array(data)))
+        return one_array(pool.take(pa.array(data)))
     valid = np.asarray(indices.is_valid())
     full = np.zeros(n, dtype=np.int64)
     full[valid] = data  # null slots hold no bytes, so the data are the valid indices in order
-    return _one_array(pool.take(pa.array(full, mask=~valid)))
-
-
-def _one_array(values: pa.ChunkedArray) -> pa.Array:
-    # a gather from a chunked array comes back as one chunk: no copy to unwrap it
-    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+    return one_array(pool.take(pa.array(full, mask=~valid)))
 
 
 def materialize(batch: pa.RecordBatch, pool: list[pa.Array], output: str) -> pa.RecordBatch:

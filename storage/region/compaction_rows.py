@@ -23,6 +23,7 @@ from typing import Sequence
 import pyarrow as pa
 
 from ..cells import CELL_SCHEMA
+from ..kernels.cell_columns import one_array
 from ..kernels.row_merge import merge_row_runs, row_order
 from .store import StoreFile
 from ..storefile.reader_scans import BlockPart
@@ -76,7 +77,7 @@ def chunk_rows(parts: list[list[BlockPart]]) -> tuple[list[bytes], pa.Table] | N
 def write_rows(writer, qualifiers: list[bytes], rows: pa.Table) -> None:
     """Append the rows :func:`chunk_rows` gave to a version 2 ``writer``."""
     rows = rows.combine_chunks()
-    columns = [c.chunk(0) if c.num_chunks == 1 else c.combine_chunks() for c in rows.columns]
+    columns = [one_array(c) for c in rows.columns]
     writer.append_rows(
         columns[0], qualifiers, [columns[1 + 2 * j] for j in range(len(qualifiers))],
         [columns[2 + 2 * j] for j in range(len(qualifiers))],

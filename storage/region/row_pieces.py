@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..cells import CellType
-from ..kernels.cell_columns import CellColumns, as_cell_table, group_ids
+from ..kernels.cell_columns import CellColumns, as_cell_table, group_ids, one_array
 from ..kernels.resolve_rows import ABSENT, Markers, RowPiece
 from ..storefile.dense import DenseBlock
 
@@ -116,7 +116,7 @@ class CellSource:
         else:
             marks = table if not is_put.any() else table.filter(pa.array(~is_put))
             self.markers = Markers(
-                marks.column("row").combine_chunks(), marks.column("qualifier").combine_chunks(),
+                one_array(marks.column("row")), one_array(marks.column("qualifier")),
                 marks.column("timestamp").to_numpy(), marks.column("type").to_numpy(),
             )
             self._puts = table.filter(pa.array(is_put)) if is_put.any() else None

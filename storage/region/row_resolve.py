@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..cells import LATEST_TIMESTAMP
+from ..kernels.cell_columns import one_array
 from ..kernels.resolve_rows import ABSENT, ResolvedRows, resolve_rows
 from .row_pieces import CellSource, dense_piece, join_markers
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock
@@ -153,6 +154,6 @@ def write_resolved(writer, qualifiers: list[bytes], resolved: ResolvedRows) -> N
     """Append resolved rows to a version 2 store file writer as dense blocks."""
     if resolved.num_rows == 0:
         return
-    values = [v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v for v in resolved.values]
+    values = [one_array(v) for v in resolved.values]
     writer.append_rows(resolved.keys, list(qualifiers), values, [_ts_array(t) for t in resolved.ts])
 

@@ -24,6 +24,7 @@ from ..memstore.runs import MemStoreView
 from ..schema import FamilySettings
 from ..storefile import BlockCache, StoreFileReader, StoreFileWriter
 from ..storefile.dense import empty_binary
+from ..kernels.cell_columns import one_array
 from ..kernels.order import row_starts
 
 __all__ = ["Store", "StoreView"]
@@ -92,7 +93,7 @@ class StoreView:
             mem = self.memstore_batch(start_row, stop_row)
             if mem.num_rows:
                 if firsts:
-                    mem = mem.take(pa.array(row_starts(mem.column(0).combine_chunks())))
+                    mem = mem.take(pa.array(row_starts(one_array(mem.column(0)))))
                 if keys_only:  # merging would copy the values only to drop them
                     mem = mem.set_column(5, CELL_SCHEMA.field(5), pa.chunked_array([empty_binary(mem.num_rows)]))
                 tables.append(mem)
