@@ -232,7 +232,7 @@ def resolve_rows(
         if not any_cell.all():
             keep = np.flatnonzero(any_cell)
     chosen = starts if keep is None else starts[keep]
-    keys = _keys(all_keys, joined, ordered[chosen], order[chosen])
+    keys = _keys(all_keys, joined, ordered, order, chosen)
     kept = None if keep is None else pa.array(keep)
     out_values = []
     for j, src in enumerate(sources):
@@ -250,19 +250,21 @@ def resolve_rows(
     return ResolvedRows(keys, out_values, sources, laid)
 
 
-def _keys(all_keys: pa.Array, encoded: np.ndarray, chosen: np.ndarray, at: np.ndarray) -> pa.Array:
-    """The keys at positions ``at`` of ``all_keys`` (``chosen``: their
-    encodings): rebuilt from the integers when every key has one width of
-    1, 2, 4 or 8 bytes (the encoding is then the key itself), else gathered."""
+def _keys(all_keys: pa.Array, encoded: np.ndarray, ordered: np.ndarray, order: np.ndarray,
+          chosen: np.ndarray) -> pa.Array:
+    """The keys of the merged entries ``chosen`` (``ordered``: the encodings
+    in merged order; ``order``: their positions in ``all_keys``): rebuilt
+    from the integers when every key has one width of 1, 2, 4 or 8 bytes
+    (the encoding is then the key itself), else gathered."""
     dtype = encoded.dtype
     # on a little-endian machine only the one-width encoding is a native integer
     if sys.byteorder == "little" and dtype.kind == "u" and dtype.byteorder in ("=", "|") and len(chosen) \
             and data_span(all_keys) == len(all_keys) * dtype.itemsize:
         width = dtype.itemsize
-        data = chosen.astype(f">u{width}").tobytes()
+        data = ordered[chosen].astype(f">u{width}").tobytes()
         offsets = (np.arange(len(chosen) + 1, dtype=np.int32) * width).tobytes()
         return pa.Array.from_buffers(pa.binary(), len(chosen), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    return all_keys.take(pa.array(at))
+    return all_keys.take(pa.array(order[chosen]))
 
 
 def _and_not(visible: np.ndarray | None, hidden: np.ndarray) -> np.ndarray:
