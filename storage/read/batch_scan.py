@@ -30,6 +30,7 @@ from .batch_resolve import _family_read, _Processor
 from .hidden_columns import hidden_names, without_hidden
 from .batch_stream import _dense_plan, _stream_one_file, _streamable, values_discarded
 from .late_values import index_values, materialize
+from .reverse_stream import reversed_stream, reversible_view
 from .row_scan import CELLS, RowMerge
 from .stream_memo import memoized, stream_memo
 
@@ -142,6 +143,11 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
         # a clean file scanned again as before: the batches an earlier scan built (stream_memo.py)
         memo = stream_memo(stream_view, low, high, proc)
         yield from memoized(memo, _stream_one_file(stream_view, low, high, proc), metrics)
+        return
+    reverse_view = reversible_view(families, low, high, scan)
+    if reverse_view is not None:
+        # scan()'s reverse rows of a clean file: streamed forward by chunks, then reversed
+        yield from reversed_stream(reverse_view, low, high, proc)
         return
     row_merge = None
     if len(families) == 1:

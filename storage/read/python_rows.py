@@ -74,12 +74,34 @@ def cells_to_dicts(
         values = list(zip(values, batch.column(3).to_pylist()))
     make = OrderedDict if sorted_columns else dict
     if bounds is None:
+        if not sorted_columns:
+            uniform = _uniform_rows(keys, starts, batch.num_rows, names, values)
+            if uniform is not None:
+                yield from uniform
+                return
         for key, s, e in zip(keys, starts.tolist(), ends.tolist()):
             yield key, make(zip(names[s:e], values[s:e]))
         return
     piece_ends = np.append(bounds[1:], batch.num_rows)
     for r, s, e in zip(piece_rows.tolist(), bounds.tolist(), piece_ends.tolist()):
         yield keys[r], make(zip(names[s:e], values[s:e]))
+
+
+def _uniform_rows(keys: list, starts: np.ndarray, cells: int, names: list, values: list) -> list | None:
+    """The row pairs of cells in which every row has the same columns in the
+    same order (a dense table read as cells): each column's values are every
+    k-th cell, and each dict is one call of :func:`row_dict_maker`.  None when
+    the rows differ."""
+    rows = len(keys)
+    k = cells // rows if rows else 0
+    if k == 0 or k > _DISPLAY_COLUMNS or k * rows != cells or not (starts == np.arange(0, cells, k)).all():
+        return None
+    first = names[:k]
+    for j, name in enumerate(first):
+        column = names[j::k]
+        if column.count(name) != rows:  # C-speed comparisons, no Python step per cell
+            return None
+    return list(zip(keys, map(row_dict_maker(tuple(first)), *(values[j::k] for j in range(k)))))
 
 
 _DISPLAY_COLUMNS = 16  # columns up to which a row's dict is built by a dict display

@@ -1,0 +1,84 @@
+"""A reverse scan of a clean store file's rows for ``scan()``'s dicts.
+
+A forward ``scan()`` of a clean file streams its dense blocks as row
+batches (:func:`storage.read.batch_stream._stream_one_file`), which
+``rows_to_dicts`` turns into dicts from whole columns.  A reverse scan went
+through the cell path instead: every block turned into cells, and a dict
+built cell by cell.  Here each chunk of the range, last chunk first, is
+streamed forward the same way, and its rows come out in reverse order (row
+batches reversed; cell batches reversed by whole rows, each row's cells in
+their order).  The limit is applied after the reversal.
+
+Used only where nothing depends on the direction the rows are read in: no
+filter (a filter may stop or count as it goes: ``PageFilter``,
+``WhileMatchFilter``), one family, one clean file, no memstore rows in the
+range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from .. import kernels
+from ..region.store import StoreView
+from ..region.view import chunk_bounds
+from .batch_resolve import _Processor
+from .batch_stream import _stream_one_file, _streamable
+
+if TYPE_CHECKING:
+    from .batch_scan import BatchScan
+
+__all__ = ["reversible_view", "reversed_stream", "reverse_rows"]
+
+_CHUNK_BLOCKS = 64  # blocks streamed, then reversed, at a time: what a reverse scan holds
+
+
+def reversible_view(families: dict[str, StoreView], low: bytes, high: bytes | None, scan: "BatchScan") -> StoreView | None:
+    """The one clean file's view a reverse ``scan()`` may stream forward, chunk by chunk; None otherwise."""
+    if not (scan.reverse and scan.row_dicts and scan.filter is None):
+        return None
+    return _streamable(families, low, high, dataclasses.replace(scan, reverse=False))
+
+
+def reversed_stream(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> Iterator[pa.RecordBatch]:
+    """The rows of ``view`` in ``[low, high)``, highest first, for ``proc``'s reverse scan."""
+    scan = proc.scan
+    forward = _Processor(dataclasses.replace(scan, reverse=False, limit=None), proc.families, proc.metrics)
+    bounds = [low] + chunk_bounds([view], low, high, _CHUNK_BLOCKS) + [high]
+    for lo, hi in reversed(list(zip(bounds, bounds[1:]))):
+        for batch in reversed(list(_stream_one_file(view, lo, hi, forward))):
+            out = reverse_rows(batch)
+            if proc.rows_left is not None:
+                rows = out.num_rows if out.schema.names[0] == "key" else len(kernels.row_boundaries(out))
+                if rows > proc.rows_left:
+                    out = _first_rows(out, proc.rows_left)
+                    rows = proc.rows_left
+                proc.rows_left -= rows
+            if out.num_rows:
+                yield out
+            if proc.done:
+                return
+
+
+def reverse_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch's rows in reverse order: a row batch's entries, or a cell
+    batch's rows with each row's cells kept in their order."""
+    n = batch.num_rows
+    if batch.schema.names[0] == "key":
+        return batch.take(pa.array(np.arange(n - 1, -1, -1)))
+    starts = kernels.row_boundaries(batch)
+    lengths = np.diff(np.append(starts, n))[::-1]
+    first = starts[::-1]
+    at = np.cumsum(lengths) - lengths  # where each reversed row starts in the output
+    return batch.take(pa.array(np.arange(n) - np.repeat(at, lengths) + np.repeat(first, lengths)))
+
+
+def _first_rows(batch: pa.RecordBatch, rows: int) -> pa.RecordBatch:
+    if batch.schema.names[0] == "key":
+        return batch.slice(0, rows)
+    starts = kernels.row_boundaries(batch)
+    return batch.slice(0, int(starts[rows])) if rows < len(starts) else batch
