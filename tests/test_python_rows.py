@@ -10,7 +10,8 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.read.python_rows import row_dict_maker, rows_to_dicts
+from storage.cells import CELL_SCHEMA
+from storage.read.python_rows import cells_to_dicts, row_dict_maker, rows_to_dicts
 
 _values = st.one_of(st.none(), st.binary(max_size=6))
 
@@ -72,3 +73,31 @@ def test_a_row_dict_maker_binds_its_names_as_values():
     wide = tuple(b"cf:%d" % i for i in range(40))
     assert row_dict_maker(wide)(*range(40)) == {name: i for i, name in enumerate(wide)}
     assert row_dict_maker(())() == {}
+
+
+@st.composite
+def cell_batches(draw):
+    """Cells in cell order, one version per column: rows of the same columns
+    (a dense table read as cells) or of columns that differ."""
+    rows = draw(st.integers(1, 10))
+    same = draw(st.booleans())
+    shared = sorted(draw(st.sets(st.sampled_from([b"a", b"b", b"c", b"d"]), min_size=1)))
+    cells = []
+    for i in range(rows):
+        qualifiers = shared if same else sorted(draw(st.sets(st.sampled_from([b"a", b"b", b"c", b"d"]), min_size=1)))
+        for q in qualifiers:
+            cells.append((b"r%02d" % i, b"cf", q, draw(st.integers(1, 99)), 4, draw(st.binary(max_size=4))))
+    columns = list(zip(*cells))
+    return pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(columns, CELL_SCHEMA.types)], schema=CELL_SCHEMA)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cell_batches(), st.booleans(), st.booleans())
+def test_cell_rows_match_a_plain_reading_of_the_cells(batch, include_timestamp, sorted_columns):
+    got = list(cells_to_dicts(batch, include_timestamp=include_timestamp, sorted_columns=sorted_columns))
+    expected: dict = {}
+    for row, family, qualifier, ts, _, value in zip(*[batch.column(i).to_pylist() for i in range(6)]):
+        expected.setdefault(row, OrderedDict())[family + b":" + qualifier] = (value, ts) if include_timestamp else value
+    assert got == list(expected.items())
+    for (_, row), (_, want) in zip(got, expected.items()):
+        assert list(row) == list(want) and type(row) is (OrderedDict if sorted_columns else dict)
