@@ -70,11 +70,7 @@ def reverse_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     n = batch.num_rows
     if batch.schema.names[0] == "key":
         return batch.take(pa.array(np.arange(n - 1, -1, -1)))
-    starts = kernels.row_boundaries(batch)
-    lengths = np.diff(np.append(starts, n))[::-1]
-    first = starts[::-1]
-    at = np.cumsum(lengths) - lengths  # where each reversed row starts in the output
-    return batch.take(pa.array(np.arange(n) - np.repeat(at, lengths) + np.repeat(first, lengths)))
+    return batch.take(pa.array(kernels.order.reverse_rows_order(kernels.row_boundaries(batch), n)))
 
 
 def _first_rows(batch: pa.RecordBatch, rows: int) -> pa.RecordBatch:
