@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import storage
+from storage.storefile import point
 
 _key_byte = st.sampled_from([0, 1, 0x61, 0x62, 0xFF])
 _key = st.lists(_key_byte, min_size=1, max_size=4).map(bytes)
@@ -63,6 +64,26 @@ def test_row_and_rows_agree_with_the_scan(tmp_path_factory, ops, block_size, ver
     assert table.rows(order, **kw) == [(k, want[k]) for k in order if k in want]
     with_ts = dict(table.scan(columns=columns, time_range=time_range, include_timestamp=True, path="cell"))
     assert table.rows(order, include_timestamp=True, **kw) == [(k, with_ts[k]) for k in order if k in with_ts]
+    conn.close()
+
+
+@pytest.mark.parametrize("path", ["vectorized", "point reads"])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_op, min_size=1, max_size=60), st.sampled_from([256, 4096]), st.sampled_from([1, 3]),
+       st.lists(_key, max_size=20))
+def test_each_multi_get_path_agrees_with_the_scan(tmp_path_factory, monkeypatch, path, ops, block_size, versions,
+                                                   extra):
+    # a multi-get picks per file: one pass over the blocks, or a point read per key
+    if path == "vectorized":
+        monkeypatch.setattr(point, "_SCALAR_FILE_KEYS", 0)
+        monkeypatch.setattr(point, "_SCALAR_KEYS", 0)
+    else:
+        monkeypatch.setattr(point, "_SCALAR_FILE_KEYS", 1 << 30)
+    conn = storage.connect(str(tmp_path_factory.mktemp("t")))
+    table = _load(conn, "t", ops, block_size, versions)
+    want = dict(table.scan(path="cell"))
+    asked = sorted({op[1] for op in ops if len(op) > 1} | set(extra))
+    assert table.rows(asked) == [(k, want[k]) for k in asked if k in want]
     conn.close()
 
 

@@ -358,29 +358,52 @@ def _first_rows(reader) -> SortedKeys:
 
 
 _SCALAR_KEYS = 8  # keys of one block below which a multi-get searches one key at a time
+# keys of one file up to which the bloom filter is asked one key at a time: its vectorized
+# hash costs about 90 us a call whatever the count, a scalar one about 3.5 us a key
+_SCALAR_BLOOM_KEYS = 24
+_SCALAR_FILE_KEYS = 16  # keys of one file up to which a multi-get makes a point read of each
 
 
 def file_rows_cells(reader, rows: list[bytes]) -> dict[bytes, list[Cell]]:
     """The cells of each of ``rows`` (distinct, ascending) found in one store
-    file: a multi-get.  The bloom filter tests all rows in one call, the
-    block index places all of them with one ``searchsorted``, and each block
-    is visited once for all the rows that fall in it."""
+    file: a multi-get.  Where the rows are many to a block, the bloom filter
+    tests all of them in one call, the block index places all of them with
+    one ``searchsorted``, and each block is visited once for all the rows
+    that fall in it.  Where they are few to a block (a few keys, or keys
+    spread over the file), each is a point read (:func:`file_row_cells`):
+    the vectorized calls' fixed cost would be more than they save."""
     out: dict[bytes, list[Cell]] = {}
     info = reader.info
     if reader.block_count == 0 or info.cell_count == 0 or not rows:
         return out
     lo_row, hi_row = info.first_cell[0], info.last_cell[0]
     rows = [r for r in rows if lo_row <= r <= hi_row]
+    placed = None
+    if len(rows) > _SCALAR_FILE_KEYS:
+        # the last block whose first row is below the row (the row may begin at the end of
+        # it), or the block that begins with the row when no part of the row is before it
+        placed = _first_rows(reader).find_many(rows)
+        if len(rows) < _SCALAR_KEYS * (1 + np.count_nonzero(np.diff(placed[0]))):
+            placed = None  # fewer keys than _SCALAR_KEYS to a block
+    if placed is None:
+        for row in rows:
+            cells = file_row_cells(reader, row)
+            if cells:
+                out[row] = cells
+        return out
+    below, equal = placed
     bloom = reader.bloom
-    if rows and bloom is not None:
-        keep = bloom.might_contain_many(pa.array(rows, pa.binary()))
-        rows = [r for r, k in zip(rows, keep.tolist()) if k]
+    if bloom is not None:
+        if len(rows) <= _SCALAR_BLOOM_KEYS:
+            keep = np.fromiter(map(bloom.might_contain, rows), dtype=bool, count=len(rows))
+        else:
+            keep = bloom.might_contain_many(pa.array(rows, pa.binary()))
+        if not keep.all():
+            rows = [r for r, k in zip(rows, keep.tolist()) if k]
+            below, equal = below[keep], equal[keep]
     if not rows:
         return out
     reader.counters.add("seeks", len(rows))
-    # the last block whose first row is below the row (the row may begin at the end of
-    # it), or the block that begins with the row when no part of the row is before it
-    below, equal = _first_rows(reader).find_many(rows)
     blocks = np.maximum(below - 1, 0)
     starts = reader.block_row_starts
     if starts is not None:
