@@ -8,6 +8,9 @@
 ``module=("jobs.cli", "thrift")`` runs it as the ``regionscan thrift`` command.
 A root folder that does not exist yet is made (``--create``); ``create=False``
 leaves that to the caller's own arguments.
+
+The child runs under :mod:`storage.server.parent_watch`: it stops when this
+process ends, killed or not, instead of serving on with nobody to stop it.
 """
 
 from __future__ import annotations
@@ -32,13 +35,15 @@ class ServerProcess:
                  module: str | tuple[str, ...] = "storage.server", create: bool = True):
         self.root = root
         command = (module,) if isinstance(module, str) else tuple(module)
-        cmd = [sys.executable, "-m", *command, "--root", str(root), "--port", "0", *(["--create"] if create else []),
-               *map(str, args)]
+        cmd = [sys.executable, "-m", "storage.server.parent_watch", *command, "--root", str(root), "--port", "0",
+               *(["--create"] if create else []), *map(str, args)]
         child_env = dict(os.environ if env is None else env)
         here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         child_env["PYTHONPATH"] = os.pathsep.join(p for p in (here, child_env.get("PYTHONPATH")) if p)
+        # the child reads its stdin until this process closes it or ends (parent_watch)
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env, bufsize=1
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env,
+            bufsize=1,
         )
         self.output: list[str] = []
         self.location = self._wait_ready(start_timeout)
@@ -81,6 +86,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
         return self.proc.returncode
 
     def __enter__(self) -> "ServerProcess":
