@@ -30,6 +30,7 @@ from ..kernels.cell_columns import value_offsets
 __all__ = ["SortedKeys", "DensePoint"]
 
 _PUT = int(CellType.PUT)
+_new_cell = tuple.__new__  # Cell(...) without the namedtuple's Python-level __new__
 
 
 def _held(*objs) -> int:
@@ -251,10 +252,14 @@ class DensePoint:
         out = []
         family = self.family
         for col in self._columns:
-            s = col.slot(i)
+            # _Column.slot and .value inlined, and the Cell made without its Python-level
+            # __new__: this is every point read's per-column cost
+            s = i if col.run_ends is None else col.slot(i)
             if col.valid is not None and not col.valid[s]:
                 continue
-            out.append(Cell(row, family, col.qualifier, int(col.ts[s]), _PUT, col.value(i)))
+            offsets = col.voffsets
+            value = b"" if offsets is None else bytes(col.vdata[offsets[i] : offsets[i + 1]])
+            out.append(_new_cell(Cell, (row, family, col.qualifier, col.ts.item(s), _PUT, value)))
         return out
 
     def rows_cells(self, rows: list[bytes], positions: np.ndarray) -> list[list[Cell]]:
