@@ -68,13 +68,21 @@ def result_bytes(batch: pa.RecordBatch) -> int:
     if names[0] != "key":  # cells: row, family, qualifier, timestamp, type, value
         return batch.num_rows * CELL_FIXED_BYTES + sum(
             _value_bytes(batch.column(name)) for name in ("row", "family", "qualifier", "value"))
-    keys = batch.column(0)
+    columns = batch.columns
+    keys = columns[0]
     key_span = data_span(keys)
     key_lengths = None  # per row: needed only where a column lacks some rows
     total = 0
-    for name, column in zip(names[1:], batch.columns[1:]):
-        if name.endswith("@ts") or len(column) == column.null_count:
-            continue  # a value's timestamp is counted in its cell's fixed bytes
+    n = len(keys)
+    for j, name, fixed in _row_plan(names):
+        column = columns[j]
+        nulls = column.null_count
+        if nulls == 0 and fixed and not pa.types.is_map(column.type):
+            # the usual column: a value in every row (a family:qualifier name holds both but for the colon)
+            total += n * fixed + key_span + data_span(column)
+            continue
+        if nulls == n:
+            continue
         is_map = pa.types.is_map(column.type)
         if key_lengths is None and (is_map or column.null_count):
             key_lengths = np.diff(value_offsets(keys))
@@ -89,6 +97,25 @@ def result_bytes(batch: pa.RecordBatch) -> int:
         # a ``family:qualifier`` name holds both but for the colon
         total += present * (CELL_FIXED_BYTES + len(name.encode()) - 1) + row_bytes + _value_bytes(column)
     return total
+
+
+_ROW_PLANS: dict[tuple, list] = {}  # column names -> their plan (a scan's batches share a few)
+
+
+def _row_plan(names: list[str]) -> list[tuple[int, str, int]]:
+    """Per column of a row batch but the key and the ``@ts`` columns (a value's
+    timestamp is counted in its cell's fixed bytes): ``(index, name, fixed)``,
+    ``fixed`` the bytes each present value's cell adds beside its row key and
+    value (0 for a family map column, counted entry by entry)."""
+    key = tuple(names)
+    plan = _ROW_PLANS.get(key)
+    if plan is None:
+        plan = [(j, name, CELL_FIXED_BYTES + len(name.encode()) - 1 if ":" in name else 0)
+                for j, name in enumerate(names) if j and not name.endswith("@ts")]
+        if len(_ROW_PLANS) >= 1024:
+            _ROW_PLANS.clear()
+        _ROW_PLANS[key] = plan
+    return plan
 
 
 def _map_bytes(column: pa.MapArray, family_bytes: int, key_lengths: np.ndarray) -> int:
