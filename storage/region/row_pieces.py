@@ -53,17 +53,9 @@ def dense_piece(blocks: DenseBlock | Sequence[DenseBlock], qualifiers: Sequence[
         keys = blocks[0].rows
     else:
         keys = pa.concat_arrays([d.rows for d in blocks])
+    columns = _block_columns(blocks, qualifiers)
     ts, values = [], []
-    for q in qualifiers:
-        stamps, chunks = [], []
-        for d in blocks:
-            j = _index(d, q)
-            if j is None:
-                stamps.append(pa.nulls(d.num_rows, pa.int64()))
-                chunks.append(pa.nulls(d.num_rows, pa.binary()))
-                continue
-            stamps.append(d.timestamps[j])
-            chunks.append(d.values[j] if d.values is not None else pa.nulls(d.num_rows, pa.binary()))
+    for q, (stamps, chunks) in zip(qualifiers, columns):
         # one Arrow call per column for all blocks: the nulls of absent entries become ABSENT
         column = _plain(stamps, blocks, q)
         if column.null_count:
@@ -71,6 +63,26 @@ def dense_piece(blocks: DenseBlock | Sequence[DenseBlock], qualifiers: Sequence[
         ts.append(column.to_numpy() if isinstance(column, pa.ChunkedArray) else column.to_numpy(zero_copy_only=False))
         values.append(chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, pa.binary()))
     return RowPiece(keys, ts, values)
+
+
+def _block_columns(blocks: list, qualifiers: Sequence[bytes]) -> list[tuple[list, list]]:
+    """Per qualifier, the blocks' timestamp and value arrays (nulls where a
+    block lacks it).  The blocks of one file mostly share one qualifier list,
+    so each block's positions are looked up only when its list changes."""
+    columns: list[tuple[list, list]] = [([], []) for _ in qualifiers]
+    known = at = None
+    for d in blocks:
+        if d.qualifiers != known:
+            known, at = d.qualifiers, [_index(d, q) for q in qualifiers]
+        stamps, values = d.timestamps, d.values
+        for (ts, vs), j in zip(columns, at):
+            if j is None:
+                ts.append(pa.nulls(d.num_rows, pa.int64()))
+                vs.append(pa.nulls(d.num_rows, pa.binary()))
+            else:
+                ts.append(stamps[j])
+                vs.append(values[j] if values is not None else pa.nulls(d.num_rows, pa.binary()))
+    return columns
 
 
 def _plain(stamps: list, blocks: list, qualifier: bytes) -> pa.Array | pa.ChunkedArray:
@@ -84,8 +96,11 @@ def _plain(stamps: list, blocks: list, qualifier: bytes) -> pa.Array | pa.Chunke
         return blocks[0].plain_timestamps()[blocks[0].qualifiers.index(qualifier)] \
             if pa.types.is_run_end_encoded(ts.type) else ts
     kind = stamps[0].type
-    if pa.types.is_run_end_encoded(kind) and all(t.type == kind for t in stamps):
-        return pc.run_end_decode(pa.chunked_array(stamps, kind))
+    if pa.types.is_run_end_encoded(kind):
+        try:  # Arrow checks that every block has this type: no Python step per block
+            return pc.run_end_decode(pa.chunked_array(stamps, kind))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            pass
     plain = [pc.run_end_decode(t) if pa.types.is_run_end_encoded(t.type) else t for t in stamps]
     return pa.chunked_array(plain, pa.int64())
 
