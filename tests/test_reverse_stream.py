@@ -114,3 +114,19 @@ def test_reverse_rows_of_a_cell_batch_keep_each_rows_cells_in_order():
     assert out.column("qualifier").to_pylist() == [b"x", b"y", b"z", b"x", b"x", b"y"]
     rows = pa.RecordBatch.from_pydict({"key": [b"a", b"b"], "cf:x": [b"1", None]})
     assert reverse_stream.reverse_rows(rows).to_pydict() == {"key": [b"b", b"a"], "cf:x": [None, b"1"]}
+
+
+def test_a_write_flush_and_compaction_mid_scan_leave_its_rows_as_they_were(table, streamed):
+    before = list(table.scan())[::-1]
+    scan = table.scan(reverse=True, batch_size=10)
+    head = [next(scan) for _ in range(10)]
+    for i in range(0, ROWS, 7):  # updates, deletes and new rows land while the scan is open
+        table.put(_key(i), {b"cf:a": b"changed"})
+        table.delete(_key(i + 1))
+        table.put(_key(i) + b"+", {b"cf:a": b"new"})
+    table.flush()
+    table.compact()
+    assert head + list(scan) == before  # the scan reads at its read point, over the files it pinned
+    assert streamed
+    after = dict(table.scan())
+    assert after[_key(7)] == {**before[::-1][7][1], b"cf:a": b"changed"} and _key(8) not in after

@@ -23,9 +23,9 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from ..errors import InvalidArgument, NamespaceNotFound, StorageError, TableNotFound
-from ..namespaces import DEFAULT_NAMESPACE, parse_table_name, validate_namespace
+from ..namespaces import parse_table_name, validate_namespace
 from ..schema import validate_table_name
-from ..names import name_hint
+from ..table.missing import absent_from
 from .auth import AUTH_HEADER, bearer
 from .remote_errors import from_flight_error
 from .remote_table import RemoteTable
@@ -188,8 +188,7 @@ class RemoteConnection:
             names = [t.decode() for t in self.tables(namespace)]
         except NamespaceNotFound:
             return f"table {name} does not exist: there is no namespace {namespace} on {self.root}"
-        holder = "" if namespace == DEFAULT_NAMESPACE else f"namespace {namespace}"
-        return f"table {name} does not exist on {self.root} {name_hint(name, names, 'tables', holder)}"
+        return absent_from(name, f"on {self.root}", names)
 
     def table(self, name: str | bytes) -> "RemoteTable":
         """The named table; raises TableNotFound if the server has no such table."""

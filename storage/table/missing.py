@@ -20,7 +20,7 @@ from ..names import name_hint
 from ..region.manifest import TABLE_MANIFEST
 from ..vfs.fs import FileSystem
 
-__all__ = ["namespace_tables", "missing_table"]
+__all__ = ["namespace_tables", "missing_table", "absent_from"]
 
 
 def namespace_tables(root: FileSystem, namespace: str) -> list[str]:
@@ -47,5 +47,13 @@ def missing_table(root: FileSystem, name: str, shown_root: str | None = None) ->
     namespace = parse_table_name(name).namespace
     if namespace != DEFAULT_NAMESPACE and not root.exists(f"{namespace_dir(namespace)}/{NAMESPACE_MARKER}"):
         return f"table {name} does not exist: there is no namespace {namespace} under {where}"
+    return absent_from(name, f"under {where}", namespace_tables(root, namespace))
+
+
+def absent_from(name: str, where: str, tables: list[str]) -> str:
+    """The line for table ``name`` missing from a namespace that holds
+    ``tables`` (``where``: ``under ROOT``, ``on grpc://...``), the closest
+    names first."""
+    namespace = parse_table_name(name).namespace
     holder = "" if namespace == DEFAULT_NAMESPACE else f"namespace {namespace}"
-    return f"table {name} does not exist under {where} {name_hint(name, namespace_tables(root, namespace), 'tables', holder)}"
+    return f"table {name} does not exist {where} {name_hint(name, tables, 'tables', holder)}"
