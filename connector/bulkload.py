@@ -15,7 +15,12 @@ become cells, sorted and deduplicated.  Files go under::
     <table>/.staging/<job id>/<task id>/<region id>/<family>/<run>.sf
 
 Nothing there is visible to readers.  Abort deletes ``.staging/<job id>``
-whole, so failed attempts leave nothing behind.
+whole, so failed attempts leave nothing behind.  A job whose owner dies
+before it can abort (a killed driver or engine worker) leaves its folder;
+a job that holds its staging lock (:func:`hold_staging`, from its start to
+its commit or abort) has that folder deleted by the next writer to open
+the table or the next commit once the lock is free
+(``storage.region.load_journal.drop_stale_staging``).
 
 Commit (:func:`commit_load`) and abort (:func:`abort_load`) are the
 engine's: :mod:`storage.region.load_commit` re-cuts what a split moved, writes
@@ -43,8 +48,11 @@ from storage.region.load_commit import (
     abort_load,
     aborted_marker,
     commit_load,
+    hold_staging,
+    load_committed,
     lock_table,
     prepare_commit,
+    release_staging,
     table_regions,
     write_store_file,
 )
@@ -70,6 +78,9 @@ __all__ = [
     "recover",
     "LoadReport",
     "table_regions",
+    "hold_staging",
+    "release_staging",
+    "load_committed",
 ]
 
 _DEFAULT_RUN_CELLS = 1 << 20

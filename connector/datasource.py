@@ -53,14 +53,23 @@ from pyspark.sql.datasource import (
 )
 
 from serde.mapping import ColumnKind
-from storage.errors import InvalidArgument
+from storage.errors import InvalidArgument, TableLocked
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
 from storage.region.manifest import TABLE_MANIFEST
 
-from .bulkload import BulkLoadTask, StagedFile, abort_load, commit_load, table_regions
+from .bulkload import (
+    BulkLoadTask,
+    StagedFile,
+    abort_load,
+    commit_load,
+    hold_staging,
+    release_staging,
+    table_regions,
+)
 from .explain import ScanPlan, save_plan
 from .options import MAX_RESTARTS, conf_int
+from . import raw_read, staging_keeper
 from .pushdown import push_filters
 from .record_reader import TableBatchRecordReader
 from .savemode import missing_for_write
@@ -75,6 +84,7 @@ __all__ = [
     "PYTHON_SOURCE_NAME",
     "RegionScanReader",
     "SparkFilteredReader",
+    "RawCellReader",
     "RegionScanWriter",
     "RegionScanPartition",
     "BulkLoadMessage",
@@ -104,8 +114,9 @@ class RegionScanDataSource(DataSource):
         return SourceConfig.from_options(self.options)
 
     def schema(self) -> str:
-        """The DataFrame schema (Spark DDL) from the SerDe of the mapping."""
-        return self._config().schema_ddl()
+        """The DataFrame schema (Spark DDL) from the SerDe of the mapping (a raw read's: :mod:`connector.raw_read`)."""
+        config = self._config()
+        return raw_read.schema_ddl(config) if raw_read.is_raw(config) else config.schema_ddl()
 
     def reader(self, schema) -> "RegionScanReader":
         """A reader for ``schema`` (a narrower user schema also prunes the scan).
@@ -116,6 +127,8 @@ class RegionScanDataSource(DataSource):
         filter pushdown off: a reader offering ``pushFilters`` would fail there.
         """
         config = self._config()
+        if raw_read.is_raw(config):  # cells, one Spark row each; Spark evaluates every filter
+            return RawCellReader(config, schema)
         target = _arrow_schema(schema)
         if target is not None:
             known = {n.lower(): n for n in config.read_serde().column_names}
@@ -127,8 +140,11 @@ class RegionScanDataSource(DataSource):
         return cls(config, schema)
 
     def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
-        """A bulk-load writer (``overwrite`` True for ``mode("overwrite")``)."""
-        return RegionScanWriter(self._config(), schema, overwrite)
+        """A bulk-load writer (``overwrite`` True for ``mode("overwrite")``) whose job holds its
+        staging lock until its commit or abort (:mod:`connector.staging_keeper`)."""
+        writer = RegionScanWriter(self._config(), schema, overwrite)
+        writer.start_keeper()
+        return writer
 
 
 def _pushdown_disabled() -> bool | None:
@@ -238,6 +254,27 @@ class RegionScanReader(DataSourceReader):
             reader.close()
 
 
+class RawCellReader(DataSourceReader):
+    """A raw read (``hbase.spark.query.raw``): one partition per split, each split's raw
+    cells as batches of the raw DataFrame's columns (:mod:`connector.raw_read`)."""
+
+    def __init__(self, config: SourceConfig, schema: Any = None):
+        self.config = config
+        target = _arrow_schema(schema)
+        self.names = raw_read.resolve_names(config, None if target is None else [f.name for f in target])
+        self.target = target if target is not None else raw_read.arrow_schema(config, self.names)
+
+    def partitions(self) -> list[RegionScanPartition]:
+        """One partition per split of the raw read's input format."""
+        splits = raw_read.planned_splits(self.config)
+        return [RegionScanPartition(s) for s in splits] or [RegionScanPartition(None)]
+
+    def read(self, partition: RegionScanPartition) -> Iterator[pa.RecordBatch]:
+        """The split's raw cells as Arrow batches of the DataFrame's schema."""
+        if partition.split is not None:
+            yield from raw_read.raw_batches(self.config, [partition.split], self.names, self.target)
+
+
 class SparkFilteredReader(RegionScanReader):
     """A :class:`RegionScanReader` without filter pushdown: Spark evaluates every filter itself.
 
@@ -266,6 +303,8 @@ class RegionScanWriter(DataSourceArrowWriter):
     """Bulk-loads a DataFrame: tasks stage store files, the driver commits them atomically."""
 
     def __init__(self, config: SourceConfig, schema: Any, overwrite: bool):
+        if raw_read.is_raw(config):  # both sources' writes come here
+            raise InvalidArgument("hbase.spark.query.raw is a read option: a write stores puts of the DataFrame's rows")
         if is_remote_root(config.root):
             raise InvalidArgument(
                 f"bulk load writes store files, so it needs the table's filesystem root, not {config.root}"
@@ -275,6 +314,9 @@ class RegionScanWriter(DataSourceArrowWriter):
         self.job_id = _new_job_id()
         self.timestamp = write_timestamp(config.conf)
         self.created = False  # True when this write creates the table (newtable)
+        # the process holding the job's staging lock for a Python-source write (None: the JVM
+        # source's engine worker holds it, connector.jvm_source.writes)
+        self.keeper: staging_keeper.StagingKeeper | None = None
         serde = config.write_serde()
         table_fs = self._table_fs()
         if not table_fs.exists(TABLE_MANIFEST):
@@ -300,6 +342,16 @@ class RegionScanWriter(DataSourceArrowWriter):
 
     def _table_fs(self) -> FileSystem:
         return FileSystem(self.config.root).sub(table_dir(self.config.table))
+
+    def start_keeper(self) -> None:
+        """Have a keeper process hold the job's staging lock from now to :meth:`commit` or
+        :meth:`abort`: should the driver die in between, the next writer to open the table
+        deletes the job's staging folder."""
+        self.keeper = staging_keeper.start(self.config.root, self.config.table, self.job_id)
+
+    def _let_go(self) -> None:
+        if self.keeper is not None:
+            staging_keeper.release(self.keeper, self.config.root, self.config.table)
 
     def _create_table(self, serde, regions: int) -> None:
         import storage
@@ -338,10 +390,24 @@ class RegionScanWriter(DataSourceArrowWriter):
             raise
         return BulkLoadMessage(self.job_id, task_id, files)
 
-    def commit(self, messages: Sequence[BulkLoadMessage]) -> None:
-        """Add every staged file to the table atomically (on the driver)."""
+    def commit(self, messages: Sequence[BulkLoadMessage], receipt: bool = False) -> None:
+        """Add every staged file to the table atomically (on the driver); ``receipt`` leaves the
+        job's commit receipt (:func:`connector.bulkload.load_committed`) for a caller that may not
+        hear the answer."""
         staged = [f for m in messages if m is not None for f in m.files]
-        report = commit_load(self._table_fs(), self.job_id, staged, "overwrite" if self.overwrite else "append")
+        own = None
+        if self.keeper is not None:
+            try:  # a keeper that died (the driver lives) must not leave the job's folder looking stale now
+                own = hold_staging(self._table_fs(), self.job_id)
+            except TableLocked:
+                pass  # the keeper holds it
+        try:
+            report = commit_load(self._table_fs(), self.job_id, staged, "overwrite" if self.overwrite else "append",
+                                 receipt=receipt)
+        finally:
+            if own is not None:
+                release_staging(self._table_fs(), self.job_id, own)
+            self._let_go()
         _LOG.info("bulk load %s committed: %d files, %d cells into %d regions of %s", report.job_id,
                   report.files, report.cells, len(report.regions), self.config.table)
         try:  # the rows are in: the mapping they were written with goes with the table
@@ -351,8 +417,12 @@ class RegionScanWriter(DataSourceArrowWriter):
                          report.job_id, self.config.table, exc)
 
     def abort(self, messages: Sequence[BulkLoadMessage]) -> None:
-        """Delete everything the job staged, including failed attempts' files."""
-        abort_load(self._table_fs(), self.job_id)
+        """Delete everything the job staged, including failed attempts' files, and give back the
+        job's staging lock."""
+        try:
+            abort_load(self._table_fs(), self.job_id)
+        finally:
+            self._let_go()
 
 
 def _fill_missing(batch: pa.RecordBatch, serde) -> pa.RecordBatch:

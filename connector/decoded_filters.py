@@ -2,7 +2,9 @@
 
 Some filters have no form the engine can test on stored bytes: a remainder
 (``n % 3 = 0``), a substring (``s LIKE '%5%'``), a comparison on a column
-whose byte order is not its value order (an ``INT`` stored as text).  Spark's
+whose byte order is not its value order (an ``INT`` stored as text), or whose
+cells may not fit its type (a binary ``INT``: decoding checks each cell's
+width, a byte comparison would drop a cell of another width unread).  Spark's
 file sources leave such filters to Spark, which then receives every row.  The
 JVM source's engine worker evaluates them itself, on the Arrow columns the
 SerDe decoded for the task, with pyarrow's kernels over whole batches:

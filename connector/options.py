@@ -44,6 +44,7 @@ __all__ = [
     "FILTER_CLASSES",
     "SCAN_INCLUDE_TIMESTAMP",
     "SCAN_KEYS_ONLY",
+    "SCAN_RAW",
     "AUTOBALANCE",
     "AVERAGE_REGION_SIZE",
     "SPLITS_PER_REGION",
@@ -87,6 +88,7 @@ SCAN_FILTER = "regionscan.scan.filter"  # an HBase filter string
 FILTER_CLASSES = "regionscan.filter.classes"  # user filters: "NAME=package.module:Class,..."
 SCAN_INCLUDE_TIMESTAMP = "regionscan.scan.include.timestamp"  # "cf:q@ts" columns in row batches
 SCAN_KEYS_ONLY = "regionscan.scan.keys.only"  # row batches of the key column alone
+SCAN_RAW = "regionscan.scan.raw"  # a raw scan (HBase's Scan.setRaw): markers and deleted cells, as cells
 MAX_RESTARTS = "regionscan.reader.max.restarts"
 PIN_TTL = "regionscan.pin.ttl.seconds"
 PIN_REGISTER = "regionscan.pin.register"  # false: no pins/<id>.pin file (planning only)
@@ -99,6 +101,7 @@ SPARK_ALIASES: dict[str, str] = {
     "hbase.spark.query.cachedrows": SCAN_CACHEDROWS,
     "hbase.spark.query.batchsize": SCAN_BATCHSIZE,
     "hbase.spark.query.cacheblocks": SCAN_CACHEBLOCKS,
+    "hbase.spark.query.raw": SCAN_RAW,
     "hbase.table": INPUT_TABLE,
     "hbase.table.name": INPUT_TABLE,  # Hive's HBaseStorageHandler table property
     "table": INPUT_TABLE,
@@ -117,7 +120,7 @@ KNOWN_KEYS: set[str] = {
     INPUT_TABLE, SCAN_ROW_START, SCAN_ROW_STOP, SCAN_COLUMNS, SCAN_COLUMN_FAMILY, SCAN_TIMESTAMP,
     SCAN_TIMERANGE_START, SCAN_TIMERANGE_END, SCAN_MAXVERSIONS, SCAN_CACHEBLOCKS, SCAN_CACHEDROWS,
     SCAN_CACHING, SCAN_BATCHSIZE, AUTOBALANCE, AVERAGE_REGION_SIZE, SPLITS_PER_REGION,
-    ROOT, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, MAX_RESTARTS, PIN_TTL, PIN_REGISTER,
+    ROOT, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, SCAN_RAW, MAX_RESTARTS, PIN_TTL, PIN_REGISTER,
     FILTER_CLASSES, "regionscan.token",
 }
 """Every key under :data:`CHECKED_PREFIXES` that the input format reads; modules that read
@@ -221,6 +224,8 @@ class ScanSpec:
     value of the row reader (HBase ``Scan.setBatch``); ``batch_cells`` is
     the engine's internal batch size.  ``keys_only`` row batches carry the
     ``key`` column alone (the scan reads one cell per row and drops its value).
+    ``raw`` is HBase's raw scan (:mod:`storage.read.raw`): every request is for
+    cells, markers included, and ``max_versions`` None reads every version.
     """
 
     row_start: bytes | None = None
@@ -228,7 +233,7 @@ class ScanSpec:
     columns: tuple[bytes, ...] | None = None
     filter: str | None = None
     time_range: tuple[int, int] | None = None
-    max_versions: int = 1
+    max_versions: int | None = 1
     cache_blocks: bool = False
     caching: int | None = None
     batch: int | None = None
@@ -240,6 +245,7 @@ class ScanSpec:
     # of ``columns``: read so that their rows exist, left out of the row batches (the JVM source's
     # pruned reads; storage.read.hidden_columns); a region server root returns them all the same
     hidden_columns: tuple[bytes, ...] = ()
+    raw: bool = False
 
     def parsed_filter(self):
         """The filter as a Filter (or None), the user filters registered first."""
@@ -260,8 +266,8 @@ class ScanSpec:
         return ScanRequest(
             row_start=start or None, row_stop=stop,
             columns=self.columns or None, filter=self.filter, time_range=self.time_range,
-            max_versions=self.max_versions, output=output, include_timestamp=self.include_timestamp,
-            batch_size=self.batch_cells,
+            max_versions=self.max_versions, output="cells" if self.raw else output,
+            include_timestamp=self.include_timestamp, batch_size=self.batch_cells, raw=self.raw,
         )
 
     @property
@@ -338,17 +344,19 @@ def scan_spec_from_conf(conf: Mapping[str, Any]) -> ScanSpec:
     caching = conf_int(conf, SCAN_CACHEDROWS, minimum=1)
     if caching is None:
         caching = conf_int(conf, SCAN_CACHING, minimum=1)
+    raw = conf_bool(conf, SCAN_RAW, False)
     return ScanSpec(
         row_start=to_bytes_binary(start, SCAN_ROW_START) if start not in (None, "") else None,
         row_stop=to_bytes_binary(stop, SCAN_ROW_STOP) if stop not in (None, "") else None,
         columns=_columns(conf),
         filter=flt or None,
         time_range=time_range,
-        max_versions=conf_int(conf, SCAN_MAXVERSIONS, 1, minimum=1),
+        max_versions=conf_int(conf, SCAN_MAXVERSIONS, None if raw else 1, minimum=1),  # raw: every version
         cache_blocks=conf_bool(conf, SCAN_CACHEBLOCKS, False),
         caching=caching,
         batch=conf_int(conf, SCAN_BATCHSIZE, minimum=1),
         include_timestamp=conf_bool(conf, SCAN_INCLUDE_TIMESTAMP, False),
         keys_only=conf_bool(conf, SCAN_KEYS_ONLY, False),
         filter_classes=filter_classes,
+        raw=raw,
     )

@@ -9,11 +9,15 @@ stored bytes allow it (see :mod:`connector.keyspace`):
   key ranges: equalities and IN lists become point gets (a cross product
   over leading parts, up to :data:`~connector.keyspace.MAX_POINTS` keys),
   and one range on the next part becomes a key range under each prefix;
-* on a single-cell column, into a ``SingleColumnValueFilter`` with a binary
-  comparator (``filter_if_missing``, so a missing cell reads as null and
-  fails the comparison as in SQL), or a small FilterList of them.
-  ``IS NOT NULL`` alone stays with Spark (cheaper there than an engine
-  pass), unless another exact filter on the column already implies it.
+* on a single-cell column of strings or binaries, into a
+  ``SingleColumnValueFilter`` with a binary comparator (``utf8:``-checked on a
+  ``STRING`` column, so a cell that is not text fails the scan; ``filter_if_missing``,
+  so a missing cell reads as null and fails the comparison as in SQL), or a
+  small FilterList of them.  ``IS NOT NULL`` alone stays with Spark (cheaper
+  there than an engine pass), unless another exact filter on the column
+  already implies it.  Fixed-width values and text numbers are compared once
+  decoded (:func:`compares_as_bytes`): their cells may hold bytes of another
+  encoding, which must fail the read rather than be dropped unread.
 
 A filter is reported as handled only if the translation selects exactly
 the rows Spark would keep; every other filter goes back to Spark, which
@@ -39,11 +43,12 @@ from storage.filters import (
     SingleColumnValueFilter,
     SubstringComparator,
 )
+from storage.filters.comparators import Comparator, Utf8Comparator
 from storage.keys import KeyRange, key_after, prefix_stop
 
 from .keyspace import Interval, KeyLayout, ValueOrder, encode_literal, intersect_intervals, literal_spec, value_order
 
-__all__ = ["PushdownResult", "push_filters", "describe_filter", "PUSHABLE_SERDES"]
+__all__ = ["PushdownResult", "push_filters", "describe_filter", "compares_as_bytes", "PUSHABLE_SERDES"]
 
 PUSHABLE_SERDES = ("binary", "string")
 """SerDes whose cells hold one value each in a codec of :mod:`serde.codecs`."""
@@ -155,6 +160,19 @@ def _value_intervals(order: ValueOrder, codec, type_name: str, f: Any) -> list[I
     return None
 
 
+def compares_as_bytes(codec) -> bool:
+    """Whether an engine filter may test a cell column's stored bytes in place of its values.
+
+    Only for a variable-length ``bytes`` order (strings and binaries): a fixed-width value (a
+    binary ``INT``, ``DOUBLE``, ``DATE`` ...) or a text number may be the bytes of another
+    encoding (``"42"`` under a binary ``INT``), and an engine filter would drop such a row
+    without decoding it, answering as if the bytes fitted the type.  Filters on those columns
+    compare decoded values instead (the JVM source's worker, else Spark), so a cell that does
+    not fit fails the read with the SerDe's decode error.
+    """
+    return codec is not None and codec.fixed_width is None and getattr(codec, "byte_order", None) == "bytes"
+
+
 def _null_marker(codec) -> bytes | None:
     if isinstance(codec, TextCodec) and codec.reads_null_sequence:
         return codec.null
@@ -185,7 +203,14 @@ class _CellFilters:
 
     def scvf(self, op: str, raw: bytes, if_missing: bool = True) -> SingleColumnValueFilter:
         """``SingleColumnValueFilter(family, qualifier, op, binary:raw)``."""
-        return SingleColumnValueFilter(self.family, self.qualifier, op, BinaryComparator(raw), filter_if_missing=if_missing)
+        return SingleColumnValueFilter(self.family, self.qualifier, op, self._checked(BinaryComparator(raw)),
+                                       filter_if_missing=if_missing)
+
+    def _checked(self, comparator: Comparator) -> Comparator:
+        """A STRING column's comparator wrapped in ``utf8:``: the engine tests the stored bytes,
+        and a cell that is not valid UTF-8 (which a read of the column refuses) must fail the
+        scan there rather than be dropped unread."""
+        return Utf8Comparator(comparator) if self.col.type_name == "string" else comparator
 
     def nothing(self) -> Filter:
         """A filter no row passes."""
@@ -242,7 +267,8 @@ class _CellFilters:
         if kind in ("StringEndsWith", "StringContains"):
             if col.type_name == "string" and isinstance(f.value, str) and f.value and col.order is not None:
                 # ASCII-case-insensitive "contains" keeps a superset; Spark checks the rest
-                return SingleColumnValueFilter(self.family, self.qualifier, "=", SubstringComparator(f.value),
+                return SingleColumnValueFilter(self.family, self.qualifier, "=",
+                                               self._checked(SubstringComparator(f.value)),
                                                filter_if_missing=True), False
             return None, False
         if col.order is None:
@@ -346,6 +372,11 @@ def push_filters(filters: Sequence[Any], serde, column_filters: bool = True, sup
             result.residual.append(f)
             why = "column filters off" if not column_filters else "not a single-cell column of a binary/string SerDe"
             result.notes.append(f"{text}: left for Spark ({why})")
+            continue
+        if not compares_as_bytes(col.codec):
+            result.residual.append(f)
+            result.notes.append(f"{text}: left for Spark (compared once decoded: the stored bytes may not "
+                                f"fit {col.type_name.upper()})")
             continue
         flt, exact = _CellFilters(col).translate(f)
         if flt is not None and not exact and not superset:

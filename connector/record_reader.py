@@ -24,6 +24,7 @@ from storage.errors import InvalidArgument, ScannerError, StorageError, TableNot
 from storage.kernels import row_boundaries
 from storage.scanner.metrics import ScanMetrics
 from storage.read.python_rows import cells_to_dicts
+from storage.read.raw import raw_dicts
 
 from .scanning import last_row_of, split_batches, split_row_count
 from storage.region.region_snapshots import SnapshotLost
@@ -152,14 +153,15 @@ class _ReaderBase:
         batches are read and their rows counted.
         """
         scan = self._require()
-        if scan.last_row is None and not scan.done:
+        raw = scan.split.scan is not None and scan.split.scan.raw  # cells, rows of markers alone included
+        if scan.last_row is None and not scan.done and not raw:
             counted = split_row_count(scan.split, scan.metrics, scan.remote_options)
             if counted is not None:
                 scan.close()
                 return counted
         total = 0
         while (batch := scan.next_batch()) is not None:
-            total += batch.num_rows if scan.output == "rows" else len(row_boundaries(batch))
+            total += batch.num_rows if scan.output == "rows" and not raw else len(row_boundaries(batch))
         return total
 
     def get_counters(self) -> dict[str, int | float]:
@@ -218,6 +220,9 @@ class TableRecordReader(_ReaderBase):
                 self._key = self._value = None
                 return False
             spec = scan.split.scan
+            if spec is not None and spec.raw:  # markers and every version: the raw scan's dicts
+                self._rows = raw_dicts(batch)
+                continue
             batching = spec.batch if spec is not None else None
             all_versions = spec is not None and spec.max_versions > 1
             include_ts = spec is not None and spec.include_timestamp
@@ -261,7 +266,10 @@ class TableBatchRecordReader(_ReaderBase):
             if self._pending is None:
                 return None
         batch = self._pending
-        limit = scan.split.scan.caching if scan.split.scan is not None else None
+        spec = scan.split.scan
+        # a raw scan's batches are cells of whole rows: kept whole, so a restart after the
+        # last row handed out repeats no cell and loses none
+        limit = spec.caching if spec is not None and not spec.raw else None
         if limit is not None and batch.num_rows > limit:
             out, self._pending = batch.slice(0, limit), batch.slice(limit)
         else:

@@ -26,7 +26,7 @@ from storage.cells import cells_to_batch
 from storage.keys import KeyRange, intersect, key_after
 from storage.namespaces import table_dir
 from storage.vfs.fs import FileSystem
-from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows
+from storage.read.row_count import ROW_COUNT_FILTER, count_region_rows, first_key_not_of_length
 from storage.read.scan_counting import counted_region_batches, result_bytes
 from storage.read.scan_request import plan_batch_scan
 from storage.region.region import Region
@@ -36,10 +36,11 @@ from storage.scanner import ScanSpec as CellScanSpec
 from storage.scanner.metrics import ScanMetrics
 
 from .options import ScanSpec
-from storage.region.region_snapshots import PinnedRegion, shared_block_cache
+from storage.region.region_snapshots import PinnedRegion, pin_table, shared_block_cache
 from .splits import TableSplit
 
-__all__ = ["is_remote_root", "split_batches", "split_row_count", "split_edge_key", "edge_key_known", "last_row_of"]
+__all__ = ["is_remote_root", "split_batches", "split_row_count", "split_edge_key", "edge_key_known", "last_row_of",
+           "key_not_of_width"]
 
 _REMOTE_PREFIXES = ("grpc://", "grpc+tcp://", "grpc+tls://")
 
@@ -80,7 +81,7 @@ def _file_batches(split: TableSplit, scan: ScanSpec, spans: list[KeyRange], outp
         with PinnedRegion(table_fs, split.table, pin, families, cache) as region:
             metrics.regions_scanned += 1
             points = [lo for lo, hi in region_spans if hi == lo + b"\x00"]
-            if flt is None and len(points) > 1 and len(points) == len(region_spans):
+            if flt is None and not base.raw and len(points) > 1 and len(points) == len(region_spans):
                 # the pushdown's point gets (an equality or IN on the key): one multi-get
                 yield from _multi_get(region.view, points, base, metrics)
                 continue
@@ -147,6 +148,29 @@ def split_row_count(
                 metrics.regions_scanned += 1
             total += sum(count_region_rows(region.view, lo, hi) for lo, hi in region_spans)
     return total
+
+
+def key_not_of_width(root: str, table: str, width: int) -> bytes | None:
+    """The first row key of the table whose length is not ``width``, or None.
+
+    Every region is checked, not only those a key range reaches: a key range is a byte
+    seek, so a key of another width may lie outside it (in a region the read never opens)
+    whatever value the query asks for.  Each region answers from its files' recorded key
+    lengths where they can (:func:`storage.read.row_count.first_key_not_of_length`), so a
+    table whose keys fit is checked from file infos alone.  A region server root pins no
+    files and is not checked (None).
+    """
+    if is_remote_root(root):
+        return None
+    table_fs = FileSystem(root).sub(table_dir(table))
+    snapshot = pin_table(table_fs)
+    families = {name: FamilySettings(**opts) for name, opts in snapshot.families.items()}
+    for pin in snapshot.regions:
+        with PinnedRegion(table_fs, table, pin, families, shared_block_cache()) as region:
+            key = first_key_not_of_length(region.view, width)
+        if key is not None:
+            return key
+    return None
 
 
 def edge_key_known(split: TableSplit) -> bool:

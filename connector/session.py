@@ -21,6 +21,13 @@ On a cluster the executors open ``s3://`` tables themselves, so a new
 session also hands them the driver's ``AWS_*`` environment
 (:func:`forwarded_environment`).
 
+A session :func:`spark_session` starts keeps a script's output its own:
+Spark's log is configured before its JVM's first line (:data:`LOG_CONFIG`:
+warnings and errors only, no start-up notes), stage progress bars are off,
+and a failed task's stack is not logged twice more by the executor and the
+scheduler (:func:`quiet_task_failures`): the error the script gets is one
+line, which names the engine worker's log where the engine failed.
+
 :func:`spark_session` gives such a session; :func:`register` fixes up one
 that already runs.  This module imports pyspark only when called.
 """
@@ -47,6 +54,9 @@ __all__ = [
     "JVM_SOURCE_CONF",
     "spark_session",
     "quiet_spark_logs",
+    "quiet_task_failures",
+    "LOG_CONFIG",
+    "TASK_FAILURE_LOGGERS",
 ]
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -56,6 +66,16 @@ HIDE_TRACEBACK_CONF = "spark.sql.execution.pyspark.udf.hideTraceback.enabled"
 SOURCE_NAME = "regionscan"
 JVM_SOURCE_CONF = "spark.regionscan.jvm"
 """``false`` keeps a new session off the JVM source (``format("regionscan")`` is then the Python source)."""
+# Spark's log settings for the sessions regionscan starts in a JVM of its own (connector.spark_session
+# and the jobs).  Resolved when used: on an executor this module may be imported from a shipped zip.
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+# Spark logs each failed task with its whole stack: the executor ("Exception in task"), the
+# scheduler ("Lost task", "aborting job"), and for a catalog table's write the V2 write's task and
+# exec ("Aborting commit for partition", "is aborting").  The driver's exception carries the failure.
+TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager",
+                        "org.apache.spark.sql.execution.datasources.v2.DataWritingSparkTask",
+                        "org.apache.spark.sql.execution.datasources.v2.AppendDataExec",
+                        "org.apache.spark.sql.execution.datasources.v2.OverwriteByExpressionExec")
 
 
 def code_root() -> str:
@@ -101,6 +121,26 @@ def worker_import_problem(error_text: str) -> str | None:
 def quiet_spark_logs(spark: Any, verbose: bool = False) -> None:
     """Spark's log at WARN (INFO when ``verbose``): its INFO lines would hide a job's result."""
     spark.sparkContext.setLogLevel("INFO" if verbose else "WARN")
+
+
+def _log4j(jvm: Any, name: str, level: str) -> None:
+    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.toLevel(level))
+
+
+def quiet_task_failures(spark: Any) -> None:
+    """Stop Spark's log from printing each failed task's stack: the error the driver raises says
+    what failed in one line (and, for the engine, names the worker log that has the stack).
+    ``Configurator.setLevel`` of these loggers back to ``DEBUG`` shows the stacks again."""
+    try:
+        jvm = spark.sparkContext._jvm
+        for name in TASK_FAILURE_LOGGERS:
+            _log4j(jvm, name, "OFF")
+        # a cancelled job's workers are killed with a warning each; the job says "interrupted" once
+        _log4j(jvm, "org.apache.spark.api.python.PythonRunner", "ERROR")
+        # a failed job's other tasks are interrupted; one closing its shuffle file warns with a stack
+        _log4j(jvm, "org.sparkproject.guava.io.Closeables", "ERROR")
+    except Exception:  # noqa: BLE001 - Spark Connect, or a JVM without log4j 2: leave its log alone
+        return
 
 
 def _already_registered(spark: Any, name: str = SOURCE_NAME) -> bool:
@@ -206,16 +246,22 @@ def jvm_source_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
         "spark.regionscan.python", sys.executable)}
 
 
-def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+def session_conf(master: str, conf: Mapping[str, str] | None = None, verbose: bool = False) -> dict[str, str]:
     """The settings :func:`spark_session` builds a new session on ``master`` with.
 
-    Pushdown on; for local masters the web UI off and 8 shuffle partitions;
-    the driver's object-store environment forwarded to the executors
-    (:func:`forwarded_environment`); then ``conf``, whose settings win; then
-    the JVM source's jar (:func:`jvm_source_conf`).
+    Pushdown on; no stage progress bars; unless ``verbose``, the driver
+    JVM's log configured before its first line (:data:`LOG_CONFIG`); for
+    local masters the web UI off and 8 shuffle partitions; the driver's
+    object-store environment forwarded to the executors
+    (:func:`forwarded_environment`); then ``conf``, whose settings win;
+    then the JVM source's jar (:func:`jvm_source_conf`).
     """
     conf = dict(conf or {})
-    out = {PUSHDOWN_CONF: "true"}
+    out = {PUSHDOWN_CONF: "true", "spark.ui.showConsoleProgress": "false"}
+    if not verbose:
+        # read as the JVM starts: its start-up notes (the log4j profile, the setLogLevel hint,
+        # NativeCodeLoader) never reach the script's terminal
+        out["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={LOG_CONFIG.resolve().as_uri()}"
     if master == "local" or master.startswith("local["):
         out.update({"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "8"})
     return {**out, **forwarded_environment(conf), **conf, **jvm_source_conf(conf)}
@@ -230,7 +276,8 @@ def spark_session(master: str = "local[*]", app_name: str = "regionscan", conf: 
     :func:`prepare_local_environment` and the settings of
     :func:`session_conf` (pushdown on, the driver's ``AWS_*`` credentials,
     region and endpoint passed to the executors for ``s3://`` roots,
-    ``conf`` added), and Spark's log at WARN (``verbose``: INFO).
+    ``conf`` added), and Spark's log at WARN without failed tasks' stacks
+    (``verbose``: INFO, and Spark's own log settings).
     """
     from pyspark.sql import SparkSession
 
@@ -240,9 +287,11 @@ def spark_session(master: str = "local[*]", app_name: str = "regionscan", conf: 
         return active
     prepare_local_environment()
     builder = SparkSession.builder.appName(app_name).master(master)
-    for key, value in session_conf(master, conf).items():
+    for key, value in session_conf(master, conf, verbose).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     quiet_spark_logs(spark, verbose)
+    if not verbose:
+        quiet_task_failures(spark)
     register(spark)
     return spark

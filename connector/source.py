@@ -20,7 +20,8 @@ Options (case-insensitive; Spark passes strings):
                                        ``columns.types`` is also given)
 ``hbase.spark.query.*``                timerange.start/end, timestamp, maxVersions,
                                        cachedrows, batchsize, cacheblocks; on a write,
-                                       ``timestamp`` is the cells' timestamp
+                                       ``timestamp`` is the cells' timestamp; ``raw``:
+                                       a DataFrame of raw cells (connector/raw_read.py)
 ``regionscan.write.timestamp``         the cells' timestamp on a write (wins over
                                        ``hbase.spark.query.timestamp``; default now)
 ``hbase.spark.use.hbasecontext``       checked as a boolean; either value reads the
@@ -47,9 +48,11 @@ Options (case-insensitive; Spark passes strings):
 ``token``                              region server token (``grpc://`` roots)
 =====================================  ===============================================
 
-Every other option goes to the SerDe as a property (``serde.on.error``,
+The other options go to the SerDe as properties (``serde.on.error``,
 ``serialization.null.format``...) and to the input format
-(``hbase.mapreduce.*`` keys).
+(``hbase.mapreduce.*`` keys).  An option that none of them reads is refused
+before the read starts, naming the closest known one (``sede``: did you
+mean ``serde``?); Spark's own ``path`` and ``paths`` are let through.
 """
 
 from __future__ import annotations
@@ -64,6 +67,8 @@ from typing import Any, Mapping
 import pyarrow as pa
 
 from serde import SerDe, create_serde, load_mapping
+from serde.mapping.catalog import named_options
+from serde.registry import available_serdes, get_serde_class
 from serde.mapping import ColumnKind, ColumnMapping
 from storage.errors import InvalidArgument
 from storage.keys import KeyRange
@@ -72,18 +77,21 @@ from storage.table.descriptor import set_table_values, table_families
 from storage.vfs.fs import FileSystem
 
 from .input_format import REMOTE_TOKEN, TableInputFormat
+from .key_widths import KeyCheckedInputFormat, fixed_key_width
 from . import stored_mapping
 from .stored_mapping import with_stored_mapping
 from .options import (
-    CHECKED_PREFIXES,
     INPUT_TABLE,
+    KNOWN_KEYS,
     PIN_TTL,
     ROOT,
     SCAN_COLUMNS,
     SCAN_FILTER,
     SCAN_INCLUDE_TIMESTAMP,
     SCAN_KEYS_ONLY,
+    SCAN_RAW,
     SCAN_TIMESTAMP,
+    SPARK_ALIASES,
     check_keys,
     conf_bool,
     conf_int,
@@ -111,6 +119,28 @@ SOURCE_KEYS = frozenset({
     "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
 })
 """The source's own keys under the checked prefixes (beside the input format's)."""
+SOURCE_OPTIONS = frozenset({"hbase.columns.mapping", "catalog", "serde", "columns", "columns.types", "token",
+                            "newtable"})
+"""The source's own options outside those prefixes (the table above)."""
+SPARK_OPTIONS = frozenset({"path", "paths"})
+"""Options Spark itself gives a source (``load(path)``); nothing here reads them."""
+
+
+def _static_names() -> frozenset[str]:
+    """The option names known whatever the mapping and SerDe (KNOWN_KEYS grows as modules load)."""
+    return SOURCE_KEYS | SOURCE_OPTIONS | SPARK_OPTIONS | frozenset(KNOWN_KEYS) | frozenset(SPARK_ALIASES)
+
+
+def _builtin_properties() -> frozenset[str]:
+    """The property names the built-in SerDes declare (before a mapping is known)."""
+    names: set[str] = set()
+    for name in available_serdes():
+        try:
+            names |= get_serde_class(name).declared_properties()
+        except InvalidArgument:  # a SerDe whose optional package is missing reads nothing here
+            continue
+    return frozenset(names)
+
 
 def write_timestamp(conf: Mapping[str, Any]) -> int:
     """The timestamp a write gives its cells: ``regionscan.write.timestamp``, else hbase-spark's
@@ -134,11 +164,16 @@ class SourceConfig:
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> "SourceConfig":
         """Parse and check Spark options (any case; values made strings)."""
-        conf = normalize_conf({str(k): v for k, v in dict(options).items()})
-        conf = with_stored_mapping(conf)  # no mapping given: the table's stored one (connector/stored_mapping.py)
+        given = normalize_conf({str(k): v for k, v in dict(options).items()})
+        try:
+            conf = with_stored_mapping(given)  # no mapping given: the table's stored one (connector/stored_mapping.py)
+        except InvalidArgument:
+            # a misspelled mapping option is the likely reason no mapping was found: name it first
+            check_keys(given, _static_names() | _builtin_properties(), "option", ("",))
+            raise
         config = cls(tuple(sorted((k, v if isinstance(v, str) else json.dumps(v) if isinstance(v, (dict, list)) else str(v))
                                   for k, v in conf.items())))
-        config.validate()
+        config.validate(stored=frozenset(conf) - frozenset(given))
         return config
 
     @property
@@ -194,14 +229,11 @@ class SourceConfig:
 
     @property
     def selected(self) -> tuple[str, ...] | None:
-        """The columns to read (pruning), or None for all."""
-        conf = self.conf
-        text = conf.get("regionscan.columns")
-        if text is None and "columns.types" not in conf:
-            text = conf.get("columns")
-        if not text:
+        """The columns to read (pruning), or None for all (and for a raw read, whose
+        columns are cells': :func:`connector.raw_read.output_names`)."""
+        names = self.column_option()
+        if names is None or conf_bool(self.conf, SCAN_RAW, False):
             return None
-        names = tuple(n.strip() for n in text.split(",") if n.strip())
         mapping = self.mapping()
         by_lower = {c.name.lower(): c.name for c in mapping.columns}
         out = []
@@ -210,6 +242,16 @@ class SourceConfig:
                 raise InvalidArgument(f"column {n!r} in the columns option is not in the mapping ({mapping.names})")
             out.append(by_lower[n.lower()])
         return tuple(out)
+
+    def column_option(self) -> tuple[str, ...] | None:
+        """The names the ``columns`` / ``regionscan.columns`` option lists, as given (None: not set)."""
+        conf = self.conf
+        text = conf.get("regionscan.columns")
+        if text is None and "columns.types" not in conf:
+            text = conf.get("columns")
+        if not text:
+            return None
+        return tuple(n.strip() for n in text.split(",") if n.strip())
 
     def with_columns(self, names: list[str]) -> "SourceConfig":
         """The same read restricted to ``names`` (pruning)."""
@@ -237,17 +279,39 @@ class SourceConfig:
         """True when ``regionscan.pushdown.superset`` asks for narrowing-only engine filters."""
         return conf_bool(self.conf, SUPERSET_FILTERS, False)
 
-    def validate(self) -> None:
-        """Fail early (on the driver) on a missing root, mapping or table, or a bad mapping."""
+    def validate(self, stored: frozenset[str] = frozenset()) -> None:
+        """Fail early (on the driver) on a missing root, mapping or table, an option nothing reads,
+        or a bad mapping; ``stored`` are the keys that came from the table's stored mapping."""
         if not self.root:
             raise InvalidArgument("option 'root' (where the tables live: a path, a URI or grpc://host:port) is not set")
+        conf = self.conf
+        static = _static_names()
+        if any(k not in static for k in conf):  # first: a misspelled option may be why what follows fails
+            known = static | self._serde_property_names()
+            check_keys({k: v for k, v in conf.items() if k not in stored}, known, "option", ("",))
+            # stored before these checks were made: say where it comes from
+            check_keys({k: v for k, v in conf.items() if k in stored}, known, "option of the table's stored mapping",
+                       ("",))
         if not self.mapping_text:
             raise InvalidArgument("give the column mapping: option 'hbase.columns.mapping' or 'catalog'")
-        conf = self.conf
-        check_keys(conf, SOURCE_KEYS, "option", CHECKED_PREFIXES + ("serde.",))
         conf_bool(conf, USE_HBASE_CONTEXT, True)
         self.table  # noqa: B018 - raises when missing
         self.read_serde()
+
+    def _serde_property_names(self) -> frozenset[str]:
+        """The (lower-case) property names the SerDe reads with this mapping; where the SerDe does
+        not build, what its class declares and the options its catalog names."""
+        try:
+            names = self.read_serde().property_names()
+        except InvalidArgument:  # a bad mapping is reported after the names are checked
+            names = set(SerDe.common_properties)
+            try:
+                names |= get_serde_class(self.conf.get("serde") or "binary").declared_properties()
+            except InvalidArgument:
+                pass
+            if self.conf.get("catalog"):
+                names |= named_options(self.conf["catalog"])
+        return frozenset(n.lower() for n in names)
 
     # -- SerDes -----------------------------------------------------------------
     def _cached(self, kind: str, build) -> SerDe:
@@ -330,6 +394,9 @@ class SourceConfig:
             conf[SCAN_KEYS_ONLY] = True  # only the row key is read: one empty cell per row is enough
         if filters:
             conf[SCAN_FILTER] = " AND ".join(f"({f})" for f in filters) if len(filters) > 1 else filters[0]
+        if key_ranges is not None and fixed_key_width(serde) is not None:
+            # a key range is a byte seek: the keys must have the key codec's width (connector/key_widths.py)
+            return KeyCheckedInputFormat(conf, key_ranges, serde)
         return TableInputFormat(conf, key_ranges)
 
 

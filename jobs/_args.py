@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 
 from storage.cells import LATEST_TIMESTAMP
 from storage.errors import InvalidArgument, StorageError
+from storage.names import nearest_name
 
 __all__ = [
     "DEFAULT_ROOT",
@@ -32,9 +33,52 @@ __all__ = [
     "parse_bool",
     "guarded",
     "script_main",
+    "JobParser",
 ]
 
 DEFAULT_ROOT = "./regionscan-data"
+
+
+class JobParser(argparse.ArgumentParser):
+    """The argument parser of ``regionscan`` and of every job run on its own.
+
+    Two things differ from argparse's own parser:
+
+    * a positional list that may be empty (``nargs="*"``, such as row_counter's
+      COLUMN) is optional: argparse otherwise names it among the "required"
+      arguments when the positionals before it are missing;
+    * an unrecognized option is refused by the parser it was given to, the
+      subcommand's (its usage, not the top-level one), with the closest option
+      it has (``--rooot`` -> ``did you mean --root?``).  A subcommand's parser
+      is found through the ``_parser`` default the ``regionscan`` command sets.
+
+    Subparsers made with ``add_subparsers()`` are of this class too.
+    """
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        positional = bool(args) and not args[0].startswith(tuple(self.prefix_chars))
+        if positional and kwargs.get("nargs") == argparse.ZERO_OR_MORE:
+            kwargs.setdefault("default", [])  # with a default, argparse does not require it
+        return super().add_argument(*args, **kwargs)
+
+    def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = getattr(parsed, "_parser", None) or self
+            owner.error(unrecognized(owner, extras))
+        return parsed
+
+
+def unrecognized(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """argparse's "unrecognized arguments" message, with the closest option of
+    ``parser`` after each misspelled one."""
+    known = [s for action in parser._actions for s in action.option_strings]
+    words = []
+    for extra in extras:
+        flag = extra.split("=", 1)[0]
+        hint = nearest_name(flag, known) if flag.startswith(tuple(parser.prefix_chars)) and len(flag) > 1 else None
+        words.append(f"{extra} (did you mean {hint}?)" if hint else extra)
+    return "unrecognized arguments: " + " ".join(words)
 
 
 def add_root_argument(parser: argparse.ArgumentParser) -> None:
@@ -147,7 +191,7 @@ def guarded(name: str) -> Callable[[Callable[[argparse.Namespace], int]], Callab
 def script_main(module: Any, prog: str, argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` with the job's ``add_arguments`` and run it, as ``regionscan <job>`` does."""
     doc = (module.__doc__ or "").strip().splitlines()
-    parser = argparse.ArgumentParser(prog=prog, description=doc[0] if doc else None)
+    parser = JobParser(prog=prog, description=doc[0] if doc else None)
     module.add_arguments(parser)
     args = parser.parse_args(argv)
     try:

@@ -28,6 +28,8 @@ from connector.bulkload import (
     StagedFile,
     abort_load,
     commit_load,
+    hold_staging,
+    release_staging,
     table_regions,
 )
 from connector.scanning import is_remote_root
@@ -110,6 +112,9 @@ def run_load(spark: Any, target: LoadTarget, stage: Callable[[Any], StageResult]
 
     ``check`` may raise to refuse the commit (bad lines, a mismatch).
     """
+    # held until the commit or abort: should this driver be killed first, the next writer to open
+    # the table deletes what its tasks staged
+    lock = hold_staging(target.table_fs(), target.job_id)
     try:
         results = run_tasks(spark, stage, items, progress, description=f"bulk load into {target.table}")
         if check is not None:
@@ -119,4 +124,6 @@ def run_load(spark: Any, target: LoadTarget, stage: Callable[[Any], StageResult]
     except BaseException:
         abort_load(target.table_fs(), target.job_id)
         raise
+    finally:
+        release_staging(target.table_fs(), target.job_id, lock)
     return report, results

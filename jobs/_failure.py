@@ -7,7 +7,8 @@ raised, or the first line Spark gave); the whole text, with the driver's own
 traceback, goes to ``regionscan-<job>-<time>-<pid>.log`` in the temporary
 folder, so nothing is lost.  Spark's own loggers that would print the same
 stacks again (a failed task is logged by the executor and by the scheduler)
-are turned off while a job's session runs; see :func:`quiet_task_failures`.
+are turned off while a job's session runs
+(:func:`connector.session.quiet_task_failures`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,8 @@ import re
 import tempfile
 import time
 import traceback
-from typing import Any
 
-__all__ = ["spark_error_line", "write_failure_log", "quiet_task_failures"]
-
-# Spark logs each failed task with its whole stack: the executor ("Exception in task"), the
-# scheduler ("Lost task", "aborting job").  The driver's exception carries the same text.
-_TASK_FAILURE_LOGGERS = ("org.apache.spark.executor.Executor", "org.apache.spark.scheduler.TaskSetManager")
+__all__ = ["spark_error_line", "write_failure_log"]
 
 
 def _text(exc: BaseException) -> str:
@@ -83,19 +79,3 @@ def write_failure_log(job: str, exc: BaseException) -> str | None:
     except OSError:
         return None
     return path
-
-
-def _log4j(jvm: Any, name: str, level: str) -> None:
-    jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.toLevel(level))
-
-
-def quiet_task_failures(spark: Any) -> None:
-    """Stop Spark's log from printing each failed task's stack (the job's error and log file carry it)."""
-    try:
-        jvm = spark.sparkContext._jvm
-        for name in _TASK_FAILURE_LOGGERS:
-            _log4j(jvm, name, "OFF")
-        # a cancelled job's workers are killed with a warning each; the job says "interrupted" once
-        _log4j(jvm, "org.apache.spark.api.python.PythonRunner", "ERROR")
-    except Exception:  # noqa: BLE001 - Spark Connect, or a JVM without log4j 2: leave its log alone
-        return

@@ -35,14 +35,16 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 from storage.errors import InvalidArgument, StorageError
 
 from connector.session import (
+    LOG_CONFIG,
     PUSHDOWN_CONF,
     code_root,
     forwarded_environment,
     jvm_source_conf,
     prepare_local_environment,
     quiet_spark_logs,
+    quiet_task_failures,
 )
-from jobs._failure import quiet_task_failures, spark_error_line, write_failure_log
+from jobs._failure import spark_error_line, write_failure_log
 from jobs._interrupt import cancel_on_interrupt, interrupted
 from jobs._progress import Progress
 
@@ -65,9 +67,6 @@ __all__ = [
 SPARK_MISSING = ("this job runs on Spark: install pyspark (pip install 'regionscan[spark]') "
                  "and Java 17 (java on the PATH)")
 SHIP_CODE = "regionscan.ship.code"
-# Spark's log settings for sessions the jobs start themselves.  Resolved when used: on an
-# executor this module is imported from the shipped zip, where __file__ is a relative path.
-LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 _PACKAGES = ("storage", "serde", "connector", "jobs")
 _zip_lock = threading.Lock()
 _zip_path: str | None = None

@@ -17,6 +17,7 @@ from typing import Any, Iterator, Sequence
 import pyarrow as pa
 
 from connector.input_format import TableInputFormat
+from connector.options import ScanSpec as ConnectorScanSpec
 from connector.options import (
     INPUT_TABLE,
     ROOT,
@@ -31,14 +32,8 @@ from connector.options import (
 )
 from connector.scanning import is_remote_root, split_batches
 from connector.splits import TableSplit
-from storage.cells import LATEST_TIMESTAMP
-from storage.keys import KeyRange, intersect
-from storage.namespaces import table_dir
-from storage.read.batch_scan import BatchScan, scan_region_batches
-from storage.region.region_snapshots import PinnedRegion
-from storage.schema import FamilySettings
+from storage.keys import KeyRange
 from storage.scanner.metrics import ScanMetrics
-from storage.vfs.fs import FileSystem
 
 __all__ = ["ScanRequest", "require_table", "table_splits", "scan_split", "scan_split_raw", "scanned_bytes",
            "column_list"]
@@ -138,40 +133,9 @@ def scan_split_raw(split: TableSplit, metrics: ScanMetrics | None = None,
     """The split's cells as a raw scan sees them (HBase's ``Scan.setRaw(true)``:
     delete markers and deleted cells, every version unless ``max_versions``
     puts per column are asked for; see :mod:`storage.read.raw`), in batches of
-    whole rows.  The split's time range and whole-family columns apply.  A
-    directory root is read from the split's pinned regions; a region server
-    root (``grpc://``) through the server's raw scan, one streamed call per span."""
-    scan = split.scan
-    columns = [c.encode() if isinstance(c, str) else c for c in scan.columns] if scan and scan.columns else None
-    min_ts, max_ts = scan.time_range if scan is not None and scan.time_range is not None else (0, LATEST_TIMESTAMP)
-    if is_remote_root(split.root):
-        yield from _remote_raw(split, columns, (min_ts, max_ts), metrics, max_versions)
-        return
-    base = BatchScan(columns=columns, min_timestamp=min_ts, max_timestamp=max_ts, output="cells", raw=True,
-                     max_versions=max_versions)
-    table_fs = FileSystem(split.root).sub(table_dir(split.table))
-    families = {name: FamilySettings(**opts) for name, opts in split.families.items()}
-    spans = split.spans()
-    for pin in split.regions:
-        region_spans = intersect(spans, [(pin.start, pin.end)])
-        if not region_spans:
-            continue
-        with PinnedRegion(table_fs, split.table, pin, families, None) as region:
-            for lo, hi in region_spans:
-                yield from scan_region_batches(region.view, dataclasses.replace(base, low=lo, high=hi), metrics)
-
-
-def _remote_raw(split: TableSplit, columns: list[bytes] | None, time_range: tuple[int, int],
-                metrics: ScanMetrics | None, max_versions: int | None) -> Iterator[pa.RecordBatch]:
-    """A split's raw scan through the region server at its root (wire protocol version 2)."""
-    import storage
-
-    with storage.connect(split.root) as conn:  # as scan_split reaches a server root
-        table = conn.table(split.table)
-        for lo, hi in split.spans():
-            batches = table.scan_batches(row_start=lo or None, row_stop=hi, columns=columns, time_range=time_range,
-                                         max_versions=max_versions, output="cells", raw=True, metrics=metrics)
-            try:
-                yield from batches
-            finally:
-                batches.close()
+    whole rows.  The split's time range, columns (qualifiers too) and filter
+    apply.  It is the split's scan made raw (:func:`connector.scanning.split_batches`):
+    a directory root is read from the split's pinned regions, a region server
+    root (``grpc://``) through the server's raw scan."""
+    scan = dataclasses.replace(split.scan or ConnectorScanSpec(), raw=True, max_versions=max_versions, keys_only=False)
+    return split_batches(dataclasses.replace(split, scan=scan), "cells", metrics=metrics)

@@ -25,8 +25,8 @@ each split's per-row lines in row order.
 
 ``--countDeleteMarkers`` counts what a raw scan sees (HBase's
 ``Scan.setRaw``: delete markers and the cells they delete, every version;
-from a directory root or through a region server's raw scan; no row filter,
-which a raw scan cannot take and which is then refused): markers count as cells of
+from a directory root or through a region server's raw scan; a REGEX_OR_PREFIX
+keeps or drops whole rows, markers included): markers count as cells of
 their column (a DeleteFamily marker under the empty qualifier) and the
 summary gains ``Total DELETE``, ``Total DELETE_COLUMN`` and
 ``Total DELETE_FAMILY`` lines, the markers of each type.
@@ -245,9 +245,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.separator:
         raise InvalidArgument("SEPARATOR must not be empty")
     raw = args.count_delete_markers
-    if raw and args.row_filter:
-        raise InvalidArgument("--countDeleteMarkers takes no REGEX_OR_PREFIX: a raw scan takes no filter")
-    request = ScanRequest(root=args.root, table=args.table, filter=None if raw else row_filter(args.row_filter),
+    request = ScanRequest(root=args.root, table=args.table, filter=row_filter(args.row_filter),
                           time_range=time_range_of(args.starttime, args.endtime), max_versions=_ALL_VERSIONS)
     require_table(args.root, args.table)
     output = OutputDir(args.output) if args.output else None

@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from jobs._args import JobParser
+
 __all__ = ["main", "COMMANDS"]
 
 # command name -> (module, one-line help)
@@ -26,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "profile-serde": ("jobs.profile_serde", "profile a scan through a SerDe: ranked hotspots, speedscope JSON, HTML/PNG charts"),
     "build-jvm-source": ("jobs.build_jvm_source", "compile the JVM DataSource V2 and print the jar's path (for spark-submit --jars)"),
     "namespace": ("jobs.namespace", "create, list, drop a root's namespaces and list their tables (HBase shell's *_namespace)"),
+    "wal": ("jobs.wal", "check a table's write-ahead logs for damage, or repair them: damaged logs set aside, intact records kept (HBase hbck/WALPlayer)"),
     "mapping": ("jobs.mapping", "set, show or remove the column mapping stored with a table (read by Spark when a read gives none)"),
     "demo": ("jobs.demo", "create, load, flush and scan a pre-split sample table (the engine alone)"),
     "serve": ("storage.server.cli", "run a region server (Arrow Flight) over the tables under a root"),
@@ -41,11 +44,12 @@ def _other_spellings(name: str) -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="regionscan", description="HBase-style table store built for scan throughput")
+    parser = JobParser(prog="regionscan", description="HBase-style table store built for scan throughput")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text, aliases=_other_spellings(name))
-        p.set_defaults(_module=module)
+        # _parser: a misspelled option is refused with this command's usage and options (JobParser)
+        p.set_defaults(_module=module, _parser=p)
         importlib.import_module(module).add_arguments(p)
     return parser
 

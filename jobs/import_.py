@@ -189,7 +189,9 @@ def run(args: argparse.Namespace) -> int:
     for f in {fmt} if fmt else {format_of(i.name) for i in inputs}:
         check_format(f, serde_of(config).arrow_schema if config is not None else CELL_RECORD)
     created = _ensure_table(args.root, args.table, args.create, config, meta)
-    progress = Progress(f"import {args.table}", total_bytes=sum(i.size for i in inputs))
+    # raw files hold one record per cell: the count is of cells, as the summary line says
+    progress = Progress(f"import {args.table}", total_bytes=sum(i.size for i in inputs),
+                        unit="cells" if config is None else "rows")
     started = time.perf_counter()
     try:
         target = prepare_target(args.root, args.table)

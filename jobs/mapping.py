@@ -11,7 +11,10 @@ the Spark catalog (``spark.sql.catalog.rs=regionscan.spark.RegionScanCatalog``),
 read the table with it.  ``--mapping`` takes any form the SerDe layer parses,
 or ``@FILE``; ``-D`` keys are SerDe properties stored with it
 (``-Dserialization.null.format=\\N``).  ``set`` checks the mapping first and
-needs the table's writer lock (no writer process may have the table open).
+needs the table's writer lock (no writer process may have the table open); it
+says which SerDe the mapping is stored with, and so how the cells are read
+(``binary`` by default for hbase-spark mappings and catalogs: an ``INT`` cell is
+4 bytes, numbers stored as text need ``--serde string``).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import storage
 from connector import stored_mapping
 from connector.options import normalize_conf
 from connector.scanning import is_remote_root
-from connector.source import store_mapping
+from connector.source import SourceConfig, store_mapping
 from storage.schema import validate_table_name
 
 from ._args import add_root_argument, guarded, parse_defines, script_main
@@ -34,6 +37,13 @@ from ._mapping import mapping_text
 __all__ = ["add_arguments", "run", "main"]
 
 _ACTIONS = ("set", "show", "remove")
+# what a built-in SerDe expects the cells to hold: a mapping that does not fit them fails reads
+_ENCODINGS = {
+    "binary": "values read as HBase Bytes encodings (an INT cell is 4 bytes; give --serde string "
+              "for numbers stored as text) ",
+    "string": "values read as text (an INT cell holds its digits; give --serde binary for HBase "
+              "Bytes encodings) ",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
         if args.serde:
             options["serde"] = args.serde
         stored = store_mapping(args.root, table, options)
-        print(f"stored the mapping of table {table}: {json.dumps(stored, sort_keys=True)}")
+        serde = SourceConfig.from_options({**stored, "root": args.root, "table": table}).serde_name
+        print(f"stored the mapping of table {table} with SerDe {serde}"
+              f"{'' if args.serde else ' (the default for this mapping form)'}: {_ENCODINGS.get(serde, '')}"
+              f"{json.dumps(stored, sort_keys=True)}")
     elif args.action == "show":
         stored = stored_mapping.stored_options(args.root, table)
         if stored is None:

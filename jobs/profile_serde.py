@@ -34,6 +34,7 @@ from serde.charts import CHART_SUFFIXES, require_matplotlib
 from serde.profiler import PATHS
 from serde.type_registry import find_type
 from storage.errors import InvalidArgument
+from storage.names import nearest_name
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
 from jobs._mapping import mapping_text, serde_of, source_config
@@ -41,7 +42,10 @@ from jobs._writable import check_writable_file
 
 __all__ = ["add_arguments", "run", "main", "parse_predicate", "write_outputs"]
 
-_PREDICATE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(==|!=|<=|>=|=|<|>)\s*(.+?)\s*$")
+# the operator is every operator character in a row, so 'a >> 5' is a bad operator, not '>' and '> 5'
+_PREDICATE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*([=!<>]+)\s*(.+?)\s*$")
+_OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "=")
+_SPELLINGS = {"<>": "!=", "=>": ">=", "=<": "<="}  # other languages' spellings of ours
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -75,7 +79,7 @@ def _literal(text: str, type_name: str) -> Any:
     try:
         return spec.from_text(text)
     except (ValueError, ArithmeticError):
-        raise InvalidArgument(f"--predicate: {text!r} is not a {type_name}") from None
+        raise InvalidArgument(f"--predicate: {text!r} is not a value of type {type_name}") from None
 
 
 def parse_predicate(text: str | None, column_types: dict[str, str]) -> tuple[str, str, Any] | None:
@@ -86,6 +90,10 @@ def parse_predicate(text: str | None, column_types: dict[str, str]) -> tuple[str
     if not match:
         raise InvalidArgument(f"--predicate must be 'COLUMN OP VALUE' (ops == != < <= > >=), got {text!r}")
     column, op, value = match.groups()
+    if op not in _OPERATORS:
+        hint = _SPELLINGS.get(op) or nearest_name(op, _OPERATORS)
+        raise InvalidArgument(f"--predicate: {op!r} is not an operator (ops == != < <= > >=) in {text!r}"
+                              + (f"; did you mean {hint!r}?" if hint else ""))
     if column not in column_types:
         raise InvalidArgument(f"--predicate: no column {column!r} in the mapping ({', '.join(column_types)})")
     return column, "==" if op == "=" else op, _literal(value, column_types[column].split("(")[0].split("<")[0])
@@ -146,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
                                predicate=predicate, batch_size=args.batch_size)
     finally:
         conn.close()
+    if not any(p.rows for p in report.paths.values()):
+        # an empty profile says nothing: say why instead of printing a table of zeros
+        raise InvalidArgument(f"table {args.table} has no rows to profile")
     print(report.render_text(top=args.top))
     for line in write_outputs(report, args.speedscope, args.chart, args.json):
         print(line)

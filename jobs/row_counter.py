@@ -22,8 +22,11 @@ or markers counts; ``--countDeleteMarkers`` (HBase's RowCounter option) does
 the same raw scan and also prints HBase's counters: the markers of each type
 (``DELETE=``, ``DELETE_COLUMN=``, ``DELETE_FAMILY=``; there is no
 DeleteFamilyVersion marker here) and ``ROWS_WITH_DELETE_MARKER=``.  Both
-read every version and take whole families as columns, from a directory
-root or through a region server (``grpc://``: its raw scan, wire protocol 2).
+read every version and take columns as a raw scan does (``cf`` every cell of
+the family, ``cf:q`` that column's puts and Delete / DeleteColumn markers,
+``cf:`` the empty qualifier's, DeleteFamily markers among them), from a
+directory root or through a region server (``grpc://``: its raw scan, wire
+protocol 2).
 """
 
 if __name__ == "__main__":  # spark-submit jobs/row_counter.py: make the repository importable
@@ -44,7 +47,6 @@ import numpy as np
 from storage import kernels
 from storage.cells import CellType
 from storage.errors import InvalidArgument
-from storage.read.raw import check_raw
 from storage.read.row_count import ROW_COUNT_FILTER
 from storage.keys import KeyRange, normalize
 from storage.scanner.metrics import ScanMetrics
@@ -185,8 +187,6 @@ def count_rows(spark: Any, request: ScanRequest, progress: Progress | None = Non
 def run(args: argparse.Namespace) -> int:
     """Count the rows; print ``ROWS=N`` and a summary."""
     raw = args.count_delete_markers or args.all_cells
-    if raw:
-        check_raw("cells", [c.encode() for c in column_list(args.columns) or ()], None)
     ranges = parse_ranges(args.ranges)
     time_range = time_range_of(args.starttime, args.endtime)
     if args.expected_count is not None and args.expected_count < 0:

@@ -6,7 +6,10 @@
   timestamp-micros / local-timestamp-* / decimal map to date, timestamp and
   decimal.
 * :func:`type_to_avro` derives a schema for a declared column type, used
-  when a column has no ``avro.schema.literal``.
+  when a column has no ``avro.schema.literal`` and for struct, array and
+  map values in binary storage.  Avro map keys are strings, so a map whose
+  keys are of another type becomes an Avro array of ``{key, value}``
+  records (its entries, in order), read back as the map.
 * :func:`reader_converter` builds, once per column, the function that turns
   fastavro's decoded value into the row-wise form (aware UTC datetimes
   become naive, small ints are range-checked); None when nothing needs
@@ -104,15 +107,23 @@ def avro_to_type(schema: Any, named: "dict[str, DataType | None] | None" = None)
 _names = itertools.count()
 
 
+def _keyed_by_entries(data_type: DataType) -> bool:
+    """Whether a derived schema holds this map as an array of key/value records (keys not strings)."""
+    return data_type.name == "map" and data_type.key.name != "string"
+
+
 def type_to_avro(data_type: DataType) -> Any:
     """A (non-null) Avro schema for a column type; nested values are nullable."""
     name = data_type.name
     if name == "array":
         return {"type": "array", "items": ["null", type_to_avro(data_type.element)]}
     if name == "map":
-        if data_type.key.name != "string":
-            raise MappingError("Avro map keys are strings", str(data_type))
-        return {"type": "map", "values": ["null", type_to_avro(data_type.value)]}
+        if not _keyed_by_entries(data_type):
+            return {"type": "map", "values": ["null", type_to_avro(data_type.value)]}
+        entry = {"type": "record", "name": f"entry_{next(_names)}",
+                 "fields": [{"name": "key", "type": type_to_avro(data_type.key)},
+                            {"name": "value", "type": ["null", type_to_avro(data_type.value)], "default": None}]}
+        return {"type": "array", "items": entry}
     if name == "struct":
         return {
             "type": "record",
@@ -164,6 +175,10 @@ def reader_converter(data_type: DataType) -> Callable[[Any], Any] | None:
         return lambda v: [None if x is None else inner(x) for x in v]
     if name == "map":
         inner = reader_converter(data_type.value)
+        if _keyed_by_entries(data_type):
+            key = reader_converter(data_type.key) or (lambda k: k)
+            value = inner or (lambda x: x)
+            return lambda v: {key(e["key"]): None if e["value"] is None else value(e["value"]) for e in v}
         if inner is None:
             return None
         return lambda v: {k: None if x is None else inner(x) for k, x in v.items()}
@@ -183,6 +198,16 @@ def writer_converter(data_type: DataType) -> Callable[[Any], Any] | None:
         return None if spec.avro_write is None else spec.avro_write(data_type)
     if name == "map":
         inner = writer_converter(data_type.value)
+
+        if _keyed_by_entries(data_type):
+            key = writer_converter(data_type.key) or (lambda k: k)
+            value = inner or (lambda x: x)
+
+            def to_entries(v):
+                items = v.items() if isinstance(v, dict) else v  # dict, or Arrow's list of pairs
+                return [{"key": key(k), "value": None if x is None else value(x)} for k, x in items]
+
+            return to_entries
 
         def to_map(v):
             items = v.items() if isinstance(v, dict) else v  # dict, or Arrow's list of pairs

@@ -69,6 +69,17 @@ class AvroSerDe(RowDocumentSerDe):
 
     name = "avro"
     default_storage = None
+    own_properties = frozenset({"avro.row.cell", "avro.schema.literal"})
+
+    def _mapping_properties(self) -> set[str]:
+        # a column's schema may be given as "<column>.avro.schema.literal" or "<cf>.<q>.avro.schema.literal"
+        names = set()
+        for col in self.mapping.columns:
+            if col.kind in (ColumnKind.CELL, ColumnKind.FAMILY):
+                names.add(f"{col.name}.avro.schema.literal")
+            if col.kind == ColumnKind.CELL:
+                names.add(f"{col.family}.{col.qualifier}.avro.schema.literal")
+        return names
 
     def _configure(self) -> None:
         require_fastavro()

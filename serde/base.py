@@ -33,6 +33,11 @@ Properties common to all SerDes:
 ``date.format``/``timestamp.formats``  text date formats
 ``serde.row.dates``                ``fast`` or ``naive`` (per-row strptime)
 =================================  ==============================================
+
+Each SerDe declares the properties it reads (:attr:`SerDe.common_properties`,
+a subclass's ``own_properties``, and :meth:`SerDe.property_names` for those
+that depend on the mapping), so a reader can refuse a property nothing reads
+instead of ignoring it.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ from serde.codecs.avro import AvroCodec
 from serde.codecs.epoch import datetime_to_us
 from serde.errors import EncodeError, MappingError
 from serde.mapping import ColumnKind, ColumnMapping, MappedColumn, load_mapping
+from serde.mapping.catalog import named_options
 from serde.mapping.model import VARIABLE_LENGTH
 from serde.rowkey import TERMINATED, CompositeKey
 from serde.stats import SerDeStats
@@ -91,6 +97,16 @@ class SerDe(ABC):
     # Injected rather than imported because the registry itself imports this module.
     serde_class_resolver: ClassVar[Callable[[str], type] | None] = None
     default_storage: ClassVar[str | None] = "binary"
+    # The properties every SerDe reads (the table above), the mapping's among them; a subclass
+    # names those it adds in ``own_properties``.  Readers refuse a property that no SerDe part
+    # declares (connector.source), so a property read anywhere must be declared here.
+    common_properties: ClassVar[frozenset[str]] = frozenset({
+        "serde.on.error", "hbase.table.default.storage.type", "binary.timestamp.unit",
+        "serialization.null.format", "collection.delim", "colelction.delim", "mapkey.delim",
+        "date.format", "timestamp.formats", "serde.row.dates",
+        "hbase.columns.mapping", "columns", "columns.types", "catalog",
+    })
+    own_properties: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(
         self,
@@ -132,6 +148,33 @@ class SerDe(ABC):
     # -- configuration hooks ------------------------------------------------
     def _configure(self) -> None:
         """Subclass hook: read SerDe-specific properties once the mapping is parsed."""
+
+    @classmethod
+    def declared_properties(cls) -> frozenset[str]:
+        """The property names this class reads whatever the mapping: the common ones and the
+        ``own_properties`` of every class it derives from."""
+        names = set(SerDe.common_properties)
+        for klass in cls.__mro__:
+            names.update(vars(klass).get("own_properties", ()))
+        return frozenset(names)
+
+    def property_names(self) -> frozenset[str]:
+        """Every property name this SerDe reads with its mapping: the declared ones, those its
+        mapping adds (:meth:`_mapping_properties`), options a catalog's ``avro`` entries name,
+        and the property names of the SerDes its columns name."""
+        names = set(self.declared_properties()) | self._mapping_properties()
+        catalog = self.properties.get("catalog")
+        if catalog is not None:
+            names |= named_options(catalog)
+        for column in self.mapping.columns:
+            other = self._column_serde(column)
+            if other is not None:
+                names |= other.property_names()
+        return frozenset(names)
+
+    def _mapping_properties(self) -> set[str]:
+        """Subclass hook: property names that depend on the mapping (per-column ones)."""
+        return set()
 
     def column_type(self, name: str):
         """The :class:`~serde.types.DataType` of output column ``name``."""

@@ -136,6 +136,7 @@ class JsonSerDe(RowDocumentSerDe):
 
     name = "json"
     default_storage = None
+    own_properties = frozenset({"json.row.cell"})
 
     def _configure(self) -> None:
         self.row_cell = self.properties.get("json.row.cell")

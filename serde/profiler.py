@@ -39,6 +39,7 @@ from serde.base import SerDe
 from serde.registry import create_serde
 from serde.rowbatch import batch_to_rows
 from storage.errors import InvalidArgument
+from storage.names import nearest_name
 
 __all__ = ["PATHS", "StageTiming", "PathProfile", "Hotspot", "ProfileReport", "profile_serde"]
 
@@ -340,6 +341,38 @@ def _scan(table: Any, serde: SerDe, batch_size: int) -> Iterator[pa.RecordBatch]
     )
 
 
+def _check_columns_found(table: Any, serde: SerDe) -> None:
+    """Refuse a mapping none of whose cell columns any row of a table with rows has:
+    every path would profile no row at all, which says nothing about the SerDe.
+    The message names the mapping's columns and, for each, the closest column the
+    table's first rows hold."""
+    columns = list(serde.scan_columns)
+    if not hasattr(table, "scan_batches"):
+        return  # _scan refuses it, naming what it is
+    if not columns or any(b.num_rows for b in table.scan_batches(columns=columns, limit=1)):
+        return
+    present = set()
+    for batch in table.scan_batches(output="cells", limit=100):
+        if "family" in batch.schema.names:
+            pairs = zip(batch.column("family").to_pylist(), batch.column("qualifier").to_pylist())
+            present.update((f + b":" + q).decode("utf-8", "backslashreplace") for f, q in pairs)
+        else:  # a source of row batches: its columns are named "cf:q"
+            present.update(n for n in batch.schema.names[1:] if batch.num_rows)
+        break  # the first rows are enough for a hint
+    if not present:
+        return  # an empty table: nothing to profile, and nothing wrong with the mapping
+    named = []
+    for column in columns:
+        hint = nearest_name(column, present)
+        named.append(f"{column} (did you mean {hint}?)" if hint else column)
+    name = getattr(table, "name", None)
+    raise InvalidArgument(
+        f"no row of {'table ' + str(name) if name else 'the table'} has any of the mapping's columns: "
+        f"{', '.join(named)}; "
+        f"its rows hold {', '.join(sorted(present)[:8])}{' ...' if len(present) > 8 else ''}"
+    )
+
+
 def _discard(_: Any) -> None:
     """Default consumer: take the row or batch and drop it."""
 
@@ -376,6 +409,7 @@ def profile_serde(
     base_props = dict(properties or {})
     consumer = consumer or _discard
     reference = create_serde(serde, mapping, base_props)
+    _check_columns_found(table, reference)
     if warmup:
         for _ in _limited(_scan(table, reference, batch_size), rows, _Clock()):
             pass

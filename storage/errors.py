@@ -15,6 +15,7 @@ __all__ = [
     "TableNotFound",
     "TableExists",
     "TableLocked",
+    "StorageIOError",
     "NamespaceNotFound",
     "NamespaceExists",
     "NamespaceNotEmpty",
@@ -96,6 +97,33 @@ class NamespaceNotEmpty(StorageError):
 
 class TableLocked(StorageError):
     """Another process holds the writer lock of the table directory."""
+
+
+class StorageIOError(StorageError, OSError):
+    """An I/O call of the engine failed: the message says what was being done
+    to which path and why (``no space left on device writing <path>``).
+
+    Also an ``OSError`` keeping the cause's ``errno`` (``ENOSPC``: a full disk)
+    and ``filename``, so callers that catch ``OSError`` keep working.
+    """
+
+    def __init__(self, message: str, errno: int | None = None, path: str | None = None):
+        OSError.__init__(self, errno, message, path)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    @classmethod
+    def of(cls, exc: OSError, action: str, path: str) -> "StorageIOError":
+        """``exc`` (an OS error without the path, as ``os.write`` raises) as one
+        line naming ``action`` (``"writing"``) and ``path``; a StorageIOError is kept as it is."""
+        if isinstance(exc, StorageIOError):
+            return exc
+        import os
+
+        reason = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc))
+        return cls(f"{reason[:1].lower()}{reason[1:]} {action} {path}", exc.errno, path)
 
 
 class RegionNotFound(StorageError, LookupError):

@@ -135,7 +135,9 @@ class FamilySettings:
             if key in ignored:
                 continue
             if key not in cls.__dataclass_fields__:
-                raise InvalidArgument(f"unknown setting {clip(repr(key))} for column family {family!r}")
+                known = sorted(cls.__dataclass_fields__) + sorted(aliases)
+                hint = name_hint(key, known, "settings") if isinstance(key, str) else f"(settings: {', '.join(known)})"
+                raise InvalidArgument(f"unknown setting {clip(repr(key))} for column family {family!r} {hint}")
             values[key] = value
         if "bloom_filter" in values:
             bloom = values["bloom_filter"]
@@ -202,7 +204,9 @@ class TableSettings:
         values = {}
         for key, value in options.items():
             if key not in cls.__dataclass_fields__:
-                raise InvalidArgument(f"unknown table setting {clip(repr(key))}")
+                known = sorted(cls.__dataclass_fields__)
+                hint = name_hint(key, known, "table settings") if isinstance(key, str) else f"(table settings: {', '.join(known)})"
+                raise InvalidArgument(f"unknown table setting {clip(repr(key))} {hint}")
             values[key] = value
         for name, bounds in _TABLE_INT_BOUNDS.items():
             if name in values:

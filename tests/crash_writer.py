@@ -6,7 +6,10 @@ to keep.  With a third argument ``batches`` it writes large batches from
 several threads instead (one WAL record each, sharing syncs), every batch's
 rows named ``B<seed>.<thread>.<n>-<i>-of-<count>`` so the parent can check
 that a batch is kept whole or not at all, and acknowledges each batch with
-``BATCH <seed>.<thread>.<n> <count>``.  Not a test module itself.
+``BATCH <seed>.<thread>.<n> <count>``.  With ``flush``, ``compact`` or
+``split`` it runs that operation back to back between acknowledged writes;
+with ``bulkload`` it commits bulk loads back to back (``LOAD <name> <count>``).
+Not a test module itself.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import sys
 import threading
 
 import storage
+from storage.vfs.fs import FileSystem
 
 
 def main(root: str, seed: int) -> None:
@@ -82,8 +86,83 @@ def batches(root: str, seed: int, threads: int = 3) -> None:
     threading.Event().wait()
 
 
+def maintenance(root: str, seed: int, op: str) -> None:
+    """Writes between back-to-back runs of one maintenance operation (``flush``,
+    ``compact`` or ``split``), so a kill at a random moment mostly lands inside it."""
+    rng = random.Random(seed)
+    conn = storage.connect(root)
+    table = conn.table("crash") if conn.is_table_available("crash") else conn.create_table(
+        "crash", {"cf": {"max_versions": 1}}, split_keys=[b"m"],
+        settings={"wal_sync": "each", "memstore_flush_size": 64 << 20, "compaction_threshold": 1000},
+    )
+    sys.stdout.write("READY\n")
+    sys.stdout.flush()
+    n = 0
+    while True:
+        n += 1
+        rows = [bytes([rng.randrange(97, 123)]) + b"%06d" % rng.randrange(10**6) for _ in range(rng.randint(50, 400))]
+        value = b"v%d.%d-" % (seed, n) + bytes(rng.randrange(256) for _ in range(rng.randint(16, 200)))
+        with table.batch() as b:
+            for row in rows:
+                b.put(row, {b"cf:v": value})
+        sys.stdout.write("".join(f"ACK {row.hex()} {value.hex()}\n" for row in rows))
+        sys.stdout.flush()
+        sys.stdout.write(f"IN {op}\n")  # the parent counts the kills that land inside the operation
+        sys.stdout.flush()
+        if op == "flush":
+            table.flush()
+        elif op == "compact":
+            table.flush()
+            table.compact(major=rng.random() < 0.5)
+        elif op == "split":
+            key = bytes([rng.randrange(97, 123)]) + b"%03d" % rng.randrange(1000)
+            if key not in [r.start for r in table.region_infos()]:
+                table.split(key)
+        sys.stdout.write("OUT\n")
+        sys.stdout.flush()
+
+
+def bulk_loads(root: str, seed: int) -> None:
+    """Bulk loads committed back to back (the table is not held open meanwhile:
+    a commit takes the writer lock); each load's rows are named
+    ``L<seed>.<n>-<i>-of-<count>`` and acknowledged with ``LOAD <name> <count>``."""
+    import pyarrow as pa
+
+    from connector.bulkload import BulkLoadTask, commit_load, table_regions
+
+    rng = random.Random(seed)
+    with storage.connect(root) as conn:
+        if not conn.is_table_available("crash"):
+            conn.create_table("crash", {"cf": {"max_versions": 1}}, split_keys=[b"L%d." % seed])
+    table_fs = FileSystem(root).sub("crash")
+    sys.stdout.write("READY\n")
+    sys.stdout.flush()
+    n = 0
+    while True:
+        n += 1
+        name = b"L%d.%d" % (seed, n)
+        count = rng.randint(100, 3000)
+        keys = [name + b"-%05d-of-%05d" % (i, count) for i in range(count)]
+        regions, families = table_regions(table_fs)
+        task = BulkLoadTask(table_fs, name.decode(), "t0", regions, families, timestamp=n)
+        task.add(pa.record_batch({"key": pa.array(keys, pa.binary()), "cf:v": pa.array(keys, pa.binary())}))
+        staged = task.finish()
+        sys.stdout.write("IN commit\n")
+        sys.stdout.flush()
+        commit_load(table_fs, name.decode(), staged)
+        sys.stdout.write("OUT\n")
+        sys.stdout.flush()
+        sys.stdout.write(f"LOAD {name.decode()} {count}\n")
+        sys.stdout.flush()
+
+
 if __name__ == "__main__":
-    if len(sys.argv) > 3 and sys.argv[3] == "batches":
+    mode = sys.argv[3] if len(sys.argv) > 3 else None
+    if mode == "batches":
         batches(sys.argv[1], int(sys.argv[2]))
+    elif mode in ("flush", "compact", "split"):
+        maintenance(sys.argv[1], int(sys.argv[2]), mode)
+    elif mode == "bulkload":
+        bulk_loads(sys.argv[1], int(sys.argv[2]))
     else:
         main(sys.argv[1], int(sys.argv[2]))

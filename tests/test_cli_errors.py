@@ -226,3 +226,43 @@ def test_a_chart_without_matplotlib_is_refused_before_the_work_naming_the_flag(r
             "(pip install 'regionscan[charts]')"]
         assert done.stdout == ""  # refused before the profile or the benchmark ran
     assert not pe_root.exists() and not list(tmp_path.glob("x.*"))
+
+
+def _usage_error(argv, capsys, main=None) -> tuple[str, str]:
+    """argparse's refusal of ``argv``: (the usage line's command, the error line)."""
+    with pytest.raises(SystemExit) as done:
+        (main or cli.main)(argv)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    usage = " ".join(err.split(": error: ", 1)[0].split())  # the usage text, wrapped lines joined
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert len(errors) == 1, err
+    return usage, errors[0]
+
+
+def test_row_counter_columns_are_optional(capsys):
+    """RowCounter's COLUMN list may be empty: a missing table is the only thing named."""
+    from jobs import row_counter
+
+    for main, argv in ((cli.main, ["row_counter"]), (row_counter.main, [])):
+        _, line = _usage_error(argv, capsys, main)
+        assert line.endswith("error: the following arguments are required: TABLE"), line
+    export_usage, line = _usage_error(["export", "t"], capsys)
+    assert line.endswith("required: OUTPUT_DIR"), line  # its optional positional list is not named either
+
+
+def test_a_misspelled_flag_is_refused_by_its_command_with_the_closest_flag(capsys):
+    from jobs import row_counter
+
+    usage, line = _usage_error(["row_counter", "--rooot", "x", "t"], capsys)
+    assert usage.startswith("usage: regionscan row_counter ") and "TABLE [COLUMN ...]" in usage
+    assert line == "regionscan row_counter: error: unrecognized arguments: --rooot (did you mean --root?)"
+    usage, line = _usage_error(["row-counter", "t", "--rangess=a,b"], capsys)
+    assert line.endswith("unrecognized arguments: --rangess=a,b (did you mean --range?)"), line
+    usage, line = _usage_error(["export", "t", "out", "--fromat", "csv"], capsys)
+    assert usage.startswith("usage: regionscan export ") and "unrecognized arguments: --fromat (did you mean --format?)" in line
+    _, line = _usage_error(["row_counter", "t", "--zzzz"], capsys)
+    assert line.endswith("unrecognized arguments: --zzzz"), line  # nothing close: no guess
+    # the spark-submit form (jobs/row_counter.py) says the same
+    usage, line = _usage_error(["--rooot", "x", "t"], capsys, row_counter.main)
+    assert line == "row_counter: error: unrecognized arguments: --rooot (did you mean --root?)", line

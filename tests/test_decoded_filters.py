@@ -273,7 +273,7 @@ def test_a_widening_cast_between_integers_is_evaluated_on_the_column(spark, tabl
     on, off = _frames(spark, table)
     where = "t % 7 = 0 AND CAST(i AS BIGINT) % 4 = -1"  # Spark widens the TINYINT t to INT for t % 7
     plan = _plan(on.where(where).groupBy().count())
-    assert "DecodedFilters: [(t % 7) = 0, (i % 4) = -1" in plan and "Filter " not in plan, plan
+    assert "DecodedFilters: [t IS NOT NULL, i IS NOT NULL, (t % 7) = 0, (i % 4) = -1" in plan and "Filter " not in plan, plan
     assert on.where(where).count() == off.where(where).count() > 0
 
 
@@ -292,7 +292,7 @@ def test_explain_and_connector_explain_agree(spark, table):
     on, _ = _frames(spark, table)
     query = on.where("i % 3 = 0 AND s LIKE '%5%'").select("k")
     shown = _plan(query)
-    assert "DecodedFilters: [(i % 3) = 0, s CONTAINS '5'" in shown, shown
+    assert "DecodedFilters: [i IS NOT NULL, (i % 3) = 0, s CONTAINS '5'" in shown, shown
     plan = connector.explain(query)
     assert plan.decoded is not None and "(i % 3) = 0" in plan.decoded and "s CONTAINS '5'" in plan.decoded
     assert "evaluated on the decoded rows (engine worker)" in str(plan)

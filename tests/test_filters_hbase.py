@@ -121,6 +121,54 @@ def test_inclusive_stop_filter_with_reverse_scan(table):
     assert f.oriented(True).row_ranges() == [(ROWS_ONE[0], None)] and f.oriented(True) == f
 
 
+def _stop_row_tests(f) -> None:
+    """HBase's TestInclusiveStopFilter.stopRowTests, on the row-key and the batch path."""
+    assert not f.filter_row_key(b"good_row")
+    assert not f.filter_row_key(b"stop_row")
+    assert not f.filter_all_remaining()
+    assert f.filter_row_key(b"zzzzzz")
+    assert f.filter_all_remaining()  # the first row past the stop row ends the scan
+    assert f.filter_row_key(b"good_row")  # and every row after it is refused, as HBase's filter
+    f.reset()
+    assert not f.filter_all_remaining() and not f.filter_row_key(b"good_row")
+
+
+def test_inclusive_stop_filter_all_remaining():
+    """TestInclusiveStopFilter.testStopRowIdentification and testSerialization (the
+    filter string read back), then the same on cell batches and in filter lists."""
+    from storage.filters import parse_filter_string
+    from storage.cells import Cell, cells_to_batch
+
+    f = InclusiveStopFilter(b"stop_row")
+    _stop_row_tests(f)
+    _stop_row_tests(parse_filter_string(repr(InclusiveStopFilter(b"stop_row"))))
+    # reversed, the scan ends at the first row below the stop row
+    back = InclusiveStopFilter(b"stop_row").oriented(True)
+    assert not back.filter_row_key(b"zzzzzz") and not back.filter_all_remaining()
+    assert back.filter_row_key(b"good_row") and back.filter_all_remaining()
+    # a copy is independent, and the caller's object is untouched by a scan's copy
+    g = InclusiveStopFilter(b"stop_row")
+    twin = g.copy()
+    twin.filter_row_key(b"zzzzzz")
+    assert twin.filter_all_remaining() and not g.filter_all_remaining()
+
+    def batch(rows):
+        return cells_to_batch([Cell(r, b"f", b"q", 1, 4, b"v") for r in rows])
+
+    b = InclusiveStopFilter(b"m")
+    out = b.filter_batch(batch([b"a", b"m"]))
+    assert out.num_rows == 2 and not b.filter_all_remaining()
+    out = b.filter_batch(batch([b"m0", b"n"]))
+    assert out.num_rows == 0 and b.filter_all_remaining()
+    # lists: AND is done once its stop filter is; OR only when every child is
+    ands = FilterList("AND", [PrefixFilter(b"n"), InclusiveStopFilter(b"m")])
+    ors = FilterList("OR", [PrefixFilter(b"z"), InclusiveStopFilter(b"m")])
+    for lst in (ands, ors):
+        lst.filter_row_cells([Cell(b"n", b"f", b"q", 1, 4, b"v")])
+    assert ands.filter_all_remaining() and not ors.filter_all_remaining()
+    assert ors.filter_row_cells([Cell(b"z", b"f", b"q", 1, 4, b"v")]) is not None
+
+
 def test_row_key_filters_with_reverse_scan(table):
     assert verify(table, 3, 6, reverse=True, filter=PrefixFilter(b"testRowOne")) == [
         ROWS_ONE[3], ROWS_ONE[2], ROWS_ONE[0]]

@@ -191,12 +191,18 @@ def test_row_counter_counts_raw_rows_and_delete_markers(spark, deleted_root, cap
         ("3", "0", "0", "0")
 
 
-def test_row_counter_raw_refuses_qualifier_columns(spark, deleted_root, capsys):
-    assert row_counter.main(["--root", deleted_root, "d", "f:x", "--all.cells"]) != 0
-    assert "a raw scan reads whole families" in capsys.readouterr().err
+def test_row_counter_raw_counts_qualifier_columns(spark, deleted_root, capsys):
+    """A column's raw rows: its puts and its Delete / DeleteColumn markers; a DeleteFamily
+    marker is a cell of the empty qualifier's column, so f:x does not see r2's."""
+    assert row_counter.main(["--root", deleted_root, "d", "f:x", "--countDeleteMarkers"]) == 0
+    printed = _printed(capsys.readouterr().out)
+    assert (printed["ROWS"], printed["DELETE"], printed["DELETE_FAMILY"]) == ("2", "1", "0")  # r1, r4
+    assert row_counter.main(["--root", deleted_root, "d", "f:z", "f:", "--countDeleteMarkers"]) == 0
+    printed = _printed(capsys.readouterr().out)
+    assert (printed["ROWS"], printed["DELETE_COLUMN"], printed["DELETE_FAMILY"]) == ("2", "1", "1")  # r2, r3
 
 
-def test_cell_counter_count_delete_markers(spark, deleted_root, capsys):
+def test_cell_counter_count_delete_markers(spark, deleted_root, capsys, tmp_path):
     assert cell_counter.main(["--root", deleted_root, "d"]) == 0
     plain = dict(line.split("\t") for line in capsys.readouterr().out.splitlines() if "\t" in line)
     assert plain[cell_counter.TOTAL_ROWS] == "2" and "Total DELETE" not in plain
@@ -207,8 +213,13 @@ def test_cell_counter_count_delete_markers(spark, deleted_root, capsys):
     # rows holding each family / column, markers included: f in r1, r2 (its DeleteFamily), r3, r4
     assert (raw["f"], raw["g"], raw["f:x"], raw["f:"], raw["f:z"], raw["g:"], raw["g:y"]) == \
         ("4", "1", "2", "1", "1", "1", "1")
-    assert cell_counter.main(["--root", deleted_root, "d", "out", ":", "r1", "--countDeleteMarkers"]) != 0
-    assert "takes no REGEX_OR_PREFIX" in capsys.readouterr().err
+    # a row prefix keeps whole raw rows: r2 holds g:y's put and the DeleteFamily markers of f and g
+    out = str(tmp_path / "out")
+    assert cell_counter.main(["--root", deleted_root, "d", out, ":", "r2", "--countDeleteMarkers"]) == 0
+    with open(os.path.join(out, "part-r-00000")) as f:
+        raw = dict(line.rstrip("\n").split("\t") for line in f if "\t" in line)
+    assert raw[cell_counter.TOTAL_ROWS] == "1"
+    assert (raw["Total DELETE"], raw["Total DELETE_COLUMN"], raw["Total DELETE_FAMILY"]) == ("0", "0", "2")
 
 
 def _raw_cells(root: str, max_versions=None) -> list[dict]:
@@ -238,8 +249,9 @@ def test_raw_counts_through_a_region_server_equal_the_directory_ones(spark, dele
         assert (printed["ROWS"], printed["DELETE_FAMILY"]) == ("1", "1")
         assert cell_counter.main(["--root", root, "d", "--countDeleteMarkers"]) == 0
         assert _tabbed(capsys.readouterr().out) == want_cells
-        assert row_counter.main(["--root", root, "d", "f:x", "--all.cells"]) != 0
-        assert "a raw scan reads whole families" in capsys.readouterr().err
+        assert row_counter.main(["--root", root, "d", "f:x", "--countDeleteMarkers"]) == 0
+        printed = _printed(capsys.readouterr().out)
+        assert (printed["ROWS"], printed["DELETE"], printed["DELETE_FAMILY"]) == ("2", "1", "0")
 
 
 def _tabbed(out: str) -> dict:

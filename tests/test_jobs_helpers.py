@@ -109,9 +109,17 @@ def test_profile_predicates_are_typed_by_their_column():
     assert profile_serde.parse_predicate("n >= 5", types) == ("n", ">=", 5)
     assert profile_serde.parse_predicate("d = 2021-02-03", types) == ("d", "==", dt.date(2021, 2, 3))
     assert profile_serde.parse_predicate("s != 'a b'", types) == ("s", "!=", "a b")
-    for bad in ("n >> 5", "zz > 1", "n > abc"):
-        with pytest.raises(InvalidArgument):
+    for bad, message in (
+        # the operator is named, not half of it taken for the value ("'> 5' is not a int")
+        ("n >> 5", "'>>' is not an operator (ops == != < <= > >=) in 'n >> 5'; did you mean '>'?"),
+        ("n <> 5", "'<>' is not an operator (ops == != < <= > >=) in 'n <> 5'; did you mean '!='?"),
+        ("n => 5", "did you mean '>='?"),
+        ("zz > 1", "no column 'zz'"),
+        ("n > abc", "--predicate: 'abc' is not a value of type int"),
+    ):
+        with pytest.raises(InvalidArgument) as caught:
             profile_serde.parse_predicate(bad, types)
+        assert message in str(caught.value) and "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize("module, argv, message", [

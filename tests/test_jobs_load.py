@@ -120,7 +120,13 @@ def test_raw_export_and_import_round_trip_every_version(spark, root, tmp_path, f
     assert meta["mode"] == "cells" and meta["records"] == len(_cells(root, "src"))
     assert import_.main(["--root", root, "copy", out]) == 1  # missing table, no --create
     assert "pass --create" in capsys.readouterr().err
+    capsys.readouterr()
     assert import_.main(["--root", root, f"copy_{fmt}", out, "--create"]) == 0
+    # raw files hold cells: both the progress summary and the result line count cells, not rows
+    printed = capsys.readouterr().out
+    n = meta["records"]
+    assert f"import copy_{fmt}: {n:,} cells," in printed and f"imported {n:,} cells from" in printed, printed
+    assert " rows" not in printed, printed
     assert _cells(root, f"copy_{fmt}") == _cells(root, "src")
     assert _split_keys(root, f"copy_{fmt}") == [b"k3", b"k6"]
 

@@ -31,11 +31,22 @@ from storage.storefile.format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockL
 
 
 class PreadFileSystem(FileSystem):
-    """A local filesystem whose files are read with ``read_at`` (pread), not
-    memory-mapped: the path remote files take."""
+    """A local filesystem whose files are read with pread, not memory-mapped
+    (``REGIONSCAN_MMAP=0``, the engine worker's way): reads in the caller's thread."""
 
     def open_read(self, path: str) -> pa.NativeFile:
         return pa.OSFile(self._full(path))
+
+
+class StreamFileSystem(FileSystem):
+    """A local filesystem whose files are pyarrow's random-access streams: the
+    path remote files take (reads issued from a thread pool)."""
+
+    def open_read(self, path: str) -> pa.NativeFile:
+        return self._fs.open_input_file(self._full(path))
+
+
+_FILESYSTEMS = [FileSystem, PreadFileSystem, StreamFileSystem]
 
 
 def _cells(seed: int) -> list[tuple]:
@@ -96,14 +107,16 @@ def _parts_cells(reader, start, stop, run_rows):
 
 
 @pytest.mark.parametrize("name", ["plain.rsf", "zstd.rsf"])
-@pytest.mark.parametrize("mapped", [True, False])
-def test_keys_only_parts_equal_a_full_read(files, name, mapped):
+@pytest.mark.parametrize("filesystem", _FILESYSTEMS)
+def test_keys_only_parts_equal_a_full_read(files, name, filesystem):
     root, cells = files
-    fs = FileSystem(root) if mapped else PreadFileSystem(root)
+    fs = filesystem(root)
+    mapped = filesystem is FileSystem
     rows = sorted({c[0] for c in cells})
     rng = random.Random(5)
     with StoreFileReader(fs, name) as r:
         assert (r._mapped is not None) == mapped
+        assert r.block_source().pipelined == (filesystem is StreamFileSystem)
         layouts = np.asarray(r._index.layouts)
         continued = r._index.row_starts > 0
         assert (layouts == BlockLayout.DENSE).sum() > 100 and (layouts == BlockLayout.CELLS).any()
@@ -137,6 +150,29 @@ def test_runs_follow_the_index(files):
                 assert not (idx.row_starts[a + 1 : b + 1] > 0).any()  # no row split inside a run
                 assert a == b or idx.row_counts[a : b + 1].sum() <= max_rows
         assert plan_units(r.block_source(), 5, 9, 10**6) == [(5, 9)]
+
+
+@pytest.mark.parametrize("name", ["plain.rsf", "zstd.rsf"])
+def test_a_local_file_read_with_pread_is_not_read_ahead_on_prefetch_threads(files, name):
+    """Reading a local file with pread takes microseconds from the page cache: handing each
+    block to a prefetch thread cost more than it hid (reads took 25-110% more CPU than mapped),
+    so its blocks are read by the thread that decodes them.  A remote-style stream still
+    reads ahead on the prefetch threads."""
+    root, cells = files
+    for filesystem, prefetched in ((PreadFileSystem, False), (StreamFileSystem, True)):
+        with StoreFileReader(filesystem(root), name) as r:
+            threads: set[str] = set()
+            read = r._read
+
+            def spy(*args, **kwargs):
+                threads.add(threading.current_thread().name)
+                return read(*args, **kwargs)
+
+            r._read = spy
+            full = sum(batch.num_rows for batch in r.scan_batches())
+            keys = sum(part.batch().num_rows for part in r.scan_parts(keys_only=True))
+        assert full == len(cells) and keys == len(cells)
+        assert any(t.startswith("block-prefetch") for t in threads) == prefetched, (filesystem.__name__, threads)
 
 
 def test_reads_are_counted_per_key_section(files):
@@ -259,11 +295,11 @@ def _reheader(data, at, field: int, value) -> None:
         (lambda d, at: d.__setitem__(slice(at, at + 8), b"RSFBLK3*"), r"bad data block magic b'RSFBLK3\*'", 0),
     ],
 )
-@pytest.mark.parametrize("mapped", [True, False])
-def test_a_corrupt_block_in_a_run_fails_as_it_would_alone(tmp_path, files, change, message, where, mapped):
+@pytest.mark.parametrize("filesystem", _FILESYSTEMS)
+def test_a_corrupt_block_in_a_run_fails_as_it_would_alone(tmp_path, files, change, message, where, filesystem):
     root, _ = files
     at = _corrupt(tmp_path, root, change)
-    fs = FileSystem(str(tmp_path)) if mapped else PreadFileSystem(str(tmp_path))
+    fs = filesystem(str(tmp_path))
     with StoreFileReader(fs, "bad.rsf") as r:
         with pytest.raises(CorruptionError, match=rf"{message} in .*bad\.rsf at offset {at + where}$"):
             list(r.scan_parts(keys_only=True))

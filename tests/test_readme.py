@@ -14,6 +14,7 @@ one.
 
 from __future__ import annotations
 
+import code
 import json
 import os
 import re
@@ -39,6 +40,47 @@ def test_readme_has_an_embedded_and_a_spark_snippet():
     snippets = readme_snippets()
     assert len(snippets) == 2
     assert "storage.connect" in snippets[0] and 'format("regionscan")' in snippets[1]
+
+
+class _Prompt(code.InteractiveConsole):
+    """The ``>>>`` prompt fed one line at a time, as a paste reaches it; it records
+    what the prompt would print as an error instead of printing it."""
+
+    def __init__(self, run: bool):
+        super().__init__({"__name__": "__console__"})
+        self.run = run
+        self.errors: list[str] = []
+
+    def runcode(self, code_object) -> None:
+        if self.run:
+            try:
+                exec(code_object, self.locals)
+            except Exception as exc:  # noqa: BLE001 - the prompt prints it and goes on
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+
+    def showsyntaxerror(self, filename=None, **kwargs) -> None:
+        self.errors.append(f"SyntaxError: {sys.exc_info()[1]}")
+
+    def paste(self, snippet: str) -> list[str]:
+        for line in snippet.splitlines():
+            self.push(line)
+        self.push("")  # the Enter after the paste
+        return self.errors
+
+
+def test_readme_snippets_paste_at_the_interactive_prompt(tmp_path, monkeypatch, capsys):
+    """Each snippet, fed line by line to an interactive console, parses as it does in a
+    script (a compound statement ends at a blank line there, so one must follow each
+    block); the embedded one also runs there and prints what its comments say."""
+    embedded, spark = readme_snippets()
+    for snippet in (embedded, spark):
+        assert _Prompt(run=False).paste(snippet) == [], snippet
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert _Prompt(run=True).paste(embedded) == []
+    printed = capsys.readouterr().out.splitlines()
+    # then the prompt echoes the value of table.flush(); table.compact(); table.split(b"k")
+    assert printed[:4] == ["{b'cf:a': b'1', b'cf:b': b'x'}", "b'row1' {b'cf:a': b'', b'cf:b': b''}", "101", "1"]
 
 
 def test_ci_runs_the_readme_test_command_as_written_in_a_fresh_venv():

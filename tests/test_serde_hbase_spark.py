@@ -24,24 +24,8 @@ from serde import ColumnKind, DecodeError, EncodeError, MappingError, create_ser
 from serde import parse_type, rows_to_batch
 from serde.rowkey import TERMINATED, CompositeKey
 
-# HBaseCatalogSuite's catalog, as that suite writes it.
-CATALOG_SUITE = {
-    "table": {"namespace": "default", "name": "htable"},
-    "rowkey": "key1:key2",
-    "columns": {
-        "col1": {"cf": "rowkey", "col": "key1", "type": "string"},
-        "col2": {"cf": "rowkey", "col": "key2", "type": "double"},
-        "col3": {"cf": "cf1", "col": "col2", "type": "binary"},
-        "col4": {"cf": "cf1", "col": "col3", "type": "timestamp"},
-        "col5": {"cf": "cf1", "col": "col4", "type": "double",
-                 "serdes": "org.apache.hadoop.hbase.spark.datasources.DoubleSerDes"},
-        "col6": {"cf": "cf1", "col": "col5", "type": "MAP<int, struct<varchar:string>>"},
-        "col7": {"cf": "cf1", "col": "col6", "type": "array<struct<tinYint:tinyint>>"},
-        "col8": {"cf": "cf1", "col": "col7", "type": "MAp<int, ARRAY<double>>"},
-        "col9": {"cf": "cf1", "col": "col8", "type": "date"},
-        "col10": {"cf": "cf1", "col": "col9", "type": "timestamp"},
-    },
-}
+from hbase_spark_catalogs import CATALOG_SUITE  # tests/ is on the path (conftest.py)
+
 
 # DefaultSourceSuite's Avro record (AvroHBaseKeyRecord.schemaString).
 USER_SCHEMA = json.dumps({
@@ -125,21 +109,23 @@ def test_catalog_suite_key_lengths_and_spark_types():
     assert sd.ddl.endswith("`col9` DATE, `col10` TIMESTAMP")
 
 
-def test_complex_types_need_storage_that_holds_them():
-    with pytest.raises(MappingError, match="col6.*binary encoding has no form"):
-        create_serde("binary", CATALOG_SUITE)
-    for serde in ("json", "avro"):
-        cat = _with_serdes(CATALOG_SUITE, ["col6", "col7", "col8"], serde)
-        if serde == "avro":  # Avro map keys are strings
-            cat["columns"]["col6"]["type"] = "map<string, struct<varchar:string>>"
-            cat["columns"]["col8"]["type"] = "map<string, array<double>>"
+def test_complex_types_in_every_storage():
+    """The suite's catalog as written (binary values: nested ones as Avro datums of their derived
+    schemas, int map keys as key/value records), and with its nested columns as JSON or Avro."""
+    for serde in (None, "json", "avro"):
+        cat = CATALOG_SUITE if serde is None else _with_serdes(CATALOG_SUITE, ["col6", "col7", "col8"], serde)
         sd = create_serde("binary", cat)
-        key6 = 1 if serde == "json" else "1"
-        row = ("abc", 1.5, b"\x01\x02", dt.datetime(2020, 1, 1, 12), 0.125, {key6: {"varchar": "v"}},
-               [{"tinYint": 3}, None], {key6: [1.0, None]}, dt.date(2020, 1, 2), None)
+        row = ("abc", 1.5, b"\x01\x02", dt.datetime(2020, 1, 1, 12), 0.125, {1: {"varchar": "v"}, 2: None},
+               [{"tinYint": 3}, None], {1: [1.0, None], -7: []}, dt.date(2020, 1, 2), None)
         (key, cells), = _both_paths(sd, [row])
         assert key == b"abc\x00" + b"\x3f\xf8" + b"\x00" * 6
         assert cells[b"cf1:col4"] == b"\x3f\xc0" + b"\x00" * 6  # the DoubleSerDes column: Bytes.toBytes(0.125)
+        if serde is None:  # an Avro array of {key, value} records: 2 entries, key 1 (zigzag 2), ...
+            assert cells[b"cf1:col5"].startswith(b"\x04\x02\x02\x02\x02v")
+    with pytest.raises(MappingError, match="col6.*ordered encoding has no form for struct, array or map values"):
+        cat = json.loads(json.dumps(CATALOG_SUITE))
+        cat["columns"]["col6"]["encoding"] = "ordered"
+        create_serde("binary", cat)
 
 
 def test_catalog_suite_convert_trailing_comma():

@@ -119,6 +119,52 @@ def test_charts_are_png_svg_and_html_from_one_figure(source, tmp_path):
         report.write_chart(str(tmp_path / "chart.gif"))
 
 
+def test_chart_labels_fit_and_colours_have_a_legend(tmp_path):
+    """Rendered to PNG: every value label (the longest bar's long "ms, rows/s" one
+    included) lies inside its panel and the figure, and a legend names each stage's
+    colour."""
+    from matplotlib.colors import to_hex
+
+    from serde._profile_chart import profile_figure
+    from serde._profile_output import STAGE_COLOURS
+    from serde.profiler import PathProfile, ProfileReport, StageTiming
+
+    def path(name, rows, seconds):
+        timings = [StageTiming(stage, column, s) for (stage, column), s in seconds.items()]
+        return PathProfile(name, "string", rows=rows, batches=1, rows_kept=rows, timings=timings)
+
+    report = ProfileReport("string", ["n", "d"], {"n": "int", "d": "date"}, None, {
+        "row": path("row", 10**9, {("fetch cells", None): 0.01, ("decode", "n"): 0.02, ("assemble rows", None): 0.01}),
+        "naive": path("naive", 10**9, {("fetch cells", None): 0.01, ("decode", "d"): 1.25, ("hand-off", None): 0.001}),
+        "batch": path("batch", 10**9, {("decode", "n"): 0.004, ("predicate", None): 0.001}),
+    })
+    fig = profile_figure(report)
+    try:
+        fig.savefig(str(tmp_path / "chart.png"))
+        renderer = fig.canvas.get_renderer()
+        figure_box = fig.bbox
+        labels = [t for ax in fig.axes for t in ax.texts]
+        assert len(labels) == 3 + 3 + 3 + 2
+        assert "1261.00 ms, 793,021,412 rows/s" in [t.get_text() for t in labels]  # the longest bar's
+        for text in labels:
+            box = text.get_window_extent(renderer)
+            panel = text.axes.get_window_extent(renderer)
+            assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1, text.get_text()
+            assert box.x1 <= panel.x1, f"{text.get_text()!r} ends past its panel"
+        assert len(fig.legends) == 1
+        legend = fig.legends[0]
+        drawn = ["fetch cells", "assemble rows", "decode", "predicate", "hand-off"]  # STAGE_COLOURS order
+        assert [t.get_text() for t in legend.get_texts()] == drawn
+        assert [to_hex(h.get_facecolor()) for h in legend.legend_handles] == [STAGE_COLOURS[s] for s in drawn]
+        box = legend.get_window_extent(renderer)
+        assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1 and figure_box.y0 <= box.y0
+        assert all(box.y1 <= ax.get_tightbbox(renderer).y0 for ax in fig.axes[-1:])  # under the panels
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
+
 def test_consumer_sees_rows_and_batches(source):
     seen = []
     report = profile_serde(source, MAPPING, serde="string", rows=500, paths=["row", "batch"], consumer=seen.append, batch_size=200)
@@ -161,3 +207,36 @@ def test_profile_real_table(tmp_path):
         assert decoded == values
     finally:
         conn.close()
+
+
+
+def test_a_mapping_of_columns_no_row_has_is_refused(tmp_path, capsys):
+    """A mapped column that no row holds would profile 0 rows on every path without a word:
+    refused, naming the column and the closest one the rows hold; an empty table is no error
+    here (the profile has 0 rows), and the command refuses that in one line."""
+    from jobs import cli
+
+    root = str(tmp_path / "db")
+    conn = storage.connect(root)
+    try:
+        table = conn.create_table("events", {"cf": {}})
+        table.put(b"r1", {b"cf:n": b"1", b"cf:s": b"x"})
+        with pytest.raises(InvalidArgument) as err:
+            profile_serde(table, "key STRING :key, n INT cf:nn", serde="string")
+        assert str(err.value) == ("no row of table events has any of the mapping's columns: cf:nn "
+                                  "(did you mean cf:n?); its rows hold cf:n, cf:s")
+        empty = conn.create_table("empty", {"cf": {}})
+        report = profile_serde(empty, "key STRING :key, n INT cf:n", serde="string", warmup=False)
+        assert all(p.rows == 0 for p in report.paths.values())
+    finally:
+        conn.close()
+    for name, mapping, message in (
+        ("events", "key STRING :key, n INT cf:nn", "(did you mean cf:n?)"),
+        ("empty", "key STRING :key, n INT cf:n", "table empty has no rows to profile"),
+    ):
+        capsys.readouterr()
+        assert cli.main(["profile-serde", "--root", root, name, "--mapping", mapping, "--serde", "string"]) == 2
+        captured = capsys.readouterr()
+        lines = captured.err.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], captured.err
+        assert captured.out == ""  # no table of zeros

@@ -133,7 +133,8 @@ def test_a_new_type_gives_key_ranges_and_pushdown(uuid_type, tmp_path):
     assert result.point_gets == 1 and got == [IDS[3]]
     result, got = scan([In(("id",), (IDS[1], IDS[2], "not-a-uuid"))])
     assert sorted(got) == sorted(IDS[1:3])
-    # A value filter on a cell of the new type becomes an engine filter from the same facts.
+    # A value filter on a cell of the new fixed-width type is compared once decoded: the cell may
+    # hold bytes of another width, which an engine filter would drop unread.
     cell = push_filters([EqualTo(("other",), IDS[7])], sd)
-    assert cell.residual == [] and cell.engine_filter is not None
+    assert cell.residual and cell.engine_filter is None and "compared once decoded" in cell.notes[0]
     conn.close()

@@ -133,22 +133,17 @@ def test_t3_types_and_timestamp_type(spark, root):
     assert ntz.collect()[0].TIMESTAMP_FIELD == instant.replace(tzinfo=None)
 
 
-def test_avro_catalog_with_schema_option_and_avro_row_key(spark, root):
+def test_avro_catalog_with_schema_option_and_avro_row_key(spark, source_format, root):
     options = dict(root=root, catalog=AVRO_CATALOG, avroSchema=USER_SCHEMA)  # no serde=avro
-    jvm = _read(spark, **options)
-    assert dict(jvm.dtypes)["col0"] == "struct<name:string,favorite_number:int,favorite_color:string>"
-    # struct columns are read by the Python source: the JVM source refuses them in one line
-    with pytest.raises(Exception, match=r"hold structs, which the JVM source cannot read yet: "
-                                        r"read them with format\('regionscan_python'\)"):
-        jvm.select("col1").collect()
-    df = spark.read.format("regionscan_python").options(**options).load()
+    df = spark.read.format(source_format).options(**options).load()
     assert dict(df.dtypes)["col0"] == "struct<name:string,favorite_number:int,favorite_color:string>"
-    assert df.count() == 256
+    # struct columns come as Spark structs from either source (Arrow struct vectors on the JVM)
     five = df.where("col1.name = 'name005' OR col1.name <= 'name005'").select("col0", "col1.favorite_color")
     got = sorted((r.col0.name, r.favorite_color) for r in five.collect())
     assert got == [(f"name{i:03d}", f"color{i:03d}") for i in range(6)]
     seven = df.where("col1.name <= 'name005' OR col1.name LIKE '%name007%'")
     assert seven.count() == 7
+    assert df.count() == 256
 
 
 def test_composite_key_with_a_string_part_before_a_double(spark, root):
@@ -167,3 +162,33 @@ def test_mapping_string_with_a_trailing_comma(spark, root):
     assert df.columns == ["KEY_FIELD", "A_FIELD", "B_FIELD", "C_FIELD"]
     got = sorted(tuple(r) for r in df.where("KEY_FIELD = 'get1' OR KEY_FIELD = 'get3'").collect())
     assert got == [("get1", "foo1", "1", bytearray(b"\x00foo1")), ("get3", "foo3", "8", bytearray(b"\x00foo3"))]
+
+
+def test_spark_catalog_table_with_nested_columns_in_a_namespace(spark, tmp_path):
+    """CREATE TABLE through RegionScanCatalog with struct, map and array columns (a binary mapping
+    derived from the schema: the nested cells hold Avro datums) in namespace NAMESPACE; the rows
+    read back through the catalog and through format('regionscan_python') naming NAMESPACE:TABLE."""
+    root = str(tmp_path / "root")
+    spark.conf.set("spark.sql.catalog.rsnested", "regionscan.spark.RegionScanCatalog")
+    spark.conf.set("spark.sql.catalog.rsnested.root", root)
+    try:
+        spark.sql("CREATE NAMESPACE rsnested.NAMESPACE")
+        spark.sql("CREATE TABLE rsnested.NAMESPACE.TABLE (k STRING, `cf:s` STRUCT<a:INT,b:STRING>, "
+                  "`cf:m` MAP<INT,ARRAY<DOUBLE>>, `cf:a` ARRAY<STRUCT<t:TINYINT>>)")
+        spark.sql("INSERT INTO rsnested.NAMESPACE.TABLE VALUES "
+                  "('r1', named_struct('a', 1, 'b', 'x'), map(1, array(1.0D, null)), array(named_struct('t', 3Y))), "
+                  "('r2', null, map(), array())")
+        want = [("r1", (1, "x"), {1: [1.0, None]}, [(3,)]), ("r2", None, {}, [])]
+
+        def rows(df):
+            return [(r[0], None if r[1] is None else tuple(r[1]), r[2], [tuple(e) for e in r[3]])
+                    for r in df.orderBy("k").collect()]
+
+        assert rows(spark.table("rsnested.NAMESPACE.TABLE")) == want
+        assert spark.sql("SELECT k FROM rsnested.NAMESPACE.TABLE WHERE `cf:s`.b = 'x'").collect()[0][0] == "r1"
+        assert [r.k for r in spark.sql("SELECT k FROM rsnested.NAMESPACE.TABLE WHERE `cf:s` IS NULL").collect()] == ["r2"]
+        python = spark.read.format("regionscan_python").option("root", root).option("hbase.table", "NAMESPACE:TABLE")
+        assert rows(python.load()) == want
+    finally:
+        spark.conf.unset("spark.sql.catalog.rsnested")
+        spark.conf.unset("spark.sql.catalog.rsnested.root")

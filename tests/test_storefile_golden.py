@@ -19,7 +19,7 @@ import pytest
 from storage.cells import Cell
 from storage.errors import CorruptionError
 from storage.vfs.fs import FileSystem
-from storage.storefile import StoreFileReader
+from storage.storefile import StoreFileReader, StoreFileWriter
 from storage.storefile.bloom import RowBloomFilter, row_hash_pair, row_hash_pairs
 from storage.storefile.format import (
     BLOCK_V2_HEADER_SIZE,
@@ -89,6 +89,38 @@ def test_golden_file_reads_its_cells_on_every_path(golden_fs, name):
         keys_only = all_cells(r.scan_batches(keys_only=True))
         assert keys_only == [c._replace(value=b"") for c in cells]
         assert r.count_rows() == len(by_row) == r.info.row_count
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_files_predate_key_lengths_and_a_rewrite_records_them(golden_fs, tmp_path, name):
+    # the file info's min_row_length / max_row_length: absent from the frozen files (read as
+    # unknown), written by today's writer for the same cells, cell by cell and row by row
+    cells = expected_cells(name)
+    with StoreFileReader(golden_fs, name + ".rsf") as r:
+        assert r.info.row_lengths is None and r.info.min_row_length == r.info.max_row_length == -1
+    with open(os.path.join(GOLDEN, name + ".rsf"), "rb") as f:
+        assert b"row_length" not in f.read()  # the info section is plain JSON: no such key
+    lengths = [len(c[0]) for c in cells]
+    fs = FileSystem(str(tmp_path))
+    with StoreFileWriter(fs, "cells.rsf", family=cells[0][1], block_size=256) as w:
+        for cell in cells:
+            w.append(cell)
+        info = w.finish()
+    assert info.row_lengths == (min(lengths), max(lengths))
+    with StoreFileReader(fs, "cells.rsf") as r:
+        assert r.info.row_lengths == (min(lengths), max(lengths))
+    puts = {(c[0], c[2]): c for c in cells if c[4] == 4}  # one put per column, row by row
+    rows = sorted({row for row, _ in puts})
+    quals = sorted({q for _, q in puts})
+    with StoreFileWriter(fs, "rows.rsf", family=cells[0][1], block_size=256) as w:
+        w.append_rows(pa.array(rows, pa.binary()), quals,
+                      [pa.array([puts[(r, q)][5] if (r, q) in puts else None for r in rows], pa.binary()) for q in quals],
+                      [pa.array([puts[(r, q)][3] if (r, q) in puts else None for r in rows], pa.int64()) for q in quals])
+        w.finish()
+    with StoreFileReader(fs, "rows.rsf") as r:
+        assert r.info.row_lengths == (min(map(len, rows)), max(map(len, rows)))
+    with StoreFileWriter(fs, "empty.rsf", family=cells[0][1]) as w:
+        assert w.finish().row_lengths == (0, 0)
 
 
 @pytest.mark.parametrize("name", NAMES)

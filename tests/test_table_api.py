@@ -55,6 +55,10 @@ def test_create_list_and_delete_tables(conn):
         ("t", {"cf": {"max_versions": 0}}, {}, "max_versions"),
         ("t", {"cf": {"compression": "snappy"}}, {}, "compression"),
         ("t", {"cf": {"colour": 1}}, {}, "unknown setting 'colour'"),
+        # a misspelled setting is named with the closest one
+        ("t", {"cf": {"max_version": 3}}, {},
+         r"^unknown setting 'max_version' for column family 'cf' \(did you mean max_versions\?\)$"),
+        ("t", {"cf": {}}, {"settings": {"wal_synk": "none"}}, r"unknown table setting 'wal_synk' \(did you mean wal_sync\?\)"),
         ("t", {"cf": {}}, {"split_keys": [b"b", b"a"]}, "sorted"),
         ("t", {"cf": {}}, {"split_keys": [b""]}, "non-empty"),
         ("t", {"cf": {}}, {"settings": {"memstore_flush_size": -1}}, "memstore_flush_size"),

@@ -130,3 +130,31 @@ def test_an_open_never_appends_to_a_torn_log_left_in_the_same_millisecond(tmp_pa
     with storage.connect(str(root)) as c:
         c.table("t").put(b"s", {b"cf:v": b"y"})
     assert [k for k, _ in _read_all(root)] == [b"s"]
+
+
+def test_a_region_with_a_damaged_store_file_stays_offline_and_keeps_its_files(tmp_path, capsys):
+    """A writer that opens a table whose region has a damaged store file opens
+    the other regions and changes nothing of the damaged one: once the file's
+    bytes are back, every row is there."""
+    root = tmp_path / "root"
+    _make(root)
+    (sf,) = (root / "t" / "regions" / "00000001" / "cf").glob("*.sf")
+    original = sf.read_bytes()
+    _flip(sf, len(original) - 20)  # the trailer: found while the region opens
+    from jobs import cli
+
+    assert cli.main(["wal", "check", "t", "--root", str(root)]) == 1  # the WALs are fine, the region is not
+    out = capsys.readouterr().out
+    assert "no damage" in out and "region 00000001 of table t is offline: trailer" in out
+    assert sf.name in out
+    with storage.connect(str(root)) as c:
+        t = c.table("t")
+        assert len(list(t.scan(row_stop=b"m"))) == 201  # region 00000000 holds the a-rows and the unflushed one
+        with pytest.raises(CorruptionError, match=f"region 00000001 of table t is offline: .*{sf.name}"):
+            list(t.scan(row_start=b"m"))
+        t.put(b"a-new", {b"cf:v": b"written meanwhile"})
+        t.flush()
+        t.compact()
+    assert sf.exists() and sf.read_bytes() != original  # neither deleted as an orphan nor rewritten
+    sf.write_bytes(original)
+    assert len(_read_all(root)) == 402

@@ -305,12 +305,25 @@ def test_torn_file_header_at_every_offset(fs):
         assert replay.torn_tail_bytes == (cut if cut < FILE_HEADER_SIZE else 0)
 
 
-def test_checksum_mismatch_in_last_record_is_a_torn_tail(fs):
+def test_checksum_mismatch_in_a_complete_last_record_is_corruption_not_a_torn_tail(fs):
+    """The record's length and framing were written whole, so a failing payload
+    checksum is damage: dropping it as a torn write could lose an acknowledged write."""
     starts = write_log(fs, "l.wal", [(seq, make_cells(seq)) for seq in range(3)])
     flip(fs, "l.wal", fs.size("l.wal") - 1)
+    with pytest.raises(CorruptionError, match="checksum mismatch") as err:
+        replay_wal(fs, "l.wal")
+    assert err.value.offset == starts[-1] and "l.wal" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_last_record_whose_payload_never_reached_the_disk_is_torn(fs):
+    """A header that made it and a payload of zeros behind it (the page a crash
+    left unwritten) is the one complete record still read as a torn tail."""
+    starts = write_log(fs, "l.wal", [(seq, make_cells(seq)) for seq in range(3)])
+    data = fs.read_bytes("l.wal")
+    body = starts[-1] + RECORD_HEADER_SIZE
+    fs.write_bytes("l.wal", data[:body] + b"\0" * (len(data) - body) + b"\0" * 100)
     replay = replay_wal(fs, "l.wal")
-    assert [r.seq_id for r in replay.records] == [0, 1]
-    assert replay.valid_length == starts[-1]
+    assert [r.seq_id for r in replay.records] == [0, 1] and replay.valid_length == starts[-1]
 
 
 def test_writer_refuses_torn_file_until_repaired(fs):
@@ -352,14 +365,16 @@ def test_zero_filled_tail_is_torn(fs, zeros):
     assert replay.valid_length == size and replay.torn_tail_bytes == zeros
 
 
-def test_partial_record_followed_by_zero_fill_is_torn(fs):
+def test_partial_record_followed_by_zero_fill_is_refused(fs):
+    """Half a payload and zeros after it: complete framing, so it is not read
+    as a torn tail (a bit flip would look the same to a checksum)."""
     starts = write_log(fs, "p.wal", [(seq, make_cells(seq)) for seq in range(3)])
     data = fs.read_bytes("p.wal")
-    # the last record's page was only half written before the crash
     half = starts[-1] + (len(data) - starts[-1]) // 2
     fs.write_bytes("p.wal", data[:half] + b"\0" * (len(data) - half + 4096))
-    replay = replay_wal(fs, "p.wal")
-    assert [r.seq_id for r in replay.records] == [0, 1] and replay.valid_length == starts[-1]
+    with pytest.raises(CorruptionError) as err:
+        replay_wal(fs, "p.wal")
+    assert err.value.offset == starts[-1]
 
 
 def test_all_zero_file_is_an_empty_torn_log(fs):

@@ -28,14 +28,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from serde.mapping import ColumnKind
 from storage.errors import InvalidArgument
 
 from ..explain import ScanPlan, save_plan
 from ..keyspace import value_order
+from ..key_widths import check_key_widths, key_column
 from ..options import conf_bool
 from ..scanning import edge_key_known, split_edge_key, split_row_count
-from ..source import AGGREGATE_PUSHDOWN
+from .. import raw_read
+from ..source import AGGREGATE_PUSHDOWN, SourceConfig
 from .aggregate_spec import per_task
 from .requests import ReadPlan
 
@@ -43,13 +44,6 @@ __all__ = ["count", "edge_literal"]
 
 _EPOCH = dt.date(1970, 1, 1)
 _NOT_ANSWERED: dict = {"values": None}
-
-
-def _key_column(mapping) -> Any:
-    """The single row-key column of a mapping (None for a composite key)."""
-    if mapping.rowkey is not None:
-        return None
-    return next((c for c in mapping.columns if c.kind == ColumnKind.KEY), None)
 
 
 def _orders_like_values(serde, column) -> bool:
@@ -113,11 +107,13 @@ def _label(doc: dict) -> str:
 def count(req: dict) -> dict:
     """``count``: COUNT(*), COUNT(key), MIN(key), MAX(key) without reading rows (else ``values: null``),
     and whether the tasks can compute them instead (``per_task``), also for a ``group_by``."""
+    if raw_read.is_raw(SourceConfig.from_options(req.get("options") or {})):
+        return {"values": None, "per_task": False}  # a raw read's rows are cells: Spark counts them
     rp = ReadPlan({**req, "columns": []})
     if not conf_bool(rp.base.conf, AGGREGATE_PUSHDOWN, True):
         return {"values": None, "per_task": False}  # regionscan.pushdown.aggregates=false: Spark aggregates
     answer = _NOT_ANSWERED if req.get("group_by") else _at_planning(req, rp)
-    key = _key_column(rp.base.mapping())
+    key = key_column(rp.base.mapping())
     spec = per_task(req, rp)
     # the columns a task reads for them: the JVM prunes its scan to these (one definition, here)
     tasks = {"per_task": False} if spec is None else {"per_task": True, "task_inputs": spec.inputs}
@@ -126,7 +122,7 @@ def count(req: dict) -> dict:
 
 def _at_planning(req: dict, rp: ReadPlan) -> dict:
     mapping = rp.base.mapping()
-    key = _key_column(mapping)
+    key = key_column(mapping)
     kinds = _parse(req.get("aggregates"), key)
     if kinds is None:
         return _NOT_ANSWERED
@@ -148,6 +144,8 @@ def _at_planning(req: dict, rp: ReadPlan) -> dict:
                 return _NOT_ANSWERED
             total += n
         answers["count"] = total
+    if {"min", "max"} & set(kinds) and result.key_ranges is None:  # (key ranges: get_splits checked them)
+        check_key_widths(serde, rp.config.root, rp.config.table)  # one edge key decoded stands for every key: they must fit
     for fn in ("min", "max"):
         if fn not in kinds:
             continue

@@ -32,6 +32,7 @@ from ..disjunction import And, Opaque, Or, push_tree, tree_columns
 from ..explain import ScanPlan, printable, ranges_text, save_plan
 from ..options import MAX_RESTARTS, SCAN_CACHEBLOCKS, conf_bool, conf_int
 from ..pushdown import PushdownResult, describe_filter
+from .. import raw_read
 from ..record_reader import TableBatchRecordReader
 from ..source import DECODED_FILTERS, PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
@@ -235,6 +236,8 @@ class ReadPlan:
 def schema(req: dict) -> dict:
     """The DataFrame schema (Spark DDL) of the mapping, as the Python source reports it."""
     config = SourceConfig.from_options(req.get("options") or {})
+    if raw_read.is_raw(config):  # a raw read's cells (connector/raw_read.py)
+        return {"ddl": raw_read.schema_ddl(config), "key_columns": _key_names(config)}
     return {"ddl": config.schema_ddl(), "key_columns": _key_names(config)}
 
 
@@ -242,6 +245,9 @@ def push(req: dict) -> dict:
     """Which filters (indexes) the engine applies exactly, and the key ranges and engine filter they make."""
     config = SourceConfig.from_options(req.get("options") or {})
     filters = decode_filters(req.get("filters"))
+    if raw_read.is_raw(config):  # the pushdown speaks of mapped columns: Spark filters a raw read's cells
+        return {"handled": [], "notes": ["a raw read pushes no filter"], "key_ranges": None, "engine_filter": None,
+                "decoded": []}
     result = _pushdown(config, filters)
     handled = {id(f) for f in result.handled}
     return {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes,
@@ -289,30 +295,14 @@ def _int(req: dict, key: str, default: int) -> int:
     return value
 
 
-def _holds_struct(data_type: Any) -> bool:
-    if data_type is None:
-        return False
-    if data_type.name == "struct":
-        return True
-    return any(_holds_struct(t) for t in (data_type.element, getattr(data_type, "key", None),
-                                          getattr(data_type, "value", None)))
-
-
-def _refuse_struct_columns(rp: ReadPlan) -> None:
-    """Struct columns fail in the JVM's Arrow reader (its struct vector comes without children
-    from the worker's stream), so they are refused before any task starts."""
-    serde = rp.config.read_serde()
-    structs = [c.name for c in serde.mapping.columns if c.name in rp.output and _holds_struct(c.type)]
-    if structs:
-        raise InvalidArgument(
-            f"column(s) {structs} hold structs, which the JVM source cannot read yet: "
-            "read them with format('regionscan_python')")
-
-
 def plan(req: dict) -> dict:
     """The tasks of a read: pinned splits packed by size, each split pickled for the read request."""
+    base = SourceConfig.from_options(req.get("options") or {})
+    if raw_read.is_raw(base):
+        if req.get("aggregate") is not None:
+            raise InvalidArgument("a raw read's tasks compute no aggregate; let Spark aggregate")
+        return _raw_plan(req, base)
     rp = ReadPlan(req)
-    _refuse_struct_columns(rp)
     result = rp.pushdown()
     splits = rp.input_format(result).get_splits()
     summary = ScanPlan.build(rp.config, result, splits)
@@ -340,6 +330,19 @@ def plan(req: dict) -> dict:
         if layout is not None:
             out.update(layout)
     return out
+
+
+def _raw_plan(req: dict, config: SourceConfig) -> dict:
+    """``plan`` of a raw read: its splits packed as any read's, no key layout reported."""
+    splits = raw_read.planned_splits(config)
+    if conf_bool(config.conf, PACK_SPLITS, True):
+        tasks = pack_splits(splits, _int(req, "max_partition_bytes", 128 << 20), _int(req, "open_cost", 4 << 20),
+                            max(1, _int(req, "parallelism", 1)))
+    else:
+        tasks = [[s] for s in splits]
+    return {"tasks": [{"splits": [pack_object(s) for s in t], "hosts": sorted({s.location for s in t}),
+                       "bytes": sum(s.size for s in t)} for t in tasks],
+            "size_bytes": sum(s.size for s in splits), "splits": len(splits)}
 
 
 def task_layout(rp: ReadPlan, tasks: list[list[TableSplit]]) -> dict | None:
@@ -403,6 +406,12 @@ def read_batches(req: dict, target: pa.Schema, stats: dict) -> Iterator[pa.Recor
 
     The request is checked now; the rows come as the iterator is consumed.
     """
+    base = SourceConfig.from_options(req.get("options") or {})
+    if raw_read.is_raw(base):
+        names = raw_read.resolve_names(base, req.get("columns"))
+        limit = req.get("limit")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0 else None
+        return raw_read.raw_batches(base, read_splits(req), names, target, limit, stats)
     rp = ReadPlan(req)
     splits = read_splits(req)
     return decoded_batches(rp, splits, req.get("limit"), target, stats)

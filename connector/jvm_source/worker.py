@@ -17,31 +17,52 @@ import socketserver
 import sys
 import threading
 import time
+import traceback
 from typing import Any
 
 import pyarrow as pa
 
 from storage.errors import InvalidArgument
 from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV, shared_block_cache
+from storage.vfs.fs import MMAP_ENV
 
 from . import requests, task_aggregates, writes
 from .aggregates import count
 from .catalog import catalog
 from .protocol import VERSION, ProtocolError, read_request, write_frame
 
-__all__ = ["EngineWorker", "serve", "main", "WORKER_BLOCK_CACHE_SIZE"]
+__all__ = ["EngineWorker", "serve", "main", "WORKER_BLOCK_CACHE_SIZE", "MEMORY_MARGIN"]
 
 #: the worker's block cache unless ``spark.regionscan.worker.blockCacheSize`` says otherwise
 WORKER_BLOCK_CACHE_SIZE = 1 << 30
 
+MEMORY_MARGIN = 256 << 20
+"""What the worker's anonymous resident memory may hold beyond its start (the interpreter and
+libraries, about 40 MiB) and its block cache: the batches of the reads in flight, their
+buffers and the allocator's slack.  Measured at its peak (VmHWM) 71 MiB over a 32 MiB cache,
+85 MiB over 64 MiB and 211 MiB over 512 MiB (tables 2 to 12 times the cache, six column
+sets each; the largest over a plain table of 64-byte values, whose blocks are read whole);
+docs/connector.md has the numbers and tests/test_worker_memory.py holds the bound."""
+
 _PLANNING = {"schema": requests.schema, "push": requests.push, "save": requests.save, "plan": requests.plan,
              "count": count, "catalog": catalog, "write_begin": writes.write_begin,
-             "write_commit": writes.write_commit, "write_abort": writes.write_abort}
+             "write_commit": writes.write_commit, "write_abort": writes.write_abort,
+             "write_status": writes.write_status}
 
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _logged(op: str, exc: BaseException) -> str:
+    """``exc``'s one line, its whole stack written to stderr first (the worker's log, which the
+    JVM names in a task's error): the line goes to the user, the stack stays findable."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    sys.stderr.write(f"{stamp} request {op!r} failed: {_one_line(exc)}\n{stack}")
+    sys.stderr.flush()
+    return _one_line(exc)
 
 
 class _Handler(socketserver.StreamRequestHandler):
@@ -79,7 +100,7 @@ class _Handler(socketserver.StreamRequestHandler):
             pass
         except Exception as exc:  # noqa: BLE001 - every failure goes back as one line
             server.count("errors")
-            self._reply({"ok": False, "error": _one_line(exc)})
+            self._reply({"ok": False, "error": _logged(op, exc)})
 
     def _reply(self, doc: dict[str, Any]) -> None:
         try:
@@ -109,7 +130,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 return  # the task stopped early (LIMIT): nothing to tell it
             except Exception as exc:  # noqa: BLE001 - ends the stream cleanly, then says why
                 server.count("errors")
-                trailer = {"ok": False, "error": _one_line(exc)}
+                trailer = {"ok": False, "error": _logged("read", exc)}
             writer.close()
             write_frame(self.wfile, trailer)
             self.wfile.flush()
@@ -143,9 +164,10 @@ class EngineWorker(socketserver.ThreadingTCPServer):
             self.counters["bytes_sent"] = self.counters.get("bytes_sent", 0) + size
 
     def snapshot(self) -> dict[str, Any]:
-        """Counters, scan metrics (HBase names) and this process's CPU seconds."""
+        """Counters, scan metrics (HBase names), the block cache's use and this process's CPU seconds."""
         with self._lock:
             return {"pid": os.getpid(), "counters": dict(self.counters), "scan": dict(self.scan_stats),
+                    "block_cache": shared_block_cache().stats(),
                     "cpu_s": round(time.process_time(), 3), "uptime_s": round(time.time() - self.started, 1)}
 
 
@@ -176,6 +198,9 @@ def main() -> int:
     # The worker is its JVM's region server: its block cache is its own and serves every
     # task and query of that JVM, so it is sized for a table, not for a scratch scan.
     os.environ.setdefault(BLOCK_CACHE_SIZE_ENV, str(WORKER_BLOCK_CACHE_SIZE))
+    # Store files are read, not mapped: a container limit sized to the cache then holds
+    # (mapped, a table's pages would count in the worker's resident size).
+    os.environ.setdefault(MMAP_ENV, "0")
     try:
         shared_block_cache()
     except InvalidArgument as exc:

@@ -12,7 +12,15 @@ code (:class:`connector.datasource.RegionScanWriter`, :mod:`connector.bulkload`)
   was staged (a pickled ``BulkLoadMessage``), the commit message of the task;
 * ``write_commit`` (driver): every task's staged files are committed all or
   nothing (``commit_load``), and the mapping is stored with the table;
-* ``write_abort`` (driver): the job's staging directory is deleted whole.
+* ``write_abort`` (driver): the job's staging directory is deleted whole
+  (and a table the job created is dropped: the write leaves what it found);
+* ``write_status`` (driver): whether the job's load is committed, asked when
+  the worker that ran ``write_commit`` died before it answered.
+
+The worker that ran ``write_begin`` holds the job's staging lock
+(:func:`connector.bulkload.hold_staging`) until the commit or abort: should
+it, or the JVM that started it, be killed, the lock goes with it, and the
+next writer to open the table deletes the job's staging folder.
 
 Pickles travel only in requests that carry the worker's secret, as splits do.
 """
@@ -20,7 +28,9 @@ Pickles travel only in requests that carry the worker's secret, as splits do.
 from __future__ import annotations
 
 import json
-from typing import BinaryIO, Iterator
+import logging
+import threading
+from typing import Any, BinaryIO, Iterator
 
 import pyarrow as pa
 
@@ -29,7 +39,36 @@ from storage.errors import InvalidArgument
 from ..source import SourceConfig
 from .protocol import pack_object, unpack_object
 
-__all__ = ["write_begin", "write", "write_commit", "write_abort"]
+__all__ = ["write_begin", "write", "write_commit", "write_abort", "write_status"]
+
+_LOG = logging.getLogger(__name__)
+# the staging locks this worker holds, by job id: from write_begin to the job's commit or abort
+_held: dict[str, Any] = {}
+_held_lock = threading.Lock()
+
+
+def _hold(writer) -> None:
+    """Take the job's staging lock for this process (once; another live holder is fine)."""
+    from storage.errors import TableLocked
+
+    from ..bulkload import hold_staging
+
+    with _held_lock:
+        if writer.job_id in _held:
+            return
+        try:
+            _held[writer.job_id] = hold_staging(writer._table_fs(), writer.job_id)
+        except TableLocked:
+            pass  # a live worker holds it
+
+
+def _release(writer) -> None:
+    from ..bulkload import release_staging
+
+    with _held_lock:
+        lock = _held.pop(writer.job_id, None)
+    if lock is not None:
+        release_staging(writer._table_fs(), writer.job_id, lock)
 
 
 def _writer(req: dict):
@@ -55,6 +94,7 @@ def write_begin(req: dict) -> dict:
         raise InvalidArgument("write_begin needs the DataFrame's schema (StructType JSON)")
     config = SourceConfig.from_options(req.get("options") or {})
     writer = RegionScanWriter(config, StructType.fromJson(json.loads(text)), mode == "overwrite")
+    _hold(writer)
     return {"writer": pack_object(writer), "job": writer.job_id}
 
 
@@ -108,11 +148,47 @@ def write_commit(req: dict) -> dict:
     messages = [unpack_object(doc, BulkLoadMessage, "a commit message") for doc in docs]
     if any(m.job_id != writer.job_id for m in messages):
         raise InvalidArgument("a commit message is not a staged-files message of this job")
-    writer.commit(messages)
+    _hold(writer)  # the worker that began the job may have died: its folder must not look stale now
+    try:
+        writer.commit(messages, receipt=req.get("receipt") is True)
+    finally:
+        _release(writer)
     return {"files": sum(len(m.files) for m in messages)}
 
 
+def write_status(req: dict) -> dict:
+    """``committed``: whether the job's load is in the table (its journal or receipt is there);
+    ``forget: true`` deletes the receipt.  Asked once the worker that ran the commit has ended."""
+    from ..bulkload import load_committed
+
+    writer = _writer(req)
+    return {"committed": load_committed(writer._table_fs(), writer.job_id, forget=req.get("forget") is True)}
+
+
 def write_abort(req: dict) -> dict:
-    """Delete everything the job staged (failed attempts' files too)."""
-    _writer(req).abort([])
+    """Delete everything the job staged (failed attempts' files too); drop the table if the job
+    created it (``newtable``) and did not commit, so a failed write leaves what it found."""
+    from ..bulkload import abort_load, load_committed
+
+    writer = _writer(req)
+    try:
+        aborted = abort_load(writer._table_fs(), writer.job_id)  # False: its journal says it committed
+    finally:
+        _release(writer)
+    if aborted and writer.created and not load_committed(writer._table_fs(), writer.job_id):
+        _drop_created(writer)
     return {}
+
+
+def _drop_created(writer) -> None:
+    import storage
+
+    conn = storage.connect(writer.config.root)
+    try:
+        if conn.is_table_available(writer.config.table):
+            conn.delete_table(writer.config.table)
+    except Exception as exc:  # noqa: BLE001 - the abort is done; say why the empty table stays
+        _LOG.warning("bulk load %s failed; the table %s it created stays, empty: %s", writer.job_id,
+                     writer.config.table, exc)
+    finally:
+        conn.close()

@@ -1,18 +1,20 @@
 """Value codecs: one type in one stored form, with scalar and batch paths.
 
 :func:`make_codec` picks the codec for a type and a storage form:
-``binary`` (HBase ``Bytes``, optionally order-preserving) or ``string``
-(LazySimpleSerDe-style text).  Avro and JSON codecs live with their SerDes.
+``binary`` (HBase ``Bytes``, optionally order-preserving; struct, array
+and map values as Avro datums) or ``string`` (LazySimpleSerDe-style
+text).  Avro and JSON codecs live with their SerDes.
 """
 
 from __future__ import annotations
 
+from serde.codecs.avro import nested_binary_codec
 from serde.codecs.base import Codec, decode_rows, merge_fallback
 from serde.codecs.hbase_bytes import binary_codec
 from serde.codecs.text import TextCodec, TextOptions
 from serde.codecs.text_collections import ArrayText, MapText
 from serde.errors import MappingError
-from serde.type_registry import type_spec
+from serde.type_registry import COMPLEX_NAMES, type_spec
 from serde.types import DataType
 
 __all__ = ["Codec", "TextCodec", "TextOptions", "make_codec", "text_codec", "binary_codec", "decode_rows", "merge_fallback"]
@@ -49,5 +51,9 @@ def make_codec(
             raise MappingError("the ordered encoding is binary, not string storage", str(data_type))
         return text_codec(data_type, options)
     if storage == "binary":
+        if data_type.name in COMPLEX_NAMES:
+            if ordered:
+                raise MappingError("the ordered encoding has no form for struct, array or map values", str(data_type))
+            return nested_binary_codec(data_type)  # struct/array/map values: Avro binary datums
         return binary_codec(data_type, ordered, timestamp_unit)
     raise MappingError("storage must be binary or string", storage)

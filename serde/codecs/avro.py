@@ -1,9 +1,10 @@
 """One Avro datum per value (fastavro, schemaless), with its schema parsed once.
 
-Used by the ``avro`` SerDe and by any SerDe for a mapped column whose
-catalog entry gives an Avro schema (``"avro": ...``).  A datum with trailing
-bytes is rejected; values convert to the row-wise forms of
-:mod:`serde._avro_types`.
+Used by the ``avro`` SerDe, by any SerDe for a mapped column whose
+catalog entry gives an Avro schema (``"avro": ...``), and for struct,
+array and map values in binary storage (:func:`nested_binary_codec`).  A
+datum with trailing bytes is rejected; values convert to the row-wise
+forms of :mod:`serde._avro_types`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from serde._avro_types import reader_converter, writer_converter
+from serde._avro_types import reader_converter, type_to_avro, writer_converter
 from serde.codecs.base import Codec
 from serde.errors import MappingError
 from serde.types import DataType
@@ -21,7 +22,7 @@ try:
 except ImportError:  # optional at import time; the registry names the missing package
     fastavro = None
 
-__all__ = ["AvroCodec", "parse_schema", "require_fastavro", "fastavro"]
+__all__ = ["AvroCodec", "nested_binary_codec", "parse_schema", "require_fastavro", "fastavro"]
 
 
 def require_fastavro() -> None:
@@ -67,3 +68,11 @@ class AvroCodec(Codec):
         except Exception as exc:  # fastavro reports some type mismatches as other errors
             raise ValueError(str(exc)) from None
         return stream.getvalue()
+
+
+def nested_binary_codec(data_type: DataType) -> AvroCodec:
+    """The binary form of a struct, array or map value: one Avro datum of the schema derived
+    from its type (:func:`serde._avro_types.type_to_avro`: nested values nullable, a map with
+    keys that are not strings as an array of key/value records).  HBase's ``Bytes`` has no
+    form for nested values; Avro is the binary form hbase-spark's catalogs already read."""
+    return AvroCodec(data_type, type_to_avro(data_type), f"binary {data_type}")

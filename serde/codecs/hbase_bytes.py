@@ -65,6 +65,14 @@ def decimal_at_scale(value: Any, precision: int, scale: int) -> Decimal:
     return result
 
 
+def _with_bad(decoded: tuple[pa.Array, np.ndarray | None], wrong: np.ndarray) -> tuple[pa.Array, np.ndarray | None]:
+    """A fixed-width kernel's ``(values, bad)`` with the rows of the wrong length marked bad too."""
+    values, bad = decoded
+    if not wrong.any():
+        return values, bad
+    return values, wrong if bad is None else bad | wrong
+
+
 class StringCodec(Codec):
     """UTF-8 text, validated."""
 
@@ -129,13 +137,14 @@ class _FixedCodec(Codec):
 
     def decode_array(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
         arr = as_binary(arr)
-        matrix, good, _ = fixed_width_rows(arr, self.width)
+        matrix, good, wrong = fixed_width_rows(arr, self.width)
         values, in_range = self._from_matrix(matrix)
         ok = good if in_range is None else good & in_range
         out = from_numpy(values, self.arrow_type, ok)
-        # Wrong lengths and out-of-range values are left to the scalar decoder,
-        # which rejects them with its own message.
-        return merge_fallback(self, arr, out, ok | ~valid_mask(arr))
+        # Out-of-range values are left to the scalar decoder, which rejects them with its own
+        # message; a wrong length is bad by the length check alone, so a column of cells in
+        # another encoding (text digits under a binary INT) fails without a loop over its rows.
+        return _with_bad(merge_fallback(self, arr, out, ok | ~valid_mask(arr) | wrong), wrong)
 
     def encode_array(self, arr: pa.Array) -> pa.Array:
         valid = valid_mask(arr)
@@ -451,7 +460,7 @@ class OrderedDecimalCodec(Codec):
     def decode_array(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
         arr = as_binary(arr)
         n = len(arr)
-        matrix, good, _ = fixed_width_rows(arr, 16)
+        matrix, good, wrong = fixed_width_rows(arr, 16)
         flipped = matrix.copy()
         flipped[:, 0] ^= 0x80
         le = np.ascontiguousarray(flipped[:, ::-1])
@@ -463,7 +472,7 @@ class OrderedDecimalCodec(Codec):
         except pa.ArrowInvalid:
             values = pa.nulls(n, self.arrow_type)
             handled = ~valid_mask(arr)
-        return merge_fallback(self, arr, values, handled)
+        return _with_bad(merge_fallback(self, arr, values, handled | wrong), wrong)
 
     def encode_array(self, arr: pa.Array) -> pa.Array:
         n = len(arr)

@@ -44,7 +44,7 @@ from serde._avro_types import avro_to_type, load_schema
 from serde.mapping.model import VARIABLE_LENGTH, ColumnKind, ColumnMapping, MappedColumn, RowKeySpec
 from serde.types import STRING, DataType, parse_type
 
-__all__ = ["parse_catalog"]
+__all__ = ["parse_catalog", "named_options"]
 
 _TOP_KEYS = {"table", "rowkey", "columns", "rowkey_delimiter"}
 _TABLE_KEYS = {"namespace", "name", "tableCoder", "version"}
@@ -212,6 +212,37 @@ def _column(
     return column, part
 
 
+def named_options(catalog: str | Mapping[str, Any]) -> frozenset[str]:
+    """The option names a catalog's ``avro`` entries name (``"avro": "avroSchema"``): options it
+    reads, so a reader's check of option names knows them (empty for a catalog that does not load)."""
+    try:
+        doc = _load(catalog)
+    except MappingError:
+        return frozenset()
+    columns = doc.get("columns")
+    if not isinstance(columns, Mapping):
+        return frozenset()
+    entries = [spec.get("avro") for spec in columns.values() if isinstance(spec, Mapping)]
+    return frozenset(e for e in entries if isinstance(e, str) and not e.lstrip().startswith(("{", "[", '"')))
+
+
+def _table_name(table: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """The catalog's ``(namespace, name)``; a name written ``ns:t`` is table ``t`` of namespace ``ns``
+    (as hbase-spark converts ``hbase.table``), and a ``namespace`` that names another is refused."""
+    namespace, name = table.get("namespace"), table.get("name")
+    if namespace is not None and not isinstance(namespace, str):
+        raise MappingError("table.namespace must be a string", namespace, "table.namespace")
+    if name is not None and not isinstance(name, str):
+        raise MappingError("table.name must be a string", name, "table.name")
+    if name is not None and ":" in name:
+        prefix, _, name = name.partition(":")
+        if namespace not in (None, "default", prefix):  # "default" is what hbase-spark's catalogs write
+            raise MappingError(f"table.name names namespace {prefix!r} but table.namespace is {namespace!r}",
+                               table.get("name"), "table.name")
+        namespace = prefix
+    return namespace, name
+
+
 def parse_catalog(catalog: str | Mapping[str, Any], properties: Mapping[str, Any] | None = None) -> ColumnMapping:
     """Parse a JSON catalog (string or already-loaded dict) into a :class:`ColumnMapping`.
 
@@ -267,6 +298,7 @@ def _parse_catalog(catalog: str | Mapping[str, Any], properties: Mapping[str, An
     if missing:
         raise MappingError("rowkey part has no column", missing[0], "rowkey")
 
+    namespace, name = _table_name(table)
     spec_rowkey = None
     if len(keys) == 1:
         # One part: it is the plain row key.
@@ -283,7 +315,7 @@ def _parse_catalog(catalog: str | Mapping[str, Any], properties: Mapping[str, An
         tuple(cols),
         rowkey=spec_rowkey,
         default_storage="binary",
-        namespace=table.get("namespace"),
-        table=table.get("name"),
+        namespace=namespace,
+        table=name,
         source="catalog",
     )

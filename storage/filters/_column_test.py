@@ -14,7 +14,7 @@ from ..errors import InvalidArgument
 from ._rows import RowBatch
 from ._text import quote, quote_text, to_bytes
 from .base import Filter
-from .comparators import Comparator
+from .comparators import Comparator, NotUtf8, not_utf8
 from .compare import CompareOperator, to_operator
 
 __all__ = ["ColumnTest"]
@@ -46,7 +46,12 @@ class ColumnTest(Filter):
 
     def _matching(self, batch: RowBatch, positions: np.ndarray) -> np.ndarray:
         """Per cell at ``positions``: does its value satisfy the comparison (one kernel over those values)."""
-        return self.comparator.mask(batch.column("value").take(pa.array(positions, pa.int64())), self.op)
+        taken = pa.array(positions, pa.int64())
+        try:
+            return self.comparator.mask(batch.column("value").take(taken), self.op)
+        except NotUtf8 as exc:  # name the row and column of the value (utf8: comparators)
+            row = batch.column("row").take(taken)[exc.position].as_py()
+            raise not_utf8(exc, self.family + b":" + self.qualifier, row) from None
 
     def _settings(self) -> tuple:
         return (self.family, self.qualifier, self.op, self.comparator)

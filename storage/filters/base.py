@@ -13,9 +13,11 @@ A scanner uses a filter like this::
     # both paths:
     if f.filter_all_remaining(): stop the scan
 
-``filter_row_key`` is only a shortcut: it never changes a filter's state,
-and ``filter_row_cells`` returns None for every row it would skip, so the
-two paths give the same rows whether or not a scanner calls it.
+``filter_row_key`` is only a shortcut: ``filter_row_cells`` returns None for
+every row it would skip, so the two paths give the same rows whether or not
+a scanner calls it.  It changes no state a later answer depends on; the one
+record it keeps is InclusiveStopFilter's (a row past the stop row was seen,
+so ``filter_all_remaining``), which the batch path keeps the same way.
 
 Subclasses implement two internal hooks that combine under FilterList:
 
@@ -125,6 +127,15 @@ class Filter(ABC):
         """True when no further row can pass, so the scan may stop."""
         return False
 
+    def selected_timestamps(self) -> frozenset[int] | None:
+        """The timestamps outside which the filter keeps no cell, or None.
+
+        A read selects them before it counts versions, as it does its time
+        range (HBase's ``TestMinVersions.testFilters``: a TimestampsFilter's
+        cells count against ``min_versions`` and ``max_versions`` among
+        themselves), so such a filter behaves as the timestamps it names."""
+        return None
+
     def columns_needed(self) -> set[bytes] | None:
         """``b"family:qualifier"`` columns the filter must see even when the
         scan's column list leaves them out, or None."""
@@ -138,7 +149,7 @@ class Filter(ABC):
 
     # --- the cell-at-a-time path --------------------------------------
     def filter_row_key(self, row: bytes) -> bool:
-        """True to skip ``row`` before its cells are read.  Never changes state."""
+        """True to skip ``row`` before its cells are read (see the module's notes on state)."""
         return False
 
     def filter_row_cells(self, cells: list[Cell]) -> list[Cell] | None:

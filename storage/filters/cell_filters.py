@@ -156,6 +156,9 @@ class TimestampsFilter(Filter):
         self._set = frozenset(self.timestamps)
         self._array = pa.array(self.timestamps, pa.int64())
 
+    def selected_timestamps(self) -> frozenset[int] | None:
+        return self._set
+
     def _eval_row(self, cells: list[Cell]) -> tuple[Keep, Mode]:
         stamps = self._set
         return [c[_TIMESTAMP] in stamps for c in cells], _values.KEEP

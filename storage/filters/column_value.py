@@ -10,7 +10,7 @@ from . import _values
 from ._column_test import ColumnTest
 from ._rows import RowBatch
 from .base import Keep, Mode
-from .comparators import Comparator
+from .comparators import Comparator, NotUtf8, not_utf8
 from .compare import CompareOperator
 
 __all__ = ["SingleColumnValueFilter"]
@@ -50,7 +50,11 @@ class SingleColumnValueFilter(ColumnTest):
         for c in cells:
             here = (c[1], c[2])
             if here == column:
-                if self._test(c[5]):
+                try:
+                    passed = self._test(c[5])
+                except NotUtf8 as exc:
+                    raise not_utf8(exc, c[1] + b":" + c[2], c[0]) from None
+                if passed:
                     return True, _values.KEEP
                 found = True
                 if self.latest_version_only:

@@ -184,6 +184,17 @@ class FilterList(Filter):
             return any(f.filter_all_remaining() for f in self.filters)
         return bool(self.filters) and all(f.filter_all_remaining() for f in self.filters)
 
+    def selected_timestamps(self) -> frozenset[int] | None:
+        # a cell outside any child's timestamps fails MUST_PASS_ALL; MUST_PASS_ONE selects none
+        if not self._all:
+            return None
+        selected = None
+        for f in self.filters:
+            stamps = f.selected_timestamps()
+            if stamps is not None:
+                selected = stamps if selected is None else selected & stamps
+        return selected
+
     def columns_needed(self) -> set[bytes] | None:
         needed: set[bytes] | None = None
         for f in self.filters:
@@ -194,9 +205,12 @@ class FilterList(Filter):
 
     # --- row keys ---------------------------------------------------------
     def filter_row_key(self, row: bytes) -> bool:
+        # every child sees the key, as in HBase (no short cut): InclusiveStopFilter
+        # records there that the scan is past its stop row, as it does in a batch
+        answers = [f.filter_row_key(row) for f in self.filters]
         if self._all:
-            return any(f.filter_row_key(row) for f in self.filters)
-        return bool(self.filters) and all(f.filter_row_key(row) for f in self.filters)
+            return any(answers)
+        return bool(answers) and all(answers)
 
     def _skip_rows(self, batch: RowBatch) -> np.ndarray | None:
         skips = [f._skip_rows(batch) for f in self.filters]

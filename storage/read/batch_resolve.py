@@ -65,6 +65,13 @@ class _Processor:
             self.select_with_needed = wanted + list(scan.filter.columns_needed() or ()) if scan.filter is not None else wanted
         self.output_columns = list(scan.columns) if scan.columns else [n.encode() for n in families]
 
+    def flushed_cutoff(self, name: str) -> int | None:
+        """The TTL cutoff below which a store file's puts past their column's newest
+        ``min_versions`` in the file are hidden (HBase's flush would have dropped them:
+        :mod:`storage.scanner.flushed`), or None when the family has no TTL or no
+        ``min_versions``."""
+        return self.ttl_cutoff[name] if self.families[name].settings.min_versions else None
+
     def trivial_resolution(self, name: str) -> bool:
         """True when resolving one already-clean source changes nothing: no TTL, no
         time range, no timestamp list (the source must also need no resolution)."""

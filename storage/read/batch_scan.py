@@ -138,19 +138,23 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     if not families:
         return
     proc = _Processor(scan, families, metrics)
-    stream_view = _streamable(families, low, high, scan)
+    # a family with a TTL and min_versions: its files' sources are cut as HBase's flush
+    # cuts them (StoreView.sources_checked), which only the cell chunks below do
+    flushed = {name: proc.flushed_cutoff(name) for name in families}
+    cells_only = any(cutoff is not None for cutoff in flushed.values())
+    stream_view = None if cells_only else _streamable(families, low, high, scan)
     if stream_view is not None:
         # a clean file scanned again as before: the batches an earlier scan built (stream_memo.py)
         memo = stream_memo(stream_view, low, high, proc)
         yield from memoized(memo, _stream_one_file(stream_view, low, high, proc), metrics)
         return
-    reverse_view = reversible_view(families, low, high, scan)
+    reverse_view = None if cells_only else reversible_view(families, low, high, scan)
     if reverse_view is not None:
         # scan()'s reverse rows of a clean file: streamed forward by chunks, then reversed
         yield from reversed_stream(reverse_view, low, high, proc)
         return
     row_merge = None
-    if len(families) == 1:
+    if len(families) == 1 and not cells_only:
         # a rows scan of one family merges (and resolves) rows, not cells (storage/read/row_scan.py)
         ((_, fview),) = families.items()
         row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, True), proc)
@@ -178,7 +182,8 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
                 if proc.done:
                     return
                 continue
-        chunk = {name: fview.sources_checked(lo, hi, keys_only, firsts[name]) for name, fview in families.items()}
+        chunk = {name: fview.sources_checked(lo, hi, keys_only, firsts[name], flushed[name])
+                 for name, fview in families.items()}
         # values only come back at the output when sources are merged and no filter reads them
         pool: list | None = [] if scan.filter is None and any(len(s) > 1 for s, _ in chunk.values()) else None
         resolved = []

@@ -26,6 +26,23 @@ Versions (HBase's ``scan 't', {RAW => true, VERSIONS => n}``):
   alone when raw).  One kernel over the cell batch:
   :func:`storage.kernels.raw_versions`.
 
+Columns and filters (HBase's ``RawScanQueryMatcher``: time range, then the
+column, then the versions, then the filter, for every cell, markers included):
+
+* ``columns`` restrict the cells as in any scan: ``b"cf"`` every cell of the
+  family, ``b"cf:q"`` the cells of that column, its Delete and DeleteColumn
+  markers among them.  A DeleteFamily marker is a cell of the empty
+  qualifier's column (``b"cf:"``), so it comes back with ``b"cf"`` or
+  ``b"cf:"`` and not with ``b"cf:q"`` alone, as HBase's explicit column
+  tracker gives it.  The version rule above holds for named columns too
+  (HBase's explicit tracker, which expects no markers, would count them).
+* ``filter`` runs on the cells the versions leave, markers included, as
+  HBase hands every cell of a raw scan to ``Filter.filterCell``: a marker's
+  value is empty, so ``ValueFilter(=, 'binary:x')`` drops it and
+  ``ValueFilter(=, 'binary:')`` keeps it; a row filter keeps or drops whole
+  rows, markers and all; ``KeyOnlyFilter`` empties values.  Filters see no
+  cell type (HBase's filter language has no test of it).
+
 How the cells come out:
 
 * ``scan_batches(raw=True)``: cell batches (``output="cells"``), whose
@@ -41,14 +58,13 @@ How the cells come out:
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Iterator, Sequence
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from .. import kernels
 from ..cells import CellType
-from ..columns import parse_column
 from ..errors import InvalidArgument
 
 __all__ = ["TYPE_NAMES", "check_raw", "raw_dicts"]
@@ -62,17 +78,11 @@ TYPE_NAMES = {
 """Cell type code -> the name HBase's shell prints for it."""
 
 
-def check_raw(output: str, columns: Sequence[bytes] | None, filter: object) -> None:
+def check_raw(output: str) -> None:
     """Refuse, in one line, what a raw scan cannot take: rows output (a row
-    holds one value per column, not markers), a filter (filters see resolved
-    rows), columns narrower than a family (a family's markers name no column)."""
+    holds one value per column, not markers and several versions)."""
     if output != "cells":
         raise InvalidArgument("a raw scan returns cells: use output='cells' (a row batch cannot hold markers)")
-    if filter is not None:
-        raise InvalidArgument("a raw scan takes no filter (filters run on resolved rows)")
-    for spec in columns or ():
-        if parse_column(spec).qualifier is not None:
-            raise InvalidArgument(f"a raw scan reads whole families: column {spec!r} names a qualifier")
 
 
 def raw_dicts(batch: pa.RecordBatch, sorted_columns: bool = False) -> Iterator[tuple[bytes, dict]]:

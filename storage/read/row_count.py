@@ -14,15 +14,25 @@ The region's count is the sum over its files when that sum is exact:
 Otherwise the region is scanned with ``FirstKeyOnlyFilter() AND
 KeyOnlyFilter()``, which resolves versions, deletes and TTL and returns one
 empty-valued cell per row.
+
+The same goes for row-key lengths (:func:`row_key_lengths`,
+:func:`first_key_not_of_length`): a reader that maps keys to a fixed-width
+type and answers from the indexes or a byte seek must know that every key
+has that width.  Store files record their shortest and longest key in the
+file info; the memstore's keys and files written before that are measured
+by one length kernel over their key columns.
 """
 
 from __future__ import annotations
+
+import numpy as np
+import pyarrow.compute as pc
 
 from ..region.view import RegionView
 from ..keys import clip_bounds
 from .batch_scan import BatchScan, scan_region_batches
 
-__all__ = ["ROW_COUNT_FILTER", "count_region_rows", "index_countable"]
+__all__ = ["ROW_COUNT_FILTER", "count_region_rows", "index_countable", "row_key_lengths", "first_key_not_of_length"]
 
 ROW_COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
 """One empty-valued cell per row: the cheapest scan that still sees every row."""
@@ -66,3 +76,56 @@ def count_region_rows(view: RegionView, low: bytes = b"", high: bytes | None = N
     scan = BatchScan(low=low, high=high, filter=flt, output="cells")
     # the filter leaves exactly one cell per row
     return sum(batch.num_rows for batch in scan_region_batches(view, scan))
+
+
+def _widen(bounds: tuple[int, int] | None, lo: int, hi: int) -> tuple[int, int]:
+    return (lo, hi) if bounds is None else (min(bounds[0], lo), max(bounds[1], hi))
+
+
+def row_key_lengths(view: RegionView) -> tuple[int, int] | None:
+    """``(shortest, longest)`` row key stored in the region (its files and memstore, deleted
+    rows included), or None when the region stores no row or a file of it does not record
+    its key lengths (a file written before the file info had them).
+
+    Files answer from their info; the memstore's keys are measured by one kernel.
+    """
+    bounds = None
+    for store in view.stores.values():
+        for f in store.files:
+            info = f.reader.info
+            if info.cell_count == 0:
+                continue
+            lengths = info.row_lengths
+            if lengths is None:
+                return None
+            bounds = _widen(bounds, *lengths)
+        if not store.memstore.is_empty():
+            cells = store.memstore_batch(view.start, view.end)
+            if cells.num_rows:
+                got = pc.min_max(pc.binary_length(cells.column("row"))).as_py()
+                bounds = _widen(bounds, got["min"], got["max"])
+    return bounds
+
+
+def first_key_not_of_length(view: RegionView, width: int) -> bytes | None:
+    """The first visible row key of the region whose length is not ``width``, or None when
+    every row key is ``width`` bytes long.
+
+    Where :func:`row_key_lengths` says every stored key has the width, nothing is read.
+    Otherwise the region's rows are scanned with the row-counting filter (key sections
+    only; versions and deletes resolved, so a deleted row of another width is not one)
+    and each batch's keys are tested by one length kernel.
+    """
+    from ..filters import coerce_filter
+
+    if row_key_lengths(view) == (width, width):
+        return None
+    scan = BatchScan(low=view.start, high=view.end, filter=coerce_filter(ROW_COUNT_FILTER), output="cells")
+    for batch in scan_region_batches(view, scan):
+        if not batch.num_rows:
+            continue
+        rows = batch.column(0)
+        wrong = pc.not_equal(pc.binary_length(rows), width).to_numpy(zero_copy_only=False)
+        if wrong.any():
+            return rows[int(np.flatnonzero(wrong)[0])].as_py()
+    return None

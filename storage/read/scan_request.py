@@ -182,7 +182,7 @@ class ScanRequest:
                 object.__setattr__(self, name, checked)
         row_range(self.row_start, self.row_stop, self.row_prefix, self.reverse)  # combinations
         if self.raw:
-            check_raw(self.output, self.columns, self.filter)
+            check_raw(self.output)
 
     @classmethod
     def from_happybase(cls, **kwargs: Any) -> "ScanRequest":
@@ -305,6 +305,12 @@ def row_range(
     return low, high
 
 
+def _selected(flt: Filter | None) -> list[int] | None:
+    """The timestamps ``flt`` selects before versions are counted, sorted (None: any)."""
+    stamps = None if flt is None else flt.selected_timestamps()
+    return None if stamps is None else sorted(stamps)
+
+
 def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] | None = None,
                     output: str | None = None) -> tuple[BatchScan, list[KeyRange]]:
     """The engine's batch scan of ``request`` and the key spans it reads: the
@@ -331,6 +337,8 @@ def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] 
         max_timestamp=max_ts,
         max_versions=request.versions(),
         filter=flt,
+        # a TimestampsFilter's cells are the versions counted (Filter.selected_timestamps)
+        timestamps=_selected(flt),
         limit=request.limit,
         batch_cells=request.batch_size,
         output=output or request.output,

@@ -33,6 +33,8 @@ class RegionCompaction:
         past max_versions; a family with ``keep_deleted_cells`` keeps deleted
         cells and markers (see :func:`storage.kernels.resolve`).
         """
+        if self.offline is not None:
+            return 0  # it did not open (Region.open): its files stay as they are
         # writes go on meanwhile: a compaction reads only store files
         with self._maintenance:
             self._check_writable()

@@ -42,6 +42,8 @@ class RegionDaughters:
         keeps versions and markers).  The daughter's manifest carries the
         parent's flushed sequence id, so its sequence ids keep increasing.
         """
+        if self.offline is not None:  # its data could not be read: a split would drop it
+            raise self.offline_error()
         daughter = type(self)(table_fs, self.table_name, info, self.families, self.settings, None)
         daughter.fs.makedirs("")
         manifest = RegionManifest(info.region_id, {}, self.manifest.flushed_seq_id, 1)

@@ -29,7 +29,7 @@ from typing import Iterable, Sequence
 import pyarrow as pa
 
 from ..cells import CELL_SCHEMA
-from ..errors import InvalidArgument, TableLocked
+from ..errors import InvalidArgument, StorageError, TableLocked
 from ..schema import FamilySettings
 from ..storefile import StoreFileReader, StoreFileWriter
 from ..vfs.fs import FileSystem
@@ -39,6 +39,12 @@ from .load_journal import (
     STAGING_DIR,
     Journal,
     RegionEntry,
+    aborted_marker,
+    receipt_path,
+    drop_free_staging_lock,
+    drop_stale_staging,
+    hold_staging,
+    release_staging,
     load_region_manifest,
     recover,
     roll_forward,
@@ -58,8 +64,12 @@ __all__ = [
     "abort_load",
     "drop_old_abort_markers",
     "aborted_marker",
+    "receipt_path",
+    "load_committed",
+    "drop_stale_staging",
+    "hold_staging",
+    "release_staging",
 ]
-
 
 
 @dataclass(frozen=True)
@@ -103,7 +113,6 @@ def table_regions(table_fs: FileSystem) -> tuple[list[RegionBounds], dict[str, F
     regions = [RegionBounds(r.region_id, r.start, r.end) for r in manifest.regions]
     families = {name: FamilySettings(**opts) for name, opts in manifest.families.items()}
     return regions, families
-
 
 
 def write_store_file(table_fs: FileSystem, path: str, region_id: str, family: str,
@@ -168,11 +177,13 @@ def _recut(table_fs: FileSystem, staged: StagedFile, regions: Sequence[RegionBou
     return out
 
 
-def prepare_commit(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append") -> tuple[Journal, LoadReport]:
+def prepare_commit(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append",
+                   receipt: bool = False) -> tuple[Journal, LoadReport]:
     """Steps 2-3 of a commit: re-cut what a split moved, name the files, write the journal.
 
     The caller holds the table's writer lock.  Once this returns the load
-    is committed; :func:`roll_forward` makes the manifests show it.
+    is committed; :func:`roll_forward` makes the manifests show it (and,
+    with ``receipt``, leaves the job's receipt as the journal goes).
     """
     if mode not in ("append", "overwrite"):
         raise InvalidArgument(f"bulk-load mode must be 'append' or 'overwrite', got {mode!r}")
@@ -212,7 +223,7 @@ def prepare_commit(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFil
             flushed = max(manifests[rid].flushed_seq_id, _wal_max_seq(table_fs.sub(f"regions/{rid}")))
         region_entries[rid] = RegionEntry(
             {f: tuple(n) for f, n in entries[rid].items()}, flushed, tuple(moves.get(rid, ())))
-    journal = Journal(job_id, mode, region_entries, int(time.time() * 1000))
+    journal = Journal(job_id, mode, region_entries, int(time.time() * 1000), receipt)
     write_journal(table_fs, journal)  # the commit point
     report.regions = targets
     return journal, report
@@ -227,18 +238,27 @@ def lock_table(table_fs: FileSystem, job_id: str):
                           "lock, so close the writer processes of this table first") from None
 
 
-def commit_load(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append") -> LoadReport:
+def commit_load(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile], mode: str = "append",
+                receipt: bool = False) -> LoadReport:
     """Make every staged file of a job part of the table, atomically (see the module docstring).
 
     Raises :class:`TableLocked` if a writer process has the table open:
     a bulk load requires that no other writer runs during its commit.
+    ``receipt``: the journal asks for the job's receipt (:func:`receipt_path`),
+    which its roll-forward leaves as the journal goes, whoever completes it;
+    so a caller whose committer died before answering can still learn that
+    the load is in (:func:`load_committed`), and that caller deletes it.
     """
     staged = list(staged)
     lock = lock_table(table_fs, job_id)
     try:
-        recover(table_fs)
+        recover(table_fs)  # also drops the staging folders of jobs that died before their commit point
         drop_old_abort_markers(table_fs)
-        journal, report = prepare_commit(table_fs, job_id, staged, mode)
+        missing = [sf.path for sf in staged if not table_fs.exists(sf.path)]
+        if missing:  # checked before the commit point: a journal must never name a file that is gone
+            raise StorageError(f"bulk load {job_id} cannot commit: {len(missing)} staged file(s) are gone, "
+                               f"e.g. {table_fs.uri(missing[0])}; nothing was committed")
+        journal, report = prepare_commit(table_fs, job_id, staged, mode, receipt)
         roll_forward(table_fs, journal)
         table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
         return report
@@ -258,15 +278,17 @@ def abort_load(table_fs: FileSystem, job_id: str) -> bool:
     table_fs.makedirs(STAGING_DIR)
     table_fs.write_bytes(aborted_marker(job_id), str(int(time.time() * 1000)).encode())
     table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
+    drop_free_staging_lock(table_fs, job_id)  # a holder that died (a killed engine worker) left it
     return True
 
 
 def drop_old_abort_markers(table_fs: FileSystem, older_than_s: float = 3600.0) -> int:
-    """Delete abort markers older than any task attempt can run; returns how many."""
+    """Delete abort markers older than any task attempt can run, and commit receipts as old
+    (their caller asked long ago); returns how many."""
     cutoff = (time.time() - older_than_s) * 1000
     dropped = 0
     for name in table_fs.listdir(STAGING_DIR):
-        if not name.endswith(".aborted"):
+        if not name.endswith((".aborted", ".committed")):
             continue
         path = f"{STAGING_DIR}/{name}"
         try:
@@ -279,6 +301,32 @@ def drop_old_abort_markers(table_fs: FileSystem, older_than_s: float = 3600.0) -
     return dropped
 
 
-def aborted_marker(job_id: str) -> str:
-    """The file (beside the job's staging folder) that says the job was aborted."""
-    return f"{STAGING_DIR}/{job_id}.aborted"
+def load_committed(table_fs: FileSystem, job_id: str, forget: bool = False) -> bool:
+    """Whether job ``job_id``'s load is committed: its journal (committed, maybe not yet rolled
+    forward: the next writer's open or commit completes it, and readers apply it) or its receipt
+    (committed and rolled forward) is there.  ``forget`` deletes the receipt.
+
+    Sound only once no committer of the job can still run (its process has ended), for a commit
+    made with ``receipt=True``: the journal is written atomically and asks for the receipt, which
+    every roll-forward of it leaves before deleting it, so one of them is there exactly when the
+    committer passed the commit point.
+    """
+    journal = table_fs.exists(f"{JOURNAL_DIR}/{job_id}.commit")
+    committed = journal or table_fs.exists(receipt_path(job_id))
+    if forget:
+        if journal:
+            # complete the load now, where no writer holds the table (its roll-forward leaves the
+            # receipt, deleted next); a writer that holds it completed it when it opened
+            try:
+                lock = table_fs.lock(TABLE_LOCK).acquire()
+            except TableLocked:
+                lock = None
+            if lock is not None:
+                try:
+                    recover(table_fs)
+                finally:
+                    lock.release()
+        table_fs.delete(receipt_path(job_id), missing_ok=True)
+        if committed:
+            drop_free_staging_lock(table_fs, job_id)  # the dead committer held it
+    return committed

@@ -15,9 +15,9 @@ partly updated.  Applying it again is idempotent, so recovery (and any
 reader) rolls it forward: :func:`apply_entry` gives the manifest as it is
 once the journal is applied.
 
-Payload::
+Payload (``receipt``: optional, true when the job's committer asked for a receipt)::
 
-    {"job": "<job id>", "mode": "append" | "overwrite", "timestamp_ms": int,
+    {"job": "<job id>", "mode": "append" | "overwrite", "timestamp_ms": int, "receipt": true,
      "regions": {"<region id>": {"files": {"<family>": ["<file>", ...]},
                                   "flushed_seq_id": int,
                                   "moves": [["<family>", "<file>", "<staged path>"], ...]}}}
@@ -29,6 +29,7 @@ are dropped too; ``append`` adds the files as the newest of each family.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,13 @@ __all__ = [
     "pending_entries",
     "load_region_manifest",
     "MODES",
+    "aborted_marker",
+    "receipt_path",
+    "staging_lock_path",
+    "hold_staging",
+    "release_staging",
+    "drop_free_staging_lock",
+    "drop_stale_staging",
 ]
 
 JOURNAL_DIR = "bulkload"
@@ -79,6 +87,7 @@ class Journal:
     mode: str
     regions: dict[str, RegionEntry]
     timestamp_ms: int = 0
+    receipt: bool = False  # leave the job's receipt when the journal goes (:func:`roll_forward`)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -104,6 +113,8 @@ class Journal:
                 for rid, e in self.regions.items()
             },
         }
+        if self.receipt:  # optional: journals without it read as before
+            payload["receipt"] = True
         return encode_document(_KIND, _VERSION, payload)
 
     @classmethod
@@ -119,7 +130,7 @@ class Journal:
                 )
                 for rid, e in doc["regions"].items()
             }
-            return cls(doc["job"], doc["mode"], regions, int(doc.get("timestamp_ms", 0)))
+            return cls(doc["job"], doc["mode"], regions, int(doc.get("timestamp_ms", 0)), doc.get("receipt") is True)
         except (KeyError, TypeError, AttributeError, ValueError, InvalidArgument) as exc:
             raise CorruptionError(f"bulk-load journal has a bad field ({exc})", where) from None
 
@@ -203,6 +214,11 @@ def roll_forward(table_fs: FileSystem, journal: Journal) -> None:
                 for name in rfs.listdir(fam):
                     if f"{fam}/{name}" not in live:
                         retire(table_fs, f"regions/{region_id}/{fam}/{name}", pinned)
+    if journal.receipt and not table_fs.exists(receipt_path(journal.job)):
+        # whoever rolls the load forward (its committer, or the next open after a kill) leaves the
+        # receipt before the journal goes: the load stays provably committed
+        table_fs.makedirs(STAGING_DIR)
+        table_fs.write_bytes(receipt_path(journal.job), str(int(time.time() * 1000)).encode())
     table_fs.delete(journal.path, missing_ok=True)
 
 
@@ -211,14 +227,113 @@ def recover(table_fs: FileSystem) -> int:
 
     A writer opening a table calls it before anything else (with the writer
     lock held), so a crash between a load's commit and its last manifest
-    update is finished on the next open.
+    update is finished on the next open.  Then the staging folders of jobs
+    that died before their commit point are deleted (:func:`drop_stale_staging`).
     """
     done = 0
     for journal in read_journals(table_fs):
         roll_forward(table_fs, journal)
         table_fs.delete_dir(f"{STAGING_DIR}/{journal.job}")
         done += 1
+    drop_stale_staging(table_fs)
     return done
+
+
+# -- staging leases and receipts ------------------------------------------------
+_LOCK = ".lock"
+_RECEIPT = ".committed"
+
+
+def receipt_path(job_id: str) -> str:
+    """The job's commit receipt (beside its staging folder): left by the roll-forward of a
+    journal written with ``receipt`` (``commit_load(receipt=True)``); its reader deletes it."""
+    return f"{STAGING_DIR}/{job_id}{_RECEIPT}"
+
+
+def aborted_marker(job_id: str) -> str:
+    """The file (beside the job's staging folder) that says the job was aborted."""
+    return f"{STAGING_DIR}/{job_id}.aborted"
+
+
+def staging_lock_path(job_id: str) -> str:
+    """The lock a bulk-load job holds while it may still commit (beside its staging folder)."""
+    return f"{STAGING_DIR}/{job_id}{_LOCK}"
+
+
+def hold_staging(table_fs: FileSystem, job_id: str):
+    """Take job ``job_id``'s staging lock (the table writer lock's kind: ``flock`` on local roots,
+    a renewed lease on object stores) and return it; :func:`release_staging` gives it back.
+
+    A job that holds it keeps its staging folder; once its holder is gone (it ended, was killed,
+    or its lease ran out) and no journal names the job, the folder is stale and the next writer
+    to open the table, or the next commit, deletes it.  Raises ``TableLocked`` if another process
+    holds it.
+    """
+    table_fs.makedirs(STAGING_DIR)
+    return table_fs.lock(staging_lock_path(job_id)).acquire()
+
+
+def release_staging(table_fs: FileSystem, job_id: str, lock) -> None:
+    """Give back what :func:`hold_staging` took (after the job's commit or abort), lock file and all.
+
+    Released first: an object store's lease deletes its own object (deleting it under a lease
+    that is still renewed would mark the lease lost).  A sweep that takes the lock in between
+    finds a job already committed or aborted, and deletes nothing of it.
+    """
+    lock.release()
+    table_fs.delete(staging_lock_path(job_id), missing_ok=True)
+
+
+def drop_free_staging_lock(table_fs: FileSystem, job_id: str) -> bool:
+    """Delete job ``job_id``'s staging lock file if no process holds it (its holder died after the
+    job's commit or abort was decided elsewhere); True if it did."""
+    from ..errors import TableLocked
+
+    path = staging_lock_path(job_id)
+    if not table_fs.exists(path):
+        return False
+    try:
+        lock = table_fs.lock(path).acquire()
+    except TableLocked:
+        return False  # held: its holder gives it back
+    try:
+        table_fs.delete(path, missing_ok=True)
+    finally:
+        lock.release()
+    return True
+
+
+def drop_stale_staging(table_fs: FileSystem) -> int:
+    """Delete the staging folders of jobs whose staging lock nobody holds; returns how many.
+
+    Only jobs that took a staging lock (:func:`hold_staging`) are judged: a
+    folder whose lock can be taken belongs to a job that died before its
+    commit point (a committed job's journal was rolled forward first, by
+    :func:`recover`).  An abort marker is left, as an abort leaves it, so a
+    task attempt of that job still running elsewhere discards its files.
+    Folders of jobs that hold no lock are left to their job.
+    """
+    from ..errors import TableLocked
+
+    dropped = 0
+    for name in table_fs.listdir(STAGING_DIR):
+        if not name.endswith(_LOCK):
+            continue
+        job = name[: -len(_LOCK)]
+        try:
+            lock = table_fs.lock(staging_lock_path(job)).acquire()
+        except TableLocked:
+            continue  # its job is alive
+        try:
+            if table_fs.exists(f"{JOURNAL_DIR}/{job}{_SUFFIX}"):
+                continue  # committed: its staged files are what the roll-forward moves
+            table_fs.write_bytes(aborted_marker(job), str(int(time.time() * 1000)).encode())
+            table_fs.delete_dir(f"{STAGING_DIR}/{job}")
+            table_fs.delete(staging_lock_path(job), missing_ok=True)
+            dropped += 1
+        finally:
+            lock.release()
+    return dropped
 
 
 def pending_entries(table_fs: FileSystem) -> dict[str, list[tuple[str, RegionEntry]]]:

@@ -24,6 +24,8 @@ class RegionReads:
         A caller capturing views of several regions at one read point holds
         ``leases.lock`` around the calls (see :mod:`storage.region.reader_leases`).
         """
+        if self.offline is not None:  # it did not open: see Region.open
+            raise self.offline_error()
         if read_point is None:
             return views_at_read_point(self.leases.lock, self.mvcc, self.view)
         with self.leases.lock:
@@ -64,6 +66,7 @@ class RegionReads:
                     metrics=metrics,
                     min_versions=sview.settings.min_versions,
                     keep_deleted_cells=sview.settings.keep_deleted_cells,
+                    flushed_from=1,  # sview.scanners(): the memstore, then the store files
                 )
             )
         start, end = clip_bounds(view.info.start, view.info.end, low, high)
@@ -149,7 +152,8 @@ def _store_row(settings, family: bytes, spec, mem, found) -> list[Cell]:
 
     sources = [ListScanner(list(mem))] + [ListScanner(list(cells)) for _, cells in found]
     store = StoreScanner(sources, family, spec, max_versions=settings.max_versions, ttl=settings.ttl,
-                         min_versions=settings.min_versions, keep_deleted_cells=settings.keep_deleted_cells)
+                         min_versions=settings.min_versions, keep_deleted_cells=settings.keep_deleted_cells,
+                         flushed_from=1)  # the memstore's cells, then each file's
     out = store.read_row() or []
     store.close()
     return out

@@ -24,7 +24,7 @@ from operator import itemgetter
 from typing import Sequence
 
 from ..cells import Cell
-from ..errors import InvalidArgument, StorageError
+from ..errors import CorruptionError, InvalidArgument, StorageError
 from ..mvcc import Mvcc
 from ..schema import FamilySettings, TableSettings, no_such_family
 from ..storefile import BlockCache
@@ -92,9 +92,52 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         self._old_wal_syncs = 0  # fsyncs of the WAL files this region rolled away from
         self.replayed_records = 0
         self.pending_loads: list = []  # (mode, RegionEntry) of committed bulk loads not yet rolled forward
+        self.offline: CorruptionError | None = None  # why the region did not open (see open())
 
     # -- life cycle ------------------------------------------------------
     def open(self) -> "Region":
+        """Open the region: its manifest, store files and WAL replay.
+
+        Damage found on the way (:class:`CorruptionError`: a WAL record that
+        fails its checks, a damaged region manifest, a store file whose
+        trailer, index or bloom filter does not decode) does not escape: the
+        region stays offline (:attr:`offline`), so the rest of its table opens
+        and reads.  Reads and writes of an offline region raise the error;
+        nothing of it is changed, deleted or rolled, so the damaged file is
+        there to check and repair (``regionscan wal check|repair``).
+        """
+        try:
+            return self._open()
+        except CorruptionError as exc:
+            self._go_offline(exc)
+            return self
+
+    def _go_offline(self, exc: CorruptionError) -> None:
+        """Keep the region closed to reads and writes with ``exc`` as the reason."""
+        for store in self.stores.values():
+            for f in store.files:
+                f.reader.close()
+            store.replace_files(())
+            store.memstore = type(store.memstore)()
+        if self._wal is not None:  # the WAL is rolled last, after every check: none open yet, in practice
+            self._wal.close()
+            self._wal = None
+        in_wal = "/wal/" in (exc.path or "") or ".wal/" in (exc.path or "")
+        hint = ""
+        if in_wal:
+            hint = " (`regionscan wal check` reports it, `regionscan wal repair` keeps the intact records)"
+        self.offline = CorruptionError(
+            f"region {self.info.region_id} of table {self.table_name} is offline: {exc}{hint}"
+        )
+        self.offline.path, self.offline.offset = exc.path, exc.offset
+
+    def offline_error(self) -> CorruptionError:
+        """A fresh copy of the reason the region is offline (each raise gets its own traceback)."""
+        error = CorruptionError(str(self.offline))
+        error.path, error.offset = self.offline.path, self.offline.offset
+        return error
+
+    def _open(self) -> "Region":
         if not self.read_only:
             self.fs.makedirs(_WAL_DIR)
         if self.fs.exists(REGION_MANIFEST):
@@ -150,7 +193,7 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         ``delete_old``, else returned for :meth:`_retire_wals` once their
         edits are in store files."""
         old = self._wal_files()
-        if self._wal is not None:
+        if self._wal is not None and not self._wal.closed:  # closed: an earlier roll failed after closing it
             self._wal.close()
             self._old_wal_syncs += self._wal.sync_count
         name = f"{self._next_seq:020d}.wal"
@@ -215,6 +258,8 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
 
     # -- writes ----------------------------------------------------------
     def _check_writable(self) -> None:
+        if self.offline is not None:
+            raise self.offline_error()
         if self.read_only:
             raise StorageError(f"region {self.info.region_id} of {self.table_name} is open read-only")
         if self.closed:
@@ -256,9 +301,17 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
             for family in set(map(_FAMILY, cells)):
                 if family.decode("ascii", "replace") not in self.stores:
                     raise no_such_family(self.table_name, family, self.stores)
+            wal = self._wal
+            if not wal.usable:
+                # A write or sync of this WAL failed (a full disk): start a new
+                # file, so writes resume once the cause is gone; the old one
+                # keeps its records for replay until a flush retires it.  If
+                # the new file cannot be made either, this write fails here,
+                # before anything of it is logged or applied.
+                self._roll_wal(delete_old=False)
+                wal = self._wal
             seq = self.mvcc.begin()
             try:
-                wal = self._wal
                 wal.append(seq, cells, defer_sync=True)
                 end = wal.size
                 self._next_seq = seq + 1
@@ -315,7 +368,11 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         return self._maintenance
 
     def flush(self) -> bool:
-        """Write every non-empty memstore to a store file; True if anything was written."""
+        """Write every non-empty memstore to a store file; True if anything was written.
+
+        An offline region holds nothing in memory: nothing to write."""
+        if self.offline is not None:
+            return False
         with self._maintenance:
             return self._flush()
 
@@ -387,7 +444,10 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         return True
 
     def check(self) -> None:
-        """Verify the region's invariants: manifest files exist and pass their checks."""
+        """Verify the region's invariants: manifest files exist and pass their checks
+        (an offline region raises why it is offline)."""
+        if self.offline is not None:
+            raise self.offline_error()
         for store in self.stores.values():
             for f in store.files:
                 f.reader.check()

@@ -26,6 +26,7 @@ from ..storefile import BlockCache, StoreFileReader, StoreFileWriter
 from ..storefile.dense import empty_binary
 from ..kernels.cell_columns import one_array
 from ..kernels.order import row_starts
+from ..kernels.resolve import resolve
 
 __all__ = ["Store", "StoreView"]
 
@@ -74,7 +75,8 @@ class StoreView:
         return self.sources_checked(start_row, stop_row)[0]
 
     def sources_checked(
-        self, start_row: bytes, stop_row: bytes | None, keys_only: bool = False, first_cells: bool = False
+        self, start_row: bytes, stop_row: bytes | None, keys_only: bool = False, first_cells: bool = False,
+        flushed_cutoff: int | None = None,
     ) -> tuple[list[pa.Table], list[bool]]:
         """The range's non-empty sources, newest first, and for each whether it
         needs no version or delete resolution on its own.  ``keys_only``:
@@ -82,7 +84,14 @@ class StoreView:
         ``first_cells`` (with ``keys_only``, for a scan that keeps only the
         first cell of each row and has no TTL or time range to apply): when
         every source is clean, each is cut to the first cell of each of its
-        rows, which still resolve to the first cell of every row."""
+        rows, which still resolve to the first cell of every row.
+
+        ``flushed_cutoff`` (a TTL cutoff, for a family with ``min_versions``):
+        each store file comes without its puts older than it past their
+        column's newest ``min_versions`` puts in the file, as HBase's flush or
+        compaction writing the file would have dropped them
+        (:mod:`storage.scanner.flushed`; the range holds whole rows, so a
+        column's puts in a file are all there)."""
         tables: list[pa.Table] = []
         clean: list[bool] = []
         firsts = (
@@ -106,7 +115,12 @@ class StoreView:
                     tables.append(table)
                     clean.append(True)
             return tables, clean
+        retain = flushed_cutoff is not None and self.settings.min_versions > 0
         for f, table in zip(self.files, self.file_batches(start_row, stop_row, keys_only)):
+            if retain and table.num_rows:
+                # what HBase's flush (or compaction) writing this file would have kept
+                table = resolve(table, keep_deletes=True, ttl_cutoff=flushed_cutoff,
+                                min_versions=self.settings.min_versions)
             if table.num_rows:
                 tables.append(table)
                 clean.append(not f.reader.info.needs_resolution)
@@ -141,9 +155,14 @@ class Store:
         """
         locations = locations or {}
         files = []
-        for name in reversed(list(names_oldest_first)):
-            fs, path = locations.get((self.family, name), (self.fs, self.path(name)))
-            files.append(StoreFile(name, StoreFileReader(fs, path, cache=self.cache)))
+        try:
+            for name in reversed(list(names_oldest_first)):
+                fs, path = locations.get((self.family, name), (self.fs, self.path(name)))
+                files.append(StoreFile(name, StoreFileReader(fs, path, cache=self.cache)))
+        except BaseException:
+            for opened in files:  # a damaged file further down: the ones opened are not kept
+                opened.reader.close()
+            raise
         self._files = tuple(files)
 
     @property

@@ -11,7 +11,10 @@ first) with a heap and applies, per row:
   markers at or after the end of the time range do not act;
 * TTL: a cell older than ``now_ms - ttl`` is expired, unless it is among
   the newest ``min_versions`` visible versions of its column;
-* the time range ``[min_timestamp, max_timestamp)``;
+* the time range ``[min_timestamp, max_timestamp)`` and a TimestampsFilter's
+  timestamps (``Filter.selected_timestamps``): puts outside them are no versions;
+* in a family with a TTL and ``min_versions``, the store files are read as
+  HBase's flushes would have left them (:mod:`.flushed`);
 * versions: the newest ``min(spec.max_versions, family max_versions)``
   visible versions of each column;
 * column selection: unselected columns are skipped by reseeking to the next
@@ -33,6 +36,7 @@ from typing import Sequence
 from ..cells import Cell, sort_key
 from ..errors import InvalidArgument, ScannerError
 from ..keys import key_after
+from .flushed import FlushedVersions
 from .heap import merge_scanners
 from .metrics import ScanMetrics
 from .protocol import CellScanner, next_row_key
@@ -58,6 +62,9 @@ class StoreScanner:
     ``scanners`` are the store's sources, newest first.  ``max_versions`` and
     ``ttl`` (seconds, ``None`` = forever) are the family's settings;
     ``now_ms`` fixes the clock TTL is measured against (default: now).
+    ``flushed_from``: the scanners from this index on are store files; in a
+    family with a TTL and ``min_versions`` they are read as HBase's flush
+    would have left them (:mod:`.flushed`).
 
     Row-level calls: :meth:`peek_row` (the row the scanner is on),
     :meth:`read_row` (resolve it and move on), :meth:`skip_row`,
@@ -79,6 +86,7 @@ class StoreScanner:
         metrics: ScanMetrics | None = None,
         min_versions: int = 0,
         keep_deleted_cells: str = "FALSE",
+        flushed_from: int | None = None,
     ):
         if not isinstance(family, bytes) or not family:
             raise InvalidArgument(f"family={family!r}: expected non-empty bytes")
@@ -87,6 +95,13 @@ class StoreScanner:
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise InvalidArgument(f"ttl={ttl!r}: expected a positive number of seconds or None")
         wanted = spec.qualifiers(family)
+        cutoff = None  # puts older than this are past the TTL
+        if ttl is not None:
+            cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - int(ttl * 1000)
+        scanners = list(scanners)
+        if cutoff is not None and min_versions and flushed_from is not None:
+            # store files hold what HBase's flushes would have dropped: hide it, file by file (flushed.py)
+            scanners[flushed_from:] = [FlushedVersions(s, cutoff, min_versions) for s in scanners[flushed_from:]]
         self._heap = merge_scanners(scanners, spec.reverse, metrics)
         self._spec = spec
         self._family = family
@@ -97,12 +112,14 @@ class StoreScanner:
         lower = spec.min_timestamp
         self._expired_below = None  # with min_versions: puts below it expire past the newest min_versions
         self._min_versions = min_versions
-        if ttl is not None:
-            now = int(time.time() * 1000) if now_ms is None else now_ms
+        # a TimestampsFilter's timestamps: the only puts that count as versions
+        selected = getattr(spec.filter, "selected_timestamps", None)
+        self._stamps = selected() if selected is not None else None
+        if cutoff is not None:
             if min_versions:
-                self._expired_below = now - int(ttl * 1000)
+                self._expired_below = cutoff
             else:
-                lower = max(lower, now - int(ttl * 1000))
+                lower = max(lower, cutoff)
         self._lower = lower  # puts older than this are outside the range or expired
         self._upper = spec.max_timestamp
         # a family keeping deleted cells: markers at or after the range's end do not act
@@ -236,6 +253,7 @@ class StoreScanner:
         upper = self._upper
         expired_below = self._expired_below
         min_versions = self._min_versions
+        stamps = self._stamps
         unseen_from = self._unseen_from
         out: list = []
         family_deleted = -1  # newest DeleteFamily timestamp seen in this row
@@ -257,6 +275,8 @@ class StoreScanner:
                     if not done and ts < upper:
                         if ts < lower or ts <= family_deleted or ts <= column_deleted:
                             done = True  # every older version is hidden too
+                        elif stamps is not None and ts not in stamps:
+                            pass  # not one of the filter's timestamps: not a version of this read
                         elif deleted_versions is None or ts not in deleted_versions:
                             if expired_below is not None and ts < expired_below and versions >= min_versions:
                                 done = True  # expired, and the column has its min_versions

@@ -40,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="open scanners and streams allowed per client connection (default %(default)s)")
     parser.add_argument("--max-scanners", type=int, default=defaults.max_scanners,
                         help="open scanners and streams allowed in all (default %(default)s)")
+    parser.add_argument("--max-connections", type=int, default=defaults.max_connections,
+                        help="open client connections; more are closed when accepted (default %(default)s)")
+    parser.add_argument("--idle-timeout", type=float, default=defaults.idle_timeout,
+                        help="close a connection silent both ways this many seconds (0: never; default %(default)s)")
+    parser.add_argument("--no-front-door", dest="front_door", action="store_false",
+                        help="let gRPC hold the port itself: no relay cost, but no connection, idle or early"
+                             " request-size limits (docs/server.md)")
     parser.add_argument("--block-cache-size", type=int, default=defaults.block_cache_size,
                         help="block cache bytes (0 disables it; default %(default)s)")
     parser.add_argument("--read-only", action="store_true", help="serve reads only (takes no table locks)")
@@ -99,6 +106,9 @@ def _config(args: argparse.Namespace) -> ServerConfig:
         max_next_rows=args.max_next_rows,
         max_scanners_per_client=args.max_scanners_per_client,
         max_scanners=args.max_scanners,
+        max_connections=args.max_connections,
+        idle_timeout=args.idle_timeout,
+        front_door=args.front_door,
         block_cache_size=args.block_cache_size,
         allow_remote=args.allow_remote,
         tls_cert=args.tls_cert,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 
 from ..errors import InvalidArgument
 
-__all__ = ["ServerConfig", "LOOPBACK_HOSTS", "is_loopback", "check_common"]
+__all__ = ["ServerConfig", "LOOPBACK_HOSTS", "is_loopback", "check_common", "check_idle_timeout"]
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -14,6 +14,12 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 def is_loopback(host: str) -> bool:
     """True when a server bound to ``host`` only accepts connections from this machine."""
     return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def check_idle_timeout(value) -> None:
+    """Refuse an ``idle_timeout`` that is not a non-negative number of seconds."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        raise InvalidArgument(f"idle_timeout must be a non-negative number of seconds (0: never), got {value!r}")
 
 
 def check_common(config) -> None:
@@ -44,10 +50,22 @@ class ServerConfig:
     ``max_next_bytes`` caps the size of one next() answer, whatever the
     client asks for (HBase's ``hbase.server.scanner.max.result.size``).
 
+    Before gRPC sees a byte (:mod:`storage.server.front_door`): a call
+    sending more than ``max_request_bytes`` plus 1 MiB of framing closes its
+    connection at once (gRPC would buffer all of it first), at most
+    ``max_connections`` client connections are open (more are closed when
+    accepted), and a connection silent both ways for ``idle_timeout``
+    seconds is closed (0: never; 60 s, as the Thrift gateway's).
+    ``front_door=False`` lets gRPC hold the public port itself (and end TLS):
+    the relay's cost goes (a little CPU per streamed byte), and so do those
+    three limits; the handlers' own checks remain (a request over
+    ``max_request_bytes`` is then refused after gRPC has received it whole).
+
     A host other than loopback needs a ``token``, or ``allow_remote`` to
     serve anyone who can reach the port.  ``tls_cert`` and ``tls_key``
     (PEM file paths, both or neither) make the server speak ``grpc+tls``,
-    so the token and the data are encrypted on the network.
+    so the token and the data are encrypted on the network; the front door
+    ends TLS (:mod:`storage.server.tls_door`) and keeps its limits.
     """
 
     host: str = "127.0.0.1"
@@ -59,6 +77,9 @@ class ServerConfig:
     max_next_bytes: int = 64 << 20
     max_scanners_per_client: int = 64
     max_scanners: int = 1024
+    max_connections: int = 1024
+    idle_timeout: float = 60.0
+    front_door: bool = True
     block_cache_size: int = 256 << 20
     allow_remote: bool = False
     tls_cert: str | None = None
@@ -78,6 +99,9 @@ class ServerConfig:
             )
         if not isinstance(self.lease_timeout, (int, float)) or self.lease_timeout <= 0:
             raise InvalidArgument(f"lease_timeout must be a positive number of seconds, got {self.lease_timeout!r}")
+        check_idle_timeout(self.idle_timeout)
+        if not isinstance(self.front_door, bool):
+            raise InvalidArgument(f"front_door must be True or False, got {self.front_door!r}")
 
     @property
     def loopback(self) -> bool:
@@ -98,4 +122,6 @@ class ServerConfig:
             "max_next_bytes": self.max_next_bytes,
             "max_scanners_per_client": self.max_scanners_per_client,
             "max_scanners": self.max_scanners,
+            "max_connections": self.max_connections,
+            "idle_timeout_ms": int(self.idle_timeout * 1000),
         }

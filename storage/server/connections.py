@@ -21,12 +21,12 @@ import socket
 import stat
 from urllib.parse import unquote
 
-__all__ = ["peer_address", "shutdown_connection"]
+__all__ = ["normal_host", "peer_address", "shutdown_connection"]
 
 _FD_DIR = "/dev/fd"  # Linux and macOS; elsewhere nothing is found and nothing is cancelled
 
 
-def _normal(host: str) -> str:
+def normal_host(host: str) -> str:
     """``host`` in one spelling: brackets dropped, IPv4-mapped IPv6 as IPv4."""
     host = host.strip("[]")
     try:
@@ -46,7 +46,7 @@ def peer_address(peer: str) -> tuple[str, int] | None:
     host, sep, port = unquote(rest).rpartition(":")
     if not sep or not port.isdigit():
         return None
-    return _normal(host), int(port)
+    return normal_host(host), int(port)
 
 
 def shutdown_connection(peer: str, local_port: int) -> int:
@@ -77,7 +77,7 @@ def shutdown_connection(peer: str, local_port: int) -> int:
             if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.type != socket.SOCK_STREAM:
                 continue
             local, remote = sock.getsockname(), sock.getpeername()
-            if local[1] == local_port and (_normal(remote[0]), remote[1]) == target:
+            if local[1] == local_port and (normal_host(remote[0]), remote[1]) == target:
                 sock.shutdown(socket.SHUT_RDWR)
                 count += 1
         except OSError:  # not connected, or closed meanwhile

@@ -30,10 +30,12 @@ from ..table.table import Table
 from .auth import TokenMiddlewareFactory
 from .config import ServerConfig
 from .connections import shutdown_connection
+from .front_door import FrontDoor
 from .remote_errors import LimitExceeded, RequestFieldError, to_flight_error
 from .scanners import ScannerRegistry
 from .streams import StreamIterator
 from .tls import TLS_SCHEME, read_pem
+from .tls_door import server_context
 from .wire import ACTIONS, PROTOCOL_VERSION, PROTOCOL_VERSIONS, check_message_version, decode_message, encode_message
 
 __all__ = ["RegionServer", "scan_request", "table_read_counters"]
@@ -92,15 +94,33 @@ class RegionServer(flight.FlightServerBase):
         self.config = config = config or ServerConfig()
         host = f"[{config.host}]" if ":" in config.host else config.host
         middleware = {"auth": TokenMiddlewareFactory(config.token)} if config.token else {}
-        scheme, certificates = "grpc", []
+        # gRPC listens in plaintext on loopback behind the front door, which
+        # enforces the size, idle and connection limits before gRPC buffers
+        # anything (with TLS the door ends it, so it reads the frames); with
+        # the door turned off, gRPC holds the public port and only the
+        # handlers' checks apply.
+        door = config.front_door
+        scheme, certificates, tls_context = "grpc", [], None
         if config.tls:  # read (and refused) before the port is bound
             scheme = TLS_SCHEME
-            certificates = [flight.CertKeyPair(cert=read_pem(config.tls_cert, "--tls-cert"),
-                                               key=read_pem(config.tls_key, "--tls-key"))]
-        super().__init__(f"{scheme}://{host}:{config.port}", middleware=middleware, tls_certificates=certificates)
+            cert, key = read_pem(config.tls_cert, "--tls-cert"), read_pem(config.tls_key, "--tls-key")
+            if door:
+                tls_context = server_context(config.tls_cert, config.tls_key)
+            else:
+                certificates = [flight.CertKeyPair(cert=cert, key=key)]
+        bind = "grpc://127.0.0.1:0" if door else f"{scheme}://{host}:{config.port}"
+        super().__init__(bind, middleware=middleware, tls_certificates=certificates)
+        self._door: FrontDoor | None = None
         try:
+            if door:
+                self._door = FrontDoor(config.host, config.port, flight.FlightServerBase.port.__get__(self),
+                                       max_request_bytes=config.max_request_bytes,
+                                       idle_timeout=config.idle_timeout, max_connections=config.max_connections,
+                                       tls=tls_context)
             self.connection = Connection(root, read_only=read_only, block_cache_size=config.block_cache_size)
         except BaseException:
+            if self._door is not None:
+                self._door.close()
             super().shutdown()  # the port is already bound
             raise
         self.registry = ScannerRegistry(config.lease_timeout, config.max_scanners_per_client, config.max_scanners)
@@ -113,6 +133,18 @@ class RegionServer(flight.FlightServerBase):
         self._handlers: dict[str, Callable[[str, dict], tuple[dict, bytes]]] = {
             name: getattr(self, f"_do_{name}") for name in ACTIONS
         }
+        if self._door is not None:
+            self._door.start()  # clients reach the handlers once all of the above exists
+
+    @property
+    def port(self) -> int:
+        """The port clients connect to (the front door's, or gRPC's own without the door)."""
+        return self._door.port if self._door is not None else flight.FlightServerBase.port.__get__(self)
+
+    def _peer(self, context) -> str:
+        """The client of a call (gRPC reports the front door's own connection)."""
+        peer = context.peer()
+        return self._door.client_peer(peer) if self._door is not None else peer
 
     @property
     def location(self) -> str:
@@ -139,7 +171,7 @@ class RegionServer(flight.FlightServerBase):
             what = f"{action.type} request"
             request = decode_message(body if body is not None else b"", what)
             check_message_version(request, what)
-            header, payload = handler(context.peer(), request.header)
+            header, payload = handler(self._peer(context), request.header)
             return [encode_message(header, payload, version=1)]  # answers carry nothing of version 2
         except flight.FlightError:
             raise
@@ -164,7 +196,7 @@ class RegionServer(flight.FlightServerBase):
     def _stream(self, context, request: dict) -> flight.GeneratorStream:
         table = self._table(request)
         scan = scan_request(request.get("scan", {}))
-        entry = self.registry.add_stream(context.peer(), table.name)
+        entry = self.registry.add_stream(self._peer(context), table.name)
         try:
             batches = table.run_scan(scan)
             first = next(batches, None)  # fails here, not mid-stream, on a bad scan
@@ -375,6 +407,8 @@ class RegionServer(flight.FlightServerBase):
             if self._closed:
                 return
             self._closed = True
+        if self._door is not None:
+            self._door.close()
         super().shutdown()
         self.registry.stop()
         self.connection.close()

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from ..cells import CELL_SCHEMA
 from ..errors import CorruptionError, StorageError
+from .cache import arrow_footprint
 from .codecs import BlockCodec
 from .format import BLOCK_HEADER_SIZE, BlockHeader, checksum
 
@@ -67,8 +68,11 @@ class Block:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the decoded block (what the block cache charges, with ``point``'s)."""
-        return self._batch.nbytes if self.dense is None else self.dense.nbytes
+        """Memory of the decoded block, its arrays' objects included (what the block cache
+        charges, with ``point``'s; see :func:`~storage.storefile.cache.arrow_footprint`)."""
+        if self.dense is None:
+            return arrow_footprint(self._batch.columns)
+        return self.dense.footprint()
 
 
 def encode_block(batch: pa.RecordBatch, prev_offset: int, codec: BlockCodec) -> tuple[bytes, pa.Buffer, int]:

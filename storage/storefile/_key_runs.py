@@ -194,8 +194,8 @@ def _sections(source: BlockSource, offsets: list[int], lengths: list[int]) -> li
     def read(pair: tuple[int, int]) -> memoryview:
         return memoryview(source.read(pair[0], pair[1], block=True)).cast("B")
 
-    if len(offsets) == 1:
-        return [read((offsets[0], lengths[0]))]
+    if len(offsets) == 1 or not source.pipelined:
+        return [read(pair) for pair in zip(offsets, lengths)]
     return list(prefetch_pool().map(read, zip(offsets, lengths)))
 
 

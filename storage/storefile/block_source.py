@@ -29,16 +29,18 @@ class BlockSource:
     ``read(offset, nbytes, block)`` reads bytes of the file,
     ``load_keys(i, cache_blocks)`` the key columns of block ``i`` alone and
     ``header_v2(raw, i)`` checks a format-2 block header; ``mapped()`` is the
-    file's memory mapping (None when not mapped or once closed) and
-    ``closed()`` whether the reader was closed.
+    file's memory mapping (None when not mapped or once closed),
+    ``closed()`` whether the reader was closed and ``pipelined`` whether
+    reads are slow enough (a remote file) to be issued from a thread pool.
     """
 
     __slots__ = ("where", "index", "codec", "cache", "counters", "file_id", "family",
-                 "read", "load_keys", "header_v2", "mapped", "closed")
+                 "read", "load_keys", "header_v2", "mapped", "closed", "pipelined")
 
     def __init__(self, *, where: str, index: "BlockIndex", codec: "BlockCodec", cache: "BlockCache | None",
                  counters: "ReadCounters", file_id: tuple, family: bytes, read: Callable, load_keys: Callable,
-                 header_v2: Callable, mapped: "Callable[[], pa.Buffer | None]", closed: Callable[[], bool]):
+                 header_v2: Callable, mapped: "Callable[[], pa.Buffer | None]", closed: Callable[[], bool],
+                 pipelined: bool = True):
         self.where = where
         self.index = index
         self.codec = codec
@@ -51,3 +53,4 @@ class BlockSource:
         self.header_v2 = header_v2
         self.mapped = mapped
         self.closed = closed
+        self.pipelined = pipelined

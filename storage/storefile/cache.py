@@ -1,9 +1,11 @@
 """The block cache: decoded data blocks shared by every reader of a connection.
 
 An LRU map bounded in bytes: each entry is charged all it holds (a block's
-Arrow ``nbytes``, plus the Python list of row keys a point read attaches to
-it, see :meth:`BlockCache.recharge`) and the least recently used entries are
-evicted when the total passes the capacity.  Keys are ``(file identity, block offset)``.  The cache is
+:func:`arrow_footprint`: its Arrow buffers and the C++ and Python objects
+behind each array, plus the Python list of row keys a point read attaches
+to it, see :meth:`BlockCache.recharge`) and the least recently used entries
+are evicted when the total passes the capacity.  So a process's memory
+grows with its cache by about the cache's capacity, not a multiple of it.  Keys are ``(file identity, block offset)``.  The cache is
 consulted once per block, never per cell, so one lock around an
 ``OrderedDict`` costs nothing measurable.
 """
@@ -12,11 +14,45 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any, Hashable
+from functools import lru_cache
+from typing import Any, Hashable, Iterable
+
+import pyarrow as pa
 
 from ..errors import InvalidArgument
 
-__all__ = ["BlockCache"]
+__all__ = ["BlockCache", "arrow_footprint", "ARRAY_OVERHEAD", "ALLOCATOR_SLACK"]
+
+ARRAY_OVERHEAD = 512
+"""Bytes behind one Arrow array (and each child array of a nested or run-end encoded
+one) beyond its buffers: the C++ array, its data and buffer objects, the IPC
+metadata the array was decoded with, the Python wrapper, the allocator's padding.
+Measured: a cache of 12,808 dense blocks of 229 rows (25 arrays each) held
+134 MiB of C heap and 20 MiB of Arrow padding beyond the arrays' ``nbytes``,
+12.6 KB a block, 504 bytes an array."""
+
+
+@lru_cache(maxsize=1024)
+def _objects(kind: pa.DataType) -> int:
+    """Arrays behind one array of type ``kind``: itself and its children, recursively."""
+    return 1 + sum(_objects(kind.field(i).type) for i in range(kind.num_fields))
+
+
+ALLOCATOR_SLACK = 8
+"""The allocator keeps about 1/8 more than the blocks it holds (pages part used,
+size classes rounded up): measured, a full 256 MiB cache of such blocks took 278 MiB
+more resident memory than the same process with the cache emptied, 9% over."""
+
+
+def arrow_footprint(arrays: Iterable[pa.Array], later: int = 0) -> int:
+    """Memory that ``arrays`` keep alive: their buffers' bytes plus :data:`ARRAY_OVERHEAD`
+    per array and child array, plus ``later`` (bytes of forms the holder builds from
+    them on demand), plus the allocator's :data:`ALLOCATOR_SLACK` (what the cache
+    charges for a decoded block)."""
+    total = later
+    for array in arrays:
+        total += array.nbytes + ARRAY_OVERHEAD * _objects(array.type)
+    return total + total // ALLOCATOR_SLACK
 
 
 class BlockCache:

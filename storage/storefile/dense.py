@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from ..cells import CELL_SCHEMA, CellType
 from ..kernels.cell_columns import CellColumns
+from .cache import ARRAY_OVERHEAD, arrow_footprint
 
 __all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "empty_binary", "MAX_DENSE_QUALIFIERS", "MAX_FILL"]
 
@@ -99,6 +100,13 @@ class DenseBlock:
             for v in self.values:
                 total += v.nbytes
         return total
+
+    def footprint(self) -> int:
+        """Memory the block holds over its life (what the block cache charges): its columns,
+        their objects, and the plain timestamp columns :meth:`plain_timestamps` builds from
+        run-end encoded ones (charged from the start, so the charge never changes)."""
+        plain = sum(9 * len(t) + ARRAY_OVERHEAD for t in self.timestamps if pa.types.is_run_end_encoded(t.type))
+        return arrow_footprint([self.rows, *self.timestamps, *(self.values or ())], plain)
 
     def plain_timestamps(self) -> list[pa.Array]:
         """The timestamp columns as plain int64 arrays (run-length ones decoded once)."""

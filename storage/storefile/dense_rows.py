@@ -344,7 +344,13 @@ def filter_masks(plan: tuple, dense: DenseBlock, qualifiers: list[bytes]):
 
 def _value_mask(dense: DenseBlock, j: int, op, comparator) -> np.ndarray:
     """One comparison over qualifier ``j``'s whole value column (absent values compare as anything)."""
-    return comparator.mask(dense.values[j], op)
+    from ..filters.comparators import NotUtf8
+
+    try:
+        return comparator.mask(dense.values[j], op)
+    except NotUtf8 as exc:  # name the row and column of the value (utf8: comparators)
+        where = f"qualifier {dense.qualifiers[j].decode('utf-8', 'replace')!r} of row {dense.rows[exc.position].as_py()!r}"
+        raise NotUtf8(exc.value, exc.position, where) from None
 
 
 def _masks(plan: tuple, dense: DenseBlock, columns: list[int]) -> tuple:

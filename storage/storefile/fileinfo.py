@@ -60,12 +60,23 @@ class FileInfo:
     uncompressed_size: int
     delete_count: int = -1  # delete markers in the file; -1 when not recorded
     repeated_columns: int = -1  # cells whose (row, qualifier) equals the previous cell's; -1 unknown
+    # the shortest and longest row key stored (0 and 0 without cells); -1 in files written before
+    # they were recorded.  A reader mapping keys to a fixed-width type checks them here, not row by row.
+    min_row_length: int = -1
+    max_row_length: int = -1
 
     @property
     def needs_resolution(self) -> bool:
         """False when every cell is the only version of its column and no marker exists,
         so reads need no version or delete resolution."""
         return self.delete_count != 0 or self.repeated_columns != 0
+
+    @property
+    def row_lengths(self) -> tuple[int, int] | None:
+        """``(shortest, longest)`` row key of the file, or None where the file does not record them."""
+        if self.min_row_length < 0 or self.max_row_length < 0:
+            return None
+        return self.min_row_length, self.max_row_length
 
     def to_json(self) -> bytes:
         """The info section body (``file_size`` is not stored)."""
@@ -101,6 +112,8 @@ class FileInfo:
                 uncompressed_size=int(doc["uncompressed_size"]),
                 delete_count=int(doc.get("delete_count", -1)),
                 repeated_columns=int(doc.get("repeated_columns", -1)),
+                min_row_length=int(doc.get("min_row_length", -1)),
+                max_row_length=int(doc.get("max_row_length", -1)),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise CorruptionError(f"malformed file info ({exc})", path, offset) from None

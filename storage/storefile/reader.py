@@ -17,13 +17,17 @@ whose calls hop between threads still reads sequentially, HBASE-10676).
 for benchmarks; a miss costs one extra header read, counted in
 ``counters.extra_header_reads``.
 
-On a file that is not memory-mapped (an object store), a forward scan also
-reads block N+1 on a background thread while its caller works on block N,
-so the next ranged GET is in flight while the current block is consumed.
+On a remote file (an object store), a forward scan also reads block N+1 on
+a background thread while its caller works on block N, so the next ranged
+GET is in flight while the current block is consumed.  A local file that is
+read, not mapped (``REGIONSCAN_MMAP=0``), is not read ahead: each block is
+read by the thread that decodes it, with one ``preadv`` into a buffer of
+Arrow's memory pool.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING
 
@@ -69,6 +73,7 @@ __all__ = ["StoreFileReader", "PREFETCH_MODES"]
 PREFETCH_MODES = ("shared", "thread_local")
 
 
+_PREADV = getattr(os, "preadv", None)  # not on every platform: there a read returns bytes
 _READ_HEADER = object()  # "no prefetched header: read it separately"
 
 
@@ -102,6 +107,8 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         self._prefetched: tuple[int, bytes] | None = None
         self._local = threading.local()
         self._closed = False
+        self._io_lock = threading.Lock()
+        self._reads_in_flight = 0
         size, version = fs.size_and_version(path)
         if size < TRAILER_SIZE:
             raise CorruptionError(f"file of {size} bytes is too short for a store file (truncated?)", self._where, 0)
@@ -114,6 +121,11 @@ class StoreFileReader(ReaderScans, ReaderCheck):
                 # slices of it, safe from any thread.
                 self._file.seek(0)
                 self._mapped = self._file.read_buffer(size)
+            # A remote file's next block is fetched on a background thread while the caller
+            # works on this one.  A local file read with pread (not mapped: REGIONSCAN_MMAP=0)
+            # is answered from the page cache in microseconds, less than the hand-off to a
+            # thread costs, so its blocks are read by the thread that decodes them, as mapped ones are.
+            self._pipelined = self._mapped is None and not isinstance(self._file, pa.OSFile)
             self._open(size, version)
         except BaseException:
             self._file.close()
@@ -189,6 +201,7 @@ class StoreFileReader(ReaderScans, ReaderCheck):
             where=self._where, index=self._index, codec=self._codec, cache=self._cache, counters=self.counters,
             file_id=self.file_id, family=self.info.family, read=self._read, load_keys=self._load_keys,
             header_v2=self._header_v2, mapped=lambda: self._mapped, closed=lambda: self._closed,
+            pipelined=self._pipelined,
         )
 
     # -- raw reads ---------------------------------------------------------
@@ -198,12 +211,34 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         if self._mapped is not None:
             end = min(offset + nbytes, self._size)
             buf = self._mapped.slice(offset, max(end - offset, 0))
+        elif not self._pipelined and _PREADV is not None:
+            buf = self._pread(offset, nbytes)
         else:
             buf = pa.py_buffer(self._file.read_at(nbytes, offset))
         self.counters.add_read(buf.size, block)
         if buf.size != nbytes:
             raise CorruptionError(f"short read ({buf.size} of {nbytes} bytes; truncated file?)", self._where, offset)
         return buf
+
+    def _pread(self, offset: int, nbytes: int) -> pa.Buffer:
+        """``nbytes`` at ``offset`` of a local file, read straight into a buffer of Arrow's pool,
+        which keeps its pages for the next read (a ``bytes`` per read costs a copy and fresh pages).
+        The descriptor is a bare number: a reader closed meanwhile closes it only once the reads
+        in flight are done, so none can read another file that reused the number."""
+        with self._io_lock:
+            if self._closed:
+                raise StorageError(f"store file reader of {self._where} is closed")
+            self._reads_in_flight += 1
+        try:
+            buf = pa.allocate_buffer(nbytes)
+            got = _PREADV(self._file.fileno(), [memoryview(buf)], offset)
+        finally:
+            with self._io_lock:
+                self._reads_in_flight -= 1
+                last = self._closed and not self._reads_in_flight
+            if last:
+                self._file.close()
+        return buf if got == nbytes else buf.slice(0, got)
 
     def _get_prefetched(self) -> tuple[int, bytes] | None:
         if self._shared_prefetch:
@@ -433,9 +468,13 @@ class StoreFileReader(ReaderScans, ReaderCheck):
     # -- lifecycle ---------------------------------------------------------
     def close(self) -> None:
         """Close the file.  Batches already returned stay valid."""
-        if not self._closed:
+        with self._io_lock:
+            if self._closed:
+                return
             self._closed = True
             self._mapped = None
+            busy = self._reads_in_flight  # the last of them closes the file (see _pread)
+        if not busy:
             self._file.close()
 
     @property

@@ -164,7 +164,7 @@ class ReaderScans:
                 fetch, args = self._load_keys, (i + 1, cache_blocks)
             else:
                 fetch, args = self._next_block, (block, cache_blocks)
-            if self._mapped is None:
+            if self._pipelined:
                 # A remote file: fetch the next block (one ranged read, which
                 # also brings the block after's header) while the caller
                 # works on this one, so the pipe stays full (HBase seed 001).

@@ -115,6 +115,7 @@ class StoreFileWriter(WriterRows):
         self._uncompressed = 0
         self._delete_count = 0
         self._repeated_columns = 0
+        self._row_lengths: tuple[int, int] | None = None  # shortest and longest row key written
         self._hashes: list[tuple[np.ndarray, np.ndarray]] = []
         self._family_scalar = pa.scalar(family, pa.binary())
 
@@ -284,9 +285,20 @@ class StoreFileWriter(WriterRows):
         if continues:
             distinct = distinct.slice(1)  # the row continues from the previous block
         self._row_count += len(distinct)
+        self._note_row_lengths(rows)
         if self._bloom and len(distinct):
             self._hashes.append(row_hash_pairs(distinct))
         self._last_row = self._last_cell[0]
+
+    def _note_row_lengths(self, rows: pa.Array) -> None:
+        """Widen the shortest/longest row key written by one block's keys (one Arrow kernel)."""
+        bounds = pc.min_max(pc.binary_length(rows)).as_py()
+        if bounds["min"] is None:
+            return
+        if self._row_lengths is None:
+            self._row_lengths = (bounds["min"], bounds["max"])
+        else:
+            self._row_lengths = (min(self._row_lengths[0], bounds["min"]), max(self._row_lengths[1], bounds["max"]))
 
     def _count_versions_and_markers(self, block: pa.RecordBatch, first: Cell) -> None:
         """Count delete markers and repeated (row, qualifier) cells, once per block,
@@ -351,6 +363,8 @@ class StoreFileWriter(WriterRows):
                 uncompressed_size=self._uncompressed,
                 delete_count=self._delete_count,
                 repeated_columns=self._repeated_columns,
+                min_row_length=self._row_lengths[0] if self._row_lengths else 0,
+                max_row_length=self._row_lengths[1] if self._row_lengths else 0,
             )
             info_section = SectionHeader.frame(INFO_MAGIC, info.to_json())
             bloom_offset = data_end + len(index) if bloom_section else 0

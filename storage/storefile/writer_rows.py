@@ -121,4 +121,5 @@ class WriterRows:
             self._first_cell = first
         self._last_cell = last
         self._row_count += n
+        self._note_row_lengths(dense.rows)
         self._last_row = last[0]

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import InvalidArgument, check_bytes, clip
 from ..read.scan_request import row_range
 
-__all__ = ["row_range"]
+__all__ = ["row_range", "MAX_ROW_KEY_LENGTH", "row_too_long"]
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -26,6 +26,18 @@ def _now_ms() -> int:
 
 
 _check_bytes = check_bytes
+
+
+MAX_ROW_KEY_LENGTH = 32767
+"""The longest row key a write takes: HBase's (``Short.MAX_VALUE``: a row's length is a 2-byte field there)."""
+
+
+def row_too_long(row: bytes) -> InvalidArgument:
+    """The one-line refusal of a written row key over :data:`MAX_ROW_KEY_LENGTH`."""
+    return InvalidArgument(
+        f"row key {clip(repr(row[:40]), 80)}... is {len(row)} bytes, over the limit of {MAX_ROW_KEY_LENGTH}"
+        " bytes (HBase's)"
+    )
 
 
 def _check_row(row: Any) -> bytes:

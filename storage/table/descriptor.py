@@ -4,9 +4,11 @@ HBase keeps such values in the table descriptor (``TableDescriptor.getValue`` /
 ``setValue``, the shell's ``alter 't', METADATA => {...}``).  Here they are the
 ``extra`` object of the table's settings, in the table manifest
 (docs/formats/manifest.md): keys are strings, a value set through this module
-is a string, and the engine never interprets them (the Spark connector keeps a
-table's column mapping under ``regionscan.mapping``; storage does not know what
-it means).
+is a string, and the engine interprets one of them only:
+``hbase.server.keyvalue.maxsize`` (:data:`MAX_CELL_SIZE_KEY`), the largest cell a
+write may carry, as in HBase (10 MiB unless set; 0 or less: no limit).  The
+Spark connector keeps a table's column mapping under ``regionscan.mapping``;
+storage does not know what it means.
 
 A change rewrites the table manifest with ``write_atomic`` (temporary file,
 fsync, rename), holding the table's writer lock, so a crash leaves the old or
@@ -25,7 +27,28 @@ from ..schema import TableSettings, validate_table_name
 from ..vfs.fs import FileSystem
 from .missing import missing_table
 
-__all__ = ["table_values", "table_families", "set_table_values", "updated_manifest"]
+__all__ = [
+    "table_values", "table_families", "set_table_values", "updated_manifest", "MAX_CELL_SIZE_KEY",
+    "DEFAULT_MAX_CELL_SIZE", "cell_size_limit",
+]
+
+MAX_CELL_SIZE_KEY = "hbase.server.keyvalue.maxsize"
+"""The descriptor value that sets the largest cell (row, column and value bytes) a write may carry."""
+
+DEFAULT_MAX_CELL_SIZE = 10 << 20
+"""HBase's default for ``hbase.server.keyvalue.maxsize``: 10 MiB."""
+
+
+def cell_size_limit(extra: Mapping[str, Any] | None) -> int | None:
+    """The cell size limit the descriptor values ``extra`` set (None: no limit)."""
+    raw = (extra or {}).get(MAX_CELL_SIZE_KEY)
+    if raw is None:
+        return DEFAULT_MAX_CELL_SIZE
+    try:
+        limit = int(raw)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"{MAX_CELL_SIZE_KEY} must be a whole number of bytes, got {raw!r}"[:200]) from None
+    return limit if limit > 0 else None
 
 def _load(root: FileSystem, name: str) -> tuple[FileSystem, TableManifest]:
     tfs = root.sub(table_dir(name))
@@ -57,6 +80,8 @@ def _check_updates(updates: Mapping[str, str | None]) -> dict[str, str | None]:
             raise InvalidArgument(f"a descriptor value key must be a non-empty string, got {key!r}"[:200])
         if value is not None and not isinstance(value, str):
             raise InvalidArgument(f"descriptor value {key!r} must be a string or None, got {type(value).__name__}")
+        if key == MAX_CELL_SIZE_KEY and value is not None:
+            cell_size_limit({key: value})  # refused now, not at the next write
     return dict(updates)
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 
 from ..cells import Cell, CellType
 from ..errors import InvalidArgument
-from .arguments import _now_ms
+from .arguments import MAX_ROW_KEY_LENGTH, _now_ms
 
 if TYPE_CHECKING:
     from .table import Table
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["Batch"]
 
 _PUT = int(CellType.PUT)
+_NO_LIMIT = 1 << 62
 
 
 class Batch:
@@ -50,12 +51,14 @@ class Batch:
         cells = self._cells
         known = self._table._columns  # column name -> (family, qualifier), filled by checked puts
         ts = self._now
-        if ts is not None and type(row) is bytes and row and type(data) is dict and data:
-            # the common case without a call per cell: known columns, bytes values
+        limit = self._table._max_cell_size or _NO_LIMIT
+        if (ts is not None and type(row) is bytes and row and type(data) is dict and data
+                and len(row) <= MAX_ROW_KEY_LENGTH):
+            # the common case without a call per cell: known columns, bytes values within the limits
             mark = len(cells)
             for name, value in data.items():
                 hit = known.get(name)
-                if hit is None or type(value) is not bytes:
+                if hit is None or type(value) is not bytes or len(value) + len(row) + len(name) > limit:
                     del cells[mark:]  # something to check or refuse: the checked path below
                     break
                 cells.append((row, hit[0], hit[1], ts, _PUT, value))

@@ -101,7 +101,9 @@ class ScanCalls(abc.ABC):
         ``max_versions`` is the versions per column, 1 when not given; a raw
         scan (``raw=True``, cells only: delete markers and deleted cells) then
         returns every version, and with ``max_versions=n`` counts puts only,
-        as HBase's raw scan with ``VERSIONS => n`` (:mod:`storage.read.raw`).
+        as HBase's raw scan with ``VERSIONS => n`` (:mod:`storage.read.raw`);
+        its ``columns`` (qualifiers too) and ``filter`` apply to every cell,
+        markers included.
 
         The scan fixes its read point when called.  Embedded tables take
         ``snapshot=`` (from ``Table.snapshot``) to read that snapshot's views;

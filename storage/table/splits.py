@@ -3,11 +3,15 @@ swapped in under the table lock, with the parent's files retired."""
 
 from __future__ import annotations
 
+import logging
+
 from ..errors import InvalidArgument
 from ..region.manifest import RegionInfo, TableManifest
 from ..region.pins import retire_dir
 from ..region.region import Region
 from .arguments import _check_bytes
+
+log = logging.getLogger("storage.table")
 
 
 class TableSplits:
@@ -42,8 +46,6 @@ class TableSplits:
             hi_id = f"{manifest.next_region_id + 1:08d}"
             lo = RegionInfo(lo_id, region.info.start, key)
             hi = RegionInfo(hi_id, key, region.info.end)
-            region.write_daughter(lo, self.fs)
-            region.write_daughter(hi, self.fs)
             index = self._regions.index(region)
             new_infos = list(manifest.regions)
             new_infos[index : index + 1] = [lo, hi]
@@ -51,13 +53,71 @@ class TableSplits:
                 manifest.name, manifest.families, manifest.settings, new_infos,
                 manifest.next_region_id + 2, manifest.generation,
             )
-            new_manifest.save(self.fs)  # the commit point of the split
-            self._manifest = new_manifest
-            daughters = [self._new_region(lo).open(), self._new_region(hi).open()]
-            regions = list(self._regions)
-            regions[index : index + 1] = daughters
-            self._set_regions(regions)
-            # scans that took a view of the parent keep reading its files; its
-            # directory goes once the last of them ends
-            parent_dir = f"regions/{region.info.region_id}"
-            region.close(done=lambda: retire_dir(self.fs, parent_dir))
+            # The daughters are written and opened (their WALs made) before the
+            # commit point, so nothing after it can fail on a full disk and
+            # leave the parent taking writes that the committed table lost.
+            daughters: list[Region] = []
+            try:
+                for info in (lo, hi):
+                    region.write_daughter(info, self.fs)
+                    daughters.append(self._new_region(info).open())
+                    if getattr(daughters[-1], "offline", None) is not None:  # its new files did not read back
+                        raise daughters[-1].offline_error()
+            except BaseException:
+                self._drop_daughters(daughters, (lo, hi))
+                raise
+            try:
+                new_manifest.save(self.fs)  # the commit point of the split
+            except BaseException as exc:
+                committed = self._split_committed(new_infos)
+                if committed is False:
+                    self._drop_daughters(daughters, (lo, hi))
+                    raise
+                if committed is None:  # the table on disk cannot be read back: no write may go to either side
+                    for daughter in daughters:
+                        daughter.close()
+                    self.close(f"is closed: the commit of a split of region {region.info.region_id} could not be"
+                               f" confirmed ({exc}); open the table again")
+                    raise
+                # renamed into place, only the directory's fsync failed: committed,
+                # but the parent's folder stays until a later open removes it
+                self._swap_in(region, index, new_manifest, daughters, retire_parent=False)
+                raise
+            self._swap_in(region, index, new_manifest, daughters, retire_parent=True)
+
+    def _swap_in(self, region: Region, index: int, manifest: TableManifest, daughters: list[Region],
+                 retire_parent: bool) -> None:
+        """Put the committed daughters in the parent's place (in memory; nothing here writes)."""
+        self._manifest = manifest
+        regions = list(self._regions)
+        regions[index : index + 1] = daughters
+        self._set_regions(regions)
+        # scans that took a view of the parent keep reading its files; its
+        # directory goes once the last of them ends
+        parent_dir = f"regions/{region.info.region_id}"
+        try:
+            region.close(done=(lambda: retire_dir(self.fs, parent_dir)) if retire_parent else None)
+        except Exception as exc:  # its WAL's last sync: every edit of it is in the daughters' files
+            log.warning("table %s: closing split region %s failed: %s", self.name, region.info.region_id, exc)
+
+    def _split_committed(self, new_infos: list[RegionInfo]) -> bool | None:
+        """Whether the table manifest on disk names the daughters (None: it cannot be read)."""
+        try:
+            on_disk = TableManifest.load(self.fs).regions
+        except Exception:
+            return None
+        return [r.region_id for r in on_disk] == [r.region_id for r in new_infos]
+
+    def _drop_daughters(self, daughters: list[Region], infos: tuple[RegionInfo, ...]) -> None:
+        """Undo a split that did not commit: close the daughters opened and remove
+        their folders (best effort: a writer's next open removes what is left)."""
+        for daughter in daughters:
+            try:
+                daughter.close()
+            except Exception:
+                pass
+        for info in infos:
+            try:
+                self.fs.delete_dir(f"regions/{info.region_id}")
+            except OSError:
+                pass

@@ -30,6 +30,7 @@ from ..region.view import RegionView
 from ..schema import FamilySettings, TableSettings
 from ..vfs.fs import FileSystem
 from .counters import TableCounters
+from .descriptor import cell_size_limit
 from .gets import TableGets
 from .scans import TableScans
 from .splits import TableSplits
@@ -53,10 +54,14 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
             name: FamilySettings(**opts) for name, opts in manifest.families.items()
         }
         self.settings = TableSettings(**{k: v for k, v in manifest.settings.items()})
+        self._max_cell_size = cell_size_limit(self.settings.extra)  # hbase.server.keyvalue.maxsize
         self._regions: list[Region] = []
         self._starts: list[bytes] = []
         self._columns: dict[bytes, tuple[bytes, bytes]] = {}
         self._point_specs: dict = {}  # (columns, timestamp) -> ScanSpec of point reads
+        self._refused_until: dict = {}  # region id -> (until when, the error) after a blocked write's flush failed
+        self._maintain_after: dict = {}  # region id -> when writes may trigger upkeep again after a failure
+        self._blocked: set = set()  # regions past the blocking limit whose flush failed: writes flush them first
         self.closed = False
         self._closed_why = "is closed"
         self.mvcc = Mvcc()
@@ -159,6 +164,12 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
             for r in self._regions
         ]
 
+    def offline_regions(self) -> dict[str, str]:
+        """Region id -> why, for each region that did not open (damage found
+        while opening it: see :meth:`storage.region.region.Region.open`)."""
+        self._check_readable()
+        return {r.info.region_id: str(r.offline) for r in self._regions if r.offline is not None}
+
     def region_infos(self) -> list[RegionInfo]:
         """The regions' ids and key ranges, in key order."""
         self._check_readable()
@@ -245,6 +256,7 @@ class Table(TableWrites, TableCounters, TableScans, TableGets, TableSplits):
             manifest.save(self.fs)
             self._manifest = manifest
             self.settings = TableSettings(**manifest.settings)
+            self._max_cell_size = cell_size_limit(self.settings.extra)
             return dict(self.settings.extra)
 
     def check(self) -> None:

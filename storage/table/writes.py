@@ -4,28 +4,47 @@ the regions that hold their rows, and the region upkeep a write triggers."""
 from __future__ import annotations
 
 import bisect
+import logging
+import time
 from typing import Any, Iterable, Sequence
 
 from ..cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
 from ..columns import parse_column
-from ..errors import InvalidArgument, clip
+from ..errors import InvalidArgument, StorageError, StorageIOError, clip
 from ..region.region import Region
 from ..schema import no_such_family
-from .arguments import _check_bytes, _check_row, _now_ms
+from .arguments import MAX_ROW_KEY_LENGTH, _check_bytes, _check_row, _now_ms, row_too_long
+from .descriptor import MAX_CELL_SIZE_KEY
 from .mutation_batch import Batch
 
 _PUT = int(CellType.PUT)
+_NO_LIMIT = 1 << 62
 
 # writes wait for their region's flush past this many times the flush size
 BLOCKING_MULTIPLIER = 4
+
+# after a flush that a blocked write needed failed, the region's writes are refused this long before the next
+# try; after a flush, compaction or split that a write triggered failed, writes trigger none for this long
+ADMIT_RETRY_SECONDS = 0.25
+
+log = logging.getLogger("storage.table")
 
 
 class TableWrites:
     """Puts, deletes and mutation batches of a :class:`~storage.table.table.Table`."""
 
+    maintenance_errors: int = 0
+    """How many flushes, compactions or splits that writes triggered have failed
+    (the writes themselves were acknowledged)."""
+
+    last_maintenance_error: Exception | None = None
+    """The latest of those failures (None if there was none)."""
+
     def _put_cells(self, row: bytes, data: dict, timestamp: int | None) -> list[Cell]:
         if type(row) is not bytes or not row:
             row = _check_row(row)
+        if len(row) > MAX_ROW_KEY_LENGTH:
+            raise row_too_long(row)
         if not isinstance(data, dict):
             raise InvalidArgument(f"put data must be a dict of b'family:qualifier' -> bytes, got {type(data).__name__}")
         if not data:
@@ -33,13 +52,22 @@ class TableWrites:
             raise InvalidArgument(f"put of row {clip(repr(row))} names no columns")
         ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
         column = self._put_column
+        room = _NO_LIMIT if self._max_cell_size is None else self._max_cell_size - len(row)
         cells = []
         for name, value in data.items():
             family, qualifier = column(name)
             if type(value) is not bytes:
                 value = _check_bytes(value, f"value of {name!r}")
+            if len(value) + len(name) > room:
+                raise self._cell_too_big(row, name, len(value) + len(row) + len(name))
             cells.append((row, family, qualifier, ts, _PUT, value))
         return cells
+
+    def _cell_too_big(self, row: bytes, column: bytes, size: int) -> InvalidArgument:
+        return InvalidArgument(
+            f"cell {clip(repr(column), 60)} of row {clip(repr(row), 60)} is {size} bytes, over table {self.name}'s"
+            f" {MAX_CELL_SIZE_KEY} of {self._max_cell_size} bytes (raise it with set_table_values; 0 turns it off)"
+        )
 
     def _put_column(self, name: bytes) -> tuple[bytes, bytes]:
         """(family, qualifier) of a put's column, checked once per distinct name."""
@@ -66,6 +94,8 @@ class TableWrites:
 
     def _delete_cells(self, row: bytes, columns: Iterable | None, timestamp: int | None) -> list[Cell]:
         row = _check_row(row)
+        if len(row) > MAX_ROW_KEY_LENGTH:
+            raise row_too_long(row)
         ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
         cells = []
         if columns is None:
@@ -82,27 +112,30 @@ class TableWrites:
         return cells
 
     def _write(self, cells: Sequence[Cell]) -> None:
+        """Log and apply ``cells``, one group per region.
+
+        Once every group is in its WAL and memstore the write is acknowledged:
+        the flush, compaction or split it triggers afterwards never turns it
+        into an error (a failure there is kept in :attr:`maintenance_errors`
+        and logged).  A write that fails before then leaves nothing behind,
+        and a region whose unflushed edits are past the blocking limit must
+        flush before it takes more, so a disk that stays full refuses writes
+        instead of filling the memory.
+        """
         self._check_open()
         if not cells:
             return
-        tickets = []
         with self._mutex:
-            if len(self._regions) == 1:
-                by_region = {0: cells if isinstance(cells, list) else list(cells)}
-            else:
-                by_region: dict[int, list] = {}
-                starts = self._starts
-                for cell in cells:
-                    i = bisect.bisect_right(starts, cell[0]) - 1
-                    by_region.setdefault(i, []).append(cell)
-            try:
-                for i, group in by_region.items():
-                    region = self._regions[i]
-                    tickets.append((region, region.mutate_begin(group)))
-            except BaseException:
-                for region, ticket in tickets:
-                    region.mutate_finish(ticket)
-                raise
+            by_region = self._by_region(cells)
+            full = ()
+            if self._blocked:  # regions whose flush failed past the blocking limit (none, mostly)
+                full = [r for r in (self._regions[i] for i in by_region) if r in self._blocked]
+            tickets = None if full else self._begin(by_region)
+        if tickets is None:
+            for region in full:
+                self._flush_to_admit(region)
+            with self._mutex:  # routed again: a flush may have split a region meanwhile
+                tickets = self._begin(self._by_region(cells))
         # Outside the table's lock: one WAL sync serves every writer whose
         # records it covers (group commit); each group is visible once durable.
         error = None
@@ -116,7 +149,100 @@ class TableWrites:
         for region, _ in tickets:
             self._maintain(region)
 
+    def _by_region(self, cells: Sequence[Cell]) -> dict[int, list]:
+        """``cells`` grouped by the index of the region holding their rows (under the table lock)."""
+        if len(self._regions) == 1:
+            return {0: cells if isinstance(cells, list) else list(cells)}
+        by_region: dict[int, list] = {}
+        starts = self._starts
+        for cell in cells:
+            i = bisect.bisect_right(starts, cell[0]) - 1
+            by_region.setdefault(i, []).append(cell)
+        return by_region
+
+    def _begin(self, by_region: dict[int, list]) -> list[tuple[Region, tuple]]:
+        """Log and apply each region's group (under the table lock); the tickets to finish."""
+        tickets = []
+        try:
+            for i, group in by_region.items():
+                region = self._regions[i]
+                tickets.append((region, region.mutate_begin(group)))
+        except BaseException:
+            for region, ticket in tickets:
+                region.mutate_finish(ticket)
+            raise
+        return tickets
+
+    def _over_blocking_limit(self, region: Region) -> bool:
+        return region.memstore_size + region.snapshot_size >= BLOCKING_MULTIPLIER * self.settings.memstore_flush_size
+
+    def _flush_to_admit(self, region: Region) -> None:
+        """Flush a region past the blocking limit before a write goes in (HBase
+        blocks such writes, then refuses them with ``RegionTooBusyException``):
+        if the flush fails, the write is refused in one line, not applied.
+
+        After a failed flush the region's writes are refused at once for
+        ``ADMIT_RETRY_SECONDS`` (each attempt rewrites the whole memstore; a
+        full disk must not make every refused write cost a flush)."""
+        with region.maintenance():
+            if region.closed or not self._over_blocking_limit(region):
+                self._blocked.discard(region)
+                return
+            failed = self._refused_until.get(region.info.region_id)
+            if failed is not None and time.monotonic() < failed[0]:
+                refusal = failed[1]  # a new exception each time: re-raising one would grow its traceback
+                if isinstance(refusal, StorageIOError):
+                    raise StorageIOError(str(refusal), refusal.errno, refusal.filename)
+                raise StorageError(str(refusal))
+            try:
+                region.flush()
+            except Exception as exc:
+                message = (
+                    f"write to table {self.name} refused: region {region.info.region_id} holds"
+                    f" {region.memstore_size + region.snapshot_size} bytes of unflushed edits (the limit is"
+                    f" {BLOCKING_MULTIPLIER} x memstore_flush_size) and its flush failed: {exc}"
+                )
+                if isinstance(exc, OSError):
+                    refusal = StorageIOError(message, exc.errno, exc.filename)
+                else:
+                    refusal = StorageError(message)
+                self._refused_until[region.info.region_id] = (time.monotonic() + ADMIT_RETRY_SECONDS, refusal)
+                raise refusal from exc
+            self._refused_until.pop(region.info.region_id, None)
+            self._blocked.discard(region)
+
     def _maintain(self, region: Region) -> None:
+        """The upkeep a write triggers, after the write is acknowledged: a
+        failure is recorded (:attr:`maintenance_errors`, the log), never raised
+        to the writer, whose edits are safe in the WAL and the memstore; the
+        next flush, explicit or due, tries again."""
+        retry_at = self._maintain_after.get(region.info.region_id)
+        if retry_at is not None and time.monotonic() < retry_at:
+            # it failed a moment ago: each try rewrites the memstore, so not on every write
+            if self._over_blocking_limit(region):
+                self._blocked.add(region)  # the next write to it must flush first (_flush_to_admit)
+            return
+        try:
+            self._maintain_region(region)
+        except Exception as exc:
+            self._maintain_after[region.info.region_id] = time.monotonic() + ADMIT_RETRY_SECONDS
+            if self._over_blocking_limit(region):
+                self._blocked.add(region)
+            self._maintenance_failed(region, exc)
+
+    def _maintenance_failed(self, region: Region, exc: Exception) -> None:
+        def kind(error: Exception | None) -> tuple:
+            return type(error), getattr(error, "errno", None)
+
+        with self._mutex:
+            self.maintenance_errors += 1
+            repeated = kind(exc) == kind(self.last_maintenance_error)
+            self.last_maintenance_error = exc
+        if not repeated:  # a disk that stays full fails every due flush (each a new file): say so once
+            log.warning("table %s region %s: flush/compaction/split after a write failed: %s",
+                        self.name, region.info.region_id, exc)
+
+    def _maintain_region(self, region: Region) -> None:
         """Flush, compact and split a region past its thresholds (HBase's
         automatic policies), without holding up the table's other writers: a
         write waits for a flush only once the region's memstore holds
@@ -124,10 +250,7 @@ class TableWrites:
         ``hbase.hregion.memstore.block.multiplier``)."""
         if region.closed or not region.needs_flush():
             return
-        blocked = region.memstore_size + region.snapshot_size >= (
-            BLOCKING_MULTIPLIER * self.settings.memstore_flush_size
-        )
-        if not region.flush_if_due(wait=blocked):
+        if not region.flush_if_due(wait=self._over_blocking_limit(region)):
             return
         region.compact_if_due()
         if region.needs_split():
@@ -154,7 +277,10 @@ class TableWrites:
         if qualifier is None:
             raise InvalidArgument(f"column {column!r} needs a qualifier")
         self._check_family(family)
-        self._write([Cell(_check_row(row), family, qualifier, self._check_ts(timestamp), CellType.DELETE, b"")])
+        row = _check_row(row)
+        if len(row) > MAX_ROW_KEY_LENGTH:
+            raise row_too_long(row)
+        self._write([Cell(row, family, qualifier, self._check_ts(timestamp), CellType.DELETE, b"")])
 
     def batch(self, timestamp: int | None = None, batch_size: int | None = None, transaction: bool = False, wal: bool = True) -> "Batch":
         """A happybase-style batch: mutations are sent together (one WAL record per region)."""
@@ -163,6 +289,12 @@ class TableWrites:
     def put_cells(self, cells: Sequence[Cell]) -> None:
         """Write raw cells (puts and delete markers) as one group per region."""
         checked = [check_cell(c) for c in cells]
+        limit = self._max_cell_size
         for cell in checked:
             self._check_family(cell[1])
+            if len(cell[0]) > MAX_ROW_KEY_LENGTH:
+                raise row_too_long(cell[0])
+            size = len(cell[0]) + len(cell[1]) + 1 + len(cell[2]) + len(cell[5])  # as a put's b"family:qualifier"
+            if limit is not None and size > limit:
+                raise self._cell_too_big(cell[0], cell[1] + b":" + cell[2], size)
         self._write(checked)

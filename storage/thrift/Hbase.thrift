@@ -3,7 +3,8 @@
 // The gateway (storage/thrift) serves this service so that HBase's Thrift 1
 // clients, happybase first among them, talk to regionscan unchanged.  Type
 // names, field ids, field types and method signatures must stay exactly as
-// HBase defines them: they are the wire contract.  Comments describe what
+// HBase defines them: they are the wire contract (one optional field is added,
+// TCell.type, below; clients on HBase's IDL skip it).  Comments describe what
 // regionscan's gateway does with each call (see docs/thrift.md).
 //
 // Interface version: HBase Thrift 1 as of HBase 0.98 - 2.x (the level
@@ -15,10 +16,16 @@ typedef binary Text
 typedef binary Bytes
 typedef i32 ScannerID
 
-// One version of one cell.
+// One version of one cell.  Field 3 is regionscan's one addition to HBase's
+// interface: a raw scan's cells (scan attribute "_raw_", docs/thrift.md) carry
+// their type code (4 Put, 8 Delete, 12 DeleteColumn, 14 DeleteFamily), as
+// HBase's Thrift 2 TColumnValue.type does.  It is optional and sent only by
+// raw scans, so HBase's own clients, which skip unknown fields, read every
+// answer as before.
 struct TCell {
   1: Bytes value,
-  2: i64 timestamp
+  2: i64 timestamp,
+  3: optional byte type
 }
 
 // A column family's settings.  name ends with ':' as HBase sends it.
@@ -181,6 +188,8 @@ service Hbase {
                       4: map<Text, Text> attributes) throws (1: IOError io)
 
   // -- scanners --------------------------------------------------------------
+  // The attributes "_raw_" and "_versions_" of any scannerOpen* call ask for a
+  // raw scan, whose rows come as sortedColumns with TCell.type (docs/thrift.md).
   ScannerID scannerOpenWithScan(1: Text tableName, 2: TScan scan,
                                 3: map<Text, Text> attributes) throws (1: IOError io)
   ScannerID scannerOpen(1: Text tableName, 2: Text startRow, 3: list<Text> columns,

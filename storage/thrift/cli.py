@@ -33,17 +33,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="allow a non-loopback --host (Thrift 1 has no authentication: anyone who reaches the port can read and write)")
     parser.add_argument("--read-only", action="store_true", help="serve reads only (takes no table locks)")
     parser.add_argument("--workers", type=int, default=d.workers,
-                        help="worker threads, one per open connection (default %(default)s)")
+                        help="worker threads answering connections that sent a request (default %(default)s)")
     parser.add_argument("--max-queued", type=int, default=d.max_queued,
-                        help="connections waiting for a worker before new ones are closed (default %(default)s)")
+                        help="connections with a request waiting for a worker; more wait unread (default %(default)s)")
+    parser.add_argument("--max-connections", type=int, default=d.max_connections,
+                        help="open connections, idle or served; more are closed at once (default %(default)s)")
     parser.add_argument("--max-request-bytes", type=int, default=d.max_request_bytes,
                         help="largest request accepted; a larger one closes its connection (default %(default)s)")
     parser.add_argument("--max-container-entries", type=int, default=d.max_container_entries,
                         help="most entries one list, set or map of a request may declare; more closes the "
                              "connection (default %(default)s)")
     parser.add_argument("--max-connections-per-host", type=int, default=None,
-                        help="connections one peer host may hold open or queued; more are closed at once "
-                             "(default: workers + max-queued)")
+                        help="connections one peer host may hold open; more are closed at once "
+                             "(default: max-connections)")
     parser.add_argument("--max-rows-per-call", type=int, default=d.max_rows_per_call,
                         help="most rows one scannerGetList returns (default %(default)s)")
     parser.add_argument("--max-scanners-per-connection", type=int, default=d.max_scanners_per_connection,
@@ -53,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scanner-lease-timeout", type=float, default=d.scanner_lease_timeout,
                         help="seconds an idle scanner lives (default %(default)s)")
     parser.add_argument("--idle-timeout", type=float, default=d.idle_timeout,
-                        help="close a connection idle this many seconds (default: never; HBase's is 60)")
+                        help="close a connection silent this many seconds, between requests or in one "
+                             "(0: never; default %(default)s, as HBase)")
     parser.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                         help="do not read a scanner's next batch while the client handles the last")
     parser.add_argument("--block-cache-size", type=int, default=d.block_cache_size,
@@ -73,6 +76,7 @@ def _config(args: argparse.Namespace) -> GatewayConfig:
         read_only=args.read_only,
         workers=args.workers,
         max_queued=args.max_queued,
+        max_connections=args.max_connections,
         max_request_bytes=args.max_request_bytes,
         max_container_entries=args.max_container_entries,
         max_connections_per_host=args.max_connections_per_host,

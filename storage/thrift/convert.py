@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import kernels
 from ..errors import InvalidArgument
+from ..names import nearest_name
 from ..read.python_rows import cells_to_dicts
 from ..read.scan_request import ScanRequest
 from .idl import hbase
@@ -24,6 +30,8 @@ __all__ = [
     "column_descriptor",
     "region_info",
     "row_results",
+    "raw_row_results",
+    "scan_attributes",
     "scan_request",
     "row_result",
     "cells_of_batches",
@@ -49,9 +57,64 @@ def read_columns(columns: Iterable[bytes] | None) -> list[bytes] | None:
     return out
 
 
-def scan_request(scan: "hbase.TScan", prefix: bytes | None = None) -> ScanRequest:
+RAW_ATTRIBUTE = b"_raw_"
+"""The scan attribute asking for a raw scan: the name HBase's ``Scan.setRaw`` stored
+its flag under while raw was a scan attribute, its value ``Bytes.toBytes(true)``."""
+VERSIONS_ATTRIBUTE = b"_versions_"
+"""The scan attribute giving a raw scan's versions per column (HBase's ``VERSIONS => n``)."""
+_SCAN_ATTRIBUTES = (RAW_ATTRIBUTE, VERSIONS_ATTRIBUTE)
+
+
+def _attribute_flag(name: bytes, value) -> bool:
+    """A boolean attribute: HBase's ``Bytes.toBytes(boolean)`` (one byte, not 0 is true)
+    or the text ``true`` / ``false``."""
+    if isinstance(value, bytes):
+        if len(value) == 1:
+            return value != b"\x00"
+        if value.lower() in (b"true", b"false"):
+            return value.lower() == b"true"
+    raise InvalidArgument(f"scan attribute {name.decode()!r} must be one byte (Bytes.toBytes(boolean)) "
+                          f"or 'true'/'false', got {value!r:.40}")
+
+
+def _attribute_versions(value) -> int:
+    if isinstance(value, bytes) and value.isdigit() and int(value) >= 1:
+        return int(value)
+    raise InvalidArgument(f"scan attribute {VERSIONS_ATTRIBUTE.decode()!r} must be a positive decimal number "
+                          f"as text, got {value!r:.40}")
+
+
+def scan_attributes(attributes) -> dict:
+    """The engine arguments a scanner's ``attributes`` map asks for: ``raw`` from
+    ``_raw_`` and ``max_versions`` from ``_versions_`` (raw scans only).  Other
+    attributes are opaque, as HBase's scan attributes; a name in HBase's
+    reserved ``_name_`` form close to one of these is refused, naming it."""
+    out: dict = {}
+    if not attributes:
+        return out
+    if not isinstance(attributes, dict):
+        raise InvalidArgument(f"attributes must be a map of bytes to bytes, got {type(attributes).__name__}")
+    known = [n.decode() for n in _SCAN_ATTRIBUTES]
+    for name in attributes:
+        if not isinstance(name, bytes):
+            raise InvalidArgument(f"attribute names must be bytes, got {name!r:.40}")
+        text = name.decode("utf-8", "replace")
+        if name not in _SCAN_ATTRIBUTES and text.startswith("_") and nearest_name(text, known):
+            raise InvalidArgument(f"unknown scan attribute {text!r}; did you mean {nearest_name(text, known)!r}?")
+    if RAW_ATTRIBUTE in attributes:
+        out["raw"] = _attribute_flag(RAW_ATTRIBUTE, attributes[RAW_ATTRIBUTE])
+    if VERSIONS_ATTRIBUTE in attributes:
+        if not out.get("raw"):
+            raise InvalidArgument("scan attribute '_versions_' applies to raw scans: set '_raw_' too "
+                                  "(a Thrift 1 row holds one cell per column)")
+        out["max_versions"] = _attribute_versions(attributes[VERSIONS_ATTRIBUTE])
+    return out
+
+
+def scan_request(scan: "hbase.TScan", prefix: bytes | None = None, attributes=None) -> ScanRequest:
     """The engine request of a ``TScan`` (or of ``scannerOpenWithPrefix``'s ``prefix``):
-    cells, its ``batchSize`` as cells per row piece and ``sortColumns`` as sorted columns."""
+    cells, its ``batchSize`` as cells per row piece and ``sortColumns`` as sorted columns;
+    the scanner's ``attributes`` may ask for a raw scan (:func:`scan_attributes`)."""
     batching = scan.batchSize
     if batching is not None and batching < 1:
         raise InvalidArgument(f"TScan.batchSize must be at least 1, got {batching}")
@@ -62,6 +125,7 @@ def scan_request(scan: "hbase.TScan", prefix: bytes | None = None) -> ScanReques
     return ScanRequest.from_happybase(
         **bounds, columns=read_columns(scan.columns), filter=scan.filterString or None, timestamp=scan.timestamp,
         reverse=bool(scan.reversed), output="cells", scan_batching=batching, sorted_columns=bool(scan.sortColumns),
+        **scan_attributes(attributes),
     )
 
 
@@ -156,6 +220,35 @@ def row_results(batches: Iterator, sort_columns: bool, scan_batching: int | None
             else:
                 for key, data in rows:
                     yield TRowResult(row=key, columns=data)
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()  # frees the region views the engine scan holds
+
+
+def raw_row_results(batches: Iterator, scan_batching: int | None = None) -> Iterator:
+    """TRowResults of a raw scan's cell batches: every cell, markers included, as
+    ``sortedColumns`` in cell order (a column may hold several cells, which the
+    ``columns`` map cannot), each ``TCell`` with its ``type`` code.
+    ``scan_batching`` cuts a row into pieces of at most that many cells.
+    Row bounds and column names come from the batch kernels; one Python step
+    per row or piece.  Closing the iterator closes the scan."""
+    try:
+        for batch in batches:
+            n = batch.num_rows
+            if not n:
+                continue
+            starts = kernels.row_boundaries(batch)
+            ends = np.append(starts[1:], n)
+            keys = batch.column("row").take(pa.array(starts)).to_pylist()
+            names = pc.binary_join_element_wise(batch.column("family"), batch.column("qualifier"), b":").to_pylist()
+            cells = list(map(TCell, batch.column("value").to_pylist(), batch.column("timestamp").to_pylist(),
+                             batch.column("type").to_pylist()))
+            columns = list(map(TColumn, names, cells))
+            for key, lo, hi in zip(keys, starts.tolist(), ends.tolist()):
+                step = scan_batching or (hi - lo)
+                for at in range(lo, hi, step):
+                    yield TRowResult(row=key, sortedColumns=columns[at:min(at + step, hi)])
     finally:
         close = getattr(batches, "close", None)
         if close is not None:

@@ -26,6 +26,7 @@ from .convert import (
     family_column,
     family_options,
     put_column,
+    raw_row_results,
     read_columns,
     region_info,
     row_result,
@@ -405,11 +406,14 @@ class HbaseHandler:
             return True
 
     # -- scanners --------------------------------------------------------
-    def _open(self, tableName, scan, prefix: bytes | None = None) -> int:
+    def _open(self, tableName, scan, attributes, prefix: bytes | None = None) -> int:
         table = self._table(tableName)
         self._s.scanners.check_room(self.connection_id)  # refuse before any scan work
-        request = scan_request(scan, prefix)
-        results = row_results(table.run_scan(request), request.sorted_columns, request.scan_batching)
+        request = scan_request(scan, prefix, attributes)
+        if request.raw:  # every cell, markers with their types: sortedColumns (convert.raw_row_results)
+            results = raw_row_results(table.run_scan(request), request.scan_batching)
+        else:
+            results = row_results(table.run_scan(request), request.sorted_columns, request.scan_batching)
         # Pull the first row now, so a bad scan (filter, columns, range) fails at open.
         first = next(results, _END)
         results = _prepend(first, results) if first is not _END else iter(())
@@ -425,30 +429,31 @@ class HbaseHandler:
     def scannerOpenWithScan(self, tableName, scan, attributes) -> int:
         if scan is None:
             raise InvalidArgument("scannerOpenWithScan needs a TScan")
-        return self._open(tableName, scan)
+        return self._open(tableName, scan, attributes)
 
     @_thrift_call
     def scannerOpen(self, tableName, startRow, columns, attributes) -> int:
-        return self._open(tableName, hbase.TScan(startRow=startRow, columns=columns))
+        return self._open(tableName, hbase.TScan(startRow=startRow, columns=columns), attributes)
 
     @_thrift_call
     def scannerOpenWithStop(self, tableName, startRow, stopRow, columns, attributes) -> int:
-        return self._open(tableName, hbase.TScan(startRow=startRow, stopRow=stopRow, columns=columns))
+        return self._open(tableName, hbase.TScan(startRow=startRow, stopRow=stopRow, columns=columns), attributes)
 
     @_thrift_call
     def scannerOpenWithPrefix(self, tableName, startAndPrefix, columns, attributes) -> int:
         if not isinstance(startAndPrefix, bytes):
             raise InvalidArgument(f"prefix must be bytes, got {startAndPrefix!r:.60}")
-        return self._open(tableName, hbase.TScan(columns=columns), prefix=startAndPrefix)
+        return self._open(tableName, hbase.TScan(columns=columns), attributes, prefix=startAndPrefix)
 
     @_thrift_call
     def scannerOpenTs(self, tableName, startRow, columns, timestamp, attributes) -> int:
-        return self._open(tableName, hbase.TScan(startRow=startRow, columns=columns, timestamp=timestamp))
+        return self._open(tableName, hbase.TScan(startRow=startRow, columns=columns, timestamp=timestamp), attributes)
 
     @_thrift_call
     def scannerOpenWithStopTs(self, tableName, startRow, stopRow, columns, timestamp, attributes) -> int:
         return self._open(
-            tableName, hbase.TScan(startRow=startRow, stopRow=stopRow, columns=columns, timestamp=timestamp)
+            tableName, hbase.TScan(startRow=startRow, stopRow=stopRow, columns=columns, timestamp=timestamp),
+            attributes,
         )
 
     def _next(self, scanner_id, n) -> list:

@@ -1,20 +1,28 @@
-"""The gateway: a listening socket, a pool of worker threads, one handler per connection.
+"""The gateway: a listening socket, a selector over idle connections, a pool of worker threads.
 
-HBase's default Thrift server is a thread pool serving one connection per
-thread while it is open; this is the same.  Each connection reads a
-request, runs it and writes the answer, until the peer closes it.  A
-request that cannot be decoded (a wrong protocol, a garbage or oversized
-frame, a length prefix beyond the request limit) or that names an unknown
-method closes that connection only, after a one-line log entry; the
+HBase's default Thrift server serves one connection per pooled thread while
+it is open, so a few dozen idle clients lock everyone else out.  Here an
+idle connection costs a socket and no thread: the accept loop watches every
+idle connection with a selector and hands one to a worker only when bytes
+arrive; the worker answers the requests it has and gives the connection
+back.  Connections beyond ``max_connections`` (or ``max_connections_per_host``
+from one host) are closed when accepted, and a connection silent for
+``idle_timeout`` seconds, between requests or in the middle of one, is
+closed.  A request that cannot be decoded (a wrong protocol, a garbage or
+oversized frame, a length prefix beyond the request limit) or that names an
+unknown method closes that connection only, after a one-line log entry; the
 gateway goes on serving the others.
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import logging
+import selectors
 import socket
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from thriftpy2.thrift import TApplicationException, TProcessor
@@ -55,6 +63,21 @@ class _Processor(TProcessor):
             self.send_result(oprot, api, result, seqid)
 
 
+class _Client:
+    """One accepted connection: its socket, its protocols and handler, and when it last spoke."""
+
+    __slots__ = ("id", "sock", "peer", "host", "reader", "iprot", "oprot", "processor", "last")
+
+    def __init__(self, connection_id: int, sock: socket.socket, peer, host: str, gateway: "ThriftGateway"):
+        self.id = connection_id
+        self.sock = sock
+        self.peer = peer
+        self.host = host
+        self.reader, self.iprot, self.oprot = protocols(gateway.config, sock)
+        self.processor = _Processor(hbase.Hbase, HbaseHandler(gateway.state, connection_id))
+        self.last = time.monotonic()
+
+
 class ThriftGateway:
     """An HBase Thrift 1 gateway over the tables under ``root``.
 
@@ -83,55 +106,96 @@ class ThriftGateway:
         self.state = GatewayState(self.connection, self.scanners, config.host, self.port,
                                   config.max_rows_per_call, config.read_only)
         self._pool = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="thrift-worker")
-        self._slots = threading.BoundedSemaphore(config.workers + config.max_queued)
         self._ids = itertools.count(1)
-        self._per_host: dict[str, int] = {}  # open or queued connections by peer host, under _clients_lock
-        self._clients: dict[int, socket.socket] = {}
+        self._per_host: dict[str, int] = {}  # open connections by peer host, under _clients_lock
+        self._clients: dict[int, _Client] = {}  # every open connection, idle or served
         self._clients_lock = threading.Lock()
         self._closing = threading.Event()
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()  # a worker handing a connection back wakes the loop
+        self._wake_r.setblocking(False)
+        # from workers: connections to watch again, or None for one a worker closed
+        self._returned: collections.deque[_Client | None] = collections.deque()
+        self._ready: collections.deque[_Client] = collections.deque()  # spoke, waiting for a worker slot
+        self._dispatched = 0  # connections queued for or held by a worker (accept loop only)
 
     @property
     def location(self) -> str:
         return f"thrift://{self.config.host}:{self.port}"
 
+    @property
+    def open_connections(self) -> int:
+        """Connections open now, idle or served."""
+        with self._clients_lock:
+            return len(self._clients)
+
     # -- serving ---------------------------------------------------------
     def serve(self) -> None:
-        """Accept connections until :meth:`shutdown`."""
+        """Accept and watch connections until :meth:`shutdown`."""
         self.scanners.start_reaper()
-        self._listener.settimeout(0.5)  # wake up now and then to notice shutdown
-        while not self._closing.is_set():
+        self._listener.setblocking(False)
+        self._selector.register(self._listener, selectors.EVENT_READ)
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        idle = self.config.idle_timeout
+        next_sweep = time.monotonic()
+        try:
+            while not self._closing.is_set():
+                for key, _ in self._selector.select(timeout=0.5):
+                    if key.fileobj is self._listener:
+                        self._accept()
+                    elif key.fileobj is self._wake_r:
+                        self._drain_wakeups()
+                    else:
+                        self._selector.unregister(key.fileobj)
+                        self._ready.append(key.data)
+                self._take_back()
+                self._dispatch()
+                now = time.monotonic()
+                if idle and now >= next_sweep:
+                    self._close_idle(now - idle)
+                    next_sweep = now + min(idle / 4, 1.0)
+        finally:
+            self._selector.close()
+
+    def _accept(self) -> None:
+        while True:
             try:
                 sock, peer = self._listener.accept()
-            except socket.timeout:
-                continue
+            except (BlockingIOError, InterruptedError):
+                return
             except OSError:
                 if self._closing.is_set():
-                    break
+                    return
                 raise
             host = peer[0] if isinstance(peer, tuple) else str(peer)
-            if not self._admit(host):
-                log.warning("refusing connection from %s: %d connections from that host open or queued",
-                            _peer(peer), self.config.max_connections_per_host)
+            refused = self._admit(host)
+            if refused:
+                log.warning("refusing connection from %s: %s", _peer(peer), refused)
                 sock.close()
                 continue
-            if not self._slots.acquire(blocking=False):
-                self._leave(host)
-                log.warning("refusing connection from %s: %d connections open or queued",
-                            _peer(peer), self.config.workers + self.config.max_queued)
-                sock.close()
-                continue
-            sock.settimeout(self.config.idle_timeout or None)
+            sock.setblocking(True)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._pool.submit(self._serve_connection, sock, peer, host)
+            try:
+                client = _Client(next(self._ids), sock, peer, host, self)
+            except BaseException:
+                self._leave(host)
+                sock.close()
+                raise
+            with self._clients_lock:
+                self._clients[client.id] = client
+            self._selector.register(sock, selectors.EVENT_READ, client)
 
-    def _admit(self, host: str) -> bool:
-        """Count a new connection from ``host``, unless it already holds ``max_connections_per_host``."""
+    def _admit(self, host: str) -> str | None:
+        """Count a new connection from ``host``; or say why it is refused (a limit is reached)."""
         with self._clients_lock:
+            if len(self._clients) >= self.config.max_connections:
+                return f"{self.config.max_connections} connections open (max_connections)"
             n = self._per_host.get(host, 0)
             if n >= self.config.max_connections_per_host:
-                return False
+                return (f"{self.config.max_connections_per_host} connections from that host open"
+                        " (max_connections_per_host)")
             self._per_host[host] = n + 1
-            return True
+            return None
 
     def _leave(self, host: str) -> None:
         with self._clients_lock:
@@ -139,38 +203,85 @@ class ThriftGateway:
             if n:
                 self._per_host[host] = n
 
-    def _serve_connection(self, sock: socket.socket, peer, host: str) -> None:
-        connection_id = next(self._ids)
-        with self._clients_lock:
-            self._clients[connection_id] = sock
+    def _drain_wakeups(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+
+    def _take_back(self) -> None:
+        """Watch again the connections workers have finished with."""
+        while self._returned:
+            client = self._returned.popleft()
+            self._dispatched -= 1
+            if client is not None:  # None: the worker closed it
+                client.last = time.monotonic()
+                self._selector.register(client.sock, selectors.EVENT_READ, client)
+
+    def _dispatch(self) -> None:
+        """Hand connections that spoke to workers: ``workers`` at work, ``max_queued`` more waiting."""
+        limit = self.config.workers + self.config.max_queued
+        while self._ready and self._dispatched < limit:
+            self._dispatched += 1
+            self._pool.submit(self._serve_requests, self._ready.popleft())
+
+    def _close_idle(self, before: float) -> None:
+        quiet = [key.data for key in list(self._selector.get_map().values())
+                 if isinstance(key.data, _Client) and key.data.last < before]
+        for client in quiet:
+            self._selector.unregister(client.sock)
+            log.info("closing connection %d from %s: idle for %g s (idle_timeout)", client.id, _peer(client.peer),
+                     self.config.idle_timeout)
+            self._end(client)
+
+    def _serve_requests(self, client: _Client) -> None:
+        """Answer the requests ``client`` has sent, then hand it back to the accept loop (or close it)."""
+        keep = False
         try:
             if self._closing.is_set():
                 return
-            reader, iprot, oprot = protocols(self.config, sock)
-            processor = _Processor(hbase.Hbase, HbaseHandler(self.state, connection_id))
-            while not self._closing.is_set():
-                reader.start_request()
-                processor.process(iprot, oprot)
+            # a request that stops arriving part way holds this worker for idle_timeout at most
+            client.sock.settimeout(self.config.idle_timeout or None)
+            while True:
+                client.reader.start_request()
+                client.processor.process(client.iprot, client.oprot)
+                if not client.reader.buffered() or self._closing.is_set():
+                    break
+            keep = not self._closing.is_set()
         except socket.timeout:
-            log.info("closing connection %d from %s: idle for %g s", connection_id, _peer(peer),
-                     self.config.idle_timeout)
+            log.info("closing connection %d from %s: silent for %g s in a request (idle_timeout)", client.id,
+                     _peer(client.peer), self.config.idle_timeout)
         except TTransportException as exc:
             if exc.type != TTransportException.END_OF_FILE:
-                log.warning("closing connection %d from %s: %s", connection_id, _peer(peer), one_line(exc))
+                log.warning("closing connection %d from %s: %s", client.id, _peer(client.peer), one_line(exc))
         except (OSError, EOFError):
             pass  # the peer went away
         except Exception as exc:  # a request that does not decode: this connection ends, the gateway goes on
-            log.warning("closing connection %d from %s: %s: %s", connection_id, _peer(peer),
+            log.warning("closing connection %d from %s: %s: %s", client.id, _peer(client.peer),
                         type(exc).__name__, one_line(exc))
         finally:
-            with self._clients_lock:
-                self._clients.pop(connection_id, None)
-            self.scanners.close_connection(connection_id)
-            self._leave(host)  # before the close: a peer that sees it may reconnect at once
+            if keep:
+                self._returned.append(client)
+            else:
+                self._end(client)
+                self._returned.append(None)
             try:
-                sock.close()
-            finally:
-                self._slots.release()
+                self._wake_w.send(b"\0")
+            except OSError:
+                pass  # shutting down
+
+    def _end(self, client: _Client) -> None:
+        """Forget and close one connection."""
+        with self._clients_lock:
+            if self._clients.pop(client.id, None) is None:
+                return
+        self.scanners.close_connection(client.id)
+        self._leave(client.host)  # before the close: a peer that sees it may reconnect at once
+        try:
+            client.sock.close()
+        except OSError:
+            pass
 
     def shutdown(self) -> None:
         """Stop accepting, end every connection, close scanners and tables."""
@@ -180,14 +291,18 @@ class ThriftGateway:
         self._listener.close()
         with self._clients_lock:
             clients = list(self._clients.values())
-        for sock in clients:
+        for client in clients:
             try:
-                sock.shutdown(socket.SHUT_RDWR)
+                client.sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
         self._pool.shutdown(wait=True)
+        for client in clients:
+            self._end(client)
         self.scanners.stop()
         self.connection.close()
+        self._wake_w.close()
+        self._wake_r.close()
 
 
 def _peer(peer) -> str:

@@ -71,6 +71,10 @@ class BoundedReader(TTransportBase):
         """Bytes the current request may still read."""
         return self.limit - self._used
 
+    def buffered(self) -> int:
+        """Bytes received and not read yet (the start of a next, pipelined request)."""
+        return len(self._buf) - self._pos
+
     def is_open(self) -> bool:
         return True
 

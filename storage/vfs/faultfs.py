@@ -42,7 +42,7 @@ import threading
 
 import pyarrow as pa
 
-from ..errors import StorageError
+from ..errors import StorageError, StorageIOError
 from .fs import FileSystem, WritableFile
 
 __all__ = ["FaultInjector", "FaultFileSystem", "InjectedFault", "KINDS", "READ_KINDS", "ALL_KINDS"]
@@ -56,8 +56,19 @@ READ_KINDS = ("open", "read", "list", "stat")
 ALL_KINDS = KINDS + READ_KINDS
 
 
-class InjectedFault(OSError):
-    """An I/O error raised on purpose by a :class:`FaultInjector`."""
+_ACTIONS = {
+    "create": "creating", "write": "writing", "sync": "syncing", "rename": "renaming to", "delete": "deleting",
+    "open": "opening", "read": "reading", "list": "listing", "stat": "checking",
+}
+
+
+class InjectedFault(StorageIOError):
+    """An I/O error raised on purpose by a :class:`FaultInjector`: one line as a
+    real one reads (``no space left on device writing <path> (injected)``)."""
+
+    def __init__(self, code: int, action: str, path: str):
+        reason = os.strerror(code)
+        super().__init__(f"{reason[:1].lower()}{reason[1:]} {action} {path} (injected)", code, path)
 
 
 class FaultInjector:
@@ -105,7 +116,7 @@ class FaultInjector:
         """
         with self._lock:
             if self._off:
-                raise InjectedFault(errno.EIO, "injected: the power is off", path)
+                raise InjectedFault(errno.EIO, "with the power off:", path)
             self.counts[kind] += 1
             code = 0
             for (armed_kind, pattern), rule in self._armed.items():
@@ -120,7 +131,7 @@ class FaultInjector:
             self.failures += 1
         if kind == "write":
             return code
-        raise InjectedFault(code, f"injected {kind} failure", path)
+        raise InjectedFault(code, _ACTIONS[kind], path)
 
     # -- durability model --------------------------------------------------------
     def opened(self, full: str, size: int, created: bool) -> None:
@@ -185,7 +196,7 @@ class _FaultWritable:
         code = self._injector.check("write", self._full)
         if code:
             self._inner.write(bytes(memoryview(data)[: len(data) // 2]))  # a torn write
-            raise InjectedFault(code, "injected write failure", self._full)
+            raise InjectedFault(code, "writing", self._full)
         return self._inner.write(data)
 
     def tell(self) -> int:
@@ -304,7 +315,7 @@ class FaultFileSystem(FileSystem):
         self.injector.check("create", full)
         code = self.injector.check("write", full)
         if code:
-            raise InjectedFault(code, "injected write failure", full)
+            raise InjectedFault(code, "writing", full)
         staged = f"{full}.put-{threading.get_ident()}"
         with open(staged, "wb") as f:
             f.write(data)

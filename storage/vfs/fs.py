@@ -25,10 +25,21 @@ from typing import Protocol
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import InvalidArgument, StorageError, TableLocked
+from ..errors import InvalidArgument, StorageError, StorageIOError, TableLocked
 from .objstore import ObjectStore, S3Settings
 
-__all__ = ["FileSystem", "WritableFile", "Lock", "open_filesystem", "TEMP_MARK"]
+__all__ = ["FileSystem", "WritableFile", "Lock", "open_filesystem", "TEMP_MARK", "MMAP_ENV", "mmap_enabled"]
+
+MMAP_ENV = "REGIONSCAN_MMAP"
+"""Set to ``0`` to read local store files with ``pread`` instead of mapping them.  A mapped
+file's pages count in the process's resident size (clean and reclaimable, but a container
+monitor that kills on resident size counts them); read, only the blocks a reader keeps
+(the block cache's, charged to it) stay in the process.  The engine worker sets it to 0."""
+
+
+def mmap_enabled() -> bool:
+    """Whether local files are mapped for reading (:data:`MMAP_ENV`, default yes)."""
+    return os.environ.get(MMAP_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 TEMP_MARK = ".tmp-"
 """Marks the temporary sibling :meth:`FileSystem.write_atomic` writes before its rename."""
@@ -48,15 +59,25 @@ class _LocalWritable:
 
     def __init__(self, path: str, append: bool):
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
-        self._fd = os.open(path, flags, 0o644)
+        try:
+            self._fd = os.open(path, flags, 0o644)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise StorageIOError.of(exc, "creating", path) from exc
         self._pos = os.lseek(self._fd, 0, os.SEEK_END)
         self.path = path
 
     def write(self, data: bytes) -> int:
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        try:
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError as exc:
+            # os.write names no file: a full disk must say which file it stopped
+            self._pos += len(data) - len(view)
+            raise StorageIOError.of(exc, "writing", self.path) from exc
         self._pos += len(data)
         return len(data)
 
@@ -64,7 +85,10 @@ class _LocalWritable:
         return self._pos
 
     def sync(self) -> None:
-        os.fsync(self._fd)
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise StorageIOError.of(exc, "syncing", self.path) from exc
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -255,7 +279,7 @@ class FileSystem:
             if self.is_local:
                 if os.path.getsize(full) == 0:
                     return pa.BufferReader(b"")
-                return pa.memory_map(full, "r")
+                return pa.memory_map(full, "r") if mmap_enabled() else pa.OSFile(full, "rb")
             return self._fs.open_input_file(full)
         except FileNotFoundError:
             raise
@@ -278,7 +302,12 @@ class FileSystem:
     def makedirs(self, path: str) -> None:
         full = self._full(path)
         if self.is_local:
-            os.makedirs(full, exist_ok=True)
+            try:
+                os.makedirs(full, exist_ok=True)
+            except FileExistsError:
+                raise
+            except OSError as exc:
+                raise StorageIOError.of(exc, "creating directory", full) from exc
         else:
             self._fs.create_dir(full, recursive=True)
 
@@ -358,7 +387,12 @@ class FileSystem:
         """Rename atomically (replacing ``dst``), durable on return on local roots."""
         full_src, full_dst = self._full(src), self._full(dst)
         if self.is_local:
-            os.replace(full_src, full_dst)
+            try:
+                os.replace(full_src, full_dst)
+            except FileNotFoundError:
+                raise
+            except OSError as exc:
+                raise StorageIOError.of(exc, f"renaming {full_src} to", full_dst) from exc
             self.sync_dir(os.path.dirname(dst))
         else:
             self._fs.move(full_src, full_dst)
@@ -373,6 +407,8 @@ class FileSystem:
         fd = os.open(self._full(path), os.O_RDONLY)
         try:
             os.fsync(fd)
+        except OSError as exc:
+            raise StorageIOError.of(exc, "syncing directory", self._full(path)) from exc
         finally:
             os.close(fd)
 

@@ -16,8 +16,11 @@ prefix sum and one Arrow array instead of a struct call per cell.
 Lifecycle: a :class:`WalWriter` appends to one file until ``close()``.
 Replay (:func:`replay_wal`, :func:`read_wal`, :class:`WalReader`) returns the
 records in file order.  A torn last record, left by a crash in the middle of
-an append, is dropped and reported as ``torn_tail_bytes``; damage anywhere
-before the tail raises :class:`~storage.errors.CorruptionError`.  The
+an append (its length runs past the end of the file, or its header or payload
+never reached the disk), is dropped and reported as ``torn_tail_bytes``; any
+other damage, a complete last record whose checksum fails included, raises
+:class:`~storage.errors.CorruptionError` (:mod:`storage.wal.salvage` reads past
+it for the repair path).  The
 intended use is that a region replays its old log files, opens a NEW file for
 its writes, and deletes old files once the memstore holding their edits is
 flushed; :func:`repair_wal` exists for callers that must reuse a file.

@@ -144,9 +144,17 @@ class WalReader:
                 return pos  # torn: the crash cut the payload
             payload = f.read_at(length, body)
             if crc32(payload) != payload_crc:
-                if _zero_from(f, body + length, size):
-                    return pos  # the last record reaching end of file (or zero fill) is torn
-                raise CorruptionError("WAL record checksum mismatch", name, pos)
+                # A complete record whose payload fails its checksum is damage,
+                # even the last one: its length and framing were written whole,
+                # so dropping it could lose an acknowledged write.  The one
+                # exception is a payload of zero bytes with only zeros after
+                # it, the page a crash left unwritten behind a header that made
+                # it: no bit flip turns a record into zeros.
+                if _is_zero(payload) and _zero_from(f, body + length, size):
+                    return pos
+                raise CorruptionError(
+                    f"WAL record checksum mismatch (a complete record of {length} bytes)", name, pos
+                )
             if self._decode == "payload" and length >= _PAYLOAD_HEADER.size:
                 yield WalRecord(_PAYLOAD_HEADER.unpack_from(payload, 0)[0], payload)
             elif self._decode and self._decode != "payload":
@@ -168,6 +176,11 @@ def _noting_last(records: Iterator[WalRecord], last: list[int]) -> Iterator[WalR
             return stop.value
         last[:] = [record.seq_id]
         yield record
+
+
+def _is_zero(data: bytes) -> bool:
+    """True when every byte of ``data`` is zero (a C-level count, no Python loop)."""
+    return data.count(0) == len(data)
 
 
 def _zero_from(f: pa.NativeFile, start: int, size: int) -> bool:

@@ -4,6 +4,7 @@ segment writer (storage.wal.segments) by the filesystem."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Sequence
@@ -14,6 +15,8 @@ from .format import _HEADER_BYTES, FILE_HEADER_SIZE, SyncPolicy, encode_record
 from .reader import WalReader
 
 __all__ = ["WalWriter"]
+
+log = logging.getLogger("storage.wal")
 
 
 class WalWriter:
@@ -79,6 +82,10 @@ class WalWriter:
                     fs.sync_dir(path.rsplit("/", 1)[0] if "/" in path else "")
             except BaseException:
                 self._file.close()
+                try:  # a new file holds nothing yet: a full disk must not collect empty logs
+                    fs.delete(path, missing_ok=True)
+                except OSError:
+                    pass
                 raise
         if self._policy.mode == "interval":
             self._flusher = threading.Thread(
@@ -105,6 +112,15 @@ class WalWriter:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def usable(self) -> bool:
+        """Whether records can still be appended: open, and no write or sync has failed.
+
+        A region replaces an unusable WAL with a new file (the failed one is
+        kept for replay until a flush retires it), so writes resume once the
+        cause (a full disk) is gone."""
+        return not self._closed and self._error is None
 
     # -- appending -------------------------------------------------------
     def append(self, seq_id: int, cells: Sequence[tuple], defer_sync: bool = False) -> int:
@@ -145,7 +161,11 @@ class WalWriter:
         self._sync_to(self._size)
 
     def close(self) -> None:
-        """Stop the flusher, sync, and close the file; safe to call twice."""
+        """Stop the flusher, sync, and close the file; safe to call twice.
+
+        A WAL whose write or sync failed earlier is closed without raising:
+        that failure was raised to the writer it hit, and is logged once more
+        here.  A failure of the final sync itself is raised."""
         with self._lock:
             if self._closed:
                 return
@@ -154,13 +174,14 @@ class WalWriter:
         if self._flusher is not None:
             self._flusher.join()
             self._flusher = None
+        failed_before = self._error
         try:
-            if self._error is None:
+            if failed_before is None:
                 self._sync_to(self._size)
         finally:
             self._release()
-        if self._error is not None:
-            raise StorageError(f"WAL {self._fs.uri(self.path)} failed earlier: {self._error}") from self._error
+        if failed_before is not None:
+            log.warning("WAL %s closed after an earlier failure: %s", self._fs.uri(self.path), failed_before)
 
     def __enter__(self) -> "WalWriter":
         return self

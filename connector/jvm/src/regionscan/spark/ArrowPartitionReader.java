@@ -9,7 +9,6 @@ import org.apache.arrow.vector.FieldVector;
 import org.apache.arrow.vector.VectorSchemaRoot;
 import org.apache.arrow.vector.ipc.ArrowStreamReader;
 import org.apache.spark.sql.connector.read.PartitionReader;
-import org.apache.spark.sql.vectorized.ArrowColumnVector;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
@@ -32,30 +31,43 @@ final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
 
   ArrowPartitionReader(SourceSettings settings, RegionScanPartition partition) {
     EngineWorker w;
-    EngineWorker.Exchange ex;
+    EngineWorker.Exchange ex = null;
     try {
       w = settings.worker();
     } catch (IOException e) {
-      throw new IllegalStateException(e.getMessage(), null);
+      throw EngineFailure.raise(e.getMessage(), e);
     }
+    ObjectNode req;
     try {
-      ObjectNode req = (ObjectNode) EngineWorker.JSON.readTree(partition.request);
+      req = (ObjectNode) EngineWorker.JSON.readTree(partition.request);
+    } catch (IOException e) {
+      throw EngineFailure.raise("a regionscan task carries a bad request: " + e.getMessage(), e);
+    }
+    // A worker that is gone before it answers has sent nothing: a read changes nothing, so the
+    // task goes once to a new worker (one killed a moment ago may still have taken the connection).
+    for (int attempt = 0; ; attempt++) {
       try {
         ex = w.open(req);
-      } catch (java.net.ConnectException gone) {
-        // the worker was gone before the request (nothing sent): a new one reads the task
+        JsonNode head = ex.readFrame();
+        if (!head.path("ok").asBoolean(false)) {
+          ex.close();
+          throw EngineFailure.raise(w.taskError(head.path("error").asText("the regionscan engine worker gave no reason")), null);
+        }
+        break;
+      } catch (IOException e) {
+        closeQuietly(ex);
+        String line = w.died("a read", e);
+        boolean gone = e instanceof java.net.ConnectException || !w.process.isAlive();
         EngineWorker.forget(w);
-        w = settings.worker();
-        ex = w.open(req);
+        if (attempt > 0 || !gone) {
+          throw EngineFailure.raise(line, e);
+        }
+        try {
+          w = settings.worker();
+        } catch (IOException again) {
+          throw EngineFailure.raise(again.getMessage(), again);
+        }
       }
-      JsonNode head = ex.readFrame();
-      if (!head.path("ok").asBoolean(false)) {
-        ex.close();
-        throw new IllegalStateException(head.path("error").asText("the regionscan engine worker gave no reason"), null);
-      }
-    } catch (IOException e) {
-      EngineWorker.forget(w);
-      throw new IllegalStateException(w.died("a read", e), null);
     }
     this.worker = w;
     this.exchange = ex;
@@ -74,7 +86,7 @@ final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
         List<FieldVector> vectors = root.getFieldVectors();
         ColumnVector[] columns = new ColumnVector[vectors.size()];
         for (int i = 0; i < columns.length; i++) {
-          columns[i] = new ArrowColumnVector(vectors.get(i));
+          columns[i] = new StreamColumnVector(vectors.get(i));
         }
         batch = new ColumnarBatch(columns);
       }
@@ -85,16 +97,27 @@ final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
       finished = true;
       JsonNode trailer = exchange.readFrame();
       if (!trailer.path("ok").asBoolean(false)) {
-        throw new IOException(trailer.path("error").asText("the regionscan engine worker gave no reason"));
+        throw new EngineWorker.Answered(trailer.path("error").asText("the regionscan engine worker gave no reason"));
       }
       return false;
-    } catch (IOException e) {
-      if (!worker.process.isAlive() || e.getMessage() == null || e instanceof java.io.EOFException
-          || e instanceof java.net.SocketException) {
-        EngineWorker.forget(worker);
-        throw new IOException(worker.died("a read", e), null);
+    } catch (EngineWorker.Answered refused) {
+      throw EngineFailure.raise(worker.taskError(refused.getMessage()), null);
+    } catch (IOException | RuntimeException e) {
+      // Anything else breaking the stream ("Unexpected end of input. Missing schema.", a reset, a
+      // truncated batch) is the worker going away mid-read: said with its pid, exit and log.
+      String line = worker.died("a read", e);
+      EngineWorker.forget(worker);
+      throw EngineFailure.raise(line, e);
+    }
+  }
+
+  private static void closeQuietly(EngineWorker.Exchange ex) {
+    if (ex != null) {
+      try {
+        ex.close();
+      } catch (IOException ignored) {
+        // closing a connection to a worker that is gone
       }
-      throw e;
     }
   }
 

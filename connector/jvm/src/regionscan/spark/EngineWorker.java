@@ -181,12 +181,32 @@ public final class EngineWorker {
     return "no output";
   }
 
-  /** A one-line description of a failure of this worker, naming its log. */
+  /**
+   * A one-line description of a failure of this worker, naming its log. A worker killed a moment
+   * ago may not read as dead yet: its end is awaited briefly, so the line says "died" when it did.
+   */
   String died(String what, Exception cause) {
-    String state = process.isAlive() ? "failed" : "died (exit " + process.exitValue() + ")";
+    String state = ended() ? "died (exit " + process.exitValue() + ")" : "failed";
     return "regionscan engine worker (pid " + process.pid() + ") " + state + " during " + what + ": "
         + cause.getMessage() + "; the next task starts a new worker (log: " + log + ", last line: "
         + lastLine(log) + ")";
+  }
+
+  /**
+   * An error this worker answered with (its one line, e.g. a DecodeError), as a task reports it:
+   * the line first, then where the worker logged its Python stack.
+   */
+  String taskError(String line) {
+    return line + " (regionscan engine worker pid " + process.pid() + "; its log, with the stack: " + log + ")";
+  }
+
+  /** The worker answered the request with an error (its one line): it is alive and nothing was lost. */
+  static final class Answered extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    Answered(String message) {
+      super(message);
+    }
   }
 
   /**
@@ -253,34 +273,46 @@ public final class EngineWorker {
    * request may still have accepted its connection (the kernel completes the handshake for a
    * listening socket) and the request then fails with "Connection reset", not "refused".
    */
-  private boolean ended() {
+  boolean ended() {
+    return awaitExit(500);
+  }
+
+  /** Whether the worker process has ended within {@code millis} ms (true at once when it has). */
+  boolean awaitExit(long millis) {
     try {
-      return process.waitFor(500, TimeUnit.MILLISECONDS);
+      return process.waitFor(millis, TimeUnit.MILLISECONDS);
     } catch (InterruptedException interrupted) {
       Thread.currentThread().interrupt();
       return false;
     }
   }
 
-  /** A request answered by one JSON frame; a worker error becomes an IOException of its one line. */
+  /**
+   * A request answered by one JSON frame. An error the worker answered with is an {@link Answered}
+   * of its one line; a worker that went away is an IOException naming its pid and log (a
+   * {@link Refused} when the request may go to a new worker).
+   */
   JsonNode call(ObjectNode request) throws IOException {
     String op = request.path("op").asText();
     JsonNode reply;
     try (Exchange ex = open(request)) {
       reply = ex.readFrame();
     } catch (java.net.ConnectException e) {
+      String line = died("a " + op + " request", e);
       forget(this);
-      throw new Refused(died("a " + op + " request", e));
+      throw new Refused(line);
     } catch (IOException e) {
+      String line = died("a " + op + " request", e);  // before forget(), which ends a worker that only failed
+      boolean dead = ended();
       forget(this);
-      if (READ_ONLY_OPS.contains(op) && ended()) {
+      if (READ_ONLY_OPS.contains(op) && dead) {
         // the worker died with the request unanswered; a read-only request may go to a new one
-        throw new Refused(died("a " + op + " request", e));
+        throw new Refused(line);
       }
-      throw new IOException(died("a " + op + " request", e));
+      throw new IOException(line);
     }
     if (!reply.path("ok").asBoolean(false)) {
-      throw new IOException(reply.path("error").asText("the regionscan engine worker gave no reason"));
+      throw new Answered(reply.path("error").asText("the regionscan engine worker gave no reason"));
     }
     return reply;
   }

@@ -1,5 +1,9 @@
 package regionscan.spark;
 
+import org.apache.spark.SparkContext;
+import org.apache.spark.SparkJobInfo;
+import org.apache.spark.SparkStageInfo;
+import org.apache.spark.SparkStatusTracker;
 import org.apache.spark.TaskContext;
 import org.apache.spark.api.java.function.FlatMapFunction;
 import org.apache.spark.sql.Dataset;
@@ -50,21 +54,83 @@ final class NativeWrite {
     }
   }
 
-  /** Bulk-load {@code data} into the table of {@code settings}: append, or replace its rows. */
+  /**
+   * Bulk-load {@code data} into the table of {@code settings}: append, or replace its rows.
+   *
+   * Any failure aborts the job before it is rethrown, whatever its type: a task lost to its
+   * worker's death reaches the driver as a (checked) SparkException, not a RuntimeException, and
+   * must delete what the job staged too. A failure that is not already one line (a lost executor,
+   * an error of Spark's own) is made one, naming the table, with the original kept as its cause.
+   */
   static void run(Dataset<Row> data, SourceSettings settings, boolean overwrite) {
     RegionScanBatchWrite job = RegionScanBatchWrite.begin(settings, data.schema(), overwrite);
+    SparkContext sc = data.sparkSession().sparkContext();
+    String tag = "regionscan-write-" + job.job;
     List<WriterCommitMessage> messages;
+    sc.addJobTag(tag);  // a tag, not a job group: the user's group and description stay as they are
     try {
       messages = data.queryExecution().toRdd().toJavaRDD().mapPartitions(new StageTask(job.factory())).collect();
-    } catch (RuntimeException e) {
-      job.abort(new WriterCommitMessage[0]);
-      throw e;
+    } catch (Throwable failure) {
+      // Spark fails the job at its first failed task while others may still be staging: the
+      // abort waits for them, so nothing they write lands after it (or in a table it dropped)
+      awaitTasks(sc, tag);
+      throw abortAfter(job, failure);
+    } finally {
+      sc.removeJobTag(tag);
     }
     try {
       job.commit(messages.toArray(new WriterCommitMessage[0]));
-    } catch (RuntimeException e) {
-      job.abort(new WriterCommitMessage[0]);  // keeps the files of a commit that reached its journal
-      throw e;
+    } catch (Throwable failure) {
+      throw abortAfter(job, failure);  // the abort keeps the files of a commit that reached its journal
     }
+  }
+
+  /** How long an abort waits for the failed job's other tasks to end (they are being cancelled). */
+  private static final long TASK_WAIT_MS = 60_000;
+
+  /** Wait until no task of the jobs tagged {@code tag} runs (or {@link #TASK_WAIT_MS} passed). */
+  private static void awaitTasks(SparkContext sc, String tag) {
+    SparkStatusTracker tracker = sc.statusTracker();
+    long deadline = System.currentTimeMillis() + TASK_WAIT_MS;
+    while (System.currentTimeMillis() < deadline) {
+      boolean running = false;
+      for (int jobId : tracker.getJobIdsForTag(tag)) {
+        scala.Option<SparkJobInfo> info = tracker.getJobInfo(jobId);
+        if (info.isEmpty()) {
+          continue;
+        }
+        for (int stageId : info.get().stageIds()) {
+          scala.Option<SparkStageInfo> stage = tracker.getStageInfo(stageId);
+          running |= stage.isDefined() && stage.get().numActiveTasks() > 0;
+        }
+      }
+      if (!running) {
+        return;
+      }
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      }
+    }
+  }
+
+  private static RuntimeException abortAfter(RegionScanBatchWrite job, Throwable failure) {
+    try {
+      job.abort(new WriterCommitMessage[0]);
+    } catch (RuntimeException abortFailed) {
+      failure.addSuppressed(abortFailed);
+    }
+    if (failure instanceof Error) {
+      throw (Error) failure;
+    }
+    if (EngineFailure.is(failure) || failure instanceof IllegalArgumentException) {
+      throw EngineFailure.<RuntimeException>rethrow(failure);  // already one line
+    }
+    String text = String.valueOf(failure.getMessage()).strip();
+    String first = text.isEmpty() ? failure.getClass().getName() : text.lines().findFirst().orElse(text);
+    throw EngineFailure.raise("the bulk load into " + job.settings.tableName() + " failed and was rolled back: "
+        + first, failure);
   }
 }

@@ -12,6 +12,7 @@ import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.types.StructType;
 
+import java.io.IOException;
 import java.io.Serializable;
 
 /**
@@ -78,6 +79,23 @@ final class RegionScanBatchWrite implements BatchWrite, Serializable {
     return factory();
   }
 
+  /** Commits decided after the worker died with the commit's reply unsent (for tests and diagnostics). */
+  static final java.util.concurrent.atomic.AtomicLong DECIDED_AFTER_DEATH = new java.util.concurrent.atomic.AtomicLong();
+
+  /** How many commits were decided after their worker died before it answered. */
+  public static long decidedAfterDeath() {
+    return DECIDED_AFTER_DEATH.get();
+  }
+
+  /**
+   * Commit every task's staged files, all or nothing.
+   *
+   * A worker that dies during the commit may have passed its commit point (the load's journal)
+   * before it could answer. Then the load is in the table, and failing would make a re-run apply
+   * it twice; so the answer is decided, not guessed: once the dead worker's process has ended, a
+   * new worker looks for the job's journal or commit receipt ({@code write_status}) and the
+   * commit succeeds if either is there, else fails in one line (and the job is aborted).
+   */
   @Override
   public void commit(WriterCommitMessage[] messages) {
     ObjectNode req = settings.request("write_commit");
@@ -88,7 +106,43 @@ final class RegionScanBatchWrite implements BatchWrite, Serializable {
         staged.add(((TaskRowWriter.Staged) m).staged);
       }
     }
-    settings.call(req);
+    req.put("receipt", true);
+    EngineWorker worker;
+    try {
+      worker = settings.worker();
+    } catch (IOException e) {
+      throw new IllegalArgumentException(e.getMessage(), null);
+    }
+    try {
+      worker.call(req);
+    } catch (EngineWorker.Answered refused) {
+      throw new IllegalArgumentException(refused.getMessage(), null);  // e.g. the table is locked: nothing committed
+    } catch (EngineWorker.Refused gone) {
+      settings.call(req);  // nothing was sent: once more, to a new worker
+    } catch (IOException lost) {
+      worker.awaitExit(30_000);  // no committer may be left running when the journal is looked for
+      if (!status(true)) {
+        throw EngineFailure.raise(lost.getMessage() + "; the load was not committed", lost);
+      }
+      DECIDED_AFTER_DEATH.incrementAndGet();
+      org.slf4j.LoggerFactory.getLogger(RegionScanBatchWrite.class).warn(
+          "bulk load {} into {} is committed; its worker died before it could say so: {}", job,
+          settings.tableName(), lost.getMessage());
+      return;
+    }
+    try {
+      status(true);  // drops the receipt: the answer came
+    } catch (RuntimeException ignored) {
+      // the load is committed; an old receipt is dropped by a later commit
+    }
+  }
+
+  /** Whether the job's load is committed (its journal or receipt is there); {@code forget} drops the receipt. */
+  private boolean status(boolean forget) {
+    ObjectNode req = settings.request("write_status");
+    req.put("writer", writer);
+    req.put("forget", forget);
+    return settings.call(req).path("committed").asBoolean(false);
   }
 
   @Override

@@ -61,17 +61,37 @@ final class TaskRowWriter implements DataWriter<InternalRow> {
     this.taskId = String.format("p%05d-a%03d", partition, attempt);
   }
 
-  private void open() throws IOException {
-    worker = settings.worker();
+  private void open() {
     ObjectNode req = settings.request("write");
     req.put("writer", writer);
     req.put("task", taskId);
-    exchange = worker.open(req);
+    try {
+      worker = settings.worker();
+      try {
+        exchange = worker.open(req);
+      } catch (java.net.ConnectException gone) {
+        // the worker was gone before the request (nothing sent): a new one stages the task
+        EngineWorker.forget(worker);
+        worker = settings.worker();
+        exchange = worker.open(req);
+      }
+      out = new BufferedOutputStream(exchange.socket.getOutputStream(), 1 << 16);
+    } catch (IOException e) {
+      if (worker == null) {
+        throw EngineFailure.raise(e.getMessage(), e);
+      }
+      String line = worker.died("the write of task " + taskId, e);
+      EngineWorker.forget(worker);
+      throw EngineFailure.raise(line, e);
+    }
     arrow = ArrowWriter.create(schema, "UTC", true, false);
     root = arrow.root();
-    out = new BufferedOutputStream(exchange.socket.getOutputStream(), 1 << 16);
     stream = new ArrowStreamWriter(root, null, Channels.newChannel(out));
-    stream.start();
+    try {
+      stream.start();
+    } catch (IOException e) {
+      throw failed(e);
+    }
   }
 
   @Override
@@ -100,8 +120,11 @@ final class TaskRowWriter implements DataWriter<InternalRow> {
     pending = 0;
   }
 
-  /** The worker's reason when it refused the rows (its reply frame), else the I/O error. */
-  private IOException failed(IOException cause) {
+  /**
+   * The task's one-line failure, thrown (see {@link EngineFailure}): the worker's reason when it
+   * refused the rows (its reply frame), else its death or failure, with its pid and log.
+   */
+  private RuntimeException failed(IOException cause) {
     String reason = null;
     try {
       JsonNode reply = exchange.readFrame();
@@ -113,9 +136,11 @@ final class TaskRowWriter implements DataWriter<InternalRow> {
     }
     close();
     if (reason != null) {
-      return new IOException(reason);
+      throw EngineFailure.raise(worker.taskError(reason), null);
     }
-    return new IOException(worker.died("the write of task " + taskId, cause));
+    String line = worker.died("the write of task " + taskId, cause);
+    EngineWorker.forget(worker);
+    throw EngineFailure.raise(line, cause);
   }
 
   @Override
@@ -135,7 +160,7 @@ final class TaskRowWriter implements DataWriter<InternalRow> {
     done = true;
     close();
     if (!reply.path("ok").asBoolean(false)) {
-      throw new IOException(reply.path("error").asText("the regionscan engine worker gave no reason"));
+      throw EngineFailure.raise(worker.taskError(reply.path("error").asText("the regionscan engine worker gave no reason")), null);
     }
     return new Staged(reply.path("staged").asText(), reply.path("rows").asLong());
   }
