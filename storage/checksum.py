@@ -12,7 +12,7 @@ of such a table (docs/performance.md, "Checksums").
 So :func:`crc32` is ISA-L's where the package is installed (a dependency on
 the platforms it ships wheels for) and zlib's elsewhere.  The values are the
 same by definition, so a file written with one reads with the other;
-``tests/test_checksum.py`` holds the two equal.
+``tests/storage/test_checksum.py`` holds the two equal.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ libraries, about 40 MiB) and its block cache: the batches of the reads in flight
 buffers and the allocator's slack.  Measured at its peak (VmHWM) 71 MiB over a 32 MiB cache,
 85 MiB over 64 MiB and 211 MiB over 512 MiB (tables 2 to 12 times the cache, six column
 sets each; the largest over a plain table of 64-byte values, whose blocks are read whole);
-docs/connector.md has the numbers and tests/test_worker_memory.py holds the bound."""
+docs/connector.md has the numbers and tests/connector/test_worker_memory.py holds the bound."""
 
 _PLANNING = {"schema": requests.schema, "push": requests.push, "save": requests.save, "plan": requests.plan,
              "count": count, "catalog": catalog, "write_begin": writes.write_begin,

@@ -10,7 +10,7 @@ or a random source (a journal's ``timestamp_ms``, a manifest's
 once per format version, from the repository root
 (``PYTHONPATH=$PWD python3 tests/golden/make_format_golden.py``); the files
 are committed and never regenerated, so a change that breaks reading them, or
-writes other bytes, fails ``tests/test_formats_golden.py``.
+writes other bytes, fails ``tests/storage/test_formats_golden.py``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ the checkout it runs in, plus the expected cells of each as JSON.
 Run once per format version, from the repository root, with the writer of that
 version (``PYTHONPATH=$PWD python3 tests/golden/make_golden.py v1``); the files
 are committed and never regenerated, so a reader change that breaks reading
-them fails ``tests/test_storefile_golden.py``.
+them fails ``tests/storage/test_storefile_golden.py``.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from storage.filters import (
     SingleColumnValueExcludeFilter,
     parse_filter_string,
 )
-from tests.test_filters import (
+from test_filters import (
     FAMILIES,
     PUT,
     SETTINGS,

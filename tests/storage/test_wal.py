@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import inspect
 import os
 import random
@@ -33,7 +34,7 @@ from storage.wal.reader import WalReader, read_wal
 from storage.wal.writer import WalWriter
 from storage.wal.replay import repair_wal, replay_wal
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = paths.REPO
 ALL_TYPES = [int(t) for t in CellType]
 
 

@@ -3,6 +3,7 @@ when it is killed: a killed test run or script leaves no server behind."""
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import signal
 import subprocess
@@ -40,7 +41,7 @@ def test_servers_stop_when_their_parent_is_killed(tmp_path):
     root = str(tmp_path / "root")
     with storage.connect(root) as conn:
         conn.create_table("t", {"cf": {}}).put(b"r", {b"cf:a": b"1"})
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = str(paths.REPO)
     parent = subprocess.Popen([sys.executable, "-c", _PARENT, root], stdout=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONPATH": here})
     try:

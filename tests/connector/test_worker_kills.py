@@ -9,6 +9,7 @@ saw was one line.  The commit-point kill is retried up to ``REGIONSCAN_KILL_TRIA
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import signal
 import subprocess
@@ -251,7 +252,7 @@ _STAGE_AND_WAIT = textwrap.dedent("""
 
 def _staging_process(root, job):
     proc = subprocess.Popen([sys.executable, "-c", _STAGE_AND_WAIT, root, job],
-                            stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+                            stdout=subprocess.PIPE, text=True, cwd=str(paths.REPO))
     assert proc.stdout.readline().strip() == "staged"
     return proc
 

@@ -9,6 +9,7 @@ shows the token crossing in the clear without TLS and never with it.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import datetime
 import ipaddress
 import os
@@ -28,7 +29,7 @@ from storage.errors import InvalidArgument, StorageError
 from storage.server import ServerConfig, Unauthenticated
 from storage.server.process import ServerProcess
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(paths.REPO)
 TOKEN = "tls-test-token-3b9d2c7e81f4"
 SECRET = b"a-cell-value-6a1f0e93d2c4"
 

@@ -6,7 +6,7 @@ there (and a write that raised is not: a client that retries must not count
 twice), and what the caller saw was one line naming the space and the file.
 Then the ballast goes, and writes, flushes and compactions resume on the same
 connection.  The same disk full injected through the fault filesystem, at
-every point of a workload, is in tests/test_faults_writes.py.
+every point of a workload, is in tests/storage/test_faults_writes.py.
 """
 
 from __future__ import annotations

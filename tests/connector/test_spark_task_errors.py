@@ -9,6 +9,7 @@ The script runs as a process of its own, as a user's would: its session is start
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import json
 import os
 import subprocess
@@ -22,7 +23,7 @@ from connector.stored_mapping import remember
 
 pytestmark = pytest.mark.spark
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(paths.REPO)
 
 # The README's table: cells hold numbers as text, and one cell holds no number at all.
 SCRIPT = textwrap.dedent("""

@@ -9,6 +9,7 @@ stops both daemons by PID.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import contextlib
 import os
 import shutil
@@ -24,7 +25,7 @@ from jobs.demo import load_sample_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(paths.REPO)
 
 
 def _spark_home() -> str:

@@ -14,6 +14,7 @@ speaks version 1 only.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 
 import pyarrow as pa
@@ -30,7 +31,7 @@ from storage.server.remote_errors import MalformedRequest, from_flight_error
 from storage.server.wire import PRELUDE, decode_message, encode_message, message_version
 
 PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in CellType)
-GOLDEN_WIRE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "formats", "wire")
+GOLDEN_WIRE = str(paths.GOLDEN / "formats" / "wire")
 
 
 def _write(table) -> None:

@@ -8,6 +8,7 @@ each comes with the cells it holds as JSON.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import json
 import os
 import random
@@ -30,7 +31,7 @@ from storage.storefile.format import (
     checksum,
 )
 
-GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden", "storefile")
+GOLDEN = str(paths.GOLDEN / "storefile")
 NAMES = sorted(n[:-4] for n in os.listdir(GOLDEN) if n.endswith(".rsf"))
 
 

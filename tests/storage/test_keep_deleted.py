@@ -282,7 +282,7 @@ def test_raw_scan_arguments_are_refused_in_one_line(conn):
     t = _table(conn, "args", families=("c0",))
     with pytest.raises(InvalidArgument, match="a raw scan returns cells"):
         t.scan_batches(raw=True, output="rows")
-    # filters and qualifier columns are served (tests/test_raw_scans.py)
+    # filters and qualifier columns are served (tests/storage/test_raw_scans.py)
     assert list(t.scan(raw=True, filter="KeyOnlyFilter()", columns=[b"c0:q"])) == []
 
 

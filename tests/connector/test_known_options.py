@@ -2,7 +2,7 @@
 refused before the read starts, with the closest known name.
 
 Checked on SourceConfig (what both Spark sources build from their options) against real tables,
-and through real reads of both sources; tests/test_source_options.py has the prefixed keys.
+and through real reads of both sources; tests/connector/test_source_options.py has the prefixed keys.
 """
 
 from __future__ import annotations

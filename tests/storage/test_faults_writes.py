@@ -6,7 +6,7 @@ Puts and counter increments run on a table small enough that writes trigger
 flushes, compactions and splits; the Nth create, write or rename from a point
 on fails with ENOSPC (a disk that stays full), for N spread over a clean run.
 Afterwards the same connection writes again once the "disk" has room, and
-close() does not raise.  The real full disk is tests/test_disk_full.py.
+close() does not raise.  The real full disk is tests/storage/test_disk_full.py.
 """
 
 from __future__ import annotations

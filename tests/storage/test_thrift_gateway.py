@@ -10,6 +10,7 @@ sockets: a wrong protocol, garbage, a huge length prefix, an unknown method.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import socket
 import struct
@@ -791,7 +792,7 @@ def test_disabled_state_persists_across_restarts(tmp_path):
 
 
 def test_cli_refuses_remote_host_unless_allowed(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=str(paths.REPO))
     done = subprocess.run([sys.executable, "-m", "jobs.cli", "thrift", "--root", str(tmp_path / "r"),
                            "--host", "0.0.0.0", "--port", "0"], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == 2

@@ -3,6 +3,7 @@ writable connection deletes the trash folders of processes that died."""
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ import textwrap
 
 import storage
 
-ROOT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT_DIR = str(paths.REPO)
 
 # A child that drops a table in the middle of a scan, says where the trash
 # went, and waits to be killed with the scan still open.

@@ -227,7 +227,7 @@ def test_or_and_trees_become_key_ranges_and_filter_lists(worker, root):
                                    ["\\x00\\x00\\x00\\x0A\\x00", "\\x00\\x00\\x00\\x0C\\x00"],
                                    ["\\x00\\x00\\x00F", "\\x00\\x00\\x00F\\x00"]]
     assert _ask(port, _req("count", options=options, filters=[points], aggregates=[{"fn": "count_star"}]))["values"] == [4]
-    # (a STRING cell: an INT cell's test is compared once decoded, tests/test_right_or_loud.py)
+    # (a STRING cell: an INT cell's test is compared once decoded, tests/connector/test_right_or_loud.py)
     with_cell = {"op": "Or", "children": [_cmp("EqualTo", "k", 3),
                                           {"op": "EqualTo", "column": "s", "value": {"t": "string", "v": "x"}}]}
     reply = _ask(port, _req("push", options=options, filters=[with_cell]))

@@ -109,7 +109,7 @@ def _lt(a, b):
 # (table, SQL predicate, Python predicate, filters Spark must still evaluate besides IS NOT NULL ones,
 #  expected number of splits, or None where it is not checked).  Tests of a fixed-width cell (the
 #  binary INT n, DATE d ...) are compared once decoded, never on the stored bytes: a cell of another
-#  width must fail the read, not be dropped unread (tests/test_right_or_loud.py).
+#  width must fail the read, not be dropped unread (tests/connector/test_right_or_loud.py).
 CASES = [
     ("plain", "k = -5", lambda r: r["k"] == -5, set(), 1),
     ("plain", "k < -50", lambda r: r["k"] < -50, set(), 1),
@@ -154,7 +154,7 @@ def _opt_in(source_format):
 
 def _not_on_bytes(plan) -> list[str]:
     """The filters the stored bytes do not answer: left for Spark, or (the JVM source) evaluated
-    by its worker on the decoded rows (tests/test_decoded_filters.py)."""
+    by its worker on the decoded rows (tests/connector/test_decoded_filters.py)."""
     return list(plan.residual) + list(plan.decoded or [])
 
 

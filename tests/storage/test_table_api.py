@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import struct
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 import storage
 from storage import InvalidArgument, TableExists, TableLocked, TableNotFound
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = paths.REPO
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The Spark source's options: misspellings refused with the nearest name, SHC and Hive names honoured.
 
 Checked on SourceConfig, what the source builds from Spark's options on the
-driver, so no Spark is needed (tests/test_spark_session.py checks the same
+driver, so no Spark is needed (tests/connector/test_spark_session.py checks the same
 errors through a real read).
 """
 

@@ -9,6 +9,7 @@ table is exactly its old state.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import signal
 import subprocess
@@ -25,7 +26,7 @@ from storage.vfs.fs import FileSystem
 
 pytestmark = pytest.mark.spark
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = str(paths.REPO)
 MAPPING = "k STRING :key, a INT c:a"
 SERDE = create_serde("binary", MAPPING)
 OLD = [(f"old{i:03d}", i) for i in range(20)]

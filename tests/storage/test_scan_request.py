@@ -8,6 +8,7 @@ with the same message (a real region server on loopback).
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import dataclasses
 import inspect
 import os
@@ -26,7 +27,7 @@ from storage.server.remote_table import RemoteTable
 from storage.server.wire import SCAN_OPTIONS, decode_message, encode_message
 from storage.table.table import Table
 
-GOLDEN = os.path.join(os.path.dirname(__file__), "golden", "formats", "wire")
+GOLDEN = str(paths.GOLDEN / "formats" / "wire")
 
 # (arguments, the start of the one-line message); every front end says the same
 BAD = [

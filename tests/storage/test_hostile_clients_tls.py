@@ -1,7 +1,7 @@
 """The region server with TLS against hostile clients, as a real process on loopback.
 
 With ``--tls-cert``/``--tls-key`` the front door ends TLS itself and meters
-the decrypted HTTP/2 frames, so the probes of ``tests/test_hostile_clients.py``
+the decrypted HTTP/2 frames, so the probes of ``tests/storage/test_hostile_clients.py``
 hold over TLS too: 200 idle connections (half of them through the TLS
 handshake and the HTTP/2 preface), half a call that stalls, a 100 MB gRPC
 length prefix, 1,000 random byte strings (none of them a TLS handshake) and a
@@ -9,7 +9,7 @@ length prefix, 1,000 random byte strings (none of them a TLS handshake) and a
 reading; then the connection and idle limits (a handshake that never ends,
 or is trickled, included) and the cancelling of a stalled stream's
 connection through the door.  The certificates are made as
-``tests/test_server_tls.py`` makes them.
+``tests/storage/test_server_tls.py`` makes them.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import serialization
 import storage
 from storage.server.process import ServerProcess
 from storage.server.wire import encode_message
-from tests.test_hostile_clients import (
+from test_hostile_clients import (
     GRPC_PREFACE,
     HUGE,
     IDLE,
@@ -41,7 +41,7 @@ from tests.test_hostile_clients import (
     _status,
     root,  # noqa: F401  (the table the servers serve: a pytest fixture)
 )
-from tests.test_server_tls import _certificate, _serve
+from test_server_tls import _certificate, _serve
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ and reads by byte range with the block cache.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import random
 import signal
@@ -31,7 +32,7 @@ from storage.wal.replay import replay_wal
 from storage.wal.segments import NONE_SEGMENT_BYTES, SegmentWalWriter
 from storage.wal.reader import segment_names
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = paths.REPO
 
 
 def _cells(row: bytes, value: bytes = b"v"):

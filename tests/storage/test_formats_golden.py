@@ -16,6 +16,7 @@ tail) reads the records before the cut.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import re
 import shutil
@@ -36,11 +37,11 @@ from storage.wal.replay import replay_wal
 from storage.wal.segments import SegmentWalWriter
 from storage.wal.writer import WalWriter
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden"))
+sys.path.insert(0, str(paths.GOLDEN))
 import make_format_golden as golden  # noqa: E402 - the definitions live beside the files
 
 HERE = golden.HERE
-DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "formats")
+DOCS = str(paths.REPO / "docs" / "formats")
 
 
 def _bytes(path: str) -> bytes:

@@ -8,7 +8,7 @@ cell, markers included, after the versions.  Then the Thrift gateway (a real
 ``_versions_``) and the Spark sources (option ``hbase.spark.query.raw``) are
 held to the embedded raw scan of the same table: flushed files and unflushed
 (WAL-replayed) cells, three regions, every marker type.  The region server's
-raw scans with columns and filters are in tests/test_raw_remote.py.
+raw scans with columns and filters are in tests/storage/test_raw_remote.py.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ read on.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import shutil
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from storage.storefile.format import SECTION_HEADER_SIZE, TRAILER_SIZE, Trailer
 from storage.wal.format import RECORD_HEADER_SIZE
 from storage.wal.salvage import salvage_wal_bytes
 
-GOLDEN_JOURNAL = Path(__file__).parent / "golden" / "formats" / "bulkload" / "20261201-000000-a1b2.commit"
+GOLDEN_JOURNAL = paths.GOLDEN / "formats" / "bulkload" / "20261201-000000-a1b2.commit"
 
 KINDS = ("chunk", "index", "bloom", "trailer", "wal", "region_manifest", "table_manifest", "journal")
 PER_TABLE = {"table_manifest", "journal"}  # the other kinds are damage in one region

@@ -7,6 +7,7 @@ the table, checks every invariant and finds every acknowledged write.
 
 from __future__ import annotations
 
+import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import random
 import signal
@@ -30,8 +31,8 @@ TRIALS = int(os.environ.get("REGIONSCAN_FAULT_TRIALS", "2"))
 KILLED_INSIDE: list[bool] = []
 """Per kill of a maintenance trial: whether it landed inside the operation."""
 
-WRITER = Path(__file__).with_name("crash_writer.py")
-REPO = Path(__file__).resolve().parent.parent
+WRITER = paths.TESTS / "crash_writer.py"
+REPO = paths.REPO
 
 
 def _run_and_kill(root: str, seed: int, kill_after: float, mode: str | None = None, during=None):
