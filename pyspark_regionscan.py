@@ -6,6 +6,6 @@ path that exposes ``DefaultSource``, under the source's ``name()``, so
 holds this package (an installed distribution, or the repository root).
 """
 
-from connector.datasource import RegionScanDataSource as DefaultSource
+from connector.python_source import RegionScanDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

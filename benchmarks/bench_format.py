@@ -34,68 +34,23 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import time
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import harness  # the shared timing and sample tables; puts the checkout on sys.path
+from harness import COLUMNS, COUNT_FILTER, best_of, bulk_load, sample_batches
 
-import bench_scan  # noqa: E402  (best_of: warm-up, alternating runs, best time)
-import storage  # noqa: E402
-from jobs.demo import split_keys_for  # noqa: E402
+import storage
 
 TABLE = "bench_format"
-COLUMNS = [b"cf:n", b"cf:s"]
-COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
-CLOCKS = bench_scan.CLOCKS
-
-
-def sample_batches(rows: int, value_size: int, batch_rows: int = 100_000) -> list[pa.RecordBatch]:
-    """The sample table's rows as the row batches a SerDe hands to a bulk load."""
-    out = []
-    for lo in range(0, rows, batch_rows):
-        hi = min(lo + batch_rows, rows)
-        idx = np.arange(lo, hi)
-        keys = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(4), hi - lo, [None, pa.py_buffer(idx.astype(">u4").tobytes())]
-        ).cast(pa.binary())
-        ns = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(4), hi - lo, [None, pa.py_buffer((idx * 7 - 1000).astype(">i4").tobytes())]
-        ).cast(pa.binary())
-        texts = pa.array([((b"value-%010d-" % i) * (value_size // 17 + 1))[:value_size] for i in range(lo, hi)],
-                         pa.binary())
-        out.append(pa.RecordBatch.from_arrays([keys, ns, texts], names=["key", "cf:n", "cf:s"]))
-    return out
-
-
-def bulk_load(root: str, rows: int, regions: int, value_size: int, block_size: int, batches) -> tuple[float, float]:
-    """Create the table and bulk load ``batches`` in one task; returns the wall
-    and CPU seconds it took (fsyncs count in the wall time only)."""
-    from connector.bulkload import BulkLoadTask, commit_load, table_regions
-    from storage.vfs.fs import FileSystem
-
-    shutil.rmtree(root, ignore_errors=True)
-    conn = storage.connect(root)
-    conn.create_table(TABLE, {"cf": {"max_versions": 1, "block_size": block_size}},
-                      split_keys=split_keys_for(rows, regions), settings={"wal_sync": "none"})
-    conn.close()
-    fs = FileSystem(root).sub(TABLE)
-    t0, c0 = time.perf_counter(), time.process_time()
-    regions_, families = table_regions(fs)
-    task = BulkLoadTask(fs, "bench", "p0", regions_, families, timestamp=1_000)
-    for b in batches:
-        task.add(b)
-    commit_load(fs, "bench", task.finish())
-    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def v1_bytes(table) -> int:
     """Bytes of the table's cells written as version 1 files (same block size, codec, bloom)."""
     from storage.vfs.fs import FileSystem
-    from storage.storefile import StoreFileWriter
+    from tests.golden.storefile_v1 import V1StoreFileWriter  # the engine writes version 2 only
 
     total = 0
     tmp = "/tmp/bench_format_v1"
@@ -104,8 +59,8 @@ def v1_bytes(table) -> int:
     fs = FileSystem(tmp)
     for i, reader in enumerate(table.store_file_readers()):
         info = reader.info
-        w = StoreFileWriter(fs, f"{i}.sf", family=info.family, block_size=info.block_size,
-                            compression=info.compression, bloom=info.has_bloom, format_version=1)
+        w = V1StoreFileWriter(fs, f"{i}.sf", family=info.family, block_size=info.block_size,
+                              compression=info.compression, bloom=info.has_bloom)
         for b in reader.scan_batches(cache_blocks=False):
             w.append_batch(b)
         total += w.finish().file_size
@@ -121,18 +76,18 @@ def main(argv=None) -> int:
     p.add_argument("--block-size", type=int, default=65536)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--root", default="./bench-data/format")
-    p.add_argument("--clock", choices=sorted(CLOCKS), default="cpu")
+    p.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     p.add_argument("--only", choices=["bulkload", "count"], default=None)
     p.add_argument("--reuse", action="store_true",
                    help="with --only count: read the table an earlier run left under --root")
     args = p.parse_args(argv)
-    bench_scan._clock = CLOCKS[args.clock]
+    harness.set_clock(args.clock)
     rows = args.rows
     root = os.path.join(args.root, "tables")
     if args.reuse and args.only == "count" and os.path.isdir(os.path.join(root, TABLE)):
         return count_only(root, rows, args.repeat)
     batches = sample_batches(rows, args.value_size)
-    wall, cpu = bulk_load(root, rows, args.regions, args.value_size, args.block_size, batches)
+    wall, cpu = bulk_load(root, rows, args.regions, args.block_size, batches, TABLE)
     print(f"bulk load: {rows:,} rows in {wall:.2f} s wall ({rows / wall:,.0f} rows/s), "
           f"{cpu:.2f} s CPU ({rows / cpu:,.0f} rows/s)")
     if args.only == "bulkload":
@@ -158,7 +113,7 @@ def main(argv=None) -> int:
     def ours_arrow() -> int:
         return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
 
-    (t_ours, n), (t_pq, n_pq) = bench_scan.best_of(
+    (t_ours, n), (t_pq, n_pq) = best_of(
         args.repeat, ours_arrow, lambda: pq.read_table(parquet, use_threads=False).num_rows
     )
     assert n == n_pq == rows, (n, n_pq)
@@ -168,7 +123,7 @@ def main(argv=None) -> int:
     # the same scan with no block cache: every block read, verified and decoded each time
     cold_conn = storage.connect(root, read_only=True, block_cache_size=0)
     cold = cold_conn.table(TABLE)
-    (t_cold, n), (t_pq, n_pq) = bench_scan.best_of(
+    (t_cold, n), (t_pq, n_pq) = best_of(
         args.repeat, lambda: sum(b.num_rows for b in cold.scan_batches(columns=COLUMNS)),
         lambda: pq.read_table(parquet, use_threads=False).num_rows,
     )
@@ -193,7 +148,7 @@ def count_only(root: str, rows: int, repeat: int) -> int:
     table = conn.table(TABLE)
     cold_conn = storage.connect(root, read_only=True, block_cache_size=0)
     cold = cold_conn.table(TABLE)
-    (t_cnt, n_cnt), (t_cold, n_cold), (t_idx, n_idx) = bench_scan.best_of(
+    (t_cnt, n_cnt), (t_cold, n_cold), (t_idx, n_idx) = best_of(
         repeat, lambda: scan_count(table), lambda: scan_count(cold), table.count
     )
     assert n_cnt == n_cold == n_idx == rows, (n_cnt, n_cold, n_idx)

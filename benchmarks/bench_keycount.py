@@ -2,7 +2,7 @@
 
     python benchmarks/bench_keycount.py --rows 300000 --value-size 1000 --root /tmp/bench/keycount
 
-The seed 000 shape (``bench_format.sample_batches``: 4-byte key, ``cf:n``,
+The seed 000 shape (``harness.sample_batches``: 4-byte key, ``cf:n``,
 ``cf:s`` of ``--value-size`` bytes, 10 regions, 64 KiB blocks) is bulk
 loaded and major-compacted (one version 2 file per region), then counted by
 ``scan_batches(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()")`` and by
@@ -25,17 +25,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
-import time
 
-sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import COUNT_FILTER, best_of, bulk_load, sample_batches  # puts the checkout on sys.path
 
-import bench_format  # noqa: E402  (the sample rows and the bulk load)
-import bench_scan  # noqa: E402  (best_of)
-import storage  # noqa: E402
+import storage
 
-COUNT_FILTER = bench_format.COUNT_FILTER
-TABLE = bench_format.TABLE
+TABLE = "bench_format"
 
 
 def _scan_count(table) -> int:
@@ -45,7 +40,7 @@ def _scan_count(table) -> int:
 def _measure(root: str, label: str, rows: int, repeat: int) -> None:
     conn = storage.connect(root, block_cache_size=0)
     table = conn.table(TABLE)
-    (t_scan, n_scan), (t_idx, n_idx) = bench_scan.best_of(repeat, lambda: _scan_count(table), table.count)
+    (t_scan, n_scan), (t_idx, n_idx) = best_of(repeat, lambda: _scan_count(table), table.count)
     assert n_scan == n_idx == rows, (label, n_scan, n_idx)
     table.read_counters(reset=True)
     _scan_count(table)
@@ -69,8 +64,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     rows = args.rows
     root = os.path.join(args.root, "tables")
-    batches = bench_format.sample_batches(rows, args.value_size)
-    bench_format.bulk_load(root, rows, args.regions, args.value_size, args.block_size, batches)
+    batches = sample_batches(rows, args.value_size)
+    bulk_load(root, rows, args.regions, args.block_size, batches, TABLE)
     conn = storage.connect(root)
     conn.table(TABLE).compact(major=True)
     conn.close()

@@ -13,22 +13,21 @@ Three read paths are timed: the embedded ``Table.scan_batches`` (rows of
 ``cf:n`` and ``cf:s``), the connector's partition read (files mode:
 ``TableInputFormat.get_splits()`` once, then each split's batch reader, which
 opens its pinned store files and decodes its pinned WAL records), without
-Spark and with ``cacheblocks`` false (what a MapReduce task reads: repeated,
-it keeps the decoded WAL records in the replay cache, as a region server
-holds its memstore, and resolves every chunk again;
-``REGIONSCAN_REPLAY_CACHE_SIZE=0`` decodes them on every read), and
-``worker``: the same reads with ``cacheblocks`` true and the engine worker's
-1 GiB block cache, repeated as a long-lived worker serving the same query
-repeats them (kept blocks, batches, decoded WAL records and chunks on both
-sides: storage/region/replay_memo.py).  The ratio is live speed divided by flushed speed; the target is 0.67
-or more.  An embedded scan keeps a live table's chunks between scans while
-nothing is written (storage/read/chunk_memo.py), and a clean file's streamed
-batches too (storage/read/stream_memo.py), as a cached block keeps its rows:
-the ``live`` lines are such repeated scans of both tables (kept results
-against kept results), the ``built`` lines the same scans with nothing kept
-on either side (what the first scan after a write pays, against what the
-flushed table's first scan of a range pays), each against the flushed
-table's own ``built`` time.  Runs alternate between the tables and the best
+Spark and with ``cacheblocks`` false (what a MapReduce task reads: repeated
+with ``regionscan.scan.cacheresults``, it keeps the decoded WAL records in the
+process's block cache and resolves every chunk again), and ``worker``: the
+same reads with ``cacheblocks`` true and the engine worker's 1 GiB block
+cache, repeated as a long-lived worker serving the same query repeats them
+(kept blocks, batches, decoded WAL records and chunks on both sides:
+storage/region/replay_memo.py).  The ratio is live speed divided by flushed
+speed; the target is 0.67 or more.  A scan that keeps results
+(``cache_results``) keeps a live table's chunks between scans while nothing is
+written (storage/read/chunk_memo.py), and a clean file's streamed batches too
+(storage/read/stream_memo.py): the ``live`` lines are such repeated scans of
+both tables (kept results against kept results), the ``built`` lines the same
+scans keeping nothing on either side (the default: what the first scan after a
+write pays, against what the flushed table's first scan of a range pays), each
+against the flushed table's own ``built`` time.  Runs alternate between the tables and the best
 of ``--repeat`` is kept (``--clock cpu`` by default: CPU seconds, steadier on
 a shared machine).
 Run from the repository root::
@@ -63,21 +62,15 @@ import tempfile
 import threading
 import time
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for path in (_ROOT, os.path.dirname(os.path.abspath(__file__))):
-    if path not in sys.path:
-        sys.path.insert(0, path)
+import harness  # the shared timing and clocks; puts the checkout on sys.path
+from harness import CLOCKS, COLUMNS, best_of
 
-import bench_scan  # noqa: E402
-import storage  # noqa: E402
-from connector import TableInputFormat  # noqa: E402
-from jobs.demo import sample_row, split_keys_for  # noqa: E402
-from storage.read import chunk_memo, stream_memo  # noqa: E402
-from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV  # noqa: E402
+import storage
+from connector import TableInputFormat
+from jobs.demo import sample_row, split_keys_for
+from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV
 
 __all__ = ["main"]
-
-COLUMNS = [b"cf:n", b"cf:s"]
 
 
 def _quarter(i: int, rows: int) -> bool:
@@ -163,9 +156,6 @@ def build(conn: storage.Connection, name: str, rows: int, layout: Layout, varian
     return table
 
 
-CLOCKS = {**bench_scan.CLOCKS, "thread": time.thread_time}
-
-
 WRITER_TS = 1 << 40  # every writer put has this timestamp: a rewrite replaces the cell
 
 
@@ -211,31 +201,22 @@ class Writer:
         self._thread.join()
 
 
-def embedded(table: storage.Table, versions: int = 1):
+def embedded(table: storage.Table, versions: int = 1, keep: bool = True):
+    """Scans of ``table``; ``keep``: they keep results (live chunks, a clean file's
+    streamed batches) for the next; else nothing is kept, what a scan pays when the
+    memstore changed since the last one, or a range is read for the first time."""
     def run() -> int:
-        return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, max_versions=versions))
+        return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, max_versions=versions,
+                                                          cache_results=keep))
     return run
 
 
-def built(run):
-    """``run`` with nothing kept between scans: no live chunk
-    (storage/read/chunk_memo.py) and no clean file's streamed batches
-    (storage/read/stream_memo.py); what a scan pays when the memstore changed
-    since the last one, or a range is read for the first time."""
-    def cold() -> int:
-        chunk_memo.enabled = stream_memo.enabled = False
-        try:
-            return run()
-        finally:
-            chunk_memo.enabled = stream_memo.enabled = True
-    return cold
-
-
-def connector(root: str, name: str, versions: int = 1, cacheblocks: bool = False):
+def connector(root: str, name: str, versions: int = 1, cacheblocks: bool = False, keep: bool = True):
     fmt = TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": name,
                             "hbase.mapreduce.scan.columns": "cf:n cf:s",
                             "hbase.mapreduce.scan.maxversions": str(versions),
-                            "hbase.mapreduce.scan.cacheblocks": "true" if cacheblocks else "false"})
+                            "hbase.mapreduce.scan.cacheblocks": "true" if cacheblocks else "false",
+                            "regionscan.scan.cacheresults": "true" if keep else "false"})
     splits = fmt.get_splits()
 
     def run() -> int:
@@ -254,10 +235,10 @@ def flushed_name(layout: str) -> str:
     return "flushed" if layout in ("interleaved", "tail") else f"flushed_{layout}"
 
 
-def _reader(path: str, root: str, tables: dict, name: str, versions: int):
+def _reader(path: str, root: str, tables: dict, name: str, versions: int, keep: bool = True):
     if path == "embedded":
-        return embedded(tables[name], versions)
-    return connector(root, name, versions, cacheblocks=path == "worker")
+        return embedded(tables[name], versions, keep)
+    return connector(root, name, versions, cacheblocks=path == "worker", keep=keep)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -302,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         variants = ["memstore"]
     if args.clock is None:
         args.clock = "thread" if args.writer else "cpu"
-    bench_scan._clock = CLOCKS[args.clock]
+    harness.set_clock(args.clock)
     if args.reuse and not args.root:
         parser.error("--reuse needs --root")
     root = args.root or tempfile.mkdtemp(prefix="bench-live-")
@@ -361,10 +342,10 @@ def _measure(root: str, tables: dict, layouts: list, variants: list, args, quiet
             if quiet is not None:
                 names.append(quiet)
             readers = [_reader(path, root, tables, n, versions) for n in names]
-            # the embedded scans keep results between scans (live chunks, a clean file's
-            # batches); also time both sides building everything, flushed first
-            cold = [built(r) for r in readers[:len(variants) + 1]] if path == "embedded" else []
-            results = bench_scan.best_of(args.repeat, *readers, *cold)
+            # the reads keep results between reads (live chunks, a clean file's batches, the
+            # decoded WAL); also time both sides building everything, flushed first
+            cold = [_reader(path, root, tables, n, versions, keep=False) for n in names[:len(variants) + 1]]
+            results = best_of(args.repeat, *readers, *cold)
             (base_s, base_n), *others = results
             cold_results = others[len(others) - len(cold):] if cold else []
             others = others[:len(others) - len(cold)]

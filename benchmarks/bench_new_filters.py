@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import pyarrow as pa
 
-sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from harness import best_of  # puts the checkout on sys.path
 
-import bench_scan  # noqa: E402  (best_of: warm-up, alternating runs, best time)
-from storage.cells import Cell, CellType, batch_to_cells, cells_to_batch  # noqa: E402
-from storage.filters import parse_filter_string  # noqa: E402
+from storage.cells import Cell, CellType, batch_to_cells, cells_to_batch
+from storage.filters import parse_filter_string
 
 FILTERS = [
     "InclusiveStopFilter ('r0150000')",
@@ -80,7 +78,7 @@ def main() -> None:
                     kept += len(out) if out else 0
             return kept
 
-        (tb, nb), (tc, nc) = bench_scan.best_of(args.repeat, batch_path, cell_path)
+        (tb, nb), (tc, nc) = best_of(args.repeat, batch_path, cell_path)
         assert nb == nc, (text, nb, nc)
         print(f"{text:58} {tb:8.3f} {tc:8.3f} {tc / tb:6.1f}")
     check = parse_filter_string(FILTERS[2])

@@ -37,17 +37,15 @@ import sys
 import tempfile
 import time
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-sys.path.insert(0, os.path.join(_ROOT, "tests"))
+from harness import COUNT_FILTER, ROOT  # puts the checkout on sys.path
+
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the local S3 server the tests use
 
 import storage  # noqa: E402
 from jobs.demo import load_sample_table  # noqa: E402
 from s3_server import S3Server  # noqa: E402
 from storage.scanner.metrics import ScanMetrics  # noqa: E402
 
-COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
 
 
 def _build(local_root: str, rows: int, regions: int, block_size: int) -> None:

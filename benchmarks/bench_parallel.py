@@ -43,21 +43,18 @@ import tempfile
 import time
 from typing import Any, Callable
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.compute as pc  # noqa: E402
+from harness import COLUMNS, Spent, interleaved, prepare_table  # puts the checkout on sys.path
 
-import storage  # noqa: E402
-from storage.table.parallel import ParallelScanner, region_tasks  # noqa: E402
+import storage
+from storage.table.parallel import ParallelScanner, region_tasks
 
 __all__ = ["main", "arrow_work", "python_work", "open_table", "run_benchmark"]
 
-TABLE = "bench_server"  # shared with bench_server.py, so one --root serves both
-COLUMNS = [b"cf:n", b"cf:s"]
+TABLE = "bench_server"  # harness.prepare_table's table, shared with bench_server.py: one --root serves both
 _UNPACK = struct.Struct(">i").unpack
 
 
@@ -143,33 +140,9 @@ def _threads(table, threads: int, work: str) -> tuple[int, int]:
     return count, total
 
 
-def _processes(pool, tasks: list, work: str) -> tuple[tuple[int, int], float]:
+def _processes(pool, tasks: list, work: str) -> Spent:
     parts = pool.map(_scan_region, [(lo, hi, work) for lo, hi in tasks], chunksize=1)
-    return (sum(p[0] for p in parts), sum(p[1] for p in parts)), sum(p[2] for p in parts)
-
-
-def _interleaved(cases: dict[str, Callable[[], Any]], repeat: int) -> tuple[dict, dict, set]:
-    """Best wall time and CPU time of each case over ``repeat`` rounds; each round runs every
-    case once, so a change in machine load over time hits all cases alike.
-
-    A case returns its answer, or (answer, CPU seconds spent in other processes).
-    """
-    best = dict.fromkeys(cases, float("inf"))
-    cpu = dict.fromkeys(cases, float("inf"))
-    answers = set()
-    for _ in range(repeat):
-        for name, fn in cases.items():
-            started, cpu_started = time.perf_counter(), time.process_time()
-            answer = fn()
-            wall = time.perf_counter() - started
-            used = time.process_time() - cpu_started
-            if isinstance(answer[0], tuple):
-                answer, elsewhere = answer
-                used += elsewhere
-            answers.add(answer)
-            best[name] = min(best[name], wall)
-            cpu[name] = min(cpu[name], used)
-    return best, cpu, answers
+    return Spent((sum(p[0] for p in parts), sum(p[1] for p in parts)), sum(p[2] for p in parts))
 
 
 def run_benchmark(location: str, table, repeat: int, works: list[str]) -> dict:
@@ -193,11 +166,12 @@ def run_benchmark(location: str, table, repeat: int, works: list[str]) -> dict:
                 "processes": lambda: _processes(pool, tasks, work),
             }
             print(f"\nwork={work}")
-            best, cpu, answers = _interleaved(cases, repeat)
-            for name, seconds in best.items():
-                results[f"{work} {name}"] = seconds
-                results[f"{work} {name} cpu"] = cpu[name]
-                print(f"  {name:<12} {seconds:8.3f} s wall  {cpu[name]:8.3f} s CPU", flush=True)
+            timed = interleaved(cases, repeat)
+            answers = {a for t in timed.values() for a in t.answers}
+            for name, t in timed.items():
+                results[f"{work} {name}"] = t.wall
+                results[f"{work} {name} cpu"] = t.cpu
+                print(f"  {name:<12} {t.wall:8.3f} s wall  {t.cpu:8.3f} s CPU", flush=True)
             if len(answers) != 1:
                 raise SystemExit(f"variants disagree on the answer: {answers}")
             base = results[f"{work} plain"]
@@ -222,8 +196,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server", action="store_true", help="scan through a region server instead")
     parser.add_argument("--json", help="write the figures to this file")
     args = parser.parse_args(argv)
-    from bench_server import prepare_table  # the same table
-
     root = args.root or tempfile.mkdtemp(prefix="bench-parallel-")
     try:
         prepare_table(root, args.rows, args.regions)

@@ -8,7 +8,7 @@
    connector's ``TableRecordReader`` run): one version or several, with and without
    ``scan_batching``.  Printed: milliseconds per 100K cells.
 
-    PYTHONPATH=. python3 benchmarks/bench_read_semantics.py --rows 2000 --repeat 3
+    python benchmarks/bench_read_semantics.py --rows 2000 --repeat 3
 
 Best of ``--repeat`` runs, CPU time of this process (``time.process_time``), so load from
 other processes moves the figures little.
@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 
 import pyarrow as pa
+
+from harness import best_of  # puts the checkout on sys.path
 
 import storage
 from storage import kernels
@@ -29,12 +30,8 @@ from storage.read.python_rows import cells_to_dicts
 
 
 def _best(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        started = time.process_time()
-        fn()
-        best = min(best, time.process_time() - started)
-    return best
+    """Best CPU seconds of ``repeat`` runs of ``fn``, no warm-up run."""
+    return best_of(repeat, fn, warmup=False)[0][0]
 
 
 def _kernel_row(view, row: bytes) -> list:

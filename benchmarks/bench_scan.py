@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import gc
 import io
 import json
 import os
@@ -33,83 +32,22 @@ import sqlite3
 import struct
 import sys
 import time
-from dataclasses import asdict, dataclass
 from typing import Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# Run as a script from a checkout: the packages sit at the repository root.
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+import harness  # the shared timing, clocks and report table; puts the checkout on sys.path
+from harness import COLUMNS, COUNT_FILTER, Measurement, best_of, format_table, kept_results
 
-import storage  # noqa: E402
-from jobs.demo import load_sample_table, sample_row  # noqa: E402
-from storage.read import stream_memo  # noqa: E402
-from storage.scanner.metrics import ScanMetrics  # noqa: E402
-from storage.storefile import StoreFileReader  # noqa: E402
+import storage
+from jobs.demo import load_sample_table, sample_row
+from storage.scanner.metrics import ScanMetrics
+from storage.storefile import StoreFileReader
 
 __all__ = ["Measurement", "main", "run_benchmark"]
 
 TABLE = "bench_scan"
-COLUMNS = [b"cf:n", b"cf:s"]
-COUNT_FILTER = "FirstKeyOnlyFilter() AND KeyOnlyFilter()"
-
-
-@dataclass
-class Measurement:
-    """One line of the report: our figure, the peer's, and what we aimed for."""
-
-    name: str
-    ours: float  # rate, in ``unit``
-    unit: str
-    peer: str | None = None
-    peer_rate: float | None = None
-    target: str | None = None
-    met: bool | None = None
-    note: str = ""
-
-    @property
-    def ratio(self) -> float | None:
-        if self.peer_rate is None or not self.peer_rate:
-            return None
-        return self.ours / self.peer_rate
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["ratio"] = self.ratio
-        return d
-
-
-CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
-"""``cpu``: CPU seconds of this process (every thread), which other processes' load on a
-shared machine barely moves; ``wall``: elapsed seconds, right on a quiet machine."""
-
-_clock: Callable[[], float] = time.process_time
-
-
-def best_of(repeat: int, *fns: Callable[[], int], warmup: bool = True) -> list[tuple[float, int]]:
-    """Time each of ``fns`` ``repeat`` times, alternating them; return (best seconds, count) per fn.
-
-    Runs alternate (a, b, a, b, ...) so that load from other processes on a
-    shared machine hits every side of a comparison alike, and the best run
-    of each is kept.  One untimed run of each first (``warmup``) fills the
-    block cache and the OS page cache, so every path is measured warm.
-    Seconds are on the clock chosen with ``--clock``.
-    """
-    if warmup:
-        for fn in fns:
-            fn()
-    best = [float("inf")] * len(fns)
-    counts = [0] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            gc.collect()
-            t0 = _clock()
-            counts[i] = fn()
-            best[i] = min(best[i], _clock() - t0)
-    return list(zip(best, counts))
 
 
 # -- data -----------------------------------------------------------------
@@ -242,6 +180,17 @@ def rocks_open(path: str):
 
 # -- the benchmark --------------------------------------------------------
 def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
+    """Every measurement of ``args.only`` (all by default), in order; each also printed by ``say``.
+
+    Every scan builds its batches from the (cached) blocks, as a scan of a range read for the
+    first time does (a connection's scans keep no results unless asked), except the one line
+    that measures the batches a clean file's scan keeps (``cache_results=True``): a scan
+    answered from kept batches measures a cache lookup, not the scan path, and would make
+    every ratio against it meaningless."""
+    return _measure(args, say)
+
+
+def _measure(args: argparse.Namespace, say) -> list[Measurement]:
     rows, repeat = args.rows, args.repeat
     os.makedirs(args.root, exist_ok=True)
     conn = storage.connect(os.path.join(args.root, "tables"))
@@ -263,18 +212,9 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
         return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS))
 
     def ours_arrow_kept() -> int:
-        # a repeated scan of the unchanged table: the batches an earlier scan built
-        # (storage/read/stream_memo.py); every other figure here builds its batches
-        stream_memo.enabled = True
-        try:
-            return ours_arrow()
-        finally:
-            stream_memo.enabled = False
-
-    # Every scan below builds its batches from the (cached) blocks, as a scan of a range
-    # read for the first time does: a scan answered from kept batches measures a cache
-    # lookup, not the scan path, and would make every ratio against it meaningless.
-    stream_memo.enabled = False
+        # a repeated scan of the unchanged table that keeps results: the batches an earlier
+        # scan built (storage/read/stream_memo.py); every other figure here builds its batches
+        return sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, cache_results=True))
 
     def ours_python() -> int:
         return sum(1 for _ in table.scan())
@@ -295,7 +235,7 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
         out.append(Measurement(
             "full scan -> Arrow rows (scan_batches)", forward_arrow, "rows/s", "pyarrow.parquet.read_table (1 thread)",
             rate(t_pq, n_pq), ">= 1.0x", forward_arrow >= rate(t_pq, n_pq),
-            f"Parquet with threads: {rate(t_pq_mt, rows):,.0f} rows/s ({'per CPU-second' if _clock is time.process_time else 'wall'})",
+            f"Parquet with threads: {rate(t_pq_mt, rows):,.0f} rows/s ({'per CPU-second' if args.clock == 'cpu' else 'wall'})",
         ))
         (t_kept, n), (t_built, _) = best_of(repeat, ours_arrow_kept, ours_arrow)
         check(n, "scan_batches, kept batches")
@@ -467,7 +407,6 @@ def run_benchmark(args: argparse.Namespace, say=print) -> list[Measurement]:
             r.close()
     sq.close()
     conn.close()
-    stream_memo.enabled = True
     return out
 
 
@@ -490,21 +429,6 @@ def count_cells_one_at_a_time(reader) -> int:
         scanner.close()
 
 
-# -- report ---------------------------------------------------------------
-def format_table(results: list[Measurement]) -> str:
-    """The measurements as a fixed-width table: ours, the peer's, their ratio and the target."""
-    head = f"{'measurement':<46} {'ours':>22} {'peer':>22} {'ratio':>7}  {'target':<20} {'met':<4} peer / note"
-    lines = [head, "-" * len(head)]
-    for m in results:
-        ratio = f"{m.ratio:.2f}x" if m.ratio is not None else "-"
-        ours = f"{m.ours:,.0f} {m.unit}"
-        peer = f"{m.peer_rate:,.0f} {m.unit}" if m.peer_rate is not None else "-"
-        met = "-" if m.met is None else ("yes" if m.met else "NO")
-        tail = "; ".join(x for x in (m.peer, m.note) if x)
-        lines.append(f"{m.name:<46} {ours:>22} {peer:>22} {ratio:>7}  {m.target or '-':<20} {met:<4} {tail}")
-    return "\n".join(lines)
-
-
 def profile_slowest(args: argparse.Namespace, what: str, limit: int = 25) -> str:
     """cProfile one of our scan paths and return the top functions by cumulative and own time."""
     conn = storage.connect(os.path.join(args.root, "tables"))
@@ -516,12 +440,12 @@ def profile_slowest(args: argparse.Namespace, what: str, limit: int = 25) -> str
         "count": lambda: sum(b.num_rows for b in table.scan_batches(filter=COUNT_FILTER, output="cells")),
         "get": lambda: sum(1 for i in range(0, args.rows, max(1, args.rows // args.gets)) if table.row(struct.pack(">I", i))),
     }
-    stream_memo.enabled = False  # the scan path, not a lookup of the batches an earlier scan kept
-    paths[what]()  # warm, as the benchmark measures: the profile shows the scan, not the first disk reads
-    prof = cProfile.Profile()
-    prof.enable()
-    paths[what]()
-    prof.disable()
+    with kept_results(False, conn.block_cache):  # the scan path, not a lookup of the batches an earlier scan kept
+        paths[what]()  # warm, as the benchmark measures: the profile shows the scan, not the first disk reads
+        prof = cProfile.Profile()
+        prof.enable()
+        paths[what]()
+        prof.disable()
     conn.close()
     buf = io.StringIO()
     stats = pstats.Stats(prof, stream=buf).strip_dirs()
@@ -544,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only these measurements (default: all)")
     parser.add_argument("--multi", type=int, default=1_000, help="keys of one rows() call (default 1,000)")
     parser.add_argument("--root", default="./bench-data", help="folder for the table and the peer stores")
-    parser.add_argument("--clock", choices=sorted(CLOCKS), default="cpu",
+    parser.add_argument("--clock", choices=["cpu", "wall"], default="cpu",
                         help="cpu: process CPU seconds (default; steady on a shared machine), wall: elapsed seconds")
     parser.add_argument("--json", default=None, metavar="PATH", help="write the measurements as JSON")
     parser.add_argument("--profile", default=None, choices=["scan", "reverse", "arrow", "count", "get"],
@@ -555,8 +479,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name.replace('_', '-')} must be a positive integer")
     if args.regions > args.rows:
         parser.error("--regions must not exceed --rows")
-    global _clock
-    _clock = CLOCKS[args.clock]
+    harness.set_clock(args.clock)
     print(f"bench_scan: {args.rows:,} rows, {args.regions} regions, best of {args.repeat} on the {args.clock} clock, "
           f"under {args.root}")
     results = run_benchmark(args)

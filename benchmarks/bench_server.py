@@ -21,58 +21,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
-import time
 from typing import Callable
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+from harness import COLUMNS, interleaved, prepare_table  # puts the checkout on sys.path
 
-import storage  # noqa: E402
-from jobs.demo import load_sample_table  # noqa: E402
-from storage.scanner.metrics import ScanMetrics  # noqa: E402
-from storage.server.process import ServerProcess  # noqa: E402
+import storage
+from storage.scanner.metrics import ScanMetrics
+from storage.server.process import ServerProcess
 
-__all__ = ["main", "prepare_table"]
+__all__ = ["main", "run_benchmark"]
 
-TABLE = "bench_server"
-COLUMNS = [b"cf:n", b"cf:s"]
-
-
-def prepare_table(root: str, rows: int, regions: int) -> None:
-    """Create, load and flush the sample table under ``root`` unless it is already there with ``rows`` rows."""
-    conn = storage.connect(root)
-    try:
-        if conn.is_table_available(TABLE):
-            table = conn.table(TABLE)
-            if sum(b.num_rows for b in table.scan_batches(filter="FirstKeyOnlyFilter() AND KeyOnlyFilter()",
-                                                          output="cells")) == rows:
-                return
-            conn.delete_table(TABLE)
-        started = time.perf_counter()
-        table = load_sample_table(conn, TABLE, rows, regions)
-        table.flush()
-        print(f"loaded {rows:,} rows in {regions} regions in {time.perf_counter() - started:.1f} s", flush=True)
-    finally:
-        conn.close()
-
-
-def _interleaved(cases: dict[str, Callable[[], tuple[int, int]]], repeat: int) -> dict:
-    """Best (seconds, rows, calls) of each case over ``repeat`` rounds; each round runs every
-    case once, so a change in machine load over time hits all cases alike."""
-    best: dict = {name: (float("inf"), 0, 0) for name in cases}
-    for _ in range(repeat):
-        for name, fn in cases.items():
-            started = time.perf_counter()
-            rows, calls = fn()
-            seconds = time.perf_counter() - started
-            if seconds < best[name][0]:
-                best[name] = (seconds, rows, calls)
-    return best
+TABLE = "bench_server"  # harness.prepare_table's default: bench_parallel and bench_thrift read it too
 
 
 def _arrow_scan(table, **kwargs) -> Callable[[], tuple[int, int]]:
@@ -153,7 +115,8 @@ def run_benchmark(root: str, repeat: int, dicts: bool) -> dict:
                 "dicts rpc caching=100": _dict_scan(remote, mode="rpc", caching=100),
             })
         print(f"{'scan':<26} {'rows':>10} {'calls':>7} {'seconds':>8} {'rows/s':>12}")
-        for name, (seconds, rows, calls) in _interleaved(cases, repeat).items():
+        for name, timed in interleaved(cases, repeat).items():
+            seconds, (rows, calls) = timed.wall, timed.result
             results[name] = {"seconds": seconds, "rows": rows, "calls": calls, "rows_per_s": rows / seconds}
             print(f"{name:<26} {rows:>10,} {calls:>7} {seconds:>8.3f} {rows / seconds:>12,.0f}", flush=True)
         results["rpc read counters"] = _rpc_read_counters(conn, remote)

@@ -50,17 +50,15 @@ import os
 import shutil
 import sys
 import time
-from typing import Any, Callable
+from typing import Callable
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+import pyarrow as pa
+import pyarrow.parquet as pq
 
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+from harness import ROOT, best_with_first  # puts the checkout on sys.path
 
-import storage  # noqa: E402
-from jobs.demo import load_sample_table  # noqa: E402
+import storage
+from jobs.demo import load_sample_table
 
 __all__ = ["main", "build", "run_queries", "breakdown"]
 
@@ -102,7 +100,7 @@ def build(root: str, rows: int, regions: int, value_size: int) -> str:
 def _session(cores: int):
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
     from pyspark.sql import SparkSession
 
     from connector.session import jvm_source_conf, register
@@ -118,31 +116,6 @@ def _session(cores: int):
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
-
-
-def _best(repeat: int, fns: list[Callable[[], Any]], first: list[float] | None = None,
-          cpu: Callable[[], float] | None = None, cpu_used: list[float] | None = None) -> list[tuple[float, Any]]:
-    """Best wall seconds (and result) of each function; runs alternate, one first run each (timed into ``first``).
-
-    With ``cpu`` (a CPU clock read outside the timed span), ``cpu_used[i]`` gains the CPU seconds
-    that function ``i``'s timed runs took on that clock."""
-    for fn in fns:
-        t0 = time.perf_counter()
-        fn()
-        if first is not None:
-            first.append(time.perf_counter() - t0)
-    best = [(float("inf"), None)] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            c0 = cpu() if cpu is not None else 0.0
-            t0 = time.perf_counter()
-            result = fn()
-            elapsed = time.perf_counter() - t0
-            if cpu is not None and cpu_used is not None:
-                cpu_used[i] += cpu() - c0
-            if elapsed < best[i][0]:
-                best[i] = (elapsed, result)
-    return best
 
 
 def _jvm_cpu_clock(spark) -> Callable[[], float] | None:
@@ -165,14 +138,18 @@ def _jvm_cpu_clock(spark) -> Callable[[], float] | None:
 def _worker_stats(spark) -> dict:
     """The JVM source's engine worker counters (rows, Arrow bytes sent) and CPU seconds."""
     try:
-        return json.loads(spark._jvm.regionscan.spark.EngineWorker.statsJson(sys.executable, ""))
+        return json.loads(spark._jvm.regionscan.spark.WorkerProcess.statsJson(sys.executable, ""))
     except Exception:  # noqa: BLE001 - the JVM source is not on this session's classpath
         return {}
 
 
-def run_queries(spark, root: str, parquet: str, rows: int, repeat: int, python_source: bool) -> list[dict]:
-    """Each query on every side; a fresh DataFrame per run."""
-    options = {"root": root, "table": TABLE, "hbase.columns.mapping": MAPPING}
+def run_queries(spark, root: str, parquet: str, rows: int, repeat: int, python_source: bool,
+                cache_results: bool = False) -> list[dict]:
+    """Each query on every side; a fresh DataFrame per run.  ``cache_results``: the
+    regionscan reads keep their results in the worker's block cache, so a repeated
+    query is answered from what the one before kept (a cached answer, not the scan)."""
+    options = {"root": root, "table": TABLE, "hbase.columns.mapping": MAPPING,
+               "regionscan.scan.cacheresults": "true" if cache_results else "false"}
 
     def ours(**extra):
         return spark.read.format("regionscan").options(**options, **extra).load()
@@ -215,7 +192,7 @@ def run_queries(spark, root: str, parquet: str, rows: int, repeat: int, python_s
         before = _worker_stats(spark)
         first: list[float] = []
         jvm_cpu = [0.0] * len(fns)
-        timed = _best(repeat, fns, first, cpu=jvm_clock, cpu_used=jvm_cpu)
+        timed = best_with_first(repeat, fns, first, cpu=jvm_clock, cpu_used=jvm_cpu)
         after = _worker_stats(spark)
         (t_ours, r_ours), (t_pq, r_pq) = timed[0], timed[1]
         if r_ours != r_pq or (python_source and timed[2][1] != r_pq):
@@ -266,7 +243,7 @@ def breakdown(root: str, repeat: int) -> dict:
     def read_parquet() -> int:
         return pq.read_table(parquet, use_threads=False).num_rows
 
-    from connector.datasource import RegionScanDataSource
+    from connector.python_source import RegionScanDataSource
 
     source = RegionScanDataSource({"root": root, "table": TABLE, "hbase.columns.mapping": MAPPING,
                                    "regionscan.pin.register": "false"})
@@ -280,9 +257,9 @@ def breakdown(root: str, repeat: int) -> dict:
     def source_read() -> int:  # what the Python side of every Spark task does, minus the hand-off
         return sum(b.num_rows for p in partitions for b in reader.read(p))
 
-    (t_scan, _), = _best(repeat, [scan])
-    (t_decode, _), (t_pq, _) = _best(repeat, [decode, read_parquet])
-    (t_plan, _), (t_read, _) = _best(repeat, [plan, source_read])
+    (t_scan, _), = best_with_first(repeat, [scan])
+    (t_decode, _), (t_pq, _) = best_with_first(repeat, [decode, read_parquet])
+    (t_plan, _), (t_read, _) = best_with_first(repeat, [plan, source_read])
     result = {"engine_scan_s": round(t_scan, 3), "serde_decode_s": round(t_decode, 3),
               "source_plan_s": round(t_plan, 3), "source_read_s": round(t_read, 3),
               "pyarrow_parquet_read_s": round(t_pq, 3), "splits": len(splits)}
@@ -302,6 +279,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--breakdown", action="store_true", help="also time the engine and SerDe alone")
     parser.add_argument("--python-source", action="store_true", help="also run the Python source (regionscan_python)")
     parser.add_argument("--json", help="write the measurements here")
+    parser.add_argument("--cache-results", action="store_true",
+                        help="regionscan reads keep results between runs (regionscan.scan.cacheresults): the warm"
+                             " figures are then kept answers, not scans")
     args = parser.parse_args(argv)
     root = os.path.abspath(args.root)
     parquet = build(root, args.rows, args.regions, args.value_size)
@@ -309,7 +289,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _say(f"Spark local[{args.cores}], {args.rows:,} rows, {args.regions} regions, best of {args.repeat} (wall)")
         results = {"rows": args.rows, "regions": args.regions, "cores": args.cores, "repeat": args.repeat,
-                   "queries": run_queries(spark, root, parquet, args.rows, args.repeat, args.python_source),
+                   "cache_results": args.cache_results,
+                   "queries": run_queries(spark, root, parquet, args.rows, args.repeat, args.python_source,
+                                          args.cache_results),
                    "load_average": os.getloadavg()}
     finally:
         spark.stop()

@@ -33,23 +33,20 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import random
 import shutil
 import sys
 import tempfile
 import time
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-for _path in (_ROOT, os.path.dirname(os.path.abspath(__file__))):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
+import happybase
 
-import happybase  # noqa: E402
+from harness import COLUMNS, interleaved, prepare_table  # puts the checkout on sys.path
 
-import storage  # noqa: E402
-from bench_server import COLUMNS, TABLE, _interleaved, prepare_table  # noqa: E402
-from storage.server.process import ServerProcess  # noqa: E402
+import storage
+from storage.server.process import ServerProcess
+
+TABLE = "bench_server"  # harness.prepare_table's table, shared with bench_server.py: one --root serves both
 
 __all__ = ["main", "run_benchmark"]
 
@@ -204,7 +201,8 @@ def run_benchmark(root: str, repeat: int, gets: int) -> dict:
             "embedded": lambda: count(embedded.scan(columns=COLUMNS)),
         }
         print(f"{'scan (happybase rows)':<46} {'rows':>10} {'seconds':>8} {'rows/s':>12}")
-        for name, (seconds, rows, _) in _interleaved(cases, repeat).items():
+        for name, timed in interleaved(cases, repeat).items():
+            seconds, rows = timed.wall, timed.result[0]
             results[name] = {"seconds": seconds, "rows": rows, "rows_per_s": rows / seconds}
             print(f"{name:<46} {rows:>10,} {seconds:>8.3f} {rows / seconds:>12,.0f}", flush=True)
         thrift = results["thrift batch_size=1000"]["rows_per_s"]

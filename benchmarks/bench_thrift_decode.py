@@ -13,18 +13,16 @@ repository root::
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from thriftpy2.protocol.binary import TBinaryProtocol
+from thriftpy2.protocol.compact import TCompactProtocol
+from thriftpy2.transport import TMemoryBuffer
 
-from thriftpy2.protocol.binary import TBinaryProtocol  # noqa: E402
-from thriftpy2.protocol.compact import TCompactProtocol  # noqa: E402
-from thriftpy2.transport import TMemoryBuffer  # noqa: E402
+from harness import best_of_self_timed  # puts the checkout on sys.path
 
-from storage.thrift.containers import CheckedBinaryProtocol, CheckedCompactProtocol  # noqa: E402
-from storage.thrift.idl import hbase  # noqa: E402
+from storage.thrift.containers import CheckedBinaryProtocol, CheckedCompactProtocol
+from storage.thrift.idl import hbase
 
 
 class _Request(TMemoryBuffer):
@@ -63,10 +61,10 @@ def main() -> None:
         buf = TMemoryBuffer()
         plain(buf).write_struct(request)
         data = buf.getvalue()
-        best = {"thriftpy2": float("inf"), "checked": float("inf")}
-        for _ in range(args.repeat):  # interleaved, so load changes hit both alike
-            best["thriftpy2"] = min(best["thriftpy2"], _decode_seconds(plain, data, args.rows))
-            best["checked"] = min(best["checked"], _decode_seconds(checked, data, args.rows))
+        plain_s, checked_s = best_of_self_timed(  # interleaved, so load changes hit both alike
+            args.repeat, lambda: _decode_seconds(plain, data, args.rows),
+            lambda: _decode_seconds(checked, data, args.rows))
+        best = {"thriftpy2": plain_s, "checked": checked_s}
         print(f"{name}: mutateRows of {args.rows} rows ({len(data)} bytes): "
               f"thriftpy2 {best['thriftpy2'] * 1000:.1f} ms, checked {best['checked'] * 1000:.1f} ms, "
               f"checked/thriftpy2 {best['checked'] / best['thriftpy2']:.3f}")

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_value_filters.py --rows 1000000 --root /tmp/bench/vf
 
-The sample table of ``bench_format.py`` (4-byte key, ``cf:n``, ``cf:s`` of
+The sample table of ``harness.sample_batches`` (4-byte key, ``cf:n``, ``cf:s`` of
 ``--value-size`` bytes) is bulk loaded and major-compacted, so every block is
 a version 2 dense block.  For each filter, a scan into Arrow rows
 (``scan_batches(columns=[cf:n, cf:s], filter=...)``) is timed three ways in
@@ -25,19 +25,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-sys.path.insert(1, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import harness  # the shared timing and sample tables; puts the checkout on sys.path
+from harness import COLUMNS, best_of, bulk_load, sample_batches
 
-import bench_format  # noqa: E402  (the sample table and its bulk load)
-import bench_scan  # noqa: E402  (best_of: warm-up, alternating runs, best time)
-import storage  # noqa: E402
+import storage
 
-COLUMNS = [b"cf:n", b"cf:s"]
+TABLE = "bench_format"
 
 
 def filters(rows: int) -> list[tuple[str, str, tuple | None]]:
@@ -66,15 +64,15 @@ def main(argv=None) -> int:
     p.add_argument("--block-size", type=int, default=65536)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--root", default="./bench-data/value-filters")
-    p.add_argument("--clock", choices=sorted(bench_scan.CLOCKS), default="cpu")
+    p.add_argument("--clock", choices=["cpu", "wall"], default="cpu")
     args = p.parse_args(argv)
-    bench_scan._clock = bench_scan.CLOCKS[args.clock]
+    harness.set_clock(args.clock)
     rows = args.rows
     root = os.path.join(args.root, "tables")
-    batches = bench_format.sample_batches(rows, args.value_size)
-    bench_format.bulk_load(root, rows, args.regions, args.value_size, args.block_size, batches)
+    batches = sample_batches(rows, args.value_size)
+    bulk_load(root, rows, args.regions, args.block_size, batches, TABLE)
     conn = storage.connect(root)
-    table = conn.table(bench_format.TABLE)
+    table = conn.table(TABLE)
     table.compact(major=True)
     layouts = {k for r in table.store_file_readers() for k in r._index.layouts}
     print(f"{rows:,} rows, {args.value_size}-byte cf:s, {args.regions} region(s), block layouts {sorted(layouts)} "
@@ -85,7 +83,7 @@ def main(argv=None) -> int:
     def scan(flt) -> callable:
         return lambda: sum(b.num_rows for b in table.scan_batches(columns=COLUMNS, filter=flt))
 
-    (t_full, n_full), = bench_scan.best_of(args.repeat, scan(None))
+    (t_full, n_full), = best_of(args.repeat, scan(None))
     assert n_full == rows, n_full
     print(f"no filter: {rows / t_full:,.0f} rows/s ({t_full:.3f} s)")
     page = f" AND PageFilter ({rows + 1})"
@@ -95,7 +93,7 @@ def main(argv=None) -> int:
             column, compare, value = peer
             fns.append(lambda: (lambda t: t.filter(compare(t[column], pa.scalar(value, pa.binary()))).num_rows)(
                 pq.read_table(parquet, use_threads=False)))
-        timed = bench_scan.best_of(args.repeat, *fns)
+        timed = best_of(args.repeat, *fns)
         (t_dense, n_dense), (t_cells, n_cells) = timed[:2]
         assert n_dense == n_cells, (label, n_dense, n_cells)
         line = (f"{label}: keeps {n_dense:,} rows ({100 * n_dense / rows:.1f}%); dense {rows / t_dense:,.0f} rows scanned/s ({t_dense:.3f} s), "

@@ -33,16 +33,12 @@ from typing import Callable
 
 import numpy as np
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
+from harness import best_of_self_timed, clock  # puts the checkout on sys.path
 
-import storage  # noqa: E402
-from jobs.pe_workloads import COLUMN, FAMILY, PeOptions, format_row, value_offsets, value_pool  # noqa: E402
+import storage
+from jobs.pe_workloads import COLUMN, FAMILY, PeOptions, format_row, value_offsets, value_pool
 
 __all__ = ["main"]
-
-_clock: Callable[[], float] = time.process_time
 
 
 def _fresh(path: str) -> str:
@@ -65,14 +61,14 @@ def ours_pe(root: str, rows: list[tuple[bytes, bytes]], value_size: int) -> Call
         table = conn.create_table("w", {FAMILY: {"max_versions": 1}}, settings={"wal_sync": "each"})
         size = PeOptions(value_size=value_size).write_batch_rows
         gc.collect()
-        t0 = _clock()
+        t0 = clock()
         batch = table.batch(batch_size=size)
         put = batch.put
         col = COLUMN
         for key, value in rows:
             put(key, {col: value})
         batch.send()
-        took = _clock() - t0
+        took = clock() - t0
         conn.close()
         return took
 
@@ -87,12 +83,12 @@ def ours_batch(root: str, rows: list[tuple[bytes, bytes]]) -> Callable[[], float
         table = conn.create_table("w", {FAMILY: {"max_versions": 1}}, settings={"wal_sync": "each"})
         col = COLUMN
         gc.collect()
-        t0 = _clock()
+        t0 = clock()
         with table.batch() as batch:
             put = batch.put
             for key, value in rows:
                 put(key, {col: value})
-        took = _clock() - t0
+        took = clock() - t0
         conn.close()
         return took
 
@@ -107,24 +103,15 @@ def rocks_put(root: str, rows: list[tuple[bytes, bytes]]) -> Callable[[], float]
         db = Rdict(_fresh(root), Options(raw_mode=True))
         col = COLUMN
         gc.collect()
-        t0 = _clock()
+        t0 = clock()
         put = db.put
         for key, value in rows:
             put(key + col, value)
-        took = _clock() - t0
+        took = clock() - t0
         db.close()
         return took
 
     return run
-
-
-def best(repeat: int, *fns: Callable[[], float]) -> list[float]:
-    """Best time of each of ``fns`` (each returns its own timed seconds), runs alternating."""
-    out = [float("inf")] * len(fns)
-    for _ in range(repeat):
-        for i, fn in enumerate(fns):
-            out[i] = min(out[i], fn())
-    return out
 
 
 def group_commit(root: str, threads: int, puts: int) -> tuple[int, int, float]:
@@ -175,12 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         if not want(kind):
             continue
         rows = _rows(keys, args.value_size, 1)
-        t_ours, t_peer = best(args.repeat, ours_pe(ours_dir, rows, args.value_size), rocks_put(peer_dir, rows))
+        t_ours, t_peer = best_of_self_timed(args.repeat, ours_pe(ours_dir, rows, args.value_size), rocks_put(peer_dir, rows))
         lines.append((f"pe {kind}Write, WAL on ({args.rows:,} x {args.value_size} B)", len(rows) / t_ours,
                       len(rows) / t_peer, ">= 1.0x"))
     if want("batch"):
         rows = _rows([format_row(i) for i in range(args.batch_rows)], args.batch_value, 2)
-        t_ours, t_peer = best(args.repeat, ours_batch(ours_dir, rows), rocks_put(peer_dir, rows))
+        t_ours, t_peer = best_of_self_timed(args.repeat, ours_batch(ours_dir, rows), rocks_put(peer_dir, rows))
         lines.append((f"one batch() of {args.batch_rows:,} x {args.batch_value} B", len(rows) / t_ours,
                       len(rows) / t_peer, ">= 3.0x"))
     print()

@@ -22,7 +22,7 @@ SerDe decoded for the task, with pyarrow's kernels over whole batches:
 
 A filter taken here is handled: Spark does not check it again, so an
 aggregate over the filtered rows can be computed by the tasks
-(:mod:`connector.jvm_source.task_aggregates`).  ``regionscan.pushdown.decoded=false``
+(:mod:`connector.worker.task_aggregates`).  ``regionscan.pushdown.decoded=false``
 leaves these filters to Spark.
 """
 

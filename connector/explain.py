@@ -29,13 +29,13 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
-from storage.vfs.objstore import redact_uri
+from storage.engine import redact_uri
 from storage.keys import KeyRange
 
 from .options import to_string_binary
 from .disjunction import push_tree
 from .pushdown import PushdownResult, describe_filter
-from .source import SourceConfig
+from .source_config import SourceConfig
 
 __all__ = ["ScanPlan", "explain", "plan_for", "save_plan", "load_plan", "PLAN_DIR", "printable", "ranges_text"]
 
@@ -75,10 +75,10 @@ class ScanPlan:
             root=redact_uri(config.root),  # plans are logged and written to disk: no credentials
             serde=config.serde_name,
             columns=config.output_names,
-            scan_columns=[c.decode() for c in spec.columns or ()],
+            scan_columns=[c.decode() for c in spec.request.columns or ()],
             key_ranges=ranges_text(result.key_ranges),
             point_gets=result.point_gets,
-            engine_filter=spec.filter,
+            engine_filter=spec.request.filter,
             pushed=[describe_filter(f) for f in result.handled],
             residual=[describe_filter(f) for f in result.residual],
             decoded=[describe_filter(f) for f in result.decoded] or None,

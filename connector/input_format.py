@@ -29,14 +29,20 @@ from dataclasses import replace
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlparse
 
-from storage.errors import InvalidArgument, TableNotFound
+from storage import InvalidArgument, TableNotFound
+from storage.engine import (
+    FileSystem,
+    missing_table,
+    no_such_family,
+    parse_column,
+    pin_table,
+    release_pin_file,
+    table_dir,
+    table_exists,
+    validate_table_name,
+    write_pin_file,
+)
 from storage.keys import KeyRange, intersect
-from storage.namespaces import table_dir
-from storage.table.missing import missing_table
-from storage.vfs.fs import FileSystem
-from storage.region.manifest import TABLE_MANIFEST
-from storage.columns import parse_column
-from storage.schema import no_such_family, validate_table_name
 
 from .options import (
     AUTOBALANCE,
@@ -55,7 +61,6 @@ from .options import (
 )
 from .record_reader import TableBatchRecordReader, TableRecordReader
 from .scanning import is_remote_root
-from storage.region.region_snapshots import pin_table, release_pin_file, write_pin_file
 from .splits import TableSplit, plan_splits
 
 __all__ = ["TableInputFormat", "REMOTE_TOKEN"]
@@ -138,7 +143,7 @@ class TableInputFormat:
         if is_remote_root(self.root):
             return self._remote_splits(scan, splits_per_region, autobalance, target)
         table_fs = FileSystem(self.root).sub(table_dir(self.table_name))
-        if not table_fs.exists(TABLE_MANIFEST):
+        if not table_exists(table_fs):
             raise TableNotFound(missing_table(FileSystem(self.root), self.table_name, self.root))
         spans = scan.spans()
         snapshot = pin_table(table_fs, lambda info: bool(intersect(spans, [(info.start, info.end)])))
@@ -176,7 +181,7 @@ class TableInputFormat:
                            None, 1, autobalance, target, families)
 
     def _check_columns(self, scan: ScanSpec, families: Mapping[str, Any]) -> None:
-        for column in scan.columns or ():
+        for column in scan.request.columns or ():
             family = parse_column(column)[0]
             if family.decode("ascii", "replace") not in families:
                 raise InvalidArgument(f"scan column {column!r}: {no_such_family(self.table_name, family, families)}")

@@ -5,7 +5,7 @@ A Hadoop job configures HBase's ``TableInputFormat`` with string keys
 the hbase-spark connector uses ``hbase.spark.query.*`` names for the same
 settings.  Both spellings are accepted here, case-insensitively, and turn
 into one :class:`ScanSpec`, the picklable scan every split carries to its
-reader.
+reader: the engine's ``ScanRequest`` and the connector's split-only settings.
 
 Values may be given as strings (as a Hadoop ``Configuration`` holds them)
 or as Python values.  Row keys given as strings use HBase's
@@ -19,11 +19,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
-from storage.errors import InvalidArgument
+from storage import InvalidArgument, ScanRequest
+from storage.engine import check_known_names
 from storage.filters import coerce_filter, register_filter_specs
 from storage.keys import KeyRange
-from storage.names import check_known_names
-from storage.read.scan_request import ScanRequest
 
 __all__ = [
     "INPUT_TABLE",
@@ -37,6 +36,7 @@ __all__ = [
     "SCAN_TIMERANGE_END",
     "SCAN_MAXVERSIONS",
     "SCAN_CACHEBLOCKS",
+    "SCAN_CACHE_RESULTS",
     "SCAN_CACHEDROWS",
     "SCAN_CACHING",
     "SCAN_BATCHSIZE",
@@ -89,6 +89,9 @@ FILTER_CLASSES = "regionscan.filter.classes"  # user filters: "NAME=package.modu
 SCAN_INCLUDE_TIMESTAMP = "regionscan.scan.include.timestamp"  # "cf:q@ts" columns in row batches
 SCAN_KEYS_ONLY = "regionscan.scan.keys.only"  # row batches of the key column alone
 SCAN_RAW = "regionscan.scan.raw"  # a raw scan (HBase's Scan.setRaw): markers and deleted cells, as cells
+# keep the read's results (streamed batches, resolved chunks, decoded WAL) in the block cache for
+# the next read of the same unchanged data; cacheblocks is the block side (storage/storefile/cache_memo.py)
+SCAN_CACHE_RESULTS = "regionscan.scan.cacheresults"
 MAX_RESTARTS = "regionscan.reader.max.restarts"
 PIN_TTL = "regionscan.pin.ttl.seconds"
 PIN_REGISTER = "regionscan.pin.register"  # false: no pins/<id>.pin file (planning only)
@@ -101,6 +104,7 @@ SPARK_ALIASES: dict[str, str] = {
     "hbase.spark.query.cachedrows": SCAN_CACHEDROWS,
     "hbase.spark.query.batchsize": SCAN_BATCHSIZE,
     "hbase.spark.query.cacheblocks": SCAN_CACHEBLOCKS,
+    "cacheresults": SCAN_CACHE_RESULTS,
     "hbase.spark.query.raw": SCAN_RAW,
     "hbase.table": INPUT_TABLE,
     "hbase.table.name": INPUT_TABLE,  # Hive's HBaseStorageHandler table property
@@ -120,7 +124,8 @@ KNOWN_KEYS: set[str] = {
     INPUT_TABLE, SCAN_ROW_START, SCAN_ROW_STOP, SCAN_COLUMNS, SCAN_COLUMN_FAMILY, SCAN_TIMESTAMP,
     SCAN_TIMERANGE_START, SCAN_TIMERANGE_END, SCAN_MAXVERSIONS, SCAN_CACHEBLOCKS, SCAN_CACHEDROWS,
     SCAN_CACHING, SCAN_BATCHSIZE, AUTOBALANCE, AVERAGE_REGION_SIZE, SPLITS_PER_REGION,
-    ROOT, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, SCAN_RAW, MAX_RESTARTS, PIN_TTL, PIN_REGISTER,
+    ROOT, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, SCAN_RAW, SCAN_CACHE_RESULTS, MAX_RESTARTS, PIN_TTL,
+    PIN_REGISTER,
     FILTER_CLASSES, "regionscan.token",
 }
 """Every key under :data:`CHECKED_PREFIXES` that the input format reads; modules that read
@@ -212,68 +217,78 @@ def check_keys(conf: Mapping[str, Any], extra: frozenset[str] = frozenset(), wha
 
 @dataclass(frozen=True)
 class ScanSpec:
-    """One scan, in the terms of ``Table.scan_batches``; picklable, carried by every split.
+    """A split's scan: the engine's :class:`~storage.read.scan_request.ScanRequest`
+    and, beside it, what only the connector's splits and readers use; picklable,
+    carried by every split.
 
-    ``row_start`` is inclusive and ``row_stop`` exclusive (None: open).
-    ``key_ranges`` (sorted, disjoint ``[start, stop)`` ranges, e.g. from
-    filter pushdown) further restrict the rows; None restricts nothing and
-    an empty tuple selects no row.  ``filter`` is an HBase filter string;
-    ``filter_classes`` (``NAME=package.module:Class`` entries) are the user
-    filters it may call, registered in every process that parses it.
-    ``caching`` caps rows per batch handed out; ``batch`` caps cells per
-    value of the row reader (HBase ``Scan.setBatch``); ``batch_cells`` is
-    the engine's internal batch size.  ``keys_only`` row batches carry the
-    ``key`` column alone (the scan reads one cell per row and drops its value).
-    ``raw`` is HBase's raw scan (:mod:`storage.read.raw`): every request is for
-    cells, markers included, and ``max_versions`` None reads every version.
+    ``request`` holds the row bounds (``row_start`` inclusive, ``row_stop``
+    exclusive), columns, filter (an HBase filter string), time range, versions,
+    ``include_timestamp``, ``raw`` (HBase's raw scan, :mod:`storage.read.raw`:
+    every read is of cells, markers included, and ``max_versions`` None reads
+    every version), ``cache_results`` and ``batch_size`` (the engine's batch
+    size); a split reads forward.  Beside it: ``key_ranges`` (sorted, disjoint
+    ``[start, stop)`` ranges, e.g. from filter pushdown) further restrict the rows
+    (None restricts nothing, an empty tuple selects no row); ``filter_classes``
+    (``NAME=package.module:Class`` entries) are the user filters the filter may
+    call, registered in every process that parses it; ``cache_blocks`` keeps the
+    blocks read in the process's block cache; ``caching`` caps rows per batch
+    handed out and ``batch`` cells per value of the row reader (HBase
+    ``Scan.setBatch``); ``keys_only`` row batches carry the ``key`` column alone
+    (the scan reads one cell per row and drops its value); ``hidden_columns`` (of
+    the request's columns) are read so that their rows exist but left out of the
+    row batches (the JVM source's pruned reads; :mod:`storage.read.hidden_columns`;
+    a region server root returns them all the same).
     """
 
-    row_start: bytes | None = None
-    row_stop: bytes | None = None
-    columns: tuple[bytes, ...] | None = None
-    filter: str | None = None
-    time_range: tuple[int, int] | None = None
-    max_versions: int | None = 1
+    request: ScanRequest = ScanRequest()
+    key_ranges: tuple[KeyRange, ...] | None = None
+    filter_classes: tuple[str, ...] = ()
     cache_blocks: bool = False
     caching: int | None = None
     batch: int | None = None
-    key_ranges: tuple[KeyRange, ...] | None = None
-    batch_cells: int = 65536
-    include_timestamp: bool = False
     keys_only: bool = False
-    filter_classes: tuple[str, ...] = ()
-    # of ``columns``: read so that their rows exist, left out of the row batches (the JVM source's
-    # pruned reads; storage.read.hidden_columns); a region server root returns them all the same
     hidden_columns: tuple[bytes, ...] = ()
-    raw: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.request, ScanRequest):
+            raise InvalidArgument(f"ScanSpec.request must be a ScanRequest, got {type(self.request).__name__}")
+        for name in ("caching", "batch"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise InvalidArgument(f"ScanSpec.{name} must be a positive int or None, got {value!r}")
+        if self.request.reverse:
+            raise InvalidArgument("a split's scan reads forward: reverse=True is for Table.scan")
+        if self.request.filter is not None and not isinstance(self.request.filter, str):
+            # a filter string travels with the split and is parsed where it is read
+            flt = self.request.filter  # bytes, or a Filter, whose repr is its filter string
+            text = flt.decode("utf-8") if isinstance(flt, bytes) else repr(flt)
+            object.__setattr__(self, "request", self.request.replace(filter=text))
+        if self.request.raw and self.request.output != "cells":
+            object.__setattr__(self, "request", self.request.replace(output="cells"))
 
     def parsed_filter(self):
         """The filter as a Filter (or None), the user filters registered first."""
         register_filter_specs(self.filter_classes)
-        return coerce_filter(self.filter)
+        return coerce_filter(self.request.filter)
 
-    def __post_init__(self) -> None:
-        for name in ("caching", "batch"):
-            value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or value < 1):
-                raise InvalidArgument(f"ScanSpec.{name} must be a positive int or None, got {value!r}")
-        self.request()  # the engine's checks of the scan arguments
+    def with_request(self, **changes: Any) -> "ScanSpec":
+        """A copy whose request has ``changes`` (checked again)."""
+        return replace(self, request=self.request.replace(**changes))
 
-    def request(self, output: str = "rows", span: KeyRange | None = None) -> ScanRequest:
-        """The engine's :class:`~storage.read.scan_request.ScanRequest` of this scan, in
-        ``output`` form, over the key range ``span`` (default: the scan's bounds)."""
-        start, stop = (self.row_start, self.row_stop) if span is None else span
-        return ScanRequest(
-            row_start=start or None, row_stop=stop,
-            columns=self.columns or None, filter=self.filter, time_range=self.time_range,
-            max_versions=self.max_versions, output="cells" if self.raw else output,
-            include_timestamp=self.include_timestamp, batch_size=self.batch_cells, raw=self.raw,
-        )
+    def read_request(self, output: str = "rows", span: KeyRange | None = None) -> ScanRequest:
+        """The request a reader runs: in ``output`` form (a raw scan reads cells
+        whatever is asked), over the key range ``span`` (default: the scan's bounds)."""
+        changes: dict[str, Any] = {}
+        if not self.request.raw and output != self.request.output:
+            changes["output"] = output
+        if span is not None:
+            changes.update(row_start=span[0] or None, row_stop=span[1], row_prefix=None)
+        return self.request.replace(**changes) if changes else self.request
 
     @property
     def bounds(self) -> KeyRange:
-        """``[row_start, row_stop)`` as a key range."""
-        return (self.row_start or b"", self.row_stop or None)
+        """The request's row bounds as a key range ``[low, high)``."""
+        return self.request.bounds()
 
     def spans(self) -> list[KeyRange]:
         """The sorted, disjoint row ranges the scan reads: bounds, key ranges and the filter's hints."""
@@ -345,18 +360,23 @@ def scan_spec_from_conf(conf: Mapping[str, Any]) -> ScanSpec:
     if caching is None:
         caching = conf_int(conf, SCAN_CACHING, minimum=1)
     raw = conf_bool(conf, SCAN_RAW, False)
-    return ScanSpec(
+    request = ScanRequest(
         row_start=to_bytes_binary(start, SCAN_ROW_START) if start not in (None, "") else None,
         row_stop=to_bytes_binary(stop, SCAN_ROW_STOP) if stop not in (None, "") else None,
         columns=_columns(conf),
         filter=flt or None,
         time_range=time_range,
         max_versions=conf_int(conf, SCAN_MAXVERSIONS, None if raw else 1, minimum=1),  # raw: every version
+        include_timestamp=conf_bool(conf, SCAN_INCLUDE_TIMESTAMP, False),
+        raw=raw,
+        output="cells" if raw else "rows",
+        cache_results=conf_bool(conf, SCAN_CACHE_RESULTS, None),
+    )
+    return ScanSpec(
+        request=request,
         cache_blocks=conf_bool(conf, SCAN_CACHEBLOCKS, False),
         caching=caching,
         batch=conf_int(conf, SCAN_BATCHSIZE, minimum=1),
-        include_timestamp=conf_bool(conf, SCAN_INCLUDE_TIMESTAMP, False),
         keys_only=conf_bool(conf, SCAN_KEYS_ONLY, False),
         filter_classes=filter_classes,
-        raw=raw,
     )

@@ -43,7 +43,7 @@ from storage.filters import (
     SingleColumnValueFilter,
     SubstringComparator,
 )
-from storage.filters.comparators import Comparator, Utf8Comparator
+from storage.filters import Comparator, Utf8Comparator
 from storage.keys import KeyRange, key_after, prefix_stop
 
 from .keyspace import Interval, KeyLayout, ValueOrder, encode_literal, intersect_intervals, literal_spec, value_order

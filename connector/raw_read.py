@@ -39,15 +39,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from serde.mapping import ColumnKind
-from storage.errors import InvalidArgument
-from storage.read.raw import TYPE_NAMES
-from storage.vfs.objstore import redact_uri
+from storage import InvalidArgument
+from storage.engine import CELL_TYPE_NAMES, redact_uri
 
 from .explain import ScanPlan, save_plan
 from .input_format import REMOTE_TOKEN, TableInputFormat
 from .options import INPUT_TABLE, MAX_RESTARTS, PIN_TTL, ROOT, SCAN_COLUMNS, SCAN_RAW, conf_bool, conf_int
 from .record_reader import TableBatchRecordReader
-from .source import SPARK_PIN_TTL, SourceConfig
+from .source_config import SPARK_PIN_TTL, SourceConfig
 from .splits import TableSplit
 
 __all__ = ["RAW_FIELDS", "is_raw", "key_names", "output_names", "schema_ddl", "arrow_schema", "resolve_names",
@@ -63,8 +62,8 @@ RAW_FIELDS: tuple[tuple[str, str, pa.DataType], ...] = (
 )
 """The cell columns of a raw read, after the key columns: (name, Spark DDL type, Arrow type)."""
 
-_TYPE_CODES = pa.array(sorted(TYPE_NAMES), pa.int8())
-_TYPE_TEXT = pa.array([TYPE_NAMES[c] for c in sorted(TYPE_NAMES)], pa.string())
+_TYPE_CODES = pa.array(sorted(CELL_TYPE_NAMES), pa.int8())
+_TYPE_TEXT = pa.array([CELL_TYPE_NAMES[c] for c in sorted(CELL_TYPE_NAMES)], pa.string())
 
 
 def is_raw(config: SourceConfig) -> bool:
@@ -144,11 +143,11 @@ def planned_splits(config: SourceConfig) -> list[TableSplit]:
     fmt = input_format(config)
     splits = fmt.get_splits()
     spec = fmt.scan_spec()
-    versions = "every version" if spec.max_versions is None else f"{spec.max_versions} put(s) per column"
+    versions = "every version" if spec.request.max_versions is None else f"{spec.request.max_versions} put(s) per column"
     save_plan(config, ScanPlan(
         table=config.table, root=redact_uri(config.root), serde=config.serde_name, columns=output_names(config),
-        scan_columns=[c.decode() for c in spec.columns or ()], key_ranges=None, point_gets=0,
-        engine_filter=spec.filter, pushed=[], residual=[],
+        scan_columns=[c.decode() for c in spec.request.columns or ()], key_ranges=None, point_gets=0,
+        engine_filter=spec.request.filter, pushed=[], residual=[],
         notes=[f"raw scan (hbase.spark.query.raw): delete markers and deleted cells, {versions}; "
                "Spark evaluates every filter"],
         splits=len(splits), regions=sorted({p.region_id for s in splits for p in s.regions})))

@@ -20,14 +20,10 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from storage.errors import InvalidArgument, ScannerError, StorageError, TableNotFound
-from storage.kernels import row_boundaries
-from storage.scanner.metrics import ScanMetrics
-from storage.read.python_rows import cells_to_dicts
-from storage.read.raw import raw_dicts
+from storage import InvalidArgument, ScanMetrics, ScannerError, StorageError, TableNotFound
+from storage.engine import SnapshotLost, cells_to_dicts, raw_dicts, row_boundaries
 
 from .scanning import last_row_of, split_batches, split_row_count
-from storage.region.region_snapshots import SnapshotLost
 from .splits import TableSplit
 
 __all__ = ["TableRecordReader", "TableBatchRecordReader", "COUNTER_GROUP", "key_progress"]
@@ -153,7 +149,7 @@ class _ReaderBase:
         batches are read and their rows counted.
         """
         scan = self._require()
-        raw = scan.split.scan is not None and scan.split.scan.raw  # cells, rows of markers alone included
+        raw = scan.split.scan is not None and scan.split.scan.request.raw  # cells, rows of markers alone included
         if scan.last_row is None and not scan.done and not raw:
             counted = split_row_count(scan.split, scan.metrics, scan.remote_options)
             if counted is not None:
@@ -220,12 +216,12 @@ class TableRecordReader(_ReaderBase):
                 self._key = self._value = None
                 return False
             spec = scan.split.scan
-            if spec is not None and spec.raw:  # markers and every version: the raw scan's dicts
+            if spec is not None and spec.request.raw:  # markers and every version: the raw scan's dicts
                 self._rows = raw_dicts(batch)
                 continue
             batching = spec.batch if spec is not None else None
-            all_versions = spec is not None and spec.max_versions > 1
-            include_ts = spec is not None and spec.include_timestamp
+            all_versions = spec is not None and spec.request.versions() > 1
+            include_ts = spec is not None and spec.request.include_timestamp
             self._rows = cells_to_dicts(batch, include_ts, False, batching, all_versions)
 
     def get_current_key(self) -> bytes | None:
@@ -269,7 +265,7 @@ class TableBatchRecordReader(_ReaderBase):
         spec = scan.split.scan
         # a raw scan's batches are cells of whole rows: kept whole, so a restart after the
         # last row handed out repeats no cell and loses none
-        limit = spec.caching if spec is not None and not spec.raw else None
+        limit = spec.caching if spec is not None and not spec.request.raw else None
         if limit is not None and batch.num_rows > limit:
             out, self._pending = batch.slice(0, limit), batch.slice(limit)
         else:

@@ -15,7 +15,7 @@ A table exists when its manifest does (it may hold no rows).  A missing
 table without ``newtable`` fails in one line before any task starts.  The
 JVM source (``format("regionscan")``) asks the engine worker (op ``save``)
 and then runs its native bulk load (the Python source's writer, fed Arrow by
-the JVM's tasks: :mod:`connector.jvm_source.writes`) in ``append`` or
+the JVM's tasks: :mod:`connector.worker.writes`) in ``append`` or
 ``overwrite`` mode; pyspark's Python Data Source API has only those two, so
 ``format("regionscan_python")`` refuses the others (Spark's
 UNSUPPORTED_DATA_SOURCE_SAVE_MODE, one line).
@@ -25,15 +25,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from storage.errors import InvalidArgument, TableNotFound
-from storage.namespaces import table_dir
-from storage.region.manifest import TABLE_MANIFEST
-from storage.table.missing import missing_table
-from storage.vfs.fs import FileSystem
+from storage import InvalidArgument, TableNotFound, engine
+from storage.engine import FileSystem, missing_table, table_files
 
 from .options import conf_int
 from .scanning import is_remote_root
-from .source import SourceConfig
+from .source_config import SourceConfig
 
 __all__ = ["SAVE_MODES", "TableExists", "table_exists", "missing_for_write", "decide"]
 
@@ -49,7 +46,7 @@ def table_exists(config: SourceConfig) -> bool:
     if is_remote_root(config.root):
         raise InvalidArgument(
             f"bulk load writes store files, so it needs the table's filesystem root, not {config.root}")
-    return FileSystem(config.root).sub(table_dir(config.table)).exists(TABLE_MANIFEST)
+    return engine.table_exists(table_files(config.root, config.table))
 
 
 def missing_for_write(config: SourceConfig) -> TableNotFound:

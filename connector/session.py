@@ -181,7 +181,7 @@ def register(spark: Any = None) -> bool:
             return False
     spark.conf.set(PUSHDOWN_CONF, "true")
     spark.conf.set(HIDE_TRACEBACK_CONF, "true")
-    from .datasource import PYTHON_SOURCE_NAME, PythonRegionScanDataSource, RegionScanDataSource
+    from .python_source import PYTHON_SOURCE_NAME, PythonRegionScanDataSource, RegionScanDataSource
 
     if not _already_registered(spark):
         spark.dataSource.register(RegionScanDataSource)
@@ -236,7 +236,7 @@ def jvm_source_conf(conf: Mapping[str, str] | None = None) -> dict[str, str]:
     conf = dict(conf or {})
     if conf.get(JVM_SOURCE_CONF, "true").strip().lower() == "false":
         return {}
-    from .jvm_source import jvm_source_jar
+    from .worker import jvm_source_jar
 
     jar = jvm_source_jar()
     if jar is None:

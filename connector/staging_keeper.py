@@ -1,9 +1,9 @@
 """The staging lock of a Python-source write job, held for the driver by a small process of its own.
 
-A bulk-load job holds its staging lock (:func:`connector.bulkload.hold_staging`) from its start
+A bulk-load job holds its staging lock (:func:`storage.engine.hold_staging`) from its start
 to its commit or abort, so that a job whose driver dies mid-write leaves a folder the next
 writer to open the table deletes.  The JVM source's engine worker holds its jobs' locks
-(:mod:`connector.jvm_source.writes`).  pyspark runs a Python data source writer's driver-side
+(:mod:`connector.worker.writes`).  pyspark runs a Python data source writer's driver-side
 calls in short-lived Python workers of the driver JVM instead: ``writer()`` in one, ``commit()``
 or ``abort()`` in another, maybe minutes later, and no Python process of the driver lives from
 the write's start to its end.  So ``writer()`` starts a keeper (:func:`start`, which runs
@@ -35,12 +35,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.errors import StorageError
-from storage.namespaces import table_dir
-from storage.region.load_journal import drop_free_staging_lock
-from storage.vfs.fs import FileSystem
-
-from .bulkload import hold_staging, release_staging
+from storage import StorageError
+from storage.engine import FileSystem, drop_free_staging_lock, hold_staging, release_staging, table_files
 
 __all__ = ["StagingKeeper", "start", "release", "main", "TOKEN_ENV"]
 
@@ -62,7 +58,7 @@ class StagingKeeper:
 
 
 def _table_fs(root: str, table: str) -> FileSystem:
-    return FileSystem(root).sub(table_dir(table))
+    return table_files(root, table)
 
 
 def start(root: str, table: str, job_id: str) -> StagingKeeper:

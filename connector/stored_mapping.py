@@ -18,7 +18,7 @@ A read that gives neither ``hbase.columns.mapping`` nor ``catalog`` takes the
 stored options, and the options it does give win over them
 (:func:`with_stored_mapping`, called by ``SourceConfig.from_options``).  A
 write that gives a mapping stores it (:func:`remember`), ``regionscan mapping
-set`` sets it by hand (:func:`connector.source.store_mapping`, which checks it first), and the Spark catalog reads it for every table.
+set`` sets it by hand (:func:`connector.source_config.store_mapping`, which checks it first), and the Spark catalog reads it for every table.
 """
 
 from __future__ import annotations
@@ -26,10 +26,8 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from storage.errors import InvalidArgument, TableNotFound
-from storage.namespaces import canonical_table_name
-from storage.table.descriptor import set_table_values, table_values
-from storage.vfs.fs import FileSystem
+from storage import InvalidArgument, TableNotFound
+from storage.engine import FileSystem, canonical_table_name, set_table_values, table_values
 
 from .options import CHECKED_PREFIXES, INPUT_TABLE, ROOT
 from .scanning import is_remote_root

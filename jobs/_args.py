@@ -18,9 +18,8 @@ import functools
 import sys
 from typing import Any, Callable, Sequence
 
-from storage.cells import LATEST_TIMESTAMP
-from storage.errors import InvalidArgument, StorageError
-from storage.names import nearest_name
+from storage import LATEST_TIMESTAMP, InvalidArgument, StorageError
+from storage.engine import nearest_name
 
 __all__ = [
     "DEFAULT_ROOT",

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage.errors import InvalidArgument
+from storage import InvalidArgument
 
 __all__ = ["escape_binary", "unescape_binary"]
 

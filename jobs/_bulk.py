@@ -1,6 +1,6 @@
 """Bulk loads run by jobs: Spark tasks stage store files, the driver commits them at once.
 
-This drives :mod:`connector.bulkload` (HBase's ``HFileOutputFormat2`` plus
+This drives the engine's bulk load (:mod:`storage.engine`, HBase's ``HFileOutputFormat2`` plus
 ``completebulkload``): each task stages its rows or cells as store files
 cut at the target's region boundaries; when every task has succeeded the
 driver commits them all in one journal write, so readers see the whole
@@ -20,25 +20,23 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-
-from connector.bulkload import (
+from connector.scanning import is_remote_root
+from storage import FamilySettings, InvalidArgument, TableNotFound
+from storage.engine import (
     BulkLoadTask,
+    FileSystem,
     LoadReport,
     RegionBounds,
     StagedFile,
     abort_load,
     commit_load,
     hold_staging,
+    missing_table,
     release_staging,
+    table_exists,
+    table_files,
     table_regions,
 )
-from connector.scanning import is_remote_root
-from storage.errors import InvalidArgument, TableNotFound
-from storage.namespaces import table_dir
-from storage.table.missing import missing_table
-from storage.vfs.fs import FileSystem
-from storage.region.manifest import TABLE_MANIFEST
-from storage.schema import FamilySettings
 
 from jobs._progress import Progress
 from jobs._spark import run_tasks
@@ -58,7 +56,7 @@ class LoadTarget:
     timestamp: int
 
     def table_fs(self) -> FileSystem:
-        return FileSystem(self.root).sub(table_dir(self.table))
+        return table_files(self.root, self.table)
 
     def open_task(self, name: str) -> "CellLoadTask":
         """A staging task for this attempt (``name`` is made unique per attempt)."""
@@ -71,8 +69,8 @@ def prepare_target(root: str, table: str) -> LoadTarget:
     if is_remote_root(root):
         raise InvalidArgument(f"--root {root}: a bulk load writes store files into the table's folder, and a "
                               "region server holds that table open; give the table's path or filesystem URI")
-    table_fs = FileSystem(root).sub(table_dir(table))
-    if not table_fs.exists(TABLE_MANIFEST):
+    table_fs = table_files(root, table)
+    if not table_exists(table_fs):
         raise TableNotFound(missing_table(FileSystem(root), table, root))
     regions, families = table_regions(table_fs)
     return LoadTarget(root, table, f"job-{uuid.uuid4().hex[:12]}", tuple(regions), families,

@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 import pyarrow as pa
 
-from storage.errors import InvalidArgument
+from storage import InvalidArgument
 
 from jobs._binary_text import escape_binary, unescape_binary
 

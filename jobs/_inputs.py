@@ -14,8 +14,8 @@ from typing import Iterator, Sequence
 
 import pyarrow as pa
 
-from storage.errors import InvalidArgument
-from storage.vfs.fs import FileSystem
+from storage import InvalidArgument
+from storage.engine import FileSystem
 
 __all__ = ["InputFile", "list_inputs", "read_line_chunks"]
 

@@ -3,7 +3,7 @@
 ``--mapping`` takes any form the SerDe layer parses (Hive
 ``:key,cf:a#b``, hbase-spark ``"k STRING :key, a INT cf:a"``, a JSON
 catalog) or ``@FILE`` to read it from a file.  The SerDe is built the way
-the Spark source builds it (:class:`connector.source.SourceConfig`: the
+the Spark source builds it (:class:`connector.source_config.SourceConfig`: the
 same default SerDe per mapping form, the same properties), so a job and
 ``spark.read.format("regionscan")`` decode a table identically.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from connector.source import SourceConfig
+from connector.source_config import SourceConfig
 from serde import SerDe
-from storage.errors import InvalidArgument
+from storage import InvalidArgument
 
 __all__ = ["mapping_text", "source_config", "serde_of"]
 

@@ -14,8 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from storage.errors import InvalidArgument
-from storage.vfs.fs import FileSystem
+from storage import InvalidArgument
+from storage.engine import FileSystem
 
 from jobs._writable import check_writable_folder
 

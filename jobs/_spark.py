@@ -32,7 +32,7 @@ import zipfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from storage.errors import InvalidArgument, StorageError
+from storage import InvalidArgument, StorageError
 
 from connector.session import (
     LOG_CONFIG,

@@ -32,43 +32,46 @@ from connector.options import (
 )
 from connector.scanning import is_remote_root, split_batches
 from connector.splits import TableSplit
+from storage import ScanMetrics, ScanRequest
 from storage.keys import KeyRange
-from storage.scanner.metrics import ScanMetrics
 
-__all__ = ["ScanRequest", "require_table", "table_splits", "scan_split", "scan_split_raw", "scanned_bytes",
+__all__ = ["SplitRequest", "require_table", "table_splits", "scan_split", "scan_split_raw", "scanned_bytes",
            "column_list"]
 
 
 @dataclass(frozen=True)
-class ScanRequest:
-    """What a job scans: row bounds, key ranges, columns, filter, time range, versions."""
+class SplitRequest:
+    """What a job reads: a table (``root``, ``table``), the engine's
+    :class:`~storage.ScanRequest` of it (row bounds, columns, filter, time range,
+    versions, ``include_timestamp``) and ``key_ranges`` that further restrict the
+    rows (sorted ``[start, stop)`` ranges; None: no restriction).  Its splits are
+    what :func:`table_splits` plans, one per region."""
 
     root: str
     table: str
-    columns: tuple[str, ...] | None = None
-    filter: str | None = None
-    time_range: tuple[int, int] | None = None
-    max_versions: int = 1
-    row_start: bytes | None = None
-    row_stop: bytes | None = None
+    scan: ScanRequest = ScanRequest()
     key_ranges: tuple[KeyRange, ...] | None = None
-    include_timestamp: bool = False
 
     def conf(self) -> dict[str, Any]:
         """The input format's configuration (HBase key names)."""
-        conf: dict[str, Any] = {ROOT: self.root, INPUT_TABLE: self.table, SCAN_MAXVERSIONS: self.max_versions}
-        if self.columns:
-            conf[SCAN_COLUMNS] = " ".join(self.columns)
-        if self.filter:
-            conf[SCAN_FILTER] = self.filter
-        if self.time_range is not None:
-            conf[SCAN_TIMERANGE_START] = self.time_range[0]
-            conf[SCAN_TIMERANGE_END] = self.time_range[1]
-        if self.row_start:
-            conf[SCAN_ROW_START] = self.row_start
-        if self.row_stop:
-            conf[SCAN_ROW_STOP] = self.row_stop
-        if self.include_timestamp:
+        scan = self.scan
+        conf: dict[str, Any] = {ROOT: self.root, INPUT_TABLE: self.table}
+        if scan.max_versions is not None:
+            conf[SCAN_MAXVERSIONS] = scan.max_versions
+        if scan.columns:
+            conf[SCAN_COLUMNS] = list(scan.columns)
+        if scan.filter:
+            conf[SCAN_FILTER] = scan.filter
+        min_ts, max_ts = scan.time_bounds()
+        if scan.time_range is not None or scan.timestamp is not None:
+            conf[SCAN_TIMERANGE_START] = min_ts
+            conf[SCAN_TIMERANGE_END] = max_ts
+        low, high = scan.bounds()
+        if low:
+            conf[SCAN_ROW_START] = low
+        if high:
+            conf[SCAN_ROW_STOP] = high
+        if scan.include_timestamp:
             conf[SCAN_INCLUDE_TIMESTAMP] = True
         return conf
 
@@ -81,7 +84,7 @@ def require_table(root: str, table: str) -> None:
     if is_remote_root(root):
         return
     import storage
-    from storage.errors import TableNotFound
+    from storage import TableNotFound
 
     conn = storage.connect(root, read_only=True)
     try:
@@ -100,7 +103,7 @@ def column_list(columns: Sequence[str] | None) -> tuple[str, ...] | None:
 
 
 @contextlib.contextmanager
-def table_splits(request: ScanRequest) -> Iterator[list[TableSplit]]:
+def table_splits(request: SplitRequest) -> Iterator[list[TableSplit]]:
     """The splits of a scan (one per region); their pins are released when the block ends."""
     fmt = TableInputFormat(request.conf(), key_ranges=request.key_ranges)
     splits = fmt.get_splits()
@@ -137,5 +140,6 @@ def scan_split_raw(split: TableSplit, metrics: ScanMetrics | None = None,
     apply.  It is the split's scan made raw (:func:`connector.scanning.split_batches`):
     a directory root is read from the split's pinned regions, a region server
     root (``grpc://``) through the server's raw scan."""
-    scan = dataclasses.replace(split.scan or ConnectorScanSpec(), raw=True, max_versions=max_versions, keys_only=False)
+    spec = split.scan or ConnectorScanSpec()
+    scan = dataclasses.replace(spec.with_request(raw=True, max_versions=max_versions, output="cells"), keys_only=False)
     return split_batches(dataclasses.replace(split, scan=scan), "cells", metrics=metrics)

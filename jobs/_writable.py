@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import tempfile
 
-from storage.errors import InvalidArgument
+from storage import InvalidArgument
 
 __all__ = ["check_writable_file", "check_writable_folder"]
 

@@ -3,7 +3,7 @@
 For clusters: ``spark-submit --jars $(regionscan build-jvm-source) ...``
 puts ``format("regionscan")`` (the DataSource V2) on the driver and the
 executors.  The jar is cached per user by source hash and pyspark version
-(see :mod:`connector.jvm_source.build`); ``--force`` compiles it again.
+(see :mod:`connector.worker.build`); ``--force`` compiles it again.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build (or find) the jar and print its path; 1 with one line where no JDK can build it."""
-    from connector.jvm_source import JvmSourceUnavailable, build_jar
+    from connector.worker import JvmSourceUnavailable, build_jar
 
     try:
         print(build_jar(force=args.force))

@@ -50,16 +50,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from storage.errors import InvalidArgument
-from storage.scanner.metrics import ScanMetrics
+from storage import CellType, InvalidArgument, ScanMetrics, ScanRequest
 
 from jobs._args import add_root_argument, add_time_arguments, guarded, script_main, time_range_of
 from jobs._binary_text import escape_binary
 from jobs._output import OutputDir, Sink
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
-from jobs._splits import ScanRequest, require_table, scan_split, scan_split_raw, scanned_bytes, table_splits
-from storage.cells import CellType
+from jobs._splits import SplitRequest, require_table, scan_split, scan_split_raw, scanned_bytes, table_splits
 
 __all__ = ["add_arguments", "run", "main", "CellCounts", "count_cells", "cell_counts", "row_filter", "report_lines",
            "TOTAL_FAMILIES", "TOTAL_QUALIFIERS", "TOTAL_ROWS"]
@@ -207,7 +205,7 @@ def count_cells(split: Any, separator: str = ":") -> CellCounts:
     return _CountTask(separator, None)(split)
 
 
-def cell_counts(spark: Any, request: ScanRequest, separator: str = ":", output: OutputDir | None = None,
+def cell_counts(spark: Any, request: SplitRequest, separator: str = ":", output: OutputDir | None = None,
                 progress: Progress | None = None, raw: bool = False) -> tuple[CellCounts, list[str]]:
     """Count the table's cells in Spark tasks: the merged counts and the per-row part files written."""
     total = CellCounts()
@@ -245,8 +243,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.separator:
         raise InvalidArgument("SEPARATOR must not be empty")
     raw = args.count_delete_markers
-    request = ScanRequest(root=args.root, table=args.table, filter=row_filter(args.row_filter),
-                          time_range=time_range_of(args.starttime, args.endtime), max_versions=_ALL_VERSIONS)
+    request = SplitRequest(args.root, args.table, ScanRequest(
+        filter=row_filter(args.row_filter), time_range=time_range_of(args.starttime, args.endtime),
+        max_versions=_ALL_VERSIONS))
     require_table(args.root, args.table)
     output = OutputDir(args.output) if args.output else None
     if output is not None:

@@ -54,9 +54,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import storage
-from storage.errors import InvalidArgument, TableNotFound
-from storage.scanner.metrics import ScanMetrics
-from storage.schema import validate_family_name, validate_table_name
+from storage import InvalidArgument, ScanMetrics, ScanRequest, TableNotFound
+from storage.engine import validate_family_name, validate_table_name
 
 from connector.scanning import is_remote_root
 
@@ -64,7 +63,7 @@ from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row
 from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, spark_session
-from jobs._splits import ScanRequest, scan_split, scan_split_raw, scanned_bytes, table_splits
+from jobs._splits import SplitRequest, scan_split, scan_split_raw, scanned_bytes, table_splits
 
 __all__ = ["add_arguments", "run", "main", "parse_families", "rename_families"]
 
@@ -211,14 +210,13 @@ def run(args: argparse.Namespace) -> int:
             raise InvalidArgument(f"--families: table {args.table} has no families {unknown} "
                                   f"(it has {sorted(families)})")
         families = {renames[name]: families[name] for name in renames}
-    request = ScanRequest(
-        args.root, args.table,
+    request = SplitRequest(args.root, args.table, ScanRequest(
         columns=tuple(renames) if renames is not None else None,
         time_range=time_range_of(args.starttime, args.endtime),
         max_versions=args.versions or 1,  # a raw copy takes its versions from the task
         row_start=parse_row_key(args.startrow, "--startrow") if args.startrow else None,
         row_stop=parse_row_key(args.stoprow, "--stoprow") if args.stoprow else None,
-    )
+    ))
     created = _ensure_target(target_root, target_name, families, splits, args.create)
     byte_renames = {s.encode(): d.encode() for s, d in (renames or {}).items() if s != d}
     progress = Progress(f"copy_table {args.table} -> {target_name}", unit="cells")

@@ -36,16 +36,15 @@ if __name__ == "__main__":  # spark-submit jobs/export.py: make the repository i
 import argparse
 import json
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import pyarrow as pa
 
 from connector.options import to_string_binary
-from connector.source import SourceConfig
+from connector.source_config import SourceConfig
 import storage
-from storage.errors import InvalidArgument
-from storage.scanner.metrics import ScanMetrics
+from storage import InvalidArgument, ScanMetrics, ScanRequest
 
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_defines, parse_row_key, script_main, \
     time_range_of
@@ -54,7 +53,7 @@ from jobs._mapping import mapping_text, serde_of, source_config
 from jobs._output import OutputDir, Sink
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
-from jobs._splits import ScanRequest, scan_split, scanned_bytes, table_splits
+from jobs._splits import SplitRequest, scan_split, scanned_bytes, table_splits
 
 __all__ = ["add_arguments", "run", "main", "CELL_RECORD", "METADATA", "ExportResult", "table_metadata"]
 
@@ -193,16 +192,15 @@ def run(args: argparse.Namespace) -> int:
         config = source_config(args.root, args.table, mapping, args.serde, parse_defines(args.defines))
         serde = serde_of(config)
         schema = serde.arrow_schema
-        request = ScanRequest(args.root, args.table, columns=tuple(serde.scan_columns),
-                              include_timestamp=serde.needs_timestamps)
+        scan = ScanRequest(columns=tuple(serde.scan_columns), include_timestamp=serde.needs_timestamps)
     else:
-        request = ScanRequest(args.root, args.table, max_versions=args.versions)
+        scan = ScanRequest(max_versions=args.versions)
     check_format(args.format, schema)
-    request = replace(
-        request, time_range=time_range_of(args.starttime, args.endtime),
+    request = SplitRequest(args.root, args.table, scan.replace(
+        time_range=time_range_of(args.starttime, args.endtime),
         row_start=parse_row_key(args.startrow, "--startrow") if args.startrow else None,
         row_stop=parse_row_key(args.stoprow, "--stoprow") if args.stoprow else None,
-    )
+    ))
     output = OutputDir(args.output)
     output.prepare(args.overwrite)
     progress = Progress(f"export {args.table}", unit="records")

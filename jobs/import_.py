@@ -38,11 +38,9 @@ import pyarrow as pa
 
 import storage
 from connector.options import to_bytes_binary
-from connector.source import SourceConfig
-from storage.cells import CELL_SCHEMA, CellType
-from storage.errors import InvalidArgument, TableNotFound
-from storage.vfs.fs import FileSystem
-from storage.columns import parse_column
+from connector.source_config import SourceConfig
+from storage import CELL_SCHEMA, CellType, InvalidArgument, TableNotFound
+from storage.engine import FileSystem, parse_column
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
 from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load

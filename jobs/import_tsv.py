@@ -51,9 +51,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import storage
-from storage.errors import InvalidArgument
-from storage.names import check_known_names
-from storage.schema import validate_family_name
+from storage import InvalidArgument
+from storage.engine import check_known_names, validate_family_name
 
 from jobs._args import add_root_argument, guarded, parse_bool, parse_defines, script_main
 from jobs._bulk import LoadTarget, StageResult, drop_created_table, prepare_target, run_load

@@ -45,8 +45,8 @@ from typing import Any, Sequence
 import storage
 from serde import profile_serde
 from serde.charts import check_chart_path
-from storage.errors import InvalidArgument
-from storage.schema import validate_table_name
+from storage import InvalidArgument
+from storage.engine import validate_table_name
 
 from jobs._args import DEFAULT_ROOT, guarded, script_main
 from jobs._spark import add_spark_arguments, parse_conf_pairs, spark_session

@@ -28,8 +28,8 @@ import storage
 from connector import stored_mapping
 from connector.options import normalize_conf
 from connector.scanning import is_remote_root
-from connector.source import SourceConfig, store_mapping
-from storage.schema import validate_table_name
+from connector.source_config import SourceConfig, store_mapping
+from storage.engine import validate_table_name
 
 from ._args import add_root_argument, guarded, parse_defines, script_main
 from ._mapping import mapping_text

@@ -15,7 +15,7 @@ import html
 from typing import Any, Sequence
 
 from serde.charts import pyplot, write_figure
-from storage.errors import InvalidArgument
+from storage import InvalidArgument
 
 from .pe_stats import CommandResult
 

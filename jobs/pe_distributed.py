@@ -50,7 +50,7 @@ from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_
 from jobs.pe_chart import write_chart
 from jobs.pe_stats import ClientResult, CommandResult, format_command
 from jobs.pe_workloads import COMMANDS, FAMILY, PeOptions, run_client
-from storage.errors import InvalidArgument
+from storage import InvalidArgument
 
 __all__ = ["add_arguments", "run", "main", "run_distributed", "ClientRun"]
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from storage.filters import Filter, FilterList
-from storage.filters.base import Keep, Mode
+from storage.filters import Filter, FilterList, Keep, Mode
 
 __all__ = ["FilterAllFilter", "with_filter_all"]
 

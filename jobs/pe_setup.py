@@ -12,8 +12,8 @@ import numpy as np
 
 import storage
 from serde.charts import check_chart_path
-from storage.errors import InvalidArgument
-from storage.schema import FamilySettings, validate_table_name
+from storage import FamilySettings, InvalidArgument
+from storage.engine import validate_table_name
 
 from ._writable import check_writable_file, check_writable_folder
 from .pe_workloads import (

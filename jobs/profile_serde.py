@@ -33,8 +33,8 @@ from serde import ProfileReport, profile_serde
 from serde.charts import CHART_SUFFIXES, require_matplotlib
 from serde.profiler import PATHS
 from serde.type_registry import find_type
-from storage.errors import InvalidArgument
-from storage.names import nearest_name
+from storage import InvalidArgument
+from storage.engine import nearest_name
 
 from jobs._args import add_root_argument, guarded, parse_defines, script_main
 from jobs._mapping import mapping_text, serde_of, source_config

@@ -44,21 +44,18 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from storage import kernels
-from storage.cells import CellType
-from storage.errors import InvalidArgument
-from storage.read.row_count import ROW_COUNT_FILTER
+from storage import CellType, InvalidArgument, ScanMetrics, ScanRequest
+from storage.engine import ROW_COUNT_FILTER, row_boundaries
 from storage.keys import KeyRange, normalize
-from storage.scanner.metrics import ScanMetrics
 
 from jobs._args import add_root_argument, add_time_arguments, guarded, parse_row_key, script_main, time_range_of
 from jobs._progress import Progress
 from jobs._spark import add_spark_arguments, parse_conf_pairs, run_tasks, spark_session
 from connector.scanning import split_row_count
-from jobs._splits import (ScanRequest, column_list, require_table, scan_split, scan_split_raw, scanned_bytes,
+from jobs._splits import (SplitRequest, column_list, require_table, scan_split, scan_split_raw, scanned_bytes,
                           table_splits)
 
-__all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "count_raw", "ScanRequest", "SplitCount",
+__all__ = ["add_arguments", "run", "main", "parse_ranges", "count_rows", "count_raw", "SplitRequest", "SplitCount",
            "RawCount", "ROW_COUNT_FILTER", "MARKER_NAMES"]
 
 
@@ -147,7 +144,7 @@ def count_split_raw(split: Any) -> RawCount:
     for batch in scan_split_raw(split):
         if not batch.num_rows:
             continue
-        starts = kernels.row_boundaries(batch)  # batches hold whole rows
+        starts = row_boundaries(batch)  # batches hold whole rows
         rows += len(starts)
         types = batch.column("type").to_numpy(zero_copy_only=False)
         counts = np.bincount(types, minlength=16)
@@ -159,7 +156,7 @@ def count_split_raw(split: Any) -> RawCount:
     return RawCount(split.index, rows, markers, with_marker)
 
 
-def count_raw(spark: Any, request: ScanRequest, progress: Progress | None = None) -> tuple[int, dict]:
+def count_raw(spark: Any, request: SplitRequest, progress: Progress | None = None) -> tuple[int, dict]:
     """Rows of ``request`` as a raw scan sees them, and its delete markers per type name
     (with ``ROWS_WITH_DELETE_MARKER``, HBase's counter of rows holding one)."""
     with table_splits(request) as splits:
@@ -171,11 +168,11 @@ def count_raw(spark: Any, request: ScanRequest, progress: Progress | None = None
     return sum(r.rows for r in results), markers
 
 
-def count_rows(spark: Any, request: ScanRequest, progress: Progress | None = None) -> int:
+def count_rows(spark: Any, request: SplitRequest, progress: Progress | None = None) -> int:
     """Rows matched by ``request`` (its filter is replaced by the row-count filter)."""
     from dataclasses import replace
 
-    request = replace(request, filter=ROW_COUNT_FILTER, max_versions=1)
+    request = replace(request, scan=request.scan.replace(filter=ROW_COUNT_FILTER, max_versions=1))
     with table_splits(request) as splits:
         if progress is not None:
             progress.total_tasks = len(splits)
@@ -191,8 +188,8 @@ def run(args: argparse.Namespace) -> int:
     time_range = time_range_of(args.starttime, args.endtime)
     if args.expected_count is not None and args.expected_count < 0:
         raise InvalidArgument(f"--expected-count must not be negative, got {args.expected_count}")
-    request = ScanRequest(
-        root=args.root, table=args.table, columns=column_list(args.columns), time_range=time_range,
+    request = SplitRequest(
+        args.root, args.table, ScanRequest(columns=column_list(args.columns), time_range=time_range),
         key_ranges=tuple(ranges) if ranges is not None else None,
     )
     conf = parse_conf_pairs(args.conf)

@@ -23,10 +23,8 @@ from typing import Sequence
 
 import storage
 from connector.scanning import is_remote_root
-from storage.namespaces import table_dir
-from storage.region.manifest import TABLE_LOCK, TABLE_MANIFEST
-from storage.region.wal_repair import check_table_wals, repair_table_wals
-from storage.schema import validate_table_name
+from storage import table_dir
+from storage.engine import check_table_wals, repair_table_wals, table_exists, table_writer_lock, validate_table_name
 
 from ._args import add_root_argument, guarded, script_main
 
@@ -50,12 +48,12 @@ def run(args: argparse.Namespace) -> int:
     name = validate_table_name(args.table)
     with storage.connect(args.root, read_only=args.action == "check") as conn:
         tfs = conn.fs.sub(table_dir(name))
-        if not tfs.exists(TABLE_MANIFEST):
+        if not table_exists(tfs):
             raise storage.TableNotFound(conn.missing_table(name))
         if args.action == "check":
             report = check_table_wals(tfs, name)
         else:
-            with tfs.lock(TABLE_LOCK):  # no writer appends to a log being repaired
+            with table_writer_lock(tfs):  # no writer appends to a log being repaired
                 report = repair_table_wals(tfs, name)
         for file_report in report.files:
             for line in file_report.describe():

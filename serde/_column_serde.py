@@ -10,23 +10,29 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Mapping, Protocol
 
 from serde.errors import MappingError
 from serde.mapping import ColumnKind, ColumnMapping, MappedColumn
 from serde.types import BINARY
 from storage.errors import InvalidArgument
 
-if TYPE_CHECKING:
-    from serde.base import SerDe
+__all__ = ["MappedSerDe", "serde_for_column"]
 
-__all__ = ["serde_for_column"]
+
+class MappedSerDe(Protocol):
+    """What a column's SerDe is built from and is: a :class:`serde.base.SerDe` (which
+    calls :func:`serde_for_column`, so this module names it through this protocol)."""
+
+    properties: Mapping[str, Any]
+    mapping: ColumnMapping
 
 # Properties that name cells of the whole mapping: meaningless for a one-column SerDe.
 _MAPPING_PROPERTIES = ("avro.row.cell", "json.row.cell", "avro.schema.literal")
 
 
-def serde_for_column(owner: "SerDe", resolve: Callable[[str], type], name: str, column: MappedColumn) -> "SerDe | None":
+def serde_for_column(owner: MappedSerDe, resolve: Callable[[str], type], name: str,
+                     column: MappedColumn) -> MappedSerDe | None:
     """The SerDe ``name`` over a mapping of ``column`` alone (plus a key), or None when it is ``owner``'s own.
 
     ``resolve`` turns a SerDe name into its class (serde.registry's ``get_serde_class``).

@@ -8,13 +8,10 @@ compare across paths.  See :mod:`serde.charts` for how it is written.
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from serde._profile_output import PATH_TITLES, STAGE_COLOURS, label
+from serde._profile_output import PATH_TITLES, STAGE_COLOURS, ProfileData, label
 from serde.charts import pyplot, write_figure
-
-if TYPE_CHECKING:  # imported for annotations only; the profiler imports this module
-    from serde.profiler import ProfileReport
 
 __all__ = ["profile_figure", "write_profile_chart"]
 
@@ -22,7 +19,7 @@ __all__ = ["profile_figure", "write_profile_chart"]
 _TOTAL_COLOUR = "#6b6b6b"  # the totals panel: a colour no stage has
 
 
-def profile_figure(report: "ProfileReport", what: str = "chart") -> Any:
+def profile_figure(report: ProfileData, what: str = "chart") -> Any:
     """The figure: total time per path, then each path's stages and columns, on one shared axis (ms).
 
     The bars of the path panels take their stage's colour, named in a legend
@@ -81,7 +78,7 @@ def _fit(fig: Any, ax: Any, texts: list, legend: Any) -> None:
         ax.set_xlim(left, left + (needed - left) * 1.04)  # shared: every panel follows
 
 
-def _page(report: "ProfileReport", svg: str) -> str:
+def _page(report: ProfileData, svg: str) -> str:
     body = [
         f"<h1>SerDe profile: {html.escape(report.serde)}</h1>",
         "<p>Columns: " + html.escape(", ".join(f"{c} {report.column_types.get(c, '?')}" for c in report.columns))
@@ -106,6 +103,6 @@ def _page(report: "ProfileReport", svg: str) -> str:
             "</head><body>" + "\n".join(body) + "</body></html>\n")
 
 
-def write_profile_chart(report: "ProfileReport", path: str, what: str = "chart") -> str | None:
+def write_profile_chart(report: ProfileData, path: str, what: str = "chart") -> str | None:
     """Write the chart to ``path`` (``.png``, ``.svg``, ``.html``); the SVG or page written, None for PNG."""
     return write_figure(profile_figure(report, what), path, page=lambda svg: _page(report, svg))

@@ -9,13 +9,24 @@ flame graph's widths are the measured times
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Mapping, Protocol
+
+__all__ = ["ProfileData", "render_text", "render_speedscope", "SPEEDSCOPE_SCHEMA", "PATH_TITLES", "STAGE_COLOURS",
+           "label"]
 
 
-if TYPE_CHECKING:  # imported for annotations only; the profiler imports this module
-    from serde.profiler import ProfileReport
+class ProfileData(Protocol):
+    """What the renderers read of a profile: a :class:`serde.profiler.ProfileReport`
+    (whose methods call them, so they name it through this protocol)."""
 
-__all__ = ["render_text", "render_speedscope", "SPEEDSCOPE_SCHEMA", "PATH_TITLES", "STAGE_COLOURS", "label"]
+    serde: str
+    columns: list[str]
+    column_types: dict[str, str]
+    paths: Mapping[str, Any]  # path name -> serde.profiler.PathProfile
+
+    def hotspots(self, path: str | None = None) -> list[Any]:
+        """Stages and columns ranked by time (serde.profiler.Hotspot each)."""
+        ...
 
 SPEEDSCOPE_SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
@@ -35,7 +46,7 @@ STAGE_COLOURS = {
 }
 
 
-def label(report: "ProfileReport", stage: str, column: str | None) -> str:
+def label(report: ProfileData, stage: str, column: str | None) -> str:
     """``decode d (date)``: a stage, and the column and type it worked on."""
     if column is None:
         return stage
@@ -43,7 +54,7 @@ def label(report: "ProfileReport", stage: str, column: str | None) -> str:
     return f"{stage} {column} ({kind})" if kind else f"{stage} {column}"
 
 
-def render_text(report: "ProfileReport", top: int | None = 15) -> str:
+def render_text(report: ProfileData, top: int | None = 15) -> str:
     """Per-path totals, then each path's stages and columns ranked by time."""
     lines = [
         f"SerDe profile: serde={report.serde}, columns: "
@@ -73,7 +84,7 @@ def render_text(report: "ProfileReport", top: int | None = 15) -> str:
     return "\n".join(lines) + "\n"
 
 
-def speedscope_document(report: "ProfileReport") -> dict[str, Any]:
+def speedscope_document(report: ProfileData) -> dict[str, Any]:
     """The speedscope JSON document of a report."""
     frames: list[dict[str, str]] = []
     index: dict[str, int] = {}
@@ -115,7 +126,7 @@ def speedscope_document(report: "ProfileReport") -> dict[str, Any]:
     }
 
 
-def render_speedscope(report: "ProfileReport", path: str) -> dict[str, Any]:
+def render_speedscope(report: ProfileData, path: str) -> dict[str, Any]:
     """Write the speedscope document to ``path``; return it."""
     document = speedscope_document(report)
     with open(path, "w", encoding="utf-8") as handle:

@@ -99,7 +99,7 @@ class SerDe(ABC):
     default_storage: ClassVar[str | None] = "binary"
     # The properties every SerDe reads (the table above), the mapping's among them; a subclass
     # names those it adds in ``own_properties``.  Readers refuse a property that no SerDe part
-    # declares (connector.source), so a property read anywhere must be declared here.
+    # declares (connector.source_config), so a property read anywhere must be declared here.
     common_properties: ClassVar[frozenset[str]] = frozenset({
         "serde.on.error", "hbase.table.default.storage.type", "binary.timestamp.unit",
         "serialization.null.format", "collection.delim", "colelction.delim", "mapkey.delim",

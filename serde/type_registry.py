@@ -31,17 +31,35 @@ import importlib
 import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Protocol
 
 import pyarrow as pa
 
 from serde.errors import MappingError
 
-if TYPE_CHECKING:
-    from serde.codecs.base import Codec
-    from serde.types import DataType
+__all__ = ["ColumnType", "ValueCodec", "TypeSpec", "register_type", "type_spec", "find_type", "registered_types", "unregister_type", "COMPLEX_NAMES", "ORDER_KINDS"]
 
-__all__ = ["TypeSpec", "register_type", "type_spec", "find_type", "registered_types", "unregister_type", "COMPLEX_NAMES", "ORDER_KINDS"]
+
+class ColumnType(Protocol):
+    """A column type as the registry's callables take it: a :class:`serde.types.DataType`
+    (:mod:`serde.types` reads this registry, so the registry names it through this protocol)."""
+
+    name: str
+    precision: int | None
+    scale: int | None
+
+
+class ValueCodec(Protocol):
+    """A value codec as the registry's factories make it: a :class:`serde.codecs.base.Codec`."""
+
+    def decode(self, raw: bytes) -> Any:
+        """One stored value as Python."""
+        ...
+
+    def encode(self, value: Any) -> bytes:
+        """One Python value as stored bytes."""
+        ...
+
 
 COMPLEX_NAMES = ("array", "map", "struct")
 """The type constructors; every other type name is a registered scalar type."""
@@ -52,7 +70,7 @@ ORDER_KINDS = ("bytes", "ordered", "signed")
 _PARAMS = (None, "length", "precision_scale")
 _FORMS = ("binary", "ordered", "string")
 
-BinaryFactory = Callable[["DataType", bool, str], "Codec"]
+BinaryFactory = Callable[["ColumnType", bool, str], "ValueCodec"]
 """``(data_type, ordered, timestamp_unit) -> Codec`` for the HBase ``Bytes`` forms."""
 
 
@@ -78,21 +96,21 @@ class TypeSpec:
     """
 
     name: str
-    arrow: "pa.DataType | Callable[[DataType], pa.DataType]"
-    ddl: "str | Callable[[DataType], str]"
+    arrow: "pa.DataType | Callable[[ColumnType], pa.DataType]"
+    ddl: "str | Callable[[ColumnType], str]"
     aliases: tuple[str, ...] = ()
     params: str | None = None
     value_range: tuple[int, int] | None = None
     ddl_ntz: str | None = None
     spark_arrow: pa.DataType | None = None
     binary: BinaryFactory | None = None
-    text: "Callable[[DataType, Any], Codec] | None" = None
+    text: "Callable[[ColumnType, Any], ValueCodec] | None" = None
     avro_schema: Any = None
     avro_names: tuple[str, ...] = ()
-    avro_read: "Callable[[DataType], Callable[[Any], Any] | None] | None" = None
-    avro_write: "Callable[[DataType], Callable[[Any], Any] | None] | None" = None
-    json_read: "Callable[[DataType], Callable[[Any], Any]] | None" = None
-    json_write: "Callable[[DataType], Callable[[Any], Any]] | None" = None
+    avro_read: "Callable[[ColumnType], Callable[[Any], Any] | None] | None" = None
+    avro_write: "Callable[[ColumnType], Callable[[Any], Any] | None] | None" = None
+    json_read: "Callable[[ColumnType], Callable[[Any], Any]] | None" = None
+    json_write: "Callable[[ColumnType], Callable[[Any], Any]] | None" = None
     order: Mapping[str, str | None] = field(default_factory=lambda: MappingProxyType({}))
     literal_types: tuple[type, ...] = ()
     literal_check: Callable[[Any], bool] | None = None
@@ -113,23 +131,23 @@ class TypeSpec:
                 raise MappingError(f"type {self.name!r}: order maps {_FORMS} to {ORDER_KINDS} or None", f"{form}={kind}")
         object.__setattr__(self, "order", MappingProxyType(dict(self.order)))
 
-    def arrow_of(self, data_type: "DataType") -> pa.DataType:
+    def arrow_of(self, data_type: "ColumnType") -> pa.DataType:
         """The Arrow type of values of ``data_type``."""
         return self.arrow(data_type) if callable(self.arrow) else self.arrow
 
-    def ddl_of(self, data_type: "DataType", timestamp_ntz: bool = False) -> str:
+    def ddl_of(self, data_type: "ColumnType", timestamp_ntz: bool = False) -> str:
         """The Spark DDL spelling of ``data_type``."""
         if timestamp_ntz and self.ddl_ntz is not None:
             return self.ddl_ntz
         return self.ddl(data_type) if callable(self.ddl) else self.ddl
 
-    def spark_arrow_of(self, data_type: "DataType", timestamp_ntz: bool = False) -> pa.DataType:
+    def spark_arrow_of(self, data_type: "ColumnType", timestamp_ntz: bool = False) -> pa.DataType:
         """The Arrow type Spark expects for ``data_type`` (differs for zoned timestamps)."""
         if self.spark_arrow is not None and not timestamp_ntz:
             return self.spark_arrow
         return self.arrow_of(data_type)
 
-    def avro_schema_of(self, data_type: "DataType") -> Any:
+    def avro_schema_of(self, data_type: "ColumnType") -> Any:
         """The Avro schema of ``data_type``; raises when the type has no Avro form."""
         if self.avro_schema is None:
             raise MappingError("the type has no Avro form", str(data_type))

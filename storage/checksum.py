@@ -7,7 +7,7 @@ table-driven, at about 2.5 GB/s on this project's machines; ISA-L (the
 ``isal`` package) computes the very same value with carry-less
 multiplication at 30-50 GB/s.  A read of an uncached table checks every
 byte it reads, and zlib's CRC was 12-25% of the connector's partition read
-of such a table (docs/performance.md, "Checksums").
+of such a table (docs/decisions/2026-12-04-checksums-by-isa-l.md).
 
 So :func:`crc32` is ISA-L's where the package is installed (a dependency on
 the platforms it ships wheels for) and zlib's elsewhere.  The values are the

@@ -34,11 +34,6 @@ class ColumnRef(NamedTuple):
     qualifier: bytes | None
 
     @property
-    def whole_family(self) -> bool:
-        """True when the spec names every column of its family."""
-        return self.qualifier is None
-
-    @property
     def name(self) -> str:
         """The Arrow field name of the spec's row-batch column: ``"family:qualifier"``
         (``"family:"`` for the empty qualifier) or ``"family"`` for a whole family.

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from .errors import InvalidArgument, clip
 from .namespaces import canonical_table_name
 from .names import name_hint
+from .wal.format import SyncPolicy  # the WAL owns the spelling of its sync policy
 
 __all__ = [
     "FamilySettings",
@@ -196,8 +197,6 @@ class TableSettings:
     @classmethod
     def from_options(cls, options: dict | None) -> "TableSettings":
         """Build settings from a dict, checking every value and its bounds before anything is written."""
-        from .wal.format import SyncPolicy  # the WAL owns the spelling of its sync policy
-
         if options is not None and not isinstance(options, dict):
             raise InvalidArgument(f"table settings must be a dict, got {type(options).__name__}")
         options = dict(options or {})

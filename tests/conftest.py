@@ -4,7 +4,15 @@
 use (starting Spark takes 10-40 s, so tests share it) and stopped at the
 end.  Python workers run this interpreter with the repository on their
 path, so they import the project's packages and Spark registers the
-``regionscan`` source through ``pyspark_regionscan``.
+``regionscan`` source through ``pyspark_regionscan``.  ``source_format``: each
+Spark source in turn.  ``s3_server`` and ``s3_root``: a local S3-compatible server and a
+fresh ``s3://`` root in it.
+
+A package's folder (tests/storage, tests/connector) has a conftest of its own for the
+fixtures its tests share.  What tests share that is not a fixture (factories taking
+arguments, probes, strategies) lives in a plain module beside the tests that use it (here for
+the whole suite, in a package's folder for its tests), never in a test module or a conftest:
+pytest imports every conftest under the one name ``conftest``.
 """
 
 from __future__ import annotations
@@ -14,28 +22,12 @@ import sys
 
 import pytest
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/s3_server.py
+# the suite's shared modules (tests/*.py that are not tests: suite_paths, s3_server, serde_tables ...)
+# import by their own names from every folder of the suite
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from s3_server import FAKE_CREDENTIALS, S3Server  # noqa: E402
-
-
-def spark_environment() -> dict[str, str]:
-    """The environment a Spark driver or worker of the tests needs.
-
-    It includes the fake credentials of the local S3 server (tests/s3_server.py):
-    Python workers inherit the environment the session started with, so an
-    ``s3://`` table read through the shared session later needs them from the start.
-    """
-    path = os.environ.get("PYTHONPATH", "")
-    parts = [REPO_ROOT] + [p for p in path.split(os.pathsep) if p and p != REPO_ROOT]
-    return {
-        "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-        "PYTHONPATH": os.pathsep.join(parts),
-        **FAKE_CREDENTIALS,
-    }
+from s3_server import S3Server  # noqa: E402
+from spark_environment import spark_environment  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -128,7 +128,7 @@ def bulk_loads(root: str, seed: int) -> None:
     ``L<seed>.<n>-<i>-of-<count>`` and acknowledged with ``LOAD <name> <count>``."""
     import pyarrow as pa
 
-    from connector.bulkload import BulkLoadTask, commit_load, table_regions
+    from storage.engine import BulkLoadTask, commit_load, table_regions
 
     rng = random.Random(seed)
     with storage.connect(root) as conn:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from suite_paths import REPO as REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -130,7 +130,7 @@ def _check(proc: subprocess.Popen, package_dir: Path) -> None:
 
 def test_an_editable_install_registers_the_source_in_both_orders(tmp_path):
     python = _venv(tmp_path / "venv")
-    _pip_install(python, "-e", REPO_ROOT)
+    _pip_install(python, "-e", str(REPO_ROOT))
     runs = [_start(python, tmp_path, order) for order in ("import-first", "session-first")]
     for proc, _work in runs:
         _check(proc, Path(REPO_ROOT).resolve())

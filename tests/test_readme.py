@@ -24,7 +24,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import REPO_ROOT
+from suite_paths import REPO as REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -129,7 +129,7 @@ def test_readme_story_runs_on_a_plain_session_outside_the_checkout(tmp_path):
     work = tmp_path / "work"
     work.mkdir()
     env = dict(os.environ)
-    env["PYTHONPATH"] = REPO_ROOT
+    env["PYTHONPATH"] = str(REPO_ROOT)
     for key in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
         env.pop(key, None)
     env["SPARK_LOCAL_IP"] = "127.0.0.1"

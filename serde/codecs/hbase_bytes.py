@@ -40,6 +40,7 @@ from serde.codecs.binary_arrays import as_binary, binary_from_parts, binary_layo
 from serde.codecs.epoch import EPOCH, EPOCH_DATE, MAX_DAYS, MAX_US, MIN_DAYS, MIN_US, MS_PER_DAY, date_to_days, datetime_to_us
 from serde.codecs.base import Codec, decode_rows, merge_fallback
 from serde.errors import MappingError
+from serde.type_registry import type_spec
 from serde.types import DataType
 
 __all__ = ["binary_codec", "DECIMAL_CONTEXT", "decimal_at_scale"]
@@ -485,8 +486,6 @@ class OrderedDecimalCodec(Codec):
 
 def binary_codec(data_type: DataType, ordered: bool = False, timestamp_unit: str = "ms") -> Codec:
     """The binary codec of a scalar type (from the type registry); ``ordered`` selects the order-preserving form."""
-    from serde.type_registry import type_spec  # the registry's built-ins import this module
-
     spec = type_spec(data_type.name) if data_type.is_primitive else None
     if spec is None or spec.binary is None:
         raise MappingError("the binary encoding has no form for this type (use string, avro or json storage)", str(data_type))

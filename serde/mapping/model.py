@@ -202,8 +202,3 @@ class ColumnMapping:
     def needs_timestamps(self) -> bool:
         """True when a ``:timestamp`` column needs cell timestamps from the scan."""
         return any(c.kind == ColumnKind.TIMESTAMP for c in self.columns)
-
-    def replace_column(self, name: str, new: MappedColumn) -> "ColumnMapping":
-        """A copy of the mapping with column ``name`` replaced by ``new``."""
-        cols = tuple(new if c.name == name else c for c in self.columns)
-        return ColumnMapping(cols, self.rowkey, self.default_storage, self.namespace, self.table, self.source)

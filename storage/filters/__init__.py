@@ -8,7 +8,7 @@ Every filter implements :class:`Filter`: a cell-at-a-time path
 from HBase.
 """
 
-from .base import Filter
+from .base import Filter, Keep, Mode
 from .cell_filters import (
     ColumnPrefixFilter,
     FirstKeyOnlyFilter,
@@ -34,6 +34,7 @@ from .comparators import (
     NullComparator,
     RegexStringComparator,
     SubstringComparator,
+    Utf8Comparator,
     comparator_from_string,
 )
 from .compare import CompareOperator
@@ -46,6 +47,8 @@ from .wrappers import SkipFilter, WhileMatchFilter
 
 __all__ = [
     "Filter",
+    "Keep",
+    "Mode",
     "PrefixFilter",
     "RowFilter",
     "MultiRowRangeFilter",
@@ -80,6 +83,7 @@ __all__ = [
     "SubstringComparator",
     "RegexStringComparator",
     "NullComparator",
+    "Utf8Comparator",
     "comparator_from_string",
     "KeyRange",
     "FilterSyntaxError",

@@ -96,8 +96,12 @@ class Filter(ABC):
         return _copy.deepcopy(self)
 
     def __deepcopy__(self, memo: dict) -> "Filter":
-        if not self.stateful:
-            return self  # settings never change after construction: share them
+        # Settings never change after construction, so a filter is shared when it and
+        # everything it wraps keep no per-scan state.  A child that does (an
+        # InclusiveStopFilter's "done") is copied, and so is each wrapper above it: a
+        # shared SkipFilter would hand one scan's finished state to the next.
+        if not self.stateful and all(_copy.deepcopy(c, memo) is c for c in self._children()):
+            return self
         clone = type(self).__new__(type(self))
         memo[id(self)] = clone
         clone.__dict__.update(_copy.deepcopy(self.__dict__, memo))

@@ -99,7 +99,7 @@ class ColumnPrefixFilter(Filter):
         return f"ColumnPrefixFilter ({quote(self.prefix)})"
 
 
-class _CellCompareFilter(Filter):
+class CellCompareFilter(Filter):
     """Keeps the cells whose field ``_field`` satisfies ``field <op> comparator``."""
 
     _field: int
@@ -126,14 +126,14 @@ class _CellCompareFilter(Filter):
         return f"{type(self).__name__} ({self.op.symbol}, {quote_text(self.comparator.to_string())})"
 
 
-class QualifierFilter(_CellCompareFilter):
+class QualifierFilter(CellCompareFilter):
     """Cells whose qualifier satisfies the comparison (HBase ``QualifierFilter``)."""
 
     _field = _QUALIFIER
     _column = "qualifier"
 
 
-class ValueFilter(_CellCompareFilter):
+class ValueFilter(CellCompareFilter):
     """Cells whose value satisfies the comparison (HBase ``ValueFilter``)."""
 
     _field = _VALUE

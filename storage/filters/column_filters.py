@@ -20,7 +20,7 @@ from . import _values
 from ._rows import RowBatch
 from ._text import quote, to_bytes
 from .base import Filter, Keep, Mode
-from .cell_filters import _CellCompareFilter
+from .cell_filters import CellCompareFilter
 from .column_count import ColumnPaginationFilter
 
 __all__ = ["FamilyFilter", "MultipleColumnPrefixFilter", "ColumnRangeFilter", "ColumnPaginationFilter"]
@@ -29,7 +29,7 @@ _FAMILY = 1
 _QUALIFIER = 2
 
 
-class FamilyFilter(_CellCompareFilter):
+class FamilyFilter(CellCompareFilter):
     """Cells whose family satisfies the comparison (HBase ``FamilyFilter``)."""
 
     _field = _FAMILY

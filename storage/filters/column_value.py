@@ -7,7 +7,7 @@ import numpy as np
 from ..cells import Cell
 from ..errors import InvalidArgument
 from . import _values
-from ._column_test import ColumnTest
+from ._column_comparison import ColumnComparison
 from ._rows import RowBatch
 from .base import Keep, Mode
 from .comparators import Comparator, NotUtf8, not_utf8
@@ -16,7 +16,7 @@ from .compare import CompareOperator
 __all__ = ["SingleColumnValueFilter"]
 
 
-class SingleColumnValueFilter(ColumnTest):
+class SingleColumnValueFilter(ColumnComparison):
     """Rows whose ``family:qualifier`` value satisfies ``value <op> comparator``.
 
     As HBase's ``SingleColumnValueFilter``: with ``latest_version_only`` only

@@ -6,14 +6,14 @@ import numpy as np
 
 from ..cells import Cell
 from . import _values
-from ._column_test import ColumnTest
+from ._column_comparison import ColumnComparison
 from ._rows import RowBatch
 from .base import Keep, Mode
 
 __all__ = ["ColumnValueFilter"]
 
 
-class ColumnValueFilter(ColumnTest):
+class ColumnValueFilter(ColumnComparison):
     """The cells of ``family:qualifier`` whose value satisfies ``value <op> comparator``.
 
     As HBase 2's ``ColumnValueFilter``: unlike :class:`SingleColumnValueFilter`,

@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from ..errors import InvalidArgument, clip
 from ._text import quote, to_bytes
 from ..keys import KeyRange, prefix_stop
-from .row_filters import _RowKeyFilter, _restricting
+from .row_filters import RowKeyFilter, restricting
 
 __all__ = ["FuzzyRowFilter"]
 
@@ -33,7 +33,7 @@ def _runs(mask: bytes) -> list[tuple[int, int]]:
     return runs
 
 
-class FuzzyRowFilter(_RowKeyFilter):
+class FuzzyRowFilter(RowKeyFilter):
     """Rows whose key matches any of ``pairs`` of ``(fuzzy_key, mask)`` (HBase ``FuzzyRowFilter``).
 
     ``mask`` is as long as ``fuzzy_key``: at a position where it holds 0 the
@@ -93,7 +93,7 @@ class FuzzyRowFilter(_RowKeyFilter):
             lead = mask.find(b"\x01")
             prefix = key if lead < 0 else key[:lead]
             ranges.append((prefix, prefix_stop(prefix)))
-        return _restricting(ranges)
+        return restricting(ranges)
 
     def _settings(self) -> tuple:
         return self.pairs

@@ -9,12 +9,12 @@ import pyarrow.compute as pc
 from ._rows import RowBatch
 from ._text import quote, to_bytes
 from ..keys import KeyRange, key_after
-from .row_filters import _RowKeyFilter
+from .row_filters import RowKeyFilter
 
 __all__ = ["InclusiveStopFilter"]
 
 
-class InclusiveStopFilter(_RowKeyFilter):
+class InclusiveStopFilter(RowKeyFilter):
     """Rows up to and including ``stop_row`` in the scan's direction.
 
     A forward scan keeps rows at or below ``stop_row``, a reverse scan rows at

@@ -32,13 +32,13 @@ __all__ = ["PrefixFilter", "RowFilter", "MultiRowRangeFilter", "RowRange"]
 _FEW_RANGES = 8  # up to this many ranges, MultiRowRangeFilter tests each range in turn
 
 
-def _restricting(ranges: list[KeyRange]) -> list[KeyRange] | None:
+def restricting(ranges: list[KeyRange]) -> list[KeyRange] | None:
     """Normalized ranges, or None when they cover every key."""
     ranges = normalize(ranges)
     return None if ranges == [(b"", None)] else ranges
 
 
-class _RowKeyFilter(Filter):
+class RowKeyFilter(Filter):
     """Base of filters deciding per row key; subclasses give the two tests."""
 
     @abstractmethod
@@ -62,7 +62,7 @@ class _RowKeyFilter(Filter):
         return np.ones(batch.num_cells, dtype=bool), _values.KEEP
 
 
-class PrefixFilter(_RowKeyFilter):
+class PrefixFilter(RowKeyFilter):
     """Rows whose key starts with ``prefix`` (HBase ``PrefixFilter``)."""
 
     def __init__(self, prefix: bytes | str):
@@ -75,7 +75,7 @@ class PrefixFilter(_RowKeyFilter):
         return pc.starts_with(keys, self.prefix).to_numpy(zero_copy_only=False)
 
     def row_ranges(self) -> list[KeyRange] | None:
-        return _restricting([(self.prefix, prefix_stop(self.prefix))])
+        return restricting([(self.prefix, prefix_stop(self.prefix))])
 
     def _settings(self) -> tuple:
         return (self.prefix,)
@@ -84,7 +84,7 @@ class PrefixFilter(_RowKeyFilter):
         return f"PrefixFilter ({quote(self.prefix)})"
 
 
-class RowFilter(_RowKeyFilter):
+class RowFilter(RowKeyFilter):
     """Rows whose key satisfies ``key <op> comparator`` (HBase ``RowFilter``)."""
 
     def __init__(self, op: CompareOperator | str, comparator: Comparator):
@@ -123,7 +123,7 @@ class RowFilter(_RowKeyFilter):
             CompareOperator.GREATER_OR_EQUAL: equal + greater,
             CompareOperator.GREATER: greater,
         }[op]
-        return _restricting(choice)
+        return restricting(choice)
 
     def _settings(self) -> tuple:
         return (self.op, self.comparator)
@@ -148,7 +148,7 @@ class RowRange(NamedTuple):
         return (start, key_after(self.stop) if self.stop_inclusive else self.stop)
 
 
-class MultiRowRangeFilter(_RowKeyFilter):
+class MultiRowRangeFilter(RowKeyFilter):
     """Rows inside any of several key ranges (HBase ``MultiRowRangeFilter``).
 
     ``ranges`` holds :class:`RowRange` values or 4-tuples
@@ -202,7 +202,7 @@ class MultiRowRangeFilter(_RowKeyFilter):
         return inside & below
 
     def row_ranges(self) -> list[KeyRange] | None:
-        return _restricting(self._merged)
+        return restricting(self._merged)
 
     def _settings(self) -> tuple:
         return self.ranges

@@ -39,7 +39,7 @@ __all__ = [
 # family at the gathered positions only instead of over whole columns.
 _SPARSE_SHARE = 0.25
 
-_UINT_BY_WIDTH = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}
+UINT_BY_WIDTH = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}
 
 
 def empty_cells() -> pa.Table:
@@ -202,12 +202,12 @@ class CellColumns:
             view = None
             if width == 0:
                 view = np.zeros(self.n, dtype=np.uint8)
-            elif width in _UINT_BY_WIDTH:
+            elif width in UINT_BY_WIDTH:
                 values = self.array(name)
                 first = int(value_offsets(values)[0])
                 data = np.frombuffer(values.buffers()[2], dtype=np.uint8)
                 data = data[first : first + width * self.n]
-                view = data.view((">" if order else "=") + _UINT_BY_WIDTH[width])
+                view = data.view((">" if order else "=") + UINT_BY_WIDTH[width])
             self._views[key] = view
         return self._views[key]
 
@@ -252,7 +252,7 @@ class CellColumns:
     def equals(self, name: str, wanted: bytes) -> np.ndarray:
         """Mask of the cells whose binary column ``name`` equals ``wanted``."""
         width = self.width(name)
-        if width is not None and (width == 0 or width in _UINT_BY_WIDTH):
+        if width is not None and (width == 0 or width in UINT_BY_WIDTH):
             if width != len(wanted):
                 return np.zeros(self.n, dtype=bool)
             if width == 0:
@@ -264,7 +264,7 @@ class CellColumns:
     def take_binary(self, name: str, indices: np.ndarray) -> pa.Array:
         """``col.take(indices)``; a NumPy gather when the values have one small width."""
         width = self.width(name)
-        if width not in _UINT_BY_WIDTH:
+        if width not in UINT_BY_WIDTH:
             return self.array(name).take(indices)
         data = self.view(name)[indices]
         offsets = np.arange(len(indices) + 1, dtype=np.int32)

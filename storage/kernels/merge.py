@@ -256,7 +256,7 @@ def cell_keys(runs: list[pa.Table]) -> list[np.ndarray] | None:
         if width > _MAX_KEY_BYTES:
             return None
         for part, c in zip(parts, cols):
-            part.append(_padded(c.array(name), longest))
+            part.append(padded_values(c.array(name), longest))
             if not fixed:
                 # after zero padding, a value that is a prefix of another must sort first
                 part.append(np.diff(value_offsets(c.array(name))).astype(">u4").view(np.uint8).reshape(-1, 4))
@@ -275,7 +275,7 @@ def _max_length(values: pa.Array) -> int:
     return int(np.diff(value_offsets(values)).max())
 
 
-def _padded(values: pa.Array, width: int) -> np.ndarray:
+def padded_values(values: pa.Array, width: int) -> np.ndarray:
     """A binary array as an (n, width) uint8 matrix, each value zero-padded on the right."""
     n = len(values)
     offsets = value_offsets(values)

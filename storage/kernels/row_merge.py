@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
-from .cell_columns import _UINT_BY_WIDTH, one_array, value_offsets
-from .merge import _padded
+from .cell_columns import UINT_BY_WIDTH, one_array, value_offsets
+from .merge import padded_values
 
 __all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys"]
 
@@ -56,7 +56,7 @@ def order_keys(keys: Sequence[pa.Array]) -> list[np.ndarray] | None:
     if longest > _MAX_KEY_BYTES:
         return None
     fixed = all(int(ls.min()) == longest for ls in present)
-    if fixed and longest in _UINT_BY_WIDTH:
+    if fixed and longest in UINT_BY_WIDTH:
         # one width of 1, 2, 4 or 8 bytes: the keys are big-endian integers as they are
         return [_fixed_ints(a, longest) for a in arrays]
     suffix = 0 if fixed else (1 if longest < 256 else 2)
@@ -66,7 +66,7 @@ def order_keys(keys: Sequence[pa.Array]) -> list[np.ndarray] | None:
     as_int = width <= 8
     out = []
     for array, ls in zip(arrays, lengths):
-        parts = [_padded(array, longest)]
+        parts = [padded_values(array, longest)]
         if suffix:
             parts.append(ls.astype(">u2" if suffix == 2 else "u1").view(np.uint8).reshape(-1, suffix))
         if as_int and width < 8:
@@ -81,7 +81,7 @@ def _fixed_ints(array: pa.Array, width: int) -> np.ndarray:
     """Keys of one width of 1, 2, 4 or 8 bytes as native unsigned integers in byte order."""
     first = int(value_offsets(array)[0]) if len(array) else 0
     data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[first : first + width * len(array)] if len(array) else np.zeros(0, np.uint8)
-    return data.view(">" + _UINT_BY_WIDTH[width]).astype(_UINT_BY_WIDTH[width])
+    return data.view(">" + UINT_BY_WIDTH[width]).astype(UINT_BY_WIDTH[width])
 
 
 def _check_runs(runs: Sequence[pa.RecordBatch | pa.Table]) -> list[pa.Table]:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..cells import Cell
 from ..errors import ScannerError
-from .segment import _cell_bytes, _Segment
+from .segment import Segment, cell_bytes
 
 if TYPE_CHECKING:
     from ..scanner.metrics import ScanMetrics
@@ -41,7 +41,7 @@ class MemStoreScanner:
 
     def __init__(
         self,
-        segments: list[_Segment],
+        segments: list[Segment],
         read_point: int,
         on_close: Callable[[], None],
         lock: threading.Lock,
@@ -115,7 +115,7 @@ class MemStoreScanner:
 
     def _count(self, cells: list) -> None:
         if self._metrics is not None and cells:
-            self._metrics.bytes_read_from_memstore += _cell_bytes(cells)
+            self._metrics.bytes_read_from_memstore += cell_bytes(cells)
 
     def _fill_forward(self, start: tuple, contiguous: bool) -> None:
         """Load the window from ``start`` on; appended to the current window

@@ -1,31 +1,33 @@
-"""One sorted map of memstore cells (the active map or the flush snapshot) and
-what a read point sees of it: the unit the write buffer, its Arrow runs and its
-scanner share."""
+"""One sorted map of memstore cells (the active map or the flush snapshot), what
+a read point sees of it, and its cells as one sorted Arrow run: the unit the
+write buffer, its read views and its scanner share."""
 
 from __future__ import annotations
 
+import threading
 from operator import itemgetter
-from typing import TYPE_CHECKING
 
+import numpy as np
+import pyarrow as pa
 from sortedcontainers import SortedDict
 
-if TYPE_CHECKING:
-    from .runs import _ArrowRun
+from ..cells import CELL_SCHEMA, sort_key
 
+__all__ = ["ArrowRun", "Segment", "cell_bytes", "cells_to_table"]
 
 _ROW = itemgetter(0)
 _QUALIFIER = itemgetter(2)
 _VALUE = itemgetter(5)
 
 
-def _cell_bytes(cells: list) -> int:
+def cell_bytes(cells: list) -> int:
     """Approximate payload bytes of cells (rows, qualifiers and values)."""
     return sum(map(len, map(_ROW, cells))) + sum(map(len, map(_QUALIFIER, cells))) + sum(
         map(len, map(_VALUE, cells))
     )
 
 
-class _Segment:
+class Segment:
     """One sorted map of cells (the active map or the snapshot)."""
 
     __slots__ = ("cells", "seqs", "older", "max_seq", "heap_size", "arrow", "pending")
@@ -36,7 +38,7 @@ class _Segment:
         self.older: dict = {}  # sort key -> [(seq, Cell)] replaced while a scanner was open
         self.max_seq = 0
         self.heap_size = 0
-        self.arrow: "_ArrowRun | None" = None  # the cells as Arrow, as of the last read
+        self.arrow: ArrowRun | None = None  # the cells as Arrow, as of the last read
         self.pending: list = []  # keys written since ``arrow`` was built (merged in at the next read)
 
     def visible(self, keys: list, read_point: int) -> tuple[list, list]:
@@ -57,3 +59,99 @@ class _Segment:
                     out_cells.append(cell)
                     break
         return out_keys, out_cells
+
+
+_NOT_BUILT = object()
+
+
+class ArrowRun:
+    """Cells as one sorted Arrow table with each cell's sequence id: a
+    segment's cells (kept with the segment and brought up to date at its
+    next read after writes), or what one reader sees of them."""
+
+    # weak references: a chunk kept between scans names the runs it was built from (storage/read/chunk_memo.py)
+    __slots__ = ("table", "seqs", "max_seq", "_clean", "_row_run", "_rows", "__weakref__")
+
+    def __init__(self, table: pa.Table, seqs: np.ndarray | None, max_seq: int):
+        self.table = table
+        self.seqs = seqs  # None for a reader's run: every cell is visible to it
+        self.max_seq = max_seq
+        self._clean: bool | None = None
+        self._row_run = _NOT_BUILT
+        self._rows = None
+
+    def row_run(self, lock: threading.Lock):
+        """The cells as rows (:class:`storage.memstore.row_runs.RowRun`), built on first
+        use and kept with the run; None when they are not clean."""
+        if self._row_run is _NOT_BUILT:
+            with lock:
+                if self._row_run is _NOT_BUILT:
+                    from .row_runs import RowRun
+
+                    self._row_run = RowRun.of(self.table) if self.clean else None
+        return self._row_run
+
+    @property
+    def clean(self) -> bool:
+        """True when every cell is a put and no column has two versions (any
+        subset then needs no version or delete resolution either)."""
+        if self._clean is None:
+            from ..kernels import is_clean
+
+            self._clean = is_clean(self.table)
+        return self._clean
+
+    def slice(self, start_row: bytes, stop_row: bytes | None) -> pa.Table:
+        """The cells of rows ``[start_row, stop_row)`` (zero-copy), found by
+        bisecting the row column."""
+        from ..kernels.merge import bisect_rows
+
+        rows = self._rows
+        if rows is None:
+            rows = self._rows = self.table.column("row")
+        lo = bisect_rows(rows, start_row, right=False) if start_row else 0
+        hi = len(rows) if stop_row is None else bisect_rows(rows, stop_row, right=False)
+        return self.table.slice(lo, max(hi - lo, 0))
+
+    def at(self, seg: Segment, read_point: int, lock: threading.Lock) -> "ArrowRun":
+        """The cells a reader at ``read_point`` sees: this run itself when it
+        holds no later write, else a run filtered by sequence id (one vector
+        comparison) with the values that later writes replaced restored from
+        ``seg.older``."""
+        if self.max_seq <= read_point:
+            return self
+        keep = self.seqs <= read_point
+        table = self.table.filter(pa.array(keep))
+        later = np.flatnonzero(~keep)
+        if seg.older and len(later):
+            # a cell overwritten after the read point: the reader sees the value it replaced
+            cols = self.table.select(["row", "family", "qualifier", "timestamp", "type"]).take(pa.array(later))
+            restored = []
+            with lock:
+                older = seg.older
+                for key in zip(*(c.to_pylist() for c in cols.columns)):
+                    for seq, cell in reversed(older.get(sort_key(key), ())):
+                        if seq <= read_point:
+                            restored.append(cell)
+                            break
+            if restored:
+                from ..kernels import merge_sources
+
+                table = merge_sources([cells_to_table(restored), table])
+        return ArrowRun(table, None, read_point)
+
+
+def cells_to_table(cells: list) -> pa.Table:
+    """Build a CELL_SCHEMA table column by column from cell tuples."""
+    if not cells:
+        return CELL_SCHEMA.empty_table()
+    rows, families, qualifiers, timestamps, types, values = zip(*cells)
+    arrays = [
+        pa.array(rows, pa.binary()),
+        pa.array(families, pa.binary()),
+        pa.array(qualifiers, pa.binary()),
+        pa.array(np.fromiter(timestamps, dtype=np.int64, count=len(cells))),
+        pa.array(np.fromiter(types, dtype=np.uint8, count=len(cells))),
+        pa.array(values, pa.binary()),
+    ]
+    return pa.Table.from_arrays(arrays, schema=CELL_SCHEMA)

@@ -43,16 +43,10 @@ from sortedcontainers import SortedDict
 from ..cells import Cell, CellType, check_cell
 from ..errors import StorageError
 from ..mvcc import ReadPointTooOld
-from .runs import (
-    _REBUILD_SHARE,
-    MemStoreSnapshot,
-    MemStoreView,
-    _cells_to_table,
-    _merged_range,
-)
 from .bulk_insert import update_sorted_dict
+from .runs import REBUILD_SHARE, MemStoreSnapshot, MemStoreView, merged_range
 from .scanner import MemStoreScanner
-from .segment import _Segment
+from .segment import Segment, cells_to_table
 
 if TYPE_CHECKING:
     from ..scanner.metrics import ScanMetrics
@@ -82,8 +76,8 @@ class MemStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._active = _Segment()
-        self._snapshot: _Segment | None = None
+        self._active = Segment()
+        self._snapshot: Segment | None = None
         self._seq = 0
         self._open_scanners = 0
         # the newest write that replaced a cell while no reader was open, so the
@@ -180,7 +174,7 @@ class MemStore:
         if seq > seg.max_seq:
             seg.max_seq = seq
         seg.heap_size += size
-        if pending is not None and len(pending) * _REBUILD_SHARE >= len(seg.cells):
+        if pending is not None and len(pending) * REBUILD_SHARE >= len(seg.cells):
             # unread for long: the next read rebuilds the run whole anyway
             seg.arrow, seg.pending = None, []
 
@@ -219,7 +213,7 @@ class MemStore:
         with self._lock:
             if self._snapshot is None:
                 self._snapshot = self._active
-                self._active = _Segment()
+                self._active = Segment()
             return MemStoreSnapshot(self._snapshot)
 
     def clear_snapshot(self, snapshot: "MemStoreSnapshot | None" = None) -> None:
@@ -239,7 +233,7 @@ class MemStore:
         with self._lock:
             snap = self._snapshot
             cells = [] if snap is None else list(snap.cells.values())
-        return _cells_to_table(cells)
+        return cells_to_table(cells)
 
     def restore_snapshot(self) -> None:
         """Undo :meth:`snapshot` after a failed flush: the snapshot's cells
@@ -252,7 +246,7 @@ class MemStore:
             snap, active = self._snapshot, self._active
             if snap is None:
                 return
-            merged = _Segment()
+            merged = Segment()
             merged.cells = SortedDict(snap.cells)
             merged.cells.update(active.cells)
             merged.seqs = dict(snap.seqs)
@@ -291,10 +285,10 @@ class MemStore:
             segments = [s for s in (self._active, self._snapshot) if s is not None and s.cells]
             if not segments:
                 # nothing to read and nothing to keep: later writes are past the read point
-                return MemStoreView(self, [], point, registered=False)
+                return MemStoreView(self._lock, self._scanner_opened, self._scanner_closed, [], point, registered=False)
             segments = [s for s in (self._active, self._snapshot) if s is not None]
             self._open_scanners += 1
-        return MemStoreView(self, segments, point)
+        return MemStoreView(self._lock, self._scanner_opened, self._scanner_closed, segments, point)
 
     def _check_read_point(self, read_point: int | None) -> None:
         """Lock held: a reader at ``read_point`` sees every cell it should."""
@@ -315,6 +309,10 @@ class MemStore:
             self._readers_waiting -= 1
             self._drop_older_if_unread()
 
+    def _scanner_opened(self) -> None:
+        with self._lock:
+            self._open_scanners += 1
+
     def _scanner_closed(self) -> None:
         with self._lock:
             self._open_scanners -= 1
@@ -331,7 +329,7 @@ class MemStore:
         """The cells of rows ``[start_row, stop_row)`` as tuples in cell order."""
         with self._lock:
             segments = [s for s in (self._snapshot, self._active) if s is not None and s.cells]
-            return _merged_range(segments, start_row, stop_row)
+            return merged_range(segments, start_row, stop_row)
 
     def row_cells(self, row: bytes) -> list[Cell]:
         """The cells of one row, in cell order (the point-read path)."""
@@ -343,7 +341,7 @@ class MemStore:
         """The visible cells of rows ``[start_row, stop_row)`` as a
         :data:`storage.cells.CELL_SCHEMA` table in cell order, optionally
         restricted to ``families``."""
-        table = _cells_to_table(self.range_cells(start_row, stop_row))
+        table = cells_to_table(self.range_cells(start_row, stop_row))
         if families is not None:
             table = table.filter(pc.is_in(table.column("family"), pa.array(list(families), pa.binary())))
         return table

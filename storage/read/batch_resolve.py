@@ -4,23 +4,24 @@ scan's output batches (filter, projection, limits)."""
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import kernels
+from .. import clock, kernels
 from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
 from ..region.store import StoreView
 
 if TYPE_CHECKING:
-    from .batch_scan import BatchScan
+    from .region_plan import RegionReadPlan
+
+__all__ = ["BatchProcessor", "family_read"]
 
 
-def _family_read(family: bytes, columns: Sequence[bytes] | None) -> bool:
+def family_read(family: bytes, columns: Sequence[bytes] | None) -> bool:
     """Does a scan of ``columns`` (None: everything) read any of ``family``'s cells?"""
     return not columns or any(parse_column(spec).family == family for spec in columns)
 
@@ -45,14 +46,14 @@ def _column_mask(cells: pa.Table, columns: Sequence[bytes]) -> pa.ChunkedArray |
     return mask
 
 
-class _Processor:
+class BatchProcessor:
     """Runs resolve -> select -> filter -> limit -> output over chunks of one scan."""
 
-    def __init__(self, scan: BatchScan, families: dict[str, StoreView], metrics):
+    def __init__(self, scan: RegionReadPlan, families: dict[str, StoreView], metrics):
         self.scan = scan
         self.families = families
         self.metrics = metrics
-        now = scan.now_ms if scan.now_ms is not None else int(time.time() * 1000)
+        now = clock.now_ms()  # once per scan, not per cell
         self.ttl_cutoff = {}
         for name, view in families.items():
             ttl = view.settings.ttl

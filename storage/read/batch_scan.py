@@ -8,74 +8,38 @@ chunk of blocks, never once per cell.
 
 The hot case, a forward scan of a family with one store file and nothing in
 the memstore, streams the file's blocks straight through: blocks are
-gathered until ``batch_cells`` cells, the last (possibly incomplete) row is
+gathered until ``batch_size`` cells, the last (possibly incomplete) row is
 carried into the next round, and the rest goes through the same kernels.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 
 from .. import kernels
-from ..cells import LATEST_TIMESTAMP
 from ..errors import InvalidArgument
 from ..columns import parse_column
 from ..region.view import RegionView, chunk_bounds
 from ..storefile import dense_rows
-from .batch_resolve import _family_read, _Processor
+from .batch_resolve import family_read, BatchProcessor
 from .hidden_columns import hidden_names, without_hidden
-from .batch_stream import _dense_plan, _stream_one_file, _streamable, values_discarded
+from .batch_stream import dense_plan, stream_one_file, streamable, values_discarded
 from .late_values import index_values, materialize
+from .region_plan import RegionReadPlan
 from .reverse_stream import reversed_stream, reversible_view
 from .row_scan import CELLS, RowMerge
 from .stream_memo import memoized, stream_memo
 
-__all__ = ["BatchScan", "scan_region_batches"]
+__all__ = ["scan_region_batches"]
 
 
-@dataclass
-class BatchScan:
-    """A normalized scan for the batch path.
-
-    ``low`` is inclusive and ``high`` exclusive (None: unbounded), whatever
-    the direction; ``reverse`` only changes the order rows come out in.
-    """
-
-    low: bytes = b""
-    high: bytes | None = None
-    reverse: bool = False
-    columns: Sequence[bytes] | None = None  # b"cf:q" or b"cf"
-    min_timestamp: int = 0
-    max_timestamp: int = LATEST_TIMESTAMP
-    timestamps: Sequence[int] | None = None
-    # versions per column; None: every version (the family's limit, or for a raw scan all stored)
-    max_versions: int | None = 1
-    filter: object | None = None  # a storage.filters Filter, already copied and reset
-    limit: int | None = None
-    batch_cells: int = 65536
-    output: str = "cells"  # or "rows"
-    include_timestamp: bool = False
-    now_ms: int | None = None
-    # cells output whose dense blocks may come as row batches of each block's own
-    # columns (schema ``key`` + ``family:qualifier``): what Table.scan turns into dicts
-    row_dicts: bool = False
-    # a raw scan (storage/read/raw.py): markers and deleted cells, nothing resolved;
-    # max_versions counts puts only (HBase's raw scan), None keeps every version
-    raw: bool = False
-    # rows output: ``family:qualifier`` specs of ``columns`` whose cells make a row exist
-    # but which are left out of the batches (a reader that wants the rows of every mapped
-    # column and the values of a few); on dense blocks only their presence is tested
-    hidden_columns: Sequence[bytes] = ()
-
-
-def _families_needed(view: RegionView, scan: BatchScan) -> list[str]:
+def _families_needed(view: RegionView, scan: RegionReadPlan) -> list[str]:
     kept = scan.filter.families_kept() if scan.filter is not None else None
     if kept is not None:  # no other family's cell can pass the filter
-        return [name for name in view.stores if name.encode() in kept and _family_read(name.encode(), scan.columns)]
+        return [name for name in view.stores if name.encode() in kept and family_read(name.encode(), scan.columns)]
     if not scan.columns:
         return list(view.stores)
     names = []
@@ -94,10 +58,10 @@ _ROW_MERGE_BLOCKS = 64  # blocks of the largest file per chunk of a row-run merg
 _KEYS_ONLY_CHUNK_BLOCKS = 256  # blocks of the largest file per chunk of a keys-only scan
 
 
-def scan_region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
+def scan_region_batches(view: RegionView, scan: RegionReadPlan, metrics=None) -> Iterator[pa.RecordBatch]:
     """Yield the region's part of ``scan`` as Arrow batches (cells or rows) of at
-    most ``scan.batch_cells`` rows each (zero-copy slices of larger results)."""
-    limit = scan.batch_cells
+    most ``scan.batch_size`` rows each (zero-copy slices of larger results)."""
+    limit = scan.batch_size
     hidden = hidden_names(scan.hidden_columns) if scan.hidden_columns else None
     if hidden and scan.output != "rows":
         raise InvalidArgument("hidden_columns apply to a rows scan only")
@@ -127,7 +91,7 @@ def _slice_at_rows(batch: pa.RecordBatch, limit: int) -> Iterator[pa.RecordBatch
         offset = end
 
 
-def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator[pa.RecordBatch]:
+def _region_batches(view: RegionView, scan: RegionReadPlan, metrics=None) -> Iterator[pa.RecordBatch]:
     low = max(scan.low, view.start)
     high = scan.high
     if view.end is not None and (high is None or view.end < high):
@@ -137,16 +101,16 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     families = {name: view.stores[name] for name in _families_needed(view, scan)}
     if not families:
         return
-    proc = _Processor(scan, families, metrics)
+    proc = BatchProcessor(scan, families, metrics)
     # a family with a TTL and min_versions: its files' sources are cut as HBase's flush
     # cuts them (StoreView.sources_checked), which only the cell chunks below do
     flushed = {name: proc.flushed_cutoff(name) for name in families}
     cells_only = any(cutoff is not None for cutoff in flushed.values())
-    stream_view = None if cells_only else _streamable(families, low, high, scan)
+    stream_view = None if cells_only else streamable(families, low, high, scan)
     if stream_view is not None:
         # a clean file scanned again as before: the batches an earlier scan built (stream_memo.py)
         memo = stream_memo(stream_view, low, high, proc)
-        yield from memoized(memo, _stream_one_file(stream_view, low, high, proc), metrics)
+        yield from memoized(memo, stream_one_file(stream_view, low, high, proc), metrics)
         return
     reverse_view = None if cells_only else reversible_view(families, low, high, scan)
     if reverse_view is not None:
@@ -157,7 +121,7 @@ def _region_batches(view: RegionView, scan: BatchScan, metrics=None) -> Iterator
     if len(families) == 1 and not cells_only:
         # a rows scan of one family merges (and resolves) rows, not cells (storage/read/row_scan.py)
         ((_, fview),) = families.items()
-        row_merge = RowMerge.for_scan(fview, _dense_plan(fview, proc, True), proc)
+        row_merge = RowMerge.for_scan(fview, dense_plan(fview, proc, True), proc)
     keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
     if keys_only:
         # chunks without values: many more blocks per chunk for the same memory, fewer kernel calls

@@ -13,14 +13,18 @@ from ..cells import CELL_SCHEMA
 from ..region.store import StoreView
 from ..storefile import dense_rows
 from ..storefile.dense import empty_binary
-from .batch_resolve import _Processor
+from .batch_resolve import BatchProcessor
 from .hidden_columns import hidden_names
 
 if TYPE_CHECKING:
-    from .batch_scan import BatchScan
+    from .region_plan import RegionReadPlan
+
+__all__ = ["streamable", "dense_plan", "stream_one_file", "values_discarded"]
 
 
-def _streamable(views: dict[str, StoreView], low: bytes, high: bytes | None, scan: BatchScan) -> StoreView | None:
+def streamable(views: dict[str, StoreView], low: bytes, high: bytes | None, scan: RegionReadPlan) -> StoreView | None:
+    """The one family's view when ``[low, high)`` of the scan can stream its one store
+    file (forward, one family, one file, nothing in the memstore there), else None."""
     if scan.reverse or len(views) != 1:
         return None
     (view,) = views.values()
@@ -61,7 +65,7 @@ def values_discarded(flt) -> bool:
     return False
 
 
-def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
+def dense_plan(view: StoreView, proc: BatchProcessor, skip_resolve: bool):
     """``(field names, qualifiers, filter plan, hidden (name, qualifier) pairs)`` when this scan
     takes dense blocks straight to rows (see :mod:`storage.storefile.dense_rows`), else None."""
     scan = proc.scan
@@ -82,12 +86,12 @@ def _dense_plan(view: StoreView, proc: _Processor, skip_resolve: bool):
 
 
 def _block_columns(family: bytes):
-    """The ``direct`` plan of a :attr:`BatchScan.row_dicts` scan: every column of
+    """The ``direct`` plan of a :attr:`RegionReadPlan.row_dicts` scan: every column of
     each block (names as Latin-1 text, so they turn back into the exact bytes)."""
     return None, family, dense_rows.dense_filter(None, family), []
 
 
-def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
+def _dense_to_rows(dense, direct, proc: BatchProcessor) -> pa.RecordBatch | None:
     """One dense block part as rows: column slices, a filter as one comparison."""
     names, qualifiers, plan, hidden_pairs = direct
     also = [q for _, q in hidden_pairs]
@@ -110,7 +114,7 @@ def _dense_to_rows(dense, direct, proc: _Processor) -> pa.RecordBatch | None:
     return out if out is not None and out.num_rows else None
 
 
-def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> Iterator[pa.RecordBatch]:
+def stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: BatchProcessor) -> Iterator[pa.RecordBatch]:
     """Stream one store file's blocks through the kernels, a group of blocks at a time.
 
     A block is processed as it is (no copy) once the next block shows that
@@ -132,7 +136,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     held: pa.RecordBatch | None = None  # complete rows, except maybe the last
 
     drop_values = values_discarded(proc.scan.filter)
-    direct = _dense_plan(view, proc, skip_resolve)
+    direct = dense_plan(view, proc, skip_resolve)
     scan = proc.scan
     if direct is None and scan.row_dicts and skip_resolve and scan.filter is None and not scan.reverse:
         family = reader.info.family
@@ -149,7 +153,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
     firsts_rows = 0
     dense_out: list[pa.RecordBatch] = []  # rows sliced from dense blocks, joined up to a group
     dense_out_cells = 0  # as the cell path counts a group: cells, here rows x columns
-    group_limit = min(_MIN_GROUP_CELLS, proc.scan.batch_cells)
+    group_limit = min(_MIN_GROUP_CELLS, proc.scan.batch_size)
 
     def emit_dense_out() -> Iterator[pa.RecordBatch]:
         # one batch per group, not per block: consumers pay per batch (and
@@ -178,7 +182,7 @@ def _stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: _Pro
             yield out
 
     # keys-only runs of dense blocks: large for a count, a little past the limit for a limited scan
-    run_rows = max(proc.scan.batch_cells, _MIN_GROUP_CELLS)
+    run_rows = max(proc.scan.batch_size, _MIN_GROUP_CELLS)
     if proc.rows_left is not None:
         run_rows = min(run_rows, max(proc.rows_left, 1024))
     for part in reader.scan_parts(low, high, keys_only=drop_values, run_rows=run_rows):

@@ -5,9 +5,11 @@ table) slices them and reuses their row batches
 (:func:`storage.storefile.dense_rows.dense_rows`).  A live table's chunk is
 built each scan instead: the memstore's rows merged into the files' rows, or
 resolved against them (a re-put row, a delete marker).  The result depends
-only on the chunk's sources and the scan's columns and time range, so it is
-kept in the same block cache (:class:`storage.storefile.cache_memo.CacheMemo`)
-and served to the next scan of the same chunk:
+only on the chunk's sources and the scan's columns and time range, so a scan
+that asks for it (``cache_results``, else the block cache's default:
+:meth:`~storage.storefile.cache.BlockCache.keeps_results`) keeps it in the same
+block cache, in its one budget (:class:`storage.storefile.cache_memo.CacheMemo`),
+and is served it by the next such scan of the same chunk:
 
 * the sources are named by the store files' block-cache identities and by
   the memstore's anchors (:meth:`storage.memstore.runs.MemStoreView.anchors`):
@@ -18,28 +20,26 @@ and served to the next scan of the same chunk:
   decoded WAL is an anchor once it is kept for every read of its pin,
   :mod:`storage.region.replay_memo`, and has none before), and nothing that
   depends on the clock (a TTL) is kept;
-* :data:`enabled` false keeps nothing (the live-table benchmark measures what
-  a scan after a write pays with it).
+* a scan with ``cache_results`` false neither keeps nor is served anything
+  (the live-table benchmark times what a scan after a write pays with it).
 """
 
 from __future__ import annotations
 
 from ..storefile.cache_memo import CacheMemo
 
-__all__ = ["chunk_memo", "enabled"]
-
-enabled = True
-"""False: no chunk is kept or served (every scan builds its chunks)."""
+__all__ = ["chunk_memo"]
 
 
-def chunk_memo(view, lo: bytes, hi: bytes | None, what: tuple) -> CacheMemo | None:
+def chunk_memo(view, lo: bytes, hi: bytes | None, what: tuple, cache_results: bool | None) -> CacheMemo | None:
     """The memo of chunk ``[lo, hi)`` of store ``view`` for a result described
     by ``what`` (hashable: the columns, the time range, the shape asked for);
-    None when it cannot be kept (no cache, a memstore without anchors)."""
-    if not enabled or not view.files:
+    None when it is not to be kept (``cache_results``: the scan's option, None
+    for the cache's default) or cannot be (no cache, a memstore without anchors)."""
+    if cache_results is False or not view.files:
         return None
     cache = view.files[0].reader.block_cache
-    if cache is None or cache.capacity_bytes == 0:
+    if cache is None or not cache.keeps_results(cache_results):
         return None
     memstore = view.memstore
     if memstore.is_empty():

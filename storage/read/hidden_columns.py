@@ -3,7 +3,7 @@
 A row exists through any of its cells.  A reader that wants every row of a set
 of columns but the values of only some (the Spark source: one row per row with a
 mapped cell, whichever columns the query decodes) scans them all and hides the
-rest (:attr:`storage.read.batch_scan.BatchScan.hidden_columns`).  On dense blocks
+rest (:attr:`storage.read.region_plan.RegionReadPlan.hidden_columns`).  On dense blocks
 the hidden columns only lend their presence bitmaps to the row test and are
 never sliced; the other paths build them and :func:`without_hidden` drops them
 from each batch.

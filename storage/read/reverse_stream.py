@@ -1,7 +1,7 @@
 """A reverse scan of a clean store file's rows for ``scan()``'s dicts.
 
 A forward ``scan()`` of a clean file streams its dense blocks as row
-batches (:func:`storage.read.batch_stream._stream_one_file`), which
+batches (:func:`storage.read.batch_stream.stream_one_file`), which
 ``rows_to_dicts`` turns into dicts from whole columns.  A reverse scan went
 through the cell path instead: every block turned into cells, and a dict
 built cell by cell.  Here each chunk of the range, last chunk first, is
@@ -26,31 +26,31 @@ import pyarrow as pa
 from .. import kernels
 from ..region.store import StoreView
 from ..region.view import chunk_bounds
-from .batch_resolve import _Processor
-from .batch_stream import _stream_one_file, _streamable
+from .batch_resolve import BatchProcessor
+from .batch_stream import stream_one_file, streamable
 
 if TYPE_CHECKING:
-    from .batch_scan import BatchScan
+    from .region_plan import RegionReadPlan
 
 __all__ = ["reversible_view", "reversed_stream", "reverse_rows"]
 
 _CHUNK_BLOCKS = 64  # blocks streamed, then reversed, at a time: what a reverse scan holds
 
 
-def reversible_view(families: dict[str, StoreView], low: bytes, high: bytes | None, scan: "BatchScan") -> StoreView | None:
+def reversible_view(families: dict[str, StoreView], low: bytes, high: bytes | None, scan: "RegionReadPlan") -> StoreView | None:
     """The one clean file's view a reverse ``scan()`` may stream forward, chunk by chunk; None otherwise."""
     if not (scan.reverse and scan.row_dicts and scan.filter is None):
         return None
-    return _streamable(families, low, high, dataclasses.replace(scan, reverse=False))
+    return streamable(families, low, high, dataclasses.replace(scan, reverse=False))
 
 
-def reversed_stream(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> Iterator[pa.RecordBatch]:
+def reversed_stream(view: StoreView, low: bytes, high: bytes | None, proc: BatchProcessor) -> Iterator[pa.RecordBatch]:
     """The rows of ``view`` in ``[low, high)``, highest first, for ``proc``'s reverse scan."""
     scan = proc.scan
-    forward = _Processor(dataclasses.replace(scan, reverse=False, limit=None), proc.families, proc.metrics)
+    forward = BatchProcessor(dataclasses.replace(scan, reverse=False, limit=None), proc.families, proc.metrics)
     bounds = [low] + chunk_bounds([view], low, high, _CHUNK_BLOCKS) + [high]
     for lo, hi in reversed(list(zip(bounds, bounds[1:]))):
-        for batch in reversed(list(_stream_one_file(view, lo, hi, forward))):
+        for batch in reversed(list(stream_one_file(view, lo, hi, forward))):
             out = reverse_rows(batch)
             if proc.rows_left is not None:
                 rows = out.num_rows if out.schema.names[0] == "key" else len(kernels.row_boundaries(out))

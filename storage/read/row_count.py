@@ -30,7 +30,8 @@ import pyarrow.compute as pc
 
 from ..region.view import RegionView
 from ..keys import clip_bounds
-from .batch_scan import BatchScan, scan_region_batches
+from .batch_scan import scan_region_batches
+from .region_plan import RegionReadPlan
 
 __all__ = ["ROW_COUNT_FILTER", "count_region_rows", "index_countable", "row_key_lengths", "first_key_not_of_length"]
 
@@ -73,7 +74,7 @@ def count_region_rows(view: RegionView, low: bytes = b"", high: bytes | None = N
     if readers is not None:
         return sum(r.count_rows(low or None, high) for r in readers)
     flt = coerce_filter(ROW_COUNT_FILTER)
-    scan = BatchScan(low=low, high=high, filter=flt, output="cells")
+    scan = RegionReadPlan(low=low, high=high, filter=flt, output="cells")
     # the filter leaves exactly one cell per row
     return sum(batch.num_rows for batch in scan_region_batches(view, scan))
 
@@ -120,7 +121,7 @@ def first_key_not_of_length(view: RegionView, width: int) -> bytes | None:
 
     if row_key_lengths(view) == (width, width):
         return None
-    scan = BatchScan(low=view.start, high=view.end, filter=coerce_filter(ROW_COUNT_FILTER), output="cells")
+    scan = RegionReadPlan(low=view.start, high=view.end, filter=coerce_filter(ROW_COUNT_FILTER), output="cells")
     for batch in scan_region_batches(view, scan):
         if not batch.num_rows:
             continue

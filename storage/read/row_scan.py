@@ -52,7 +52,7 @@ class RowMerge:
 
     ``direct`` is the dense plan of the scan: ``(field names, qualifiers,
     filter plan, hidden (name, qualifier) pairs)`` as
-    :func:`storage.read.batch_stream._dense_plan` gives it.
+    :func:`storage.read.batch_stream.dense_plan` gives it.
     """
 
     def __init__(self, view: StoreView, mem: RowRun | None, direct: tuple, proc, resolvable: bool = True):
@@ -166,7 +166,7 @@ class RowMerge:
         stamps = None if scan.timestamps is None else tuple(scan.timestamps)
         what = (tuple(self.resolved_qualifiers), tuple(self.names), scan.include_timestamp, reverse,
                 self.plan[0] == "none", scan.min_timestamp, scan.max_timestamp, stamps, self.view.settings)
-        return chunk_memo(self.view, lo, hi, what)
+        return chunk_memo(self.view, lo, hi, what, scan.cache_results)
 
     def _count(self, counts: list) -> None:
         metrics = self.proc.metrics

@@ -27,12 +27,13 @@ from .. import kernels
 from ..kernels.cell_columns import data_span, value_offsets
 from ..scanner.metrics import ScanMetrics
 from ..scanner.region_scanner import CELL_FIXED_BYTES
-from .batch_scan import BatchScan, scan_region_batches
+from .batch_scan import scan_region_batches
+from .region_plan import RegionReadPlan
 
 __all__ = ["counted_region_batches", "batch_row_count", "result_bytes"]
 
 
-def counted_region_batches(view, scan: BatchScan, metrics: ScanMetrics | None) -> Iterator[tuple[pa.RecordBatch, int]]:
+def counted_region_batches(view, scan: RegionReadPlan, metrics: ScanMetrics | None) -> Iterator[tuple[pa.RecordBatch, int]]:
     """``scan_region_batches(view, scan, metrics)`` as ``(batch, rows)`` pairs,
     with ``metrics`` (None: nothing counted) charged for them."""
     before = _read_counters(view) if metrics is not None else None

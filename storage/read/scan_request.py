@@ -8,7 +8,7 @@ region server's wire, the connector and the Thrift gateway.
 before any work starts.  :meth:`ScanRequest.to_wire` / :meth:`ScanRequest.from_wire`
 are the ``scan`` object of the server protocol (docs/formats/wire.md), and
 :func:`plan_batch_scan` turns a request into the engine's
-:class:`~storage.read.batch_scan.BatchScan` and the key spans it reads.
+:class:`~storage.read.region_plan.RegionReadPlan` and the key spans it reads.
 
 Each argument is one field below; its ``metadata`` holds its check (run by
 ``__post_init__``), its JSON type on the wire (``None``: it shapes results on
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
@@ -32,7 +32,7 @@ from ..errors import InvalidArgument, check_bytes, clip
 from ..filters import coerce_filter
 from ..filters.base import Filter, scan_copy
 from ..keys import KeyRange, intersect, key_after, prefix_stop
-from .batch_scan import BatchScan
+from .region_plan import RegionReadPlan
 from .raw import check_raw
 
 __all__ = [
@@ -129,6 +129,12 @@ def _as_given(name: str, value: Any) -> Any:
     return value
 
 
+def _bool_or_none(name: str, value: Any) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be True, False or None, got {clip(repr(value), 60)}")
+    return value
+
+
 def _arg(default: Any, check: Callable[[str, Any], Any], wire: type | None, always: bool = True) -> Any:
     """A request field: its default, its check, its JSON type on the wire (None: client-side
     only), and whether it is sent even at its default (the first protocol's fields are; a
@@ -150,7 +156,10 @@ class ScanRequest:
     (:meth:`versions`: 1 when not given; a raw scan then keeps every version,
     and counts puts only when given, see :mod:`storage.read.raw`).  ``output`` and ``batch_size`` (cells per engine
     batch) shape ``scan_batches``; ``scan_batching`` (cells per row piece)
-    and ``sorted_columns`` shape the row dicts of ``scan``.
+    and ``sorted_columns`` shape the row dicts of ``scan``.  ``cache_results``
+    keeps what the scan builds in the block cache, sized and evicted with the
+    blocks, for the next scan of the same unchanged data (None: the
+    connection's ``cache_results``, off unless set).
     """
 
     row_start: bytes | None = _arg(None, _bytes_or_none, bytes)
@@ -171,6 +180,11 @@ class ScanRequest:
     sorted_columns: bool = _arg(False, _as_given, None)
     # HBase's raw scan (storage/read/raw.py): markers and every version, nothing resolved
     raw: bool = _arg(False, _as_given, bool, always=False)
+    # keep the results this scan builds in the block cache for the next scan of the same
+    # unchanged sources, and serve what an earlier scan kept (HBase's cacheBlocks is the
+    # block side); None: the connection's default (storage/storefile/cache_memo.py).  Not on
+    # the wire: a region server's results are kept by its own connection's setting
+    cache_results: bool | None = _arg(None, _bool_or_none, None)
 
     def __post_init__(self) -> None:
         for name, default, check in _CHECKS:
@@ -312,11 +326,14 @@ def _selected(flt: Filter | None) -> list[int] | None:
 
 
 def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] | None = None,
-                    output: str | None = None) -> tuple[BatchScan, list[KeyRange]]:
+                    output: str | None = None,
+                    hidden_columns: Sequence[bytes] = ()) -> tuple[RegionReadPlan, list[KeyRange]]:
     """The engine's batch scan of ``request`` and the key spans it reads: the
     bounds, cut to the ranges the filter allows (a seek to each instead of
     filtering the gaps).  ``check_family`` refuses a column of no family of the
-    table; ``output`` overrides the request's (``scan`` reads cells)."""
+    table; ``output`` overrides the request's (``scan`` reads cells);
+    ``hidden_columns`` (of a rows scan's columns) are read so that their rows
+    exist but left out of the batches (:mod:`storage.read.hidden_columns`)."""
     low, high = request.bounds()
     if check_family is not None:
         for column in request.columns or ():
@@ -328,7 +345,7 @@ def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] 
         ranges = flt.row_ranges()
         if ranges is not None:
             spans = intersect([(low, high)], list(ranges))
-    scan = BatchScan(
+    scan = RegionReadPlan(
         low=low,
         high=high,
         reverse=request.reverse,
@@ -340,9 +357,11 @@ def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] 
         # a TimestampsFilter's cells are the versions counted (Filter.selected_timestamps)
         timestamps=_selected(flt),
         limit=request.limit,
-        batch_cells=request.batch_size,
+        batch_size=request.batch_size,
         output=output or request.output,
         include_timestamp=request.include_timestamp,
         raw=bool(request.raw),
+        cache_results=request.cache_results,
+        hidden_columns=tuple(hidden_columns),
     )
     return scan, spans

@@ -3,22 +3,28 @@ which several scans (a Spark job's partitions) can plan against."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Protocol, Sequence
 
 from ..errors import StorageError
 from ..keys import clip_bounds
+from ..mvcc import Mvcc
 from ..region.view import RegionView
 
-if TYPE_CHECKING:
-    from ..table.table import Table
+__all__ = ["ReadSnapshot", "SnapshotTable", "release_views"]
 
-__all__ = ["ReadSnapshot", "release_views"]
+
+class SnapshotTable(Protocol):
+    """What a snapshot needs of its table: a :class:`storage.table.table.Table` (which
+    makes snapshots, so this module names it through this protocol)."""
+
+    name: str
+    mvcc: Mvcc
 
 
 class ReadSnapshot:
     """Leased region views of one key range at one read point (see :meth:`Table.snapshot`)."""
 
-    def __init__(self, table: Table, low: bytes, high: bytes | None, views: list[RegionView]):
+    def __init__(self, table: SnapshotTable, low: bytes, high: bytes | None, views: list[RegionView]):
         self.table = table
         self.low = low
         self.high = high

@@ -5,10 +5,12 @@ dense blocks into row batches: column slices of each block, joined into
 groups.  A table scanned again and again while it does not change (a
 compacted table under a Spark job's queries, the engine worker of the JVM
 source serving one query after another) builds the same batches every time.
-They depend only on the file and on what the scan asks for, so they are kept
-in the block cache that holds the file's blocks
-(:class:`storage.storefile.cache_memo.CacheMemo`) and served to the next scan
-of the same key range:
+They depend only on the file and on what the scan asks for, so a scan that
+asks for it (``cache_results``, else the block cache's default:
+:meth:`~storage.storefile.cache.BlockCache.keeps_results`) keeps them in the
+block cache that holds the file's blocks, in its one budget
+(:class:`storage.storefile.cache_memo.CacheMemo`), and is served them by the
+next such scan of the same key range:
 
 * the file is named by its block-cache identity (path, size, trailer, the
   file's stat and a checksum of its index and info), so a rewritten file
@@ -22,8 +24,10 @@ of the same key range:
   when the scan ran to its end (a consumer that stopped early leaves no
   partial answer);
 * the scan metrics a build counted (cells and rows scanned, rows filtered)
-  are counted again on a hit; the block counters are not, as no block is read;
-* :data:`enabled` false keeps nothing (benchmarks measure the built cost).
+  are counted again on a hit; the block counters are not, as no block is read
+  (the cache counts the hit in ``result_hits``);
+* a scan with ``cache_results`` false neither keeps nor is served anything
+  (what benchmarks time as a first read).
 """
 
 from __future__ import annotations
@@ -36,34 +40,31 @@ from ..storefile.cache_memo import CacheMemo
 
 if TYPE_CHECKING:
     from ..region.store import StoreView
-    from .batch_resolve import _Processor
+    from .batch_resolve import BatchProcessor
 
-__all__ = ["enabled", "stream_memo", "memoized"]
-
-enabled = True
-"""False: no streamed result is kept or served (every scan builds its batches)."""
+__all__ = ["stream_memo", "memoized"]
 
 # the counters the processor adds to while it builds batches; replayed on a hit
 _REPLAYED = ("rows_scanned", "rows_filtered", "cells_scanned", "bytes_in_results")
 
 
-def stream_memo(view: StoreView, low: bytes, high: bytes | None, proc: _Processor) -> CacheMemo | None:
+def stream_memo(view: StoreView, low: bytes, high: bytes | None, proc: BatchProcessor) -> CacheMemo | None:
     """The memo of streaming ``view``'s one file over ``[low, high)`` for
     ``proc``'s scan, or None when that result cannot be kept."""
     scan = proc.scan
-    if not enabled or scan.filter is not None or proc.rows_left is not None or scan.raw:
+    if scan.cache_results is False or scan.filter is not None or proc.rows_left is not None or scan.raw:
         return None
     if proc.ttl_cutoff[view.family] is not None:
         return None
     reader = view.files[0].reader
     cache = reader.block_cache
-    if cache is None or cache.capacity_bytes == 0:
+    if cache is None or not cache.keeps_results(scan.cache_results):
         return None
     stamps = None if scan.timestamps is None else tuple(scan.timestamps)
     what = (
         low, high, tuple(proc.output_columns), tuple(scan.hidden_columns), scan.output, scan.row_dicts,
         scan.include_timestamp, scan.min_timestamp, scan.max_timestamp, stamps, scan.max_versions,
-        scan.batch_cells, view.settings,
+        scan.batch_size, view.settings,
         # a build without metrics counts nothing, so its result could not replay a
         # build's figures to a scan that has metrics: the two keep their own entries
         proc.metrics is not None,

@@ -1,8 +1,8 @@
 """Committing a bulk load: staged store files made part of a table atomically.
 
-The engine's half of a bulk load (HBase's ``LoadIncrementalHFiles``); the
-connector stages the files (:mod:`connector.bulkload`), this module commits
-them, on the driver, holding the table's writer lock, so no writer process may
+The second half of a bulk load (HBase's ``LoadIncrementalHFiles``); the
+writers' tasks stage the files (:mod:`storage.region.load_stage`), this module
+commits them, on the driver, holding the table's writer lock, so no writer process may
 have the table open:
 
 1. roll forward any earlier committed journal (:func:`recover`);
@@ -22,12 +22,12 @@ journal itself is :mod:`storage.region.load_journal`.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 import pyarrow as pa
 
+from .. import clock
 from ..cells import CELL_SCHEMA
 from ..errors import InvalidArgument, StorageError, TableLocked
 from ..schema import FamilySettings
@@ -223,7 +223,7 @@ def prepare_commit(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFil
             flushed = max(manifests[rid].flushed_seq_id, _wal_max_seq(table_fs.sub(f"regions/{rid}")))
         region_entries[rid] = RegionEntry(
             {f: tuple(n) for f, n in entries[rid].items()}, flushed, tuple(moves.get(rid, ())))
-    journal = Journal(job_id, mode, region_entries, int(time.time() * 1000), receipt)
+    journal = Journal(job_id, mode, region_entries, clock.now_ms(), receipt)
     write_journal(table_fs, journal)  # the commit point
     report.regions = targets
     return journal, report
@@ -276,7 +276,7 @@ def abort_load(table_fs: FileSystem, job_id: str) -> bool:
         return False
     # the marker first: a task attempt still running sees it once its files are written
     table_fs.makedirs(STAGING_DIR)
-    table_fs.write_bytes(aborted_marker(job_id), str(int(time.time() * 1000)).encode())
+    table_fs.write_bytes(aborted_marker(job_id), str(clock.now_ms()).encode())
     table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
     drop_free_staging_lock(table_fs, job_id)  # a holder that died (a killed engine worker) left it
     return True
@@ -285,7 +285,7 @@ def abort_load(table_fs: FileSystem, job_id: str) -> bool:
 def drop_old_abort_markers(table_fs: FileSystem, older_than_s: float = 3600.0) -> int:
     """Delete abort markers older than any task attempt can run, and commit receipts as old
     (their caller asked long ago); returns how many."""
-    cutoff = (time.time() - older_than_s) * 1000
+    cutoff = clock.now_ms() - older_than_s * 1000
     dropped = 0
     for name in table_fs.listdir(STAGING_DIR):
         if not name.endswith((".aborted", ".committed")):

@@ -29,10 +29,10 @@ are dropped too; ``append`` adds the files as the newest of each family.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
+from .. import clock
 from ..errors import CorruptionError, InvalidArgument, StorageError
 from .framing import decode_document, encode_document
 from ..vfs.fs import FileSystem
@@ -218,7 +218,7 @@ def roll_forward(table_fs: FileSystem, journal: Journal) -> None:
         # whoever rolls the load forward (its committer, or the next open after a kill) leaves the
         # receipt before the journal goes: the load stays provably committed
         table_fs.makedirs(STAGING_DIR)
-        table_fs.write_bytes(receipt_path(journal.job), str(int(time.time() * 1000)).encode())
+        table_fs.write_bytes(receipt_path(journal.job), str(clock.now_ms()).encode())
     table_fs.delete(journal.path, missing_ok=True)
 
 
@@ -327,7 +327,7 @@ def drop_stale_staging(table_fs: FileSystem) -> int:
         try:
             if table_fs.exists(f"{JOURNAL_DIR}/{job}{_SUFFIX}"):
                 continue  # committed: its staged files are what the roll-forward moves
-            table_fs.write_bytes(aborted_marker(job), str(int(time.time() * 1000)).encode())
+            table_fs.write_bytes(aborted_marker(job), str(clock.now_ms()).encode())
             table_fs.delete_dir(f"{STAGING_DIR}/{job}")
             table_fs.delete(staging_lock_path(job), missing_ok=True)
             dropped += 1

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import errno
 import json
-import time
 import uuid
 from typing import Iterable
 
+from .. import clock
 from ..vfs.fs import FileSystem
 
 __all__ = [
@@ -45,7 +45,7 @@ def write_pin(table_fs: FileSystem, files: Iterable[str], wal: Iterable[str], tt
 
     The expiry leads the file name, so expired pins are found by listing names alone.
     """
-    expires = int((time.time() + ttl_seconds) * 1000)
+    expires = clock.now_ms() + int(ttl_seconds * 1000)
     pin_id = f"{expires:013d}-{uuid.uuid4().hex[:12]}"
     doc = {"expires_ms": expires, "files": list(files), "wal": list(wal)}
     try:
@@ -75,7 +75,7 @@ def _expired(name: str, now: int) -> bool:
 
 def _drop_expired(table_fs: FileSystem) -> None:
     """Delete pin files past their expiry (readers that never released them)."""
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     for name in table_fs.listdir(PINS_DIR):
         if _expired(name, now):
             table_fs.delete(f"{PINS_DIR}/{name}", missing_ok=True)
@@ -83,7 +83,7 @@ def _drop_expired(table_fs: FileSystem) -> None:
 
 def live_pins(table_fs: FileSystem) -> list[dict]:
     """The unexpired pin documents."""
-    now = int(time.time() * 1000)
+    now = clock.now_ms()
     out = []
     for name in table_fs.listdir(PINS_DIR):
         if _expired(name, now):

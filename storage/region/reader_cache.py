@@ -59,9 +59,11 @@ other's blocks in their deltas).  The prefetched
 next-block header and ``point_first_rows`` describe the unchanged file and
 are valid for any read.
 
-:data:`enabled` false opens every reader afresh and closes it at release, as
-before the cache (benchmarks measure with and without it); :func:`clear`
-closes the idle readers (tests, a process that wants its file handles back).
+A cache of :attr:`ReaderCache.capacity` 0 keeps nothing: every checkout opens a
+reader afresh and its release closes it (benchmarks time reads with and without
+it by setting ``shared_reader_cache().capacity``); :func:`clear` closes the
+idle readers (tests, a process that wants its file handles back).  It caches open files, never results: a reader serves
+the same bytes a fresh one would.
 """
 
 from __future__ import annotations
@@ -72,13 +74,13 @@ from collections import OrderedDict, deque
 from contextlib import contextmanager
 from typing import Hashable, Iterator
 
+from .. import clock
 from ..errors import InvalidArgument
 from ..storefile import BlockCache, StoreFileReader
 from ..vfs.fs import FileSystem
 from .file_stamps import FileStamp, file_stamp, racily_clean, stampable
 
 __all__ = [
-    "enabled",
     "DEFAULT_CAPACITY",
     "DEFAULT_IDLE_SECONDS",
     "ReaderCache",
@@ -87,9 +89,6 @@ __all__ = [
     "release",
     "clear",
 ]
-
-enabled = True
-"""False: every checkout opens a fresh reader and every release closes it (no cache)."""
 
 DEFAULT_CAPACITY = 256
 """Readers the process-wide cache keeps (idle and held) before it evicts."""
@@ -110,7 +109,7 @@ class _Entry:
         self.stamp = stamp
         self.refs = 0
         self.listed = True  # in the LRU map (False: evicted or stale, closed at the last release)
-        self.idle_since = 0.0  # time.monotonic() at its last release, while refs == 0
+        self.idle_since = 0.0  # clock.monotonic() at its last release, while refs == 0
 
 
 class ReaderCache:
@@ -189,7 +188,7 @@ class ReaderCache:
         deleted would keep its disk space for as long as the reader sits in the cache; a
         long-lived process (the engine worker) gives them back this way.  Swept at most
         once a second, at a checkout."""
-        now = time.monotonic()
+        now = clock.monotonic()
         if now < self._next_sweep:
             return
         self._next_sweep = now + min(1.0, self.idle_seconds)
@@ -215,7 +214,11 @@ class ReaderCache:
         on; else the file is opened.  Raises ``FileNotFoundError`` if ``path``
         does not exist (a cached reader of it is dropped).
         """
-        if not enabled or not stampable(fs):
+        if not stampable(fs):
+            return StoreFileReader(fs, path, cache=cache)  # closed at its release: the cache does not hold it
+        if self._capacity == 0:
+            with self._locked():
+                self.misses += 1  # a fresh open of a file it could have kept
             return StoreFileReader(fs, path, cache=cache)
         key = (fs.uri(path), id(cache))
         before = time.time_ns()
@@ -287,7 +290,7 @@ class ReaderCache:
         entry.refs -= 1
         if entry.refs == 0:
             del self._out[id(reader)]
-            entry.idle_since = time.monotonic()
+            entry.idle_since = clock.monotonic()
         if discard or reader.closed:
             self._unlist(entry)  # closes it if that was the last holder
         elif entry.refs == 0 and not entry.listed:

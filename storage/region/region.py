@@ -23,23 +23,24 @@ import threading
 from operator import itemgetter
 from typing import Sequence
 
+from .. import clock
 from ..cells import Cell
 from ..errors import CorruptionError, InvalidArgument, StorageError
-from ..mvcc import Mvcc
+from ..mvcc import Mvcc, views_at_read_point
 from ..schema import FamilySettings, TableSettings, no_such_family
 from ..storefile import BlockCache
 from ..vfs.fs import FileSystem
 from ..wal.open_writer import open_wal_writer
 from ..wal.replay import replay_wal
 from ..wal.writer import WalWriter
-from .compaction import RegionCompaction, _now_ms
-from .daughters import RegionDaughters
+from . import daughters, reads
+from .compaction import chosen_files, merge_store_files
 from .load_journal import apply_entry
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from .pins import pinned_paths, retire
 from .reader_leases import Leases
-from .reads import RegionReads
 from .store import Store, StoreFile
+from .view import RegionView
 
 __all__ = ["Region"]
 
@@ -57,8 +58,17 @@ def _close_reader(f: StoreFile) -> None:
     f.reader.close()
 
 
-class Region(RegionCompaction, RegionReads, RegionDaughters):
-    """One region of a table; see the module docstring for its life cycle."""
+class Region:
+    """One region of a table; see the module docstring for its life cycle.
+
+    Its collaborators: :mod:`~storage.region.reads` reads a view of it,
+    :mod:`~storage.region.compaction` chooses and merges store files,
+    :mod:`~storage.region.daughters` writes a split's daughter files.
+    """
+
+    cell_scanner_of = staticmethod(reads.cell_scanner_of)
+    get_of = staticmethod(reads.get_of)
+    rows_of = staticmethod(reads.rows_of)
 
     def __init__(
         self,
@@ -198,7 +208,7 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
             self._old_wal_syncs += self._wal.sync_count
         name = f"{self._next_seq:020d}.wal"
         if name in old:  # never append to a file that may end in a torn record
-            stamp, attempt = _now_ms(), 0
+            stamp, attempt = clock.now_ms(), 0
             name = f"{self._next_seq:020d}-{stamp}.wal"
             # An open within the same millisecond as a failed one finds that
             # one's (possibly torn) file under the same name.
@@ -451,3 +461,127 @@ class Region(RegionCompaction, RegionReads, RegionDaughters):
         for store in self.stores.values():
             for f in store.files:
                 f.reader.check()
+
+    # -- reads -----------------------------------------------------------
+    def view(self, read_point: int | None = None) -> RegionView:
+        """A read view at ``read_point`` (default: the table's read point now)
+        that later writes, flushes, compactions and splits do not change.
+
+        The view leases its store files; call :meth:`RegionView.release`.
+        At a given ``read_point`` it may raise
+        :class:`~storage.mvcc.ReadPointTooOld` (see
+        :func:`~storage.mvcc.views_at_read_point`, which callers use).
+        A caller capturing views of several regions at one read point holds
+        ``leases.lock`` around the calls (see :mod:`storage.region.reader_leases`).
+        """
+        if self.offline is not None:  # it did not open: see Region.open
+            raise self.offline_error()
+        if read_point is None:
+            return views_at_read_point(self.leases.lock, self.mvcc, self.view)
+        with self.leases.lock:
+            if self.closed:
+                raise StorageError(f"region {self.info.region_id} of {self.table_name} is closed")
+            point = read_point
+            stores = {}
+            try:
+                for name, store in self.stores.items():
+                    stores[name] = store.view(point)
+            except BaseException:
+                for opened in stores.values():
+                    opened.memstore.release()
+                raise
+            self.leases.acquire([f for v in stores.values() for f in v.files])
+        return RegionView(self.info, stores, self.table_name, self.leases)
+
+    def get(self, row: bytes, spec) -> list[Cell]:
+        """The visible cells of one row (a point read), in cell order: :func:`~storage.region.reads.get_of`
+        of a view taken now."""
+        view = self.view()
+        try:
+            return reads.get_of(view, row, spec)
+        finally:
+            view.release()
+
+    # -- compaction ------------------------------------------------------
+    def compact(self, major: bool = True, families: Sequence[str] | None = None) -> int:
+        """Merge store files; returns how many files were merged away.
+
+        Minor (major=False): merge the newest ``compaction_max_files`` files of
+        each store that has at least ``compaction_threshold`` of them, keeping
+        every version and delete marker.  Major: merge all files of each store,
+        dropping deleted cells, the markers, cells past the TTL and versions
+        past max_versions; a family with ``keep_deleted_cells`` keeps deleted
+        cells and markers (see :func:`storage.kernels.resolve`).
+        """
+        if self.offline is not None:
+            return 0  # it did not open (Region.open): its files stay as they are
+        # writes go on meanwhile: a compaction reads only store files
+        with self._maintenance:
+            self._check_writable()
+            merged = 0
+            for name in families or list(self.stores):
+                store = self.stores[name]
+                chosen = chosen_files(store.files, major, self.settings)
+                if chosen:
+                    merged += self._compact_store(store, chosen, major)
+            return merged
+
+    def compact_if_due(self) -> int:
+        """The minor compaction a flush triggers: none while another thread
+        flushes or compacts the region, or once it is closed."""
+        if not self._maintenance.acquire(blocking=False):
+            return 0
+        try:
+            if self.closed or not self.needs_compaction():
+                return 0
+            return self.compact(major=False)
+        finally:
+            self._maintenance.release()
+
+    def _compact_store(self, store: Store, chosen: tuple[StoreFile, ...], major: bool) -> int:
+        merged = merge_store_files(store, chosen, major, self.manifest)
+        merged.manifest.save(self.fs)
+        new_reader = store.open_reader(merged.name) if merged.cell_count else None
+        newest_first = []
+        for n in reversed(merged.manifest.files[store.family]):
+            if n == merged.name:
+                newest_first.append(new_reader)
+            else:
+                newest_first.append(next(f for f in store.files if f.name == n))
+        with self.leases.lock:
+            self.manifest = merged.manifest
+            store.replace_files(tuple(newest_first))
+        if not merged.cell_count:
+            self.fs.delete(store.path(merged.name), missing_ok=True)
+        # Scans opened before the swap keep reading the merged files; each is
+        # closed and deleted (or archived, if pinned) when the last one ends.
+        self.leases.retire(chosen, lambda f: self._retire_file(store, f))
+        return len(chosen)
+
+    def _retire_file(self, store: Store, f: StoreFile) -> None:
+        f.reader.close()
+        retire(self._table_fs, self._table_path(store.path(f.name)))
+
+    # -- splits ----------------------------------------------------------
+    def midkey(self) -> bytes | None:
+        """A row key near the middle of the region's data, for splitting."""
+        return daughters.midkey(self.stores.values(), self.info)
+
+    def write_daughter(self, info: RegionInfo, table_fs: FileSystem) -> None:
+        """Write the cells of ``info``'s range into a new region directory.
+
+        Each family's files are merged into one (a minor-compaction merge that
+        keeps versions and markers).  The daughter's manifest carries the
+        parent's flushed sequence id, so its sequence ids keep increasing.
+        """
+        if self.offline is not None:  # its data could not be read: a split would drop it
+            raise self.offline_error()
+        daughter = Region(table_fs, self.table_name, info, self.families, self.settings, None)
+        daughter.fs.makedirs("")
+        manifest = RegionManifest(info.region_id, {}, self.manifest.flushed_seq_id, 1)
+        view = self.view()
+        try:
+            daughters.write_daughter_files(view, daughter.stores, manifest, info, self.manifest.flushed_seq_id)
+        finally:
+            view.release()
+        manifest.save(daughter.fs)

@@ -57,12 +57,10 @@ __all__ = [
     "release_pin_file",
     "live_pins",
     "shared_block_cache",
-    "shared_replay_cache",
     "parse_cache_size",
     "BLOCK_CACHE_SIZE_ENV",
+    "CACHE_RESULTS_ENV",
     "DEFAULT_BLOCK_CACHE_SIZE",
-    "DEFAULT_REPLAY_CACHE_SIZE",
-    "REPLAY_CACHE_SIZE_ENV",
 ]
 
 _WAL_DIR = "wal"
@@ -194,10 +192,10 @@ _caches: dict[str, BlockCache] = {}
 #: ``spark.regionscan.worker.blockCacheSize``
 BLOCK_CACHE_SIZE_ENV = "REGIONSCAN_BLOCK_CACHE_SIZE"
 DEFAULT_BLOCK_CACHE_SIZE = 64 << 20
-#: the environment variable that sizes the process's replay cache: the decoded WAL of pinned
-#: regions read without a block cache (see :mod:`storage.region.replay_memo`); 0 keeps none
-REPLAY_CACHE_SIZE_ENV = "REGIONSCAN_REPLAY_CACHE_SIZE"
-DEFAULT_REPLAY_CACHE_SIZE = 256 << 20
+#: the environment variable that makes reads which do not say keep their results in the
+#: process's block cache (``true``/``false``, default false; storage/storefile/cache_memo.py);
+#: the JVM source sets it for its engine worker from ``spark.regionscan.worker.cacheResults``
+CACHE_RESULTS_ENV = "REGIONSCAN_CACHE_RESULTS"
 _SIZE_SUFFIXES = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30}
 
 
@@ -210,13 +208,24 @@ def parse_cache_size(text: str, what: str = BLOCK_CACHE_SIZE_ENV) -> int:
     return int(match.group(1)) * factor
 
 
+def _env_cache_results() -> bool:
+    text = os.environ.get(CACHE_RESULTS_ENV, "").strip().lower()
+    if text in ("", "false", "0", "no"):
+        return False
+    if text in ("true", "1", "yes"):
+        return True
+    raise InvalidArgument(f"{CACHE_RESULTS_ENV} must be true or false, got {os.environ[CACHE_RESULTS_ENV]!r}")
+
+
 def _process_cache(env: str, default: int) -> BlockCache:
-    """The process's one cache sized by ``env`` (else ``default``) at first use."""
+    """The process's one cache sized by ``env`` (else ``default``) at first use, keeping
+    results for reads that do not say as :data:`CACHE_RESULTS_ENV` says."""
     with _cache_lock:
         cache = _caches.get(env)
         if cache is None:
             text = os.environ.get(env)
-            cache = _caches[env] = BlockCache(parse_cache_size(text, env) if text else default)
+            size = parse_cache_size(text, env) if text else default
+            cache = _caches[env] = BlockCache(size, cache_results=_env_cache_results())
         return cache
 
 
@@ -224,31 +233,25 @@ def shared_block_cache() -> BlockCache:
     """One block cache per process, shared by readers that cache blocks.
 
     Sized at first use by ``REGIONSCAN_BLOCK_CACHE_SIZE`` if set, else
-    :data:`DEFAULT_BLOCK_CACHE_SIZE`.
+    :data:`DEFAULT_BLOCK_CACHE_SIZE`; its default for reads that do not say whether they keep
+    results is ``REGIONSCAN_CACHE_RESULTS`` (false when unset).
     """
     return _process_cache(BLOCK_CACHE_SIZE_ENV, DEFAULT_BLOCK_CACHE_SIZE)
-
-
-def shared_replay_cache() -> BlockCache:
-    """One cache per process for the decoded WAL of regions pinned by reads that
-    do not cache blocks (:mod:`storage.region.replay_memo`).
-
-    Sized at first use by ``REGIONSCAN_REPLAY_CACHE_SIZE`` if set, else
-    :data:`DEFAULT_REPLAY_CACHE_SIZE`.
-    """
-    return _process_cache(REPLAY_CACHE_SIZE_ENV, DEFAULT_REPLAY_CACHE_SIZE)
 
 
 class PinnedRegion:
     """The open files of one pinned region; :meth:`view` is what a scan reads.  Call :meth:`close`."""
 
     def __init__(self, table_fs: FileSystem, table_name: str, pin: RegionPin,
-                 families: dict[str, FamilySettings], cache: BlockCache | None = None):
+                 families: dict[str, FamilySettings], cache: BlockCache | None = None,
+                 cache_results: bool | None = None):
+        # cache_results: keep the decoded WAL records for the next read of this pin (the
+        # read's scan option; None: the block cache's default), storage/region/replay_memo.py
         self.pin = pin
         self._readers: list[StoreFileReader] = []
         try:
             stores = {}
-            unflushed = self._replay(table_fs, pin, cache)
+            unflushed = self._replay(table_fs, pin, cache, cache_results)
             pinned = dict(pin.files)
             for name, settings in families.items():
                 files = []
@@ -282,7 +285,8 @@ class PinnedRegion:
         )
 
     @staticmethod
-    def _replay(table_fs: FileSystem, pin: RegionPin, cache: BlockCache | None) -> SortedCells:
+    def _replay(table_fs: FileSystem, pin: RegionPin, cache: BlockCache | None,
+                cache_results: bool | None) -> SortedCells:
         """The pinned WAL records' cells, decoded straight into Arrow and sorted
         once, or kept from an earlier read of the same records
         (:mod:`storage.region.replay_memo`)."""
@@ -315,10 +319,10 @@ class PinnedRegion:
                 payloads += [r.cells for r in records if pin.flushed_seq_id < r.seq_id <= pin.max_seq_id]
             return SortedCells.from_log(payloads_to_table(payloads, rfs.uri(_WAL_DIR)))
 
-        # a read that caches no blocks still keeps the decoded WAL: it is what a region
-        # server's memstore would hold for it, whatever the scan's cacheblocks says
-        kept_in = cache if cache is not None else shared_replay_cache()
-        return kept_replay(wal, (pin.flushed_seq_id, pin.max_seq_id), kept_in, decode)
+        # a read that caches no blocks but keeps results keeps the decoded WAL in the
+        # process's block cache: one budget for blocks and kept results
+        kept_in = cache if cache is not None else shared_block_cache()
+        return kept_replay(wal, (pin.flushed_seq_id, pin.max_seq_id), kept_in, decode, cache_results)
 
     def close(self, discard: bool = False) -> None:
         """Give the pinned files' readers back to the process's reader cache

@@ -7,11 +7,12 @@ unflushed cells from its WAL: it decodes the pinned records
 that reads the same table again and again (the JVM source's engine worker,
 serving query after query on a table whose writes are not flushed yet) would
 pay that on every read, and then resolve every chunk against cells no
-earlier result could be kept under.  So the sorted cells are kept: in the
-read's block cache when it caches blocks, else in the process's replay cache
-(:func:`~storage.region.region_snapshots.shared_replay_cache`).  The decoded
-WAL is the connector's memstore, which a region server holds for a scan
-whatever the scan's ``cacheblocks`` says:
+earlier result could be kept under.  So a read that asks for it (its scan's
+``cache_results``, else the cache's default:
+:meth:`~storage.storefile.cache.BlockCache.keeps_results`) keeps the sorted
+cells: in the read's block cache, or for a read that caches no blocks in the
+process's block cache (:func:`~storage.region.region_snapshots.shared_block_cache`),
+one budget either way:
 
 * **key**: the WAL files' full locations (live or archived, as read) and the
   pinned sequence range.  The cells of that range in those files are the
@@ -24,9 +25,8 @@ whatever the scan's ``cacheblocks`` says:
   ids, is decoded afresh.  A WAL written within the clock granule before the
   decode (a region still taking writes) is not kept; a file that changes
   while it is decoded neither.
-* **what is kept**, and when: only local files, only with a cache of
-  nonzero size (``REGIONSCAN_REPLAY_CACHE_SIZE=0`` keeps nothing for reads
-  without a block cache), and only on the second decode of the same key (as
+* **what is kept**, and when: only local files, only when asked for and in a
+  cache of nonzero size, and only on the second decode of the same key (as
   :class:`~storage.storefile.cache_memo.CacheMemo` does for every kept
   result), so pins that change between every two reads, and a one-off scan
   of a whole table, fill nothing.  The entry is charged twice the cells'
@@ -37,7 +37,7 @@ whatever the scan's ``cacheblocks`` says:
   caches blocks is served its kept chunks as the embedded scan is.  A read
   that caches no blocks keeps no chunk: it resolves every chunk again.
 
-:data:`enabled` false decodes every read afresh (benchmarks measure both).
+A read with ``cache_results`` false decodes its records afresh (benchmarks time both).
 """
 
 from __future__ import annotations
@@ -51,10 +51,7 @@ from ..storefile.cache_memo import CacheMemo
 from ..vfs.fs import FileSystem
 from .file_stamps import file_stamp, racily_clean, stampable
 
-__all__ = ["enabled", "kept_replay"]
-
-enabled = True
-"""False: every pinned read decodes its WAL records afresh."""
+__all__ = ["kept_replay"]
 
 
 def kept_replay(
@@ -62,12 +59,14 @@ def kept_replay(
     seq_range: tuple[int, int],
     cache: BlockCache | None,
     decode: Callable[[], SortedCells],
+    cache_results: bool | None = None,
 ) -> SortedCells:
     """The cells ``decode()`` gives for the WAL files ``wal`` (each a
     filesystem and a path in it, as the decode reads them) and the pinned
     ``seq_range`` (flushed, max): kept in ``cache`` from an earlier read of
-    the same unchanged files when there is one, else decoded now."""
-    if not enabled or cache is None or cache.capacity_bytes == 0 or not wal or not all(stampable(fs) for fs, _ in wal):
+    the same unchanged files when there is one and the read keeps results
+    (``cache_results``; None: ``cache``'s default), else decoded now."""
+    if cache is None or not cache.keeps_results(cache_results) or not wal or not all(stampable(fs) for fs, _ in wal):
         return decode()
     before = time.time_ns()
     try:

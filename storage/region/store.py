@@ -169,9 +169,6 @@ class Store:
     def files(self) -> tuple[StoreFile, ...]:
         return self._files
 
-    def file_names_oldest_first(self) -> list[str]:
-        return [f.name for f in reversed(self._files)]
-
     def replace_files(self, new_files_newest_first: tuple[StoreFile, ...]) -> None:
         self._files = new_files_newest_first
 

@@ -12,7 +12,7 @@ from .heap import KeyValueHeap, ReversedKeyValueHeap, merge_scanners
 from .metrics import ScanMetrics
 from .protocol import CellScanner, next_row_key
 from .region_scanner import RegionScanner, result_size
-from .scan_spec import ScanSpec
+from .scan_spec import CellScanSpec
 from .store_scanner import StoreScanner
 from .table_scanner import RegionScannerFactory, TableScanner
 
@@ -24,7 +24,7 @@ __all__ = [
     "ReversedKeyValueHeap",
     "merge_scanners",
     "ScanMetrics",
-    "ScanSpec",
+    "CellScanSpec",
     "StoreScanner",
     "RegionScanner",
     "result_size",

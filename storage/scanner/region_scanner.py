@@ -24,7 +24,7 @@ from ..errors import InvalidArgument, ScannerError
 from ..keys import normalize as normalize_ranges
 from .metrics import ScanMetrics
 from .protocol import ResultScanner
-from .scan_spec import ScanSpec
+from .scan_spec import CellScanSpec
 from .store_scanner import StoreScanner
 
 __all__ = ["RegionScanner", "result_size"]
@@ -69,7 +69,7 @@ class RegionScanner(ResultScanner):
     def __init__(
         self,
         stores: Sequence[StoreScanner],
-        spec: ScanSpec,
+        spec: CellScanSpec,
         *,
         start_row: bytes = b"",
         end_row: bytes | None = None,
@@ -141,7 +141,7 @@ class RegionScanner(ResultScanner):
         self._opened = True
         spec = self._spec
         if not self._reverse:
-            start = max(spec.start_row, self._region_start)
+            start = max(spec.row_start, self._region_start)
             if self._ranges:
                 # Start at the first range that reaches past `start`.
                 for lo, hi in self._ranges:
@@ -154,8 +154,8 @@ class RegionScanner(ResultScanner):
             self._seek_all(start)
         else:
             end = self._region_end
-            if spec.start_row and (end is None or spec.start_row < end):
-                self._seek_all(spec.start_row)
+            if spec.row_start and (end is None or spec.row_start < end):
+                self._seek_all(spec.row_start)
             elif end is not None:
                 self._seek_all(end, inclusive=False)
             else:

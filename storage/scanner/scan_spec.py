@@ -1,5 +1,10 @@
-"""What a scan asks for: row range, direction, columns, time range, versions,
-filter and the limits that shape its results (HBase's ``Scan``)."""
+"""The cell path's scan spec: what the cell-at-a-time scanners read (row range,
+direction, columns, time range, versions, filter and the limits that shape
+results, as HBase's ``Scan``).
+
+It is built from a :class:`~storage.read.scan_request.ScanRequest` (the one
+public description of a scan) for the scanner stack and point reads; the batch
+path plans the same request into :class:`~storage.read.region_plan.RegionReadPlan`."""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
 from ..errors import InvalidArgument
 
-__all__ = ["ScanSpec"]
+__all__ = ["CellScanSpec"]
 
 _FILTER_METHODS = ("copy", "reset", "filter_row_key", "filter_row_cells", "filter_all_remaining")
 
@@ -23,13 +28,13 @@ def _check_int(name: str, value: Any, minimum: int, optional: bool = False) -> N
 
 
 @dataclass(frozen=True)
-class ScanSpec:
-    """A scan request, validated on construction.
+class CellScanSpec:
+    """The cell scanners' view of a scan, validated on construction.
 
-    Forward scans return rows in ``[start_row, stop_row)`` (``stop_row``
+    Forward scans return rows in ``[row_start, row_stop)`` (``row_stop``
     ``None`` or ``b""`` = to the end).  Reverse scans follow HBase's reversed
-    ``Scan``: ``start_row`` is the highest row returned (inclusive; ``b""``
-    = from the last row) and ``stop_row`` the exclusive lower bound.
+    ``Scan``: ``row_start`` is the highest row returned (inclusive; ``b""``
+    = from the last row) and ``row_stop`` the exclusive lower bound.
 
     ``columns`` selects ``(family, qualifier)`` pairs or whole families
     (``(family, None)``, ``b"family"``), parsed by
@@ -45,8 +50,8 @@ class ScanSpec:
     ``caching`` the results per ``next_rows`` call by default.
     """
 
-    start_row: bytes = b""
-    stop_row: bytes | None = None
+    row_start: bytes = b""
+    row_stop: bytes | None = None
     reverse: bool = False
     columns: Sequence[Any] | None = None
     min_timestamp: int = 0
@@ -60,22 +65,22 @@ class ScanSpec:
     _families: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.start_row, bytes):
-            raise InvalidArgument(f"start_row={self.start_row!r}: expected bytes")
-        if self.stop_row is not None and not isinstance(self.stop_row, bytes):
-            raise InvalidArgument(f"stop_row={self.stop_row!r}: expected bytes or None")
-        if self.stop_row == b"":
-            object.__setattr__(self, "stop_row", None)
+        if not isinstance(self.row_start, bytes):
+            raise InvalidArgument(f"row_start={self.row_start!r}: expected bytes")
+        if self.row_stop is not None and not isinstance(self.row_stop, bytes):
+            raise InvalidArgument(f"row_stop={self.row_stop!r}: expected bytes or None")
+        if self.row_stop == b"":
+            object.__setattr__(self, "row_stop", None)
         if not isinstance(self.reverse, bool):
             raise InvalidArgument(f"reverse={self.reverse!r}: expected a bool")
-        if self.start_row and self.stop_row is not None:
-            if not self.reverse and self.start_row > self.stop_row:
+        if self.row_start and self.row_stop is not None:
+            if not self.reverse and self.row_start > self.row_stop:
                 raise InvalidArgument(
-                    f"start_row={self.start_row!r} sorts after stop_row={self.stop_row!r} in a forward scan"
+                    f"row_start={self.row_start!r} sorts after row_stop={self.row_stop!r} in a forward scan"
                 )
-            if self.reverse and self.start_row < self.stop_row:
+            if self.reverse and self.row_start < self.row_stop:
                 raise InvalidArgument(
-                    f"start_row={self.start_row!r} sorts before stop_row={self.stop_row!r} in a reverse scan"
+                    f"row_start={self.row_start!r} sorts before row_stop={self.row_stop!r} in a reverse scan"
                 )
         _check_int("min_timestamp", self.min_timestamp, 0)
         _check_int("max_timestamp", self.max_timestamp, 0)
@@ -126,7 +131,7 @@ class ScanSpec:
         wanted = families.get(family, False)
         return wanted is None or (wanted is not False and qualifier in wanted)
 
-    def with_filter_columns(self) -> "ScanSpec":
+    def with_filter_columns(self) -> "CellScanSpec":
         """The spec to read stores with: the scan's columns plus the ones its
         filter needs to see (``filter.columns_needed()``).  The region
         scanner drops those extra cells again after filtering.  Returns

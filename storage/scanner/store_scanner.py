@@ -29,10 +29,10 @@ its end rather than skipped.
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_right
 from typing import Sequence
 
+from .. import clock
 from ..cells import Cell, sort_key
 from ..errors import InvalidArgument, ScannerError
 from ..keys import key_after
@@ -40,7 +40,7 @@ from .flushed import FlushedVersions
 from .heap import merge_scanners
 from .metrics import ScanMetrics
 from .protocol import CellScanner, next_row_key
-from .scan_spec import ScanSpec
+from .scan_spec import CellScanSpec
 
 __all__ = ["StoreScanner"]
 
@@ -61,7 +61,7 @@ class StoreScanner:
 
     ``scanners`` are the store's sources, newest first.  ``max_versions`` and
     ``ttl`` (seconds, ``None`` = forever) are the family's settings;
-    ``now_ms`` fixes the clock TTL is measured against (default: now).
+    ``now_ms`` fixes the clock TTL is measured against (default: :func:`storage.clock.now_ms`).
     ``flushed_from``: the scanners from this index on are store files; in a
     family with a TTL and ``min_versions`` they are read as HBase's flush
     would have left them (:mod:`.flushed`).
@@ -71,14 +71,14 @@ class StoreScanner:
     :meth:`seek_row` and :meth:`next_row` (the next row with visible cells).
     Rows come in ascending order, or descending for a reverse ``spec``.
     Without an explicit :meth:`seek_row`, the first call starts at the
-    spec's start row; ``spec.stop_row`` is enforced here too.
+    spec's start row; ``spec.row_stop`` is enforced here too.
     """
 
     def __init__(
         self,
         scanners: Sequence[CellScanner],
         family: bytes,
-        spec: ScanSpec,
+        spec: CellScanSpec,
         *,
         max_versions: int = 1,
         ttl: float | None = None,
@@ -97,7 +97,7 @@ class StoreScanner:
         wanted = spec.qualifiers(family)
         cutoff = None  # puts older than this are past the TTL
         if ttl is not None:
-            cutoff = (int(time.time() * 1000) if now_ms is None else now_ms) - int(ttl * 1000)
+            cutoff = (clock.now_ms() if now_ms is None else now_ms) - int(ttl * 1000)
         scanners = list(scanners)
         if cutoff is not None and min_versions and flushed_from is not None:
             # store files hold what HBase's flushes would have dropped: hide it, file by file (flushed.py)
@@ -124,7 +124,7 @@ class StoreScanner:
         self._upper = spec.max_timestamp
         # a family keeping deleted cells: markers at or after the range's end do not act
         self._unseen_from = spec.max_timestamp if keep_deleted_cells != "FALSE" else _NEVER
-        self._stop = spec.stop_row
+        self._stop = spec.row_stop
         self._opened = False
         self._row: bytes | None = None
         self._row_valid = False
@@ -174,7 +174,7 @@ class StoreScanner:
         if self._closed:
             raise ScannerError("store scanner used after close")
         if not self._opened:
-            return self.seek_row(self._spec.start_row or None)
+            return self.seek_row(self._spec.row_start or None)
         heap = self._heap
         family = self._family
         cell = heap.peek()

@@ -17,11 +17,11 @@ from ..errors import InvalidArgument, ScannerError
 from .metrics import ScanMetrics
 from .protocol import ResultScanner
 from .region_scanner import RegionScanner
-from .scan_spec import ScanSpec
+from .scan_spec import CellScanSpec
 
 __all__ = ["TableScanner", "RegionScannerFactory"]
 
-RegionScannerFactory = Callable[[ScanSpec, ScanMetrics], RegionScanner]
+RegionScannerFactory = Callable[[CellScanSpec, ScanMetrics], RegionScanner]
 """Opens one region's scanner for a spec, counting into the given metrics.
 The table scanner passes the scan's spec with ``limit`` lowered to the rows
 still wanted."""
@@ -39,7 +39,7 @@ class TableScanner(ResultScanner):
     def __init__(
         self,
         factories: Sequence[RegionScannerFactory],
-        spec: ScanSpec,
+        spec: CellScanSpec,
         metrics: ScanMetrics | None = None,
         on_close: Callable[[], object] | None = None,
     ):

@@ -13,6 +13,7 @@ import sys
 
 from ..errors import InvalidArgument
 from .config import ServerConfig
+from .service import RegionServer
 from ..filters.registry import register_filter_specs
 
 __all__ = ["add_arguments", "run", "serve_main", "read_token_file", "run_in_foreground", "module_main",
@@ -49,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              " request-size limits (docs/server.md)")
     parser.add_argument("--block-cache-size", type=int, default=defaults.block_cache_size,
                         help="block cache bytes (0 disables it; default %(default)s)")
+    parser.add_argument("--cache-results", action="store_true",
+                        help="scans keep what they build in the block cache for the next scan of the same data"
+                             " (docs/architecture.md, Caches)")
     parser.add_argument("--read-only", action="store_true", help="serve reads only (takes no table locks)")
     parser.add_argument("--filter", dest="filter_classes", action="append", default=[], metavar="NAME=MODULE:CLASS",
                         help="let filter strings call NAME, a user filter class (repeatable; HBase's registerFilter)")
@@ -110,6 +114,7 @@ def _config(args: argparse.Namespace) -> ServerConfig:
         idle_timeout=args.idle_timeout,
         front_door=args.front_door,
         block_cache_size=args.block_cache_size,
+        cache_results=args.cache_results,
         allow_remote=args.allow_remote,
         tls_cert=args.tls_cert,
         tls_key=args.tls_key,
@@ -118,8 +123,6 @@ def _config(args: argparse.Namespace) -> ServerConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; return the exit status."""
-    from .service import RegionServer  # pulls in Flight only when serving
-
     register_filter_specs(args.filter_classes)  # a bad class is refused before the port opens
     config = _config(args)
     prepare_root(args.root, args.create)

@@ -81,6 +81,8 @@ class ServerConfig:
     idle_timeout: float = 60.0
     front_door: bool = True
     block_cache_size: int = 256 << 20
+    # scans keep what they build in the block cache (storage/storefile/cache_memo.py)
+    cache_results: bool = False
     allow_remote: bool = False
     tls_cert: str | None = None
     tls_key: str | None = None

@@ -4,14 +4,12 @@ gets the same rows again."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 
+from .link import ServerLink
 from .wire import ipc_to_batches
-
-if TYPE_CHECKING:
-    from .remote_table import RemoteTable
 
 __all__ = ["RemoteScanner"]
 
@@ -25,11 +23,11 @@ class RemoteScanner:
     a later call raises :class:`~storage.server.remote_errors.LeaseExpired`.
     """
 
-    def __init__(self, table: "RemoteTable", spec: dict, caching: int, max_bytes: int | None):
-        self.table = table
+    def __init__(self, connection: ServerLink, table_name: str, spec: dict, caching: int, max_bytes: int | None):
+        self.connection = connection
         self.caching = caching
         self.max_bytes = max_bytes
-        answer = table.connection._call("scan_open", {"table": table.name, "scan": spec}).header
+        answer = connection._call("scan_open", {"table": table_name, "scan": spec}).header
         self.scanner_id: str = answer["scanner_id"]
         self.lease_ms: int = answer["lease_ms"]
         self.seq = 0
@@ -46,14 +44,14 @@ class RemoteScanner:
         header = {"scanner_id": self.scanner_id, "seq": send, "rows": rows or self.caching,
                   "max_bytes": self.max_bytes}
         # Same seq on a retry: the server answers it again from its cache.
-        answer = self.table.connection._channel.call("scan_next", header, retries=retries)
+        answer = self.connection._channel.call("scan_next", header, retries=retries)
         self.seq = max(self.seq, send + 1)
         self.more = bool(answer.header["more"])
         return ipc_to_batches(answer.payload)
 
     def renew(self) -> None:
         """Renew the lease without reading (HBase's renewLease)."""
-        self.table.connection._call("scan_renew", {"scanner_id": self.scanner_id})
+        self.connection._call("scan_renew", {"scanner_id": self.scanner_id})
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         try:
@@ -68,7 +66,7 @@ class RemoteScanner:
             return
         self.closed = True
         try:
-            self.table.connection._call("scan_close", {"scanner_id": self.scanner_id})
+            self.connection._call("scan_close", {"scanner_id": self.scanner_id})
         except Exception:  # noqa: BLE001 - the lease frees it anyway; never mask the caller's error
             pass
 

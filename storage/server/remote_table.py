@@ -4,7 +4,7 @@ sent as wire requests, and mutation batches buffered client-side."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -15,12 +15,10 @@ from ..read.scan_counting import result_bytes
 from ..read.scan_request import ScanRequest, check_positive
 from ..region.manifest import RegionInfo
 from ..table.scan_api import ScanCalls
+from .link import ServerLink
 from .remote_errors import from_flight_error
 from .remote_scanner import RemoteScanner
 from .wire import RAW_SCAN_VERSION
-
-if TYPE_CHECKING:
-    from .client import RemoteConnection
 
 __all__ = ["RemoteTable", "RemoteBatch", "SCAN_MODES"]
 
@@ -35,7 +33,7 @@ class RemoteTable(ScanCalls):
     arguments are checked into a :class:`~storage.read.scan_request.ScanRequest` here,
     and its wire form is what the server runs."""
 
-    def __init__(self, connection: RemoteConnection, name: str):
+    def __init__(self, connection: ServerLink, name: str):
         self.connection = connection
         self.name = name
 
@@ -138,7 +136,8 @@ class RemoteTable(ScanCalls):
         check_positive("caching", caching)
         if request.raw:
             self._check_raw_scans()
-        return RemoteScanner(self, request.to_wire(), caching, max_bytes)
+        _check_no_cache_results(request)
+        return RemoteScanner(self.connection, self.name, request.to_wire(), caching, max_bytes)
 
     def run_scan(self, request: ScanRequest, metrics: Any = None, *, mode: str = "stream", caching: int = 1000,
                  max_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
@@ -154,6 +153,7 @@ class RemoteTable(ScanCalls):
         check_positive("caching", caching)
         if request.raw:
             self._check_raw_scans()
+        _check_no_cache_results(request)
         spec = request.to_wire()
         if mode == "stream":
             return self._stream(spec, metrics)
@@ -204,7 +204,7 @@ class RemoteTable(ScanCalls):
 
     def _rpc(self, spec: dict, caching: int, max_bytes: int | None, metrics: Any) -> Iterator[pa.RecordBatch]:
         started = time.perf_counter()
-        scanner = RemoteScanner(self, spec, caching, max_bytes)
+        scanner = RemoteScanner(self.connection, self.name, spec, caching, max_bytes)
         try:
             while scanner.more:
                 batches = scanner.next()
@@ -326,3 +326,13 @@ def _op_size(op: list) -> int:
     elif isinstance(arg, (list, tuple)):
         size += sum(len(c) if isinstance(c, (bytes, str)) else 8 for c in arg)
     return size * 4 // 3
+
+
+def _check_no_cache_results(request: ScanRequest) -> None:
+    """Refuse ``cache_results`` on a remote scan: kept results live in the server's block
+    cache, so whether they are kept is the server's setting, not the client's to ignore."""
+    if request.cache_results is not None:
+        raise InvalidArgument(
+            "cache_results is the region server's setting (regionscan serve --cache-results,"
+            " ServerConfig.cache_results), not a remote scan's: leave it unset"
+        )

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import secrets
 import threading
-import time
 from collections import OrderedDict
 from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from .. import kernels
+from .. import clock, kernels
 from .remote_errors import LeaseExpired, LimitExceeded, OutOfOrderScannerNext, UnknownScanner
 from .wire import batches_to_ipc
 
@@ -84,8 +83,7 @@ class RpcScanner:
         self.table = table
         self.lease_timeout = lease_timeout
         self.lock = threading.Lock()
-        self.created = time.time()
-        self.last_used = time.monotonic()
+        self.last_used = clock.monotonic()
         self.next_seq = 0
         self.rows_returned = 0
         self.calls = 0
@@ -131,8 +129,8 @@ class RpcScanner:
                 self._finish()
 
     def idle_for(self, now: float | None = None) -> float:
-        """Seconds since the last call ended (``now``: a ``time.monotonic()`` value)."""
-        return (time.monotonic() if now is None else now) - self.last_used
+        """Seconds since the last call ended (``now``: a :func:`storage.clock.monotonic` value)."""
+        return (clock.monotonic() if now is None else now) - self.last_used
 
     # -- next ------------------------------------------------------------
     def next(self, seq: int, rows: int, max_bytes: int) -> tuple[dict, bytes]:
@@ -145,7 +143,7 @@ class RpcScanner:
         self.threads.add(threading.get_ident())
         if seq == self.next_seq - 1 and self._last_answer is not None:
             self.retries += 1
-            self.last_used = time.monotonic()
+            self.last_used = clock.monotonic()
             return self._last_answer
         if seq != self.next_seq:
             raise OutOfOrderScannerNext(
@@ -173,7 +171,7 @@ class RpcScanner:
         self.next_seq += 1
         self.calls += 1
         self.rows_returned += taken
-        self.last_used = time.monotonic()
+        self.last_used = clock.monotonic()
         return answer
 
     def _check_open(self) -> None:
@@ -223,23 +221,22 @@ class StreamEntry:
     the scan of a stream idle past the lease and returns True if it did.
     """
 
-    __slots__ = ("stream_id", "peer", "table", "created", "batches", "rows", "last_active", "busy", "expired", "expire")
+    __slots__ = ("stream_id", "peer", "table", "batches", "rows", "last_active", "busy", "expired", "expire")
 
     def __init__(self, stream_id: str, peer: str, table: str):
         self.stream_id = stream_id
         self.peer = peer
         self.table = table
-        self.created = time.time()
         self.batches = 0
         self.rows = 0
-        self.last_active = time.monotonic()
+        self.last_active = clock.monotonic()
         self.busy = False
         self.expired = False
         self.expire: Callable[[], bool] | None = None
 
     def idle_for(self, now: float | None = None) -> float:
         """Seconds the stream has waited for its client (0 while it produces a batch)."""
-        return 0.0 if self.busy else (time.monotonic() if now is None else now) - self.last_active
+        return 0.0 if self.busy else (clock.monotonic() if now is None else now) - self.last_active
 
     def describe(self) -> dict:
         """What list_scanners reports about this stream."""
@@ -287,7 +284,7 @@ class ScannerRegistry:
 
     def reap(self) -> int:
         """Close every scanner and stream idle past its lease; return how many."""
-        now = time.monotonic()
+        now = clock.monotonic()
         with self._mutex:
             stale = [s for s in self._scanners.values() if s.idle_for(now) > self.lease_timeout]
             idle_streams = [e for e in self._streams.values() if e.idle_for(now) > self.lease_timeout]
@@ -421,7 +418,7 @@ class ScannerRegistry:
         scanner = self.get(scanner_id)
         with scanner.lock:
             scanner._check_open()
-            scanner.last_used = time.monotonic()
+            scanner.last_used = clock.monotonic()
 
     def close_scanner(self, scanner_id: str) -> bool:
         """Close a scanner; False when it was not open (closing twice is harmless)."""

@@ -117,7 +117,8 @@ class RegionServer(flight.FlightServerBase):
                                        max_request_bytes=config.max_request_bytes,
                                        idle_timeout=config.idle_timeout, max_connections=config.max_connections,
                                        tls=tls_context)
-            self.connection = Connection(root, read_only=read_only, block_cache_size=config.block_cache_size)
+            self.connection = Connection(root, read_only=read_only, block_cache_size=config.block_cache_size,
+                                         cache_results=config.cache_results)
         except BaseException:
             if self._door is not None:
                 self._door.close()

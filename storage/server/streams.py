@@ -14,13 +14,13 @@ released the stream counts against its client's limit (see ``ScannerRegistry``).
 from __future__ import annotations
 
 import threading
-import time
 import weakref
 from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.flight as flight
 
+from .. import clock
 from .remote_errors import LeaseExpired, to_flight_error
 from .scanners import ScannerRegistry, StreamEntry
 
@@ -63,7 +63,7 @@ class StreamIterator:
             try:
                 return self._next()
             finally:
-                self.entry.last_active = time.monotonic()
+                self.entry.last_active = clock.monotonic()
                 self.entry.busy = False
 
     def _next(self) -> pa.RecordBatch:

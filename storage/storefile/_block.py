@@ -1,4 +1,5 @@
-"""Encoding and verified decoding of one data block.
+"""Verified decoding of one version 1 data block (files are written in version
+2 now, :mod:`storage.storefile._block_v2`; version 1 files stay readable).
 
 A block is a 40-byte :class:`BlockHeader` followed by its body: an Arrow IPC
 record batch message of ``CELL_SCHEMA``, compressed as a whole by the file's
@@ -17,7 +18,7 @@ from .cache import arrow_footprint
 from .codecs import BlockCodec
 from .format import BLOCK_HEADER_SIZE, BlockHeader, checksum
 
-__all__ = ["Block", "encode_block", "decode_body"]
+__all__ = ["Block", "decode_body"]
 
 
 class Block:
@@ -73,21 +74,6 @@ class Block:
         if self.dense is None:
             return arrow_footprint(self._batch.columns)
         return self.dense.footprint()
-
-
-def encode_block(batch: pa.RecordBatch, prev_offset: int, codec: BlockCodec) -> tuple[bytes, pa.Buffer, int]:
-    """Header bytes, stored body and uncompressed body size of a block."""
-    body = batch.serialize()
-    stored = codec.compress(body)
-    header = BlockHeader(
-        on_disk_size=stored.size,
-        uncompressed_size=body.size,
-        prev_offset=prev_offset,
-        cell_count=batch.num_rows,
-        compression=codec.code,
-        body_checksum=checksum(stored),
-    )
-    return header.encode(), stored, body.size
 
 
 def decode_body(header: BlockHeader, stored: pa.Buffer, codec: BlockCodec, path: str, offset: int) -> pa.RecordBatch:

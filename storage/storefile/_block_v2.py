@@ -171,7 +171,7 @@ def encode_block_v2(
     )
 
 
-def _unpack_section(
+def unpack_section(
     stored: pa.Buffer, size: int, raw_size: int, crc: int, codec: BlockCodec, what: str, path: str, offset: int
 ) -> pa.Buffer:
     """Verify a padded stored section read at ``offset`` and decompress it."""
@@ -228,7 +228,7 @@ def decode_keys(header: BlockHeaderV2, stored: pa.Buffer, codec: BlockCodec, pat
     ``CELLS`` block, a keys-only :class:`DenseBlock` for a ``DENSE`` one."""
     at = offset + BLOCK_V2_HEADER_SIZE
     what = "data block key section"
-    body = _unpack_section(stored, header.key_size, header.key_raw_size, header.key_checksum, codec, what, path, at)
+    body = unpack_section(stored, header.key_size, header.key_raw_size, header.key_checksum, codec, what, path, at)
     if header.layout == BlockLayout.CELLS:
         keys = _read_batch(body, KEY_SCHEMA, what, path, at)
         if keys.num_rows != header.cell_count:
@@ -250,7 +250,7 @@ def decode_values(header: BlockHeaderV2, keys, stored: pa.Buffer, codec: BlockCo
     for a ``DENSE`` one."""
     at = offset + header.key_end
     what = "data block value section"
-    body = _unpack_section(stored, header.value_size, header.value_raw_size, header.value_checksum, codec, what, path, at)
+    body = unpack_section(stored, header.value_size, header.value_raw_size, header.value_checksum, codec, what, path, at)
     if header.layout == BlockLayout.CELLS:
         values = _read_batch(body, VALUE_SCHEMA, what, path, at)
         if values.num_rows != keys.num_rows:

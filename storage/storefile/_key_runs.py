@@ -48,7 +48,7 @@ import pyarrow as pa
 from ..checksum import crc32
 from ..errors import CorruptionError, StorageError
 from ._block import Block
-from ._block_v2 import _unpack_section, decode_keys, dense_key_schema, qualifier_table
+from ._block_v2 import unpack_section, decode_keys, dense_key_schema, qualifier_table
 from .dense import DenseBlock
 from ._pools import LazyPool, prefetch_pool
 from .block_source import BlockSource
@@ -170,7 +170,7 @@ def _decoders() -> ThreadPoolExecutor:
     from one arena, and the main thread's arena of a long-lived process is
     fragmented by everything it did before (loads, compactions, scans):
     there the same decode took 1.1x-1.3x the CPU time it takes in a fresh
-    process (docs/performance.md, "Counting and key-only reads").  These
+    process (docs/decisions/2026-12-01-key-runs-on-their-own-threads.md).  These
     threads only ever decode runs, so their arenas stay as compact as a fresh
     process's.  A few threads, so concurrent scans still decode in parallel
     (the IPC decode and the checksums release the GIL).  Forgotten in a
@@ -290,7 +290,7 @@ def _key_bodies(source: BlockSource, a: int, raws: list, heads: np.ndarray) -> l
         offsets = source.index.offsets[a : a + len(raws)]
         bodies = [
             memoryview(
-                _unpack_section(
+                unpack_section(
                     pa.py_buffer(r[hsize:]), int(h["key_size"]), int(h["key_raw_size"]),
                     int(h["key_checksum"]), codec, _WHAT, source.where, o + hsize,
                 )

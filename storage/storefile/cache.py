@@ -8,6 +8,15 @@ are evicted when the total passes the capacity.  So a process's memory
 grows with its cache by about the cache's capacity, not a multiple of it.  Keys are ``(file identity, block offset)``.  The cache is
 consulted once per block, never per cell, so one lock around an
 ``OrderedDict`` costs nothing measurable.
+
+The same budget holds the results a scan keeps when asked to (``cache_results``:
+a clean file's streamed batches, a live chunk's rows, a pinned region's decoded
+WAL; :mod:`storage.storefile.cache_memo`).  They are entries like blocks, charged
+their bytes and evicted in the same LRU order, and counted apart
+(``result_hits``, ``result_misses``, ``result_bytes``) so that a warm figure
+served from kept results is never mistaken for blocks read.  Whether a scan keeps
+results is the scan's ``cache_results`` or, when it leaves it unset, the cache's
+own :attr:`BlockCache.cache_results` (a connection's ``cache_results=``).
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ import pyarrow as pa
 
 from ..errors import InvalidArgument
 
-__all__ = ["BlockCache", "arrow_footprint", "ARRAY_OVERHEAD", "ALLOCATOR_SLACK"]
+__all__ = ["BlockCache", "arrow_footprint", "check_cache_results", "ARRAY_OVERHEAD", "ALLOCATOR_SLACK"]
 
 ARRAY_OVERHEAD = 512
 """Bytes behind one Arrow array (and each child array of a nested or run-end encoded
@@ -55,23 +64,48 @@ def arrow_footprint(arrays: Iterable[pa.Array], later: int = 0) -> int:
     return total + total // ALLOCATOR_SLACK
 
 
+def check_cache_results(value: Any, name: str = "cache_results") -> bool:
+    """``value`` if it is True or False, else InvalidArgument naming ``name``."""
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be True or False, got {value!r}")
+    return value
+
+
 class BlockCache:
     """A thread-safe LRU cache of blocks bounded by ``capacity_bytes``.
 
     ``hits``, ``misses`` and ``evictions`` count lookups and removals over the
-    cache's life; ``used_bytes`` is the current total charge.
+    cache's life; ``used_bytes`` is the current total charge.  Kept scan
+    results (:meth:`get_result`, :meth:`put_result`) share the bound and the
+    LRU order and have counters of their own: ``result_hits``,
+    ``result_misses``, ``result_evictions`` and ``result_bytes`` (their part of
+    ``used_bytes``).  ``cache_results`` is whether scans that do not say keep
+    their results here (default False: results are kept only when asked for).
     """
 
-    def __init__(self, capacity_bytes: int):
+    def __init__(self, capacity_bytes: int, cache_results: bool = False):
         if not isinstance(capacity_bytes, int) or isinstance(capacity_bytes, bool) or capacity_bytes < 0:
             raise InvalidArgument(f"capacity_bytes must be a non-negative int, got {capacity_bytes!r}")
         self.capacity_bytes = capacity_bytes
+        self.cache_results = check_cache_results(cache_results, "cache_results")
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._results: set[Hashable] = set()  # keys of the entries that are kept results
         self._lock = threading.Lock()
         self.used_bytes = 0
         self.hits = 0
         self.misses = 0
         self.evictions = 0
+        self.result_bytes = 0
+        self.result_hits = 0
+        self.result_misses = 0
+        self.result_evictions = 0
+
+    def keeps_results(self, asked: bool | None) -> bool:
+        """Whether a scan that asked ``asked`` (its ``cache_results``; None: not
+        said) keeps and is served results here: what it asked, else this
+        cache's default, and never in a cache of no capacity."""
+        wanted = self.cache_results if asked is None else asked
+        return bool(wanted) and self.capacity_bytes > 0
 
     def get(self, key: Hashable, count_miss: bool = True) -> Any | None:
         """The cached value for ``key`` (now most recently used), or None
@@ -87,27 +121,74 @@ class BlockCache:
             self.hits += 1
             return entry[0]
 
+    def get_result(self, key: Hashable, count: bool = True) -> Any | None:
+        """A kept result for ``key`` (now most recently used), or None; counted
+        in ``result_hits`` / ``result_misses`` (unless ``count`` is false: the
+        keeper's own look before it stores), never in the block counters."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                self.result_misses += count
+                return None
+            self._entries.move_to_end(key)
+            self.result_hits += count
+            return entry[0]
+
+    def count_result(self, hit: bool) -> None:
+        """Count one lookup of a kept result that :meth:`get_result` made
+        uncounted (its keeper tells a usable entry from a stale one)."""
+        with self._lock:
+            if hit:
+                self.result_hits += 1
+            else:
+                self.result_misses += 1
+
     def put(self, key: Hashable, value: Any, charge: int) -> bool:
         """Insert or replace ``key``; returns False if ``charge`` exceeds the capacity.
 
         An entry larger than the whole cache is not stored: it would only
         evict everything else and then itself.
         """
+        return self._put(key, value, charge, False)
+
+    def put_result(self, key: Hashable, value: Any, charge: int) -> bool:
+        """:meth:`put` for a kept scan result: charged ``charge`` in the same
+        budget and LRU order as blocks, and counted in ``result_bytes``."""
+        return self._put(key, value, charge, True)
+
+    def _put(self, key: Hashable, value: Any, charge: int, result: bool) -> bool:
         if charge < 0:
             raise InvalidArgument(f"charge must be non-negative, got {charge!r}")
         with self._lock:
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self.used_bytes -= old[1]
+            if key in self._entries:
+                self._drop(key)
             if charge > self.capacity_bytes:
                 return False
             self._entries[key] = (value, charge)
             self.used_bytes += charge
-            while self.used_bytes > self.capacity_bytes:
-                _, (_, evicted) = self._entries.popitem(last=False)
-                self.used_bytes -= evicted
-                self.evictions += 1
+            if result:
+                self._results.add(key)
+                self.result_bytes += charge
+            self._evict_over_capacity()
             return True
+
+    def _drop(self, key: Hashable) -> int:
+        """Remove ``key`` (held lock; it must be present); its charge."""
+        charge = self._entries.pop(key)[1]
+        self.used_bytes -= charge
+        if key in self._results:
+            self._results.discard(key)
+            self.result_bytes -= charge
+        return charge
+
+    def _evict_over_capacity(self) -> None:
+        """Evict least recently used entries, blocks and results alike, until within the capacity."""
+        while self.used_bytes > self.capacity_bytes and self._entries:
+            key = next(iter(self._entries))
+            if key in self._results:
+                self.result_evictions += 1
+            self._drop(key)
+            self.evictions += 1
 
     def recharge(self, key: Hashable, value: Any, charge: int) -> None:
         """Charge ``charge`` for ``key`` from now on, if it still holds ``value``.
@@ -121,26 +202,27 @@ class BlockCache:
             if entry is None or entry[0] is not value:
                 return
             self.used_bytes += charge - entry[1]
+            if key in self._results:
+                self.result_bytes += charge - entry[1]
             self._entries[key] = (value, charge)
             self._entries.move_to_end(key)
-            while self.used_bytes > self.capacity_bytes and self._entries:
-                _, (_, evicted) = self._entries.popitem(last=False)
-                self.used_bytes -= evicted
-                self.evictions += 1
+            self._evict_over_capacity()
 
     def evict_file(self, file_id: Hashable) -> int:
         """Drop every block of one file (keys ``(file_id, offset)``); returns how many."""
         with self._lock:
             doomed = [k for k in self._entries if isinstance(k, tuple) and k and k[0] == file_id]
             for key in doomed:
-                self.used_bytes -= self._entries.pop(key)[1]
+                self._drop(key)
             return len(doomed)
 
     def clear(self) -> None:
         """Drop every entry (the counters are kept)."""
         with self._lock:
             self._entries.clear()
+            self._results.clear()
             self.used_bytes = 0
+            self.result_bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -159,4 +241,9 @@ class BlockCache:
                 "hits": self.hits,
                 "misses": self.misses,
                 "evictions": self.evictions,
+                "result_bytes": self.result_bytes,
+                "result_entries": len(self._results),
+                "result_hits": self.result_hits,
+                "result_misses": self.result_misses,
+                "result_evictions": self.result_evictions,
             }

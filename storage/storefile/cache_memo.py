@@ -1,10 +1,13 @@
-"""A result kept in the block cache while the objects it was built from live.
+"""A scan result kept in the block cache while the objects it was built from live.
 
 The block cache holds decoded blocks; some results built from them are as
 costly and as reusable, such as a live table's chunk resolved against the
-memstore (:mod:`storage.read.chunk_memo`).  A :class:`CacheMemo` keeps one
-such result under a key that names its sources, charged its bytes like any
-block:
+memstore (:mod:`storage.read.chunk_memo`).  A scan that asks for it
+(``cache_results``, see :meth:`~storage.storefile.cache.BlockCache.keeps_results`)
+keeps such a result in a :class:`CacheMemo`: one entry of the block cache under a
+key that names its sources, charged its bytes in the cache's one budget and
+evicted in its LRU order like any block, and counted in the cache's result
+counters (``result_hits``, ``result_misses``, ``result_bytes``):
 
 * ``anchors`` are objects whose identity stands for content that never
   changes while they live (a memstore run); the entry holds
@@ -43,9 +46,12 @@ class CacheMemo:
 
     def get(self) -> Any | None:
         """What an earlier read built from these same sources, or None."""
-        entry = self._cache.get(self._key, count_miss=False)
-        if entry is None or entry is _SEEN:
-            return None
+        entry = self._cache.get_result(self._key, count=False)
+        value = None if entry is None or entry is _SEEN else self._valid(entry)
+        self._cache.count_result(value is not None)
+        return value
+
+    def _valid(self, entry: tuple) -> Any | None:
         refs, value = entry
         if len(refs) != len(self._anchors) or any(r() is not a for r, a in zip(refs, self._anchors)):
             return None
@@ -54,8 +60,8 @@ class CacheMemo:
     def put(self, value: Any, charge: int) -> bool:
         """Keep ``value`` (``charge`` bytes) if these sources were built once
         before; True when it was kept."""
-        if self._cache.get(self._key, count_miss=False) is not _SEEN:
-            self._cache.put(self._key, _SEEN, _SEEN_CHARGE)
+        if self._cache.get_result(self._key, count=False) is not _SEEN:
+            self._cache.put_result(self._key, _SEEN, _SEEN_CHARGE)
             return False
         refs = tuple(weakref.ref(a) for a in self._anchors)
-        return self._cache.put(self._key, (refs, value), charge)
+        return self._cache.put_result(self._key, (refs, value), charge)

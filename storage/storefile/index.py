@@ -21,18 +21,13 @@ __all__ = ["BlockIndex", "IndexBuilder"]
 
 
 class IndexBuilder:
-    """Collects one entry per data block as the writer emits them."""
+    """Collects one entry per data block as the writer emits them (version 2 index)."""
 
-    def __init__(self, version: int = 2) -> None:
-        self._schema = INDEX_SCHEMA_V2 if version >= 2 else INDEX_SCHEMA
+    def __init__(self) -> None:
+        self._schema = INDEX_SCHEMA_V2
         self._cols: list[list] = [[] for _ in self._schema]
 
-    def add(self, offset: int, length: int, cell_count: int, first_cell: tuple) -> None:
-        """Record a version 1 block written at ``offset`` whose first cell is ``first_cell``."""
-        for col, value in zip(self._cols, (offset, length, cell_count, *first_cell[:5])):
-            col.append(value)
-
-    def add_v2(
+    def add(
         self, offset: int, length: int, key_length: int, layout: int, cell_count: int, row_count: int,
         row_start: int, first_cell: tuple,
     ) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING
+from typing import Iterator
 
 import pyarrow as pa
 
@@ -61,11 +61,9 @@ from .format import (
 )
 from .index import BlockIndex
 from .point import file_row_cells, file_rows_cells
-from .reader_check import ReaderCheck
-from .reader_scans import ReaderScans
-
-if TYPE_CHECKING:
-    from .scanner import StoreFileScanner
+from .reader_check import check_blocks
+from .reader_scans import BlockPart, FileScans
+from .scanner import StoreFileScanner
 
 __all__ = ["StoreFileReader", "PREFETCH_MODES"]
 
@@ -77,7 +75,7 @@ _PREADV = getattr(os, "preadv", None)  # not on every platform: there a read ret
 _READ_HEADER = object()  # "no prefetched header: read it separately"
 
 
-class StoreFileReader(ReaderScans, ReaderCheck):
+class StoreFileReader:
     """Reads one store file (format version 1 or 2); safe to share between threads.
 
     ``info`` (:class:`FileInfo`), ``format_version``, ``block_count`` and
@@ -85,6 +83,10 @@ class StoreFileReader(ReaderScans, ReaderCheck):
     verified meta sections.  ``counters`` (:class:`ReadCounters`) is shared by every
     thread and scanner of this reader.  ``cache`` is the connection's
     :class:`BlockCache`, or None.
+
+    Its range scans and row counts are a :class:`~storage.storefile.reader_scans.FileScans`
+    it holds, made when the meta sections are verified; ``check()`` runs
+    :func:`~storage.storefile.reader_check.check_blocks` over its blocks read from disk.
     """
 
     def __init__(
@@ -193,6 +195,8 @@ class StoreFileReader(ReaderScans, ReaderCheck):
         self._hsize = BLOCK_V2_HEADER_SIZE if trailer.format_version >= 2 else BLOCK_HEADER_SIZE
         if index.row_counts is not None and index.rows_in_blocks(0, len(index)) != info.row_count:
             raise CorruptionError("block index row counts disagree with the file info", where, trailer.index_offset)
+        self._scans = FileScans(index, info, self.format_version, self._pipelined, self._block, self._next_block,
+                                self._load_keys, self.block_source)
 
     def block_source(self) -> BlockSource:
         """This file's blocks for the batched key-run reader (storage.storefile._key_runs):
@@ -446,6 +450,77 @@ class StoreFileReader(ReaderScans, ReaderCheck):
             raise InvalidArgument(f"block number must be in [0, {self.block_count}), got {i!r}")
         return self._block(i).batch
 
+    # -- range scans and counts (storage.storefile.reader_scans) ---------------
+    def scan_batches(
+        self,
+        start_row: bytes | None = None,
+        stop_row: bytes | None = None,
+        reverse: bool = False,
+        *,
+        cache_blocks: bool = True,
+        keys_only: bool = False,
+    ) -> Iterator[pa.RecordBatch]:
+        """Cells of rows in ``[start_row, stop_row)`` as block-sized batches.
+
+        Forward: blocks in file order, read sequentially (prefetched headers),
+        each sliced to the range.  Reverse: rows in descending order, each
+        row's cells still in ascending (cell) order; a row that spans blocks
+        comes out whole in one batch, so a batch may hold cells of two
+        blocks.  Either way no Python loop runs per cell.  ``cache_blocks``
+        False reads through the cache without adding to it (big scans).
+        ``keys_only`` (forward only) gives every cell an empty value and, in
+        a version 2 file, never reads the value sections.
+        """
+        return self._scans.scan_batches(start_row, stop_row, reverse, cache_blocks=cache_blocks, keys_only=keys_only)
+
+    def scan_parts(
+        self,
+        start_row: bytes | None = None,
+        stop_row: bytes | None = None,
+        *,
+        cache_blocks: bool = True,
+        keys_only: bool = False,
+        run_rows: int = 65536,
+    ) -> Iterator[BlockPart]:
+        """The blocks of rows in ``[start_row, stop_row)``, forward, as
+        :class:`~storage.storefile.reader_scans.BlockPart` pieces: dense blocks
+        stay columns (a row slice of them), the others are cell batches.
+        ``keys_only`` reads only the key sections of a version 2 file (values
+        come out empty), and a run of consecutive dense blocks of up to
+        ``run_rows`` rows then comes out as one part (one decode for the run)."""
+        return self._scans.scan_parts(start_row, stop_row, cache_blocks=cache_blocks, keys_only=keys_only,
+                                      run_rows=run_rows)
+
+    def count_rows(self, start_row: bytes | None = None, stop_row: bytes | None = None) -> int:
+        """Distinct rows of the file in ``[start_row, stop_row)``, delete markers
+        and versions not considered (a clean file's visible row count).
+
+        In a version 2 file the blocks wholly inside the range are counted from
+        the block index alone; only the (at most two) blocks at the range's
+        ends are read, for their keys.  A version 1 file is read for its keys.
+        """
+        return self._scans.count_rows(start_row, stop_row)
+
+    # -- integrity (storage.storefile.reader_check) --------------------------
+    def check(self) -> None:
+        """Verify every invariant of the file, reading every block from disk.
+
+        Checksums of all blocks (the meta sections were verified at open),
+        block order and agreement with the index, cell order within and
+        across blocks, family, cell/row/block counts, first/last cell,
+        timestamp bounds and that the bloom filter holds every row.
+        Raises :class:`CorruptionError` naming the file and offset.
+        """
+        check_blocks(self.info, self._where, self._blocks_from_disk(), self.block_first_keys, self._bloom,
+                     self._data_end)
+
+    def _blocks_from_disk(self) -> Iterator[Block]:
+        """Every data block in file order, read sequentially past the block cache."""
+        block = self._block(0, cache_blocks=False, use_cache=False) if self.block_count else None
+        while block is not None:
+            yield block
+            block = self._next_block(block, cache_blocks=False, use_cache=False)
+
     # -- point lookups -----------------------------------------------------
     @property
     def has_bloom(self) -> bool:
@@ -461,8 +536,6 @@ class StoreFileReader(ReaderScans, ReaderCheck):
 
     def scanner(self, *, cache_blocks: bool = True) -> "StoreFileScanner":
         """A new cell-at-a-time :class:`StoreFileScanner` over this file."""
-        from .scanner import StoreFileScanner  # scanner imports this module
-
         return StoreFileScanner(self, cache_blocks=cache_blocks)
 
     # -- lifecycle ---------------------------------------------------------
@@ -476,6 +549,7 @@ class StoreFileReader(ReaderScans, ReaderCheck):
             busy = self._reads_in_flight  # the last of them closes the file (see _pread)
         if not busy:
             self._file.close()
+        self._scans.detach(self._where)
 
     @property
     def closed(self) -> bool:

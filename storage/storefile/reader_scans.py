@@ -1,23 +1,32 @@
 """Range reads of a store file: batches and block parts of a key range, forward
-or reversed, with block prefetch, and row counts from the block index."""
+or reversed, with block prefetch, and row counts from the block index.
+
+:class:`FileScans` is the collaborator a
+:class:`~storage.storefile.reader.StoreFileReader` holds for them; the reader
+hands it its verified block index, file info and format version, and its block
+reads (random, sequential, keys only, and the key-run reader's
+:class:`~storage.storefile.block_source.BlockSource`)."""
 
 from __future__ import annotations
 
 import bisect
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, StorageError
 from ._block import Block
 from ._block_v2 import cells_with
 from .dense import DenseBlock
 from .block_cells import count_rows_below
+from .block_source import BlockSource
+from .fileinfo import FileInfo
+from .index import BlockIndex
 from ..kernels.order import reverse_rows_order, row_starts
 from ._key_runs import key_units
 from ._pools import prefetch_pool
 
-__all__ = ["BlockPart"]
+__all__ = ["BlockPart", "FileScans"]
 
 
 class BlockPart:
@@ -60,8 +69,42 @@ def _block_part(
     return BlockPart(batch if (lo, hi) == (0, n) else batch.slice(lo, hi - lo), None, continued, open_, family)
 
 
-class ReaderScans:
-    """Scans and counts of a :class:`~storage.storefile.reader.StoreFileReader`."""
+class FileScans:
+    """Scans and counts of one :class:`~storage.storefile.reader.StoreFileReader`.
+
+    ``block(i, cache_blocks)`` reads block ``i`` by random access,
+    ``next_block(block, cache_blocks)`` the one after ``block`` sequentially (None
+    at the end), ``load_keys(i, cache_blocks)`` block ``i``'s keys alone and
+    ``block_source()`` gives the key-run reader's view of the file;
+    ``pipelined``: the next block is fetched on a thread while this one is used.
+    """
+
+    __slots__ = ("_index", "info", "format_version", "block_count", "block_first_keys", "find_block",
+                 "_pipelined", "_block", "_next_block", "_load_keys", "block_source")
+
+    def __init__(self, index: BlockIndex, info: FileInfo, format_version: int, pipelined: bool,
+                 block: Callable[..., Block], next_block: Callable[..., Block | None],
+                 load_keys: Callable[[int, bool], Block], block_source: Callable[[], BlockSource]):
+        self._index = index
+        self.info = info
+        self.format_version = format_version
+        self.block_count = len(index)
+        self.block_first_keys = index.first_keys
+        self.find_block = index.find_block
+        self._pipelined = pipelined
+        self._block = block
+        self._next_block = next_block
+        self._load_keys = load_keys
+        self.block_source = block_source
+
+    def detach(self, where: str) -> None:
+        """Drop the reader's block reads (its reader closed): the reader and this
+        object then hold no reference cycle, so a closed reader is freed at once
+        (its index and bloom filter with it), not at the next full collection."""
+        def closed(*_: object) -> None:
+            raise StorageError(f"store file reader of {where} is closed")
+
+        self._block = self._next_block = self._load_keys = self.block_source = closed
 
     def scan_batches(
         self,
@@ -72,17 +115,8 @@ class ReaderScans:
         cache_blocks: bool = True,
         keys_only: bool = False,
     ) -> Iterator[pa.RecordBatch]:
-        """Cells of rows in ``[start_row, stop_row)`` as block-sized batches.
-
-        Forward: blocks in file order, read sequentially (prefetched headers),
-        each sliced to the range.  Reverse: rows in descending order, each
-        row's cells still in ascending (cell) order; a row that spans blocks
-        comes out whole in one batch, so a batch may hold cells of two
-        blocks.  Either way no Python loop runs per cell.  ``cache_blocks``
-        False reads through the cache without adding to it (big scans).
-        ``keys_only`` (forward only) gives every cell an empty value and, in
-        a version 2 file, never reads the value sections.
-        """
+        """Cells of rows in ``[start_row, stop_row)`` as block-sized batches, forward
+        or reversed (see :meth:`StoreFileReader.scan_batches`)."""
         self._check_range(start_row, stop_row)
         if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):
             return iter(())
@@ -105,12 +139,9 @@ class ReaderScans:
         keys_only: bool = False,
         run_rows: int = 65536,
     ) -> Iterator[BlockPart]:
-        """The blocks of rows in ``[start_row, stop_row)``, forward, as
-        :class:`BlockPart` pieces: dense blocks stay columns (a row slice of
-        them), the others are cell batches.  ``keys_only`` reads only the key
-        sections of a version 2 file (values come out empty), and a run of
-        consecutive dense blocks of up to ``run_rows`` rows then comes out as
-        one part (:mod:`._key_runs`: one decode for the run, not one per block)."""
+        """The blocks of rows in ``[start_row, stop_row)``, forward, as :class:`BlockPart`
+        pieces (see :meth:`StoreFileReader.scan_parts`; :mod:`._key_runs` decodes runs of
+        keys-only dense blocks together)."""
         self._check_range(start_row, stop_row)
         if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):
             return
@@ -180,13 +211,8 @@ class ReaderScans:
                 block = fetch(*args)
 
     def count_rows(self, start_row: bytes | None = None, stop_row: bytes | None = None) -> int:
-        """Distinct rows of the file in ``[start_row, stop_row)``, delete markers
-        and versions not considered (a clean file's visible row count).
-
-        In a version 2 file the blocks wholly inside the range are counted from
-        the block index alone; only the (at most two) blocks at the range's
-        ends are read, for their keys.  A version 1 file is read for its keys.
-        """
+        """Distinct rows of the file in ``[start_row, stop_row)``, from the block index
+        where it can (see :meth:`StoreFileReader.count_rows`)."""
         self._check_range(start_row, stop_row)
         idx = self._index
         if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):

@@ -28,18 +28,35 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from ..cells import Cell
 from ..errors import InvalidArgument, ScannerError
+from ._block import Block
+from .counters import ReadCounters
+from .fileinfo import FileInfo
 
-if TYPE_CHECKING:
-    from .reader import StoreFileReader
+__all__ = ["StoreFileScanner", "ScannedFile"]
 
-__all__ = ["StoreFileScanner"]
+
+class ScannedFile(Protocol):
+    """What a scanner reads of its file: a :class:`~storage.storefile.reader.StoreFileReader`
+    (which makes its scanners, so this module names it through this protocol only)."""
+
+    info: FileInfo
+    counters: ReadCounters
+    block_count: int
+
+    def find_block(self, key: tuple) -> int: ...
+
+    def might_contain_row(self, row: bytes) -> bool: ...
+
+    def _block(self, i: int, cache_blocks: bool = True, use_cache: bool = True) -> Block: ...
+
+    def _next_block(self, block: Block, cache_blocks: bool = True, use_cache: bool = True) -> Block | None: ...
 
 # Builds Cell tuples from plain tuples without a Python-level __new__ per cell.
 _make_cell = partial(tuple.__new__, Cell)
@@ -126,7 +143,7 @@ class StoreFileScanner:
     different threads).
     """
 
-    def __init__(self, reader: "StoreFileReader", *, cache_blocks: bool = True):
+    def __init__(self, reader: ScannedFile, *, cache_blocks: bool = True):
         self._reader = reader
         self._counters = reader.counters
         self._cache_blocks = cache_blocks

@@ -18,7 +18,6 @@ import pyarrow.compute as pc
 from ..cells import CELL_SCHEMA, Cell, cells_to_batch
 from ..errors import InvalidArgument
 from ..vfs.fs import FileSystem
-from ._block import encode_block
 from ._block_v2 import encode_block_v2
 from .block_cells import CELL_OVERHEAD, cell_at, cell_sizes, key_at, key_run_end
 from ..kernels.order import first_unsorted, row_starts
@@ -30,12 +29,11 @@ from .format import (
     FORMAT_VERSION,
     INDEX_MAGIC,
     INFO_MAGIC,
-    SUPPORTED_VERSIONS,
     SectionHeader,
     Trailer,
 )
 from .index import IndexBuilder
-from .writer_rows import _MAX_BODY, WriterRows
+from .writer_rows import MAX_BODY, WriterRows
 
 __all__ = ["StoreFileWriter"]
 
@@ -61,9 +59,8 @@ class StoreFileWriter(WriterRows):
     large block), and never between two cells with equal keys.
     ``compression`` is a codec name from :data:`codecs.CODECS` or None.
     ``bloom`` adds a row bloom filter (files without rows get none).
-    ``format_version`` is :data:`format.FORMAT_VERSION` (2) unless an older
-    version is asked for (version 1 stays writable for compatibility tests
-    and benchmarks).
+    Files are written in format version :data:`format.FORMAT_VERSION` (2);
+    readers still read version 1 files, which the engine no longer writes.
     """
 
     def __init__(
@@ -75,21 +72,18 @@ class StoreFileWriter(WriterRows):
         block_size: int = 65536,
         compression: str | None = None,
         bloom: bool = True,
-        format_version: int = FORMAT_VERSION,
     ):
-        if format_version not in SUPPORTED_VERSIONS:
-            raise InvalidArgument(f"format_version must be one of {sorted(SUPPORTED_VERSIONS)}, got {format_version!r}")
         if not isinstance(family, bytes):
             raise InvalidArgument(f"family must be bytes, got {family!r}")
-        if not isinstance(block_size, int) or isinstance(block_size, bool) or not 1 <= block_size <= _MAX_BODY // 2:
-            raise InvalidArgument(f"block_size must be an int in [1, {_MAX_BODY // 2}], got {block_size!r}")
+        if not isinstance(block_size, int) or isinstance(block_size, bool) or not 1 <= block_size <= MAX_BODY // 2:
+            raise InvalidArgument(f"block_size must be an int in [1, {MAX_BODY // 2}], got {block_size!r}")
         self._codec = get_codec(compression)
         self.fs = fs
         self.path = path
         self.family = family
         self.block_size = block_size
         self._bloom = bool(bloom)
-        self.format_version = format_version
+        self.format_version = FORMAT_VERSION
         self._file = fs.create(path)
         self._state = "open"
         # Cells appended one by one wait here until they fill a block.
@@ -102,7 +96,7 @@ class StoreFileWriter(WriterRows):
         self._last_key: tuple | None = None
         self._appended = 0
         # What has been written.
-        self._index = IndexBuilder(format_version)
+        self._index = IndexBuilder()
         self._offset = 0
         self._prev_offset = -1
         self._cell_count = 0
@@ -253,23 +247,7 @@ class StoreFileWriter(WriterRows):
         rows = block.column("row")
         starts = row_starts(rows)
         continues = self._last_row is not None and first[0] == self._last_row  # the row began in the previous block
-        if self.format_version >= 2:
-            enc = encode_block_v2(block, self._prev_offset, self._codec, len(starts))
-            if enc.raw_size > _MAX_BODY:
-                raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
-            for part in enc.parts:
-                self._file.write(part)
-            length, raw_size = enc.length, enc.raw_size
-            row_start = (int(starts[1]) if len(starts) > 1 else n) if continues else 0
-            self._index.add_v2(offset, length, enc.key_length, enc.layout, n, len(starts), row_start, first)
-        else:
-            header, stored, raw_size = encode_block(block, self._prev_offset, self._codec)
-            if raw_size > _MAX_BODY or stored.size > _MAX_BODY:
-                raise InvalidArgument(f"a data block of {raw_size} bytes is too large (cells over 4 GiB?)")
-            self._file.write(header)
-            self._file.write(stored)
-            length = len(header) + stored.size
-            self._index.add(offset, length, n, first)
+        length, raw_size = self._write_body(block, offset, first, starts, continues)
         self._prev_offset = offset
         self._offset += length
         self._uncompressed += raw_size
@@ -289,6 +267,21 @@ class StoreFileWriter(WriterRows):
         if self._bloom and len(distinct):
             self._hashes.append(row_hash_pairs(distinct))
         self._last_row = self._last_cell[0]
+
+    def _write_body(self, block: pa.RecordBatch, offset: int, first: Cell, starts: np.ndarray,
+                    continues: bool) -> tuple[int, int]:
+        """Write one data block at ``offset`` and add its index entry; returns the bytes
+        written and the block's uncompressed size.  ``starts``: where its rows start;
+        ``continues``: its first row began in the previous block."""
+        n = block.num_rows
+        enc = encode_block_v2(block, self._prev_offset, self._codec, len(starts))
+        if enc.raw_size > MAX_BODY:
+            raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
+        for part in enc.parts:
+            self._file.write(part)
+        row_start = (int(starts[1]) if len(starts) > 1 else n) if continues else 0
+        self._index.add(offset, enc.length, enc.key_length, enc.layout, n, len(starts), row_start, first)
+        return enc.length, enc.raw_size
 
     def _note_row_lengths(self, rows: pa.Array) -> None:
         """Widen the shortest/longest row key written by one block's keys (one Arrow kernel)."""

@@ -14,7 +14,7 @@ from .dense import DenseBlock
 from .block_cells import CELL_OVERHEAD
 from .bloom import row_hash_pairs
 
-_MAX_BODY = (1 << 32) - 1  # block header sizes are 32-bit
+MAX_BODY = (1 << 32) - 1  # block header sizes are 32-bit
 
 
 class WriterRows:
@@ -39,8 +39,6 @@ class WriterRows:
         is added.
         """
         self._check_open()
-        if self.format_version < 2:
-            raise InvalidArgument("append_rows writes dense blocks, which need format version 2")
         n = len(rows)
         q = len(qualifiers)
         if not (q and len(values) == q and len(timestamps) == q) or any(len(c) != n for c in (*values, *timestamps)):
@@ -108,11 +106,11 @@ class WriterRows:
         last = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(n - 1, last=True))))
         offset = self._offset
         enc = encode_block_v2(None, self._prev_offset, self._codec, n, dense=dense, cell_count=cells)
-        if enc.raw_size > _MAX_BODY:
+        if enc.raw_size > MAX_BODY:
             raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
         for part in enc.parts:
             self._file.write(part)
-        self._index.add_v2(offset, enc.length, enc.key_length, enc.layout, cells, n, 0, first)
+        self._index.add(offset, enc.length, enc.key_length, enc.layout, cells, n, 0, first)
         self._prev_offset = offset
         self._offset += enc.length
         self._uncompressed += enc.raw_size

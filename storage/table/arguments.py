@@ -3,29 +3,23 @@ values (scan arguments are :class:`storage.read.scan_request.ScanRequest`'s)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from ..errors import InvalidArgument, check_bytes, clip
 from ..read.scan_request import row_range
 
-__all__ = ["row_range", "MAX_ROW_KEY_LENGTH", "row_too_long"]
+__all__ = ["row_range", "MAX_ROW_KEY_LENGTH", "row_too_long", "check_row", "check_counter", "INT64_MIN", "INT64_MAX"]
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""The range of an HBase counter: a signed 64-bit integer."""
 
 
-def _check_counter(value: Any, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not _INT64_MIN <= value <= _INT64_MAX:
+def check_counter(value: Any, what: str) -> int:
+    """``value`` if it is an int in the signed 64-bit range; else a one-line refusal naming ``what``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not INT64_MIN <= value <= INT64_MAX:
         raise InvalidArgument(f"{what} must be an int in the signed 64-bit range, got {clip(repr(value), 60)}")
     return value
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-_check_bytes = check_bytes
 
 
 MAX_ROW_KEY_LENGTH = 32767
@@ -40,9 +34,9 @@ def row_too_long(row: bytes) -> InvalidArgument:
     )
 
 
-def _check_row(row: Any) -> bytes:
+def check_row(row: Any) -> bytes:
     """A row key of a mutation: non-empty bytes (HBase refuses an empty row)."""
-    row = _check_bytes(row, "row key")
+    row = check_bytes(row, "row key")
     if not row:
         raise InvalidArgument("row key must not be empty")
     return row

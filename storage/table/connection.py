@@ -37,6 +37,7 @@ from ..namespaces import (
 )
 from ..schema import FamilySettings, TableSettings, validate_family_name, validate_table_name
 from ..storefile import BlockCache
+from ..storefile.cache import check_cache_results
 from .table import Table
 
 __all__ = ["Connection", "connect", "uniform_split_keys"]
@@ -73,6 +74,7 @@ class Connection:
         *,
         read_only: bool = False,
         block_cache_size: int = 256 << 20,
+        cache_results: bool = False,
         wal_sync: str | None = None,
         filesystem: FileSystem | None = None,
     ):
@@ -84,7 +86,9 @@ class Connection:
         self.wal_sync = wal_sync
         if read_only and not self.fs.is_dir(""):
             raise TableNotFound(f"root {self.fs.uri()} does not exist")
-        self.block_cache = BlockCache(block_cache_size) if block_cache_size else None
+        # cache_results: whether scans that do not say keep their results in the block cache
+        # (storage/storefile/cache_memo.py); checked even without a cache, so a typo is loud
+        self.block_cache = BlockCache(block_cache_size, check_cache_results(cache_results)) if block_cache_size else None
         if not read_only and self.fs.is_local:
             clean_trash(self.fs)  # tables dropped by a process that died before its scans ended
         self._tables: dict[str, Table] = {}
@@ -332,7 +336,10 @@ def connect(root: str = "regionscan-data", **options: Any) -> Connection:
     """Open a connection to the tables under ``root`` (a path or pyarrow filesystem URI).
 
     ``grpc://host:port`` connects to a region server instead (``token=``).
-    Options: ``read_only``, ``block_cache_size`` (bytes), ``wal_sync``.
+    Options: ``read_only``, ``block_cache_size`` (bytes), ``cache_results`` (scans keep
+    what they build in the block cache for the next scan of the same data unless they
+    say ``cache_results=False``; default False: only scans that ask keep results),
+    ``wal_sync``.
     """
     if isinstance(root, str) and root.startswith(("grpc://", "grpc+tcp://", "grpc+tls://")):
         from ..server.client import connect_remote  # the server client pulls in Flight

@@ -9,14 +9,13 @@ server time.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
+from .. import clock
 from ..cells import Cell, CellType
 from ..errors import InvalidArgument
-from .arguments import MAX_ROW_KEY_LENGTH, _now_ms
-
-if TYPE_CHECKING:
-    from .table import Table
+from .arguments import MAX_ROW_KEY_LENGTH
+from .writes import TableWriter
 
 __all__ = ["Batch"]
 
@@ -31,14 +30,14 @@ class Batch:
     ``transaction=True`` nothing is sent if the ``with`` block raises.
     """
 
-    def __init__(self, table: Table, timestamp: int | None, batch_size: int | None, transaction: bool):
+    def __init__(self, writer: TableWriter, timestamp: int | None, batch_size: int | None, transaction: bool):
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
             raise InvalidArgument(f"batch_size must be a positive int, got {batch_size!r}")
         if transaction and batch_size is not None:
             raise InvalidArgument("transaction and batch_size cannot be combined")
         if timestamp is not None:
-            table._check_ts(timestamp)
-        self._table = table
+            writer.check_timestamp(timestamp)
+        self._writer = writer
         self._timestamp = timestamp
         self._batch_size = batch_size
         self._transaction = transaction
@@ -49,9 +48,9 @@ class Batch:
     def put(self, row: bytes, data: dict, wal: bool = True) -> None:
         """Add a put of ``data`` (``{b"cf:q": value}``) to ``row``."""
         cells = self._cells
-        known = self._table._columns  # column name -> (family, qualifier), filled by checked puts
+        known = self._writer.known_columns  # column name -> (family, qualifier), filled by checked puts
         ts = self._now
-        limit = self._table._max_cell_size or _NO_LIMIT
+        limit = self._writer.max_cell_size or _NO_LIMIT
         if (ts is not None and type(row) is bytes and row and type(data) is dict and data
                 and len(row) <= MAX_ROW_KEY_LENGTH):
             # the common case without a call per cell: known columns, bytes values within the limits
@@ -66,12 +65,12 @@ class Batch:
                 self._added()
                 return
         if ts is None:
-            ts = self._now = _now_ms()
-        cells.extend(self._table._put_cells(row, data, ts))
+            ts = self._now = clock.now_ms()
+        cells.extend(self._writer.put_cells(row, data, ts))
         self._added()
 
     def delete(self, row: bytes, columns: Iterable | None = None, wal: bool = True) -> None:
-        self._cells.extend(self._table._delete_cells(row, columns, self._timestamp))
+        self._cells.extend(self._writer.delete_cells(row, columns, self._timestamp))
         self._added()
 
     def _added(self) -> None:
@@ -83,7 +82,7 @@ class Batch:
         """Write what was collected."""
         cells, self._cells, self._count = self._cells, [], 0
         self._now = self._timestamp
-        self._table._write(cells)
+        self._writer.write(cells)
 
     def __enter__(self) -> "Batch":
         return self

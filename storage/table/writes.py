@@ -1,21 +1,28 @@
 """A table's write side: mutations checked and turned into cells, routed to
-the regions that hold their rows, and the region upkeep a write triggers."""
+the regions that hold their rows, and the region upkeep a write triggers.
+
+:class:`TableWriter` is the collaborator a :class:`~storage.table.table.Table`
+holds for its puts, deletes and batches; the table hands it what it needs
+(its name, families, settings, region map and lock, and the two table
+operations a write may need: the open check and a region split)."""
 
 from __future__ import annotations
 
-import bisect
 import logging
-import time
-from typing import Any, Iterable, Sequence
+import threading
+from typing import Any, Callable, Iterable, Sequence
 
-from ..cells import LATEST_TIMESTAMP, Cell, CellType, check_cell
+from .. import clock
+from ..cells import LATEST_TIMESTAMP, Cell, CellType
 from ..columns import parse_column
-from ..errors import InvalidArgument, StorageError, StorageIOError, clip
+from ..errors import InvalidArgument, StorageError, StorageIOError, check_bytes, clip
 from ..region.region import Region
-from ..schema import no_such_family
-from .arguments import MAX_ROW_KEY_LENGTH, _check_bytes, _check_row, _now_ms, row_too_long
-from .descriptor import MAX_CELL_SIZE_KEY
-from .mutation_batch import Batch
+from ..schema import FamilySettings, TableSettings, no_such_family
+from .arguments import MAX_ROW_KEY_LENGTH, check_row, row_too_long
+from .descriptor import MAX_CELL_SIZE_KEY, cell_size_limit
+from .region_map import RegionMap
+
+__all__ = ["TableWriter", "BLOCKING_MULTIPLIER", "ADMIT_RETRY_SECONDS"]
 
 _PUT = int(CellType.PUT)
 _NO_LIMIT = 1 << 62
@@ -30,19 +37,40 @@ ADMIT_RETRY_SECONDS = 0.25
 log = logging.getLogger("storage.table")
 
 
-class TableWrites:
-    """Puts, deletes and mutation batches of a :class:`~storage.table.table.Table`."""
+class TableWriter:
+    """Puts, deletes and mutation batches of one :class:`~storage.table.table.Table`."""
 
-    maintenance_errors: int = 0
-    """How many flushes, compactions or splits that writes triggered have failed
-    (the writes themselves were acknowledged)."""
+    def __init__(self, name: str, families: dict[str, FamilySettings], settings: TableSettings,
+                 regions: RegionMap, mutex: threading.RLock, check_open: Callable[[], None],
+                 split: Callable[[Region, bytes], None]):
+        self.name = name
+        self.families = families
+        self.regions = regions
+        self._mutex = mutex  # the table's: routing, splits and the counters below
+        self._check_open = check_open
+        self._split = split  # the table's split of a region at a key (under the mutex)
+        self.known_columns: dict[bytes, tuple[bytes, bytes]] = {}
+        """Column name -> (family, qualifier), filled by checked puts (a batch's fast path reads it)."""
+        self._refused_until: dict = {}  # region id -> (until when, the error) after a blocked write's flush failed
+        self._maintain_after: dict = {}  # region id -> when writes may trigger upkeep again after a failure
+        self._blocked: set = set()  # regions past the blocking limit whose flush failed: writes flush them first
+        self.maintenance_errors = 0
+        """How many flushes, compactions or splits that writes triggered have failed
+        (the writes themselves were acknowledged)."""
+        self.last_maintenance_error: Exception | None = None
+        """The latest of those failures (None if there was none)."""
+        self.configure(settings)
 
-    last_maintenance_error: Exception | None = None
-    """The latest of those failures (None if there was none)."""
+    def configure(self, settings: TableSettings) -> None:
+        """Take the table's settings (again, after its descriptor values changed)."""
+        self.settings = settings
+        self.max_cell_size = cell_size_limit(settings.extra)  # hbase.server.keyvalue.maxsize; None: no limit
+        """The largest cell a write takes, in bytes (None: no limit)."""
 
-    def _put_cells(self, row: bytes, data: dict, timestamp: int | None) -> list[Cell]:
+    def put_cells(self, row: bytes, data: dict, timestamp: int | None) -> list[Cell]:
+        """The checked cells of a put of ``data`` (``{b"cf:q": value}``) to ``row``."""
         if type(row) is not bytes or not row:
-            row = _check_row(row)
+            row = check_row(row)
         if len(row) > MAX_ROW_KEY_LENGTH:
             raise row_too_long(row)
         if not isinstance(data, dict):
@@ -50,14 +78,14 @@ class TableWrites:
         if not data:
             # HBase refuses an empty Put ("No columns to insert"); a silent no-op hides a bug
             raise InvalidArgument(f"put of row {clip(repr(row))} names no columns")
-        ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
+        ts = clock.now_ms() if timestamp is None else self.check_timestamp(timestamp)
         column = self._put_column
-        room = _NO_LIMIT if self._max_cell_size is None else self._max_cell_size - len(row)
+        room = _NO_LIMIT if self.max_cell_size is None else self.max_cell_size - len(row)
         cells = []
         for name, value in data.items():
             family, qualifier = column(name)
             if type(value) is not bytes:
-                value = _check_bytes(value, f"value of {name!r}")
+                value = check_bytes(value, f"value of {name!r}")
             if len(value) + len(name) > room:
                 raise self._cell_too_big(row, name, len(value) + len(row) + len(name))
             cells.append((row, family, qualifier, ts, _PUT, value))
@@ -66,52 +94,55 @@ class TableWrites:
     def _cell_too_big(self, row: bytes, column: bytes, size: int) -> InvalidArgument:
         return InvalidArgument(
             f"cell {clip(repr(column), 60)} of row {clip(repr(row), 60)} is {size} bytes, over table {self.name}'s"
-            f" {MAX_CELL_SIZE_KEY} of {self._max_cell_size} bytes (raise it with set_table_values; 0 turns it off)"
+            f" {MAX_CELL_SIZE_KEY} of {self.max_cell_size} bytes (raise it with set_table_values; 0 turns it off)"
         )
 
     def _put_column(self, name: bytes) -> tuple[bytes, bytes]:
         """(family, qualifier) of a put's column, checked once per distinct name."""
-        hit = self._columns.get(name)
+        hit = self.known_columns.get(name)
         if hit is None:
             family, qualifier = parse_column(name)
             if qualifier is None:
                 raise InvalidArgument(f"column {clip(repr(name))} needs a qualifier (b'family:qualifier')")
-            self._check_family(family)
+            self.check_family(family)
             hit = (family, qualifier)
-            if isinstance(name, bytes) and len(self._columns) < 65536:
-                self._columns[name] = hit
+            if isinstance(name, bytes) and len(self.known_columns) < 65536:
+                self.known_columns[name] = hit
         return hit
 
-    def _check_family(self, family: bytes) -> None:
-        if family.decode("ascii", "replace") not in self.families_settings:
-            raise no_such_family(self.name, family, self.families_settings)
+    def check_family(self, family: bytes) -> None:
+        """Refuse a family the table does not have (naming the closest one)."""
+        if family.decode("ascii", "replace") not in self.families:
+            raise no_such_family(self.name, family, self.families)
 
     @staticmethod
-    def _check_ts(timestamp: Any) -> int:
+    def check_timestamp(timestamp: Any) -> int:
+        """A mutation's timestamp, checked (ms since the epoch, under HBase's LATEST_TIMESTAMP)."""
         if not isinstance(timestamp, int) or isinstance(timestamp, bool) or not 0 <= timestamp < LATEST_TIMESTAMP:
             raise InvalidArgument(f"timestamp must be an int in [0, 2**63-1), got {timestamp!r}")
         return timestamp
 
-    def _delete_cells(self, row: bytes, columns: Iterable | None, timestamp: int | None) -> list[Cell]:
-        row = _check_row(row)
+    def delete_cells(self, row: bytes, columns: Iterable | None, timestamp: int | None) -> list[Cell]:
+        """The delete markers of a delete of ``row`` (whole, or ``columns``)."""
+        row = check_row(row)
         if len(row) > MAX_ROW_KEY_LENGTH:
             raise row_too_long(row)
-        ts = _now_ms() if timestamp is None else self._check_ts(timestamp)
+        ts = clock.now_ms() if timestamp is None else self.check_timestamp(timestamp)
         cells = []
         if columns is None:
-            for family in self.families_settings:
+            for family in self.families:
                 cells.append(Cell(row, family.encode(), b"", ts, CellType.DELETE_FAMILY, b""))
             return cells
         for column in columns:
             family, qualifier = parse_column(column)
-            self._check_family(family)
+            self.check_family(family)
             if qualifier is None:
                 cells.append(Cell(row, family, b"", ts, CellType.DELETE_FAMILY, b""))
             else:
                 cells.append(Cell(row, family, qualifier, ts, CellType.DELETE_COLUMN, b""))
         return cells
 
-    def _write(self, cells: Sequence[Cell]) -> None:
+    def write(self, cells: Sequence[Cell]) -> None:
         """Log and apply ``cells``, one group per region.
 
         Once every group is in its WAL and memstore the write is acknowledged:
@@ -126,16 +157,16 @@ class TableWrites:
         if not cells:
             return
         with self._mutex:
-            by_region = self._by_region(cells)
+            by_region = self.regions.cells_by_region(cells)
             full = ()
             if self._blocked:  # regions whose flush failed past the blocking limit (none, mostly)
-                full = [r for r in (self._regions[i] for i in by_region) if r in self._blocked]
+                full = [r for r in (self.regions.regions[i] for i in by_region) if r in self._blocked]
             tickets = None if full else self._begin(by_region)
         if tickets is None:
             for region in full:
                 self._flush_to_admit(region)
             with self._mutex:  # routed again: a flush may have split a region meanwhile
-                tickets = self._begin(self._by_region(cells))
+                tickets = self._begin(self.regions.cells_by_region(cells))
         # Outside the table's lock: one WAL sync serves every writer whose
         # records it covers (group commit); each group is visible once durable.
         error = None
@@ -149,23 +180,12 @@ class TableWrites:
         for region, _ in tickets:
             self._maintain(region)
 
-    def _by_region(self, cells: Sequence[Cell]) -> dict[int, list]:
-        """``cells`` grouped by the index of the region holding their rows (under the table lock)."""
-        if len(self._regions) == 1:
-            return {0: cells if isinstance(cells, list) else list(cells)}
-        by_region: dict[int, list] = {}
-        starts = self._starts
-        for cell in cells:
-            i = bisect.bisect_right(starts, cell[0]) - 1
-            by_region.setdefault(i, []).append(cell)
-        return by_region
-
     def _begin(self, by_region: dict[int, list]) -> list[tuple[Region, tuple]]:
         """Log and apply each region's group (under the table lock); the tickets to finish."""
         tickets = []
         try:
             for i, group in by_region.items():
-                region = self._regions[i]
+                region = self.regions.regions[i]
                 tickets.append((region, region.mutate_begin(group)))
         except BaseException:
             for region, ticket in tickets:
@@ -189,7 +209,7 @@ class TableWrites:
                 self._blocked.discard(region)
                 return
             failed = self._refused_until.get(region.info.region_id)
-            if failed is not None and time.monotonic() < failed[0]:
+            if failed is not None and clock.monotonic() < failed[0]:
                 refusal = failed[1]  # a new exception each time: re-raising one would grow its traceback
                 if isinstance(refusal, StorageIOError):
                     raise StorageIOError(str(refusal), refusal.errno, refusal.filename)
@@ -206,7 +226,7 @@ class TableWrites:
                     refusal = StorageIOError(message, exc.errno, exc.filename)
                 else:
                     refusal = StorageError(message)
-                self._refused_until[region.info.region_id] = (time.monotonic() + ADMIT_RETRY_SECONDS, refusal)
+                self._refused_until[region.info.region_id] = (clock.monotonic() + ADMIT_RETRY_SECONDS, refusal)
                 raise refusal from exc
             self._refused_until.pop(region.info.region_id, None)
             self._blocked.discard(region)
@@ -217,7 +237,7 @@ class TableWrites:
         to the writer, whose edits are safe in the WAL and the memstore; the
         next flush, explicit or due, tries again."""
         retry_at = self._maintain_after.get(region.info.region_id)
-        if retry_at is not None and time.monotonic() < retry_at:
+        if retry_at is not None and clock.monotonic() < retry_at:
             # it failed a moment ago: each try rewrites the memstore, so not on every write
             if self._over_blocking_limit(region):
                 self._blocked.add(region)  # the next write to it must flush first (_flush_to_admit)
@@ -225,7 +245,7 @@ class TableWrites:
         try:
             self._maintain_region(region)
         except Exception as exc:
-            self._maintain_after[region.info.region_id] = time.monotonic() + ADMIT_RETRY_SECONDS
+            self._maintain_after[region.info.region_id] = clock.monotonic() + ADMIT_RETRY_SECONDS
             if self._over_blocking_limit(region):
                 self._blocked.add(region)
             self._maintenance_failed(region, exc)
@@ -258,43 +278,23 @@ class TableWrites:
                 if not region.closed and region.needs_split():  # a split may have retired it meanwhile
                     key = region.midkey()
                     if key is not None:
-                        self._split_region(region, key)
+                        self._split(region, key)
 
-    def put(self, row: bytes, data: dict, timestamp: int | None = None, wal: bool = True) -> None:
+    def put(self, row: bytes, data: dict, timestamp: int | None = None) -> None:
         """Store ``data`` (``{b"cf:q": value}``) in ``row``, at ``timestamp`` (ms; now by default)."""
-        self._write(self._put_cells(row, data, timestamp))
+        self.write(self.put_cells(row, data, timestamp))
 
-    def delete(self, row: bytes, columns: Iterable | None = None, timestamp: int | None = None, wal: bool = True) -> None:
-        """Delete a whole row, or the given columns (``b"cf:q"``: all versions; ``b"cf"``: the family).
-
-        With ``timestamp``, only versions at or before it are deleted.
-        """
-        self._write(self._delete_cells(row, columns, timestamp))
+    def delete(self, row: bytes, columns: Iterable | None = None, timestamp: int | None = None) -> None:
+        """Delete a whole row, or the given columns (``b"cf:q"``: all versions; ``b"cf"``: the family)."""
+        self.write(self.delete_cells(row, columns, timestamp))
 
     def delete_version(self, row: bytes, column: bytes, timestamp: int) -> None:
         """Delete exactly one version of a column (HBase ``Delete.addColumn(f, q, ts)``)."""
         family, qualifier = parse_column(column)
         if qualifier is None:
             raise InvalidArgument(f"column {column!r} needs a qualifier")
-        self._check_family(family)
-        row = _check_row(row)
+        self.check_family(family)
+        row = check_row(row)
         if len(row) > MAX_ROW_KEY_LENGTH:
             raise row_too_long(row)
-        self._write([Cell(row, family, qualifier, self._check_ts(timestamp), CellType.DELETE, b"")])
-
-    def batch(self, timestamp: int | None = None, batch_size: int | None = None, transaction: bool = False, wal: bool = True) -> "Batch":
-        """A happybase-style batch: mutations are sent together (one WAL record per region)."""
-        return Batch(self, timestamp, batch_size, transaction)
-
-    def put_cells(self, cells: Sequence[Cell]) -> None:
-        """Write raw cells (puts and delete markers) as one group per region."""
-        checked = [check_cell(c) for c in cells]
-        limit = self._max_cell_size
-        for cell in checked:
-            self._check_family(cell[1])
-            if len(cell[0]) > MAX_ROW_KEY_LENGTH:
-                raise row_too_long(cell[0])
-            size = len(cell[0]) + len(cell[1]) + 1 + len(cell[2]) + len(cell[5])  # as a put's b"family:qualifier"
-            if limit is not None and size > limit:
-                raise self._cell_too_big(cell[0], cell[1] + b":" + cell[2], size)
-        self._write(checked)
+        self.write([Cell(row, family, qualifier, self.check_timestamp(timestamp), CellType.DELETE, b"")])

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from collections import OrderedDict
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
-from typing import Callable, Iterator
+from typing import Iterator
 
+from .. import clock
 from .errors import GatewayIllegalArgument, GatewayIOError
 
 __all__ = ["GatewayScanner", "ScannerRegistry"]
@@ -49,7 +49,7 @@ class GatewayScanner:
         self.connection_id = connection_id
         self.table = table
         self.lock = threading.Lock()
-        self.last_used = time.monotonic()
+        self.last_used = clock.monotonic()
         self._results = results
         self._prefetch = prefetch
         self._ahead: Future | None = None
@@ -94,14 +94,12 @@ class GatewayScanner:
 class ScannerRegistry:
     """The gateway's open scanners, their leases and limits."""
 
-    def __init__(self, lease_timeout: float, max_per_connection: int, max_total: int,
-                 clock: Callable[[], float] = time.monotonic, prefetch_workers: int = 0):
+    def __init__(self, lease_timeout: float, max_per_connection: int, max_total: int, prefetch_workers: int = 0):
         self.lease_timeout = lease_timeout
         self._prefetch = (ThreadPoolExecutor(prefetch_workers, thread_name_prefix="thrift-prefetch")
                           if prefetch_workers else None)
         self.max_per_connection = max_per_connection
         self.max_total = max_total
-        self._clock = clock
         self._mutex = threading.Lock()
         self._open: dict[int, GatewayScanner] = {}
         self._per_connection: dict[int, int] = {}
@@ -155,14 +153,14 @@ class ScannerRegistry:
             if scanner_id > _MAX_ID:
                 raise GatewayIOError(message="scanner ids are used up; restart the gateway")
             scanner = GatewayScanner(scanner_id, connection_id, table, results, self._prefetch)
-            scanner.last_used = self._clock()
+            scanner.last_used = clock.monotonic()
             self._open[scanner_id] = scanner
             self._per_connection[connection_id] = self._per_connection.get(connection_id, 0) + 1
             return scanner_id
 
     def get(self, connection_id: int, scanner_id: int) -> GatewayScanner:
         """The scanner ``scanner_id`` of this connection, its lease renewed."""
-        now = self._clock()
+        now = clock.monotonic()
         with self._mutex:
             scanner = self._open.get(scanner_id)
             if scanner is None or scanner.connection_id != connection_id:
@@ -198,7 +196,7 @@ class ScannerRegistry:
 
     def reap(self) -> int:
         """Close scanners idle past the lease; return how many were closed."""
-        deadline = self._clock() - self.lease_timeout
+        deadline = clock.monotonic() - self.lease_timeout
         with self._mutex:
             stale = [s for s in self._open.values() if s.last_used < deadline]
         closed = 0

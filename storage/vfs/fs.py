@@ -27,6 +27,7 @@ import pyarrow.fs as pafs
 
 from ..errors import InvalidArgument, StorageError, StorageIOError, TableLocked
 from .objstore import ObjectStore, S3Settings
+from .writer_lease import Lease
 
 __all__ = ["FileSystem", "WritableFile", "Lock", "open_filesystem", "TEMP_MARK", "MMAP_ENV", "mmap_enabled"]
 
@@ -147,8 +148,6 @@ class Lock:
             os.pwrite(fd, owner, 0)
             self._fd = fd
         elif self._fs.object_store is not None:
-            from .writer_lease import Lease  # a renewed lease, created and taken over with conditional puts
-
             store = self._fs.object_store
             self._lease = Lease(store, self._fs._full(self._path), store.settings.lease_seconds).acquire()
         else:

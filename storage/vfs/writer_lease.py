@@ -26,9 +26,9 @@ import json
 import os
 import socket
 import threading
-import time
 import uuid
 
+from .. import clock
 from ..errors import TableLocked
 from .objstore import ObjectStore, PreconditionFailed
 
@@ -37,10 +37,6 @@ __all__ = ["Lease", "SAFETY_MARGIN"]
 SAFETY_MARGIN = 0.25
 """Fraction of the lease time a writer keeps in reserve: it stops committing
 once less than this much of its lease is left."""
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Lease:
@@ -84,7 +80,7 @@ class Lease:
             except PreconditionFailed:
                 raise TableLocked(f"s3://{self.path} was taken by another writer meanwhile") from None
         holder, held_until, _token = _parse(current)
-        now = _now_ms()
+        now = clock.now_ms()
         if held_until > now:
             raise TableLocked(
                 f"s3://{self.path} is locked by another writer ({holder}, lease valid for "
@@ -119,7 +115,7 @@ class Lease:
         """Raise :class:`TableLocked` unless the lease is held with margin to spare."""
         if self._lost is not None:
             raise TableLocked(f"this writer lost its lease on s3://{self.path}: {self._lost}")
-        left = self._expires_ms - _now_ms()
+        left = self._expires_ms - clock.now_ms()
         if left < self.seconds * 1000 * SAFETY_MARGIN:
             raise TableLocked(
                 f"this writer's lease on s3://{self.path} runs out in {left / 1000:.1f} s "
@@ -145,7 +141,7 @@ class Lease:
             self.renewals += 1
 
     def _document(self) -> tuple[bytes, int]:
-        expires = _now_ms() + int(self.seconds * 1000)
+        expires = clock.now_ms() + int(self.seconds * 1000)
         doc = {"owner": self.owner, "token": self.token, "expires_ms": expires}
         return json.dumps(doc, sort_keys=True).encode(), expires
 

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
-from .format import _PAYLOAD_HEADER, _VALID_TYPES
+from .format import PAYLOAD_HEADER, VALID_TYPES
 
 __all__ = ["payloads_to_table"]
 
@@ -22,7 +22,7 @@ def payloads_to_table(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table
     """
     from ..cells import CELL_SCHEMA
 
-    counted = [(p, _PAYLOAD_HEADER.unpack_from(p, 0)[1]) for p in payloads]
+    counted = [(p, PAYLOAD_HEADER.unpack_from(p, 0)[1]) for p in payloads]
     payloads = [p for p, n in counted if n]
     if not payloads:
         return CELL_SCHEMA.empty_table()
@@ -33,7 +33,7 @@ def payloads_to_table(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table
     np.cumsum(sizes[:-1], out=starts[1:])
     raw = np.frombuffer(b"".join(payloads), dtype=np.uint8)
     counts = _gather_le(raw, starts + 8, "<u4").astype(np.int64)
-    if (_PAYLOAD_HEADER.size + 25 * counts > sizes).any():
+    if (PAYLOAD_HEADER.size + 25 * counts > sizes).any():
         raise CorruptionError("WAL record claims more cells than its size holds", where, 0)
     total = int(counts.sum())
     record = np.repeat(np.arange(len(payloads)), counts)
@@ -41,20 +41,20 @@ def payloads_to_table(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table
     np.cumsum(counts[:-1], out=first[1:])
     j = np.arange(total) - first[record]  # index of each cell within its record
     base, n = starts[record], counts[record]
-    timestamps = _gather_le(raw, base + _PAYLOAD_HEADER.size + 8 * j, "<i8")
+    timestamps = _gather_le(raw, base + PAYLOAD_HEADER.size + 8 * j, "<i8")
     lengths = [
-        _gather_le(raw, base + _PAYLOAD_HEADER.size + 8 * n + 4 * (k * n + j), "<u4").astype(np.int64)
+        _gather_le(raw, base + PAYLOAD_HEADER.size + 8 * n + 4 * (k * n + j), "<u4").astype(np.int64)
         for k in range(4)
     ]
-    types = raw[base + _PAYLOAD_HEADER.size + 24 * n + j]
+    types = raw[base + PAYLOAD_HEADER.size + 24 * n + j]
     # Each record holds its rows, families, qualifiers and values as four
     # contiguous blocks: label every byte of the log with its block kind once,
     # then each column's bytes are one boolean selection, in cell order.
     sums = np.stack([np.add.reduceat(lengths[k], first) for k in range(4)], axis=1)
-    fixed = _PAYLOAD_HEADER.size + 25 * counts
+    fixed = PAYLOAD_HEADER.size + 25 * counts
     if not np.array_equal(fixed + sums.sum(axis=1), sizes):
         raise CorruptionError("WAL record cell lengths do not add up to its size", where, 0)
-    if not np.isin(types, np.fromiter(_VALID_TYPES, dtype=np.uint8)).all():
+    if not np.isin(types, np.fromiter(VALID_TYPES, dtype=np.uint8)).all():
         raise CorruptionError("WAL record holds an unknown cell type", where, 0)
     segments = np.concatenate([fixed[:, None], sums], axis=1).ravel()
     kinds = np.tile(np.array([4, 0, 1, 2, 3], dtype=np.uint8), len(payloads))
@@ -74,11 +74,11 @@ def _big_payloads_to_table(payloads: list[bytes], where: str) -> pa.Table:
     and four contiguous slices per record, no copy of the log as a whole."""
     from ..cells import CELL_SCHEMA
 
-    head = _PAYLOAD_HEADER.size
+    head = PAYLOAD_HEADER.size
     stamps, lengths, types = [], [], []
     blocks: list[list[memoryview]] = [[], [], [], []]
     for payload in payloads:
-        n = _PAYLOAD_HEADER.unpack_from(payload, 0)[1]
+        n = PAYLOAD_HEADER.unpack_from(payload, 0)[1]
         if head + 25 * n > len(payload):
             raise CorruptionError("WAL record claims more cells than its size holds", where, 0)
         stamps.append(np.frombuffer(payload, "<i8", n, head))
@@ -94,7 +94,7 @@ def _big_payloads_to_table(payloads: list[bytes], where: str) -> pa.Table:
         if pos != len(payload):
             raise CorruptionError("WAL record cell lengths do not add up to its size", where, 0)
     all_types = np.concatenate(types)
-    if not np.isin(all_types, np.fromiter(_VALID_TYPES, dtype=np.uint8)).all():
+    if not np.isin(all_types, np.fromiter(VALID_TYPES, dtype=np.uint8)).all():
         raise CorruptionError("WAL record holds an unknown cell type", where, 0)
     all_lengths = np.concatenate(lengths, axis=1).astype(np.int64)
     columns = [_binary(np.frombuffer(b"".join(blocks[k]), np.uint8), all_lengths[k]) for k in range(4)]

@@ -50,20 +50,20 @@ __all__ = ["WAL_MAGIC", "WAL_FORMAT_VERSION", "MAX_RECORD_BYTES", "SyncPolicy", 
 # DO NOT CHANGE these constants: they are embedded in WAL files on disk.
 WAL_MAGIC = b"RSCANWAL"
 WAL_FORMAT_VERSION = 1
-_SUPPORTED_VERSIONS = frozenset({1})
-_FILE_HEADER = struct.Struct("<8sHHI")  # magic, version, flags, crc32 of the first 12 bytes
-_RECORD_HEADER = struct.Struct("<III")  # payload_len, payload_crc, crc32 of the first 8 bytes
-_PAYLOAD_HEADER = struct.Struct("<qII")  # seq_id, n_cells, reserved
-FILE_HEADER_SIZE = _FILE_HEADER.size
-RECORD_HEADER_SIZE = _RECORD_HEADER.size
+SUPPORTED_VERSIONS = frozenset({1})
+FILE_HEADER = struct.Struct("<8sHHI")  # magic, version, flags, crc32 of the first 12 bytes
+RECORD_HEADER = struct.Struct("<III")  # payload_len, payload_crc, crc32 of the first 8 bytes
+PAYLOAD_HEADER = struct.Struct("<qII")  # seq_id, n_cells, reserved
+FILE_HEADER_SIZE = FILE_HEADER.size
+RECORD_HEADER_SIZE = RECORD_HEADER.size
 
 MAX_RECORD_BYTES = 1 << 30
 """Largest payload one record may hold; also keeps Arrow's int32 offsets valid."""
 
 _MAX_SEQ_ID = (1 << 63) - 1
-_VALID_TYPES = frozenset(int(t) for t in CellType)
+VALID_TYPES = frozenset(int(t) for t in CellType)
 _BIG_ENDIAN = sys.byteorder == "big"
-_ZERO_CHECK_CHUNK = 1 << 20
+ZERO_CHECK_CHUNK = 1 << 20
 _make_cell = partial(tuple.__new__, Cell)  # builds a Cell from a 6-tuple without Python frames
 
 
@@ -72,12 +72,12 @@ def _file_header() -> bytes:
     return head + struct.pack("<I", crc32(head))
 
 
-_HEADER_BYTES = _file_header()
+HEADER_BYTES = _file_header()
 
 
 def file_header_bytes() -> bytes:
     """The 16-byte header every WAL file (and WAL segment) starts with."""
-    return _HEADER_BYTES
+    return HEADER_BYTES
 
 
 # -- sync policy -------------------------------------------------------------
@@ -175,12 +175,12 @@ def encode_record(seq_id: int, cells: Sequence[tuple]) -> bytes:
             type_bytes = bytes(types)  # rejects non-ints and values over 255
         except (TypeError, ValueError):
             type_bytes = b""
-        if len(type_bytes) != n or not _VALID_TYPES.issuperset(type_bytes):
-            bad = next(t for t in types if not (isinstance(t, (int, np.integer)) and t in _VALID_TYPES))
-            raise InvalidArgument(f"cell type must be one of {sorted(_VALID_TYPES)}, got {bad!r}")
+        if len(type_bytes) != n or not VALID_TYPES.issuperset(type_bytes):
+            bad = next(t for t in types if not (isinstance(t, (int, np.integer)) and t in VALID_TYPES))
+            raise InvalidArgument(f"cell type must be one of {sorted(VALID_TYPES)}, got {bad!r}")
         try:
             parts = [
-                _PAYLOAD_HEADER.pack(seq_id, n, 0),
+                PAYLOAD_HEADER.pack(seq_id, n, 0),
                 ts.tobytes(),
                 _u32_lengths((rows, families, qualifiers, values)),
                 type_bytes,
@@ -193,7 +193,7 @@ def encode_record(seq_id: int, cells: Sequence[tuple]) -> bytes:
             raise InvalidArgument(f"cell row, family, qualifier and value must be bytes ({exc})") from None
         payload = b"".join(parts)
     else:
-        payload = _PAYLOAD_HEADER.pack(seq_id, 0, 0)
+        payload = PAYLOAD_HEADER.pack(seq_id, 0, 0)
     if len(payload) > MAX_RECORD_BYTES:
         raise InvalidArgument(f"record of {len(payload)} bytes exceeds the limit of {MAX_RECORD_BYTES} bytes")
     head = struct.pack("<II", len(payload), crc32(payload))
@@ -240,13 +240,13 @@ def _split_large(payload: bytes, n: int, pos: int) -> tuple | None:
     return timestamps, types, pieces
 
 
-def _decode_payload(payload: bytes, path: str, offset: int) -> "WalRecord":
+def decode_payload(payload: bytes, path: str, offset: int) -> "WalRecord":
     """Decode a payload whose checksum already passed; structural errors are corruption."""
     size = len(payload)
-    if size < _PAYLOAD_HEADER.size:
+    if size < PAYLOAD_HEADER.size:
         raise CorruptionError(f"WAL record payload of {size} bytes is shorter than its header", path, offset)
-    seq_id, n, _reserved = _PAYLOAD_HEADER.unpack_from(payload, 0)
-    pos = _PAYLOAD_HEADER.size
+    seq_id, n, _reserved = PAYLOAD_HEADER.unpack_from(payload, 0)
+    pos = PAYLOAD_HEADER.size
     fixed = pos + 25 * n  # 8 (timestamp) + 4 * 4 (lengths) + 1 (type) per cell
     if seq_id < 0 or fixed > size:
         raise CorruptionError(f"WAL record claims {n} cells with seq_id {seq_id} in {size} bytes", path, offset)
@@ -261,7 +261,7 @@ def _decode_payload(payload: bytes, path: str, offset: int) -> "WalRecord":
     if fields is None:
         raise CorruptionError("WAL record cell lengths do not add up to its size", path, offset)
     timestamps, types, pieces = fields
-    if not _VALID_TYPES.issuperset(types):
+    if not VALID_TYPES.issuperset(types):
         raise CorruptionError("WAL record holds an unknown cell type", path, offset)
     cells = list(
         map(

@@ -11,18 +11,18 @@ from ..checksum import crc32
 from ..errors import CorruptionError
 from ..vfs.fs import FileSystem
 from .format import (
-    _FILE_HEADER,
-    _HEADER_BYTES,
-    _PAYLOAD_HEADER,
-    _RECORD_HEADER,
-    _SUPPORTED_VERSIONS,
-    _ZERO_CHECK_CHUNK,
+    FILE_HEADER,
+    HEADER_BYTES,
+    PAYLOAD_HEADER,
+    RECORD_HEADER,
+    SUPPORTED_VERSIONS,
+    ZERO_CHECK_CHUNK,
     FILE_HEADER_SIZE,
     MAX_RECORD_BYTES,
     RECORD_HEADER_SIZE,
     WAL_MAGIC,
     WalRecord,
-    _decode_payload,
+    decode_payload,
 )
 
 __all__ = ["WalReader", "read_wal", "SEGMENT_SUFFIX", "segment_name", "segment_names", "segment_last_seq"]
@@ -114,25 +114,25 @@ class WalReader:
         """Yield records; return the end offset of the intact prefix."""
         if size < FILE_HEADER_SIZE:
             head = f.read_at(size, 0) if size else b""
-            if _HEADER_BYTES.startswith(head) or not head.strip(b"\0"):
+            if HEADER_BYTES.startswith(head) or not head.strip(b"\0"):
                 return 0  # the crash came while the header was being written
             raise CorruptionError("WAL file is shorter than its header and is not a prefix of one", name, 0)
         head = f.read_at(FILE_HEADER_SIZE, 0)
-        magic, version, _flags, crc = _FILE_HEADER.unpack(head)
+        magic, version, _flags, crc = FILE_HEADER.unpack(head)
         if magic != WAL_MAGIC:
             if not head.strip(b"\0") and _zero_from(f, FILE_HEADER_SIZE, size):
                 return 0  # a zero-filled file: the header never reached the disk
             raise CorruptionError(f"bad WAL magic {magic!r}, expected {WAL_MAGIC!r}", name, 0)
         if crc != crc32(head[:12]):
             raise CorruptionError("WAL file header checksum mismatch", name, 0)
-        if version not in _SUPPORTED_VERSIONS:
+        if version not in SUPPORTED_VERSIONS:
             raise CorruptionError(f"unsupported WAL format version {version}", name, 8)
         pos = FILE_HEADER_SIZE
         while pos < size:
             if size - pos < RECORD_HEADER_SIZE:
                 return pos  # torn: the crash cut the record header
             frame = f.read_at(RECORD_HEADER_SIZE, pos)
-            length, payload_crc, frame_crc = _RECORD_HEADER.unpack(frame)
+            length, payload_crc, frame_crc = RECORD_HEADER.unpack(frame)
             body = pos + RECORD_HEADER_SIZE
             if frame_crc != crc32(frame[:8]):
                 if _zero_from(f, body, size):
@@ -155,14 +155,14 @@ class WalReader:
                 raise CorruptionError(
                     f"WAL record checksum mismatch (a complete record of {length} bytes)", name, pos
                 )
-            if self._decode == "payload" and length >= _PAYLOAD_HEADER.size:
-                yield WalRecord(_PAYLOAD_HEADER.unpack_from(payload, 0)[0], payload)
+            if self._decode == "payload" and length >= PAYLOAD_HEADER.size:
+                yield WalRecord(PAYLOAD_HEADER.unpack_from(payload, 0)[0], payload)
             elif self._decode and self._decode != "payload":
-                yield _decode_payload(payload, name, pos)
-            elif length < _PAYLOAD_HEADER.size:
+                yield decode_payload(payload, name, pos)
+            elif length < PAYLOAD_HEADER.size:
                 raise CorruptionError(f"WAL record payload of {length} bytes is shorter than its header", name, pos)
             else:
-                yield WalRecord(_PAYLOAD_HEADER.unpack_from(payload, 0)[0], [])
+                yield WalRecord(PAYLOAD_HEADER.unpack_from(payload, 0)[0], [])
             pos = body + length
         return pos
 
@@ -187,7 +187,7 @@ def _zero_from(f: pa.NativeFile, start: int, size: int) -> bool:
     """True when every byte of the file from ``start`` to the end is zero."""
     pos = start
     while pos < size:
-        chunk = f.read_at(min(_ZERO_CHECK_CHUNK, size - pos), pos)
+        chunk = f.read_at(min(ZERO_CHECK_CHUNK, size - pos), pos)
         if chunk.count(0) != len(chunk):
             return False
         pos += len(chunk)

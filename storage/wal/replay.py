@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..vfs.fs import FileSystem
-from .format import _HEADER_BYTES, FILE_HEADER_SIZE, WalRecord
+from .format import HEADER_BYTES, FILE_HEADER_SIZE, WalRecord
 from .reader import WalReader
 
 __all__ = ["WalReplay", "replay_wal", "repair_wal"]
@@ -54,7 +54,7 @@ def repair_wal(fs: FileSystem, path: str) -> int:
     if not reader.torn_tail_bytes and reader.valid_length >= FILE_HEADER_SIZE:
         return 0
     if reader.valid_length < FILE_HEADER_SIZE:
-        data = _HEADER_BYTES
+        data = HEADER_BYTES
     else:
         f = fs.open_read(path)
         try:

@@ -27,16 +27,16 @@ import numpy as np
 from ..checksum import crc32
 from ..errors import CorruptionError
 from .format import (
-    _FILE_HEADER,
-    _HEADER_BYTES,
-    _PAYLOAD_HEADER,
-    _RECORD_HEADER,
-    _SUPPORTED_VERSIONS,
+    FILE_HEADER,
+    HEADER_BYTES,
+    PAYLOAD_HEADER,
+    RECORD_HEADER,
+    SUPPORTED_VERSIONS,
     FILE_HEADER_SIZE,
     MAX_RECORD_BYTES,
     RECORD_HEADER_SIZE,
     WAL_MAGIC,
-    _decode_payload,
+    decode_payload,
 )
 
 __all__ = ["WalDamage", "WalSalvage", "salvage_wal_bytes", "counted"]
@@ -105,7 +105,7 @@ class WalSalvage:
 
     def salvaged_bytes(self, data: bytes) -> bytes:
         """A WAL file of ``data``'s intact records alone, behind a good file header."""
-        return _HEADER_BYTES + b"".join(data[a:b] for a, b in self.records)
+        return HEADER_BYTES + b"".join(data[a:b] for a, b in self.records)
 
 
 def _record_at(data: bytes, pos: int, size: int) -> tuple[str, int]:
@@ -116,7 +116,7 @@ def _record_at(data: bytes, pos: int, size: int) -> tuple[str, int]:
     frame = data[pos : pos + RECORD_HEADER_SIZE]
     if len(frame) < RECORD_HEADER_SIZE:
         return "past-end", 0
-    length, payload_crc, frame_crc = _RECORD_HEADER.unpack(frame)
+    length, payload_crc, frame_crc = RECORD_HEADER.unpack(frame)
     if frame_crc != crc32(frame[:8]):
         return "frame", 0
     if length > MAX_RECORD_BYTES:
@@ -140,7 +140,7 @@ def _next_record(data: bytes, start: int, size: int) -> int | None:
         lengths = b[0] | (b[1] << 8) | (b[2] << 16) | (b[3] << 24)
         offsets = np.arange(pos, stop, dtype=np.uint64)
         # a payload holds at least its 16-byte header: runs of zeros are no candidates
-        fits = (lengths >= _PAYLOAD_HEADER.size) & (lengths <= MAX_RECORD_BYTES)
+        fits = (lengths >= PAYLOAD_HEADER.size) & (lengths <= MAX_RECORD_BYTES)
         fits &= offsets + RECORD_HEADER_SIZE + lengths <= size
         for candidate in np.flatnonzero(fits):
             at = pos + int(candidate)
@@ -154,12 +154,12 @@ def _damage_of_payload(payload: bytes, offset: int, length: int, reason: str) ->
     """A one-record damage entry, with the cells and rows its payload still shows."""
     cells = rows = None
     try:
-        record = _decode_payload(payload, None, offset)
+        record = decode_payload(payload, None, offset)
         cells, rows = len(record.cells), len({c[0] for c in record.cells})
     except CorruptionError:
-        if len(payload) >= _PAYLOAD_HEADER.size:
-            seq_id, n, _ = _PAYLOAD_HEADER.unpack_from(payload, 0)
-            if 0 <= seq_id and _PAYLOAD_HEADER.size + 25 * n <= len(payload):
+        if len(payload) >= PAYLOAD_HEADER.size:
+            seq_id, n, _ = PAYLOAD_HEADER.unpack_from(payload, 0)
+            if 0 <= seq_id and PAYLOAD_HEADER.size + 25 * n <= len(payload):
                 cells = n  # the cell count still fits the payload: probably right
     return WalDamage(offset, length, reason, 1, cells, rows)
 
@@ -169,14 +169,14 @@ def salvage_wal_bytes(data: bytes) -> WalSalvage:
     size = len(data)
     if size < FILE_HEADER_SIZE:
         out = WalSalvage(size, header_ok=True)
-        if _HEADER_BYTES.startswith(data) or not data.strip(b"\0"):
+        if HEADER_BYTES.startswith(data) or not data.strip(b"\0"):
             out.torn_tail_bytes = size  # a crash while the header was written: the reader drops it
         else:
             out.header_ok = False
             out.damage.append(WalDamage(0, size, "file shorter than its header and not a prefix of one", 0))
         return out
-    magic, version, _flags, crc = _FILE_HEADER.unpack_from(data, 0)
-    out = WalSalvage(size, magic == WAL_MAGIC and crc == crc32(data[:12]) and version in _SUPPORTED_VERSIONS)
+    magic, version, _flags, crc = FILE_HEADER.unpack_from(data, 0)
+    out = WalSalvage(size, magic == WAL_MAGIC and crc == crc32(data[:12]) and version in SUPPORTED_VERSIONS)
     if not out.header_ok:
         if not data.strip(b"\0"):  # an all-zero file: the header never reached the disk
             out.header_ok, out.torn_tail_bytes = True, size
@@ -188,7 +188,7 @@ def salvage_wal_bytes(data: bytes) -> WalSalvage:
         if kind == "good":
             payload = data[pos + RECORD_HEADER_SIZE : end]
             try:
-                record = _decode_payload(payload, None, pos)
+                record = decode_payload(payload, None, pos)
             except CorruptionError as exc:  # no path given: the message is the reason alone
                 reason = str(exc)
                 out.damage.append(_damage_of_payload(payload, pos, end - pos, reason))

@@ -11,7 +11,7 @@ from typing import Sequence
 
 from ..errors import CorruptionError, StorageError
 from ..vfs.fs import FileSystem, WritableFile
-from .format import _HEADER_BYTES, FILE_HEADER_SIZE, SyncPolicy, encode_record
+from .format import HEADER_BYTES, FILE_HEADER_SIZE, SyncPolicy, encode_record
 from .reader import WalReader
 
 __all__ = ["WalWriter"]
@@ -74,7 +74,7 @@ class WalWriter:
             self._file = fs.create(path)
             self._size = self._synced = 0
             try:
-                self._file.write(_HEADER_BYTES)
+                self._file.write(HEADER_BYTES)
                 self._size = FILE_HEADER_SIZE
                 if self._policy.mode != "none":
                     # a new file is only durable once its directory entry is

@@ -11,8 +11,6 @@ rows and deletes).
 from __future__ import annotations
 
 import datetime as dt
-import json
-import sys
 
 import pyarrow as pa
 import pytest
@@ -25,7 +23,8 @@ import storage
 from connector.decoded_filters import (Column, Compare, DecodedFilter, Literal, Remainder, evaluable, remainder,
                                        take_decoded)
 from connector.disjunction import And, Or, push_tree
-from connector.source import SourceConfig
+from connector.source_config import SourceConfig
+from spark_plans import executed_plan, worker_stats
 
 # -- the kernel, against SQL's three-valued logic ------------------------------
 
@@ -214,12 +213,8 @@ def table(tmp_path_factory) -> dict:
     return opts
 
 
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
-
-
 def _rows_sent(spark) -> int:
-    stats = json.loads(spark._jvm.regionscan.spark.EngineWorker.statsJson(sys.executable, ""))
+    stats = worker_stats(spark)
     return stats["counters"].get("rows_sent", 0)
 
 
@@ -257,14 +252,14 @@ def test_counts_and_rows_equal_spark_evaluating_the_filter(spark, table, where):
 def test_a_count_with_a_decoded_filter_is_computed_by_the_tasks(spark, table):
     on, off = _frames(spark, table)
     where = "i % 3 = 0 AND s LIKE '%5%'"
-    plan = _plan(on.where(where).groupBy().count())
+    plan = executed_plan(on.where(where).groupBy().count())
     assert "DecodedFilters: [" in plan and "PushedAggregation: [COUNT(*)]" in plan, plan
     assert "Filter " not in plan  # Spark checks nothing again
     want = off.where(where).count()
     before = _rows_sent(spark)
     assert on.where(where).count() == want
     assert _rows_sent(spark) - before <= 2  # one partial count per task, not the matching rows
-    off_plan = _plan(off.where(where).groupBy().count())
+    off_plan = executed_plan(off.where(where).groupBy().count())
     assert "DecodedFilters" not in off_plan and "Filter " in off_plan, off_plan
 
 
@@ -272,7 +267,7 @@ def test_a_count_with_a_decoded_filter_is_computed_by_the_tasks(spark, table):
 def test_a_widening_cast_between_integers_is_evaluated_on_the_column(spark, table):
     on, off = _frames(spark, table)
     where = "t % 7 = 0 AND CAST(i AS BIGINT) % 4 = -1"  # Spark widens the TINYINT t to INT for t % 7
-    plan = _plan(on.where(where).groupBy().count())
+    plan = executed_plan(on.where(where).groupBy().count())
     assert "DecodedFilters: [t IS NOT NULL, i IS NOT NULL, (t % 7) = 0, (i % 4) = -1" in plan and "Filter " not in plan, plan
     assert on.where(where).count() == off.where(where).count() > 0
 
@@ -291,7 +286,7 @@ def test_a_limit_applies_after_the_filter(spark, table):
 def test_explain_and_connector_explain_agree(spark, table):
     on, _ = _frames(spark, table)
     query = on.where("i % 3 = 0 AND s LIKE '%5%'").select("k")
-    shown = _plan(query)
+    shown = executed_plan(query)
     assert "DecodedFilters: [i IS NOT NULL, (i % 3) = 0, s CONTAINS '5'" in shown, shown
     plan = connector.explain(query)
     assert plan.decoded is not None and "(i % 3) = 0" in plan.decoded and "s CONTAINS '5'" in plan.decoded

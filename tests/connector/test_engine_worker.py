@@ -1,4 +1,4 @@
-"""The engine worker's socket protocol (connector/jvm/PROTOCOL.md) against garbage, and its answers.
+"""The engine worker's socket protocol (connector/java/PROTOCOL.md) against garbage, and its answers.
 
 A real worker process on loopback, as the JVM source starts it.  Every
 malformed request gets one error line and the worker keeps serving; plan and
@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from engine_worker_process import SAMPLE_MAPPING, python_worker, sample_table
 
 import storage
-from connector.jvm_source.protocol import MAGIC, read_frame, request_bytes
-from connector.jvm_source.requests import pack_splits
+from connector.worker.protocol import MAGIC, read_frame, request_bytes
+from connector.worker.read_ops import pack_splits
 from connector.splits import TableSplit
 
 SECRET = "s3cret-for-tests"
@@ -302,7 +302,7 @@ def test_edge_values_are_tagged_as_filter_literals():
 
     import pyarrow as pa
 
-    from connector.jvm_source.aggregates import edge_literal
+    from connector.worker.aggregates import edge_literal
 
     moment = dt.datetime(2024, 5, 6, 7, 8, 9, 123456, tzinfo=dt.timezone.utc)
     cases = [
@@ -325,7 +325,7 @@ def test_edge_values_are_tagged_as_filter_literals():
 def test_group_by_remainder_is_javas(values, k, wide):
     """``col % k`` of a task's GROUP BY: the sign of the dividend, as Java and Spark compute it,
     at the type's edges (-128 % 128 == 0 for a TINYINT) and with k wider than the type."""
-    from connector.jvm_source.task_aggregates import remainder
+    from connector.worker.task_aggregates import remainder
 
     kind = pa.int64() if wide else pa.int8()
     got = remainder(pa.array(values, kind), k)

@@ -49,14 +49,6 @@ T2 = [(i + 1,) + c for i, c in enumerate(CELLS)]
 
 
 @pytest.fixture(scope="module")
-def jvm(spark):
-    from connector.session import jvm_source_loaded
-
-    assert jvm_source_loaded(spark)
-    return spark._jvm.regionscan.spark.EngineWorker
-
-
-@pytest.fixture(scope="module")
 def views(spark, tmp_path_factory):
     """t1 and t2 written through format("regionscan") (newtable), registered once as hbaseTable1/2."""
     root = str(tmp_path_factory.mktemp("default_source_suite") / "root")

@@ -46,7 +46,7 @@ def _read(root: str, columns: str, hidden: tuple[bytes, ...] = (), include_times
     fmt = TableInputFormat(conf)
     batches = []
     for split in fmt.get_splits():
-        scan = dataclasses.replace(split.scan, hidden_columns=hidden, include_timestamp=include_timestamp)
+        scan = dataclasses.replace(split.scan.with_request(include_timestamp=include_timestamp), hidden_columns=hidden)
         batches.extend(fmt.create_batch_reader(dataclasses.replace(split, scan=scan)))
     return pa.Table.from_batches(batches).combine_chunks()
 
@@ -68,7 +68,8 @@ def test_hidden_columns_keep_their_rows_and_lose_their_values(tmp_path, layout, 
 
 
 def test_hidden_columns_need_a_rows_scan():
-    from storage.read.batch_scan import BatchScan, scan_region_batches
+    from storage.read.batch_scan import scan_region_batches
+    from storage.read.region_plan import RegionReadPlan
 
     with pytest.raises(storage.InvalidArgument, match="rows scan only"):
-        next(scan_region_batches(None, BatchScan(columns=[b"cf:a"], hidden_columns=[b"cf:a"], output="cells")))
+        next(scan_region_batches(None, RegionReadPlan(columns=[b"cf:a"], hidden_columns=[b"cf:a"], output="cells")))

@@ -10,13 +10,13 @@ import pytest
 
 import storage
 from connector import SnapshotLost, TableInputFormat
-from connector.bulkload import BulkLoadTask, abort_load, lock_table, prepare_commit, recover, table_regions
+from storage.engine import BulkLoadTask, abort_load, lock_table, prepare_commit, recover, table_regions
 from connector.options import ScanSpec, scan_spec_from_conf, normalize_conf, to_bytes_binary, to_string_binary
 from connector.record_reader import TableBatchRecordReader, TableRecordReader, key_progress
 from connector.scanning import split_batches
 from storage.region.region_snapshots import live_pins
 from storage.scanner.metrics import ScanMetrics
-from connector.splits import block_cut_keys
+from storage.engine import block_cut_keys
 from serde import create_serde
 from storage.errors import InvalidArgument, TableLocked
 from storage.vfs.fs import FileSystem
@@ -93,20 +93,20 @@ def test_conf_keys_become_the_scan():
         "hbase.mapreduce.scan.batchsize": "5",
     })
     spec = scan_spec_from_conf(conf)
-    assert spec.row_start == b"a\x00" and spec.row_stop == b"m"
-    assert spec.columns == (b"cf:a", b"cf2", b"cf3")
-    assert spec.time_range == (10, 20) and spec.max_versions == 2
+    assert spec.request.row_start == b"a\x00" and spec.request.row_stop == b"m"
+    assert spec.request.columns == (b"cf:a", b"cf2", b"cf3")
+    assert spec.request.time_range == (10, 20) and spec.request.max_versions == 2
     assert spec.cache_blocks and spec.caching == 100 and spec.batch == 5
 
 
 def test_timestamp_key_selects_exactly_that_timestamp_and_spark_aliases_apply():
     spec = scan_spec_from_conf(normalize_conf({"hbase.mapreduce.scan.timestamp": 42}))
-    assert spec.time_range == (42, 43)
+    assert spec.request.time_range == (42, 43)
     spec = scan_spec_from_conf(normalize_conf({
         "hbase.spark.query.timerange.start": "5", "hbase.spark.query.timerange.end": "9",
         "hbase.spark.query.maxVersions": "4", "hbase.spark.query.cachedrows": "7",
     }))
-    assert spec.time_range == (5, 9) and spec.max_versions == 4 and spec.caching == 7
+    assert spec.request.time_range == (5, 9) and spec.request.max_versions == 4 and spec.caching == 7
 
 
 @pytest.mark.parametrize("key, value", [

@@ -16,21 +16,14 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from pyspark.sql import functions as F
 
 import storage
-from connector.jvm_source import build as jvm_build
+from connector.worker import build as jvm_build
 from serde import create_serde
+from spark_plans import executed_plan
 
 pytestmark = pytest.mark.spark
 
 MAPPING = "k INT :key, n INT cf:n, s STRING cf:s"
 SERDE = create_serde("binary", MAPPING)
-
-
-@pytest.fixture(scope="module")
-def jvm(spark):
-    from connector.session import jvm_source_loaded
-
-    assert jvm_source_loaded(spark), "the suite's session must carry the JVM source (javac is on this machine)"
-    return spark._jvm.regionscan.spark.EngineWorker
 
 
 def _stats(jvm) -> dict:
@@ -72,22 +65,22 @@ def _embedded(root, table="t"):
     return sorted(tuple(r) for r in rows)
 
 
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
-
-
 def test_filters_columns_and_limit_are_pushed(spark, jvm, root):
     df = spark.read.format("regionscan").options(**_options(root)).load()
     query = df.where("k >= 100 AND k < 150 AND n > 400").select("s")
-    plan = _plan(query)
+    plan = executed_plan(query)
     assert "BatchScan regionscan t" in plan and "ReadSchema: struct<s:string>" in plan
     assert "k >= 100" in plan and "n > 400" in plan  # both named as pushed filters
-    before = _stats(jvm)["counters"].get("rows_sent", 0)
+    before = _stats(jvm)["counters"]
     got = sorted(r.s for r in query.collect())
     expected = sorted(s for k, n, s in _embedded(root) if 100 <= k < 150 and n is not None and n > 400)
     assert got == expected
-    assert _stats(jvm)["counters"]["rows_sent"] - before == len(expected)  # the engine filtered, not Spark
-    assert "PushedLimit: 3" in _plan(df.limit(3)) and len(df.limit(3).collect()) == 3
+    after = _stats(jvm)["counters"]
+    assert after["rows_sent"] - before.get("rows_sent", 0) == len(expected)  # the engine filtered, not Spark
+    # every task read by the driver's plan (connector/worker/read_plan.py): none planned again
+    assert after["read"] > before.get("read", 0)
+    assert after.get("reads_planned_again", 0) == before.get("reads_planned_again", 0)
+    assert "PushedLimit: 3" in executed_plan(df.limit(3)) and len(df.limit(3).collect()) == 3
 
 
 def test_count_is_answered_from_the_indexes(spark, jvm, root):
@@ -96,12 +89,12 @@ def test_count_is_answered_from_the_indexes(spark, jvm, root):
     for query, want in [(df, len(expected)), (df.where("k >= 100 AND k < 250"),
                                               sum(1 for r in expected if 100 <= r[0] < 250))]:
         counts = query.groupBy().count()
-        assert "LocalTableScan" in _plan(counts) and "BatchScan" not in _plan(counts)
+        assert "LocalTableScan" in executed_plan(counts) and "BatchScan" not in executed_plan(counts)
         reads = _stats(jvm)["counters"].get("read", 0)
         assert counts.collect()[0][0] == want and query.count() == want
         assert _stats(jvm)["counters"].get("read", 0) == reads  # no task read a row
     filtered = df.where("n > 10")
-    assert "BatchScan" in _plan(filtered.groupBy().count())  # a value filter needs the rows
+    assert "BatchScan" in executed_plan(filtered.groupBy().count())  # a value filter needs the rows
     assert filtered.count() == sum(1 for r in expected if r[1] is not None and r[1] > 10)
 
 
@@ -245,7 +238,7 @@ def test_a_stale_or_foreign_jar_in_the_cache_is_rebuilt(tmp_path, monkeypatch, c
         z.writestr("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister", jvm_build.PROVIDER + "\n")
         z.writestr("regionscan-build.properties", f"spark.version=3.5.0\nsource.hash={jvm_build.source_hash()}\n")
     assert not jvm_build._jar_matches(path)
-    with caplog.at_level("WARNING", "connector.jvm_source"):
+    with caplog.at_level("WARNING", "connector.worker"):
         assert jvm_build.build_jar() == path
     lines = [r.getMessage() for r in caplog.records if "does not match" in r.getMessage()]
     assert len(lines) == 1 and "\n" not in lines[0]

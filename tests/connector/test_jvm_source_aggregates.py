@@ -4,15 +4,14 @@ to Spark where the key's byte order is not its value order or a filter needs the
 
 from __future__ import annotations
 
-import json
-import sys
-
 import pytest
 from pyspark.sql import functions as F
 
 import connector
 import storage
-from connector.source import SourceConfig
+from connector.source_config import SourceConfig
+from serde_tables import fill_table, put_rows
+from spark_plans import executed_plan, worker_stats
 
 pytestmark = pytest.mark.spark
 
@@ -28,15 +27,9 @@ def _make(root: str, name: str, options: dict, keys: list, *split_at) -> dict:
     serde = SourceConfig.from_options(opts).read_serde()
     conn = storage.connect(root)
     encoded = [serde.serialize({"k": k, "n": i})[0] for i, k in enumerate(keys)]
-    table = conn.create_table(name, {"cf": {}}, split_keys=[serde.serialize({"k": k, "n": 0})[0] for k in split_at],
-                              settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for i, k in enumerate(keys[:-10]):
-            b.put(*serde.serialize({"k": k, "n": i}))
-    table.flush()
-    with table.batch() as b:
-        for i, k in enumerate(keys[-10:], len(keys) - 10):
-            b.put(*serde.serialize({"k": k, "n": i}))
+    table = fill_table(conn, name, serde, ({"k": k, "n": i} for i, k in enumerate(keys[:-10])),
+                       [serde.serialize({"k": k, "n": 0})[0] for k in split_at])
+    put_rows(table, serde, ({"k": k, "n": i} for i, k in enumerate(keys[-10:], len(keys) - 10)))
     table.delete(encoded[0])  # a deleted first row (flushed) ...
     table.delete(encoded[-1])  # ... and a deleted last row (unflushed)
     conn.close()
@@ -54,12 +47,8 @@ def tables(tmp_path_factory):
     }
 
 
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
-
-
 def _reads(spark) -> int:
-    stats = json.loads(spark._jvm.regionscan.spark.EngineWorker.statsJson(sys.executable, ""))
+    stats = worker_stats(spark)
     return stats["counters"].get("read", 0)
 
 
@@ -79,7 +68,7 @@ def test_min_max_of_the_key_are_answered_at_planning(spark, tables, kind):
         lo, hi, rows = py_q.agg(F.min("k"), F.max("k"), F.count("*")).collect()[0]
         for query, want in [(jvm_q.agg(F.min("k"), F.max("k"), F.count("*")), (lo, hi, rows)),
                             (jvm_q.agg(F.max("k")), (hi,)), (jvm_q.agg(F.min("k"), F.count("k")), (lo, rows))]:
-            plan = _plan(query)
+            plan = executed_plan(query)
             assert "LocalTableScan" in plan and "BatchScan" not in plan, plan
             assert "agg0_M" in plan  # the pushed aggregate names the scan's columns, as COUNT's do
             before = _reads(spark)
@@ -92,7 +81,7 @@ def test_min_max_of_the_key_are_answered_at_planning(spark, tables, kind):
 def test_an_empty_range_has_null_min_max(spark, tables):
     jvm_df, _ = _both(spark, tables["string"])
     query = jvm_df.where("k > 'zzz'").agg(F.min("k"), F.max("k"), F.count("*"))
-    assert "LocalTableScan" in _plan(query)
+    assert "LocalTableScan" in executed_plan(query)
     assert tuple(query.collect()[0]) == (None, None, 0)
 
 
@@ -120,7 +109,7 @@ def test_what_is_not_pushed_is_computed_by_spark(spark, tables):
         (string_jvm.groupBy("n").agg(F.max("k")).orderBy("n"), string_py.groupBy("n").agg(F.max("k")).orderBy("n")),
     ]
     for jvm_q, py_q in cases:
-        assert "BatchScan" in _plan(jvm_q)
+        assert "BatchScan" in executed_plan(jvm_q)
         assert jvm_q.collect() == py_q.collect()
     assert tuple(signed_jvm.agg(F.min("k"), F.max("k")).collect()[0]) == (-99, 98)
 
@@ -134,8 +123,8 @@ def test_grouping_and_joining_on_the_key_are_shuffled(spark, tables):
     one, one_py = _both(spark, tables["string"])
     two, two_py = _both(spark, tables["resplit"])
     grouped = one.groupBy("k").agg(F.max("n"))  # each task's partial rows (tests/connector/test_jvm_task_aggregates.py) ...
-    assert "Exchange hashpartitioning(" in _plan(grouped)  # ... are shuffled by the key (group_col_0) ...
-    assert "Exchange hashpartitioning(k" in _plan(one.groupBy("k").agg(F.collect_list("n")))  # ... as rows are
+    assert "Exchange hashpartitioning(" in executed_plan(grouped)  # ... are shuffled by the key (group_col_0) ...
+    assert "Exchange hashpartitioning(k" in executed_plan(one.groupBy("k").agg(F.collect_list("n")))  # ... as rows are
     assert sorted(grouped.collect()) == sorted(one_py.groupBy("k").agg(F.max("n")).collect())
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")  # a sort-merge join, as for large tables
     try:

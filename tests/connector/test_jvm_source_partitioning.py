@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-import storage
 from jobs import mapping as mapping_job
 from serde import create_serde
+from serde_tables import write_table
+from spark_plans import executed_plan, sorted_rows
 
 pytestmark = pytest.mark.spark
 
@@ -26,14 +27,8 @@ PARALLELISM = "spark.sql.leafNodeDefaultParallelism"  # what the tasks are packe
 
 def _make(root: str, name: str, mapping: str, keys: list, split_at: list, serde_name: str = "binary") -> None:
     serde = create_serde(serde_name, mapping)
-    conn = storage.connect(root)
-    table = conn.create_table(name, {"cf": {}}, split_keys=[serde.serialize({"k": k, "n": 0})[0] for k in split_at],
-                              settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for i, k in enumerate(keys):
-            b.put(*serde.serialize({"k": k, "n": i}))
-    table.flush()
-    conn.close()
+    write_table(root, name, serde, ({"k": k, "n": i} for i, k in enumerate(keys)),
+                [serde.serialize({"k": k, "n": 0})[0] for k in split_at])
     assert mapping_job.main(["set", name, "--root", root, "--mapping", mapping, "--serde", serde_name]) == 0
 
 
@@ -56,34 +51,26 @@ def root(tmp_path_factory, spark):
     spark.conf.unset(PARALLELISM)
 
 
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
-
-
 def _scan_partitioning(df) -> str:
     """What the (one) scan of a query reports to Spark, lower-cased."""
     return df._jdf.queryExecution().sparkPlan().collectLeaves().head().outputPartitioning().toString().lower()
-
-
-def _rows(df):
-    return sorted(tuple(r) for r in df.collect())
 
 
 def test_group_by_the_key_needs_no_exchange(spark, root):
     one = spark.table(f"{CATALOG}.default.one")
     assert one.rdd.getNumPartitions() == 5  # one task per region: the test needs several
     grouped = one.groupBy("k").agg(F.max("n").alias("m"), F.count("*").alias("c"))
-    plan = _plan(grouped)
+    plan = executed_plan(grouped)
     assert "Exchange" not in plan
     assert "partitioning(transformexpression(regionscan_tasks_" in _scan_partitioning(grouped)
     expected = [(k, i, 1) for i, k in enumerate(KEYS)]
-    assert _rows(grouped) == expected
+    assert sorted_rows(grouped) == expected
     # the same query with Spark's V2 bucketing off is shuffled, and gives the same rows
     spark.conf.set("spark.sql.sources.v2.bucketing.enabled", "false")
     try:
         off = one.groupBy("k").agg(F.max("n").alias("m"), F.count("*").alias("c"))
-        assert "Exchange hashpartitioning(k" in _plan(off)
-        assert _rows(off) == expected
+        assert "Exchange hashpartitioning(k" in executed_plan(off)
+        assert sorted_rows(off) == expected
     finally:
         spark.conf.unset("spark.sql.sources.v2.bucketing.enabled")
 
@@ -91,15 +78,15 @@ def test_group_by_the_key_needs_no_exchange(spark, root):
 def test_a_filtered_or_packed_scan_groups_by_its_own_tasks(spark, root):
     one = spark.table(f"{CATALOG}.one")
     filtered = one.where("k >= 'r050' AND k < 'r130'").groupBy("k").count()
-    assert "Exchange" not in _plan(filtered)
-    assert _rows(filtered) == [(k, 1) for k in KEYS[50:130]]
+    assert "Exchange" not in executed_plan(filtered)
+    assert sorted_rows(filtered) == [(k, 1) for k in KEYS[50:130]]
     spark.conf.set(PARALLELISM, "2")  # 5 splits packed into 2 tasks
     try:
         packed = spark.table(f"{CATALOG}.one")
         assert packed.rdd.getNumPartitions() == 2
         grouped = packed.groupBy("k", "n").count()
-        assert "Exchange" not in _plan(grouped)
-        assert _rows(grouped) == [(k, i, 1) for i, k in enumerate(KEYS)]
+        assert "Exchange" not in executed_plan(grouped)
+        assert sorted_rows(grouped) == [(k, i, 1) for i, k in enumerate(KEYS)]
     finally:
         spark.conf.set(PARALLELISM, "8")
 
@@ -115,13 +102,13 @@ def test_a_join_of_tables_whose_regions_differ_returns_every_row(spark, root, on
         one = spark.table(f"{CATALOG}.one")
         two = spark.table(f"{CATALOG}.two").withColumnRenamed("n", "m")
         joined = one.join(two, "k")
-        plan = _plan(joined)
+        plan = executed_plan(joined)
         if one_side:  # only two is shuffled, each row to the task of one that holds its key
             assert plan.count("Exchange") == 1
             assert "Exchange keyedpartitioning(transformexpression(regionscan_tasks_" in plan
         else:
             assert plan.count("Exchange hashpartitioning(k") == 2
-        assert _rows(joined) == [(KEYS[2 * j], 2 * j, j) for j in range(100)]
+        assert sorted_rows(joined) == [(KEYS[2 * j], 2 * j, j) for j in range(100)]
         outer = one.join(two, "k", "full_outer")
         assert outer.count() == 200 and outer.where("m IS NOT NULL").count() == 100
     finally:
@@ -131,40 +118,40 @@ def test_a_join_of_tables_whose_regions_differ_returns_every_row(spark, root, on
 def test_a_self_join_pairs_the_same_tasks(spark, root):
     one = spark.table(f"{CATALOG}.one")
     joined = one.join(one.withColumnRenamed("n", "m"), "k")
-    assert "Exchange" not in _plan(joined)  # one layout: storage-partitioned
+    assert "Exchange" not in executed_plan(joined)  # one layout: storage-partitioned
     assert joined.count() == 200 and joined.where("n != m").count() == 0
     # a side filtered on the key (not inferred for the other side of a left join) is another
     # layout, with fewer tasks: shuffled, and still right
     part = one.where("k < 'r100'").withColumnRenamed("n", "m")
     left = one.join(part, "k", "left")
-    assert "Exchange hashpartitioning(k" in _plan(left)
-    assert _rows(left) == [(k, i, i if i < 100 else None) for i, k in enumerate(KEYS)]
+    assert "Exchange hashpartitioning(k" in executed_plan(left)
+    assert sorted_rows(left) == [(k, i, i if i < 100 else None) for i, k in enumerate(KEYS)]
 
 
 def test_binary_and_text_keys_are_grouped_and_int_keys_are_not(spark, root):
     binary = spark.table(f"{CATALOG}.bin").groupBy("k").count()
-    assert "Exchange" not in _plan(binary)
-    assert _rows(binary) == [(k.encode(), 1) for k in KEYS]
+    assert "Exchange" not in executed_plan(binary)
+    assert sorted_rows(binary) == [(k.encode(), 1) for k in KEYS]
     text = spark.table(f"{CATALOG}.text")
-    assert "Exchange" not in _plan(text.groupBy("k").count())
-    assert _rows(text.groupBy("k").count().where("k IS NULL")) == [(None, 1)]
+    assert "Exchange" not in executed_plan(text.groupBy("k").count())
+    assert sorted_rows(text.groupBy("k").count().where("k IS NULL")) == [(None, 1)]
     # one side shuffled with text's function, the null key included (a full outer join keeps it)
     spark.conf.set("spark.sql.sources.v2.bucketing.shuffle.enabled", "true")
     try:
         other = spark.table(f"{CATALOG}.two").withColumnRenamed("n", "m")
         outer = text.join(other, "k", "full_outer")
-        assert "Exchange keyedpartitioning(transformexpression(regionscan_tasks_" in _plan(outer)
+        assert "Exchange keyedpartitioning(transformexpression(regionscan_tasks_" in executed_plan(outer)
         assert outer.count() == 201 and outer.where("m IS NOT NULL AND n IS NOT NULL").count() == 100
     finally:
         spark.conf.unset("spark.sql.sources.v2.bucketing.shuffle.enabled")
     ints = spark.table(f"{CATALOG}.ints").groupBy("k").count()  # HBase Bytes INT: not computed in Java
-    assert "Exchange hashpartitioning(k" in _plan(ints)
+    assert "Exchange hashpartitioning(k" in executed_plan(ints)
     assert _scan_partitioning(ints).startswith("unknownpartitioning")
-    assert _rows(ints) == [(i, 1) for i in range(200)]
+    assert sorted_rows(ints) == [(i, 1) for i in range(200)]
 
 
 def test_format_reads_report_nothing(spark, root):
     df = spark.read.format("regionscan").option("root", root).option("table", "one").load()
-    assert "Exchange hashpartitioning(" in _plan(df.groupBy("k").count())  # the tasks' partial counts, by k
+    assert "Exchange hashpartitioning(" in executed_plan(df.groupBy("k").count())  # the tasks' partial counts, by k
     assert _scan_partitioning(df).startswith("unknownpartitioning")
     assert df.groupBy("k").count().count() == 200

@@ -6,8 +6,6 @@ by explain() and by the few rows the worker sends; left to Spark where they cann
 from __future__ import annotations
 
 import datetime as dt
-import json
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +14,8 @@ from pyspark.sql import functions as F
 
 import connector
 import storage
-from connector.source import SourceConfig
+from connector.source_config import SourceConfig
+from spark_plans import executed_plan, worker_stats
 
 pytestmark = pytest.mark.spark
 
@@ -71,12 +70,8 @@ def _both(spark, opts):
             spark.read.format("regionscan_python").options(**opts).load())
 
 
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
-
-
 def _rows_sent(spark) -> int:
-    stats = json.loads(spark._jvm.regionscan.spark.EngineWorker.statsJson(sys.executable, ""))
+    stats = worker_stats(spark)
     return stats["counters"].get("rows_sent", 0)
 
 
@@ -109,7 +104,7 @@ def _sorted(rows) -> list:
 def test_pushed_aggregates_equal_spark_over_the_python_source(spark, table, name):
     jvm_df, py_df = _both(spark, table)
     query = PUSHED[name](jvm_df)
-    plan = _plan(query)
+    plan = executed_plan(query)
     assert "PushedAggregation: [" in plan and "(partial, per task)" in plan, plan
     before = _rows_sent(spark)
     got = query.collect()
@@ -153,14 +148,14 @@ NOT_PUSHED = {
 def test_what_the_tasks_do_not_compute_is_left_to_spark(spark, table, name):
     jvm_df, py_df = _both(spark, table)
     query = NOT_PUSHED[name](jvm_df)
-    assert "PushedAggregation" not in _plan(query)
+    assert "PushedAggregation" not in executed_plan(query)
     assert _sorted(query.collect()) == _sorted(NOT_PUSHED[name](py_df).collect())
 
 
 def test_the_option_leaves_every_aggregate_to_spark(spark, table):
     off = spark.read.format("regionscan").options(**table, **{"regionscan.pushdown.aggregates": "false"}).load()
     query = off.agg(F.count("*"), F.sum("i"))
-    plan = _plan(query)
+    plan = executed_plan(query)
     assert "PushedAggregation" not in plan and "LocalTableScan" not in plan
     on, _ = _both(spark, table)
     assert query.collect() == on.agg(F.count("*"), F.sum("i")).collect()
@@ -184,7 +179,7 @@ def test_generated_aggregates_agree_with_the_python_source(spark, table, aggs, g
         return narrowed.groupBy(*group).agg(*exprs) if group else narrowed.agg(*exprs)
 
     jvm_q = query(jvm_df)
-    assert "(partial, per task)" in _plan(jvm_q) or not group and all(c == "k" for _, c in aggs)
+    assert "(partial, per task)" in executed_plan(jvm_q) or not group and all(c == "k" for _, c in aggs)
     assert _sorted(jvm_q.collect()) == _sorted(query(py_df).collect())
 
 

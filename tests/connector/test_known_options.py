@@ -12,7 +12,7 @@ import json
 import pytest
 
 import storage
-from connector.source import SourceConfig, store_mapping
+from connector.source_config import SourceConfig, store_mapping
 from jobs import mapping as mapping_job
 from serde import SerDe, create_serde
 from serde.binary_serde import BinarySerDe

@@ -23,6 +23,7 @@ import storage
 from serde import create_serde
 from storage.errors import TableLocked
 from storage.vfs.fs import FileSystem
+from serde_tables import write_table
 
 pytestmark = pytest.mark.spark
 
@@ -30,16 +31,6 @@ REPO = str(paths.REPO)
 MAPPING = "k STRING :key, a INT c:a"
 SERDE = create_serde("binary", MAPPING)
 OLD = [(f"old{i:03d}", i) for i in range(20)]
-
-
-def _table(root: str) -> None:
-    conn = storage.connect(root)
-    table = conn.create_table("t", {"c": {}}, split_keys=[b"m"], settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for k, a in OLD:
-            b.put(*SERDE.serialize({"k": k, "a": a}))
-    table.flush()
-    conn.close()
 
 
 def _rows(root: str) -> list[tuple[str, int]]:
@@ -78,7 +69,7 @@ def _until(check, seconds: float = 20.0):
 
 def test_a_write_whose_task_fails_aborts_and_leaves_no_staging_lock_or_keeper(spark, tmp_path):
     root = str(tmp_path / "root")
-    _table(root)
+    write_table(root, "t", SERDE, ({"k": k, "a": a} for k, a in OLD), [b"m"], {"c": {}})
     options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
     good = spark.createDataFrame([("new1", 1), ("zz2", 2)], "k STRING, a INT").repartition(2)
     good.write.format("regionscan_python").options(**options).mode("append").save()
@@ -132,7 +123,7 @@ def _staged_job(root: str) -> str | None:
 
 def test_a_driver_killed_mid_write_leaves_a_folder_that_the_next_writers_open_deletes(tmp_path):
     root = str(tmp_path / "root")
-    _table(root)
+    write_table(root, "t", SERDE, ({"k": k, "a": a} for k, a in OLD), [b"m"], {"c": {}})
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_GATEWAY_PORT", "PYSPARK_GATEWAY_SECRET")}
     env["PYTHONPATH"] = os.pathsep.join([REPO] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     driver = subprocess.Popen([sys.executable, "-c", SCRIPT, root], stdout=subprocess.PIPE,

@@ -24,10 +24,11 @@ import storage
 from serde import create_serde
 from serde.errors import DecodeError
 from connector.pushdown import push_filters
-from connector.source import SourceConfig
+from connector.source_config import SourceConfig
 from storage.storefile import StoreFileReader
 from storage.storefile.fileinfo import FileInfo
 from storage.vfs.fs import FileSystem
+from spark_plans import executed_plan
 
 pytestmark = pytest.mark.spark
 
@@ -69,10 +70,6 @@ def _fails_to_decode(action, column: str) -> str:
     return text
 
 
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
-
-
 def test_the_readme_count_under_the_default_binary_serde_fails(spark, source_format, readme_root):
     # no serde option: binary, so an INT cell must be 4 bytes; the cells hold 1 or 2 digits
     df = _read(spark, source_format, readme_root, **_pushdown_on(source_format))
@@ -99,7 +96,7 @@ def test_aggregates_and_reads_of_the_misfit_column_fail(spark, source_format, re
     for fn in (F.sum, F.min, F.max):
         query = df.where("key >= 'u'").agg(fn("a"))
         if source_format == "regionscan":
-            assert "PushedAggregation" in _plan(query)  # computed by the JVM source's tasks, in the worker
+            assert "PushedAggregation" in executed_plan(query)  # computed by the JVM source's tasks, in the worker
         _fails_to_decode(query.collect, "a")
     _fails_to_decode(df.collect, "a")
     _fails_to_decode(df.select("key", "a").where("key = 'user042'").collect, "a")
@@ -322,8 +319,8 @@ def test_keys_that_fit_keep_the_count_from_the_indexes(spark, source_format, tmp
     assert ordered.agg(F.min("key"), F.max("key")).collect()[0][:] == (-20, 79)
     assert ordered.where("key >= 0").count() == 80
     if source_format == "regionscan":  # answered while planning, from the indexes and edge keys
-        assert "LocalTableScan" in _plan(query.groupBy().count())
-        assert "LocalTableScan" in _plan(ordered.agg(F.min("key"), F.max("key")))
+        assert "LocalTableScan" in executed_plan(query.groupBy().count())
+        assert "LocalTableScan" in executed_plan(ordered.agg(F.min("key"), F.max("key")))
 
 
 def test_a_key_of_another_width_in_the_memstore_or_an_old_file_fails(spark, source_format, tmp_path_factory,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from connector.source import SourceConfig
+from connector.source_config import SourceConfig
 from storage.errors import InvalidArgument
 from storage.names import check_known_names, nearest_name
 
@@ -37,8 +37,8 @@ def test_options_outside_our_prefixes_go_to_the_serde_untouched():
 def test_shc_time_range_and_versions_are_honoured():
     config = SourceConfig.from_options({**BASE, "minStamp": "5", "maxStamp": "10", "maxVersions": "3"})
     spec = config.input_format().scan_spec()
-    assert spec.time_range == (5, 10)
-    assert spec.max_versions == 3
+    assert spec.request.time_range == (5, 10)
+    assert spec.request.max_versions == 3
 
 
 def test_hive_table_name_names_the_table():
@@ -55,7 +55,7 @@ def test_nearest_name_and_check_known_names():
 
 
 def test_hbase_spark_write_timestamp_and_hbasecontext_options():
-    from connector.source import write_timestamp
+    from connector.source_config import write_timestamp
 
     assert write_timestamp(SourceConfig.from_options({**BASE, "hbase.spark.query.timestamp": "1234"}).conf) == 1234
     both = SourceConfig.from_options({**BASE, "hbase.spark.query.timestamp": "1234", "regionscan.write.timestamp": "99"})

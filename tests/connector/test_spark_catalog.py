@@ -5,44 +5,31 @@ module (the tables are read-only to every test but the ones that create their ow
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 
 import pytest
 
 import storage
 from connector import stored_mapping
 from jobs import mapping as mapping_job
-from serde import create_serde
+from serde_tables import KAB_MAPPING, write_kab_table
+from spark_plans import sorted_rows, worker_stats
 
 pytestmark = pytest.mark.spark
 
-MAPPING = "k STRING :key, a STRING c:a, b INT c:b"
+MAPPING = KAB_MAPPING
 ROWS = [("r1", "x", 1), ("r2", "y", 2), ("r3", "z", 3)]
 NS_ROWS = [("n1", "p", 10), ("n2", "q", 20)]
 CATALOG = "rscat"
-
-
-def _fill(root: str, name: str, rows) -> None:
-    serde = create_serde("binary", MAPPING)
-    conn = storage.connect(root)
-    table = conn.create_table(name, {"c": {}}, split_keys=[b"r2"], settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for k, a, n in rows:
-            key, cells = serde.serialize({"k": k, "a": a, "b": n})
-            b.put(key, cells)
-    table.flush()
-    conn.close()
 
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory, spark):
     """events (mapping set by the command), bare (no mapping), ns1:events (mapping stored by a write)."""
     root = str(tmp_path_factory.mktemp("catalog") / "root")
-    _fill(root, "events", ROWS)
+    write_kab_table(root, "events", ROWS, [b"r2"])
     assert mapping_job.main(["set", "events", "--root", root, "--mapping", MAPPING]) == 0
-    _fill(root, "bare", ROWS)
+    write_kab_table(root, "bare", ROWS, [b"r2"])
     with storage.connect(root) as conn:
         conn.create_namespace("ns1")
     (spark.createDataFrame(NS_ROWS, "k STRING, a STRING, b INT").write.format("regionscan")
@@ -53,12 +40,8 @@ def root(tmp_path_factory, spark):
     return root
 
 
-def _rows(df):
-    return sorted(tuple(r) for r in df.collect())
-
-
 def test_show_tables_and_namespaces_are_hbase_namespaces(spark, root):
-    assert _rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}")) == [("default",), ("ns1",)]
+    assert sorted_rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}")) == [("default",), ("ns1",)]
     assert sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}").collect()) == ["bare", "events"]
     assert sorted(r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.default").collect()) == ["bare", "events"]
     assert [r.tableName for r in spark.sql(f"SHOW TABLES IN {CATALOG}.ns1").collect()] == ["events"]
@@ -67,11 +50,11 @@ def test_show_tables_and_namespaces_are_hbase_namespaces(spark, root):
 
 
 def test_select_reads_through_the_stored_mapping(spark, root):
-    assert _rows(spark.sql(f"SELECT k, a, b FROM {CATALOG}.events")) == sorted(ROWS)
-    assert _rows(spark.sql(f"SELECT k, b FROM {CATALOG}.default.events WHERE b >= 2")) == [("r2", 2), ("r3", 3)]
+    assert sorted_rows(spark.sql(f"SELECT k, a, b FROM {CATALOG}.events")) == sorted(ROWS)
+    assert sorted_rows(spark.sql(f"SELECT k, b FROM {CATALOG}.default.events WHERE b >= 2")) == [("r2", 2), ("r3", 3)]
     assert spark.sql(f"SELECT count(*) FROM {CATALOG}.events").collect()[0][0] == 3
-    assert _rows(spark.sql(f"SELECT * FROM {CATALOG}.ns1.events")) == sorted(NS_ROWS)
-    assert _rows(spark.table(f"{CATALOG}.ns1.events").where("a = 'q'")) == [("n2", "q", 20)]
+    assert sorted_rows(spark.sql(f"SELECT * FROM {CATALOG}.ns1.events")) == sorted(NS_ROWS)
+    assert sorted_rows(spark.table(f"{CATALOG}.ns1.events").where("a = 'q'")) == [("n2", "q", 20)]
 
 
 def test_describe_shows_the_mapped_columns(spark, root):
@@ -93,16 +76,16 @@ def test_a_table_without_a_stored_mapping_says_how_to_give_one(spark, root):
 def test_root_and_table_alone_read_with_the_stored_mapping(spark, root, source_format):
     df = spark.read.format(source_format).option("root", root).option("table", "events").load()
     assert df.columns == ["k", "a", "b"]
-    assert _rows(df) == sorted(ROWS)
+    assert sorted_rows(df) == sorted(ROWS)
     ns = spark.read.format(source_format).option("root", root).option("table", "ns1:events").load()
-    assert _rows(ns.where("b > 10")) == [("n2", "q", 20)]
+    assert sorted_rows(ns.where("b > 10")) == [("n2", "q", 20)]
 
 
 def test_an_explicit_mapping_wins_over_the_stored_one(spark, root, source_format):
     df = (spark.read.format(source_format).option("root", root).option("table", "events")
           .option("hbase.columns.mapping", "id STRING :key, b INT c:b").load())
     assert df.columns == ["id", "b"]
-    assert _rows(df) == [("r1", 1), ("r2", 2), ("r3", 3)]
+    assert sorted_rows(df) == [("r1", 1), ("r2", 2), ("r3", 3)]
 
 
 def test_create_and_drop_table_through_the_catalog(spark, root):
@@ -136,9 +119,9 @@ def test_create_table_refuses_columns_that_map_to_no_cell_in_one_line(spark, roo
 
 def test_create_and_drop_namespace(spark, root):
     spark.sql(f"CREATE NAMESPACE {CATALOG}.ns2")
-    assert ("ns2",) in _rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}"))
+    assert ("ns2",) in sorted_rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}"))
     spark.sql(f"DROP NAMESPACE {CATALOG}.ns2")
-    assert ("ns2",) not in _rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}"))
+    assert ("ns2",) not in sorted_rows(spark.sql(f"SHOW NAMESPACES IN {CATALOG}"))
 
 
 def test_a_write_stores_its_mapping_and_an_append_keeps_the_stored_one(spark, root):
@@ -153,16 +136,17 @@ def test_a_write_stores_its_mapping_and_an_append_keeps_the_stored_one(spark, ro
     (spark.createDataFrame([("w3", "c")], "k STRING, a STRING").write.format("regionscan")
      .option("root", root).option("table", "written").option("hbase.columns.mapping", other).mode("overwrite").save())
     assert stored_mapping.stored_options(root, "written") == {"hbase.columns.mapping": other}
-    assert _rows(spark.read.format("regionscan").option("root", root).option("table", "written").load()) == [("w3", "c")]
+    written = spark.read.format("regionscan").option("root", root).option("table", "written").load()
+    assert sorted_rows(written) == [("w3", "c")]
     # a write that gives no mapping writes with the stored one
     (spark.createDataFrame([("w4", "d")], "k STRING, a STRING").write.format("regionscan")
      .option("root", root).option("table", "written").mode("append").save())
-    assert _rows(spark.table(f"{CATALOG}.written")) == [("w3", "c"), ("w4", "d")]
+    assert sorted_rows(spark.table(f"{CATALOG}.written")) == [("w3", "c"), ("w4", "d")]
 
 
 # -- native writes ----------------------------------------------------------------------------
 def _worker_counters(spark) -> dict:
-    return json.loads(spark._jvm.regionscan.spark.EngineWorker.statsJson(sys.executable, ""))["counters"]
+    return worker_stats(spark)["counters"]
 
 
 def test_format_writes_are_native_bulk_loads_through_the_worker(spark, root):
@@ -174,7 +158,7 @@ def test_format_writes_are_native_bulk_loads_through_the_worker(spark, root):
     after = _worker_counters(spark)
     assert after.get("write", 0) - before.get("write", 0) == 3  # one staging request per task
     assert after.get("write_commit", 0) - before.get("write_commit", 0) == 1
-    assert _rows(spark.table(f"{CATALOG}.native")) == sorted(rows)
+    assert sorted_rows(spark.table(f"{CATALOG}.native")) == sorted(rows)
     staging = os.path.join(root, "native", ".staging")
     assert not os.path.isdir(staging) or os.listdir(staging) == []  # the commit took every staged file
 
@@ -182,25 +166,25 @@ def test_format_writes_are_native_bulk_loads_through_the_worker(spark, root):
 def test_catalog_tables_take_v2_appends_and_overwrites(spark, root):
     spark.sql(f"CREATE TABLE {CATALOG}.ns1.v2 (k STRING, `c:a` STRING, `c:b` INT)")
     spark.sql(f"INSERT INTO {CATALOG}.ns1.v2 VALUES ('a', 'x', 1), ('b', 'y', 2)")
-    assert _rows(spark.table(f"{CATALOG}.ns1.v2")) == [("a", "x", 1), ("b", "y", 2)]
+    assert sorted_rows(spark.table(f"{CATALOG}.ns1.v2")) == [("a", "x", 1), ("b", "y", 2)]
     df = spark.createDataFrame([("c", "z", 3), ("a", "w", 9)], "k STRING, `c:a` STRING, `c:b` INT")
     df.writeTo(f"{CATALOG}.ns1.v2").append()
-    assert _rows(spark.table(f"{CATALOG}.ns1.v2")) == [("a", "w", 9), ("b", "y", 2), ("c", "z", 3)]
+    assert sorted_rows(spark.table(f"{CATALOG}.ns1.v2")) == [("a", "w", 9), ("b", "y", 2), ("c", "z", 3)]
     from pyspark.sql.functions import lit
 
     spark.createDataFrame([("d", "q", 4)], "k STRING, `c:a` STRING, `c:b` INT").writeTo(
         f"{CATALOG}.ns1.v2").overwrite(lit(True))
-    assert _rows(spark.table(f"{CATALOG}.ns1.v2")) == [("d", "q", 4)]
+    assert sorted_rows(spark.table(f"{CATALOG}.ns1.v2")) == [("d", "q", 4)]
     spark.sql(f"INSERT OVERWRITE {CATALOG}.ns1.v2 VALUES ('e', 'r', 5)")
-    assert _rows(spark.table(f"{CATALOG}.ns1.v2")) == [("e", "r", 5)]
+    assert sorted_rows(spark.table(f"{CATALOG}.ns1.v2")) == [("e", "r", 5)]
     assert spark.sql(f"SELECT count(*) FROM {CATALOG}.ns1.v2").collect()[0][0] == 1
 
 
 def test_create_table_as_select_through_the_catalog(spark, root):
     df = spark.createDataFrame([("k1", 1.5), ("k2", 2.5)], "id STRING, `m:x` DOUBLE")
     df.writeTo(f"{CATALOG}.ctas").create()
-    assert _rows(spark.table(f"{CATALOG}.ctas")) == [("k1", 1.5), ("k2", 2.5)]
-    assert _rows(spark.read.format("regionscan").option("root", root).option("table", "ctas").load()) == [
+    assert sorted_rows(spark.table(f"{CATALOG}.ctas")) == [("k1", 1.5), ("k2", 2.5)]
+    assert sorted_rows(spark.read.format("regionscan").option("root", root).option("table", "ctas").load()) == [
         ("k1", 1.5), ("k2", 2.5)]
 
 
@@ -219,7 +203,7 @@ def test_a_failed_v2_write_commits_nothing_and_leaves_no_staged_files(spark, roo
     bad = spark.createDataFrame(rows, "k STRING, `c:a` STRING").repartition(4).withColumn("c:a", boom("c:a"))
     with pytest.raises(Exception, match="a row failed"):
         bad.writeTo(f"{CATALOG}.failing").append()
-    assert _rows(spark.table(f"{CATALOG}.failing")) == [("keep", "x")]
+    assert sorted_rows(spark.table(f"{CATALOG}.failing")) == [("keep", "x")]
     staging = os.path.join(root, "failing", ".staging")
     left = [n for n in os.listdir(staging) if not n.endswith(".aborted")] if os.path.isdir(staging) else []
     assert left == []
@@ -229,7 +213,7 @@ def test_a_v2_write_of_columns_outside_the_mapping_is_one_line_before_any_task(s
     with pytest.raises(Exception) as info:
         spark.createDataFrame([("a", 1)], "k STRING, nope INT").writeTo(f"{CATALOG}.events").append()
     assert "nope" in str(info.value)
-    assert _rows(spark.table(f"{CATALOG}.events")) == sorted(ROWS)
+    assert sorted_rows(spark.table(f"{CATALOG}.events")) == sorted(ROWS)
 
 
 def test_create_table_over_an_existing_table_is_refused(spark, root):
@@ -258,7 +242,7 @@ def test_native_and_python_writes_store_the_same_values(spark, root, serde):
         name = f"typed_{serde}_{fmt}"
         (df.write.format(fmt).option("root", root).option("table", name).option("hbase.columns.mapping", TYPED)
          .option("serde", serde).option("newtable", "1").option("regionscan.write.timestamp", "1000").mode("append").save())
-        got[fmt] = _rows(spark.read.format("regionscan").option("root", root).option("table", name).load())
+        got[fmt] = sorted_rows(spark.read.format("regionscan").option("root", root).option("table", name).load())
         with storage.connect(root, read_only=True) as conn:
             got[fmt + " cells"] = sorted(conn.table(name).scan())
     assert got["regionscan"] == got["regionscan_python"] == sorted(tuple(r) for r in df.collect())

@@ -12,37 +12,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import connector
-import storage
-from serde import create_serde
+from serde_tables import KAB_MAPPING, write_kab_table
+from spark_plans import executed_plan
 
 pytestmark = pytest.mark.spark
 
-MAPPING = "k STRING :key, a STRING c:a, b INT c:b"
-SERDE = create_serde("binary", MAPPING)
+MAPPING = KAB_MAPPING
 SPLITS = [b"k20", b"k40"]
 ROWS = [(f"k{i:02d}", None if i % 9 == 0 else f"v{i % 4}", None if i % 7 == 3 and i % 9 else i % 12) for i in range(60)]
 CELLS = {k: (a is not None) + (b is not None) for k, a, b in ROWS}  # cells each row holds
 
 
 @pytest.fixture(scope="module")
-def jvm(spark):
-    from connector.session import jvm_source_loaded
-
-    assert jvm_source_loaded(spark)
-    return spark._jvm.regionscan.spark.EngineWorker
-
-
-@pytest.fixture(scope="module")
 def root(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("or_pushdown") / "root")
-    conn = storage.connect(path)
-    table = conn.create_table("t", {"c": {}}, split_keys=SPLITS, settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for k, a, n in ROWS:
-            key, cells = SERDE.serialize({"k": k, "a": a, "b": n})
-            b.put(key, cells)
-    table.flush()
-    conn.close()
+    write_kab_table(path, "t", ROWS, SPLITS)
     return path
 
 
@@ -67,15 +51,11 @@ def _run(jvm, query):
     return rows, after["CELLS_SCANNED"] - before["CELLS_SCANNED"], after["REGIONS_SCANNED"] - before["REGIONS_SCANNED"]
 
 
-def _plan(df) -> str:
-    return df._jdf.queryExecution().executedPlan().toString()
-
-
 def test_or_of_points_and_ranges_scans_only_those(spark, jvm, views):
     df, local = views
     where = "k = 'k01' OR k = 'k05' OR (k > 'k08' AND k <= 'k11') OR k = 'k10'"
     query = df.where(where)
-    plan = _plan(query)
+    plan = executed_plan(query)
     assert "KeyRanges: 3 [[k01, k01\\x00), [k05, k05\\x00), [k08\\x00, k11\\x00)]" in plan
     assert "Filter" not in plan.split("BatchScan")[0]  # Spark does not check it again
     rows, cells, regions = _run(jvm, query)
@@ -100,7 +80,7 @@ def test_or_with_a_cell_test_is_an_engine_filter_list(spark, jvm, views):
     df, local = views
     where = "k = 'k01' OR a = 'v2'"
     query = df.where(where)
-    plan = _plan(query)
+    plan = executed_plan(query)
     assert "EngineFilter: MultiRowRangeFilter ('k01', true, 'k01\\x00', false) OR SingleColumnValueFilter ('c', 'a', =" in plan
     assert "KeyRanges" not in plan  # a branch without a key bound: the whole key range
     assert "Filter" not in plan.split("BatchScan")[0]
@@ -115,7 +95,7 @@ def test_and_of_ors_intersects_ranges_and_keeps_the_cell_filter(spark, jvm, view
     df, local = views
     where = "(k = 'k01' OR k >= 'k55') AND (k < 'k57' OR b < 3) AND a = 'v1'"
     query = df.where(where)
-    plan = _plan(query)
+    plan = executed_plan(query)
     assert "KeyRanges: 2 [[k01, k01\\x00), [k55, (open))]" in plan
     rows, cells, regions = _run(jvm, query)
     assert rows == sorted(tuple(r) for r in local.where(where).collect())
@@ -126,7 +106,7 @@ def test_an_or_spark_must_evaluate_still_answers_right(spark, jvm, views):
     df, local = views
     where = "k = 'k01' OR upper(a) = 'V3' OR k LIKE 'k4%'"
     query = df.where(where)
-    assert "Filter" in _plan(query).split("BatchScan")[0]
+    assert "Filter" in executed_plan(query).split("BatchScan")[0]
     rows, _, _ = _run(jvm, query)
     assert rows == sorted(tuple(r) for r in local.where(where).collect()) and len(rows) > 10
 
@@ -158,7 +138,7 @@ _TREES = st.recursive(_leaf(), lambda sub: st.tuples(st.sampled_from([" OR ", " 
 def test_random_or_and_trees_agree_with_spark_on_the_unfiltered_rows(spark, jvm, views, where):
     df, local = views
     query = df.where(where)
-    handled = "Filter" not in _plan(query).split("BatchScan")[0]  # Spark trusts the source with all of it
+    handled = "Filter" not in executed_plan(query).split("BatchScan")[0]  # Spark trusts the source with all of it
     sent = json.loads(jvm.statsJson(sys.executable, ""))["counters"].get("rows_sent", 0)
     rows, cells, _ = _run(jvm, query)
     sent = json.loads(jvm.statsJson(sys.executable, ""))["counters"]["rows_sent"] - sent

@@ -20,6 +20,7 @@ import pytest
 import connector
 import storage
 from serde import create_serde
+from serde_tables import fill_table
 
 pytestmark = pytest.mark.spark
 
@@ -67,26 +68,17 @@ COMP_ROWS = [
 DELIM_ROWS = [{"x": x, "y": y, "v": i} for i, (x, y) in enumerate([("a", "1"), ("a", "2"), ("ab", "1"), ("b", ""), ("b", "9")])]
 
 
-def _write(conn, name, serde, rows, split_keys):
-    table = conn.create_table(name, {"cf": {}}, split_keys=split_keys, settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for row in rows:
-            key, cells = serde.serialize(row)
-            b.put(key, cells)
-    table.flush()
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("pushdown") / "root")
     conn = storage.connect(path)
     signed = [struct.pack(">i", v) for v in (20, 40, -40, -20)]  # byte order: positives first
-    _write(conn, "plain", create_serde("binary", PLAIN), PLAIN_ROWS, sorted(signed))
+    fill_table(conn, "plain", create_serde("binary", PLAIN), PLAIN_ROWS, sorted(signed))
     ordered = create_serde("binary", ORDERED)
-    _write(conn, "ordered", ordered, ORDERED_ROWS, [ordered.serialize({"k": v})[0] for v in (-30, 0, 30)])
+    fill_table(conn, "ordered", ordered, ORDERED_ROWS, [ordered.serialize({"k": v})[0] for v in (-30, 0, 30)])
     comp = create_serde("binary", COMPOSITE)
-    _write(conn, "comp", comp, COMP_ROWS, [comp.serialize({"a": v, "b": "aaa", "c": ""})[0] for v in (-1, 1)])
-    _write(conn, "delim", create_serde("binary", DELIMITED), DELIM_ROWS, [b"ab"])
+    fill_table(conn, "comp", comp, COMP_ROWS, [comp.serialize({"a": v, "b": "aaa", "c": ""})[0] for v in (-1, 1)])
+    fill_table(conn, "delim", create_serde("binary", DELIMITED), DELIM_ROWS, [b"ab"])
     conn.close()
     return path
 

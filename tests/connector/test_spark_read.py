@@ -13,6 +13,7 @@ import pytest
 
 import storage
 from serde import create_serde
+from serde_tables import fill_table
 
 pytestmark = pytest.mark.spark
 
@@ -21,6 +22,7 @@ SPARK_FORM = (
     "f FLOAT cf:f, d DOUBLE cf:d, b BOOLEAN cf:b, dec DECIMAL(10,2) cf:dec, dt DATE cf:dt, "
     "ts TIMESTAMP cf:ts, raw BINARY cf:raw, s STRING cf:s, io INT cf:io#o, m MAP<STRING,INT> m:"
 )
+FAMILIES = {"cf": {"max_versions": 3}, "m": {}}
 
 
 def _row(i: int) -> dict:
@@ -44,27 +46,16 @@ def _expect(*names):
     return [tuple(r.get(n) for n in names) for r in ROWS if any(r.get(n) is not None for n in names[1:])]
 
 
-def _load(conn, name, serde, rows, split_keys):
-    table = conn.create_table(name, {"cf": {"max_versions": 3}, "m": {}}, split_keys=split_keys,
-                              settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for values in rows:
-            key, cells = serde.serialize(values)
-            b.put(key, cells)
-    table.flush()
-    return table
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("spark_read") / "root")
     conn = storage.connect(path)
     binary = create_serde("binary", SPARK_FORM)
-    _load(conn, "types", binary, ROWS, [b"r010", b"r020", b"r030"])
+    fill_table(conn, "types", binary, ROWS, [b"r010", b"r020", b"r030"], FAMILIES)
     text = create_serde("string", ":key,cf:i,cf:d,cf:dt,cf:ts,cf:s,cf:dec",
                         {"columns": "key,i,d,dt,ts,s,dec", "columns.types": "string,int,double,date,timestamp,string,decimal(10,2)"})
     text_rows = [{k: r.get(k) for k in ("key", "i", "d", "dt", "ts", "s", "dec")} for r in ROWS]
-    _load(conn, "text", text, text_rows, [b"r020"])
+    fill_table(conn, "text", text, text_rows, [b"r020"], FAMILIES)
     conn.close()
     return path
 

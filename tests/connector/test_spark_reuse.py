@@ -15,6 +15,7 @@ import pytest
 
 import storage
 from serde import create_serde
+from spark_plans import sorted_rows
 
 pytestmark = pytest.mark.spark
 
@@ -50,10 +51,6 @@ def root(tmp_path_factory):
     return path
 
 
-def _rows(df):
-    return sorted(tuple(r) for r in df.collect())
-
-
 def test_views_registered_once_answer_each_query(spark, source_format, root):
     options = {"root": root, "table": "t1", "hbase.columns.mapping": MAPPING}
     ours = spark.read.format(source_format).options(**options).load()
@@ -63,9 +60,9 @@ def test_views_registered_once_answer_each_query(spark, source_format, root):
     spark.createDataFrame(ROWS, "KEY_FIELD STRING, A_FIELD STRING, B_FIELD STRING, N INT") \
         .createOrReplaceTempView("reuse_ref")
     for query in QUERIES:
-        expected = _rows(spark.sql(query.format(v="reuse_ref")))
-        assert _rows(spark.sql(query.format(v="reuse_ours"))) == expected, query
-        assert _rows(spark.sql(query.format(v="reuse_sql"))) == expected, query
+        expected = sorted_rows(spark.sql(query.format(v="reuse_ref")))
+        assert sorted_rows(spark.sql(query.format(v="reuse_ours"))) == expected, query
+        assert sorted_rows(spark.sql(query.format(v="reuse_sql"))) == expected, query
 
 
 def test_one_dataframe_filtered_then_whole(spark, source_format, root):

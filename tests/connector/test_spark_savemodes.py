@@ -9,34 +9,17 @@ import os
 import pytest
 
 import storage
-from serde import create_serde
+from serde_tables import kab_options, write_kab_table
 
 pytestmark = pytest.mark.spark
 
-MAPPING = "k STRING :key, a STRING c:a, b INT c:b"
 DDL = "k STRING, a STRING, b INT"
 OLD = [("old1", "x", 1), ("old2", "y", 2)]
 NEW = [("new1", "p", 10), ("old1", "q", 11)]
 
 
-def _options(root, name="t", **extra):
-    return {"root": root, "table": name, "hbase.columns.mapping": MAPPING, **extra}
-
-
-def _table(root, name="t", rows=OLD):
-    serde = create_serde("binary", MAPPING)
-    conn = storage.connect(root)
-    table = conn.create_table(name, {"c": {}}, settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for k, a, n in rows:
-            key, cells = serde.serialize({"k": k, "a": a, "b": n})
-            b.put(key, cells)
-    table.flush()
-    conn.close()
-
-
 def _read(spark, root, name="t"):
-    return sorted(tuple(r) for r in spark.read.format("regionscan").options(**_options(root, name)).load().collect())
+    return sorted(tuple(r) for r in spark.read.format("regionscan").options(**kab_options(root, name)).load().collect())
 
 
 def _regions(root, name="t"):
@@ -71,17 +54,17 @@ def _merged(old, new):
 ])
 def test_modes_on_an_existing_table(spark, tmp_path, mode, expected):
     root = str(tmp_path / "root")
-    _table(root)
-    spark.createDataFrame(NEW, DDL).write.format("regionscan").options(**_options(root)).mode(mode).save()
+    write_kab_table(root, "t", OLD)
+    spark.createDataFrame(NEW, DDL).write.format("regionscan").options(**kab_options(root)).mode(mode).save()
     assert _read(spark, root) == expected
 
 
 def test_error_if_exists_fails_in_one_line_before_any_task(spark, tmp_path):
     root = str(tmp_path / "root")
-    _table(root)
-    _table(root, "empty", rows=[])
+    write_kab_table(root, "t", OLD)
+    write_kab_table(root, "empty", [])
     for name, mode in [("t", "errorifexists"), ("t", None), ("empty", "error")]:  # None: Spark's default mode
-        writer = _poisoned(spark).write.format("regionscan").options(**_options(root, name))
+        writer = _poisoned(spark).write.format("regionscan").options(**kab_options(root, name))
         if mode is not None:
             writer = writer.mode(mode)
         with pytest.raises(Exception) as info:
@@ -95,15 +78,15 @@ def test_error_if_exists_fails_in_one_line_before_any_task(spark, tmp_path):
 
 def test_ignore_on_an_existing_table_runs_no_task(spark, tmp_path):
     root = str(tmp_path / "root")
-    _table(root)
-    _poisoned(spark).write.format("regionscan").options(**_options(root)).mode("ignore").save()
+    write_kab_table(root, "t", OLD)
+    _poisoned(spark).write.format("regionscan").options(**kab_options(root)).mode("ignore").save()
     assert _read(spark, root) == sorted(OLD)
 
 
 @pytest.mark.parametrize("mode", ["append", "overwrite", "errorifexists", "ignore", None])
 def test_every_mode_creates_a_missing_table_with_newtable_regions(spark, tmp_path, mode):
     root = str(tmp_path / "root")
-    writer = spark.createDataFrame(NEW, DDL).write.format("regionscan").options(**_options(root, "fresh"))
+    writer = spark.createDataFrame(NEW, DDL).write.format("regionscan").options(**kab_options(root, "fresh"))
     writer = writer.option("newtable", "5")
     (writer if mode is None else writer.mode(mode)).save()
     assert _read(spark, root, "fresh") == sorted(NEW)
@@ -115,7 +98,7 @@ def test_a_missing_table_without_newtable_is_one_line_before_any_task(spark, tmp
     root = str(tmp_path / "root")
     os.makedirs(root)
     with pytest.raises(Exception) as info:
-        _poisoned(spark).write.format("regionscan").options(**_options(root, "absent")).mode(mode).save()
+        _poisoned(spark).write.format("regionscan").options(**kab_options(root, "absent")).mode(mode).save()
     text = str(info.value)
     assert f"table absent does not exist under {root} (no tables yet); create it, or give option newtable" in text
     assert "a task ran" not in text
@@ -125,9 +108,9 @@ def test_a_missing_table_without_newtable_is_one_line_before_any_task(spark, tmp
 @pytest.mark.parametrize("mode", ["errorifexists", "ignore"])
 def test_the_python_source_refuses_modes_its_api_lacks_in_one_line(spark, tmp_path, mode):
     root = str(tmp_path / "root")
-    _table(root)
+    write_kab_table(root, "t", OLD)
     with pytest.raises(Exception) as info:
-        spark.createDataFrame(NEW, DDL).write.format("regionscan_python").options(**_options(root)).mode(mode).save()
+        spark.createDataFrame(NEW, DDL).write.format("regionscan_python").options(**kab_options(root)).mode(mode).save()
     first = str(info.value).strip().splitlines()[0]
     assert "UNSUPPORTED_DATA_SOURCE_SAVE_MODE" in first and "regionscan_python" in first
     assert _read(spark, root) == sorted(OLD)

@@ -132,7 +132,7 @@ def test_commit_needs_the_writer_lock_and_newtable_creates(spark, tmp_path):
 def test_commit_recuts_files_of_a_region_split_since_staging(tmp_path):
     import pyarrow as pa
 
-    from connector.bulkload import BulkLoadTask, commit_load, table_regions
+    from storage.engine import BulkLoadTask, commit_load, table_regions
     from storage.vfs.fs import FileSystem
 
     root = str(tmp_path / "root")

@@ -15,8 +15,8 @@ from engine_worker_process import python_worker
 
 import storage
 from connector import stored_mapping
-from connector.jvm_source.protocol import read_frame, request_bytes
-from connector.source import SourceConfig, store_mapping
+from connector.worker.protocol import read_frame, request_bytes
+from connector.source_config import SourceConfig, store_mapping
 from jobs import mapping as mapping_job
 from storage.errors import InvalidArgument, TableLocked, TableNotFound
 from storage.table.descriptor import set_table_values, table_values

@@ -21,13 +21,12 @@ import time
 import pytest
 
 import storage
-from serde import create_serde
+from serde_tables import KAB_SERDE, kab_options, write_kab_table
 
 pytestmark = pytest.mark.spark
 
-MAPPING = "k STRING :key, a STRING c:a, b INT c:b"
 DDL = "k STRING, a STRING, b INT"
-SERDE = create_serde("binary", MAPPING)
+SERDE = KAB_SERDE
 OLD = [(f"old{i:03d}", "x", i) for i in range(20)]
 TRIALS = max(1, int(os.environ.get("REGIONSCAN_KILL_TRIALS", "3")))
 
@@ -38,21 +37,6 @@ def jvm(spark):
 
     assert jvm_source_loaded(spark), "the suite's session must carry the JVM source (javac is on this machine)"
     return spark._jvm.regionscan.spark
-
-
-def _options(root, name="t", **extra):
-    return {"root": root, "table": name, "hbase.columns.mapping": MAPPING, **extra}
-
-
-def _table(root, name="t", rows=OLD, splits=()):
-    conn = storage.connect(root)
-    table = conn.create_table(name, {"c": {}}, split_keys=list(splits), settings={"wal_sync": "none"})
-    with table.batch() as b:
-        for k, a, n in rows:
-            key, cells = SERDE.serialize({"k": k, "a": a, "b": n})
-            b.put(key, cells)
-    table.flush()
-    conn.close()
 
 
 def _embedded(root, name="t"):
@@ -79,8 +63,8 @@ def _leftovers(root, name="t"):
 
 def _live_worker(spark, jvm, root, name="t"):
     """The pid of this JVM's engine worker, started by a small read."""
-    spark.read.format("regionscan").options(**_options(root, name)).load().where("k < 'a'").count()
-    pid = jvm.EngineWorker.currentPid()
+    spark.read.format("regionscan").options(**kab_options(root, name)).load().where("k < 'a'").count()
+    pid = jvm.WorkerProcess.currentPid()
     assert pid > 0
     return pid
 
@@ -127,14 +111,14 @@ def _written(before, mode, total=20_000):
 def test_a_worker_killed_mid_write_fails_in_one_line_and_leaves_the_table_as_it_was(spark, jvm, tmp_path, mode,
                                                                                     exists):
     root = str(tmp_path / "root")
-    _table(root, "seed")  # a table to start the worker with
+    write_kab_table(root, "seed", OLD)  # a table to start the worker with
     if exists:
-        _table(root)
+        write_kab_table(root, "t", OLD)
     before = _embedded(root)
     pid = _live_worker(spark, jvm, root, "seed")
     df = _killed_mid_write(spark, pid)
     try:
-        df.write.format("regionscan").options(**_options(root, newtable="2")).mode(mode).save()
+        df.write.format("regionscan").options(**kab_options(root, newtable="2")).mode(mode).save()
     except Exception as exc:  # noqa: BLE001 - what the user sees is checked below
         failure = exc
     else:
@@ -148,7 +132,7 @@ def test_a_worker_killed_mid_write_fails_in_one_line_and_leaves_the_table_as_it_
     assert f"regionscan engine worker (pid {pid}) died (exit" in text and "during the write of task" in text
     assert _embedded(root) == before  # the old rows, or (created by this write) no table at all
     assert _leftovers(root) == []
-    assert jvm.EngineWorker.currentPid() not in (-1, pid)  # the abort went to a new worker
+    assert jvm.WorkerProcess.currentPid() not in (-1, pid)  # the abort went to a new worker
 
 
 def _kill_at_commit_point(table_dir: str, pid: int, stop: threading.Event, hit: list) -> None:
@@ -173,7 +157,7 @@ def test_a_worker_killed_at_the_commit_point_reports_the_committed_load(spark, j
     splits = [f"k{i:04d}".encode() for i in range(100, 4000, 100)]  # 40 regions: a long roll-forward
     for trial in range(TRIALS):
         root = str(tmp_path / f"root{trial}")
-        _table(root, rows=OLD, splits=splits)
+        write_kab_table(root, "t", OLD, splits)
         pid = _live_worker(spark, jvm, root)
         decided = jvm.RegionScanBatchWrite.decidedAfterDeath()
         stop, hit = threading.Event(), []
@@ -181,7 +165,7 @@ def test_a_worker_killed_at_the_commit_point_reports_the_committed_load(spark, j
         killer.start()
         try:
             spark.createDataFrame(rows, DDL).repartition(2).write.format("regionscan").options(
-                **_options(root)).mode("append").save()  # no exception: the commit is reported as it is
+                **kab_options(root)).mode("append").save()  # no exception: the commit is reported as it is
         finally:
             stop.set()
             killer.join()
@@ -208,7 +192,8 @@ def test_a_worker_killed_mid_read_fails_in_one_line_naming_its_pid_and_log(spark
     table.flush()
     conn.close()
     # batches of 10 rows of 20 KB: the worker is still sending when the task stops reading and is killed
-    df = spark.read.format("regionscan").options(**_options(root, "big"), **{"hbase.spark.query.cachedrows": "10"}).load()
+    df = (spark.read.format("regionscan")
+          .options(**kab_options(root, "big"), **{"hbase.spark.query.cachedrows": "10"}).load())
     pid = _live_worker(spark, jvm, root, "big")
 
     def slow_then_kill(rows):
@@ -234,7 +219,7 @@ def test_a_worker_killed_mid_read_fails_in_one_line_naming_its_pid_and_log(spark
 
 _STAGE_AND_WAIT = textwrap.dedent("""
     import sys, time
-    from connector.bulkload import BulkLoadTask, hold_staging, table_regions
+    from storage.engine import BulkLoadTask, hold_staging, table_regions
     from storage.vfs.fs import FileSystem
     import pyarrow as pa
 
@@ -261,7 +246,7 @@ def test_a_bulk_load_killed_before_its_journal_leaves_nothing_after_the_next_ope
     """No Spark: an embedded bulk load holding its staging lock is SIGKILLed after staging; the next
     writer's open deletes its folder, but not the folder of a load whose holder still runs."""
     root = str(tmp_path / "root")
-    _table(root)
+    write_kab_table(root, "t", OLD)
     killed = _staging_process(root, "job-killed")
     alive = _staging_process(root, "job-alive")
     try:
@@ -287,13 +272,13 @@ def test_a_commit_cut_short_after_its_journal_stays_provably_committed(tmp_path)
     """No Spark: a committer that stops right after its commit point (the journal, as a kill there
     leaves it) and whose journal the next open rolls forward still reads as committed, from the
     receipt that roll-forward leaves; a job that never reached its journal does not."""
-    from connector.bulkload import BulkLoadTask, load_committed, lock_table, prepare_commit, table_regions
+    from storage.engine import BulkLoadTask, load_committed, lock_table, prepare_commit, table_regions
     from storage.region.load_journal import receipt_path
     from storage.vfs.fs import FileSystem
     import pyarrow as pa
 
     root = str(tmp_path / "root")
-    _table(root)
+    write_kab_table(root, "t", OLD)
     table_fs = FileSystem(root).sub("t")
     regions, families = table_regions(table_fs)
 

@@ -28,10 +28,10 @@ import pytest
 from engine_worker_process import python_worker
 
 import storage
-from connector.bulkload import BulkLoadTask, commit_load, table_regions
-from connector.jvm_source import requests
-from connector.jvm_source.protocol import read_frame, request_bytes
-from connector.jvm_source.worker import MEMORY_MARGIN
+from storage.engine import BulkLoadTask, commit_load, table_regions
+from connector.worker import read_ops
+from connector.worker.protocol import read_frame, request_bytes
+from connector.worker.server import MEMORY_MARGIN
 from storage.region import region_snapshots
 from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV, shared_block_cache
 from storage.vfs.fs import FileSystem
@@ -176,10 +176,10 @@ def test_a_full_cache_frees_about_what_it_was_charged(root, monkeypatch):
     monkeypatch.setattr(region_snapshots, "_caches", {})
     monkeypatch.setenv(BLOCK_CACHE_SIZE_ENV, str(CACHE))
     options = {"root": root, "table": "packed", "hbase.columns.mapping": MAPPING, "regionscan.pin.register": "false"}
-    plan = requests.plan({"options": options, "columns": COLUMNS, "schema": _schema(COLUMNS), "parallelism": 1})
+    plan = read_ops.plan({"options": options, "columns": COLUMNS, "schema": _schema(COLUMNS), "parallelism": 1})
     for task in plan["tasks"]:
         req = {"options": options, "columns": COLUMNS, "schema": _schema(COLUMNS), "splits": task["splits"]}
-        for _batch in requests.read_batches(req, requests.read_schema(req), {}):
+        for _batch in read_ops.read_batches(req, read_ops.read_schema(req), {}):
             pass
     cache = shared_block_cache()
     charged = cache.used_bytes

@@ -14,7 +14,7 @@ from engine_worker_process import python_worker
 
 import storage
 from connector import stored_mapping
-from connector.jvm_source.protocol import read_frame, request_bytes
+from connector.worker.protocol import read_frame, request_bytes
 
 SECRET = "write-test-secret"
 MAPPING = "k STRING :key, a STRING c:a, b INT c:b"

@@ -2,9 +2,11 @@
 the checkout it runs in, plus the expected cells of each as JSON.
 
 Run once per format version, from the repository root, with the writer of that
-version (``PYTHONPATH=$PWD python3 tests/golden/make_golden.py v1``); the files
-are committed and never regenerated, so a reader change that breaks reading
-them fails ``tests/storage/test_storefile_golden.py``.
+version (``PYTHONPATH=$PWD python3 tests/golden/make_golden.py v1``): the
+engine's writer for the current version, :mod:`storefile_v1` (beside this
+script) for version 1, which the engine no longer writes.  The files are
+committed and never regenerated, so a reader change that breaks reading them
+fails ``tests/storage/test_storefile_golden.py``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ import sys
 from storage.cells import Cell, CellType
 from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileWriter
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from storefile_v1 import V1StoreFileWriter  # noqa: E402  (beside this script)
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "storefile")
 FAMILY = b"cf"
@@ -56,12 +61,17 @@ SPECS = {
 }
 
 
+def writer_of(version: str) -> type[StoreFileWriter]:
+    """The writer of format ``version`` (``"v1"``, ``"v2"``)."""
+    return V1StoreFileWriter if version == "v1" else StoreFileWriter
+
+
 def main(version: str) -> None:
     fs = FileSystem(HERE)
     for name, (make, kw) in SPECS.items():
         cells = make()
         path = f"{version}_{name}.rsf"
-        w = StoreFileWriter(fs, path, family=FAMILY, **kw)
+        w = writer_of(version)(fs, path, family=FAMILY, **kw)
         for c in cells:
             w.append(c)
         w.finish(max_seq_id=42)

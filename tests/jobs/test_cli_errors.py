@@ -204,7 +204,7 @@ def test_a_chart_without_matplotlib_is_refused_before_the_work_naming_the_flag(r
     import subprocess
     import sys
 
-    from tests.conftest import REPO_ROOT
+    from suite_paths import REPO as REPO_ROOT
 
     shadow = tmp_path / "shadow" / "matplotlib"
     shadow.mkdir(parents=True)

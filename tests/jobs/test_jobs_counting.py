@@ -10,7 +10,8 @@ import pytest
 import storage
 
 from jobs import cell_counter, row_counter
-from jobs._splits import ScanRequest, scan_split, scan_split_raw, table_splits
+from jobs._splits import SplitRequest, scan_split, scan_split_raw, table_splits
+from storage import ScanRequest
 from storage.server.process import ServerProcess
 
 pytestmark = pytest.mark.spark
@@ -72,7 +73,7 @@ def test_row_counter_counts_ranges_times_and_columns(spark, root, capsys):
 
 
 def test_count_rows_uses_key_only_first_key_only_scans(spark, root):
-    request = ScanRequest(root, "t", filter=row_counter.ROW_COUNT_FILTER)
+    request = SplitRequest(root, "t", ScanRequest(filter=row_counter.ROW_COUNT_FILTER))
     with table_splits(request) as splits:
         assert len(splits) == 3  # one per region
         for split in splits:
@@ -80,7 +81,7 @@ def test_count_rows_uses_key_only_first_key_only_scans(spark, root):
                 rows = batch.column("row").to_pylist()
                 assert len(rows) == len(set(rows))  # one cell per row
                 assert set(batch.column("value").to_pylist()) <= {b""}  # no value left the store
-    assert row_counter.count_rows(spark, ScanRequest(root, "t", key_ranges=((b"", b"b"),))) == 2
+    assert row_counter.count_rows(spark, SplitRequest(root, "t", key_ranges=((b"", b"b"),))) == 2
 
 
 def _summary(model):
@@ -223,7 +224,7 @@ def test_cell_counter_count_delete_markers(spark, deleted_root, capsys, tmp_path
 
 
 def _raw_cells(root: str, max_versions=None) -> list[dict]:
-    with table_splits(ScanRequest(root=root, table="d")) as splits:
+    with table_splits(SplitRequest(root=root, table="d")) as splits:
         return [c for split in splits for b in scan_split_raw(split, max_versions=max_versions) for c in b.to_pylist()]
 
 

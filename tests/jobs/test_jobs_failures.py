@@ -23,7 +23,7 @@ import time
 import pytest
 
 import storage
-from tests.conftest import REPO_ROOT
+from suite_paths import REPO as REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

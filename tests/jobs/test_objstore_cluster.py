@@ -26,8 +26,8 @@ import pytest
 
 import storage
 from jobs.demo import load_sample_table
-from connector.jvm_source import build as jvm_build
-from test_jobs_submit import REPO, _spark_home, _submit, cluster_environment, standalone_cluster
+from connector.worker import build as jvm_build
+from standalone_spark import REPO, cluster_environment, spark_home, standalone_cluster, submit_job
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -61,17 +61,17 @@ def test_row_counter_export_and_import_on_s3_through_spark_submit(s3_server, s3_
         table.flush()
         table.put(b"\xff-unflushed", {b"cf:a": b"1"})  # only in a WAL segment: executors replay it
 
-    counted = _submit(cluster, "row_counter.py", "--root", root, "sample", "--expected-count", "3001")
+    counted = submit_job(cluster, "row_counter.py", "--root", root, "sample", "--expected-count", "3001")
     assert counted.returncode == 0, counted.stderr[-3000:]
     assert "ROWS=3001" in counted.stdout
     _no_secret(counted, base)
 
     out_dir = s3_server.root("exported", bucket=root.split("/")[2])
-    exported = _submit(cluster, "export.py", "--root", root, "sample", out_dir)
+    exported = submit_job(cluster, "export.py", "--root", root, "sample", out_dir)
     assert exported.returncode == 0, exported.stdout[-2000:] + exported.stderr[-3000:]
     _no_secret(exported, base)
 
-    imported = _submit(cluster, "import_.py", "--root", root, "--create", "copy", out_dir)
+    imported = submit_job(cluster, "import_.py", "--root", root, "--create", "copy", out_dir)
     assert imported.returncode == 0, imported.stdout[-2000:] + imported.stderr[-3000:]
     _no_secret(imported, base)
     with storage.connect(root, read_only=True) as conn:
@@ -141,7 +141,7 @@ def test_jvm_source_reads_an_s3_root_on_the_standalone_cluster(s3_server, s3_clu
         table.delete(b"bob")
     script, out = tmp_path / "jvm_read.py", tmp_path / "out.json"
     script.write_text(JVM_READ)
-    submit = [os.path.join(_spark_home(), "bin", "spark-submit"), "--master", url,
+    submit = [os.path.join(spark_home(), "bin", "spark-submit"), "--master", url,
               "--jars", str(jvm_build.build_jar()), "--conf", f"spark.regionscan.python={sys.executable}",
               "--conf", "spark.executor.memory=512m", "--conf", "spark.ui.enabled=false", str(script), root, str(out)]
     done = subprocess.run(submit, env=env, cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -21,8 +21,8 @@ import textwrap
 import pytest
 
 import storage
-from conftest import spark_environment
-from connector.jvm_source import build as jvm_build
+from spark_environment import spark_environment
+from connector.worker import build as jvm_build
 from jobs.demo import load_sample_table
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -133,7 +133,7 @@ WRITE_JOB = textwrap.dedent(
 
 def test_native_writes_stage_through_each_executors_worker(tmp_path):
     """The JVM source's write tasks run in two executor JVMs, each staging through its own engine worker."""
-    from connector.jvm_source import jvm_source_problem
+    from connector.worker import jvm_source_problem
 
     assert jvm_source_problem() is None, "this machine has a JDK (the suite needs one)"
     root = str(tmp_path / "root")

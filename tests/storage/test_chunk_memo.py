@@ -1,8 +1,10 @@
 """Chunks of a live table kept between scans (storage/read/chunk_memo.py): served
 only while their sources are the same objects, never after a write, a flush,
 a compaction or to a scan asking for other columns or another time range.
-Real tables on disk with a block cache; a property test compares scans with
-kept chunks against scans that build every chunk."""
+Chunks are kept by scans that keep results (``cache_results``: the scan's
+option, else the connection's).  Real tables on disk with a block cache; a
+property test compares scans with kept chunks against scans that build every
+chunk (``cache_results=False``)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import storage
-from storage.read import chunk_memo
 
 ROWS = 600
 
@@ -43,16 +44,13 @@ def _chunk_entries(conn) -> list:
 
 def _fresh(table, **kwargs) -> dict:
     """The scan with every chunk built."""
-    chunk_memo.enabled = False
-    try:
-        return _rows(table, **kwargs)
-    finally:
-        chunk_memo.enabled = True
+    return _rows(table, cache_results=False, **kwargs)
 
 
 @pytest.fixture
 def conn(tmp_path):
-    c = storage.connect(str(tmp_path / "root"), block_cache_size=64 << 20)
+    # scans keep results unless they say otherwise (the connection's default)
+    c = storage.connect(str(tmp_path / "root"), block_cache_size=64 << 20, cache_results=True)
     yield c
     c.close()
 
@@ -90,6 +88,30 @@ def test_a_rewritten_table_scanned_again_is_served_from_kept_chunks(conn):
     assert touched["cache_hits"] == touched["blocks_read"] == 0, touched
     assert first == second == third == _fresh(table, columns=COLUMNS)
     assert len(first) == ROWS
+
+
+def test_a_scan_keeps_and_is_served_chunks_only_when_it_keeps_results(conn, tmp_path):
+    table = _rewritten(conn)
+    for _ in range(3):
+        table.read_counters(reset=True)
+        assert _fresh(table, columns=COLUMNS) == _rows(table, columns=COLUMNS, cache_results=False)
+        assert table.read_counters()["blocks_read"] + table.read_counters()["cache_hits"] > 0
+    assert _chunk_entries(conn) == []
+    kept = [_rows(table, columns=COLUMNS) for _ in range(2)]  # the connection's default: kept
+    assert _chunk_entries(conn)
+    table.read_counters(reset=True)
+    assert _rows(table, columns=COLUMNS, cache_results=False) == kept[0]
+    touched = table.read_counters()
+    assert touched["blocks_read"] + touched["cache_hits"] > 0  # built again: not served
+    # a connection left at its default keeps nothing, unless the scan asks
+    with storage.connect(str(tmp_path / "other"), block_cache_size=64 << 20) as plain:
+        other = _rewritten(plain)
+        for _ in range(3):
+            _rows(other, columns=COLUMNS)
+        assert _chunk_entries(plain) == [] and plain.block_cache.result_bytes == 0
+        for _ in range(2):
+            _rows(other, columns=COLUMNS, cache_results=True)
+        assert _chunk_entries(plain) and plain.block_cache.result_bytes > 0
 
 
 def test_a_kept_chunk_reports_the_scan_metrics_of_a_built_one(conn):
@@ -259,7 +281,7 @@ _OPS = st.lists(
 @given(ops=_OPS)
 def test_scans_with_kept_chunks_equal_scans_that_build_them(tmp_path_factory, ops):
     root = tmp_path_factory.mktemp("memo")
-    conn = storage.connect(str(root), block_cache_size=16 << 20)
+    conn = storage.connect(str(root), block_cache_size=16 << 20, cache_results=True)
     try:
         table = conn.create_table("p", {"cf": {"block_size": 256}}, settings={"wal_sync": "none"},
                                   split_keys=[_key(30)])

@@ -28,17 +28,12 @@ from storage.server.process import ServerProcess
 from storage.storefile.format import SECTION_HEADER_SIZE, TRAILER_SIZE, Trailer
 from storage.wal.format import RECORD_HEADER_SIZE
 from storage.wal.salvage import salvage_wal_bytes
+from damaged_files import flip_byte
 
 GOLDEN_JOURNAL = paths.GOLDEN / "formats" / "bulkload" / "20261201-000000-a1b2.commit"
 
 KINDS = ("chunk", "index", "bloom", "trailer", "wal", "region_manifest", "table_manifest", "journal")
 PER_TABLE = {"table_manifest", "journal"}  # the other kinds are damage in one region
-
-
-def _flip(path: Path, offset: int) -> None:
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0x5A
-    path.write_bytes(bytes(data))
 
 
 def _damage(table_dir: Path, kind: str) -> str:
@@ -55,23 +50,23 @@ def _damage(table_dir: Path, kind: str) -> str:
             "trailer": size - TRAILER_SIZE + 9,
         }[kind]
         assert kind != "bloom" or trailer.bloom_length
-        _flip(sf, offset)
+        flip_byte(sf, offset)
         target = sf
     elif kind == "wal":
         (target,) = [p for p in (region / "wal").glob("*.wal") if p.stat().st_size > 16]
         starts = [a for a, _ in salvage_wal_bytes(target.read_bytes()).records]
-        _flip(target, starts[len(starts) // 2] + RECORD_HEADER_SIZE + 5)
+        flip_byte(target, starts[len(starts) // 2] + RECORD_HEADER_SIZE + 5)
     elif kind == "region_manifest":
         target = region / "REGION.manifest"
-        _flip(target, target.stat().st_size // 2)
+        flip_byte(target, target.stat().st_size // 2)
     elif kind == "table_manifest":
         target = table_dir / "TABLE.manifest"
-        _flip(target, target.stat().st_size // 2)
+        flip_byte(target, target.stat().st_size // 2)
     else:
         target = table_dir / "bulkload" / GOLDEN_JOURNAL.name
         target.parent.mkdir(exist_ok=True)
         shutil.copy(GOLDEN_JOURNAL, target)
-        _flip(target, target.stat().st_size // 2)
+        flip_byte(target, target.stat().st_size // 2)
     return str(target.relative_to(table_dir.parent))
 
 

@@ -10,11 +10,8 @@ from __future__ import annotations
 import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 import os
 import random
-import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -24,68 +21,12 @@ from storage.region.load_journal import JOURNAL_DIR
 from storage.region.manifest import REGION_MANIFEST, RegionManifest, TableManifest
 from storage.table.trash import TRASH_PREFIX
 from storage.vfs.fs import TEMP_MARK, FileSystem
+from killed_writer import KILLED_INSIDE, run_and_kill, write_number
 
 TRIALS = int(os.environ.get("REGIONSCAN_FAULT_TRIALS", "2"))
 """Kills per maintenance operation below (CI sets more through .ci/run)."""
 
-KILLED_INSIDE: list[bool] = []
-"""Per kill of a maintenance trial: whether it landed inside the operation."""
-
-WRITER = paths.TESTS / "crash_writer.py"
 REPO = paths.REPO
-
-
-def _run_and_kill(root: str, seed: int, kill_after: float, mode: str | None = None, during=None):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen(
-        [sys.executable, str(WRITER), root, str(seed), *([mode] if mode else [])],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-    )
-    acked: dict[bytes, bytes] = {}
-    lines: list[bytes] = []
-    ready = threading.Event()
-
-    def reader():
-        for line in proc.stdout:
-            if line == b"READY\n":
-                ready.set()
-            elif line.startswith((b"IN ", b"OUT")):
-                marks.append(line)
-            else:
-                lines.append(line)
-        ready.set()
-
-    marks: list[bytes] = []
-    t = threading.Thread(target=reader)
-    t.start()
-    assert ready.wait(60), "the writer never got ready"
-    time.sleep(kill_after)
-    try:
-        if during is not None:
-            during(proc.pid)  # while the writer holds the table
-    finally:
-        proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    t.join()
-    err = proc.stderr.read().decode(errors="replace")
-    assert "Traceback" not in err, err
-    if marks:
-        KILLED_INSIDE.append(marks[-1].startswith(b"IN "))
-    if mode in ("batches", "bulkload"):
-        return {
-            name: int(count) for _, name, count in (line.split() for line in lines if line.endswith(b"\n"))
-        }
-    for line in lines:
-        if not line.endswith(b"\n"):
-            continue  # the kill cut this acknowledgement short: the write was not promised yet
-        _, row, value = line.split()
-        acked[bytes.fromhex(row.decode())] = bytes.fromhex(value.decode())
-    return acked
-
-
-def _write_number(value: bytes) -> tuple[int, int]:
-    seed, n = value[1:].split(b"-", 1)[0].split(b".")
-    return int(seed), int(n)
 
 
 def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path):
@@ -94,7 +35,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path):
     expected: dict[bytes, bytes] = {}
     trials = 12
     for trial in range(trials):
-        acked = _run_and_kill(root, seed=trial, kill_after=rng.uniform(0.05, 1.5))
+        acked = run_and_kill(root, seed=trial, kill_after=rng.uniform(0.05, 1.5))
         expected.update(acked)
         conn = storage.connect(root)
         table = conn.table("crash")
@@ -104,7 +45,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path):
         assert not missing, f"trial {trial}: {len(missing)} acknowledged rows lost, e.g. {missing[:3]}"
         # A write that was durable but not yet acknowledged when the kill came
         # may legitimately replace an acknowledged value: it must be newer.
-        wrong = [r for r, v in expected.items() if _write_number(stored[r]) < _write_number(v)]
+        wrong = [r for r, v in expected.items() if write_number(stored[r]) < write_number(v)]
         assert not wrong, f"trial {trial}: rows with older values than acknowledged {wrong[:3]}"
         conn.close()
     assert len(expected) > 200  # the trials really wrote something
@@ -118,7 +59,7 @@ def test_sigkill_keeps_each_batch_whole_or_not_at_all(tmp_path):
     root = str(tmp_path / "root")
     acked: dict[bytes, int] = {}
     for trial in range(6):
-        acked.update(_run_and_kill(root, seed=trial, kill_after=rng.uniform(0.3, 2.0), mode="batches"))
+        acked.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.3, 2.0), mode="batches"))
         conn = storage.connect(root)
         table = conn.table("crash")
         table.check()
@@ -173,14 +114,14 @@ def test_sigkill_during_maintenance_loses_nothing_and_leaves_nothing(tmp_path, o
     root = str(tmp_path / "root")
     expected: dict[bytes, bytes] = {}
     for trial in range(TRIALS):
-        expected.update(_run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 2.5), mode=op))
+        expected.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 2.5), mode=op))
         conn = storage.connect(root)
         table = conn.table("crash")
         table.check()
         stored = {row: data[b"cf:v"] for row, data in table.scan()}
         missing = [r for r in expected if r not in stored]
         assert not missing, f"{op} trial {trial}: {len(missing)} acknowledged rows lost, e.g. {missing[:3]}"
-        wrong = [r for r, v in expected.items() if _write_number(stored[r]) < _write_number(v)]
+        wrong = [r for r, v in expected.items() if write_number(stored[r]) < write_number(v)]
         assert not wrong, f"{op} trial {trial}: rows with older values than acknowledged {wrong[:3]}"
         left = _leftovers(root)
         assert not left, f"{op} trial {trial}: leftovers after reopening: {left[:5]}"
@@ -195,7 +136,7 @@ def test_sigkill_during_bulk_load_commits_keeps_each_load_whole_or_absent(tmp_pa
     root = str(tmp_path / "root")
     acked: dict[bytes, int] = {}
     for trial in range(TRIALS + 1):
-        acked.update(_run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 3.0), mode="bulkload"))
+        acked.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 3.0), mode="bulkload"))
         conn = storage.connect(root)  # a writer open rolls a cut-short commit forward
         table = conn.table("crash")
         table.check()
@@ -249,7 +190,7 @@ def test_a_second_writer_and_an_import_job_are_refused_in_one_line_while_a_write
         seen["import"] = str(import_.main(["--root", root, "crash", str(inputs)]))
         seen["import stderr"] = capsys.readouterr().err
 
-    acked = _run_and_kill(root, seed=1, kill_after=1.0, during=second_writers)
+    acked = run_and_kill(root, seed=1, kill_after=1.0, during=second_writers)
     code, line = seen["process"].split(" ", 1)
     assert code == "3" and "locked by another writer" in line and "\n" not in line, seen
     assert seen["import"] == "1", seen

@@ -234,7 +234,7 @@ def test_bulk_load_writes_column_batches_as_dense_blocks(tmp_path):
     """Unsorted row batches of cf:q columns (with nulls, a timestamp column and
     two families) stage the same cells through the dense writer as through
     the cell path, and their blocks are dense."""
-    from connector.bulkload import BulkLoadTask, table_regions, row_batch_to_cells
+    from storage.engine import BulkLoadTask, table_regions, row_batch_to_cells
 
     conn = storage.connect(str(tmp_path / "b"))
     conn.create_table("t", {"cf": {"block_size": 512}, "g": {}}, split_keys=[b"k050"])
@@ -279,7 +279,7 @@ def test_bulk_load_keeps_a_marker_beside_the_put_it_hides(tmp_path):
     type included: a Delete marker and a put of the same column and
     timestamp both stay (the marker first, as a store file orders them);
     only a repeat of the very same cell keeps just its last write."""
-    from connector.bulkload import BulkLoadTask, table_regions
+    from storage.engine import BulkLoadTask, table_regions
 
     conn = storage.connect(str(tmp_path / "m"))
     conn.create_table("t", {"cf": {}})

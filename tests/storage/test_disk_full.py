@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import storage
-from connector.bulkload import BulkLoadTask, commit_load, table_regions
+from storage.engine import BulkLoadTask, commit_load, table_regions
 from storage.server.process import ServerProcess
 from storage.vfs.fs import FileSystem
 from small_disk import fill, small_disk

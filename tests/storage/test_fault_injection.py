@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 import storage
-from connector.bulkload import BulkLoadTask, commit_load, table_regions
+from storage.engine import BulkLoadTask, commit_load, table_regions
 from storage.vfs.faultfs import ALL_KINDS, KINDS, READ_KINDS, FaultFileSystem, FaultInjector, InjectedFault
 from storage.region.manifest import REGION_MANIFEST, TABLE_MANIFEST, RegionManifest, TableManifest
 from storage.vfs.fs import FileSystem

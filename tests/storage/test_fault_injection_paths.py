@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 import storage
-from connector.bulkload import BulkLoadTask, abort_load, table_regions
+from storage.engine import BulkLoadTask, abort_load, table_regions
 from storage.region.load_journal import STAGING_DIR, Journal, write_journal
 from storage.errors import StorageError, TableNotFound
 from storage.vfs.faultfs import FaultFileSystem, InjectedFault

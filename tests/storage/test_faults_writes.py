@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import errno
 import os
-import time
 
 import pytest
 
 import storage
+from storage import clock
 from storage.table.writes import ADMIT_RETRY_SECONDS, BLOCKING_MULTIPLIER
 from storage.vfs.faultfs import FaultFileSystem
 
@@ -94,9 +94,10 @@ def test_a_write_that_raises_is_not_applied_and_writes_resume(tmp_path, clean_co
             refused, incs = [], table.counter_get(b"counter", b"cf:n")  # outcome unknown: see the docstring
         _check(table, acked, refused, incs)  # readable while the disk is full
         fs.injector.disarm()  # space freed: the same connection writes again
-        time.sleep(ADMIT_RETRY_SECONDS)  # a region that refused writes tries its flush again after this
-        table.put(b"r-after", {b"cf:v": b"after"})
-        assert table.counter_inc(b"counter", b"cf:n") == incs + 1
+        with clock.use(clock.ManualClock()) as manual:
+            manual.advance(ADMIT_RETRY_SECONDS)  # a region that refused writes tries its flush again after this
+            table.put(b"r-after", {b"cf:v": b"after"})
+            assert table.counter_inc(b"counter", b"cf:n") == incs + 1
         table.flush()
         conn.close()  # a WAL that failed earlier does not make close raise
         with storage.connect(root) as again:
@@ -155,6 +156,7 @@ def test_a_disk_that_stays_full_refuses_writes_past_the_blocking_limit(tmp_path)
         stored = {k for k, _ in table.scan()}
         assert stored == set(acked)
         fs.injector.disarm()
-        time.sleep(ADMIT_RETRY_SECONDS)
-        table.put(b"z", {b"cf:v": b"1"})  # the blocked region flushes, then takes it
+        with clock.use(clock.ManualClock()) as manual:
+            manual.advance(ADMIT_RETRY_SECONDS)  # past the back-off of the region that refused writes
+            table.put(b"z", {b"cf:v": b"1"})  # the blocked region flushes, then takes it
         assert table.row(b"z") == {b"cf:v": b"1"}

@@ -24,7 +24,7 @@ from storage.filters import (
     SingleColumnValueExcludeFilter,
     parse_filter_string,
 )
-from test_filters import (
+from filter_strategies import (
     FAMILIES,
     PUT,
     SETTINGS,

@@ -1,15 +1,15 @@
 """The region server with TLS against hostile clients, as a real process on loopback.
 
 With ``--tls-cert``/``--tls-key`` the front door ends TLS itself and meters
-the decrypted HTTP/2 frames, so the probes of ``tests/storage/test_hostile_clients.py``
+the decrypted HTTP/2 frames, so the probes of ``tests/storage/hostile_probes.py``
 hold over TLS too: 200 idle connections (half of them through the TLS
 handshake and the HTTP/2 preface), half a call that stalls, a 100 MB gRPC
 length prefix, 1,000 random byte strings (none of them a TLS handshake) and a
 100 MB request actually sent, while a normal ``grpc+tls`` client keeps
 reading; then the connection and idle limits (a handshake that never ends,
 or is trickled, included) and the cancelling of a stalled stream's
-connection through the door.  The certificates are made as
-``tests/storage/test_server_tls.py`` makes them.
+connection through the door.  The certificates are made by
+``tests/storage/server_setup.py``, as for ``tests/storage/test_server_tls.py``.
 """
 
 from __future__ import annotations
@@ -26,34 +26,20 @@ from cryptography.hazmat.primitives import serialization
 import storage
 from storage.server.process import ServerProcess
 from storage.server.wire import encode_message
-from test_hostile_clients import (
-    GRPC_PREFACE,
-    HUGE,
-    IDLE,
-    RANDOM_STRINGS,
-    _SETTINGS,
-    _closed_by_server,
-    _connect,
-    _grpc_call_head,
-    _NormalClient,
-    _random_strings,
-    _served_within_bounds,
-    _status,
-    root,  # noqa: F401  (the table the servers serve: a pytest fixture)
-)
-from test_server_tls import _certificate, _serve
+from hostile_probes import closed_by_server, connect, region_server_abuse
+from server_setup import run_server_command, self_signed_certificate
 
 
 @pytest.fixture(scope="module")
 def cert(tmp_path_factory) -> tuple[str, str]:
-    return _certificate(str(tmp_path_factory.mktemp("tls-hostile")))
+    return self_signed_certificate(str(tmp_path_factory.mktemp("tls-hostile")))
 
 
 def _tls_connect(port: int, cert_path: str) -> ssl.SSLSocket:
     """A TLS connection to the server as a gRPC client makes it: the certificate checked, HTTP/2 agreed."""
     context = ssl.create_default_context(cafile=cert_path)
     context.set_alpn_protocols(["h2"])
-    sock = context.wrap_socket(_connect(port), server_hostname="localhost")
+    sock = context.wrap_socket(connect(port), server_hostname="localhost")
     assert sock.selected_alpn_protocol() == "h2"
     return sock
 
@@ -78,76 +64,48 @@ def _trickle(sock: socket.socket, data: bytes, pause: float) -> None:
 
 
 def _tls_closed_by_server(sock: socket.socket, within: float) -> bool:
-    """:func:`_closed_by_server` for a socket that may be TLS: a close without close_notify is a close."""
+    """:func:`closed_by_server` for a socket that may be TLS: a close without close_notify is a close."""
     try:
-        return _closed_by_server(sock, within)
+        return closed_by_server(sock, within)
     except ssl.SSLEOFError:
         return True
 
 
-def test_tls_region_server_serves_a_normal_client_through_hostile_ones(root, cert):  # noqa: F811
+def test_tls_region_server_serves_a_normal_client_through_hostile_ones(one_row_root, cert):
     cert_path, key_path = cert
-    with ServerProcess(root, "--tls-cert", cert_path, "--tls-key", key_path) as server:
+    with open(cert_path, "rb") as f:
+        root_certs = f.read()
+    with ServerProcess(one_row_root, "--tls-cert", cert_path, "--tls-key", key_path) as server:
         assert server.location.startswith("grpc+tls://")
-        pid = server.proc.pid
-        normal = storage.connect(server.location, tls_root_certs=cert_path)
-        table = normal.table("t")
-        assert table.row(b"row") == {b"cf:a": b"1"}
-        before = _status(pid)
-        held: list[socket.socket] = []
-        try:
-            with _NormalClient(lambda: table.row(b"row")) as client:
-                for i in range(IDLE):  # idle connections, half of them past TLS and the HTTP/2 preface
-                    if i % 2:
-                        sock = _tls_connect(server.port, cert_path)
-                        sock.sendall(GRPC_PREFACE + _SETTINGS)
-                    else:
-                        sock = _connect(server.port)
-                    held.append(sock)
-                stalled = _tls_connect(server.port, cert_path)  # a call announcing 4 KiB, 100 bytes sent
-                stalled.sendall(GRPC_PREFACE + _SETTINGS + _grpc_call_head(1, 4096, b"x" * 100))
-                held.append(stalled)
-                prefix_only = _tls_connect(server.port, cert_path)  # a 100 MB length prefix, nothing behind
-                prefix_only.sendall(GRPC_PREFACE + _SETTINGS + _grpc_call_head(3, HUGE))
-                held.append(prefix_only)
-                _random_strings(server.port, RANDOM_STRINGS)
-                # a 100 MB request actually sent, inside TLS: refused as it arrives, never buffered whole
-                with open(cert_path, "rb") as f:
-                    raw = flight.FlightClient(server.location, tls_root_certs=f.read())
-                with pytest.raises(flight.FlightError):
-                    list(raw.do_action(flight.Action("row", b"\x00" * HUGE)))
-                raw.close()
-                time.sleep(0.5)
-            _served_within_bounds(client, "TLS region server", pid, before)
-            assert table.row(b"row") == {b"cf:a": b"1"}
-            output = "".join(server.output)
-            assert "max_request_bytes" in output, output[-2000:]  # the door, not gRPC, refused the 100 MB call
-        finally:
-            for sock in held:
-                sock.close()
-            normal.close()
+        with storage.connect(server.location, tls_root_certs=cert_path) as normal:
+            # half the idle connections, and the stalled and huge calls, inside TLS
+            region_server_abuse(server, normal.table("t"), "TLS region server",
+                                open_h2=lambda port: _tls_connect(port, cert_path),
+                                flight_options={"tls_root_certs": root_certs})
+        output = "".join(server.output)
+        assert "max_request_bytes" in output, output[-2000:]  # the door, not gRPC, refused the 100 MB call
 
 
-def test_tls_region_server_connection_and_idle_limits(root, cert):  # noqa: F811
+def test_tls_region_server_connection_and_idle_limits(one_row_root, cert):
     cert_path, key_path = cert
-    with ServerProcess(root, "--tls-cert", cert_path, "--tls-key", key_path,
+    with ServerProcess(one_row_root, "--tls-cert", cert_path, "--tls-key", key_path,
                        "--max-connections", "4", "--idle-timeout", "1") as server:
         normal = storage.connect(server.location, tls_root_certs=cert_path)
         assert normal.table("t").row(b"row") == {b"cf:a": b"1"}  # one connection in use
-        silent = _connect(server.port)  # no handshake at all
-        started = _connect(server.port)  # the first bytes of a TLS record, then nothing
+        silent = connect(server.port)  # no handshake at all
+        started = connect(server.port)  # the first bytes of a TLS record, then nothing
         started.sendall(b"\x16\x03\x01")
         shook = _tls_connect(server.port, cert_path)  # through the handshake, then nothing
         idle = [silent, started, shook]
         time.sleep(0.2)
-        extra = _connect(server.port)  # the fifth: closed as soon as it is accepted
-        assert _closed_by_server(extra, 2.0)
+        extra = connect(server.port)  # the fifth: closed as soon as it is accepted
+        assert closed_by_server(extra, 2.0)
         assert all(_tls_closed_by_server(sock, 3.0) for sock in idle), "connections outlived --idle-timeout 1"
         # a handshake trickled a byte at a time is never idle, but gets no more time than a silent one
-        trickled = _connect(server.port)
+        trickled = connect(server.port)
         threading.Thread(target=_trickle, args=(trickled, _client_hello(), 0.2), daemon=True).start()
         started_at = time.monotonic()
-        assert _closed_by_server(trickled, 5.0), "a trickled handshake outlived --idle-timeout 1"
+        assert closed_by_server(trickled, 5.0), "a trickled handshake outlived --idle-timeout 1"
         assert time.monotonic() - started_at < 2.5
         trickled.close()
         time.sleep(1.5)  # the normal client's channel reconnects after its own idle close
@@ -159,10 +117,10 @@ def test_tls_region_server_connection_and_idle_limits(root, cert):  # noqa: F811
         assert "max_connections" in output, output[-2000:]
 
 
-def test_a_key_that_does_not_fit_the_certificate_is_one_line(root, cert, tmp_path):  # noqa: F811
+def test_a_key_that_does_not_fit_the_certificate_is_one_line(one_row_root, cert, tmp_path):
     cert_path, key_path = cert
-    _, other_key = _certificate(str(tmp_path), "other")
-    done = _serve("--root", root, "--tls-cert", cert_path, "--tls-key", other_key)
+    _, other_key = self_signed_certificate(str(tmp_path), "other")
+    done = run_server_command("--root", one_row_root, "--tls-cert", cert_path, "--tls-key", other_key)
     assert done.returncode == 2 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -174,7 +132,7 @@ def test_a_key_that_does_not_fit_the_certificate_is_one_line(root, cert, tmp_pat
     with open(locked, "wb") as f:
         f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                   serialization.BestAvailableEncryption(b"secret")))
-    done = _serve("--root", root, "--tls-cert", cert_path, "--tls-key", locked)
+    done = run_server_command("--root", one_row_root, "--tls-cert", cert_path, "--tls-key", locked)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"regionscan serve: error: --tls-key {locked} is encrypted; the server needs an unencrypted key"]

@@ -19,7 +19,8 @@ import storage
 from connector import TableInputFormat
 from connector.record_reader import TableBatchRecordReader, TableRecordReader
 from jobs import row_counter
-from jobs._splits import ScanRequest, table_splits
+from jobs._splits import SplitRequest, table_splits
+from storage import ScanRequest
 from storage.errors import CorruptionError
 from storage.vfs.fs import FileSystem
 from storage.storefile import StoreFileReader
@@ -76,7 +77,7 @@ def test_table_count_reads_the_indexes_only(broken):
 
 
 def test_row_counter_tasks_read_the_indexes_only(broken):
-    request = ScanRequest(broken, "t", filter=row_counter.ROW_COUNT_FILTER)
+    request = SplitRequest(broken, "t", ScanRequest(filter=row_counter.ROW_COUNT_FILTER))
     with table_splits(request) as splits:
         counts = [row_counter.count_split(s).rows for s in splits]
     assert counts == [300, 300, 300]

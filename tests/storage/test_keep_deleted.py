@@ -25,13 +25,6 @@ TS = 1000
 PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = (int(t) for t in CellType)
 
 
-@pytest.fixture
-def conn(tmp_path):
-    c = storage.connect(str(tmp_path / "root"))
-    yield c
-    c.close()
-
-
 def _table(conn, name, families=("c0", "c1", "c2"), **settings):
     return conn.create_table(name, {f: dict(settings) for f in families}, settings={"wal_sync": "none"})
 

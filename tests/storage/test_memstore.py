@@ -411,7 +411,7 @@ def _check_runs(store: MemStore) -> None:
 def test_incrementally_updated_runs_and_views_read_what_a_full_rebuild_gives(monkeypatch, share, script):
     import storage.memstore.runs as memstore_module
 
-    monkeypatch.setattr(memstore_module, "_REBUILD_SHARE", share)
+    monkeypatch.setattr(memstore_module, "REBUILD_SHARE", share)
     store = MemStore()
     snap = None
     views = []

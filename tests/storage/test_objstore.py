@@ -31,6 +31,8 @@ from storage.wal.open_writer import open_wal_writer
 from storage.wal.replay import replay_wal
 from storage.wal.segments import NONE_SEGMENT_BYTES, SegmentWalWriter
 from storage.wal.reader import segment_names
+from cut_short_load import committed_but_not_rolled_forward
+from killed_writer import run_and_kill, write_number
 
 REPO = paths.REPO
 
@@ -147,15 +149,13 @@ def _open_when_the_lease_expires(root: str, name: str, seconds: float = 30):
 
 
 def test_sigkill_of_a_writer_on_s3_loses_no_acknowledged_write(s3_server):
-    from test_crash_safety import _run_and_kill, _write_number
-
     # a lease long enough that its renewals (every third of it) survive a loaded machine:
     # at 3 s a starved renewal thread made the writer refuse to commit mid-test
     root = s3_server.root(lease_seconds=6)
     rng = random.Random(15)
     expected: dict[bytes, bytes] = {}
     for trial in range(3):
-        acked = _run_and_kill(root, seed=trial, kill_after=rng.uniform(1.0, 3.0))
+        acked = run_and_kill(root, seed=trial, kill_after=rng.uniform(1.0, 3.0))
         expected.update(acked)
         conn, table = _open_when_the_lease_expires(root, "crash")
         table.check()
@@ -163,15 +163,14 @@ def test_sigkill_of_a_writer_on_s3_loses_no_acknowledged_write(s3_server):
         conn.close()  # releases the lease: the next writer starts at once
         missing = [r for r in expected if r not in stored]
         assert not missing, f"trial {trial}: {len(missing)} acknowledged rows lost"
-        assert all(_write_number(stored[r]) >= _write_number(v) for r, v in expected.items())
+        assert all(write_number(stored[r]) >= write_number(v) for r, v in expected.items())
     assert len(expected) > 20
 
 
 def test_committed_bulk_load_is_rolled_forward_on_s3(s3_root):
-    from test_bulkload_journal import _committed_but_not_rolled_forward
     from storage.region.load_journal import STAGING_DIR, read_journals
 
-    expected = _committed_but_not_rolled_forward(s3_root)
+    expected = committed_but_not_rolled_forward(s3_root)
     with storage.connect(s3_root, read_only=True) as conn:
         assert {k: v[b"cf:q"] for k, v in conn.table("t").scan()} == expected
     with storage.connect(s3_root) as conn:

@@ -79,7 +79,6 @@ def test_what_hbase_refuses_is_refused_up_front_in_one_line(tmp_path):
             "batch long key": lambda: table.batch(timestamp=5).__enter__().put(too_long, {b"cf:v": b"1"}),
             "delete long key": lambda: table.delete(too_long),
             "put big cell": lambda: table.put(b"r", {b"cf:v": big}),
-            "put_cells big cell": lambda: table.put_cells([(b"r", b"cf", b"v", 5, 4, big)]),
         }
         table.put(b"r", {b"cf:known": b"1"})
         calls["batch big cell"] = lambda: _batch_put(table, b"r", {b"cf:known": big})

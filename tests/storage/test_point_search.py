@@ -9,7 +9,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.cells import CELL_SCHEMA, CellType
+from storage.cells import CellType, cells_to_batch
 from storage.storefile.dense import dense_from_cells
 from storage.storefile.point import DensePoint, SortedKeys
 
@@ -71,9 +71,7 @@ def test_dense_point_reads_match_the_cells(rows, same_ts):
     for row in sorted(rows):
         for q, (ts, value) in sorted(rows[row].items()):
             cells.append((row, b"f", q, 7 if same_ts else ts, int(CellType.PUT), value))
-    batch = pa.RecordBatch.from_pylist(
-        [dict(zip(CELL_SCHEMA.names, c)) for c in cells], schema=CELL_SCHEMA
-    )
+    batch = cells_to_batch(cells)
     dense = dense_from_cells(batch)
     if dense is None:
         return  # too sparse for the dense layout

@@ -23,7 +23,7 @@ import pytest
 
 import storage
 from storage import kernels
-from storage.cells import CELL_SCHEMA, CellType
+from storage.cells import CELL_SCHEMA, CellType, cells_to_batch
 from storage.errors import InvalidArgument
 from storage.server import RequestFieldError
 from storage.server.process import ServerProcess
@@ -143,11 +143,6 @@ def test_remote_raw_scan_refusals_are_one_line(remote):
 
 
 # -- the version rule, on cells written out by hand -----------------------------------
-def _table(cells: list[tuple]) -> pa.Table:
-    rows = [dict(zip(CELL_SCHEMA.names, c)) for c in cells]
-    return pa.Table.from_pylist(rows, schema=CELL_SCHEMA)
-
-
 def test_raw_versions_count_puts_not_markers():
     # one column, cell order: DeleteColumn@9, Put@8, Delete@7, Put@7, Put@6, DeleteColumn@5, Put@4
     column = [(b"r", b"f", b"q", 9, DELETE_COLUMN, b""), (b"r", b"f", b"q", 8, PUT, b"8"),
@@ -156,7 +151,7 @@ def test_raw_versions_count_puts_not_markers():
               (b"r", b"f", b"q", 4, PUT, b"4")]
     family = [(b"r", b"f", b"", 9, DELETE_FAMILY, b""), (b"r", b"f", b"", 3, PUT, b"e")]
     other = [(b"s", b"f", b"q", 2, PUT, b"x"), (b"s", b"f", b"q", 1, PUT, b"y")]
-    cells = _table(family + column + other)
+    cells = pa.Table.from_batches([cells_to_batch(family + column + other)])
 
     def kept(n):
         return [(c["row"], c["qualifier"], c["timestamp"], c["type"]) for c in kernels.raw_versions(cells, n).to_pylist()]

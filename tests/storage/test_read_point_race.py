@@ -87,7 +87,7 @@ def test_a_write_between_the_read_point_and_the_views_is_not_missed(table, monke
 def test_a_region_view_without_a_read_point_retries_too(table, monkeypatch):
     _write_in_the_window(monkeypatch, table)
     region = table._region_for(_key(0))
-    assert region.get(_key(0), storage.scanner.ScanSpec())[0][5] == b"second"
+    assert region.get(_key(0), storage.scanner.CellScanSpec())[0][5] == b"second"
 
 
 def test_a_memstore_names_the_write_a_reader_is_too_old_for():

@@ -771,8 +771,12 @@ def server(root):
 
 @pytest.fixture(scope="module")
 def gateway(server, root):
-    """The HBase Thrift gateway, read-only beside the region server (which holds the tables)."""
-    with ServerProcess(root, "--read-only", module="storage.thrift") as proc:
+    """The HBase Thrift gateway, read-only beside the region server (which holds the tables).
+
+    The module keeps one happybase connection open across its tests, idle while the others
+    run: the gateway's idle timeout (60 s by default) is off so it does not close it.
+    """
+    with ServerProcess(root, "--read-only", "--idle-timeout", "0", module="storage.thrift") as proc:
         yield proc
 
 
@@ -781,12 +785,6 @@ def thrift(gateway):
     conn = happybase.Connection("127.0.0.1", gateway.port)
     yield conn
     conn.close()
-
-
-@pytest.fixture(scope="module")
-def remote(server):
-    with storage.connect(server.location) as conn:
-        yield conn
 
 
 _names = itertools.count()

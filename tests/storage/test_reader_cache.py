@@ -26,8 +26,9 @@ import time
 import pytest
 
 import storage
+from storage import clock
 from connector import TableInputFormat
-from connector.bulkload import BulkLoadTask, commit_load, table_regions
+from storage.engine import BulkLoadTask, commit_load, table_regions
 from storage.cells import Cell, CellType, cells_to_batch
 from storage.errors import CorruptionError, InvalidArgument, StorageError
 from storage.region import file_stamps, reader_cache
@@ -345,21 +346,30 @@ def test_clear_closes_idle_readers_now_and_held_ones_at_release(files):
     assert cache.clear() == 1 and c2.closed
 
 
-def test_disabled_every_checkout_opens_afresh_and_release_closes(files, monkeypatch):
+def test_a_cache_of_capacity_0_opens_every_checkout_afresh_and_closes_at_release(files):
+    """Capacity 0 is the reader cache switched off (a setting of the cache, no module switch):
+    a cache set to it closes its idle readers, and every checkout then opens its own."""
     cache = ReaderCache()
     kept = cache.checkout(files, "a.sf")
     cache.release(kept)
-    monkeypatch.setattr(reader_cache, "enabled", False)
+    cache.capacity = 0
+    assert kept.closed and len(cache) == 0
     one = cache.checkout(files, "a.sf")
     two = cache.checkout(files, "a.sf")
-    assert one is not two and one is not kept and _tag(one) == _tag(two) == b"A"
-    assert (cache.hits, cache.misses) == (0, 1) and len(cache) == 1
+    assert one is not two and _tag(one) == _tag(two) == b"A"
+    assert (cache.hits, cache.misses) == (0, 3) and len(cache) == 0  # every open a miss
     cache.release(one)
     cache.release(two)
-    assert one.closed and two.closed and not kept.closed
-    monkeypatch.setattr(reader_cache, "enabled", True)
-    assert cache.checkout(files, "a.sf") is kept  # still valid: served again
-    cache.release(kept)
+    assert one.closed and two.closed
+    cache.capacity = 4
+    three = cache.checkout(files, "a.sf")
+    cache.release(three)
+    assert not three.closed and cache.checkout(files, "a.sf") is three  # cached again
+    cache.release(three)
+    off = ReaderCache(capacity=0)
+    four = off.checkout(files, "a.sf")
+    off.release(four)
+    assert four.closed and off.stats()["misses"] == 1 and len(off) == 0
 
 
 # -- what is never cached ------------------------------------------------------------------
@@ -742,18 +752,22 @@ def test_an_idle_reader_closes_after_idle_seconds_and_a_held_one_never(files):
     readers close once idle for ``idle_seconds``, at a later checkout; held ones never."""
     with pytest.raises(InvalidArgument, match="idle_seconds"):
         ReaderCache(idle_seconds=-1)
-    cache = ReaderCache(idle_seconds=0.05)
-    idle = cache.checkout(files, "a.sf")
-    cache.release(idle)
-    held = cache.checkout(files, "b.sf")
-    time.sleep(0.3)
-    os.remove(files.local_path("a.sf"))  # its space is held while the reader is open
-    again = cache.checkout(files, "b.sf")  # any checkout sweeps
-    assert idle.closed and not cache.cached(idle) and cache.expired == 1
-    assert again is held and not held.closed and cache.cached(held) and _tag(held) == b"B"
-    cache.release(held)
-    cache.release(again)
-    assert cache.stats()["expired"] == 1
+    with clock.use(clock.ManualClock()) as manual:  # idleness is measured on the engine's clock
+        cache = ReaderCache(idle_seconds=30)
+        idle = cache.checkout(files, "a.sf")
+        cache.release(idle)
+        held = cache.checkout(files, "b.sf")
+        manual.advance(29)
+        assert cache.checkout(files, "b.sf") is held and not idle.closed  # idle, but within idle_seconds
+        cache.release(held)
+        manual.advance(2)
+        os.remove(files.local_path("a.sf"))  # its space is held while the reader is open
+        again = cache.checkout(files, "b.sf")  # any checkout sweeps
+        assert idle.closed and not cache.cached(idle) and cache.expired == 1
+        assert again is held and not held.closed and cache.cached(held) and _tag(held) == b"B"
+        cache.release(held)
+        cache.release(again)
+        assert cache.stats()["expired"] == 1
     # used again within the window: kept
     fresh = ReaderCache(idle_seconds=60)
     first = fresh.checkout(files, "b.sf")

@@ -2,11 +2,12 @@
 
 Real tables on disk read through the connector's partition reader, which pins
 regions and decodes their WAL as the JVM source's engine worker does: a
-repeated read of the same pin stops decoding once its cells are kept, and then
-is served the chunks resolved against them.  A read without a block cache
-keeps the decoded WAL in the process's replay cache and resolves every chunk;
-nothing is kept with that cache sized 0, for a WAL written within the clock
-granule, or across a table created again under the same name.
+repeated read of the same pin that keeps results (``regionscan.scan.cacheresults``)
+stops decoding once its cells are kept, and then is served the chunks resolved
+against them.  A read without a block cache keeps the decoded WAL in the
+process's block cache (one budget) and resolves every chunk; nothing is kept
+by a read that does not ask, with that cache sized 0, for a WAL written within
+the clock granule, or across a table created again under the same name.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 import storage
 from connector import TableInputFormat
 from storage.read import row_scan
-from storage.region import file_stamps, region_snapshots, replay_memo
+from storage.region import file_stamps, region_snapshots
 from tests.file_settle import settle
 
 SPLITS = [struct.pack(">I", 100), struct.pack(">I", 200)]
@@ -74,12 +75,17 @@ def decodes(monkeypatch):
     return counts
 
 
-def _format(root: str, name: str = "t", cacheblocks: bool = True) -> TableInputFormat:
-    return TableInputFormat({
+def _format(root: str, name: str = "t", cacheblocks: bool = True, cacheresults: bool | None = True,
+            **more: str) -> TableInputFormat:
+    conf = {
         "regionscan.root": root, "hbase.mapreduce.inputtable": name,
         "hbase.mapreduce.scan.columns": "cf:a cf:b",
         "hbase.mapreduce.scan.cacheblocks": "true" if cacheblocks else "false",
-    })
+        **more,
+    }
+    if cacheresults is not None:
+        conf["regionscan.scan.cacheresults"] = "true" if cacheresults else "false"
+    return TableInputFormat(conf)
 
 
 def _read(fmt: TableInputFormat, splits) -> pa.Table:
@@ -143,47 +149,61 @@ def test_a_repeated_read_of_a_pin_stops_decoding_its_wal_and_resolving(live, dec
 
 @pytest.fixture
 def fresh_caches(monkeypatch):
-    """The process's block and replay caches built afresh (from the environment) for one test."""
+    """The process's block cache built afresh (from the environment) for one test."""
     monkeypatch.setattr(region_snapshots, "_caches", {})
 
 
 def test_a_read_without_a_block_cache_keeps_the_decoded_wal_and_resolves_every_chunk(live, decodes, fresh_caches):
-    """``cacheblocks`` false: the decoded WAL is kept as a region server's memstore
-    is (in the replay cache), but no chunk resolved against it is."""
+    """``cacheblocks`` false: the decoded WAL is kept, in the process's block cache
+    (one budget for blocks and kept results), but no chunk resolved against it is."""
     root, conn = live
     fmt = _format(root, cacheblocks=False)
     tables, wal, resolved = _reads(fmt, fmt.get_splits(), decodes, 4)
     assert wal == [REGIONS, REGIONS, 0, 0]
     assert all(r > 0 for r in resolved) and len(set(resolved)) == 1, resolved
-    assert region_snapshots.shared_replay_cache().used_bytes > 0
+    cache = region_snapshots.shared_block_cache()
+    assert cache.result_bytes > 0 and cache.used_bytes == cache.result_bytes  # no block kept, results only
     assert all(_as_rows(t) == _embedded(conn) for t in tables)
     fmt.release()
 
 
-@pytest.mark.parametrize("how", ["replay cache of 0 bytes", "replay_memo off", "within the clock granule"])
+@pytest.mark.parametrize("how", ["a read that does not ask", "a read that says false", "block cache of 0 bytes",
+                                 "within the clock granule"])
 def test_what_keeps_nothing(live, decodes, monkeypatch, fresh_caches, how):
-    """No cache to keep the cells in, the memo turned off, or a WAL written within the
-    clock granule before the decode (a 10 s granule here, whatever the machine's load):
-    every read decodes."""
+    """A read that does not keep results (the default, or said), no cache to keep the
+    cells in, or a WAL written within the clock granule before the decode (a 10 s
+    granule here, whatever the machine's load): every read decodes."""
     root, conn = live
-    if how == "replay cache of 0 bytes":
-        monkeypatch.setenv(region_snapshots.REPLAY_CACHE_SIZE_ENV, "0")
-    if how == "replay_memo off":
-        monkeypatch.setattr(replay_memo, "enabled", False)
+    cacheresults = {"a read that does not ask": None, "a read that says false": False}.get(how, True)
+    if how == "block cache of 0 bytes":
+        monkeypatch.setenv(region_snapshots.BLOCK_CACHE_SIZE_ENV, "0")
     if how == "within the clock granule":
         monkeypatch.setattr(file_stamps, "RACY_NS", 10_000_000_000)
         monkeypatch.setattr(file_stamps, "COARSE_RACY_NS", 10_000_000_000)
-    fmt = _format(root, cacheblocks=how != "replay cache of 0 bytes")
+    fmt = _format(root, cacheblocks=how != "block cache of 0 bytes", cacheresults=cacheresults)
     tables, wal, resolved = _reads(fmt, fmt.get_splits(), decodes, 3)
     assert wal == [REGIONS] * 3 and all(r > 0 for r in resolved)
     assert all(_as_rows(t) == _embedded(conn) for t in tables)
+    assert region_snapshots.shared_block_cache().result_bytes == 0
     fmt.release()
 
 
-def test_a_replay_cache_size_that_is_not_a_size_is_named(monkeypatch, fresh_caches):
-    monkeypatch.setenv(region_snapshots.REPLAY_CACHE_SIZE_ENV, "lots")
-    with pytest.raises(storage.InvalidArgument, match="REGIONSCAN_REPLAY_CACHE_SIZE.*'lots'"):
-        region_snapshots.shared_replay_cache()
+def test_the_option_switches_keeping_per_read(live, decodes, fresh_caches):
+    """Reads of one pin that keep results beside reads that do not: the latter decode
+    every time and are never served what the former kept."""
+    root, _conn = live
+    keeping, plain = _format(root), _format(root, cacheresults=False)
+    splits = keeping.get_splits()
+    _tables, wal, _resolved = _reads(keeping, splits, decodes, 3)
+    assert wal == [REGIONS, REGIONS, 0]
+    plain_splits = plain.get_splits()  # a split carries its read's options
+    assert _pins(plain_splits) == _pins(splits)
+    _tables, wal, _resolved = _reads(plain, plain_splits, decodes, 2)
+    assert wal == [REGIONS, REGIONS]
+    _tables, wal, _resolved = _reads(keeping, splits, decodes, 1)
+    assert wal == [0]
+    keeping.release()
+    plain.release()
 
 
 def _pins(splits) -> list:
@@ -235,7 +255,7 @@ def test_writes_after_the_pin_are_read_by_a_new_pin_only(live, decodes):
     second.release()
 
 
-def test_versions_a_flush_and_a_writer_meanwhile_read_as_without_the_memo(tmp_path, decodes, monkeypatch):
+def test_versions_a_flush_and_a_writer_meanwhile_read_as_without_the_memo(tmp_path, decodes):
     """Three versions per column and column deletes unflushed, read with all versions; then a
     flush archives the pinned WAL while a writer keeps putting: the old pin's kept reads stay
     equal to a read that decodes afresh, before and after."""
@@ -251,18 +271,13 @@ def test_versions_a_flush_and_a_writer_meanwhile_read_as_without_the_memo(tmp_pa
     for i in range(1, 300, 7):
         table.delete(_key(i), columns=[b"cf:b"])
     _settle(root)
-    fmt = TableInputFormat({
-        "regionscan.root": root, "hbase.mapreduce.inputtable": "t", "hbase.mapreduce.scan.columns": "cf:a cf:b",
-        "hbase.mapreduce.scan.maxversions": "3", "hbase.mapreduce.scan.cacheblocks": "true",
-    })
+    fmt = _format(root, **{"hbase.mapreduce.scan.maxversions": "3"})
+    fresh = _format(root, cacheresults=False, **{"hbase.mapreduce.scan.maxversions": "3"})
     splits = fmt.get_splits()
+    fresh_splits = fresh.get_splits()  # the same pins; a split carries its read's options
 
     def afresh() -> pa.Table:
-        monkeypatch.setattr(replay_memo, "enabled", False)
-        try:
-            return _read(fmt, splits)
-        finally:
-            monkeypatch.setattr(replay_memo, "enabled", True)
+        return _read(fresh, fresh_splits)
 
     expected = afresh()
     # (a put in the same millisecond as its row's delete marker stays hidden, as in HBase)
@@ -292,4 +307,5 @@ def test_versions_a_flush_and_a_writer_meanwhile_read_as_without_the_memo(tmp_pa
     assert wal[-1] == 0 and all(t.equals(expected) for t in after)
     assert afresh().equals(expected)
     fmt.release()
+    fresh.release()
     conn.close()

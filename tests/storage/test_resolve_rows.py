@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage import kernels
-from storage.cells import CELL_SCHEMA, CellType
+from storage.cells import CellType, cells_to_batch
 from storage.errors import InvalidArgument
 from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
 from storage.region.row_pieces import MAX_RANKS, CellSource, dense_piece, join_markers
@@ -37,12 +37,8 @@ ROW_POOLS = {
 
 
 def _table(cells) -> pa.Table:
-    cells = sorted(cells, key=lambda c: (c[0], c[1], c[2], -c[3], -c[4]))
-    if not cells:
-        return CELL_SCHEMA.empty_table()
-    return pa.Table.from_pylist(
-        [dict(zip(CELL_SCHEMA.names, c)) for c in cells], schema=CELL_SCHEMA
-    )
+    """``cells`` as a source holds them: sorted, and a marker before a put of its timestamp."""
+    return pa.Table.from_batches([cells_to_batch(sorted(cells, key=lambda c: (c[0], c[1], c[2], -c[3], -c[4])))])
 
 
 @st.composite

@@ -89,7 +89,7 @@ def test_bounds_and_time_bounds():
     assert ScanRequest(time_range=(3, 100), timestamp=50).time_bounds() == (3, 50)
     scan, spans = plan_batch_scan(ScanRequest(row_start=b"a", filter="PrefixFilter ('k')", output="cells"))
     assert spans == [(b"k", b"l")]  # the filter's range, seeked to
-    assert (scan.low, scan.high, scan.output, scan.batch_cells) == (b"a", None, "cells", 65536)
+    assert (scan.low, scan.high, scan.output, scan.batch_size) == (b"a", None, "cells", 65536)
 
 
 # -- the wire ---------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from storage.scanner import (
     RegionScanner,
     ReversedKeyValueHeap,
     ScanMetrics,
-    ScanSpec,
+    CellScanSpec,
     StoreScanner,
     TableScanner,
     result_size,
@@ -243,7 +243,7 @@ def test_heaps_over_store_files_and_memstore(tmp_path, seed):
     # resolution over files with markers in the memstore
     model = resolve_model(expected, b"f", max_versions=2)
     for reverse in (False, True):
-        scanner = StoreScanner(sources(), b"f", ScanSpec(max_versions=3, reverse=reverse), max_versions=2)
+        scanner = StoreScanner(sources(), b"f", CellScanSpec(max_versions=3, reverse=reverse), max_versions=2)
         got = []
         while (row := scanner.next_row()) is not None:
             got.append(row)
@@ -300,7 +300,7 @@ def test_store_scanner_resolution_matches_model_and_batch_kernels(sources, param
                           lower=lower, wanted=wanted)
 
     for reverse in (False, True):
-        spec = ScanSpec(reverse=reverse, columns=spec_columns, min_timestamp=params["min_ts"],
+        spec = CellScanSpec(reverse=reverse, columns=spec_columns, min_timestamp=params["min_ts"],
                         max_timestamp=max_ts, max_versions=params["scan_versions"])
         scanner = StoreScanner([m.scanner() for m in stores], b"f", spec,
                                max_versions=params["family_versions"], ttl=ttl, now_ms=now)
@@ -337,18 +337,18 @@ def test_store_scanner_delete_rules_by_example():
         Cell(b"r", b"f", b"c", 10, PUT, b"c10"),
         Cell(b"r", b"f", b"c", 7, PUT, b"c7"),
     ]
-    spec = ScanSpec(max_versions=5)
+    spec = CellScanSpec(max_versions=5)
     scanner = StoreScanner([memstore_of(cells).scanner()], b"f", spec, max_versions=5)
     assert [c.value for c in scanner.next_row()] == [b"empty-new", b"a9", b"c10", b"c7"]
     assert scanner.next_row() is None
 
     # markers outside the time range still hide; the range picks older versions
-    spec = ScanSpec(max_timestamp=9, max_versions=1)
+    spec = CellScanSpec(max_timestamp=9, max_versions=1)
     scanner = StoreScanner([memstore_of(cells).scanner()], b"f", spec, max_versions=5)
     assert [c.value for c in scanner.next_row()] == [b"c7"]
 
     # TTL: with now=12 and ttl=4 s... in ms: cells older than 8 are expired
-    spec = ScanSpec(max_versions=5)
+    spec = CellScanSpec(max_versions=5)
     scanner = StoreScanner([memstore_of(cells).scanner()], b"f", spec, max_versions=5, ttl=0.004, now_ms=12)
     assert [c.value for c in scanner.next_row()] == [b"empty-new", b"a9", b"c10"]
 
@@ -356,7 +356,7 @@ def test_store_scanner_delete_rules_by_example():
 def test_store_scanner_skips_unselected_columns_with_few_seeks():
     cells = [Cell(b"r%d" % r, b"f", b"q%03d" % q, 1, PUT, b"v") for r in range(3) for q in range(300)]
     metrics = ScanMetrics()
-    spec = ScanSpec(columns=[(b"f", b"q010"), (b"f", b"q250")])
+    spec = CellScanSpec(columns=[(b"f", b"q010"), (b"f", b"q250")])
     scanner = StoreScanner([memstore_of(cells).scanner()], b"f", spec, metrics=metrics)
     rows = []
     while (row := scanner.next_row()) is not None:
@@ -367,14 +367,14 @@ def test_store_scanner_skips_unselected_columns_with_few_seeks():
 
 
 def test_store_scanner_validates_settings_and_close():
-    spec = ScanSpec(columns=[b"g"])
+    spec = CellScanSpec(columns=[b"g"])
     with pytest.raises(InvalidArgument, match="family"):
         StoreScanner([MemStore().scanner()], b"f", spec)
     with pytest.raises(InvalidArgument, match="max_versions"):
-        StoreScanner([MemStore().scanner()], b"f", ScanSpec(), max_versions=0)
+        StoreScanner([MemStore().scanner()], b"f", CellScanSpec(), max_versions=0)
     with pytest.raises(InvalidArgument, match="ttl"):
-        StoreScanner([MemStore().scanner()], b"f", ScanSpec(), ttl=-1)
-    scanner = StoreScanner([MemStore().scanner()], b"f", ScanSpec())
+        StoreScanner([MemStore().scanner()], b"f", CellScanSpec(), ttl=-1)
+    scanner = StoreScanner([MemStore().scanner()], b"f", CellScanSpec())
     assert scanner.next_row() is None
     scanner.close()
     with pytest.raises(ScannerError):
@@ -426,7 +426,7 @@ def open_region(a, b, spec, start=b"", end=None, metrics=None):
 )
 def test_region_scanner_rows_limits_batches(kw, region, reverse):
     a, b = two_family_data()
-    spec = ScanSpec(reverse=reverse, **kw)
+    spec = CellScanSpec(reverse=reverse, **kw)
     model = region_rows(a, b, *region)
     if "columns" in kw:
         keep = {(b"b", b"x")} if kw["columns"] == [b"b"] else {(b"a", b"q2"), (b"b", b"x")}
@@ -458,10 +458,10 @@ def test_region_scanner_rows_limits_batches(kw, region, reverse):
 def test_region_scanner_start_and_stop_rows(reverse):
     a, b = two_family_data()
     if reverse:
-        spec = ScanSpec(start_row=b"r20", stop_row=b"r07", reverse=True)
+        spec = CellScanSpec(row_start=b"r20", row_stop=b"r07", reverse=True)
         expected = [r for r in region_rows(a, b) if b"r07" < r <= b"r20"][::-1]
     else:
-        spec = ScanSpec(start_row=b"r07", stop_row=b"r20")
+        spec = CellScanSpec(row_start=b"r07", row_stop=b"r20")
         expected = [r for r in region_rows(a, b) if b"r07" <= r < b"r20"]
     # the region [r10, r25) cuts the range further
     scanner = open_region(a, b, spec, b"r10", b"r25")
@@ -471,7 +471,7 @@ def test_region_scanner_start_and_stop_rows(reverse):
 def test_region_scanner_max_result_size_and_metrics():
     a, b = two_family_data()
     metrics = ScanMetrics()
-    spec = ScanSpec(max_result_size=60, filter=PrefixFilter(b"r1"))
+    spec = CellScanSpec(max_result_size=60, filter=PrefixFilter(b"r1"))
     scanner = open_region(a, b, spec, metrics=metrics)
     calls = []
     while batch := scanner.next_rows(100):
@@ -499,7 +499,7 @@ def test_region_scanner_filters(reverse):
     ordered = list(model)[::-1] if reverse else list(model)
 
     def run(flt, metrics=None):
-        scanner = open_region(a, b, ScanSpec(reverse=reverse, filter=flt), metrics=metrics)
+        scanner = open_region(a, b, CellScanSpec(reverse=reverse, filter=flt), metrics=metrics)
         return [row[0].row for row in scanner], scanner
 
     ranges = MultiRowRangeFilter([(b"r03", True, b"r05", False), (b"r21", True, b"r22", True)])
@@ -534,10 +534,10 @@ def test_filter_sees_columns_the_scan_leaves_out():
     # rows whose a:q0 value is a10..a19 ("a1" prefix, then a digit), returning only b:x
     flt = SingleColumnValueFilter(b"a", b"q0", CompareOperator.GREATER_OR_EQUAL, BinaryComparator(b"a12"),
                                   filter_if_missing=True)
-    spec = ScanSpec(columns=[b"b:x"], filter=flt)
+    spec = CellScanSpec(columns=[b"b:x"], filter=flt)
     read_spec = spec.with_filter_columns()
     assert read_spec.qualifiers(b"a") == {b"q0"} and spec.filter_only_columns() == [(b"a", b"q0")]
-    assert ScanSpec(columns=[b"a", b"b:x"], filter=flt).with_filter_columns().filter_only_columns() == []
+    assert CellScanSpec(columns=[b"a", b"b:x"], filter=flt).with_filter_columns().filter_only_columns() == []
     stores = [StoreScanner([memstore_of(cells).scanner()], fam, read_spec) for fam, cells in ((b"a", a), (b"b", b))]
     got = list(RegionScanner(stores, spec))
     model = region_rows(a, b)
@@ -548,13 +548,13 @@ def test_filter_sees_columns_the_scan_leaves_out():
         if q0 and q0[0] >= b"a12" and kept:
             expected.append(kept)
     assert got == expected and len(expected) > 2
-    assert spec.selects(b"b", b"x") and not spec.selects(b"a", b"q0") and ScanSpec().selects(b"z", b"q")
+    assert spec.selects(b"b", b"x") and not spec.selects(b"a", b"q0") and CellScanSpec().selects(b"z", b"q")
 
 
 def test_region_scanner_rejects_mismatched_stores():
-    spec = ScanSpec(reverse=True)
+    spec = CellScanSpec(reverse=True)
     with pytest.raises(InvalidArgument, match="direction"):
-        RegionScanner([StoreScanner([MemStore().scanner()], b"a", ScanSpec())], spec)
+        RegionScanner([StoreScanner([MemStore().scanner()], b"a", CellScanSpec())], spec)
     with pytest.raises(InvalidArgument, match="stores"):
         RegionScanner([], spec)
 
@@ -584,13 +584,13 @@ def test_table_scanner_walks_regions_lazily_with_limits(reverse):
     factories = table_of(a, b, [b"r08", b"r15", b"r23"])
 
     metrics = ScanMetrics()
-    scanner = TableScanner(factories, ScanSpec(reverse=reverse), metrics)
+    scanner = TableScanner(factories, CellScanSpec(reverse=reverse), metrics)
     first = scanner.next_rows(5)
     assert first == rows[:5] and metrics.regions_scanned == 1  # later regions not opened yet
     assert first + list(scanner) == rows
     assert metrics.regions_scanned == 4 and metrics.rows_scanned == 30
 
-    scanner = TableScanner(factories, ScanSpec(reverse=reverse, limit=11))
+    scanner = TableScanner(factories, CellScanSpec(reverse=reverse, limit=11))
     assert scanner.next_rows(100) == rows[:11]
     assert scanner.next_rows(100) == []
 
@@ -598,7 +598,7 @@ def test_table_scanner_walks_regions_lazily_with_limits(reverse):
     stop_at = rows[3][0].row
     flt = WhileMatchFilter(RowFilter(CompareOperator.NOT_EQUAL, BinaryComparator(stop_at)))
     metrics = ScanMetrics()
-    scanner = TableScanner(factories, ScanSpec(reverse=reverse, filter=flt), metrics)
+    scanner = TableScanner(factories, CellScanSpec(reverse=reverse, filter=flt), metrics)
     assert list(scanner) == rows[:3]
     assert metrics.regions_scanned == 1
     scanner.close()
@@ -612,10 +612,10 @@ def test_table_scanner_walks_regions_lazily_with_limits(reverse):
 @pytest.mark.parametrize(
     "kw, field",
     [
-        ({"start_row": "a"}, "start_row"),
-        ({"stop_row": 5}, "stop_row"),
-        ({"start_row": b"b", "stop_row": b"a"}, "start_row"),
-        ({"start_row": b"a", "stop_row": b"b", "reverse": True}, "start_row"),
+        ({"row_start": "a"}, "row_start"),
+        ({"row_stop": 5}, "row_stop"),
+        ({"row_start": b"b", "row_stop": b"a"}, "row_start"),
+        ({"row_start": b"a", "row_stop": b"b", "reverse": True}, "row_start"),
         ({"reverse": 1}, "reverse"),
         ({"max_versions": 0}, "max_versions"),
         ({"min_timestamp": -1}, "min_timestamp"),
@@ -632,15 +632,15 @@ def test_table_scanner_walks_regions_lazily_with_limits(reverse):
 )
 def test_scan_spec_validation_names_the_field(kw, field):
     with pytest.raises(InvalidArgument, match=field):
-        ScanSpec(**kw)
+        CellScanSpec(**kw)
 
 
 def test_scan_spec_columns():
-    spec = ScanSpec(columns=[b"f:a", "f:b", (b"g", None), (b"g", b"x"), b"h:"])
+    spec = CellScanSpec(columns=[b"f:a", "f:b", (b"g", None), (b"g", b"x"), b"h:"])
     assert spec.families() == [b"f", b"g", b"h"]
     assert spec.qualifiers(b"f") == {b"a", b"b"}
     assert spec.qualifiers(b"g") is None  # the whole family wins
     assert spec.qualifiers(b"h") == {b""}
-    assert not spec.wants_family(b"z") and ScanSpec().wants_family(b"z")
-    assert ScanSpec(stop_row=b"").stop_row is None
-    assert ScanSpec(start_row=b"a", stop_row=b"a").stop_row == b"a"
+    assert not spec.wants_family(b"z") and CellScanSpec().wants_family(b"z")
+    assert CellScanSpec(row_stop=b"").row_stop is None
+    assert CellScanSpec(row_start=b"a", row_stop=b"a").row_stop == b"a"

@@ -74,12 +74,6 @@ def server(root):
 
 
 @pytest.fixture(scope="module")
-def remote(server):
-    with storage.connect(server.location) as conn:
-        yield conn
-
-
-@pytest.fixture(scope="module")
 def embedded(root, server):
     # Read-only connections take no lock, so they can read beside the server.
     with storage.connect(root, read_only=True) as conn:

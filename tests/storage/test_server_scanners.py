@@ -9,6 +9,7 @@ import pyarrow.flight as flight
 import pytest
 
 import storage
+from storage import clock
 from storage.errors import CorruptionError, InvalidArgument, ScannerError, TableNotFound
 from storage.server import LeaseExpired, LimitExceeded, OutOfOrderScannerNext, ServerConfig, Unauthenticated, UnknownScanner
 from storage.server.cli import read_token_file, serve_main
@@ -175,31 +176,37 @@ def test_registry_leases_sequence_and_limits(table):
         finally:
             closed.append(True)  # runs when the scanner's generator is closed
 
-    registry = ScannerRegistry(lease_timeout=0.2, max_per_client=2, max_total=3)
-    s1 = registry.open_scanner("a", "p", batches, cells=False)
-    # the other scanners only fill the limits: an empty key range keeps their prefetch
-    # from reading blocks while s1's lease runs
-    def empty():
-        return table.scan_batches(row_start=b"~")
+    with clock.use(clock.ManualClock()) as manual:  # leases run out when the test moves it: no sleeping
+        registry = ScannerRegistry(lease_timeout=30, max_per_client=2, max_total=3)
+        s1 = registry.open_scanner("a", "p", batches, cells=False)
+        # the other scanners only fill the limits: an empty key range keeps their prefetch
+        # from reading blocks while s1's lease runs
+        def empty():
+            return table.scan_batches(row_start=b"~")
 
-    registry.open_scanner("a", "p", empty, cells=False)
-    with pytest.raises(LimitExceeded, match="per-client"):
         registry.open_scanner("a", "p", empty, cells=False)
-    registry.open_scanner("b", "p", empty, cells=False)
-    with pytest.raises(LimitExceeded, match="max_scanners"):
-        registry.add_stream("c", "p")
-    header, _ = registry.next(s1.scanner_id, 0, 10, 1 << 20)
-    assert header == {"seq": 0, "rows": 10, "more": True}
-    assert registry.next(s1.scanner_id, 0, 10, 1 << 20)[0]["rows"] == 10  # retry
-    with pytest.raises(OutOfOrderScannerNext):
-        registry.next(s1.scanner_id, 2, 10, 1 << 20)
-    header, payload = registry.next(s1.scanner_id, 1, 500, 2000)  # the byte cap wins over the row count
-    assert 1 <= header["rows"] < 500
-    threading.Event().wait(0.3)
-    assert registry.reap() == 3 and closed == [True]
-    with pytest.raises(LeaseExpired):
-        registry.next(s1.scanner_id, 2, 10, 1 << 20)
-    with pytest.raises(UnknownScanner):
-        registry.next("nope", 0, 10, 1 << 20)
-    assert registry.describe()["scanners"] == [] and registry.describe()["expired_total"] == 3
-    registry.stop()
+        with pytest.raises(LimitExceeded, match="per-client"):
+            registry.open_scanner("a", "p", empty, cells=False)
+        registry.open_scanner("b", "p", empty, cells=False)
+        with pytest.raises(LimitExceeded, match="max_scanners"):
+            registry.add_stream("c", "p")
+        header, _ = registry.next(s1.scanner_id, 0, 10, 1 << 20)
+        assert header == {"seq": 0, "rows": 10, "more": True}
+        assert registry.next(s1.scanner_id, 0, 10, 1 << 20)[0]["rows"] == 10  # retry
+        with pytest.raises(OutOfOrderScannerNext):
+            registry.next(s1.scanner_id, 2, 10, 1 << 20)
+        header, payload = registry.next(s1.scanner_id, 1, 500, 2000)  # the byte cap wins over the row count
+        assert 1 <= header["rows"] < 500
+        manual.advance(29)
+        assert registry.reap() == 0  # within the lease
+        registry.renew(s1.scanner_id)
+        manual.advance(2)
+        assert registry.reap() == 2 and closed == []  # the other two; s1's lease was renewed
+        manual.advance(29)
+        assert registry.reap() == 1 and closed == [True]
+        with pytest.raises(LeaseExpired):
+            registry.next(s1.scanner_id, 2, 10, 1 << 20)
+        with pytest.raises(UnknownScanner):
+            registry.next("nope", 0, 10, 1 << 20)
+        assert registry.describe()["scanners"] == [] and registry.describe()["expired_total"] == 3
+        registry.stop()

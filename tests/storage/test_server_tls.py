@@ -9,55 +9,19 @@ shows the token crossing in the clear without TLS and never with it.
 
 from __future__ import annotations
 
-import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
-import datetime
-import ipaddress
-import os
 import socket
-import subprocess
-import sys
 import threading
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 import storage
 from storage.errors import InvalidArgument, StorageError
 from storage.server import ServerConfig, Unauthenticated
 from storage.server.process import ServerProcess
+from server_setup import run_server_command, self_signed_certificate
 
-REPO = str(paths.REPO)
 TOKEN = "tls-test-token-3b9d2c7e81f4"
 SECRET = b"a-cell-value-6a1f0e93d2c4"
-
-
-def _certificate(directory, name: str = "localhost") -> tuple[str, str]:
-    """A self-signed certificate for localhost and 127.0.0.1 and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject).issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName(
-            [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = os.path.join(directory, f"{name}.crt"), os.path.join(directory, f"{name}.key")
-    with open(cert_path, "wb") as f:
-        f.write(cert.public_bytes(serialization.Encoding.PEM))
-    with open(key_path, "wb") as f:
-        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                  serialization.NoEncryption()))
-    return cert_path, key_path
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +33,7 @@ def setup(tmp_path_factory):
         for i in range(50):
             table.put(b"r%03d" % i, {b"f:c": b"v%d" % i})
         conn.create_table("s", {"f": {}}).put(b"k", {b"f:c": SECRET})
-    cert, key = _certificate(str(base))
+    cert, key = self_signed_certificate(str(base))
     token_file = str(base / "token")
     with open(token_file, "w") as f:
         f.write(TOKEN)
@@ -116,16 +80,11 @@ class _Relay:
         self.listener.close()
 
 
-def _serve(*args: str):
-    return subprocess.run([sys.executable, "-m", "storage.server", *args], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "PYTHONPATH": REPO})
-
-
 # -- bind rules --------------------------------------------------------------------
 
 
 def test_a_non_loopback_bind_without_a_token_is_refused_before_binding(setup):
-    done = _serve("--root", setup["root"], "--host", "0.0.0.0", "--port", "0")
+    done = run_server_command("--root", setup["root"], "--host", "0.0.0.0", "--port", "0")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [
         "regionscan serve: error: refusing to bind 0.0.0.0 without a token: anyone who can reach the port could"
@@ -150,7 +109,7 @@ def test_the_bind_rules_in_the_config():
     (["--tls-cert", "{token_file}", "--tls-key", "{key}"], "holds no PEM block"),
 ])
 def test_tls_files_that_will_not_do_are_one_line(setup, args, words):
-    done = _serve("--root", setup["root"], *[a.format(**setup) for a in args])
+    done = run_server_command("--root", setup["root"], *[a.format(**setup) for a in args])
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and words.format(**setup) in lines[0], done.stderr
@@ -181,7 +140,7 @@ def test_grpc_tls_serves_reads_and_writes_with_the_roots_the_client_is_given(set
         with pytest.raises(Unauthenticated):
             storage.connect(srv.location, tls_root_certs=pem).tables()
         # A certificate the client's roots do not vouch for, or no TLS at all, gets nowhere.
-        other, _ = _certificate(setup["base"], "other")
+        other, _ = self_signed_certificate(setup["base"], "other")
         with pytest.raises(StorageError):
             storage.connect(srv.location, token=TOKEN, tls_root_certs=other, timeout=10).tables()
         with pytest.raises(StorageError):

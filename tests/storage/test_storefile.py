@@ -32,6 +32,7 @@ from storage.storefile.format import (
     Trailer,
     checksum,
 )
+from tests.golden.storefile_v1 import V1StoreFileWriter  # version 1 files, for the reader's checks
 
 FAMILY = b"cf"
 
@@ -52,9 +53,11 @@ def make_cells(seed: int, rows: int = 200, max_cells_per_row: int = 6, value_siz
     return [Cell(*by_key[k]) for k in sorted(by_key)]
 
 
-def write(fs: FileSystem, path: str, cells: list, *, split: bool = True, max_seq_id: int = 0, **kw) -> FileInfo:
-    """Write cells mixing both append paths: a batch, single cells, a multi-chunk table."""
-    w = StoreFileWriter(fs, path, family=FAMILY, **kw)
+def write(fs: FileSystem, path: str, cells: list, *, split: bool = True, max_seq_id: int = 0,
+          format_version: int = FORMAT_VERSION, **kw) -> FileInfo:
+    """Write cells mixing both append paths: a batch, single cells, a multi-chunk table
+    (``format_version=1``: with the version 1 writer kept beside the golden files)."""
+    w = (V1StoreFileWriter if format_version == 1 else StoreFileWriter)(fs, path, family=FAMILY, **kw)
     if split and len(cells) >= 3:
         a, b = len(cells) // 3, 2 * len(cells) // 3
         w.append_batch(cells_to_batch(cells[:a]))
@@ -81,11 +84,6 @@ def rows_reversed(cells: list) -> list:
     for c in cells:
         by_row.setdefault(c[0], []).append(c)
     return [c for row in sorted(by_row, reverse=True) for c in by_row[row]]
-
-
-@pytest.fixture
-def fs(tmp_path) -> FileSystem:
-    return FileSystem(str(tmp_path))
 
 
 # -- round trips -------------------------------------------------------------
@@ -457,6 +455,32 @@ def test_batches_stay_valid_after_close(fs):
         r.read_block(0)
 
 
+def test_a_closed_reader_is_freed_without_the_cycle_collector(fs):
+    """The reader's range scans are an object it holds; closing the reader cuts the
+    references back to it, so a retired reader (its index and bloom filter) goes
+    when its last reference does, even with the cycle collector off.  Its scans
+    are refused as closed."""
+    import gc
+    import weakref
+
+    cells = make_cells(seed=11, rows=50)
+    write(fs, "w.sf", cells, block_size=500)
+    r = StoreFileReader(fs, "w.sf")
+    assert r.count_rows() == r.info.row_count and batch_cells(r.scan_batches()) == cells
+    r.close()
+    for scan in (lambda: list(r.scan_batches()), lambda: list(r.scan_parts(keys_only=True)),
+                 lambda: list(r.scan_batches(reverse=True))):
+        with pytest.raises(StorageError, match="reader of .*w.sf is closed"):
+            scan()
+    gone = weakref.ref(r)
+    gc.disable()
+    try:
+        del r
+        assert gone() is None
+    finally:
+        gc.enable()
+
+
 # -- bloom filter ------------------------------------------------------------
 
 
@@ -699,10 +723,6 @@ def test_version_2_index_row_counts_are_checked_at_open(fs, tmp_path):
 def test_append_rows_contract(fs):
     rows = pa.array([b"r1", b"r2"])
     vals, stamps = [pa.array([b"a", None])], [pa.array([1, None], pa.int64())]
-    w = StoreFileWriter(fs, "v1.sf", family=FAMILY, format_version=1)
-    with pytest.raises(InvalidArgument, match="format version 2"):
-        w.append_rows(rows, [b"q"], vals, stamps)
-    w.abandon()
     w = StoreFileWriter(fs, "rows.sf", family=FAMILY)
     with pytest.raises(InvalidArgument, match="has no value"):
         w.append_rows(rows, [b"q"], vals, stamps)

@@ -77,11 +77,6 @@ class Model:
         return self.seek((self.cells[-1].row,))
 
 
-@pytest.fixture
-def fs(tmp_path) -> FileSystem:
-    return FileSystem(str(tmp_path))
-
-
 def drain(scanner) -> list:
     out = []
     c = scanner.next()

@@ -2,14 +2,16 @@
 
 The streaming shape (one clean file, nothing in the memstore for the range)
 builds the same batches for every scan of an unchanged table; they are kept
-in the block cache on their second build and served to the next scan that
-asks for exactly the same thing, without reading a block.  These tests hold
-the kept batches to scans that build them (``stream_memo.enabled = False``):
+in the block cache on their second build, by scans that keep results
+(``cache_results``: the scan's option, else the connection's), and served to
+the next such scan that asks for exactly the same thing, without reading a
+block.  These tests hold the kept batches to scans that build them (a scan
+with ``cache_results=False``):
 the same batches, the same scan metrics; another ask (columns, range,
 versions, time range, timestamps, batch size, shape) is another entry; a
 write, flush, compaction or split is seen; scans whose answer may not be
 kept (filter, limit, raw, TTL, no block cache, a consumer that stopped
-early) keep nothing.  Real tables on disk; a property test compares memo on
+early) keep nothing, and neither do scans that do not ask for it.  Real tables on disk; a property test compares memo on
 and off over random scans between random writes, flushes and compactions.
 """
 
@@ -23,8 +25,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import storage
-from storage.read import stream_memo
-from storage.read.batch_scan import BatchScan, scan_region_batches
+from storage.read.batch_scan import scan_region_batches
+from storage.read.region_plan import RegionReadPlan
 from storage.region import region_snapshots
 from storage.scanner.metrics import ScanMetrics
 
@@ -45,11 +47,7 @@ def _batches(table, **kwargs) -> list:
 
 def _fresh(table, **kwargs) -> list:
     """The same scan with nothing kept or served: every batch built."""
-    stream_memo.enabled = False
-    try:
-        return _batches(table, **kwargs)
-    finally:
-        stream_memo.enabled = True
+    return _batches(table, cache_results=False, **kwargs)
 
 
 def _stream_entries(cache) -> tuple[list, list]:
@@ -72,7 +70,8 @@ def _blocks_touched(table) -> int:
 
 @pytest.fixture
 def conn(tmp_path):
-    c = storage.connect(str(tmp_path / "root"), block_cache_size=64 << 20)
+    # scans keep results unless they say otherwise (the connection's default)
+    c = storage.connect(str(tmp_path / "root"), block_cache_size=64 << 20, cache_results=True)
     yield c
     c.close()
 
@@ -113,33 +112,50 @@ def test_the_second_scan_keeps_and_the_third_reads_no_block(conn):
     kept, markers = _stream_entries(cache)
     assert len(kept) == 2 and markers == []
     assert _blocks_touched(table) > 0  # the second scan still built (from cached blocks)
-    hits = cache.hits
+    hits, result_hits = cache.hits, cache.result_hits
     third = _batches(table, columns=COLUMNS)
-    # served: no block looked up, not even in the cache; one cache hit per region (the memo)
+    # served: no block looked up, not even in the cache; one result hit per region (the memo)
     assert _blocks_touched(table) == 0
-    assert cache.hits - hits == 2
+    assert cache.result_hits - result_hits == 2 and cache.hits == hits
     assert first == second == third == _fresh(table, columns=COLUMNS)
     assert sum(len(rows) for _, rows in first) == ROWS
     assert len(first) > 1  # several batches: their boundaries are compared too
 
 
-def test_disabled_keeps_and_serves_nothing(conn):
+def test_a_scan_with_cache_results_false_keeps_and_serves_nothing(conn):
     table, _ = _clean(conn)
     for _ in range(2):
         _batches(table, columns=COLUMNS)
     assert len(_stream_entries(conn.block_cache)[0]) == 2
-    stream_memo.enabled = False
-    try:
+    table.read_counters(reset=True)
+    built = _batches(table, columns=COLUMNS, cache_results=False)
+    assert _blocks_touched(table) > 0  # kept batches exist but are not served
+    for _ in range(2):
+        _batches(table, columns=[b"cf:n"], cache_results=False)
+    assert len(_stream_entries(conn.block_cache)[0]) == 2  # and no new entry or marker
+    assert len(_stream_entries(conn.block_cache)[1]) == 0
+    table.read_counters(reset=True)
+    assert built == _batches(table, columns=COLUMNS)  # the next scan that keeps results is served
+    assert _blocks_touched(table) == 0
+
+
+def test_a_connection_keeps_nothing_by_default_and_a_scan_may_ask(tmp_path):
+    """Off unless asked: a default connection's scans build every time; a scan with
+    ``cache_results=True`` keeps and is served, its neighbours still build."""
+    with storage.connect(str(tmp_path / "root"), block_cache_size=64 << 20) as conn:
+        table, _ = _clean(conn)
+        for _ in range(3):
+            table.read_counters(reset=True)
+            _batches(table, columns=COLUMNS)
+            assert _blocks_touched(table) > 0
+        assert _stream_entries(conn.block_cache) == ([], [])
+        asked = [_batches(table, columns=COLUMNS, cache_results=True) for _ in range(2)]
+        assert len(_stream_entries(conn.block_cache)[0]) == 2
         table.read_counters(reset=True)
-        built = _batches(table, columns=COLUMNS)
-        assert _blocks_touched(table) > 0  # kept batches exist but are not served
-        for _ in range(2):
-            _batches(table, columns=[b"cf:n"])
-        assert len(_stream_entries(conn.block_cache)[0]) == 2  # and no new entry or marker
-        assert len(_stream_entries(conn.block_cache)[1]) == 0
-    finally:
-        stream_memo.enabled = True
-    assert built == _batches(table, columns=COLUMNS)
+        assert _batches(table, columns=COLUMNS, cache_results=True) == asked[0] == asked[1]
+        assert _blocks_touched(table) == 0  # served
+        assert _batches(table, columns=COLUMNS) == asked[0]
+        assert _blocks_touched(table) > 0  # a scan that does not ask is not served
 
 
 # -- scan metrics -----------------------------------------------------------------------------
@@ -156,11 +172,7 @@ def _replayed(metrics: ScanMetrics) -> dict:
                          ids=["rows", "cells", "whole-table"])
 def test_a_hit_counts_the_metrics_a_build_counts(conn, ask):
     table, _ = _clean(conn)
-    stream_memo.enabled = False
-    try:
-        expected, built = _metered(table, **ask)
-    finally:
-        stream_memo.enabled = True
+    expected, built = _metered(table, cache_results=False, **ask)
     assert built.cells_scanned > 0 and built.rows_scanned == ROWS and built.bytes_in_results > 0
     results = [_metered(table, **ask) for _ in range(3)]  # built, kept, served
     for batches, metrics in results:
@@ -176,11 +188,7 @@ def test_batches_kept_by_scans_without_metrics_serve_the_right_metrics(conn):
     """Scans without a ScanMetrics count nothing while they build; a later scan
     with one must still count the cells and rows a build counts."""
     table, _ = _clean(conn)
-    stream_memo.enabled = False
-    try:
-        _, built = _metered(table, columns=COLUMNS)
-    finally:
-        stream_memo.enabled = True
+    _, built = _metered(table, columns=COLUMNS, cache_results=False)
     for _ in range(3):
         _batches(table, columns=COLUMNS)
     for _ in range(3):
@@ -240,16 +248,12 @@ def test_hidden_columns_are_part_of_the_key(conn):
     def scan(**kwargs) -> list:
         view = region.view()
         try:
-            return [b.to_pylist() for b in scan_region_batches(view, BatchScan(output="rows", **kwargs))]
+            return [b.to_pylist() for b in scan_region_batches(view, RegionReadPlan(output="rows", **kwargs))]
         finally:
             view.release()
 
     asks = [dict(columns=COLUMNS), dict(columns=COLUMNS, hidden_columns=(b"cf:s",))]
-    stream_memo.enabled = False
-    try:
-        expected = [scan(**ask) for ask in asks]
-    finally:
-        stream_memo.enabled = True
+    expected = [scan(cache_results=False, **ask) for ask in asks]
     assert expected[0] != expected[1] and "cf:s" not in expected[1][0][0]
     for _ in range(3):
         for ask, want in zip(asks, expected):
@@ -387,17 +391,16 @@ def test_pinned_reads_keep_batches_in_the_shared_block_cache(tmp_path, monkeypat
                 counters.append(reader.get_counters())
         return out, counters
 
-    stream_memo.enabled = False
-    try:
-        expected, expected_counters = read()
-    finally:
-        stream_memo.enabled = True
+    expected, expected_counters = read()  # reads keep no result unless they ask
     cache = region_snapshots.shared_block_cache()
+    assert _stream_entries(cache) == ([], [])
+    fmt.conf["regionscan.scan.cacheresults"] = True
     runs = [read() for _ in range(2)]  # built, kept
     assert len(_stream_entries(cache)[0]) == 2
-    hits = cache.hits
+    hits, result_hits = cache.hits, cache.result_hits
     runs.append(read())
-    assert cache.hits - hits == 2  # served: one lookup per region (its kept batches), no block
+    # served: one result lookup per region (its kept batches), no block
+    assert cache.result_hits - result_hits == 2 and cache.hits == hits
     assert all(c["CELLS_SCANNED"] > 0 for c in expected_counters)
     for rows, counters in runs:
         assert rows == expected
@@ -475,7 +478,7 @@ def _run(table, ask: dict) -> tuple[list, dict | None]:
 @given(ops=_OPS, last=_LAST)
 def test_scans_with_kept_batches_equal_scans_that_build_them(tmp_path_factory, ops, last):
     root = tmp_path_factory.mktemp("stream")
-    conn = storage.connect(str(root), block_cache_size=16 << 20)
+    conn = storage.connect(str(root), block_cache_size=16 << 20, cache_results=True)
     try:
         table = conn.create_table("p", {"cf": {"block_size": 256, "max_versions": 3}},
                                   settings={"wal_sync": "none"}, split_keys=[_key(40)])
@@ -499,11 +502,7 @@ def test_scans_with_kept_batches_equal_scans_that_build_them(tmp_path_factory, o
                 table.compact()
             else:
                 asks = op[1]
-                stream_memo.enabled = False
-                try:
-                    wanted = [_run(table, ask) for ask in asks]
-                finally:
-                    stream_memo.enabled = True
+                wanted = [_run(table, {**ask, "cache_results": False}) for ask in asks]
                 for round_ in range(3):  # built, kept, served
                     for ask, want in zip(asks, wanted):
                         table.read_counters(reset=True)

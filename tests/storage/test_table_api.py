@@ -20,13 +20,6 @@ REPO = paths.REPO
 
 
 @pytest.fixture
-def conn(tmp_path):
-    c = storage.connect(str(tmp_path / "root"))
-    yield c
-    c.close()
-
-
-@pytest.fixture
 def table(conn):
     t = conn.create_table("t", {"cf": {"max_versions": 3}, "meta": {}}, split_keys=[b"g", b"p"])
     for i, row in enumerate([b"apple", b"banana", b"grape", b"kiwi", b"pear", b"plum", b"zucchini"]):

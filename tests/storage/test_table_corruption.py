@@ -9,6 +9,7 @@ import pytest
 
 import storage
 from storage import CorruptionError
+from damaged_files import flip_byte
 
 
 def _make(root: Path) -> None:
@@ -18,12 +19,6 @@ def _make(root: Path) -> None:
             t.put(b"%s%04d" % (b"a" if i % 2 else b"x", i), {b"cf:v": b"value-%d" % i})
         t.flush()
         t.put(b"b-unflushed", {b"cf:v": b"in the wal"})
-
-
-def _flip(path: Path, offset: int) -> None:
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0x5A
-    path.write_bytes(bytes(data))
 
 
 def _read_all(root: Path) -> list:
@@ -47,7 +42,7 @@ def test_flipped_manifest_byte(tmp_path, locate, name):
     manifest = locate(root)
     for offset in random.Random(1).sample(range(manifest.stat().st_size), 12):
         original = manifest.read_bytes()
-        _flip(manifest, offset)
+        flip_byte(manifest, offset)
         with pytest.raises(CorruptionError, match=name):
             _read_all(root)
         manifest.write_bytes(original)
@@ -63,7 +58,7 @@ def test_damaged_store_files_raise(tmp_path):
     for path in files:
         original = path.read_bytes()
         for offset in rng.sample(range(len(original)), 25):
-            _flip(path, offset)
+            flip_byte(path, offset)
             with pytest.raises(CorruptionError):
                 _read_all(root)
             path.write_bytes(original)
@@ -83,7 +78,7 @@ def test_bad_wal_record_before_the_tail_raises_with_file_and_offset(tmp_path):
             t.put(b"r%d" % i, {b"cf:v": b"x" * 50})
     (wal,) = [p for p in (root / "t" / "regions").glob("*/wal/*.wal") if p.stat().st_size > 0]
     size = wal.stat().st_size
-    _flip(wal, size // 2)
+    flip_byte(wal, size // 2)
     with pytest.raises(CorruptionError) as err:
         _read_all(root)
     assert str(wal.name) in str(err.value) and "offset" in str(err.value)
@@ -108,28 +103,28 @@ def test_torn_wal_tail_is_dropped(tmp_path):
     assert len(_read_all(root)) == 10
 
 
-def test_an_open_never_appends_to_a_torn_log_left_in_the_same_millisecond(tmp_path, monkeypatch):
+def test_an_open_never_appends_to_a_torn_log_left_in_the_same_millisecond(tmp_path):
     """An open starts a new log named by the next sequence id, or by that id and
     the clock's millisecond when a log has that name. A failed open in the same
     millisecond can leave a torn log under the second name too; the next open
     then takes a third name instead of appending behind the torn record."""
     import shutil
 
-    import storage.region.region
+    from storage import clock
 
-    monkeypatch.setattr(storage.region.region, "_now_ms", lambda: 1_700_000_000_000)
     root = tmp_path / "root"
-    with storage.connect(str(root)) as c:
-        c.create_table("t", {"cf": {}}, settings={"wal_sync": "each"})
-    (wal,) = (root / "t" / "regions").glob("*/wal/*.wal")  # empty: the next open's id names it too
-    shutil.copy(wal, wal.with_name(wal.stem + "-1700000000000.wal"))
-    for log in wal.parent.glob("*.wal"):
-        with open(log, "ab") as f:
-            f.write(b"\x00" * 8)  # as a write cut short by a full disk leaves it
-    assert _read_all(root) == []
-    with storage.connect(str(root)) as c:
-        c.table("t").put(b"s", {b"cf:v": b"y"})
-    assert [k for k, _ in _read_all(root)] == [b"s"]
+    with clock.use(clock.ManualClock(now_ms=1_700_000_000_000)):  # every open in the same millisecond
+        with storage.connect(str(root)) as c:
+            c.create_table("t", {"cf": {}}, settings={"wal_sync": "each"})
+        (wal,) = (root / "t" / "regions").glob("*/wal/*.wal")  # empty: the next open's id names it too
+        shutil.copy(wal, wal.with_name(wal.stem + "-1700000000000.wal"))
+        for log in wal.parent.glob("*.wal"):
+            with open(log, "ab") as f:
+                f.write(b"\x00" * 8)  # as a write cut short by a full disk leaves it
+        assert _read_all(root) == []
+        with storage.connect(str(root)) as c:
+            c.table("t").put(b"s", {b"cf:v": b"y"})
+        assert [k for k, _ in _read_all(root)] == [b"s"]
 
 
 def test_a_region_with_a_damaged_store_file_stays_offline_and_keeps_its_files(tmp_path, capsys):
@@ -140,7 +135,7 @@ def test_a_region_with_a_damaged_store_file_stays_offline_and_keeps_its_files(tm
     _make(root)
     (sf,) = (root / "t" / "regions" / "00000001" / "cf").glob("*.sf")
     original = sf.read_bytes()
-    _flip(sf, len(original) - 20)  # the trailer: found while the region opens
+    flip_byte(sf, len(original) - 20)  # the trailer: found while the region opens
     from jobs import cli
 
     assert cli.main(["wal", "check", "t", "--root", str(root)]) == 1  # the WALs are fine, the region is not

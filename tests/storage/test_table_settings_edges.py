@@ -18,12 +18,6 @@ from storage.filters.base import MAX_FILTER_DEPTH
 from storage.region.manifest import TABLE_MANIFEST
 
 
-@pytest.fixture
-def conn(tmp_path):
-    with storage.connect(str(tmp_path / "root")) as c:
-        yield c
-
-
 @pytest.mark.parametrize(
     "settings, words",
     [

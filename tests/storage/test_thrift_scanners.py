@@ -1,6 +1,6 @@
 """The Thrift gateway's scanner registry: leases, caps, ownership and read-ahead, in process.
 
-A fake clock drives the leases; a counting generator stands for an engine
+A manual clock (storage.clock) drives the leases; a counting generator stands for an engine
 scan, so the tests see when its rows are read and when it is closed.
 """
 
@@ -8,16 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from storage import clock
 from storage.thrift.errors import GatewayIllegalArgument, GatewayIOError
 from storage.thrift.scanners import ScannerRegistry
-
-
-class Clock:
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Scan:
@@ -89,35 +82,35 @@ def test_a_failed_read_ahead_fails_the_next_call():
 
 
 def test_leases_caps_and_ownership():
-    clock = Clock()
-    reg = ScannerRegistry(5, 2, 3, clock=clock)
-    scans = [Scan(10) for _ in range(4)]
-    a = reg.open(1, "t", scans[0].rows)
-    b = reg.open(1, "t", scans[1].rows)
-    with pytest.raises(GatewayIOError, match="on this connection"):
-        reg.check_room(1)
-    c = reg.open(2, "u", scans[2].rows)
-    with pytest.raises(GatewayIOError, match="in the gateway"):
-        reg.open(3, "t", scans[3].rows)
-    with pytest.raises(GatewayIllegalArgument, match="unknown on this connection"):
-        reg.get(2, a)
-    clock.now += 4
-    reg.get(1, a)  # renews a's lease
-    clock.now += 2
-    assert reg.reap() == 2  # b and c idle for 6 s > 5
-    with pytest.raises(GatewayIllegalArgument, match=f"scanner {b} is closed: expired after 5 s idle"):
-        reg.get(1, b)
-    assert reg.count() == 1
-    reg.close_table("t", "table t was disabled")
-    with pytest.raises(GatewayIllegalArgument, match="table t was disabled"):
-        reg.get(1, a)
-    e = reg.open(5, "u", Scan(3).rows)
-    clock.now += 6  # no reaper ran: the next call finds it stale
-    with pytest.raises(GatewayIllegalArgument, match=f"scanner {e} is closed: expired after 5 s idle"):
-        reg.get(5, e)
-    d = reg.open(4, "u", scans[3].rows)
-    reg.close_connection(4)
-    with pytest.raises(GatewayIllegalArgument, match="unknown"):
-        reg.get(4, d)
-    assert reg.count() == 0 and a < b < c < e < d
-    reg.stop()
+    with clock.use(clock.ManualClock()) as manual:
+        reg = ScannerRegistry(5, 2, 3)
+        scans = [Scan(10) for _ in range(4)]
+        a = reg.open(1, "t", scans[0].rows)
+        b = reg.open(1, "t", scans[1].rows)
+        with pytest.raises(GatewayIOError, match="on this connection"):
+            reg.check_room(1)
+        c = reg.open(2, "u", scans[2].rows)
+        with pytest.raises(GatewayIOError, match="in the gateway"):
+            reg.open(3, "t", scans[3].rows)
+        with pytest.raises(GatewayIllegalArgument, match="unknown on this connection"):
+            reg.get(2, a)
+        manual.advance(4)
+        reg.get(1, a)  # renews a's lease
+        manual.advance(2)
+        assert reg.reap() == 2  # b and c idle for 6 s > 5
+        with pytest.raises(GatewayIllegalArgument, match=f"scanner {b} is closed: expired after 5 s idle"):
+            reg.get(1, b)
+        assert reg.count() == 1
+        reg.close_table("t", "table t was disabled")
+        with pytest.raises(GatewayIllegalArgument, match="table t was disabled"):
+            reg.get(1, a)
+        e = reg.open(5, "u", Scan(3).rows)
+        manual.advance(6)  # no reaper ran: the next call finds it stale
+        with pytest.raises(GatewayIllegalArgument, match=f"scanner {e} is closed: expired after 5 s idle"):
+            reg.get(5, e)
+        d = reg.open(4, "u", scans[3].rows)
+        reg.close_connection(4)
+        with pytest.raises(GatewayIllegalArgument, match="unknown"):
+            reg.get(4, d)
+        assert reg.count() == 0 and a < b < c < e < d
+        reg.stop()

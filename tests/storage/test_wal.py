@@ -55,11 +55,6 @@ def make_cells(seq: int) -> list:
     ]
 
 
-@pytest.fixture
-def fs(tmp_path) -> FileSystem:
-    return FileSystem(str(tmp_path))
-
-
 def write_log(fs: FileSystem, path: str, records: list, sync="none") -> list[int]:
     """Write records; return the start offset of each record."""
     starts = []

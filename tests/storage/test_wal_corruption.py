@@ -17,12 +17,7 @@ from storage.region.wal_repair import check_table_wals
 from storage.vfs.fs import FileSystem
 from storage.wal.format import RECORD_HEADER_SIZE
 from storage.wal.salvage import salvage_wal_bytes
-
-
-def _flip(path: Path, offset: int) -> None:
-    data = bytearray(path.read_bytes())
-    data[offset] ^= 0x5A
-    path.write_bytes(bytes(data))
+from damaged_files import flip_byte
 
 
 def _record_starts(path: Path) -> list[int]:
@@ -65,7 +60,7 @@ def test_a_bit_flip_in_the_last_record_of_100_acknowledged_rows_is_refused_then_
         assert t.count() == 101
     wal = _wal_of(root, "00000000")
     last = _record_starts(wal)[-1]
-    _flip(wal, last + RECORD_HEADER_SIZE + 40)
+    flip_byte(wal, last + RECORD_HEADER_SIZE + 40)
     original = wal.read_bytes()
     with storage.connect(str(root), read_only=True) as c:
         with pytest.raises(CorruptionError) as err:
@@ -98,7 +93,7 @@ def test_damage_in_one_regions_wal_leaves_the_other_regions_and_tables_readable(
     _three_regions(root)
     wal = _wal_of(root, "00000001")
     starts = _record_starts(wal)
-    _flip(wal, starts[10] + RECORD_HEADER_SIZE + 20)  # a record in the middle
+    flip_byte(wal, starts[10] + RECORD_HEADER_SIZE + 20)  # a record in the middle
     for read_only in (True, False):
         with storage.connect(str(root), read_only=read_only) as c:
             t = c.table("t")
@@ -127,7 +122,7 @@ def test_repair_keeps_every_record_after_the_damage_and_reports_what_was_lost(tm
     _three_regions(root)
     wal = _wal_of(root, "00000001")
     starts = _record_starts(wal)
-    _flip(wal, starts[5] + 3)  # the record's framing itself: the next record is found by its checksums
+    flip_byte(wal, starts[5] + 3)  # the record's framing itself: the next record is found by its checksums
     code, out, _ = _run(capsys, "wal", "check", "t", "--root", str(root))
     assert code == 1 and "record header checksum mismatch" in out and "at least 1 record" in out
     code, out, _ = _run(capsys, "wal", "repair", "t", "--root", str(root))
@@ -196,7 +191,7 @@ def test_a_damaged_segment_of_a_wal_kept_as_objects_is_set_aside_and_its_records
     (victim,) = (tmp_path / "root" / "t" / "regions" / "00000001" / "wal").glob("*.wal/*.seg")
     starts = [a for a, _ in salvage_wal_bytes(victim.read_bytes()).records]
     assert len(starts) == 8
-    _flip(victim, starts[-1] + RECORD_HEADER_SIZE + 2)  # the last record: the kept ones end one id earlier
+    flip_byte(victim, starts[-1] + RECORD_HEADER_SIZE + 2)  # the last record: the kept ones end one id earlier
     original = victim.read_bytes()
     with connect(read_only=True) as c:
         t = c.table("t")

@@ -1,0 +1,138 @@
+package regionscan.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.arrow.memory.BufferAllocator;
+import org.apache.arrow.memory.RootAllocator;
+import org.apache.arrow.vector.FieldVector;
+import org.apache.arrow.vector.VectorSchemaRoot;
+import org.apache.arrow.vector.ipc.ArrowStreamReader;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+import java.io.IOException;
+import java.util.List;
+
+/**
+ * A task's rows: the worker's Arrow IPC stream, each batch wrapped as ArrowColumnVectors
+ * (no copy). One RootAllocator per JVM and a child per task; the stream reader is closed
+ * before its allocator, which then fails loudly if a buffer leaked.
+ */
+final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
+  static final BufferAllocator ROOT = new RootAllocator(Long.MAX_VALUE);
+  private final WorkerProcess worker;
+  private final WorkerProcess.Exchange exchange;
+  private final BufferAllocator allocator;
+  private final ArrowStreamReader reader;
+  private ColumnarBatch batch;
+  private boolean finished;
+
+  ArrowPartitionReader(SourceSettings settings, RegionScanPartition partition) {
+    WorkerProcess w;
+    WorkerProcess.Exchange ex = null;
+    try {
+      w = settings.worker();
+    } catch (IOException e) {
+      throw EngineFailure.raise(e.getMessage(), e);
+    }
+    ObjectNode req;
+    try {
+      req = (ObjectNode) WorkerProcess.JSON.readTree(partition.request);
+    } catch (IOException e) {
+      throw EngineFailure.raise("a regionscan task carries a bad request: " + e.getMessage(), e);
+    }
+    // A worker that is gone before it answers has sent nothing: a read changes nothing, so the
+    // task goes once to a new worker (one killed a moment ago may still have taken the connection).
+    for (int attempt = 0; ; attempt++) {
+      try {
+        ex = w.open(req);
+        JsonNode head = ex.readFrame();
+        if (!head.path("ok").asBoolean(false)) {
+          ex.close();
+          throw EngineFailure.raise(w.taskError(head.path("error").asText("the regionscan engine worker gave no reason")), null);
+        }
+        break;
+      } catch (IOException e) {
+        closeQuietly(ex);
+        String line = w.died("a read", e);
+        boolean gone = e instanceof java.net.ConnectException || !w.process.isAlive();
+        WorkerProcess.forget(w);
+        if (attempt > 0 || !gone) {
+          throw EngineFailure.raise(line, e);
+        }
+        try {
+          w = settings.worker();
+        } catch (IOException again) {
+          throw EngineFailure.raise(again.getMessage(), again);
+        }
+      }
+    }
+    this.worker = w;
+    this.exchange = ex;
+    this.allocator = ROOT.newChildAllocator("regionscan-task", 0, Long.MAX_VALUE);
+    this.reader = new ArrowStreamReader(ex.in, allocator);
+  }
+
+  @Override
+  public boolean next() throws IOException {
+    if (finished) {
+      return false;
+    }
+    try {
+      if (batch == null) {
+        VectorSchemaRoot root = reader.getVectorSchemaRoot();
+        List<FieldVector> vectors = root.getFieldVectors();
+        ColumnVector[] columns = new ColumnVector[vectors.size()];
+        for (int i = 0; i < columns.length; i++) {
+          columns[i] = new StreamColumnVector(vectors.get(i));
+        }
+        batch = new ColumnarBatch(columns);
+      }
+      if (reader.loadNextBatch()) {
+        batch.setNumRows(reader.getVectorSchemaRoot().getRowCount());
+        return true;
+      }
+      finished = true;
+      JsonNode trailer = exchange.readFrame();
+      if (!trailer.path("ok").asBoolean(false)) {
+        throw new WorkerProcess.Answered(trailer.path("error").asText("the regionscan engine worker gave no reason"));
+      }
+      return false;
+    } catch (WorkerProcess.Answered refused) {
+      throw EngineFailure.raise(worker.taskError(refused.getMessage()), null);
+    } catch (IOException | RuntimeException e) {
+      // Anything else breaking the stream ("Unexpected end of input. Missing schema.", a reset, a
+      // truncated batch) is the worker going away mid-read: said with its pid, exit and log.
+      String line = worker.died("a read", e);
+      WorkerProcess.forget(worker);
+      throw EngineFailure.raise(line, e);
+    }
+  }
+
+  private static void closeQuietly(WorkerProcess.Exchange ex) {
+    if (ex != null) {
+      try {
+        ex.close();
+      } catch (IOException ignored) {
+        // closing a connection to a worker that is gone
+      }
+    }
+  }
+
+  @Override
+  public ColumnarBatch get() {
+    return batch;
+  }
+
+  @Override
+  public void close() throws IOException {
+    try {
+      reader.close();
+    } finally {
+      exchange.close();
+      allocator.close();
+    }
+  }
+}

@@ -1,0 +1,242 @@
+package regionscan.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.SparkContext;
+import org.apache.spark.sql.connector.expressions.Expression;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.Statistics;
+import org.apache.spark.sql.connector.read.SupportsReportPartitioning;
+import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.connector.read.partitioning.KeyGroupedPartitioning;
+import org.apache.spark.sql.connector.read.partitioning.Partitioning;
+import org.apache.spark.sql.connector.read.partitioning.UnknownPartitioning;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.OptionalLong;
+
+/**
+ * A planned read (of rows, or of each task's partial aggregates): the worker plans the splits (one per region, pinned) and packs them into
+ * tasks by size, as Spark packs files ({@code spark.sql.files.maxPartitionBytes}, the open cost).
+ *
+ * A catalog table's scan ({@code keyGrouped}) reports its tasks as key-grouped partitioning:
+ * transform {@code regionscan_tasks_<digest>(key)} ({@link TaskIndexFunction}, resolved by
+ * {@link RegionScanCatalog}), each task's partition value its index. Only when the worker names
+ * the key's stored form ({@code key_encoding}) and the key column is read at that type; else,
+ * and for {@code format("regionscan")} reads (no function catalog), nothing is reported.
+ */
+final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, SupportsReportPartitioning {
+  private final SourceSettings settings;
+  private final StructType required;
+  private final ArrayNode filters;
+  private final String pushedFilters;
+  private final int limit;
+  private final boolean keyGrouped;
+  private final ObjectNode aggregate;  // what each task aggregates (PROTOCOL.md, "read"), or null
+  private final StructType output;  // what the tasks return: the rows' columns, or the partial aggregates
+  private final String aggregation;
+  private JsonNode plan;
+  private TaskIndexFunction grouping;
+  private boolean groupingAsked;
+  private Long rowCount;
+
+  RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit,
+      boolean keyGrouped) {
+    this(settings, required, filters, pushedFilters, limit, keyGrouped, null, required, null);
+  }
+
+  /** A scan whose tasks aggregate their rows ({@code aggregate}), returning {@code output}. */
+  RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit,
+      boolean keyGrouped, ObjectNode aggregate, StructType output, String aggregation) {
+    this.settings = settings;
+    this.required = required;
+    this.filters = filters;
+    this.pushedFilters = pushedFilters;
+    this.limit = limit;
+    this.keyGrouped = keyGrouped;
+    this.aggregate = aggregate;
+    this.output = output;
+    this.aggregation = aggregation;
+  }
+
+  private ObjectNode request(String op) {
+    ObjectNode req = settings.request(op);
+    ArrayNode cols = req.putArray("columns");
+    for (String name : required.fieldNames()) {
+      cols.add(name);
+    }
+    req.set("filters", filters);
+    req.put("schema", output.json());
+    if (aggregate != null) {
+      req.set("aggregate", aggregate);
+    }
+    if (limit >= 0) {
+      req.put("limit", limit);
+    }
+    return req;
+  }
+
+  private synchronized JsonNode plan() {
+    if (plan == null) {
+      ObjectNode req = request("plan");
+      SQLConf conf = SQLConf.get();
+      req.put("max_partition_bytes", conf.filesMaxPartitionBytes());
+      req.put("open_cost", conf.filesOpenCostInBytes());
+      if (keyGrouped) {
+        req.put("task_ranges", true);
+      }
+      String key = "spark.sql.leafNodeDefaultParallelism";
+      req.put("parallelism", conf.contains(key) ? Integer.parseInt(conf.getConfString(key))
+          : SparkContext.getOrCreate().defaultParallelism());
+      plan = settings.call(req);
+    }
+    return plan;
+  }
+
+  @Override
+  public StructType readSchema() {
+    return output;
+  }
+
+  @Override
+  public String description() {
+    StringBuilder sb = new StringBuilder(settings.tableName());
+    if (aggregation != null) {
+      sb.append(" PushedAggregation: ").append(aggregation).append(" (partial, per task),");
+    }
+    sb.append(" PushedFilters: ").append(pushedFilters);
+    if (limit >= 0) {
+      sb.append(", PushedLimit: ").append(limit);
+    }
+    sb.append(", ReadSchema: ").append(required.simpleString());
+    return sb.toString();
+  }
+
+  @Override
+  public Batch toBatch() {
+    return this;
+  }
+
+  @Override
+  public InputPartition[] planInputPartitions() {
+    JsonNode tasks = plan().path("tasks");
+    JsonNode readPlan = plan().path("read_plan");
+    ObjectNode read;
+    if (readPlan.isTextual()) {
+      // the driver's plan, made once by the worker: each task's read carries it and plans nothing
+      read = WorkerProcess.JSON.createObjectNode();
+      read.put("op", "read");
+      read.put("read_plan", readPlan.asText());
+    } else {
+      read = request("read");  // a worker that predates read plans plans each task again
+    }
+    boolean keyed = grouping() != null;
+    List<InputPartition> out = new ArrayList<>();
+    for (JsonNode task : tasks) {
+      read.set("splits", task.path("splits"));
+      List<String> hosts = new ArrayList<>();
+      for (JsonNode h : task.path("hosts")) {
+        hosts.add(h.asText());
+      }
+      RegionScanPartition p = new RegionScanPartition(read.toString(), hosts.toArray(new String[0]));
+      out.add(keyed ? new KeyedPartition(p, out.size()) : p);
+    }
+    return out.toArray(new InputPartition[0]);
+  }
+
+  @Override
+  public PartitionReaderFactory createReaderFactory() {
+    return new RegionScanReaderFactory(settings);
+  }
+
+  /** The transform the tasks are grouped by, or null when none is reported. */
+  private synchronized TaskIndexFunction grouping() {
+    if (!groupingAsked) {
+      groupingAsked = true;
+      grouping = keyGrouped ? layoutFunction(plan()) : null;
+    }
+    return grouping;
+  }
+
+  private TaskIndexFunction layoutFunction(JsonNode p) {
+    String column = p.path("key_column").asText(null);
+    String encoding = p.path("key_encoding").asText(null);
+    JsonNode ranges = p.path("task_ranges");
+    if (column == null || encoding == null || !ranges.isArray() || ranges.size() == 0
+        || ranges.size() != p.path("tasks").size() || !required.getFieldIndex(column).isDefined()) {
+      return null;
+    }
+    DataType type = required.apply(column).dataType();
+    // exactly the type whose values the function maps (a collated STRING groups other values)
+    DataType expected = "utf8".equals(encoding) ? DataTypes.StringType : DataTypes.BinaryType;
+    if (!type.equals(expected)) {
+      return null;
+    }
+    return TaskIndexFunction.of(encoding, p.path("key_null").isTextual() ? p.path("key_null").asText() : null, ranges);
+  }
+
+  @Override
+  public Partitioning outputPartitioning() {
+    TaskIndexFunction fn = grouping();
+    if (fn == null) {
+      return new UnknownPartitioning(0);
+    }
+    String column = plan().path("key_column").asText();
+    return new KeyGroupedPartitioning(
+        new Expression[] {Expressions.apply(fn.name(), Expressions.column(column))}, plan().path("tasks").size());
+  }
+
+  /**
+   * The rows this scan returns, from the block indexes' row counts (the worker's COUNT(*) at
+   * planning), or -1 where they cannot tell: a filter the engine applies, a time range, a
+   * limit, or a scan whose tasks aggregate.
+   */
+  private synchronized long rowCount() {
+    if (rowCount == null) {
+      rowCount = -1L;
+      if (aggregate == null && limit < 0) {
+        ObjectNode req = settings.request("count");
+        req.set("filters", filters);
+        req.putArray("aggregates").addObject().put("fn", "count_star");
+        req.put("statistics", true);  // not the query's own aggregate: connector.explain keeps its plan
+        JsonNode values = settings.call(req).path("values");
+        if (values.isArray() && values.size() == 1 && values.get(0).isNumber()) {
+          rowCount = values.get(0).asLong();
+        }
+      }
+    }
+    return rowCount;
+  }
+
+  @Override
+  public Statistics estimateStatistics() {
+    JsonNode p = plan();
+    long size = p.path("size_bytes").asLong(0);
+    SQLConf conf = SQLConf.get();
+    // Spark reads a row count only with cost-based optimization (or plan statistics) on; else the
+    // worker is not asked, and planning costs nothing more
+    long rows = conf.cboEnabled() || conf.planStatsEnabled() ? rowCount() : -1;
+    return new Statistics() {
+      @Override
+      public OptionalLong sizeInBytes() {
+        return OptionalLong.of(size);
+      }
+
+      @Override
+      public OptionalLong numRows() {
+        return rows >= 0 ? OptionalLong.of(rows) : OptionalLong.empty();
+      }
+    };
+  }
+}

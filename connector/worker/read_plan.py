@@ -1,0 +1,541 @@
+"""A read's plan, made once on the driver and carried by every task in one serialized form.
+
+The worker's ``plan`` request parses the options (:class:`~connector.source_config.SourceConfig`,
+the table's stored mapping merged in), decodes the filters, pushes them down
+and prunes the columns: that is a :class:`ReadPlan`.  Its :meth:`ReadPlan.to_text`
+is what the ``plan`` reply hands the JVM as ``read_plan``; the JVM puts it in
+each task (``RegionScanPartition``) and each task's ``read`` request carries it
+back, so a task's read starts from :meth:`ReadPlan.from_text` and does no
+planning of its own: no option parsing, no stored-mapping lookup, no pushdown,
+and no pyspark (filters are decoded into this module's own nodes, the output's
+Arrow schema travels in the plan).  The form is specified in
+connector/java/PROTOCOL.md ("The read plan") and frozen by
+tests/golden/formats/read_plan/v1.txt.
+
+Filters arrive in the small JSON form of PROTOCOL.md ("Filters");
+:func:`decode_filters` turns them into nodes that answer to the same names and
+fields as pyspark's filter classes (``EqualTo(attribute, value)`` ...), which
+is all :mod:`connector.pushdown` and :mod:`connector.decoded_filters` look at;
+:func:`filter_doc` is the way back.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from serde.mapping import ColumnKind
+from storage import InvalidArgument
+
+from ..decoded_filters import COMPARISONS, Column, Compare, DecodedFilter, Literal, Remainder, take_decoded, valid_divisor
+from ..disjunction import And, Opaque, Or, push_tree, tree_columns
+from ..options import conf_bool
+from ..pushdown import PushdownResult
+from ..source_config import DECODED_FILTERS, SourceConfig
+from ..splits import TableSplit
+
+__all__ = ["PLAN_FORMAT", "PLAN_VERSION", "ReadPlan", "decode_filters", "filter_doc", "literal_doc", "key_names",
+           "push_read_filters", "plan_digest",
+           "EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual",
+           "StringStartsWith", "StringEndsWith", "StringContains", "In", "IsNull", "IsNotNull", "Not"]
+
+PLAN_FORMAT = "regionscan-read-plan"
+PLAN_VERSION = 1
+_EPOCH = dt.date(1970, 1, 1)
+_EPOCH_TIME = dt.datetime(1970, 1, 1)
+
+
+# -- filter nodes: pyspark's filter classes' names and fields, without pyspark ---------------
+
+
+@dataclass(frozen=True)
+class EqualTo:
+    """``attribute = value``."""
+
+    attribute: tuple[str, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class EqualNullSafe:
+    """``attribute <=> value``."""
+
+    attribute: tuple[str, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class GreaterThan:
+    """``attribute > value``."""
+
+    attribute: tuple[str, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class GreaterThanOrEqual:
+    """``attribute >= value``."""
+
+    attribute: tuple[str, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class LessThan:
+    """``attribute < value``."""
+
+    attribute: tuple[str, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class LessThanOrEqual:
+    """``attribute <= value``."""
+
+    attribute: tuple[str, ...]
+    value: Any
+
+
+@dataclass(frozen=True)
+class StringStartsWith:
+    """``attribute LIKE 'value%'``."""
+
+    attribute: tuple[str, ...]
+    value: str
+
+
+@dataclass(frozen=True)
+class StringEndsWith:
+    """``attribute LIKE '%value'``."""
+
+    attribute: tuple[str, ...]
+    value: str
+
+
+@dataclass(frozen=True)
+class StringContains:
+    """``attribute LIKE '%value%'``."""
+
+    attribute: tuple[str, ...]
+    value: str
+
+
+@dataclass(frozen=True)
+class In:
+    """``attribute IN (value...)``."""
+
+    attribute: tuple[str, ...]
+    value: tuple
+
+
+@dataclass(frozen=True)
+class IsNull:
+    """``attribute IS NULL``."""
+
+    attribute: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class IsNotNull:
+    """``attribute IS NOT NULL``."""
+
+    attribute: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Not:
+    """``NOT child``."""
+
+    child: Any
+
+
+_VALUED = {c.__name__: c for c in (EqualTo, EqualNullSafe, GreaterThan, GreaterThanOrEqual, LessThan,
+                                    LessThanOrEqual, StringStartsWith, StringEndsWith, StringContains)}
+_NULL_TESTS = {c.__name__: c for c in (IsNull, IsNotNull)}
+
+
+# -- the JSON form (PROTOCOL.md, "Filters") -> nodes, and back --------------------------------
+
+
+def _literal(doc: Any) -> Any:
+    kind = doc.get("t") if isinstance(doc, dict) else None
+    value = doc.get("v") if isinstance(doc, dict) else None
+    if kind == "null":
+        return None
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind == "float" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "string" and isinstance(value, str):
+        return value
+    if kind == "date" and isinstance(value, int) and not isinstance(value, bool):
+        return _EPOCH + dt.timedelta(days=value)
+    if kind in ("timestamp", "timestamp_ntz") and isinstance(value, int) and not isinstance(value, bool):
+        # TimestampType literals are instants (pyspark hands the Python source zoned values);
+        # TimestampNTZType literals are wall clocks
+        moment = _EPOCH_TIME + dt.timedelta(microseconds=value)
+        return moment.replace(tzinfo=dt.timezone.utc) if kind == "timestamp" else moment
+    if kind == "decimal" and isinstance(value, str):
+        return Decimal(value)
+    if kind == "binary" and isinstance(value, str):
+        return base64.b64decode(value, validate=True)
+    raise InvalidArgument(f"bad filter literal {json.dumps(doc, default=str)[:80]}")
+
+
+def _micros(delta: dt.timedelta) -> int:
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def literal_doc(value: Any) -> dict:
+    """The tagged literal of a Python value as filters carry them (the inverse of decoding one)."""
+    if value is None:
+        return {"t": "null"}
+    if isinstance(value, bool):
+        return {"t": "bool", "v": value}
+    if isinstance(value, int):
+        return {"t": "int", "v": value}
+    if isinstance(value, float):
+        return {"t": "float", "v": value}
+    if isinstance(value, str):
+        return {"t": "string", "v": value}
+    if isinstance(value, (bytes, bytearray)):
+        return {"t": "binary", "v": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, Decimal):
+        return {"t": "decimal", "v": format(value, "f")}
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            return {"t": "timestamp", "v": _micros(value.astimezone(dt.timezone.utc).replace(tzinfo=None) - _EPOCH_TIME)}
+        return {"t": "timestamp_ntz", "v": _micros(value - _EPOCH_TIME)}
+    if isinstance(value, dt.date):
+        return {"t": "date", "v": (value - _EPOCH).days}
+    raise InvalidArgument(f"a filter literal of type {type(value).__name__} has no tagged form")
+
+
+def _expression(doc: Any) -> Any:
+    """A ``Compare`` side: ``{"column": c}``, ``{"literal": L}`` or ``{"remainder": E, "by": k}``."""
+    if isinstance(doc, dict):
+        if isinstance(doc.get("column"), str):
+            return Column(doc["column"])
+        if isinstance(doc.get("literal"), dict):
+            return Literal(_literal(doc["literal"]))
+        by = doc.get("by")
+        if "remainder" in doc and isinstance(by, int) and not isinstance(by, bool):
+            if not valid_divisor(by):
+                raise InvalidArgument(f"remainder by {by}: the divisor must be a non-zero BIGINT above its minimum")
+            return Remainder(_expression(doc["remainder"]), by)
+    raise InvalidArgument(f"bad filter expression {json.dumps(doc, default=str)[:80]}")
+
+
+def _expression_doc(e: Any) -> dict:
+    if isinstance(e, Column):
+        return {"column": e.name}
+    if isinstance(e, Literal):
+        return {"literal": literal_doc(e.value)}
+    if isinstance(e, Remainder):
+        return {"remainder": _expression_doc(e.operand), "by": e.divisor}
+    raise InvalidArgument(f"a filter expression {e!r} has no JSON form")
+
+
+def _filter(doc: Any) -> Any:
+    if not isinstance(doc, dict):
+        raise InvalidArgument(f"a filter must be a JSON object, got {json.dumps(doc, default=str)[:80]}")
+    op = doc.get("op")
+    if op == "Not":
+        return Not(_filter(doc.get("child")))
+    if op in ("Or", "And"):
+        children = doc.get("children")
+        if not isinstance(children, list) or len(children) < 2:
+            raise InvalidArgument(f"filter {op} needs a list of at least 2 children")
+        return (Or if op == "Or" else And)(tuple(_filter(c) for c in children))
+    if op == "Opaque":
+        return Opaque(str(doc.get("text", "?"))[:200])
+    if op == "Compare":
+        if doc.get("cmp") not in COMPARISONS:
+            raise InvalidArgument(f"filter Compare needs cmp, one of {', '.join(COMPARISONS)}")
+        return Compare(doc["cmp"], _expression(doc.get("left")), _expression(doc.get("right")))
+    column = doc.get("column")
+    if not isinstance(column, str):
+        raise InvalidArgument(f"filter {op!r} names no column")
+    attribute = (column,)
+    if op in _NULL_TESTS:
+        return _NULL_TESTS[op](attribute)
+    if op == "In":
+        values = doc.get("values")
+        if not isinstance(values, list):
+            raise InvalidArgument("filter In needs a list of values")
+        return In(attribute, tuple(_literal(v) for v in values))
+    if op in _VALUED:
+        return _VALUED[op](attribute, _literal(doc.get("value") or {}))
+    raise InvalidArgument(f"unknown filter op {op!r}")
+
+
+def decode_filters(docs: Any) -> list:
+    """Filter nodes from the JSON filter list of a request (PROTOCOL.md, "Filters")."""
+    if docs is None:
+        return []
+    if not isinstance(docs, list):
+        raise InvalidArgument("filters must be a JSON list")
+    return [_filter(d) for d in docs]
+
+
+def filter_doc(f: Any) -> dict:
+    """The JSON form of a filter: one of this module's nodes, a pyspark filter object (the same
+    names and fields), a :class:`~connector.decoded_filters.Compare` or an And/Or/Opaque tree."""
+    if isinstance(f, (Or, And)):
+        return {"op": type(f).__name__, "children": [filter_doc(c) for c in f.children]}
+    if isinstance(f, Opaque):
+        return {"op": "Opaque", "text": f.text}
+    if isinstance(f, Compare):
+        return {"op": "Compare", "cmp": f.op, "left": _expression_doc(f.left), "right": _expression_doc(f.right)}
+    kind = type(f).__name__
+    if kind == "Not":
+        return {"op": "Not", "child": filter_doc(f.child)}
+    attribute = getattr(f, "attribute", None)
+    if not isinstance(attribute, tuple) or len(attribute) != 1:
+        raise InvalidArgument(f"filter {kind} has no single column")
+    if kind in _NULL_TESTS:
+        return {"op": kind, "column": attribute[0]}
+    if kind == "In":
+        return {"op": "In", "column": attribute[0], "values": [literal_doc(v) for v in f.value]}
+    if kind in _VALUED:
+        return {"op": kind, "column": attribute[0], "value": literal_doc(f.value)}
+    raise InvalidArgument(f"filter {kind} has no JSON form")
+
+
+# -- the plan ----------------------------------------------------------------------------------
+
+
+def key_names(config: SourceConfig) -> list[str]:
+    """The mapping's row-key columns, in mapping order."""
+    return [c.name for c in config.mapping().columns if c.kind in (ColumnKind.KEY, ColumnKind.KEY_PART)]
+
+
+def push_read_filters(config: SourceConfig, filters: list) -> PushdownResult:
+    """The filters translated for ``config``'s SerDe; those left that the worker evaluates
+    exactly on decoded rows are taken too (``regionscan.pushdown.decoded``)."""
+    result = push_tree(filters, config.read_serde(), config.column_filters, config.superset_filters)
+    if conf_bool(config.conf, DECODED_FILTERS, True):
+        known = {n.lower(): n for n in config.output_names}
+        types = config.spark_arrow_schema(list(known.values()))
+
+        def type_of(name: str) -> pa.DataType | None:
+            found = known.get(name.lower())
+            return None if found is None else types.field(found).type
+
+        take_decoded(result, type_of)
+    return result
+
+
+def plan_digest(body: dict) -> str:
+    """The digest of a plan's JSON body (every field but ``digest``): 32 hex digits of its canonical SHA-256."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()[:32]
+
+
+def _schema_text(schema: pa.Schema) -> str:
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+def _plan_error(why: str) -> InvalidArgument:
+    return InvalidArgument(f"a task's read plan {why}; plan the query again (connector/java/PROTOCOL.md, \"The read plan\")")
+
+
+def _names(doc: dict, key: str) -> list[str]:
+    value = doc.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _plan_error(f"has no list of names {key!r}")
+    return value
+
+
+class ReadPlan:
+    """A read's plan: the options (``base``), the columns Spark wants (``output``), the scan
+    (``config``: every mapped column, or the key alone when Spark wants nothing but the key),
+    the columns the engine hides, the filters evaluated on decoded rows, the aggregate, the
+    limit and the Arrow schema of what the tasks return (``target``).
+
+    Made on the driver by :meth:`from_request` (the pushdown result is kept there, as
+    ``pushdown``); a task gets it back by :meth:`from_text`, with no planning."""
+
+    def __init__(self, base: SourceConfig, output: list[str], scan_columns: list[str] | None,
+                 hidden: tuple[bytes, ...], decoded: list, filter_only: list[str], target: pa.Schema | None,
+                 aggregate: Any = None, limit: int | None = None, raw: bool = False,
+                 pushdown: PushdownResult | None = None, table: str | None = None):
+        self.base = base
+        self.table = base.table if table is None else table  # what every split of the read scans
+        self.output = output
+        self.config = base if scan_columns is None else base.with_columns(scan_columns)
+        self.scan_columns = scan_columns
+        self.hidden = hidden  # scanned for their rows, not handed to the SerDe
+        self.decoded_filter = DecodedFilter(decoded) if decoded else None
+        self.filter_only = filter_only  # columns decoded for the decoded filter alone
+        self.target = target
+        self.aggregate = aggregate
+        self.limit = limit
+        self.raw = raw
+        self._pushdown = pushdown
+
+    @classmethod
+    def from_request(cls, req: dict, target: pa.Schema | None = None) -> "ReadPlan":
+        """Plan a read from a request's ``options``, ``columns``, ``filters``, ``aggregate``
+        and ``limit`` (``target``: the Arrow schema of what the tasks return)."""
+        base = SourceConfig.from_options(req.get("options") or {})
+        limit = req.get("limit")
+        limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0 else None
+        aggregate = req.get("aggregate")
+        from .. import raw_read  # a raw read's own names (connector/raw_read.py)
+
+        if raw_read.is_raw(base):
+            names = raw_read.resolve_names(base, req.get("columns"))
+            return cls(base, names, None, (), [], [], target, aggregate, limit, raw=True)
+        known = {n.lower(): n for n in base.output_names}
+        wanted = req.get("columns")
+        if wanted is None:
+            wanted = base.output_names
+        if not isinstance(wanted, list):
+            raise InvalidArgument("columns must be a JSON list")
+        missing = [c for c in wanted if str(c).lower() not in known]
+        if missing:
+            raise InvalidArgument(f"columns {missing} are not in the mapping ({base.output_names})")
+        output = [known[str(c).lower()] for c in wanted]
+        filters = decode_filters(req.get("filters") or [])
+        # an engine filter sees only the cells scanned: read the filtered columns too
+        extra = {known[c] for f in filters for c in tree_columns(f) if c in known}
+        keys = key_names(base)
+        read = (set(output) | extra) or set(keys)
+        names = [n for n in base.output_names if n in read]
+        whole = names == base.output_names or not set(names) <= set(keys)
+        # the key alone: a keys-only scan
+        config = base if whole else base.with_columns(names)
+        result = push_read_filters(config, filters)
+        # the filters evaluated on decoded rows, and the columns decoded for them alone
+        filter_only: list[str] = []
+        if result.decoded:
+            wanted_lower = {n.lower() for n in output}
+            columns = set()
+            for f in result.decoded:
+                columns |= tree_columns(f)
+            filter_only = [known[c] for c in sorted(columns) if c in known and c not in wanted_lower]
+        hidden: tuple[bytes, ...] = ()
+        if whole and output != base.output_names:
+            # A row is a row when it has any mapped cell, also when it has none of the columns
+            # read: a scan of those columns alone would drop it (select("i") losing the rows
+            # where i is null, "i IS NULL" finding none).  So the cells of every mapped column
+            # are scanned, and the engine hides those of the columns not decoded
+            # (storage.read.hidden_columns: on dense blocks only their presence is tested).
+            decoded_names = output + filter_only
+            decoded = set(base.with_columns(decoded_names or sorted(keys)).read_serde().scan_columns)
+            hidden = tuple(c.encode() for c in base.read_serde().scan_columns if ":" in c and c not in decoded)
+        return cls(base, output, None if whole else names, hidden, list(result.decoded), filter_only, target,
+                   aggregate, limit, pushdown=result)
+
+    def with_hidden(self, split: TableSplit) -> TableSplit:
+        """``split`` with this read's hidden columns set on its scan."""
+        if not self.hidden or split.scan is None:
+            return split
+        return dataclasses.replace(split, scan=dataclasses.replace(split.scan, hidden_columns=self.hidden))
+
+    def check_splits(self, splits: list[TableSplit]) -> list[TableSplit]:
+        """``splits``, each checked to be of this plan's table; one line naming the first that is not."""
+        for split in splits:
+            if split.table != self.table:
+                raise _plan_error(f"is for table {self.table}, not for the split of table {split.table} sent with it")
+        return splits
+
+    def pushdown(self) -> PushdownResult:
+        """The filters translated for this read's SerDe (on the driver, where the plan was made)."""
+        if self._pushdown is None:
+            raise InvalidArgument("a task's read plan carries no pushdown result (it is the driver's)")
+        return self._pushdown
+
+    def input_format(self, result: PushdownResult):
+        """The input format restricted by ``result``.
+
+        Blocks are cached unless the options say not to: MapReduce leaves
+        ``hbase.mapreduce.scan.cacheblocks`` off so that one bulk scan does not
+        flush a region server's cache that others share, but the worker's cache
+        is its own and it serves every task and query of its JVM.
+        """
+        from ..options import SCAN_CACHEBLOCKS
+
+        engine = repr(result.engine_filter) if result.engine_filter is not None else None
+        fmt = self.config.input_format(result.key_ranges, engine)
+        fmt.conf.setdefault(SCAN_CACHEBLOCKS, True)
+        return fmt
+
+    # -- the serialized form (PROTOCOL.md, "The read plan") -------------------------------------
+
+    def to_doc(self) -> dict:
+        """The plan as the JSON object of its serialized form (its ``digest`` included)."""
+        if self.target is None:
+            raise InvalidArgument("a read plan needs the Arrow schema of what its tasks return")
+        body = {
+            "format": PLAN_FORMAT,
+            "v": PLAN_VERSION,
+            "kind": "raw" if self.raw else "rows",
+            "table": self.table,
+            "options": [list(kv) for kv in self.base.options],
+            "output": list(self.output),
+            "scan_columns": None if self.scan_columns is None else list(self.scan_columns),
+            "hidden": [c.decode("utf-8") for c in self.hidden],
+            "decoded": [] if self.decoded_filter is None else [filter_doc(f) for f in self.decoded_filter.filters],
+            "filter_only": list(self.filter_only),
+            "aggregate": self.aggregate,
+            "limit": self.limit,
+            "arrow_schema": _schema_text(self.target),
+        }
+        return {**body, "digest": plan_digest(body)}
+
+    def to_text(self) -> str:
+        """The serialized form: canonical JSON (sorted keys, no spaces) of :meth:`to_doc`."""
+        return json.dumps(self.to_doc(), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_text(cls, text: Any) -> "ReadPlan":
+        """The plan :meth:`to_text` serialized; one line saying what is wrong with any other text."""
+        if not isinstance(text, str):
+            raise _plan_error(f"must be the text the plan reply gave, got {type(text).__name__}")
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _plan_error(f"is not JSON ({exc.msg} at character {exc.pos})") from None
+        if not isinstance(doc, dict) or doc.get("format") != PLAN_FORMAT:
+            raise _plan_error(f"is not a {PLAN_FORMAT} (format {doc.get('format') if isinstance(doc, dict) else None!r})")
+        if doc.get("v") != PLAN_VERSION:
+            raise _plan_error(f"has version {doc.get('v')!r}; this worker reads version {PLAN_VERSION}")
+        body = {k: v for k, v in doc.items() if k != "digest"}
+        if doc.get("digest") != plan_digest(body):
+            raise _plan_error("is corrupted: its digest does not match its content")
+        if doc.get("kind") not in ("rows", "raw"):
+            raise _plan_error(f"has kind {doc.get('kind')!r}, not rows or raw")
+        options = doc.get("options")
+        if not isinstance(options, list) or not all(
+                isinstance(kv, list) and len(kv) == 2 and all(isinstance(x, str) for x in kv) for kv in options):
+            raise _plan_error("has no options (a list of [name, value] strings)")
+        scan_columns = doc.get("scan_columns")
+        if scan_columns is not None:
+            scan_columns = _names(doc, "scan_columns")
+        limit = doc.get("limit")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise _plan_error(f"has a bad limit {limit!r}")
+        try:
+            target = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(doc.get("arrow_schema") or "", validate=True)))
+        except (ValueError, TypeError, pa.ArrowInvalid) as exc:
+            raise _plan_error(f"has no Arrow schema ({str(exc).splitlines()[0] if str(exc) else 'empty'})") from None
+        decoded = doc.get("decoded")
+        if not isinstance(decoded, list):
+            raise _plan_error("has no list of decoded filters")
+        if not isinstance(doc.get("table"), str):
+            raise _plan_error("names no table")
+        base = SourceConfig(tuple((k, v) for k, v in options))
+        return cls(base, _names(doc, "output"), scan_columns, tuple(c.encode() for c in _names(doc, "hidden")),
+                   decode_filters(decoded), _names(doc, "filter_only"), target, doc.get("aggregate"), limit,
+                   raw=doc["kind"] == "raw", table=doc["table"])
