@@ -4,7 +4,8 @@ Sources (memstore and store file scanners) follow the protocol in
 :mod:`.protocol`; :mod:`.heap` merges them; :class:`StoreScanner` resolves
 versions, deletes, TTL and the time range of one family;
 :class:`RegionScanner` joins families into rows and applies the filter and
-the result limits; :class:`TableScanner` walks regions.
+the result limits.  The walk over regions is the region runner's
+(:class:`storage.read.region_runner.TableScanner`).
 """
 
 from .list_scanner import ListScanner
@@ -14,7 +15,6 @@ from .protocol import CellScanner, next_row_key
 from .region_scanner import RegionScanner, result_size
 from .scan_spec import CellScanSpec
 from .store_scanner import StoreScanner
-from .table_scanner import RegionScannerFactory, TableScanner
 
 __all__ = [
     "CellScanner",
@@ -28,6 +28,4 @@ __all__ = [
     "StoreScanner",
     "RegionScanner",
     "result_size",
-    "TableScanner",
-    "RegionScannerFactory",
 ]

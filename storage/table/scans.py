@@ -22,13 +22,12 @@ from ..keys import key_after
 from ..mvcc import Mvcc, views_at_read_point
 from ..read.region_plan import RegionReadPlan
 from ..read.raw import raw_dicts
-from ..read.region_runner import count_regions, live_reads, run_regions
+from ..read.region_runner import TableScanner, count_regions, live_cell_scanner, live_reads, reading_order, run_regions
 from ..read.scan_request import ScanRequest, plan_batch_scan
 from ..read.snapshot import ReadSnapshot, SnapshotTable, release_views
 from ..region.reader_leases import Leases
-from ..region.region import Region
 from ..region.view import RegionView
-from ..scanner import CellScanSpec, TableScanner
+from ..scanner import CellScanSpec
 from ..scanner.metrics import ScanMetrics
 from .arguments import row_range
 from .region_map import RegionMap
@@ -146,14 +145,12 @@ class TableScans:
                       snapshot: "ReadSnapshot | None" = None) -> Iterator[pa.RecordBatch]:
         """Open a checked batch scan: fix its read point and lease its views (or
         take ``snapshot``'s), and return its batches."""
-        reverse = scan.reverse
         if snapshot is not None:
             plan = snapshot.plan(spans)
         else:
             self._check_readable()
             plan = self.views(spans)  # the scan opens here: read point and views fixed
-        if reverse:
-            plan.reverse()
+        plan = reading_order(plan, scan.reverse)
         owned = [] if snapshot is not None else [view for view, _, _ in plan]
         # the region runner over the views in reading order; the views leased here are released when it ends
         batches = run_regions(scan, live_reads(plan), metrics, on_close=partial(release_views, owned))
@@ -168,7 +165,7 @@ class TableScans:
 
     def cell_scanner(self, request: ScanRequest, batch: int | None = None, caching: int = 100,
                      max_result_size: int | None = None, metrics: ScanMetrics | None = None) -> TableScanner:
-        """The :class:`storage.scanner.TableScanner` of a checked request (see :meth:`Table.cell_scanner`)."""
+        """The :class:`storage.read.region_runner.TableScanner` of a checked request (see :meth:`Table.cell_scanner`)."""
         self.check_columns(request.columns)
         low, high = request.bounds()
         min_ts, max_ts = request.time_bounds()
@@ -191,15 +188,10 @@ class TableScans:
             max_result_size=max_result_size,
             caching=caching,
         )
-        plan = self.views([(low, high)])
-        factories = [
-            (lambda spec, m, view=view: Region.cell_scanner_of(view, spec, m, low, high))
-            for view, _, _ in plan
-        ]
-        views = [view for view, _, _ in plan]
-        scanner = TableScanner(factories, spec, metrics, on_close=lambda: release_views(views))
-        weakref.finalize(scanner, release_views, views)  # a scanner never closed
-        return scanner
+        # the runner's pull form over the leased views, released when the scan ends; a limit
+        # of 0 reads no region (as the batch path), where the spec's "no limit" would read all
+        views = [] if request.limit == 0 else [view for view, _, _ in self.views([(low, high)])]
+        return live_cell_scanner(views, spec, low, high, metrics)
 
     def count(self, row_start: bytes | None = None, row_stop: bytes | None = None,
               row_prefix: bytes | None = None) -> int:

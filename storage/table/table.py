@@ -39,7 +39,7 @@ from ..region.manifest import RegionInfo, TableManifest
 from ..region.pins import clean_archive, retire_dir
 from ..region.reader_leases import Leases
 from ..region.region import Region
-from ..scanner import TableScanner
+from ..read.region_runner import TableScanner
 from ..scanner.metrics import ScanMetrics
 from ..schema import FamilySettings, TableSettings
 from ..vfs.fs import FileSystem
@@ -291,7 +291,7 @@ class Table(ScanCalls):
         max_result_size: int | None = None,
         metrics: ScanMetrics | None = None,
     ) -> TableScanner:
-        """The cell-at-a-time scan: a :class:`storage.scanner.TableScanner` whose
+        """The cell-at-a-time scan: a :class:`storage.read.region_runner.TableScanner` whose
         ``next_rows(n)`` returns up to ``n`` results, each a list of one row's cells.
 
         This is the path of point reads, RPC-style scanners and callers that
@@ -302,7 +302,7 @@ class Table(ScanCalls):
 
     def cell_scanner(self, request: ScanRequest, batch: int | None = None, caching: int = 100,
                      max_result_size: int | None = None, metrics: ScanMetrics | None = None) -> TableScanner:
-        """The :class:`storage.scanner.TableScanner` of a checked request (what :meth:`scanner` returns)."""
+        """The :class:`storage.read.region_runner.TableScanner` of a checked request (what :meth:`scanner` returns)."""
         return self._scans.cell_scanner(request, batch, caching, max_result_size, metrics)
 
     def count(self, row_start: bytes | None = None, row_stop: bytes | None = None, row_prefix: bytes | None = None) -> int:

@@ -38,9 +38,9 @@ from storage.scanner import (
     ScanMetrics,
     CellScanSpec,
     StoreScanner,
-    TableScanner,
     result_size,
 )
+from storage.read.region_runner import TableScanner
 from storage.storefile import StoreFileReader, StoreFileWriter
 
 PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY = 4, 8, 12, 14
