@@ -22,7 +22,6 @@ from storage import ScanMetrics
 from storage.engine import (
     ROW_COUNT_FILTER,
     FileSystem,
-    key_not_of_width as _table_key_not_of_width,
     pinned_batches,
     pinned_edge_key,
     pinned_row_count,
@@ -34,8 +33,7 @@ from storage.keys import KeyRange, intersect, key_after
 from .options import ScanSpec
 from .splits import TableSplit
 
-__all__ = ["is_remote_root", "split_batches", "split_row_count", "split_edge_key", "edge_key_known", "last_row_of",
-           "key_not_of_width"]
+__all__ = ["is_remote_root", "split_batches", "split_row_count", "split_edge_key", "edge_key_known", "last_row_of"]
 
 _REMOTE_PREFIXES = ("grpc://", "grpc+tcp://", "grpc+tls://")
 
@@ -91,16 +89,6 @@ def split_row_count(
             return sum(table.count(row_start=lo or None, row_stop=hi) for lo, hi in _spans(split, None))
     return pinned_row_count(_table_fs(split), split.table, split.regions, split.families, _spans(split, None),
                             metrics, cache_blocks=(split.scan or ScanSpec()).cache_blocks)
-
-
-def key_not_of_width(root: str, table: str, width: int) -> bytes | None:
-    """The first row key of the table whose length is not ``width``, or None
-    (:func:`storage.engine.key_not_of_width`: every region checked, from its
-    files' recorded key lengths where they can answer).  A region server root
-    pins no files and is not checked (None)."""
-    if is_remote_root(root):
-        return None
-    return _table_key_not_of_width(FileSystem(root).sub(table_dir(table)), table, width)
 
 
 def edge_key_known(split: TableSplit) -> bool:
