@@ -1,6 +1,6 @@
 """A client that stalls its streams loses them at the lease, and its slots go back.
 
-A real region server process on loopback (``--lease-timeout 3
+A real region server process on loopback (``--lease-timeout 10
 --max-scanners-per-client 64``) and a real stalled client process: it
 opens 64 streams over one connection, reads one batch of each and stops
 reading, so each server handler is left blocked in a gRPC send.  Past the
@@ -23,7 +23,10 @@ import storage
 from storage.server import LimitExceeded
 from storage.server.process import ServerProcess
 
-LEASE = 3
+# Long enough that all 64 streams are still leased when the other client asks on a busy
+# machine (at 3 s the first streams' leases could run out before the last opened); the test
+# then waits for the expiry with a deadline, not a fixed sleep.
+LEASE = 10
 PER_CLIENT = 64
 ROWS = 4000
 
@@ -56,9 +59,11 @@ def root(tmp_path_factory):
     root = str(tmp_path_factory.mktemp("leases") / "root")
     with storage.connect(root) as conn:
         big = conn.create_table("big", {"f": {}}, settings={"wal_sync": "none"})
-        with big.batch() as b:  # 16 MB: more than gRPC buffers for a stream nobody reads
+        # 48 MB: more than gRPC's and the front door's buffers hold for a stream nobody reads
+        # (at 16 MB a stream sometimes fit in them whole, its handler finished and freed a slot)
+        with big.batch() as b:
             for i in range(ROWS):
-                b.put(b"row%05d" % i, {b"f:v": b"%04d" % i * 1000})
+                b.put(b"row%05d" % i, {b"f:v": b"%04d" % i * 3000})
         big.flush()
     return root
 
@@ -73,9 +78,14 @@ def test_stalled_streams_are_cancelled_at_the_lease_and_their_slots_freed(root):
             other = storage.connect(srv.location)  # another client on the same host
             with pytest.raises(LimitExceeded, match="max_scanners_per_client=64"):
                 next(other.table("big").scan_batches(mode="stream"))
-            time.sleep(max(0.0, stalled_at + 8 - time.monotonic()))
-            # 8 s after the stall (the lease is 3 s) the host's slots are free again.
-            info = other.list_scanners()
+            # Past the lease the host's slots are free again: asked until then, with a deadline.
+            time.sleep(max(0.0, stalled_at + LEASE - time.monotonic()))
+            deadline = stalled_at + LEASE + 30
+            while True:
+                info = other.list_scanners()
+                if (not info["streams"] and not info["draining_streams"]) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.25)
             assert not info["streams"] and not info["draining_streams"], {k: v if "total" in k else len(v)
                                                                           for k, v in info.items()}
             assert sum(b.num_rows for b in other.table("big").scan_batches(mode="stream")) == ROWS
