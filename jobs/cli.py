@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from jobs._args import JobParser
@@ -66,6 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (`regionscan profile-serde ... | head`): what it
+        # did not read is nobody's, so stop quietly, as a shell tool does on SIGPIPE.  stdout
+        # goes to /dev/null so the interpreter's flush at exit cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, the status a shell reports for a tool killed by it
     except ValueError as exc:  # InvalidArgument and friends: a clear message, no traceback
         print(f"regionscan {args.command}: error: {exc}", file=sys.stderr)
         return 2

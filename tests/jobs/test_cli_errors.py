@@ -266,3 +266,18 @@ def test_a_misspelled_flag_is_refused_by_its_command_with_the_closest_flag(capsy
     # the spark-submit form (jobs/row_counter.py) says the same
     usage, line = _usage_error(["--rooot", "x", "t"], capsys, row_counter.main)
     assert line == "row_counter: error: unrecognized arguments: --rooot (did you mean --root?)", line
+
+
+def test_a_reader_that_stops_early_ends_the_job_quietly(root):
+    """``regionscan profile-serde ... | head -1``: the job's output pipe closes after one line;
+    the job stops with the shell's SIGPIPE status and no traceback."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "jobs.cli", "profile-serde", "--root", root, "--mapping", "k string :key, a string cf:a",
+            "--rows", "10", "t"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.readline().startswith(b"SerDe profile")
+    proc.stdout.close()  # as `head -1` does once it has its line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and "Traceback" not in err, err
