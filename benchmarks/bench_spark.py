@@ -55,7 +55,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness import ROOT, best_with_first  # puts the checkout on sys.path
+from harness import best_with_first, process_cpu_seconds, spark_session  # puts the checkout on sys.path
 
 import storage
 from jobs.demo import load_sample_table
@@ -98,41 +98,17 @@ def build(root: str, rows: int, regions: int, value_size: int) -> str:
 
 
 def _session(cores: int):
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
-    from pyspark.sql import SparkSession
-
-    from connector.session import jvm_source_conf, register
-
-    builder = SparkSession.builder
-    for key, value in jvm_source_conf().items():
-        builder = builder.config(key, value)
-    spark = (builder.master(f"local[{cores}]").appName("bench_spark")
-             .config("spark.sql.python.filterPushdown.enabled", "true")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.shuffle.partitions", str(cores)).config("spark.driver.memory", "2g")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
-    return spark
+    return spark_session("bench_spark", cores)
 
 
 def _jvm_cpu_clock(spark) -> Callable[[], float] | None:
     """The driver JVM's process CPU seconds (in ``local[N]`` the executors' too), read from
     ``/proc`` (py4j cannot call the CPU-time getter of the JDK's internal bean class); None
     where there is no ``/proc``."""
-    stat = f"/proc/{spark._jvm.java.lang.ProcessHandle.current().pid()}/stat"
-    if not os.path.exists(stat):
+    pid = spark._jvm.java.lang.ProcessHandle.current().pid()
+    if not os.path.exists(f"/proc/{pid}/stat"):
         return None
-    tick = os.sysconf("SC_CLK_TCK")
-
-    def clock() -> float:
-        with open(stat) as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-
-    return clock
+    return lambda: process_cpu_seconds(pid)
 
 
 def _worker_stats(spark) -> dict:

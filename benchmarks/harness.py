@@ -280,27 +280,69 @@ def sample_batches(rows: int, value_size: int, batch_rows: int = 100_000) -> lis
 
 def bulk_load(root: str, rows: int, regions: int, block_size: int, batches, table: str = "bench_format",
               ) -> tuple[float, float]:
-    """Create ``table`` under ``root`` (``regions`` regions, ``block_size`` blocks) and bulk
-    load ``batches`` in one task; returns the wall and CPU seconds the load took (fsyncs
-    count in the wall time only)."""
+    """Create ``table`` under ``root`` (``regions`` regions of the sample table's keys,
+    ``block_size`` blocks) and bulk load ``batches`` in one task; returns the wall and CPU
+    seconds the load took (fsyncs count in the wall time only)."""
+    from jobs.demo import split_keys_for
+
+    return load_batches(root, table, batches, split_keys_for(rows, regions),
+                        {"cf": {"max_versions": 1, "block_size": block_size}})
+
+
+def load_batches(root: str, table: str, batches, split_keys: list[bytes], families: dict) -> tuple[float, float]:
+    """Create ``table`` under ``root`` (``families``, pre-split at ``split_keys``) and bulk load
+    ``batches`` in one task, as a Spark write stages and commits them; returns the load's wall
+    and CPU seconds."""
     import storage
     from storage.engine import BulkLoadTask, commit_load, table_regions
-    from jobs.demo import split_keys_for
     from storage.vfs.fs import FileSystem
 
     shutil.rmtree(root, ignore_errors=True)
     conn = storage.connect(root)
-    conn.create_table(table, {"cf": {"max_versions": 1, "block_size": block_size}},
-                      split_keys=split_keys_for(rows, regions), settings={"wal_sync": "none"})
+    conn.create_table(table, families, split_keys=split_keys, settings={"wal_sync": "none"})
     conn.close()
     fs = FileSystem(root).sub(table)
     t0, c0 = time.perf_counter(), time.process_time()
-    regions_, families = table_regions(fs)
-    task = BulkLoadTask(fs, "bench", "p0", regions_, families, timestamp=1_000)
+    regions_, family_settings = table_regions(fs)
+    task = BulkLoadTask(fs, "bench", "p0", regions_, family_settings, timestamp=1_000)
     for b in batches:
         task.add(b)
     commit_load(fs, "bench", task.finish())
     return time.perf_counter() - t0, time.process_time() - c0
+
+
+# -- Spark --------------------------------------------------------------------------
+def spark_session(app: str, cores: int, driver_memory: str = "2g", conf: dict[str, str] | None = None) -> Any:
+    """A local Spark session with the JVM regionscan source registered, set up as the suite's
+    (no UI, shuffle partitions = cores, ERROR logging)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p)
+    from pyspark.sql import SparkSession
+
+    from connector.session import jvm_source_conf, register
+
+    builder = SparkSession.builder
+    for key, value in {**jvm_source_conf(), **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = (builder.master(f"local[{cores}]").appName(app)
+             .config("spark.sql.python.filterPushdown.enabled", "true")
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(cores)).config("spark.driver.memory", driver_memory)
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (every thread), from /proc; 0.0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # -- the report ------------------------------------------------------------------

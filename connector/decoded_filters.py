@@ -16,9 +16,17 @@ SerDe decoded for the task, with pyarrow's kernels over whole batches:
   ``CONTAINS`` (byte-exact, Spark's default collation), ``NOT``, ``AND``, ``OR``;
 * in SQL's three-valued logic (a comparison with null is null, ``NOT`` null is
   null, a row passes only when the whole filter is true);
-* on integer, string, binary, boolean, date and timestamp columns only:
-  floating point (Spark orders NaN above every number, IEEE does not) and
-  decimals stay with Spark.
+* on integer, decimal, string, binary, boolean, date and timestamp columns:
+  each comparison is one kernel over the column decoded to its type (a date
+  range is two comparisons of ``date32`` values, not byte ranges); decimals are
+  compared as Arrow decimals, exactly (a literal of another scale or precision
+  too), never through floats.  Floating point stays with Spark (Spark orders
+  NaN above every number, IEEE does not).
+
+A batch is decoded lazily (:meth:`DecodedFilter.select`): the cheapest
+condition's columns first, each later condition's columns only at the rows
+the ones before kept, and the query's other columns only at the rows that
+pass, so a selective filter spares the decoding of the rows it drops.
 
 A filter taken here is handled: Spark does not check it again, so an
 aggregate over the filtered rows can be computed by the tasks
@@ -31,6 +39,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -158,6 +167,8 @@ def _kind(t: pa.DataType) -> str | None:
         return "binary"
     if pa.types.is_boolean(t):
         return "bool"
+    if pa.types.is_decimal(t):
+        return "decimal"
     if pa.types.is_date32(t):
         return "date"
     if pa.types.is_timestamp(t):
@@ -180,7 +191,9 @@ def _literal_kind(value: Any) -> str | None:
         return "timestamp_tz" if value.tzinfo is not None else "timestamp"
     if isinstance(value, dt.date):
         return "date"
-    return None  # float, Decimal: left to Spark
+    if isinstance(value, Decimal):
+        return "decimal" if value.is_finite() else None
+    return None  # float: left to Spark
 
 
 def _expression_kind(e: Any, types: Types) -> str | None:
@@ -232,31 +245,82 @@ def evaluable(f: Any, types: Types) -> bool:
 # -- evaluation ---------------------------------------------------------------
 
 
-class _Batch:
-    """A decoded batch's columns by lower-case name, with the types literals are cast to;
-    ``at`` (None: every row) narrows them to the rows still passing, each column taken
-    at those rows on its first use."""
+Decode = Callable[[Any, Sequence[str]], list]
+"""Decodes columns (by lower-case name) of a batch of stored rows, or of those rows taken at
+some positions: one array per name."""
 
-    def __init__(self, columns: dict[str, pa.Array], at: pa.Array | None = None):
-        self._all = columns
+
+class _Batch:
+    """A batch's columns by lower-case name, with the types literals are cast to; ``at`` (None:
+    every row) narrows them to the rows still passing.
+
+    Columns come from ``decoded`` (decoded for every row: taken at ``at`` on first use) or,
+    lazily, from the stored rows ``raw`` through ``decode``: at every row when the view is
+    not narrowed, else from the stored rows taken at ``at`` (once per view), so a column a
+    later condition or the output needs is decoded only at the rows still passing.
+    """
+
+    def __init__(self, decoded: dict[str, pa.Array], at: pa.Array | None = None, raw: Any = None,
+                 decode: Decode | None = None, parent: "_Batch | None" = None, positions: pa.Array | None = None):
+        self._all = decoded
         self.at = at
+        self._raw = raw
+        self._decode = decode
+        self._parent = parent  # the wider view this one narrows, at ``positions`` of its rows
+        self._positions = positions
         self._taken: dict[str, pa.Array] = {}
+        self._raw_at = None
 
     @classmethod
     def of(cls, batch: pa.RecordBatch) -> "_Batch":
         return cls({name.lower(): batch.column(i) for i, name in enumerate(batch.schema.names)})
 
+    @classmethod
+    def stored(cls, raw: Any, decode: Decode) -> "_Batch":
+        """A view of stored rows, each column decoded on first use."""
+        return cls({}, raw=raw, decode=decode)
+
     def narrowed(self, positions: pa.Array) -> "_Batch":
         """The rows at ``positions`` (indices into this view's rows)."""
-        return _Batch(self._all, positions if self.at is None else self.at.take(positions))
+        at = positions if self.at is None else self.at.take(positions)
+        return _Batch(self._all, at, self._raw, self._decode, self, positions)
+
+    def _known(self, name: str) -> pa.Array | None:
+        """The column at this view's rows if it is decoded here or in a wider view (taken), else None."""
+        found = self._taken.get(name)
+        if found is not None:
+            return found
+        if self.at is None:
+            return self._all.get(name)
+        wider = self._parent._known(name) if self._parent is not None else None
+        if wider is None:
+            base = self._all.get(name)
+            if base is None:
+                return None
+            found = base.take(self.at)
+        else:
+            found = wider.take(self._positions)
+        self._taken[name] = found
+        return found
 
     def column(self, name: str) -> pa.Array:
+        found = self._known(name)
+        if found is not None:
+            return found
+        self.decode([name])
+        return self._known(name)
+
+    def decode(self, names: Sequence[str]) -> None:
+        """Decode the columns ``names`` not known yet at this view's rows, in one pass."""
+        missing = [n for n in names if self._known(n) is None]
+        if not missing:
+            return
         if self.at is None:
-            return self._all[name]
-        found = self._taken.get(name)
-        if found is None:
-            found = self._taken[name] = self._all[name].take(self.at)
-        return found
+            self._all.update(zip(missing, self._decode(self._raw, missing)))
+            return
+        if self._raw_at is None:
+            self._raw_at = self._raw.take(self.at)
+        self._taken.update(zip(missing, self._decode(self._raw_at, missing)))
 
     def value(self, e: Any, like: pa.DataType | None = None) -> Any:
         if isinstance(e, Column):
@@ -309,12 +373,24 @@ def _in(values: pa.Array, choices: Sequence[Any]) -> Any:
     elif pa.types.is_integer(values.type):
         # a literal outside the column's width matches nothing; compared as BIGINTs it cannot overflow
         found = pc.is_in(values.cast(pa.int64()), value_set=pa.array(present, pa.int64()))
+    elif pa.types.is_decimal(values.type):
+        # a literal the column's type cannot hold exactly (more digits, a finer scale) equals no value
+        found = pc.is_in(values, value_set=pa.array([v for v in present if _fits(v, values.type)], values.type))
     else:
         found = pc.is_in(values, value_set=pa.array(present, values.type))
     # x IN (..): true when found; else null when x is null or the list holds a null; else false
     if len(present) < len(choices):
         found = pc.if_else(found, pa.scalar(True), null)
     return pc.if_else(pc.is_null(values), null, found)
+
+
+def _fits(value: Decimal, t: pa.DataType) -> bool:
+    """Whether the decimal type ``t`` holds ``value`` exactly (Arrow refuses a lossy rescale)."""
+    try:
+        pa.array([value], t)
+    except (pa.ArrowInvalid, OverflowError):
+        return False
+    return True
 
 
 def _evaluate(f: Any, batch: _Batch) -> Any:
@@ -390,29 +466,58 @@ class DecodedFilter:
         """Each filter as SQL text."""
         return [describe_filter(f) for f in self.filters]
 
-    def mask(self, batch: pa.RecordBatch) -> pa.Array:
-        """True where every filter is true (a null result drops the row, as in a WHERE)."""
-        rows = batch.num_rows
-        view = _Batch.of(batch)
+    def _passing(self, view: _Batch, rows: int) -> _Batch | None:
+        """The view narrowed to the rows every filter keeps; None when no row passes."""
         passing = rows
         for f in self._order:
             value = _evaluate(f, view)
             if isinstance(value, pa.Scalar):  # literals only: the same answer for every row
                 if value.as_py() is True:
                     continue
-                return pa.array(np.zeros(rows, dtype=bool))
+                return None
             positions = pc.indices_nonzero(pc.fill_null(value, False))
             if len(positions) == passing:
                 continue
+            if not len(positions):
+                return None
             view = view.narrowed(positions)
             passing = len(positions)
-            if not passing:
-                break
+        return view
+
+    def mask(self, batch: pa.RecordBatch) -> pa.Array:
+        """True where every filter is true (a null result drops the row, as in a WHERE)."""
+        rows = batch.num_rows
+        view = self._passing(_Batch.of(batch), rows)
+        if view is None:
+            return pa.array(np.zeros(rows, dtype=bool))
         if view.at is None:
             return pa.array(np.ones(rows, dtype=bool))
         keep = np.zeros(rows, dtype=bool)
         keep[view.at.to_numpy()] = True
         return pa.array(keep)
+
+    def select(self, raw: Any, rows: int, names: Sequence[str], decode: Decode) -> tuple[list[pa.Array], int]:
+        """The columns ``names`` at the rows of the stored batch ``raw`` (``rows`` of them) that pass,
+        and how many pass; ``decode(stored rows, lower-case name)`` decodes one column.
+
+        Each condition decodes its columns at the rows the ones before it kept.  The output's
+        other columns are decoded at the passing rows alone when few pass (taking a row's
+        stored bytes costs about what decoding it does, so below half of the rows it pays);
+        otherwise at every row, then taken (fixed-width values take faster than their bytes).
+        """
+        view = self._passing(_Batch.stored(raw, decode), rows)
+        if view is None:
+            return [], 0
+        passing = rows if view.at is None else len(view.at)
+        lower = [name.lower() for name in names]
+        if view.at is not None and passing * 2 > rows:
+            top = view
+            while top._parent is not None:
+                top = top._parent
+            top.decode([n for n in lower if view._known(n) is None])
+        else:
+            view.decode(lower)
+        return [view.column(n) for n in lower], passing
 
 
 def take_decoded(result: PushdownResult, types: Types, describe: Callable[[Any], str] = describe_filter) -> None:

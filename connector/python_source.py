@@ -87,6 +87,7 @@ __all__ = [
     "RegionScanWriter",
     "RegionScanPartition",
     "BulkLoadMessage",
+    "fill_missing",
 ]
 
 _LOG = logging.getLogger("connector.python_source")
@@ -301,7 +302,7 @@ def _new_job_id() -> str:
 class RegionScanWriter(DataSourceArrowWriter):
     """Bulk-loads a DataFrame: tasks stage store files, the driver commits them atomically."""
 
-    def __init__(self, config: SourceConfig, schema: Any, overwrite: bool):
+    def __init__(self, config: SourceConfig, schema: Any, overwrite: bool, split_keys: list[bytes] | None = None):
         if raw_read.is_raw(config):  # both sources' writes come here
             raise InvalidArgument("hbase.spark.query.raw is a read option: a write stores puts of the DataFrame's rows")
         if is_remote_root(config.root):
@@ -322,7 +323,7 @@ class RegionScanWriter(DataSourceArrowWriter):
             regions = conf_int(config.conf, "newtable", minimum=1)
             if regions is None:
                 raise missing_for_write(config)
-            self._create_table(serde, regions)
+            self._create_table(serde, regions, split_keys)
         self.regions, families = table_regions(table_fs)
         self.families = {name: settings for name, settings in families.items()}
         for col in serde.mapping.columns:
@@ -352,7 +353,9 @@ class RegionScanWriter(DataSourceArrowWriter):
         if self.keeper is not None:
             staging_keeper.release(self.keeper, self.config.root, self.config.table)
 
-    def _create_table(self, serde, regions: int) -> None:
+    def _create_table(self, serde, regions: int, split_keys: list[bytes] | None) -> None:
+        """Create the missing table: at ``split_keys`` (from a sample of the rows' keys,
+        :mod:`connector.write_splits`) when given, else ``regions`` uniform regions."""
         import storage
 
         families = sorted({c.family for c in serde.mapping.columns if c.family is not None})
@@ -361,7 +364,10 @@ class RegionScanWriter(DataSourceArrowWriter):
         conn = storage.connect(self.config.root)
         try:
             if not conn.is_table_available(self.config.table):
-                conn.create_table(self.config.table, {f: {} for f in families}, num_regions=regions)
+                if split_keys is not None and len(split_keys) == regions - 1:
+                    conn.create_table(self.config.table, {f: {} for f in families}, split_keys=split_keys)
+                else:
+                    conn.create_table(self.config.table, {f: {} for f in families}, num_regions=regions)
                 self.created = True
         finally:
             conn.close()
@@ -382,7 +388,7 @@ class RegionScanWriter(DataSourceArrowWriter):
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
-                task.add(serde.serialize_batch(_fill_missing(batch, serde)))
+                task.add(serde.serialize_batch(fill_missing(batch, serde)))
             files = task.finish()
         except BaseException:
             task.abandon()
@@ -424,7 +430,7 @@ class RegionScanWriter(DataSourceArrowWriter):
             self._let_go()
 
 
-def _fill_missing(batch: pa.RecordBatch, serde) -> pa.RecordBatch:
+def fill_missing(batch: pa.RecordBatch, serde) -> pa.RecordBatch:
     """Add null columns for mapped columns the DataFrame lacks (they write no cells)."""
     names = batch.schema.names
     missing = [f for f in serde.arrow_schema if f.name not in names]

@@ -31,6 +31,7 @@ from storage.engine import FileSystem, missing_table, table_files
 from .options import conf_int
 from .scanning import is_remote_root
 from .source_config import SourceConfig
+from .write_splits import sample_request
 
 __all__ = ["SAVE_MODES", "TableExists", "table_exists", "missing_for_write", "decide"]
 
@@ -56,7 +57,9 @@ def missing_for_write(config: SourceConfig) -> TableNotFound:
 
 
 def decide(options: Mapping[str, Any], mode: str) -> dict:
-    """What a write in ``mode`` does: ``{"write": bool, "mode": "append" | "overwrite", "exists": bool}``.
+    """What a write in ``mode`` does: ``{"write": bool, "mode": "append" | "overwrite", "exists": bool}``,
+    and ``"sample"`` (:func:`connector.write_splits.sample_request`) when it creates the table with
+    ``newtable`` > 1 regions: the keys the driver samples so the regions split where the rows are.
 
     Raises (one line, naming the table) for ErrorIfExists on an existing
     table, for a missing table without ``newtable``, and for an unknown mode.
@@ -75,4 +78,8 @@ def decide(options: Mapping[str, Any], mode: str) -> dict:
         raise missing_for_write(config)
     if exists and name == "ignore":
         return {"write": False, "mode": "append", "exists": True}
-    return {"write": True, "mode": "overwrite" if name == "overwrite" else "append", "exists": exists}
+    out = {"write": True, "mode": "overwrite" if name == "overwrite" else "append", "exists": exists}
+    sample = None if exists else sample_request(config)
+    if sample is not None:  # the driver samples the keys, so the new table splits where the rows are
+        out["sample"] = sample
+    return out

@@ -153,6 +153,35 @@ def _already_registered(spark: Any, name: str = SOURCE_NAME) -> bool:
         return False
 
 
+_ALREADY_EXISTS = "DATA_SOURCE_ALREADY_EXISTS"
+
+
+def _register_source(spark: Any, source: type, name: str) -> None:
+    """Register ``source`` under ``name`` on ``spark`` unless it is there.
+
+    pyspark registers through ``SparkSession.dataSource()``, whose registry is
+    the first session's: on a new session of the same context
+    (``spark.newSession()``) it refuses with ``DATA_SOURCE_ALREADY_EXISTS``
+    while the new session's own manager, where its reads look, lacks the
+    source.  Then the source goes into that manager directly, as pyspark
+    would have put it (its wrapped class in a ``UserDefinedPythonDataSource``).
+    """
+    if _already_registered(spark, name):
+        return
+    try:
+        spark.dataSource.register(source)
+        return
+    except Exception as exc:  # noqa: BLE001 - pyspark's AnalysisException; anything else is raised again
+        if _ALREADY_EXISTS not in str(exc):
+            raise
+    from pyspark.sql.udf import _wrap_function
+
+    sc = spark.sparkContext
+    python_source = getattr(sc._jvm, "org.apache.spark.sql.execution.datasources.v2.python.UserDefinedPythonDataSource")
+    manager = spark._jsparkSession.sessionState().dataSourceManager()
+    manager.registerDataSource(name, python_source(_wrap_function(sc, source)))
+
+
 def jvm_source_loaded(spark: Any) -> bool:
     """Whether the JVM source is on ``spark``'s classpath (then it serves ``format("regionscan")``)."""
     try:
@@ -170,8 +199,10 @@ def register(spark: Any = None) -> bool:
     Registers the Python source as ``regionscan_python`` and, unless Spark
     already found it, as ``regionscan`` (the JVM source wins that name where
     its jar is on the classpath; a session started without it says so once),
-    and turns Python filter pushdown and one-line Python errors on.  Returns
-    False when there is no session.
+    and turns Python filter pushdown and one-line Python errors on.  Calling
+    it again, or on another session of the same context
+    (``spark.newSession()``), is harmless.  Returns False when there is no
+    session.
     """
     if spark is None:
         from pyspark.sql import SparkSession
@@ -183,10 +214,8 @@ def register(spark: Any = None) -> bool:
     spark.conf.set(HIDE_TRACEBACK_CONF, "true")
     from .python_source import PYTHON_SOURCE_NAME, PythonRegionScanDataSource, RegionScanDataSource
 
-    if not _already_registered(spark):
-        spark.dataSource.register(RegionScanDataSource)
-    if not _already_registered(spark, PYTHON_SOURCE_NAME):
-        spark.dataSource.register(PythonRegionScanDataSource)
+    _register_source(spark, RegionScanDataSource, SOURCE_NAME)
+    _register_source(spark, PythonRegionScanDataSource, PYTHON_SOURCE_NAME)
     if not jvm_source_loaded(spark) and not _told:
         _told.append(True)
         import logging

@@ -105,6 +105,7 @@ PYTHON_PUSHDOWN = "regionscan.python.pushdown"
 PACK_SPLITS = "regionscan.pack.splits"
 AGGREGATE_PUSHDOWN = "regionscan.pushdown.aggregates"
 DECODED_FILTERS = "regionscan.pushdown.decoded"
+DECODED_MAX_KEPT = "regionscan.pushdown.decoded.maxkept"  # connector/filter_payoff.py
 SPARK_PIN_TTL = 6 * 3600
 WRITE_TIMESTAMP = "regionscan.write.timestamp"
 TIMESTAMP_NTZ = "regionscan.timestamp.ntz"
@@ -113,6 +114,7 @@ TIMESTAMP_NTZ = "regionscan.timestamp.ntz"
 USE_HBASE_CONTEXT = "hbase.spark.use.hbasecontext"
 SOURCE_KEYS = frozenset({
     COLUMN_FILTERS, SUPERSET_FILTERS, PYTHON_PUSHDOWN, PACK_SPLITS, AGGREGATE_PUSHDOWN, DECODED_FILTERS,
+    DECODED_MAX_KEPT,
     WRITE_TIMESTAMP, TIMESTAMP_NTZ, USE_HBASE_CONTEXT, "regionscan.columns",
     "serde.on.error", "serde.row.dates",  # SerDe properties under the checked prefix "serde."
 })

@@ -23,7 +23,8 @@ What this module offers, by need:
   :func:`parse_column`, :func:`nearest_name` / :func:`check_known_names`;
 * pinned table snapshots: :func:`pin_table` (a table's regions as
   :class:`RegionPin`\\ s), :func:`write_pin_file` / :func:`release_pin_file` so
-  compaction keeps the pinned files, :func:`shared_block_cache`, :class:`SnapshotLost`;
+  compaction keeps the pinned files, :func:`shared_block_cache`, :func:`scan_keeps_blocks`
+  (whether a scan of so many bytes should cache its blocks), :class:`SnapshotLost`;
 * reads of pinned regions, run by the engine's region runner: :func:`pinned_batches`
   (a split's batches of a :class:`~storage.ScanRequest` over its spans),
   :func:`pinned_row_count`, :func:`pinned_edge_key` (a split's first or last row key);
@@ -64,7 +65,8 @@ from .region.load_commit import (
     prepare_commit,
     table_regions,
 )
-from .region.load_journal import STAGING_DIR, drop_free_staging_lock, hold_staging, recover, release_staging
+from .region.load_journal import (STAGING_DIR, drop_free_staging_lock, hold_staging, recover, release_staging,
+                                  staging_lock_path)
 from .region.load_stage import BulkLoadTask, row_batch_to_cells
 from .region.manifest import TABLE_LOCK, TABLE_MANIFEST
 from .region.block_cuts import block_cut_keys
@@ -75,6 +77,7 @@ from .region.region_snapshots import (
     SnapshotLost,
     pin_table,
     release_pin_file,
+    scan_keeps_blocks,
     shared_block_cache,
     write_pin_file,
 )
@@ -112,6 +115,7 @@ __all__ = [
     "write_pin_file",
     "release_pin_file",
     "shared_block_cache",
+    "scan_keeps_blocks",
     "BLOCK_CACHE_SIZE_ENV",
     "CACHE_RESULTS_ENV",
     "SnapshotLost",
@@ -143,6 +147,7 @@ __all__ = [
     "recover",
     "hold_staging",
     "release_staging",
+    "staging_lock_path",
     "drop_free_staging_lock",
     # write-ahead logs
     "check_table_wals",

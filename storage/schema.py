@@ -112,7 +112,8 @@ class FamilySettings:
     max_versions: int = 1
     ttl: int | None = None  # seconds; None keeps cells forever
     block_size: int = 65536
-    compression: str | None = None  # None, "lz4" or "zstd"
+    # None, "lz4" or "zstd"; zstd by default: docs/decisions/2026-12-05-column-chunks-sweep.md
+    compression: str | None = "zstd"
     bloom_filter: bool = True  # a row bloom filter per store file
     min_versions: int = 0
     keep_deleted_cells: str = "FALSE"  # HBase's KEEP_DELETED_CELLS: "FALSE", "TRUE" or "TTL"

@@ -18,7 +18,6 @@ import json
 from typing import Any, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from serde.codecs.hbase_bytes import BinaryCodec, StringCodec
 from serde.codecs.text import BinaryText, StringText, TextCodec
@@ -55,7 +54,7 @@ def push(req: dict) -> dict:
     if raw_read.is_raw(config):  # the pushdown speaks of mapped columns: Spark filters a raw read's cells
         return {"handled": [], "notes": ["a raw read pushes no filter"], "key_ranges": None, "engine_filter": None,
                 "decoded": []}
-    result = push_read_filters(config, filters)
+    result = push_read_filters(config, filters, decide=True)
     handled = {id(f) for f in result.handled}
     return {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes,
             "key_ranges": ranges_text(result.key_ranges),
@@ -136,7 +135,7 @@ def plan(req: dict) -> dict:
         splits = raw_read.planned_splits(rp.base)
         return _tasks_reply(rp, _packed(req, rp.base, splits), splits)
     result = rp.pushdown()
-    splits = rp.input_format(result).get_splits()
+    splits = rp.splits(result)  # uncached when big for the block cache
     summary = ScanPlan.build(rp.config, result, splits)
     if rp.output:
         summary.columns = list(rp.output)  # the columns decoded; the cells of every mapped one are scanned
@@ -257,6 +256,12 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
     # a decoded filter's columns are decoded beside the output, tested, then dropped
     extra = [n for n in rp.filter_only if n not in names] if flt is not None else []
     every = pa.schema(list(target) + list(rp.base.spark_arrow_schema(extra))) if flt is not None else target
+    types = {f.name.lower(): (f.name, f) for f in every}
+
+    def decoder(stored: pa.RecordBatch, lower: list[str]) -> list[pa.Array]:
+        """Columns of stored rows decoded as Spark reads them (a decoded filter's lazy decode)."""
+        return _decoded(serde, stored, [types[n][0] for n in lower], pa.schema([types[n][1] for n in lower]))
+
     for split in map(rp.with_hidden, splits):
         reader = TableBatchRecordReader(conf_int(conf, MAX_RESTARTS, 3, minimum=0),
                                         {"token": conf["token"]} if conf.get("token") else None)
@@ -265,11 +270,12 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
             for rows in reader:
                 batch = None
                 if flt is not None:
-                    arrays = _decoded(serde, rows, names + extra, every)
-                    keep = flt.mask(pa.RecordBatch.from_arrays(arrays, names=names + extra))
+                    # each column decoded only at the rows the conditions before it kept
+                    arrays, kept = flt.select(rows, rows.num_rows, names, decoder)
                     if names:
-                        batch = pa.RecordBatch.from_arrays(arrays[:len(names)], schema=target).filter(keep)
-                    rows = rows.slice(0, pc.sum(keep).as_py() or 0)  # only its length counts from here
+                        batch = pa.RecordBatch.from_arrays(
+                            arrays if kept else [pa.array([], f.type) for f in target], schema=target)
+                    rows = rows.slice(0, kept)  # only its length counts from here
                 if remaining is not None:
                     if remaining <= 0:
                         return

@@ -39,7 +39,8 @@ from ..decoded_filters import COMPARISONS, Column, Compare, DecodedFilter, Liter
 from ..disjunction import And, Opaque, Or, push_tree, tree_columns
 from ..options import conf_bool
 from ..pushdown import PushdownResult
-from ..source_config import DECODED_FILTERS, SourceConfig
+from .. import filter_payoff
+from ..source_config import DECODED_FILTERS, DECODED_MAX_KEPT, SourceConfig
 from ..splits import TableSplit
 
 __all__ = ["PLAN_FORMAT", "PLAN_VERSION", "ReadPlan", "decode_filters", "filter_doc", "literal_doc", "key_names",
@@ -320,9 +321,11 @@ def key_names(config: SourceConfig) -> list[str]:
     return [c.name for c in config.mapping().columns if c.kind in (ColumnKind.KEY, ColumnKind.KEY_PART)]
 
 
-def push_read_filters(config: SourceConfig, filters: list) -> PushdownResult:
+def push_read_filters(config: SourceConfig, filters: list, decide: bool = False) -> PushdownResult:
     """The filters translated for ``config``'s SerDe; those left that the worker evaluates
-    exactly on decoded rows are taken too (``regionscan.pushdown.decoded``)."""
+    exactly on decoded rows are taken too (``regionscan.pushdown.decoded``), except the plain
+    comparisons that would keep most rows (:mod:`connector.filter_payoff`): ``decide`` samples
+    the table to find them (the ``push`` request), else the last push's decisions are followed."""
     result = push_tree(filters, config.read_serde(), config.column_filters, config.superset_filters)
     if conf_bool(config.conf, DECODED_FILTERS, True):
         known = {n.lower(): n for n in config.output_names}
@@ -333,7 +336,72 @@ def push_read_filters(config: SourceConfig, filters: list) -> PushdownResult:
             return None if found is None else types.field(found).type
 
         take_decoded(result, type_of)
+        read = _read_key(config)
+        if decide and result.decoded:
+            max_kept = _max_kept(config)
+            filter_payoff.decide(result, read, max_kept,
+                                 lambda names: _sample(config, result, [known[n] for n in names]))
+        elif result.decoded:
+            filter_payoff.follow(result, read)
     return result
+
+
+def _read_key(config: SourceConfig) -> tuple:
+    """What identifies a read's filter decisions: its options but the pruned columns."""
+    return tuple(kv for kv in config.options if kv[0] != "regionscan.columns")
+
+
+def _max_kept(config: SourceConfig) -> float:
+    text = config.conf.get(DECODED_MAX_KEPT)
+    if text is None:
+        return filter_payoff.DEFAULT_MAX_KEPT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise InvalidArgument(f"{DECODED_MAX_KEPT} must be a share between 0 and 1 (1 keeps every decoded "
+                              f"filter in the worker), got {text!r}")
+    return value
+
+
+def _sample(config: SourceConfig, result: PushdownResult, names: list[str]) -> list[pa.RecordBatch]:
+    """The first rows of up to ``filter_payoff.SAMPLE_SPLITS`` splits of the read, spread over
+    its key space, decoded as Spark reads ``names`` (at most ``filter_payoff.SAMPLE_ROWS`` rows)."""
+    from ..options import PIN_REGISTER, SCAN_CACHEBLOCKS, SCAN_CACHEDROWS, SPLITS_PER_REGION
+    from ..record_reader import TableBatchRecordReader
+
+    cfg = config.with_columns(names)
+    engine = repr(result.engine_filter) if result.engine_filter is not None else None
+    fmt = cfg.input_format(result.key_ranges, engine)
+    fmt.conf[PIN_REGISTER] = False  # planning only: no pin file
+    fmt.conf[SCAN_CACHEDROWS] = filter_payoff.SAMPLE_BATCH
+    fmt.conf[SPLITS_PER_REGION] = filter_payoff.SAMPLE_SPLITS  # cut at block-index keys: rows from across a region
+    fmt.conf.setdefault(SCAN_CACHEBLOCKS, True)  # the query reads these blocks next
+    splits = fmt.get_splits()
+    if len(splits) > filter_payoff.SAMPLE_SPLITS:
+        step = len(splits) / filter_payoff.SAMPLE_SPLITS
+        splits = [splits[int(i * step)] for i in range(filter_payoff.SAMPLE_SPLITS)]
+    serde = cfg.read_serde()
+    target = cfg.spark_arrow_schema(names)
+    out: list[pa.RecordBatch] = []
+    rows = 0
+    for split in splits:
+        reader = TableBatchRecordReader(0, {"token": cfg.conf["token"]} if cfg.conf.get("token") else None)
+        reader.initialize(split)
+        try:
+            stored = next(iter(reader), None)
+        finally:
+            reader.close()
+        if stored is None or not stored.num_rows:
+            continue
+        decoded = serde.deserialize_batch(stored, names)
+        arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(decoded.columns, target)]
+        out.append(pa.RecordBatch.from_arrays(arrays, schema=target))
+        rows += stored.num_rows
+        if rows >= filter_payoff.SAMPLE_ROWS:
+            break
+    return out
 
 
 def plan_digest(body: dict) -> str:
@@ -470,6 +538,23 @@ class ReadPlan:
         fmt = self.config.input_format(result.key_ranges, engine)
         fmt.conf.setdefault(SCAN_CACHEBLOCKS, True)
         return fmt
+
+    def splits(self, result: PushdownResult) -> list[TableSplit]:
+        """The read's pinned splits (:meth:`input_format`'s).  When the options do not say
+        whether to cache blocks and the splits hold more than the block cache should take
+        for one scan (:func:`storage.engine.scan_keeps_blocks`: a quarter of it), none of
+        them caches blocks: a table larger than the worker's cache, read again and again,
+        would otherwise evict the cache's working set and then its own blocks, each before
+        its next read, and find none of them (HBase's big scans skip its block cache)."""
+        from storage.engine import scan_keeps_blocks
+
+        from ..options import SCAN_CACHEBLOCKS
+
+        splits = self.input_format(result).get_splits()
+        if SCAN_CACHEBLOCKS in self.config.conf or scan_keeps_blocks(sum(s.size for s in splits)):
+            return splits
+        return [dataclasses.replace(s, scan=dataclasses.replace(s.scan, cache_blocks=False))
+                if s.scan is not None else s for s in splits]
 
     # -- the serialized form (PROTOCOL.md, "The read plan") -------------------------------------
 

@@ -10,12 +10,24 @@ socket and the JVM, instead of every row: as HBase's AggregationClient asks
 each region for its partial result and merges them.  What is pushed is in
 :mod:`.aggregate_spec`.  The aggregation runs on the Arrow batches as they are
 decoded (pyarrow's hash aggregation), never per row.
+
+Sums are exact: integers narrower than 64 bits sum as ``int64``, a ``BIGINT``
+batch whose sum could leave ``int64`` and every ``DECIMAL`` sum as Arrow
+decimals wide enough for any task (``decimal128(38, s)``, ``decimal256`` for
+a precision above 28).  Spark types the partial column as the sum's input
+(``BIGINT``; ``DECIMAL(p,s)``, which it sums as ``DECIMAL(min(p+10,38),s)``), so a
+task's sum too large for it goes as several rows of its group whose sums add
+up to it, the counts in the first: Spark's final sum then holds the exact
+total and meets an overflow as it would have reading the rows (null in
+non-ANSI mode, an error in ANSI mode).
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Iterator
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,10 +38,62 @@ from .aggregate_spec import TaskAggregation, task_aggregation
 from .read_ops import decoded_batches
 from .read_plan import ReadPlan
 
-__all__ = ["aggregate_batches", "aggregate_read", "remainder"]
+__all__ = ["aggregate_batches", "aggregate_read", "fitted", "remainder"]
 
 # how the partial results of one function combine: the function Spark applies over them
 _COMBINE = {"count_star": "sum", "count": "sum", "sum": "sum", "min": "min", "max": "max"}
+
+_INT64_MAX = (1 << 63) - 1  # the largest BIGINT
+
+
+def _summand(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """``array`` as pyarrow sums it exactly: narrow integers as they are (their sum is ``int64``),
+    ``BIGINT`` as ``decimal128(38, 0)`` when its batch's sum could leave ``int64``, decimals of a
+    precision above 28 as ``decimal256`` (Arrow's ``decimal128`` sum wraps past 38 digits)."""
+    kind = array.type
+    if pa.types.is_int64(kind):
+        return array if _widest(array) * len(array) <= _INT64_MAX else array.cast(pa.decimal128(38, 0))
+    if pa.types.is_decimal128(kind) and kind.precision > 28:
+        return array.cast(pa.decimal256(76, kind.scale))
+    return array
+
+
+def _widest(array: pa.Array) -> int:
+    """The largest |value| of an integer array (0 when it has none)."""
+    bounds = pc.min_max(array)
+    return max(abs(bounds["min"].as_py() or 0), abs(bounds["max"].as_py() or 0))
+
+
+def _check_running_sums(keys: list[pa.Array], column: pa.Array, carry: pa.Table | None, groups: list[str],
+                        at: int, name: str | None) -> None:
+    """Fail as Spark's ANSI mode does when a group's running BIGINT sum leaves BIGINT: each
+    group's values in row order after its sum so far (``carry``'s column ``at``).  Only reached
+    when the values are large enough that a running sum might (a bound says so), so the one
+    Python step per group here is not on the common path."""
+    names = groups + ["v"]
+    table = pa.Table.from_arrays(keys + [column], names=names)
+    if carry is not None:
+        before = pa.Table.from_arrays([carry.column(g) for g in groups] + [carry.column(at).cast(pa.int64())],
+                                      names=names)
+        table = pa.concat_tables([before.cast(table.schema), table])
+    try:
+        if not groups:
+            pc.cumulative_sum_checked(table.column("v").drop_null())
+            return
+        runs = table.group_by(groups, use_threads=False).aggregate([("v", "list")]).column("v_list")
+        for run in runs.chunks:
+            for values in run:
+                pc.cumulative_sum_checked(values.values.drop_null())
+    except pa.ArrowInvalid:
+        raise OverflowError(f"[ARITHMETIC_OVERFLOW] SUM({name}) overflows BIGINT: a running sum leaves the "
+                            "type (ANSI mode; try_sum, or spark.sql.ansi.enabled=false, tolerates it)") from None
+
+
+def _wide(kind: pa.DataType) -> pa.DataType:
+    """The type a partial sum of a ``kind`` column is kept in between batches (exact for any task)."""
+    if pa.types.is_decimal(kind):
+        return pa.decimal256(76, kind.scale) if kind.precision > 28 else pa.decimal128(38, kind.scale)
+    return pa.decimal128(38, 0) if kind.bit_width == 64 else pa.int64()
 
 
 def _partial(table: pa.Table, spec: TaskAggregation, names: list[str], fns: list[str]) -> pa.Table:
@@ -70,23 +134,127 @@ def aggregate_batches(rp: ReadPlan, spec: TaskAggregation, splits: list, target:
     first = ["count_all" if fn == "count_star" else fn for fn, _ in spec.functions]
     then = [_COMBINE[fn] for fn, _ in spec.functions]
 
-    def renamed(batch: pa.RecordBatch) -> pa.Table:
+    sums = [i for i, (fn, _) in enumerate(spec.functions) if fn == "sum"]
+
+    # BIGINT sums under ANSI mode: Spark fails where a group's running sum leaves BIGINT
+    longs = [i for i in sums if spec.ansi and pa.types.is_int64(columns.field(len(groups) + i).type)]
+    bounds = dict.fromkeys(longs, 0)  # per such sum: sum over batches of max |value| x rows, a bound on |running sum|
+
+    def renamed(batch: pa.RecordBatch) -> list[pa.Array]:
         by_name = dict(zip(spec.inputs, batch.columns))
         arrays = [by_name[g] if mod is None else remainder(by_name[g], mod)
                   for g, mod in zip(spec.group_by, spec.group_mods)]
-        arrays += [pa.nulls(batch.num_rows) if col is None else by_name[col] for _, col in spec.functions]
-        return pa.Table.from_arrays(arrays, schema=columns)
+        return arrays + [pa.nulls(batch.num_rows) if col is None else by_name[col] for _, col in spec.functions]
 
-    partials = [_partial(renamed(b), spec, groups + values, first)
-                for b in decoded_batches(rp, splits, None, inputs, stats, spec.inputs) if b.num_rows]
+    def summed(arrays: list[pa.Array]) -> pa.Table:
+        arrays = list(arrays)
+        for i in sums:
+            arrays[len(groups) + i] = _summand(arrays[len(groups) + i])
+        return pa.Table.from_arrays(arrays, names=groups + values)
+
+    def checked(arrays: list[pa.Array], partials: list[pa.Table]) -> list[pa.Table]:
+        """``partials`` (combined into one when a running sum had to be checked) once every
+        BIGINT running sum of ``arrays`` is known to stay within BIGINT."""
+        for i in longs:
+            column = arrays[len(groups) + i]
+            bounds[i] += _widest(column) * len(column)
+            if bounds[i] <= _INT64_MAX:
+                continue  # no running sum can reach past BIGINT: the common case, no check
+            if len(partials) > 1:
+                partials = [_partial(pa.concat_tables(partials), spec, groups + values, then)]
+            _check_running_sums(arrays[:len(groups)], column, partials[0] if partials else None,
+                                groups, len(groups) + i, spec.functions[i][1])
+        return partials
+
+    def widened(partial: pa.Table) -> pa.Table:
+        # every partial sum in one exact type, whatever its batch summed in, so the partials concatenate
+        for i in sums:
+            at = len(groups) + i
+            kind = _wide(columns.field(at).type)
+            if partial.column(at).type != kind:
+                partial = partial.set_column(at, values[i], partial.column(at).cast(kind))
+        return partial
+
+    partials: list[pa.Table] = []
+    for batch in decoded_batches(rp, splits, None, inputs, stats, spec.inputs):
+        if batch.num_rows:
+            arrays = renamed(batch)
+            partials = checked(arrays, partials) if longs else partials
+            partials.append(widened(_partial(summed(arrays), spec, groups + values, first)))
     if not partials:
-        result = _partial(columns.empty_table(), spec, groups + values, first)
+        result = widened(_partial(columns.empty_table(), spec, groups + values, first))
     elif len(partials) == 1:
         result = partials[0]
     else:
         result = _partial(pa.concat_tables(partials), spec, groups + values, then)
-    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(result.columns, target)]
-    yield from pa.Table.from_arrays(arrays, schema=target).to_batches()
+    yield from fitted(result, spec, target).to_batches()
+
+
+def _limit(kind: pa.DataType) -> int:
+    """The largest |unscaled value| of a partial column of ``kind`` (a BIGINT or a DECIMAL)."""
+    return 10 ** kind.precision - 1 if pa.types.is_decimal(kind) else _INT64_MAX
+
+
+def _unscaled(value: int | Decimal, kind: pa.DataType) -> int:
+    """A partial sum as an integer in units of ``kind``'s last digit."""
+    return int(value.scaleb(kind.scale)) if pa.types.is_decimal(kind) else int(value)
+
+
+def _pieces(value: int | Decimal, parts: int, kind: pa.DataType) -> list:
+    """``value`` as ``parts`` values of ``kind`` that add up to it exactly."""
+    low, extra = divmod(_unscaled(value, kind), parts)  # ``extra`` pieces of low + 1, the rest low: each in range
+    out = [low + 1] * extra + [low] * (parts - extra)
+    return [Decimal(p).scaleb(-kind.scale) for p in out] if pa.types.is_decimal(kind) else out
+
+
+def fitted(result: pa.Table, spec: TaskAggregation, target: pa.Schema) -> pa.Table:
+    """The exact partial rows ``result`` as ``target``'s types.  A group whose sum does not fit its
+    partial column (a ``BIGINT``, a ``DECIMAL(p,s)``) becomes several rows whose sums add up to
+    it: the group and its MIN/MAX repeated, its counts in the first row and 0 in the others.
+    Only such groups (a task summing past ``BIGINT``, or past ``DECIMAL(p,s)``: 10^13 for a
+    ``DECIMAL(15,2)``) are split, one Python step per group, never per row."""
+    first = len(spec.group_by)
+    sums = [first + i for i, (fn, _) in enumerate(spec.functions) if fn == "sum"]
+    over = None
+    for at in sums:
+        column, kind = result.column(at), target.field(at).type
+        if pa.types.is_int64(column.type):
+            continue  # a sum of narrow integers: it fits a BIGINT
+        limit = pa.scalar(Decimal(_limit(kind)).scaleb(-kind.scale if pa.types.is_decimal(kind) else 0), column.type)
+        outside = pc.fill_null(pc.or_(pc.greater(column, limit), pc.less(column, pc.negate(limit))), False)
+        over = outside if over is None else pc.or_(over, outside)
+    big = [] if over is None else np.flatnonzero(over.to_numpy(zero_copy_only=False)).tolist()
+    kept = result if not big else result.filter(pc.invert(over))
+    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(kept.columns, target)]
+    out = pa.Table.from_arrays(arrays, schema=target)
+    if not big:
+        return out
+    counts = {first + i for i, (fn, _) in enumerate(spec.functions) if fn in ("count", "count_star")}
+    rows, parts = [], []
+    for row in big:  # the groups whose sums overflow their partial column: a handful at most
+        values = {at: result.column(at)[row].as_py() for at in sums}
+        n = max(-(-abs(_unscaled(v, target.field(at).type)) // _limit(target.field(at).type))
+                for at, v in values.items() if v is not None)  # pieces within the limit: ceil(|sum| / limit)
+        rows.append(row)
+        parts.append((n, values))
+    index = pa.array([row for row, (n, _) in zip(rows, parts) for _ in range(n)], pa.int64())
+    spread = []
+    for at, field in enumerate(target):
+        if at in sums:
+            column = [None] * len(index)
+            pos = 0
+            for n, values in parts:
+                v = values[at]
+                column[pos:pos + n] = [None] * n if v is None else _pieces(v, n, field.type)
+                pos += n
+            spread.append(pa.array(column, field.type))
+        elif at in counts:
+            firsts = [k == 0 for n, _ in parts for k in range(n)]
+            spread.append(pc.if_else(pa.array(firsts), result.column(at).take(index).cast(field.type),
+                                     pa.scalar(0, field.type)))
+        else:
+            spread.append(result.column(at).take(index).cast(field.type))
+    return pa.concat_tables([out, pa.Table.from_arrays(spread, schema=target)])
 
 
 def aggregate_read(rp: ReadPlan, splits: list, stats: dict) -> Iterator[pa.RecordBatch]:

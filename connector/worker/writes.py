@@ -4,8 +4,11 @@ The JVM writes as the Python source's writer does, with that writer's own
 code (:class:`connector.python_source.RegionScanWriter`, :mod:`storage.engine`):
 
 * ``write_begin`` (driver, before any task): the writer is built (options,
-  mapping and DataFrame columns checked; a ``newtable`` created) and handed
-  back pickled, with its job id;
+  mapping and DataFrame columns checked; a ``newtable`` created, split at
+  the quantiles of the driver's key sample when it sends one:
+  :mod:`connector.write_splits`) and handed back pickled, with its job id
+  (and ``cut_rows``, the sample rows where the regions start, when the
+  key encoding keeps Spark's order of the key values);
 * ``write`` (each task attempt): the request frame is followed by an Arrow
   IPC stream of the task's rows in Spark's Arrow types; they are staged as
   store files under ``.staging/<job>/<task>/`` and the reply carries what
@@ -30,11 +33,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from typing import Any, BinaryIO, Iterator
 
 import pyarrow as pa
 
 from storage import InvalidArgument
+from storage.engine import STAGING_DIR
 
 from ..source_config import SourceConfig
 from .protocol import pack_object, unpack_object
@@ -45,6 +50,12 @@ _LOG = logging.getLogger(__name__)
 # the staging locks this worker holds, by job id: from write_begin to the job's commit or abort
 _held: dict[str, Any] = {}
 _held_lock = threading.Lock()
+# task attempts this worker is staging, by job id: an abort waits for them (see write_abort)
+_staging: dict[str, int] = {}
+_staging_done = threading.Condition()
+# how long an abort waits for this worker's attempts of the job to end (they see the abort marker
+# when they finish writing, or their connection is reset as Spark kills them)
+ABORT_WAIT_S = 60.0
 
 
 def _hold(writer) -> None:
@@ -93,9 +104,39 @@ def write_begin(req: dict) -> dict:
     if not isinstance(text, str):
         raise InvalidArgument("write_begin needs the DataFrame's schema (StructType JSON)")
     config = SourceConfig.from_options(req.get("options") or {})
-    writer = RegionScanWriter(config, StructType.fromJson(json.loads(text)), mode == "overwrite")
+    split_keys, cut_rows = _sampled_split_keys(config, req)
+    writer = RegionScanWriter(config, StructType.fromJson(json.loads(text)), mode == "overwrite", split_keys=split_keys)
     _hold(writer)
-    return {"writer": pack_object(writer), "job": writer.job_id}
+    reply = {"writer": pack_object(writer), "job": writer.job_id}
+    if writer.created and cut_rows is not None:
+        reply["cut_rows"] = cut_rows
+    return reply
+
+
+def _sampled_split_keys(config: SourceConfig, req: dict) -> tuple[list[bytes] | None, list[int] | None]:
+    """Split keys for a table this write creates, from the driver's key sample (``sample``: base64
+    Arrow IPC of the key columns, ``sample_weights``: one per row), encoded by the write's SerDe as
+    its tasks will encode the rows; and, where the encoding keeps Spark's order of the key values,
+    the sample rows of the cuts (the driver then sends each region's rows to one task).
+    ``(None, None)`` without a sample or ``newtable``."""
+    from ..options import conf_int
+    from ..python_source import fill_missing
+    from ..savemode import table_exists
+    from ..write_splits import decode_sample, sample_split_keys, spark_order_matches
+
+    regions = conf_int(config.conf, "newtable", minimum=1)
+    if req.get("sample") is None or regions is None or regions < 2 or table_exists(config):
+        return None, None
+    sample, weights = decode_sample(req.get("sample"), req.get("sample_weights"))
+    if not sample.num_rows:
+        return None, None
+    serde = config.write_serde()
+    encoded = pa.chunked_array([serde.serialize_batch(fill_missing(b, serde)).column(0).cast(pa.binary())
+                                for b in sample.to_batches() if b.num_rows], pa.binary())
+    cuts = sample_split_keys(encoded, weights, regions)
+    if cuts is None:
+        return None, None
+    return cuts[0], (cuts[1] if spark_order_matches(sample, encoded) else None)
 
 
 def _drain(reader: Iterator[pa.RecordBatch]) -> None:
@@ -125,6 +166,8 @@ def write(req: dict, stream: BinaryIO) -> dict:
             state["rows"] += batch.num_rows
             yield batch
 
+    with _staging_done:  # counted before the attempt looks for the abort marker (BulkLoadTask)
+        _staging[writer.job_id] = _staging.get(writer.job_id, 0) + 1
     try:
         message = writer.write_task(batches(), task)  # a failure abandons the attempt's files
     except Exception:
@@ -134,6 +177,12 @@ def write(req: dict, stream: BinaryIO) -> dict:
             except (OSError, pa.ArrowInvalid):
                 pass
         raise
+    finally:
+        with _staging_done:
+            left = _staging.pop(writer.job_id) - 1
+            if left:
+                _staging[writer.job_id] = left
+            _staging_done.notify_all()
     return {"staged": pack_object(message), "rows": state["rows"], "files": len(message.files)}
 
 
@@ -168,16 +217,46 @@ def write_status(req: dict) -> dict:
 def write_abort(req: dict) -> dict:
     """Delete everything the job staged (failed attempts' files too); drop the table if the job
     created it (``newtable``) and did not commit, so a failed write leaves what it found."""
-    from storage.engine import abort_load, load_committed
+    from storage.engine import abort_load, load_committed, staging_lock_path
 
     writer = _writer(req)
     try:
         aborted = abort_load(writer._table_fs(), writer.job_id)  # False: its journal says it committed
+        if aborted:
+            _await_attempts(writer)
     finally:
         _release(writer)
+    if aborted:
+        # The lock may be held by another worker of this driver (the one that ran write_begin, when
+        # the abort reaches a different one): an aborted job's lock file goes all the same, so no
+        # later sweep takes the job for a live one; that holder's lock on the unlinked file is
+        # harmless and goes with it.
+        writer._table_fs().delete(staging_lock_path(writer.job_id), missing_ok=True)
     if aborted and writer.created and not load_committed(writer._table_fs(), writer.job_id):
         _drop_created(writer)
     return {}
+
+
+def _await_attempts(writer) -> None:
+    """Wait (up to :data:`ABORT_WAIT_S`) until no attempt of the aborted job stages in this worker,
+    then delete the job's folder once more.
+
+    Spark aborts a V2 write as soon as one task fails, while others may still be staging; each of
+    them discards its files when it sees the abort marker, and one that starts later stages
+    nothing.  Waiting here makes the abort whole for every attempt this worker runs (all of them
+    on a local master), so the job's folder is gone when the abort returns.  Attempts in other
+    executors' workers discard their files the same way, on their own time.
+    """
+    deadline = time.monotonic() + ABORT_WAIT_S
+    with _staging_done:
+        while _staging.get(writer.job_id):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                _LOG.warning("bulk load %s aborted while %d of its task attempts still staged; they discard "
+                             "their files when they end", writer.job_id, _staging[writer.job_id])
+                return
+            _staging_done.wait(left)
+    writer._table_fs().delete_dir(f"{STAGING_DIR}/{writer.job_id}")
 
 
 def _drop_created(writer) -> None:

@@ -358,6 +358,25 @@ class TimestampCodec(_LongTimeCodec):
         return arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
 
 
+def _byte_windows(data: np.ndarray, dtype: str) -> np.ndarray:
+    """A view of ``data`` whose element ``i`` is the big-endian integer in the bytes starting at
+    ``i`` (overlapping windows: one unaligned load per element, no index matrix)."""
+    width = np.dtype(dtype).itemsize
+    return np.ndarray(shape=(max(len(data) - width + 1, 0),), dtype=dtype, buffer=data, strides=(1,))
+
+
+def _short_unscaled(data: np.ndarray, ends: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The signed big-endian integers of ``sizes[i]`` (1..8) bytes ending at ``data[ends[i]]``, as int64.
+
+    Each is read as the 8 bytes ending where it ends (``data`` has 8 bytes before its first value:
+    see the caller), then shifted so its own top byte is the top byte: the arithmetic shift
+    back sign-extends it from its own width.
+    """
+    window = _byte_windows(data, ">i8")[ends - 8].astype(np.int64)
+    shift = (64 - 8 * sizes).astype(np.int64)
+    return (window << shift) >> shift
+
+
 class DecimalCodec(Codec):
     """HBase ``Bytes.toBytes(BigDecimal)``: 4-byte scale + minimal two's complement unscaled value."""
 
@@ -385,29 +404,38 @@ class DecimalCodec(Codec):
         n = len(arr)
         offsets, data, valid = binary_layout(arr)
         lengths = np.diff(offsets)
-        starts = offsets[:-1]
-        # Fast rows: stored at the column's own scale with at most 16 unscaled bytes.
-        cand = valid & (lengths >= 5) & (lengths <= 20)
-        rows = np.flatnonzero(cand)
-        le = np.zeros((n, 16), dtype=np.uint8)
+        # 8 zero bytes ahead of the values, so every value has an 8-byte window ending at its end
+        data = np.concatenate([np.zeros(8, np.uint8), data])
+        starts = offsets[:-1] + 8
+        # Fast rows: stored at the column's own scale with at most 16 unscaled bytes.  The
+        # decimal128 result is built as two little-endian int64 words per row (low, high).
+        words = np.zeros((n, 2), dtype=np.int64)
         handled = ~valid
+        rows = np.flatnonzero(valid & (lengths >= 5) & (lengths <= 20))
         if len(rows):
             s = starts[rows]
-            scales = data[s[:, None] + np.arange(4)].copy().view(">i4").reshape(-1)
-            at_scale = scales == self.scale
-            rows, s = rows[at_scale], s[at_scale]
+            at_scale = _byte_windows(data, ">i4")[s] == self.scale
+            rows, s = rows[at_scale], s[at_scale] + 4
             size = lengths[rows] - 4
-            col = np.arange(16)[None, :]
-            pad = (16 - size)[:, None]
-            src = np.clip(s[:, None] + 4 + col - pad, 0, max(len(data) - 1, 0))
-            sign = np.where(data[s + 4] & 0x80, 0xFF, 0x00).astype(np.uint8)
-            big_endian = np.where(col >= pad, data[src], sign[:, None]).astype(np.uint8)
-            le[rows] = big_endian[:, ::-1]
+            short = size <= 8
+            if short.any():
+                # precision <= 18 always fits an int64: one unaligned load per value
+                low = _short_unscaled(data, s[short] + size[short], size[short])
+                words[rows[short], 0] = low
+                words[rows[short], 1] = low >> 63
+            if not short.all():
+                long_rows, ls, lsize = rows[~short], s[~short], size[~short]
+                col = np.arange(16)[None, :]
+                pad = (16 - lsize)[:, None]
+                src = np.clip(ls[:, None] + col - pad, 0, len(data) - 1)
+                sign = np.where(data[ls] & 0x80, 0xFF, 0x00).astype(np.uint8)
+                big_endian = np.where(col >= pad, data[src], sign[:, None]).astype(np.uint8)
+                words[long_rows] = np.ascontiguousarray(big_endian[:, ::-1]).view("<i8")
             handled = handled.copy()
             handled[rows] = True
         ok = handled & valid
         bitmap = pa.py_buffer(np.packbits(ok, bitorder="little"))
-        wide = pa.Array.from_buffers(self.wide, n, [bitmap, pa.py_buffer(le.reshape(-1))])
+        wide = pa.Array.from_buffers(self.wide, n, [bitmap, pa.py_buffer(words.reshape(-1))])
         try:
             values = wide.cast(self.arrow_type)  # checks the precision
         except pa.ArrowInvalid:

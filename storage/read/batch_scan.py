@@ -10,6 +10,9 @@ The hot case, a forward scan of a family with one store file and nothing in
 the memstore, streams the file's blocks straight through: blocks are
 gathered until ``batch_size`` cells, the last (possibly incomplete) row is
 carried into the next round, and the rest goes through the same kernels.
+Several store files whose row ranges do not overlap are one sorted run and
+stream the same way, one file after another (counted in the scan metrics'
+``files_unmerged``; files a span merges are counted in ``files_merged``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from ..region.view import RegionView, chunk_bounds
 from ..storefile import dense_rows
 from .batch_resolve import family_read, BatchProcessor
 from .hidden_columns import hidden_names, without_hidden
-from .batch_stream import dense_plan, stream_one_file, streamable, values_discarded
+from .batch_stream import dense_plan, run_cuts, spans_of, stream_run, streamable, values_discarded
 from .late_values import index_values, materialize
 from .region_plan import RegionReadPlan
 from .reverse_stream import reversed_stream, reversible_view
@@ -91,6 +94,16 @@ def _slice_at_rows(batch: pa.RecordBatch, limit: int) -> Iterator[pa.RecordBatch
         offset = end
 
 
+def _count_files(metrics, files, unmerged: bool) -> None:
+    """Count a span's store files as read one after another in key order (``unmerged``) or
+    merged, when there are several: once per span, never per row."""
+    if metrics is not None and len(files) > 1:
+        if unmerged:
+            metrics.files_unmerged += len(files)
+        else:
+            metrics.files_merged += len(files)
+
+
 def _region_batches(view: RegionView, scan: RegionReadPlan, metrics=None) -> Iterator[pa.RecordBatch]:
     low = max(scan.low, view.start)
     high = scan.high
@@ -106,17 +119,38 @@ def _region_batches(view: RegionView, scan: RegionReadPlan, metrics=None) -> Ite
     # cuts them (StoreView.sources_checked), which only the cell chunks below do
     flushed = {name: proc.flushed_cutoff(name) for name in families}
     cells_only = any(cutoff is not None for cutoff in flushed.values())
-    stream_view = None if cells_only else streamable(families, low, high, scan)
-    if stream_view is not None:
+    cuts = [] if cells_only or len(families) != 1 else run_cuts(next(iter(families.values())), low, high)
+    if not cuts:
+        yield from _span_batches(families, low, high, scan, proc, flushed, cells_only, metrics)
+        return
+    # groups of overlapping files with rows of their own between them: each piece alone
+    bounds = [low] + cuts + [high]
+    pieces = list(zip(bounds, bounds[1:]))
+    if scan.reverse:
+        pieces.reverse()
+    for lo, hi in pieces:
+        yield from _span_batches(families, lo, hi, scan, proc, flushed, cells_only, metrics)
+        if proc.done:
+            return
+
+
+def _span_batches(families: dict, low: bytes, high: bytes | None, scan: RegionReadPlan, proc: BatchProcessor,
+                  flushed: dict, cells_only: bool, metrics) -> Iterator[pa.RecordBatch]:
+    """The batches of ``[low, high)`` of a region's ``families``: streamed, or chunked and merged."""
+    run = None if cells_only else streamable(families, low, high, scan)
+    if run is not None:
+        _count_files(metrics, run.files, True)
         # a clean file scanned again as before: the batches an earlier scan built (stream_memo.py)
-        memo = stream_memo(stream_view, low, high, proc)
-        yield from memoized(memo, stream_one_file(stream_view, low, high, proc), metrics)
+        memo = stream_memo(run, low, high, proc)
+        yield from memoized(memo, stream_run(run, low, high, proc), metrics)
         return
-    reverse_view = None if cells_only else reversible_view(families, low, high, scan)
-    if reverse_view is not None:
+    reverse_run = None if cells_only else reversible_view(families, low, high, scan)
+    if reverse_run is not None:
+        _count_files(metrics, reverse_run.files, True)
         # scan()'s reverse rows of a clean file: streamed forward by chunks, then reversed
-        yield from reversed_stream(reverse_view, low, high, proc)
+        yield from reversed_stream(reverse_run, low, high, proc)
         return
+    _count_files(metrics, [f for fview in families.values() for *_, f in spans_of(fview, low, high)], False)
     row_merge = None
     if len(families) == 1 and not cells_only:
         # a rows scan of one family merges (and resolves) rows, not cells (storage/read/row_scan.py)

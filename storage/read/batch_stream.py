@@ -1,16 +1,25 @@
-"""Streaming one store file straight to output batches: the fast path of a batch
-scan whose region has one clean file and nothing in memory, dense blocks going
-to rows without a cell-level merge."""
+"""Streaming store files straight to output batches: the fast path of a batch
+scan whose region's files in the range hold rows of their own (one file, or
+several whose row ranges do not overlap) and nothing in memory there, dense
+blocks going to rows without a cell-level merge.
+
+Files whose ``[first row, last row]`` ranges are disjoint are one sorted run:
+read one after another in key order they give the rows in order, and every
+row, with its delete markers and versions, lies in one file, so each file
+resolves alone.  A bulk load of several disjoint key ranges, or a Spark write
+that left a file per task in a region, then reads as a compacted file does.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 import pyarrow as pa
 
 from .. import kernels
 from ..cells import CELL_SCHEMA
-from ..region.store import StoreView
+from ..region.store import StoreFile, StoreView
 from ..storefile import dense_rows
 from ..storefile.dense import empty_binary
 from .batch_resolve import BatchProcessor
@@ -19,20 +28,81 @@ from .hidden_columns import hidden_names
 if TYPE_CHECKING:
     from .region_plan import RegionReadPlan
 
-__all__ = ["streamable", "dense_plan", "stream_one_file", "values_discarded"]
+__all__ = ["SortedRun", "streamable", "sorted_run", "spans_of", "run_cuts", "dense_plan", "stream_run",
+           "values_discarded"]
 
 
-def streamable(views: dict[str, StoreView], low: bytes, high: bytes | None, scan: RegionReadPlan) -> StoreView | None:
-    """The one family's view when ``[low, high)`` of the scan can stream its one store
-    file (forward, one family, one file, nothing in the memstore there), else None."""
+@dataclass(frozen=True)
+class SortedRun:
+    """What a streamed scan of one family reads: ``view`` and the ``files`` of it that
+    hold rows of the range, in key order, no two holding the same row."""
+
+    view: StoreView
+    files: tuple[StoreFile, ...]
+
+
+def spans_of(view: StoreView, low: bytes, high: bytes | None) -> list[tuple[bytes, bytes, StoreFile]]:
+    """``(first row, last row, file)`` of ``view``'s files that hold rows of ``[low, high)``
+    (the first and last cells of each file's info), by first row."""
+    spans = []
+    for f in view.files:
+        info = f.reader.info
+        if info.first_cell is None:
+            continue  # an empty file holds no row
+        first, last = info.first_cell[0], info.last_cell[0]
+        if last < low or (high is not None and first >= high):
+            continue  # no row of the range
+        spans.append((first, last, f))
+    spans.sort(key=lambda span: span[0])
+    return spans
+
+
+def sorted_run(view: StoreView, low: bytes, high: bytes | None) -> SortedRun | None:
+    """``view``'s files that hold rows of ``[low, high)``, in key order, when their row
+    ranges (the first and last cells of each file's info) do not overlap; None when two
+    of them may hold the same row, which must then be merged.  The memstore is not looked at."""
+    files = view.files
+    if len(files) == 1:
+        return SortedRun(view, files)
+    spans = spans_of(view, low, high)
+    for (_, last, _), (first, _, _) in zip(spans, spans[1:]):
+        if first <= last:
+            return None
+    return SortedRun(view, tuple(f for _, _, f in spans))
+
+
+def run_cuts(view: StoreView, low: bytes, high: bytes | None) -> list[bytes]:
+    """Row keys that cut ``[low, high)`` between groups of ``view``'s files whose row ranges
+    overlap, when some group has several files and there are several groups (else none):
+    each piece then holds the rows of one group only, so a piece of one file streams while
+    a piece of overlapping files is merged, instead of the whole range being merged."""
+    spans = spans_of(view, low, high)
+    starts: list[bytes] = []  # each group's first row, but the first group's
+    shared = False  # a group of several files
+    reach = None
+    for first, last, _ in spans:
+        if reach is not None and first <= reach:
+            shared = True
+            reach = max(reach, last)
+            continue
+        if reach is not None:
+            starts.append(first)
+        reach = last
+    return [cut for cut in starts if cut > low] if shared and starts else []
+
+
+def streamable(views: dict[str, StoreView], low: bytes, high: bytes | None, scan: RegionReadPlan) -> SortedRun | None:
+    """The one family's sorted run when ``[low, high)`` of the scan can stream it (forward,
+    one family, files that do not overlap there, nothing in the memstore there), else None."""
     if scan.reverse or len(views) != 1:
         return None
     (view,) = views.values()
-    if len(view.files) != 1:
+    if not view.files:
         return None
-    if view.memstore_batch(low, high).num_rows:
+    run = sorted_run(view, low, high)
+    if run is None or view.memstore_batch(low, high).num_rows:
         return None
-    return view
+    return run
 
 
 _KEY_COLUMNS = [0, 1, 2, 3, 4]  # every cell column but the value
@@ -114,8 +184,23 @@ def _dense_to_rows(dense, direct, proc: BatchProcessor) -> pa.RecordBatch | None
     return out if out is not None and out.num_rows else None
 
 
-def stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: BatchProcessor) -> Iterator[pa.RecordBatch]:
-    """Stream one store file's blocks through the kernels, a group of blocks at a time.
+def stream_run(run: SortedRun, low: bytes, high: bytes | None, proc: BatchProcessor) -> Iterator[pa.RecordBatch]:
+    """Stream a sorted run's files over ``[low, high)``, one after another in key order
+    (:func:`stream_one_file` each: a file that needs resolution resolves alone, as its
+    rows are in no other file), until the scan is done."""
+    for f in run.files:
+        info = f.reader.info
+        if info.first_cell is None or info.last_cell[0] < low or (high is not None and info.first_cell[0] >= high):
+            continue  # a file of the run with no row here (a reverse scan's chunk of another file)
+        yield from stream_one_file(run.view, f.reader, low, high, proc)
+        if proc.done:
+            return
+
+
+def stream_one_file(view: StoreView, reader, low: bytes, high: bytes | None,
+                    proc: BatchProcessor) -> Iterator[pa.RecordBatch]:
+    """Stream one store file's blocks (``reader``, a file of ``view``) through the kernels,
+    a group of blocks at a time.
 
     A block is processed as it is (no copy) once the next block shows that
     its last row is complete; the writer cuts blocks at row boundaries, so
@@ -128,7 +213,6 @@ def stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: Batch
     row-counting filter takes the first cell of each row from their keys
     (:func:`storage.storefile.dense_rows.first_cells`), many blocks per call.
     """
-    reader = view.files[0].reader
     # a file with one version per column and no markers needs no resolution
     skip_resolve = not reader.info.needs_resolution and proc.trivial_resolution(view.family)
     group: list[pa.RecordBatch] = []
@@ -185,7 +269,14 @@ def stream_one_file(view: StoreView, low: bytes, high: bytes | None, proc: Batch
     run_rows = max(proc.scan.batch_size, _MIN_GROUP_CELLS)
     if proc.rows_left is not None:
         run_rows = min(run_rows, max(proc.rows_left, 1024))
-    for part in reader.scan_parts(low, high, keys_only=drop_values, run_rows=run_rows):
+    # a dense plan reads the value chunks of its columns and its filter's alone (version 3 files)
+    wanted = None
+    if direct is not None and direct[0] is not None and not drop_values:
+        # hidden columns lend only their presence, which the key chunk's timestamps carry: their
+        # values are read only for a filter that tests every column's values (ValueFilter)
+        hidden = [q for _, q in direct[3]] if dense_rows.tests_every_column(direct[2]) else []
+        wanted = dense_rows.read_qualifiers(list(direct[1]) + hidden, direct[2])
+    for part in reader.scan_parts(low, high, keys_only=drop_values, run_rows=run_rows, columns=wanted):
         dense = part.dense
         if dense is not None and (direct is not None or first_only) and not part.continued and not part.open:
             # the part starts a row, so the held rows are complete

@@ -11,8 +11,9 @@ their order).  The limit is applied after the reversal.
 
 Used only where nothing depends on the direction the rows are read in: no
 filter (a filter may stop or count as it goes: ``PageFilter``,
-``WhileMatchFilter``), one family, one clean file, no memstore rows in the
-range.
+``WhileMatchFilter``), one family, one clean file (or a sorted run of files
+whose row ranges do not overlap, cut into chunks by every file's blocks), no
+memstore rows in the range.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .. import kernels
 from ..region.store import StoreView
 from ..region.view import chunk_bounds
 from .batch_resolve import BatchProcessor
-from .batch_stream import stream_one_file, streamable
+from .batch_stream import SortedRun, stream_run, streamable
 
 if TYPE_CHECKING:
     from .region_plan import RegionReadPlan
@@ -37,20 +38,24 @@ __all__ = ["reversible_view", "reversed_stream", "reverse_rows"]
 _CHUNK_BLOCKS = 64  # blocks streamed, then reversed, at a time: what a reverse scan holds
 
 
-def reversible_view(families: dict[str, StoreView], low: bytes, high: bytes | None, scan: "RegionReadPlan") -> StoreView | None:
-    """The one clean file's view a reverse ``scan()`` may stream forward, chunk by chunk; None otherwise."""
+def reversible_view(families: dict[str, StoreView], low: bytes, high: bytes | None,
+                    scan: "RegionReadPlan") -> SortedRun | None:
+    """The sorted run a reverse ``scan()`` may stream forward, chunk by chunk; None otherwise."""
     if not (scan.reverse and scan.row_dicts and scan.filter is None):
         return None
     return streamable(families, low, high, dataclasses.replace(scan, reverse=False))
 
 
-def reversed_stream(view: StoreView, low: bytes, high: bytes | None, proc: BatchProcessor) -> Iterator[pa.RecordBatch]:
-    """The rows of ``view`` in ``[low, high)``, highest first, for ``proc``'s reverse scan."""
+def reversed_stream(run: SortedRun, low: bytes, high: bytes | None, proc: BatchProcessor) -> Iterator[pa.RecordBatch]:
+    """The rows of ``run`` in ``[low, high)``, highest first, for ``proc``'s reverse scan."""
     scan = proc.scan
     forward = BatchProcessor(dataclasses.replace(scan, reverse=False, limit=None), proc.families, proc.metrics)
-    bounds = [low] + chunk_bounds([view], low, high, _CHUNK_BLOCKS) + [high]
+    # every file's cuts: a chunk holds about _CHUNK_BLOCKS blocks of whichever file it is in
+    cuts = sorted({cut for f in run.files
+                   for cut in chunk_bounds([dataclasses.replace(run.view, files=(f,))], low, high, _CHUNK_BLOCKS)})
+    bounds = [low] + cuts + [high]
     for lo, hi in reversed(list(zip(bounds, bounds[1:]))):
-        for batch in reversed(list(stream_one_file(view, lo, hi, forward))):
+        for batch in reversed(list(stream_run(run, lo, hi, forward))):
             out = reverse_rows(batch)
             if proc.rows_left is not None:
                 rows = out.num_rows if out.schema.names[0] == "key" else len(kernels.row_boundaries(out))

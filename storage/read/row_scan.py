@@ -37,7 +37,7 @@ from ..kernels.row_merge import merge_row_runs, row_order
 from ..memstore.row_runs import RowRun
 from ..region.row_resolve import as_dense, memstore_items, part_items, resolve_items, rows_batch
 from ..region.store import StoreView
-from ..storefile.dense_rows import dense_rows, filter_masks, row_schema
+from ..storefile.dense_rows import dense_rows, filter_masks, read_qualifiers, row_schema
 from ..storefile.cache_memo import CacheMemo
 from .chunk_memo import chunk_memo
 
@@ -68,7 +68,7 @@ class RowMerge:
         self.shared = False  # a chunk of this scan had a row in two sources
         # resolution applies a TTL or time range: every chunk is resolved
         self.bounded = not proc.trivial_resolution(view.family)
-        self.resolved_qualifiers = _needed_qualifiers(self.qualifiers, self.plan)
+        self.resolved_qualifiers = read_qualifiers(self.qualifiers, self.plan)
 
     @classmethod
     def for_scan(cls, view: StoreView, direct: tuple | None, proc) -> "RowMerge | None":
@@ -118,7 +118,7 @@ class RowMerge:
         elif not self.view.memstore.is_empty():
             resolve = True  # memstore cells that need resolution
         for f in self.view.files:
-            parts = list(f.reader.scan_parts(lo, hi))
+            parts = list(f.reader.scan_parts(lo, hi, columns=self.resolved_qualifiers))  # their chunks only
             if not parts:
                 continue
             file_parts.append(parts)
@@ -274,7 +274,7 @@ class RowMerge:
                 j = dense.qualifiers.index(qualifier)
                 if dense.presence(j) is not None:
                     return None
-                columns[k].append(dense.values[j])
+                columns[k].append(dense.value(j))
                 k += 1
                 if include_ts:
                     columns[k].append(dense.plain_timestamps()[j])
@@ -283,25 +283,6 @@ class RowMerge:
             [pa.chunked_array(parts, field.type) for parts, field in zip(columns, schema)], schema=schema
         )
 
-
-
-def _plan_qualifiers(plan: tuple) -> list:
-    """The qualifiers a dense filter plan reads beyond the requested columns."""
-    kind = plan[0]
-    if kind in ("row", "column"):
-        return [plan[1]] if plan[1] is not None else []
-    if kind in ("all", "one"):
-        return [q for p in plan[1] for q in _plan_qualifiers(p)]
-    return []
-
-
-def _needed_qualifiers(qualifiers: list, plan: tuple) -> list:
-    """The requested qualifiers, then those the filter also reads."""
-    out = list(qualifiers)
-    for q in _plan_qualifiers(plan):
-        if q not in out:
-            out.append(q)
-    return out
 
 
 def _value_blind(plan: tuple) -> bool:

@@ -1,8 +1,8 @@
-"""A clean store file's streamed batches kept between scans.
+"""A clean store file's (or sorted run's) streamed batches kept between scans.
 
 The streaming path (:mod:`storage.read.batch_stream`) turns one clean file's
-dense blocks into row batches: column slices of each block, joined into
-groups.  A table scanned again and again while it does not change (a
+(or a sorted run of files') dense blocks into row batches: column slices of
+each block, joined into groups.  A table scanned again and again while it does not change (a
 compacted table under a Spark job's queries, the engine worker of the JVM
 source serving one query after another) builds the same batches every time.
 They depend only on the file and on what the scan asks for, so a scan that
@@ -12,7 +12,7 @@ block cache that holds the file's blocks, in its one budget
 (:class:`storage.storefile.cache_memo.CacheMemo`), and is served them by the
 next such scan of the same key range:
 
-* the file is named by its block-cache identity (path, size, trailer, the
+* the files are named by their block-cache identities (path, size, trailer, the
   file's stat and a checksum of its index and info), so a rewritten file
   never matches; the memstore must hold nothing
   in the range (the stream path's own condition);
@@ -39,8 +39,8 @@ import pyarrow as pa
 from ..storefile.cache_memo import CacheMemo
 
 if TYPE_CHECKING:
-    from ..region.store import StoreView
     from .batch_resolve import BatchProcessor
+    from .batch_stream import SortedRun
 
 __all__ = ["stream_memo", "memoized"]
 
@@ -48,16 +48,18 @@ __all__ = ["stream_memo", "memoized"]
 _REPLAYED = ("rows_scanned", "rows_filtered", "cells_scanned", "bytes_in_results")
 
 
-def stream_memo(view: StoreView, low: bytes, high: bytes | None, proc: BatchProcessor) -> CacheMemo | None:
-    """The memo of streaming ``view``'s one file over ``[low, high)`` for
+def stream_memo(run: SortedRun, low: bytes, high: bytes | None, proc: BatchProcessor) -> CacheMemo | None:
+    """The memo of streaming ``run``'s files over ``[low, high)`` for
     ``proc``'s scan, or None when that result cannot be kept."""
+    view = run.view
     scan = proc.scan
     if scan.cache_results is False or scan.filter is not None or proc.rows_left is not None or scan.raw:
         return None
     if proc.ttl_cutoff[view.family] is not None:
         return None
-    reader = view.files[0].reader
-    cache = reader.block_cache
+    if not run.files:
+        return None
+    cache = run.files[0].reader.block_cache
     if cache is None or not cache.keeps_results(scan.cache_results):
         return None
     stamps = None if scan.timestamps is None else tuple(scan.timestamps)
@@ -69,7 +71,8 @@ def stream_memo(view: StoreView, low: bytes, high: bytes | None, proc: BatchProc
         # build's figures to a scan that has metrics: the two keep their own entries
         proc.metrics is not None,
     )
-    return CacheMemo(cache, ("stream", reader.file_id, what))
+    ids = tuple(f.reader.file_id for f in run.files)
+    return CacheMemo(cache, ("stream", ids[0] if len(ids) == 1 else ids, what))
 
 
 def memoized(memo: CacheMemo | None, build: Iterator[pa.RecordBatch], metrics) -> Iterator[pa.RecordBatch]:

@@ -97,7 +97,7 @@ def _run(blocks: list, qualifiers: list[bytes]) -> pa.Table:
             if j is None:
                 arrays += [pa.nulls(n, pa.binary()), pa.nulls(n, pa.int64())]
             else:
-                arrays += [d.values[j], ts[j]]
+                arrays += [d.value(j), ts[j]]  # a column left unread fails here, never reads as absent
         parts.append(pa.RecordBatch.from_arrays(arrays, schema=_schema(len(qualifiers))))
     return pa.Table.from_batches(parts)
 

@@ -22,6 +22,7 @@ journal itself is :mod:`storage.region.load_journal`.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -52,9 +53,12 @@ from .load_journal import (
 )
 from .manifest import TABLE_LOCK, TableManifest
 
+log = logging.getLogger("storage.bulkload")
+
 __all__ = [
     "RegionBounds",
     "StagedFile",
+    "StagingWriter",
     "LoadReport",
     "table_regions",
     "write_store_file",
@@ -115,32 +119,77 @@ def table_regions(table_fs: FileSystem) -> tuple[list[RegionBounds], dict[str, F
     return regions, families
 
 
+class StagingWriter:
+    """One staged store file of one region and family, written in pieces.
+
+    Contract: pieces arrive in key order, each starting past the previous
+    one's last row (cells through :meth:`append_cells`, rows as columns
+    through :meth:`append_columns`); then :meth:`finish` (returns the
+    :class:`StagedFile`) or :meth:`abandon` (deletes the partial file).
+    A bulk-load task keeps one open per region and family while its sorted
+    runs follow each other, so a load of sorted rows stages one file per
+    region and family, not one per run.
+    """
+
+    def __init__(self, table_fs: FileSystem, path: str, region_id: str, family: str, settings: FamilySettings):
+        table_fs.makedirs(path.rsplit("/", 1)[0])
+        self.path = path
+        self.region_id = region_id
+        self.family = family
+        self.last_row: bytes | None = None
+        self._writer = StoreFileWriter(table_fs, path, family=family.encode(), block_size=settings.block_size,
+                                       compression=settings.compression, bloom=settings.bloom_filter)
+
+    def append_cells(self, cells: pa.Table) -> None:
+        """Add sorted cells (:data:`storage.cells.CELL_SCHEMA`)."""
+        self._writer.append_batch(cells)
+        if cells.num_rows:
+            self.last_row = cells.column("row")[cells.num_rows - 1].as_py()
+
+    def append_columns(self, columns: tuple) -> None:
+        """Add sorted rows as ``(keys, qualifiers, values, timestamps)`` (``StoreFileWriter.append_rows``'s
+        arguments, as chunked arrays, written chunk by chunk)."""
+        keys, qualifiers, values, stamps = columns
+        # aligned zero-copy pieces of the chunked columns, one append_rows each
+        pieces = pa.Table.from_arrays([keys, *values, *stamps], names=[str(i) for i in range(1 + 2 * len(values))])
+        q = len(values)
+        for piece in pieces.to_batches():
+            if piece.num_rows:
+                cols = piece.columns
+                self._writer.append_rows(cols[0], qualifiers, cols[1 : 1 + q], cols[1 + q :])
+        if len(keys):
+            self.last_row = keys[len(keys) - 1].as_py()
+
+    def finish(self) -> StagedFile:
+        """Close the file; what was staged."""
+        try:
+            info = self._writer.finish(max_seq_id=0)
+        except BaseException:
+            self._writer.abandon()
+            raise
+        return StagedFile(self.region_id, self.family, self.path, info.cell_count, info.file_size,
+                          info.first_cell[0], info.last_cell[0])
+
+    def abandon(self) -> None:
+        """Close and delete the partial file."""
+        self._writer.abandon()
+
+
 def write_store_file(table_fs: FileSystem, path: str, region_id: str, family: str,
                      settings: FamilySettings, cells: pa.Table | None, columns: tuple | None = None) -> StagedFile:
     """Write sorted cells of one family, or its sorted rows as ``columns``
     (``(keys, qualifiers, values, timestamps)``, see ``StoreFileWriter.append_rows``),
     into a store file at ``path`` with the family's settings."""
-    parent = path.rsplit("/", 1)[0]
-    table_fs.makedirs(parent)
-    writer = StoreFileWriter(table_fs, path, family=family.encode(), block_size=settings.block_size,
-                             compression=settings.compression, bloom=settings.bloom_filter)
+    writer = StagingWriter(table_fs, path, region_id, family, settings)
     try:
         if columns is not None:
-            keys, qualifiers, values, stamps = columns
-            # aligned zero-copy pieces of the chunked columns, one append_rows each
-            pieces = pa.Table.from_arrays([keys, *values, *stamps], names=[str(i) for i in range(1 + 2 * len(values))])
-            q = len(values)
-            for piece in pieces.to_batches():
-                if piece.num_rows:
-                    cols = piece.columns
-                    writer.append_rows(cols[0], qualifiers, cols[1 : 1 + q], cols[1 + q :])
+            writer.append_columns(columns)
         else:
-            writer.append_batch(cells)
-        info = writer.finish(max_seq_id=0)
+            writer.append_cells(cells)
     except BaseException:
         writer.abandon()
         raise
-    return StagedFile(region_id, family, path, info.cell_count, info.file_size, info.first_cell[0], info.last_cell[0])
+    return writer.finish()
 
 
 def _wal_max_seq(rfs: FileSystem) -> int:
@@ -258,12 +307,32 @@ def commit_load(table_fs: FileSystem, job_id: str, staged: Iterable[StagedFile],
         if missing:  # checked before the commit point: a journal must never name a file that is gone
             raise StorageError(f"bulk load {job_id} cannot commit: {len(missing)} staged file(s) are gone, "
                                f"e.g. {table_fs.uri(missing[0])}; nothing was committed")
-        journal, report = prepare_commit(table_fs, job_id, staged, mode, receipt)
+        try:
+            journal, report = prepare_commit(table_fs, job_id, staged, mode, receipt)
+        except BaseException:
+            _abort_uncommitted(table_fs, job_id)
+            raise
         roll_forward(table_fs, journal)
         table_fs.delete_dir(f"{STAGING_DIR}/{job_id}")
         return report
     finally:
         lock.release()
+
+
+def _abort_uncommitted(table_fs: FileSystem, job_id: str) -> None:
+    """After a commit failed before its commit point, drop what the job staged.
+
+    The caller gets the commit's error and nothing of the load is in the table, so its staged
+    files would otherwise be left for nobody (a job that took no staging lock is never judged
+    dead).  A journal that did get written (the failure came after its rename) makes the load
+    committed: its files are what recovery moves into place, and :func:`abort_load` keeps them.
+    Best effort: a disk that refuses the cleanup too leaves the folder to the next commit's
+    recovery, and the commit's own error is the one raised.
+    """
+    try:
+        abort_load(table_fs, job_id)
+    except OSError as exc:
+        log.warning("bulk load %s: dropping its staged files after a failed commit failed: %s", job_id, exc)
 
 
 def abort_load(table_fs: FileSystem, job_id: str) -> bool:

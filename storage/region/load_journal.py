@@ -242,6 +242,7 @@ def recover(table_fs: FileSystem) -> int:
 # -- staging leases and receipts ------------------------------------------------
 _LOCK = ".lock"
 _RECEIPT = ".committed"
+_ABORTED = ".aborted"
 
 
 def receipt_path(job_id: str) -> str:
@@ -252,7 +253,7 @@ def receipt_path(job_id: str) -> str:
 
 def aborted_marker(job_id: str) -> str:
     """The file (beside the job's staging folder) that says the job was aborted."""
-    return f"{STAGING_DIR}/{job_id}.aborted"
+    return f"{STAGING_DIR}/{job_id}{_ABORTED}"
 
 
 def staging_lock_path(job_id: str) -> str:
@@ -311,12 +312,21 @@ def drop_stale_staging(table_fs: FileSystem) -> int:
     commit point (a committed job's journal was rolled forward first, by
     :func:`recover`).  An abort marker is left, as an abort leaves it, so a
     task attempt of that job still running elsewhere discards its files.
-    Folders of jobs that hold no lock are left to their job.
+    Folders of jobs that hold no lock are left to their job, unless the job
+    was aborted (its abort marker is there): a task attempt of another
+    process that outlived the abort may have made its folder again, and an
+    aborted job keeps nothing.
     """
     from ..errors import TableLocked
 
     dropped = 0
-    for name in table_fs.listdir(STAGING_DIR):
+    names = table_fs.listdir(STAGING_DIR)
+    present = set(names)
+    for name in names:
+        job = name[: -len(_ABORTED)]
+        if name.endswith(_ABORTED) and job in present and not table_fs.exists(f"{JOURNAL_DIR}/{job}{_SUFFIX}"):
+            table_fs.delete_dir(f"{STAGING_DIR}/{job}")
+    for name in names:
         if not name.endswith(_LOCK):
             continue
         job = name[: -len(_LOCK)]

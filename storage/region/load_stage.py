@@ -5,8 +5,9 @@ This is the writing half of HBase's ``HFileOutputFormat2``; the commit
 
 One task attempt is one :class:`BulkLoadTask`: row batches (as a SerDe's
 ``serialize_batch`` makes them) are sorted by row key with Arrow kernels and
-written as store files cut at region boundaries, one file per region and
-family per buffered run.  Batches of ``family:qualifier`` columns with
+written as store files cut at region boundaries: one file per region and
+family while the buffered runs arrive in key order, a new one where a run
+goes back.  Batches of ``family:qualifier`` columns with
 distinct keys are written column by column as dense blocks
 (``StoreFileWriter.append_rows``), never becoming cells; batches with family
 maps, repeated keys, or mixed with :meth:`BulkLoadTask.add_cells` in one run
@@ -36,12 +37,14 @@ from ..cells import CELL_SCHEMA, CellType
 from ..errors import InvalidArgument
 from ..schema import FamilySettings
 from ..vfs.fs import FileSystem
-from .load_commit import RegionBounds, StagedFile, write_store_file
+from .load_commit import RegionBounds, StagedFile, StagingWriter
 from .load_journal import STAGING_DIR, aborted_marker
 
 __all__ = ["BulkLoadTask", "row_batch_to_cells"]
 
 _DEFAULT_RUN_CELLS = 1 << 20
+# staged files a task keeps open at once for runs still to come (one per region and family)
+_MAX_OPEN_FILES = 64
 
 
 
@@ -165,7 +168,7 @@ def _sorted_distinct_rows(batches: list[pa.RecordBatch]) -> pa.Table | None:
 def _family_columns(table: pa.Table, timestamp: int) -> dict[str, tuple]:
     """Per family, ``(keys, qualifiers, values, timestamps)`` of the rows holding
     a value of the family, qualifiers ascending (``StoreFileWriter.append_rows``'s
-    arguments, as chunked arrays: :func:`write_store_file` writes them chunk by chunk)."""
+    arguments, as chunked arrays: :meth:`StagingWriter.append_columns` writes them chunk by chunk)."""
     keys = table.column(0).cast(pa.binary())
     by_family: dict[str, list[tuple[bytes, str]]] = {}
     for name in table.schema.names[1:]:
@@ -223,11 +226,16 @@ class BulkLoadTask:
     Contract: call :meth:`add` with row batches (any order), then
     :meth:`finish` (returns the staged files) or :meth:`abandon` (deletes
     this attempt's directory).  Up to ``run_cells`` cells are buffered;
-    each full buffer is sorted and written as its own set of files.
+    each full buffer is sorted and written into each region's staged file
+    of the family: the open one while the runs arrive in key order (a run
+    starting past the file's last row continues it), else a new one.  At
+    most ``max_open_files`` files stay open; the least recently used one
+    is closed first.
     """
 
     def __init__(self, table_fs: FileSystem, job_id: str, task_id: str, regions: Sequence[RegionBounds],
-                 families: Mapping[str, FamilySettings], timestamp: int, run_cells: int = _DEFAULT_RUN_CELLS):
+                 families: Mapping[str, FamilySettings], timestamp: int, run_cells: int = _DEFAULT_RUN_CELLS,
+                 max_open_files: int = _MAX_OPEN_FILES):
         if not regions:
             raise InvalidArgument("a bulk load needs the table's regions")
         self.fs = table_fs
@@ -243,8 +251,16 @@ class BulkLoadTask:
         self._pending_rows: list[pa.RecordBatch] = []  # batches of family:qualifier columns only
         self._pending_cells = 0
         self._runs = 0
+        self.max_open_files = max_open_files
+        # the staged file each (region id, family) is writing, with its kind ("cells", or
+        # ("dense", qualifiers)): a run continues a file of its own kind only
+        self._open: dict[tuple[str, str], tuple[object, StagingWriter]] = {}
         self.staged: list[StagedFile] = []
         self._state = "open"
+        if table_fs.exists(aborted_marker(job_id)):
+            # a task attempt that starts after its job's abort stages nothing at all
+            self._state = "abandoned"
+            raise InvalidArgument(f"bulk-load job {job_id} was aborted; task {task_id} staged nothing")
 
     def add(self, rows: pa.RecordBatch) -> None:
         """Add a row batch (``key`` + cell/family columns, as ``SerDe.serialize_batch`` returns)."""
@@ -305,7 +321,7 @@ class BulkLoadTask:
             if table is not None:
                 self._pending_cells = 0
                 for family, columns in _family_columns(table, self.timestamp).items():
-                    self.staged.extend(self._write_dense_regions(family, columns, run))
+                    self._write_dense_regions(family, columns, run)
                 return
             for rows in row_batches:  # repeated keys, or cells in the same run: the cell path
                 for family, cells in row_batch_to_cells(rows, self.timestamp).items():
@@ -313,7 +329,7 @@ class BulkLoadTask:
         pending, self._pending, self._pending_cells = self._pending, {}, 0
         for family, parts in sorted(pending.items()):
             cells = _sort_dedup(pa.concat_tables(parts))
-            self.staged.extend(self._write_regions(family, cells, run))
+            self._write_regions(family, cells, run)
 
     def _region_slices(self, keys) -> Iterator[tuple[RegionBounds, int, int]]:
         """``(region, lo, hi)``: the regions the sorted ``keys`` fall in, with
@@ -333,22 +349,44 @@ class BulkLoadTask:
             if hi >= n:
                 return
 
-    def _write_regions(self, family: str, cells: pa.Table, run: int) -> list[StagedFile]:
-        out = []
-        for region, lo, hi in self._region_slices(cells.column("row")):
-            path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
-            out.append(write_store_file(self.fs, path, region.region_id, family, self.families[family], cells.slice(lo, hi - lo)))
-        return out
+    def _file_for(self, region: RegionBounds, family: str, kind: object, first_row: bytes, run: int) -> StagingWriter:
+        """The open staged file of ``region`` and ``family`` that a piece starting at ``first_row``
+        continues (one of the same kind whose last row sorts before it), or a new one.
 
-    def _write_dense_regions(self, family: str, columns: tuple, run: int) -> list[StagedFile]:
+        Runs of rows that arrive in key order (a sorted DataFrame, a table copied in order) so
+        make one file per region and family, however many runs the buffer cut them into."""
+        slot = (region.region_id, family)
+        current = self._open.pop(slot, None)
+        if current is not None:
+            if current[0] == kind and current[1].last_row is not None and current[1].last_row < first_row:
+                self._open[slot] = current  # most recently used last
+                return current[1]
+            self.staged.append(current[1].finish())
+        if len(self._open) >= self.max_open_files:  # bound the open files: close the least recently used
+            oldest = next(iter(self._open))
+            self.staged.append(self._open.pop(oldest)[1].finish())
+        path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
+        writer = StagingWriter(self.fs, path, region.region_id, family, self.families[family])
+        self._open[slot] = (kind, writer)
+        return writer
+
+    def _write_regions(self, family: str, cells: pa.Table, run: int) -> None:
+        rows = cells.column("row")
+        for region, lo, hi in self._region_slices(rows):
+            self._file_for(region, family, "cells", rows[lo].as_py(), run).append_cells(cells.slice(lo, hi - lo))
+
+    def _write_dense_regions(self, family: str, columns: tuple, run: int) -> None:
         keys, qualifiers, values, stamps = columns
-        out = []
         for region, lo, hi in self._region_slices(keys):
-            path = f"{self.dir}/{region.region_id}/{family}/{run:06d}.sf"
             size = hi - lo
             part = (keys.slice(lo, size), qualifiers, [v.slice(lo, size) for v in values], [t.slice(lo, size) for t in stamps])
-            out.append(write_store_file(self.fs, path, region.region_id, family, self.families[family], None, part))
-        return out
+            # a file of dense rows goes on only with the same qualifiers
+            self._file_for(region, family, ("dense", tuple(qualifiers)), keys[lo].as_py(), run).append_columns(part)
+
+    def _close_files(self) -> None:
+        while self._open:  # one at a time: on a failure the rest are still here for abandon()
+            _slot, (_kind, writer) = self._open.popitem()
+            self.staged.append(writer.finish())
 
     def finish(self) -> list[StagedFile]:
         """Write what is buffered; returns every staged file of this attempt."""
@@ -357,6 +395,7 @@ class BulkLoadTask:
         try:
             if self._pending_cells or self._pending_rows:
                 self._write_run()
+            self._close_files()
         except BaseException:
             self.abandon()
             raise
@@ -371,8 +410,15 @@ class BulkLoadTask:
         return list(self.staged)
 
     def abandon(self) -> None:
-        """Delete this attempt's staged files."""
+        """Delete this attempt's staged files; in a job already aborted, its whole staging folder
+        (an attempt that outlived the abort may have made it again, and no attempt of an aborted
+        job keeps anything there)."""
         self._state = "abandoned"
         self._pending = {}
         self._pending_rows = []
+        open_files, self._open = self._open, {}
+        for _kind, writer in open_files.values():
+            writer.abandon()
         self.fs.delete_dir(self.dir)
+        if self.fs.exists(aborted_marker(self.job_id)):
+            self.fs.delete_dir(f"{STAGING_DIR}/{self.job_id}")

@@ -57,6 +57,8 @@ __all__ = [
     "release_pin_file",
     "live_pins",
     "shared_block_cache",
+    "scan_keeps_blocks",
+    "BIG_SCAN_SHARE",
     "parse_cache_size",
     "BLOCK_CACHE_SIZE_ENV",
     "CACHE_RESULTS_ENV",
@@ -237,6 +239,26 @@ def shared_block_cache() -> BlockCache:
     results is ``REGIONSCAN_CACHE_RESULTS`` (false when unset).
     """
     return _process_cache(BLOCK_CACHE_SIZE_ENV, DEFAULT_BLOCK_CACHE_SIZE)
+
+
+BIG_SCAN_SHARE = 0.25
+"""The share of the process's block cache a scan's store files may take and still cache their
+blocks: a quarter, as HBase's LruBlockCache gives blocks read once (its single-access share)."""
+
+
+def scan_keeps_blocks(read_bytes: int) -> bool:
+    """Whether a scan of about ``read_bytes`` bytes of store files should keep its blocks in the
+    process's block cache (:func:`shared_block_cache`): not when they are more than
+    :data:`BIG_SCAN_SHARE` of it.
+
+    HBase leaves big scans out of the block cache (``Scan.setCacheBlocks(false)``, what its
+    MapReduce jobs set): cached, a scan larger than the cache evicts everything others keep
+    there, then its own blocks one by one, in LRU order, before it reads them again, so each
+    run of it finds none and pays the insertions and evictions on top of its reads.  Read
+    uncached, its blocks come from the files (the OS page cache) and are dropped with the
+    batches built from them: the cache keeps its working set, and the scan's memory is its
+    batches in flight."""
+    return read_bytes <= shared_block_cache().capacity_bytes * BIG_SCAN_SHARE
 
 
 class PinnedRegion:

@@ -81,7 +81,7 @@ def _block_columns(blocks: list, qualifiers: Sequence[bytes]) -> list[tuple[list
                 vs.append(pa.nulls(d.num_rows, pa.binary()))
             else:
                 ts.append(stamps[j])
-                vs.append(values[j] if values is not None else pa.nulls(d.num_rows, pa.binary()))
+                vs.append(d.value(j) if values is not None else pa.nulls(d.num_rows, pa.binary()))
     return columns
 
 

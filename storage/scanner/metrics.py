@@ -25,6 +25,8 @@ HBASE_NAMES: dict[str, str] = {
     "bytes_read_from_cache": "BYTES_READ_FROM_BLOCK_CACHE",
     "bytes_read_from_memstore": "BYTES_READ_FROM_MEMSTORE",
     "seeks": "SEEKS",
+    "files_unmerged": "STORE_FILES_UNMERGED",
+    "files_merged": "STORE_FILES_MERGED",
     "regions_scanned": "REGIONS_SCANNED",
     "rpc_calls": "RPC_CALLS",
     "time_ms": "SCAN_TIME_MS",
@@ -49,7 +51,10 @@ class ScanMetrics:
     read calls on store files: one ranged GET each on an object store); ``seeks`` counts the
     seek calls the merging heaps issue to their sources; ``rpc_calls`` is
     filled by the region server; ``time_ms`` is wall time spent inside
-    ``next_rows``.
+    ``next_rows``.  ``files_unmerged`` counts the store files a batch scan's span read
+    one after another in key order, as one sorted run with no merge (files whose row
+    ranges do not overlap), ``files_merged`` those a span merged; one file alone is in
+    neither.
     """
 
     rows_scanned: int = 0
@@ -63,6 +68,8 @@ class ScanMetrics:
     bytes_read_from_cache: int = 0
     bytes_read_from_memstore: int = 0
     seeks: int = 0
+    files_unmerged: int = 0
+    files_merged: int = 0
     regions_scanned: int = 0
     rpc_calls: int = 0
     time_ms: float = 0.0

@@ -34,7 +34,7 @@ from .format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockLayout, align8, ch
 
 __all__ = [
     "KEY_SCHEMA", "VALUE_SCHEMA", "EncodedBlock", "encode_block_v2", "decode_keys", "decode_values", "qualifier_table",
-    "dense_key_schema",
+    "dense_key_schema", "encode_dense_keys", "parse_keys", "read_batch", "unpack_section", "check_presence",
 ]
 
 KEY_SCHEMA = pa.schema(
@@ -76,9 +76,11 @@ def _dense_value_schema(q: int) -> pa.Schema:
 class EncodedBlock:
     """A block ready to be written, with what the index needs about it."""
 
-    __slots__ = ("parts", "length", "key_length", "layout", "row_count", "raw_size")
+    __slots__ = ("parts", "length", "key_length", "layout", "row_count", "raw_size", "chunks", "last_row")
 
     def __init__(self, parts: list, length: int, key_length: int, layout: int, row_count: int, raw_size: int):
+        self.chunks: list | None = None  # version 3: the chunk directory entries
+        self.last_row: bytes | None = None  # version 3: the block's last row key
         self.parts = parts  # bytes-like pieces in file order
         self.length = length
         self.key_length = key_length
@@ -109,6 +111,13 @@ def _ts_column(ts: pa.Array) -> tuple[int, pa.Array]:
 
 def encode_dense(dense: DenseBlock) -> tuple[bytes, pa.Buffer]:
     """Uncompressed key and value sections of a dense block."""
+    values = pa.RecordBatch.from_arrays(dense.values, schema=_dense_value_schema(len(dense.qualifiers)))
+    return encode_dense_keys(dense), values.serialize()
+
+
+def encode_dense_keys(dense: DenseBlock) -> bytes:
+    """The uncompressed key section of a dense block: the qualifier table, then the
+    row keys and timestamp columns as one IPC message (version 3's key chunk too)."""
     encodings, ts_cols = [], []
     head = [_U32.pack(len(dense.qualifiers))]
     for q, ts in zip(dense.qualifiers, dense.timestamps):
@@ -119,8 +128,7 @@ def encode_dense(dense: DenseBlock) -> tuple[bytes, pa.Buffer]:
     table = b"".join(head)
     table += _PAD[: align8(len(table)) - len(table)]
     keys = pa.RecordBatch.from_arrays([dense.rows, *ts_cols], schema=dense_key_schema(tuple(encodings)))
-    values = pa.RecordBatch.from_arrays(dense.values, schema=_dense_value_schema(len(dense.qualifiers)))
-    return table + keys.serialize().to_pybytes(), values.serialize()
+    return table + keys.serialize().to_pybytes()
 
 
 def encode_block_v2(
@@ -190,7 +198,7 @@ def unpack_section(
     return body
 
 
-def _read_batch(body: pa.Buffer, schema: pa.Schema, what: str, path: str, offset: int) -> pa.RecordBatch:
+def read_batch(body: pa.Buffer, schema: pa.Schema, what: str, path: str, offset: int) -> pa.RecordBatch:
     try:
         batch = pa.ipc.read_record_batch(body, schema)
         batch.validate()
@@ -229,13 +237,21 @@ def decode_keys(header: BlockHeaderV2, stored: pa.Buffer, codec: BlockCodec, pat
     at = offset + BLOCK_V2_HEADER_SIZE
     what = "data block key section"
     body = unpack_section(stored, header.key_size, header.key_raw_size, header.key_checksum, codec, what, path, at)
+    return parse_keys(header, body, what, path, at)
+
+
+def parse_keys(header, body: pa.Buffer, what: str, path: str, at: int):
+    """The decompressed key section (version 3: key chunk) ``body`` of a block whose
+    header is ``header`` (its layout, cell and row counts), read at ``at``: a
+    ``KEY_SCHEMA`` batch for a ``CELLS`` block, a keys-only :class:`DenseBlock` for a
+    ``DENSE`` one."""
     if header.layout == BlockLayout.CELLS:
-        keys = _read_batch(body, KEY_SCHEMA, what, path, at)
+        keys = read_batch(body, KEY_SCHEMA, what, path, at)
         if keys.num_rows != header.cell_count:
             raise CorruptionError(f"{what} holds {keys.num_rows} cells, its header says {header.cell_count}", path, at)
         return keys
     qualifiers, encodings, table_size = qualifier_table(body, path, at)
-    keys = _read_batch(body.slice(table_size), dense_key_schema(encodings), what, path, at)
+    keys = read_batch(body.slice(table_size), dense_key_schema(encodings), what, path, at)
     if keys.num_rows != header.row_count:
         raise CorruptionError(f"{what} holds {keys.num_rows} rows, its header says {header.row_count}", path, at)
     dense = DenseBlock(keys.column(0), qualifiers, list(keys.columns[1:]), None)
@@ -252,19 +268,25 @@ def decode_values(header: BlockHeaderV2, keys, stored: pa.Buffer, codec: BlockCo
     what = "data block value section"
     body = unpack_section(stored, header.value_size, header.value_raw_size, header.value_checksum, codec, what, path, at)
     if header.layout == BlockLayout.CELLS:
-        values = _read_batch(body, VALUE_SCHEMA, what, path, at)
+        values = read_batch(body, VALUE_SCHEMA, what, path, at)
         if values.num_rows != keys.num_rows:
             raise CorruptionError(f"{what} holds {values.num_rows} values for {keys.num_rows} cells", path, at)
         return cells_with(keys, values.column(0), family)
-    values = _read_batch(body, _dense_value_schema(len(keys.qualifiers)), what, path, at)
+    values = read_batch(body, _dense_value_schema(len(keys.qualifiers)), what, path, at)
     if values.num_rows != keys.num_rows:
         raise CorruptionError(f"{what} holds {values.num_rows} rows for {keys.num_rows} keys", path, at)
     cols = list(values.columns)
     for j, v in enumerate(cols):
-        has = keys.presence(j)  # None: every row has the qualifier (no decoding needed to know)
-        if (v.null_count != 0) if has is None else not pc.all(pc.equal(pc.is_valid(v), has)).as_py():
-            raise CorruptionError(f"{what} validity disagrees with the key section", path, at)
+        check_presence(keys, j, v, what, path, at)
     return DenseBlock(keys.rows, keys.qualifiers, keys.timestamps, cols, keys.cell_count())
+
+
+def check_presence(keys: DenseBlock, j: int, values: pa.Array, what: str, path: str, at: int) -> None:
+    """CorruptionError unless qualifier ``j``'s ``values`` are null exactly where the
+    key section says the rows lack it (one vectorized comparison)."""
+    has = keys.presence(j)  # None: every row has the qualifier (no decoding needed to know)
+    if (values.null_count != 0) if has is None else not pc.all(pc.equal(pc.is_valid(values), has)).as_py():
+        raise CorruptionError(f"{what} validity disagrees with the key section", path, at)
 
 
 def cells_with(keys: pa.RecordBatch, values: pa.Array | None, family: bytes) -> pa.RecordBatch:

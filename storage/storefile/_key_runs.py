@@ -1,4 +1,4 @@
-"""Keys-only reads of version 2 files: runs of dense blocks decoded together.
+"""Keys-only reads of version 2 and 3 files: runs of dense blocks decoded together.
 
 A keys-only read (a row count, a ``KeyOnlyFilter`` scan) needs each block's
 header and key section, never its values.  Read block by block, every block
@@ -22,6 +22,10 @@ consecutive ``DENSE`` blocks is one unit:
 * a run is read and decoded on one of a few threads kept for that
   (:func:`_decoders`): its many small C heap allocations then come from a
   ``malloc`` arena that the rest of a long-lived process has not fragmented.
+
+A version 3 block's key chunk holds what a version 2 key section does; its
+size and checksum are in the block index's chunk directory instead of the
+block header, so the checks below take them from there.
 
 A run never holds a row split between two of its blocks (the index's
 ``row_start`` says where rows continue), so its rows stay distinct.  When a
@@ -49,10 +53,11 @@ from ..checksum import crc32
 from ..errors import CorruptionError, StorageError
 from ._block import Block
 from ._block_v2 import unpack_section, decode_keys, dense_key_schema, qualifier_table
+from ._block_v3 import check_chunk_count, decode_key_chunk
 from .dense import DenseBlock
 from ._pools import LazyPool, prefetch_pool
 from .block_source import BlockSource
-from .format import BLOCK_V2_HEADER_SIZE, BLOCK_V2_MAGIC, BlockLayout, ChecksumType
+from .format import BLOCK_V2_HEADER_SIZE, BLOCK_V2_MAGIC, BLOCK_V3_HEADER_SIZE, BLOCK_V3_MAGIC, BlockLayout, ChecksumType
 
 __all__ = ["plan_units", "key_units", "read_run", "RUN_KEY_BYTES"]
 
@@ -81,6 +86,39 @@ _HEADER_DTYPE = np.dtype(
         ("header_checksum", "<u4"),
     ]
 )
+
+_HEADER_V3_DTYPE = np.dtype(
+    [
+        ("magic", "S8"),
+        ("layout", "u1"),
+        ("checksum_type", "u1"),
+        ("compression", "u1"),
+        ("reserved", "u1"),
+        ("cells", "<u4"),
+        ("rows", "<u4"),
+        ("prev", "<i8"),
+        ("length", "<u4"),
+        ("key_end", "<u4"),
+        ("chunk_count", "<u4"),
+        ("reserved2", "<u4"),
+        ("header_checksum", "<u4"),
+    ]
+)
+
+
+def _hsize(source: BlockSource) -> int:
+    """The block header size of the source's file (its index has chunk directories from version 3 on)."""
+    return BLOCK_V3_HEADER_SIZE if source.index.chunks is not None else BLOCK_V2_HEADER_SIZE
+
+
+def _key_chunks(source: BlockSource, a: int, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(stored sizes, raw sizes, checksums)`` of blocks ``a`` to ``b``'s key chunks (version 3)."""
+    chunks = source.index.chunks
+    firsts = chunks.starts[a : b + 1]
+    return (np.array([chunks.stored[k] for k in firsts], dtype=np.int64),
+            np.array([chunks.raw[k] for k in firsts], dtype=np.int64),
+            np.array([chunks.checksum[k] for k in firsts], dtype=np.uint32))
+
 
 _DECODERS = LazyPool(4, "key-run-decode")
 _END_OF_STREAM = b"\xff\xff\xff\xff\x00\x00\x00\x00"
@@ -207,7 +245,7 @@ def read_run(source: BlockSource, a: int, b: int) -> list[tuple[int, int, DenseB
     raws = _sections(source, offsets, source.index.key_lengths[a : b + 1])
     heads = _checked_headers(source, a, b, raws)
     bodies = _key_bodies(source, a, raws, heads)
-    hsize = BLOCK_V2_HEADER_SIZE
+    hsize = _hsize(source)
     groups = []
     g = 0
     while g < len(bodies):
@@ -227,21 +265,43 @@ def _checked_headers(source: BlockSource, a: int, b: int, raws: list) -> np.ndar
     checked (magic, checksums of the header and the key section, fields)
     against itself and the block index in one vectorized pass."""
     idx = source.index
-    hsize = BLOCK_V2_HEADER_SIZE
+    hsize = _hsize(source)
+    v3 = idx.chunks is not None
+    dtype = _HEADER_V3_DTYPE if v3 else _HEADER_DTYPE
     offsets = idx.offsets[a : b + 1]
     mapped = source.mapped()
     if mapped is not None:  # one gather from the mapping, no slice per block
-        heads = _gather_headers(mapped, np.asarray(offsets, dtype=np.int64))
+        heads = _gather_headers(mapped, np.asarray(offsets, dtype=np.int64), hsize, dtype)
     else:
-        heads = np.frombuffer(b"".join([r[:hsize] for r in raws]), dtype=_HEADER_DTYPE)
+        heads = np.frombuffer(b"".join([r[:hsize] for r in raws]), dtype=dtype)
     header_crc = np.fromiter((crc32(r[: hsize - 4]) for r in raws), dtype=np.uint32, count=len(raws))
     key_crc = np.fromiter((crc32(r[hsize:]) for r in raws), dtype=np.uint32, count=len(raws))
     prev = np.asarray(idx.offsets[a - 1 : b] if a else [-1] + idx.offsets[:b], dtype=np.int64)
-    key_end = hsize + _align8(heads["key_size"].astype(np.int64))
     cells = heads["cells"].astype(np.int64)
     rows = heads["rows"].astype(np.int64)
+    key_lengths = np.asarray(idx.key_lengths[a : b + 1], dtype=np.int64)
+    lengths = np.asarray(idx.lengths[a : b + 1], dtype=np.int64)
+    if v3:
+        _stored, _raw, key_crcs = _key_chunks(source, a, b)
+        chunk_counts = np.diff(np.asarray(idx.chunks.starts[a : b + 2], dtype=np.int64))
+        ok = (
+            (heads["magic"] == BLOCK_V3_MAGIC)
+            & (heads["reserved2"] == 0)
+            & (heads["key_end"] == key_lengths)
+            & (heads["length"] == lengths)
+            & (heads["chunk_count"] == chunk_counts)
+            & (key_crc == key_crcs)
+        )
+    else:
+        key_end = hsize + _align8(heads["key_size"].astype(np.int64))
+        ok = (
+            (heads["magic"] == BLOCK_V2_MAGIC)
+            & (key_end == key_lengths)
+            & (key_end + _align8(heads["value_size"].astype(np.int64)) == lengths)
+            & (key_crc == heads["key_checksum"])
+        )
     ok = (
-        (heads["magic"] == BLOCK_V2_MAGIC)
+        ok
         & (header_crc == heads["header_checksum"])
         & (heads["checksum_type"] == ChecksumType.CRC32)
         & (heads["layout"] == BlockLayout.DENSE)
@@ -250,12 +310,9 @@ def _checked_headers(source: BlockSource, a: int, b: int, raws: list) -> np.ndar
         & (rows > 0)
         & (rows <= cells)
         & (heads["prev"] == prev)
-        & (key_end == np.asarray(idx.key_lengths[a : b + 1], dtype=np.int64))
-        & (key_end + _align8(heads["value_size"].astype(np.int64)) == np.asarray(idx.lengths[a : b + 1], dtype=np.int64))
         & (cells == np.asarray(idx.cell_counts[a : b + 1], dtype=np.int64))
         & (rows == idx.row_counts[a : b + 1])
         & (heads["compression"] == source.codec.code)
-        & (key_crc == heads["key_checksum"])
     )
     if not ok.all():
         k = int(np.flatnonzero(~ok)[0])
@@ -264,38 +321,40 @@ def _checked_headers(source: BlockSource, a: int, b: int, raws: list) -> np.ndar
     return heads
 
 
-def _gather_headers(mapped, starts: np.ndarray) -> np.ndarray:
+def _gather_headers(mapped, starts: np.ndarray, hsize: int = BLOCK_V2_HEADER_SIZE,
+                    dtype: np.dtype = _HEADER_DTYPE) -> np.ndarray:
     """The block headers at ``starts`` in the mapped file, copied out as one
     structured array.  Blocks are whole 8-byte words long, so their headers
     usually start on a word: then the gather moves 8-byte words (an index
     array an eighth the size, which matters in a long-lived process whose
     fragmented heap makes every large temporary dearer); else bytes."""
-    hsize = BLOCK_V2_HEADER_SIZE
     if hsize % 8 == 0 and not (starts & 7).any():
         words = np.frombuffer(mapped, dtype=np.uint64, count=len(mapped) // 8)
         picked = words[(starts >> 3)[:, None] + np.arange(hsize // 8)]
     else:
         picked = np.frombuffer(mapped, dtype=np.uint8)[starts[:, None] + np.arange(hsize)]
-    return picked.view(_HEADER_DTYPE).ravel()
+    return picked.view(dtype).ravel()
 
 
 def _key_bodies(source: BlockSource, a: int, raws: list, heads: np.ndarray) -> list:
     """The (decompressed) key section of each block, checksums already verified."""
-    hsize = BLOCK_V2_HEADER_SIZE
+    hsize = _hsize(source)
     codec = source.codec
-    sizes = heads["key_raw_size"].tolist()
+    if source.index.chunks is not None:
+        stored, raw, crcs = _key_chunks(source, a, a + len(raws) - 1)
+        stored, sizes, crcs = stored.tolist(), raw.tolist(), crcs.tolist()
+    else:
+        stored, sizes, crcs = (heads["key_size"].tolist(), heads["key_raw_size"].tolist(),
+                               heads["key_checksum"].tolist())
     if codec.arrow_name is None:
-        bodies = [r[hsize : hsize + n] for r, n in zip(raws, heads["key_size"].tolist())]
+        bodies = [r[hsize : hsize + n] for r, n in zip(raws, stored)]
     else:
         offsets = source.index.offsets[a : a + len(raws)]
         bodies = [
             memoryview(
-                unpack_section(
-                    pa.py_buffer(r[hsize:]), int(h["key_size"]), int(h["key_raw_size"]),
-                    int(h["key_checksum"]), codec, _WHAT, source.where, o + hsize,
-                )
+                unpack_section(pa.py_buffer(r[hsize:]), k, n, c, codec, _WHAT, source.where, o + hsize)
             ).cast("B")
-            for r, h, o in zip(raws, heads, offsets)
+            for r, k, n, c, o in zip(raws, stored, sizes, crcs, offsets)
         ]
     for k, (body, n) in enumerate(zip(bodies, sizes)):
         if len(body) != n:
@@ -322,12 +381,27 @@ def _decode_group(source, first: int, raws, bodies, heads, qualifiers, encodings
     if table is not None:
         columns = [c.chunk(0) for c in table.combine_chunks().columns]
         dense = DenseBlock(columns[0], qualifiers, columns[1:], None)
-        if np.array_equal(_cells_per_block(dense, counts), heads["cells"].astype(np.int64)):
+        if np.array_equal(_cells_per_block(dense, counts), heads["cells"].astype(np.int64)) and (
+            source.index.chunks is None or _key_stats_agree(source, first, dense, counts)
+        ):
             return dense
     # something in the group does not decode or disagrees: find the block
     for k, raw in enumerate(raws):
         _decode_alone(source, first + k, raw)
     raise CorruptionError(f"{_WHAT}s do not decode together", source.where, source.index.offsets[first])
+
+
+def _key_stats_agree(source, first: int, dense: DenseBlock, rows_per_block: np.ndarray) -> bool:
+    """Whether each block's first and last row key are those of its key chunk's statistics
+    in the block index (version 3), in two vectorized comparisons."""
+    chunks = source.index.chunks
+    firsts = chunks.starts[first : first + len(rows_per_block)]
+    ends = np.cumsum(rows_per_block)
+    lows = pa.array([chunks.min[k] for k in firsts], pa.binary())
+    highs = pa.array([chunks.max[k] for k in firsts], pa.binary())
+    got_lows = dense.rows.take(pa.array(ends - rows_per_block))
+    got_highs = dense.rows.take(pa.array(ends - 1))
+    return lows.equals(got_lows) and highs.equals(got_highs)
 
 
 def _cells_per_block(dense: DenseBlock, rows_per_block: np.ndarray) -> np.ndarray:
@@ -347,5 +421,11 @@ def _decode_alone(source, i: int, raw) -> None:
     """Decode block ``i``'s header and key section by the per-block decoder,
     which raises the exact error of a corrupt block."""
     offset = source.index.offsets[i]
-    header = source.header_v2(pa.py_buffer(raw[:BLOCK_V2_HEADER_SIZE]), i)
-    decode_keys(header, pa.py_buffer(raw[BLOCK_V2_HEADER_SIZE:]), source.codec, source.where, offset)
+    hsize = _hsize(source)
+    header = source.header_v2(pa.py_buffer(raw[:hsize]), i)
+    if source.index.chunks is not None:
+        keys = decode_key_chunk(header, pa.py_buffer(raw), 0, source.index.chunks.entries(i)[0], source.codec,
+                                source.where, offset)
+        check_chunk_count(header, keys, source.where, offset)
+    else:
+        decode_keys(header, pa.py_buffer(raw[hsize:]), source.codec, source.where, offset)

@@ -20,10 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..cells import CELL_SCHEMA, CellType
+from ..errors import StorageError
 from ..kernels.cell_columns import CellColumns
 from .cache import ARRAY_OVERHEAD, arrow_footprint
 
 __all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "empty_binary", "MAX_DENSE_QUALIFIERS", "MAX_FILL"]
+
+_REE = pa.RunEndEncodedArray  # an isinstance test: pa.types.is_run_end_encoded costs a Python call per column
 
 MAX_DENSE_QUALIFIERS = 255
 """A block with more distinct qualifiers keeps the cell layout."""
@@ -69,7 +72,10 @@ class DenseBlock:
     qualifiers, ascending.  ``timestamps[j]``: int64 per row for qualifier
     ``j`` (a run-end encoded array when stored run-length), null where the row
     lacks it.  ``values[j]``: binary per row, null where the row lacks it;
-    None for a block read for its keys only.
+    ``values`` is None for a block read for its keys only, and ``values[j]`` is
+    None (not an array) for a column not read (a version 3 block read for some
+    of its columns): :meth:`value` refuses such a column rather than let it
+    pass for absent cells.
     """
 
     __slots__ = ("rows", "qualifiers", "timestamps", "values", "_plain_ts", "_cells", "row_batches")
@@ -91,6 +97,20 @@ class DenseBlock:
         return len(self.rows)
 
     @property
+    def complete(self) -> bool:
+        """True when every value column was read (not a keys-only block, none left out)."""
+        return self.values is not None and all(v is not None for v in self.values)
+
+    def value(self, j: int) -> pa.Array:
+        """Qualifier ``j``'s value column; StorageError when it was not read (a
+        column a scan did not ask for), so it is never mistaken for absent cells."""
+        values = self.values
+        column = values[j] if values is not None else None
+        if column is None:
+            raise StorageError(f"column {self.qualifiers[j]!r} was not read from this block (ask for it in the scan)")
+        return column
+
+    @property
     def nbytes(self) -> int:
         """Bytes of the columns held (what the block cache charges)."""
         total = self.rows.nbytes
@@ -98,28 +118,28 @@ class DenseBlock:
             total += t.nbytes
         if self.values is not None:
             for v in self.values:
-                total += v.nbytes
+                total += v.nbytes if v is not None else 0
         return total
 
     def footprint(self) -> int:
         """Memory the block holds over its life (what the block cache charges): its columns,
         their objects, and the plain timestamp columns :meth:`plain_timestamps` builds from
         run-end encoded ones (charged from the start, so the charge never changes)."""
-        plain = sum(9 * len(t) + ARRAY_OVERHEAD for t in self.timestamps if pa.types.is_run_end_encoded(t.type))
-        return arrow_footprint([self.rows, *self.timestamps, *(self.values or ())], plain)
+        plain = sum(9 * len(t) + ARRAY_OVERHEAD for t in self.timestamps if isinstance(t, _REE))
+        return arrow_footprint([self.rows, *self.timestamps, *(v for v in self.values or () if v is not None)], plain)
 
     def plain_timestamps(self) -> list[pa.Array]:
         """The timestamp columns as plain int64 arrays (run-length ones decoded once)."""
         if self._plain_ts is None:
             self._plain_ts = [
-                pc.run_end_decode(t) if pa.types.is_run_end_encoded(t.type) else t for t in self.timestamps
+                pc.run_end_decode(t) if isinstance(t, _REE) else t for t in self.timestamps
             ]
         return self._plain_ts
 
     def presence(self, j: int) -> pa.Array | None:
         """Boolean per row: the row has qualifier ``j``; None when every row has it."""
         ts = self.timestamps[j]
-        if pa.types.is_run_end_encoded(ts.type):
+        if isinstance(ts, _REE):
             if ts.values.null_count == 0:
                 return None
             return pc.is_valid(self.plain_timestamps()[j])
@@ -131,7 +151,7 @@ class DenseBlock:
             return self
         n = hi - lo
         ts = [t.slice(lo, n) for t in self.plain_timestamps()]
-        vals = None if self.values is None else [v.slice(lo, n) for v in self.values]
+        vals = None if self.values is None else [None if v is None else v.slice(lo, n) for v in self.values]
         return DenseBlock(self.rows.slice(lo, n), self.qualifiers, ts, vals)
 
     def row_cell(self, i: int, last: bool = False) -> tuple:
@@ -141,7 +161,7 @@ class DenseBlock:
         for j in order:
             ts = self.plain_timestamps()[j][i]
             if ts.is_valid:
-                value = b"" if self.values is None else self.values[j][i].as_py()
+                value = b"" if self.values is None else self.value(j)[i].as_py()
                 return (self.rows[i].as_py(), None, self.qualifiers[j], ts.as_py(), int(CellType.PUT), value)
         raise ValueError(f"row {i} of a dense block has no cell")
 
@@ -156,7 +176,7 @@ class DenseBlock:
         n = self.num_rows
         total = 0
         for t in self.timestamps:
-            if not pa.types.is_run_end_encoded(t.type):
+            if not isinstance(t, _REE):
                 total += n - t.null_count
             elif t.values.null_count == 0:
                 total += n
@@ -170,6 +190,8 @@ class DenseBlock:
         """The block's cells as a ``CELL_SCHEMA`` batch in cell order (empty
         values for a keys-only block)."""
         n, q = self.num_rows, len(self.qualifiers)
+        if self.values is not None and not self.complete:
+            raise StorageError("a block read for some of its columns has no cell form (read it whole)")
         ts_plain = self.plain_timestamps()
         ts = np.empty((n, q), dtype=np.int64)
         if all(t.null_count == 0 for t in ts_plain):

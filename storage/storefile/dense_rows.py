@@ -26,8 +26,8 @@ from .dense import DenseBlock, constant_binary
 from ..kernels.order import row_starts
 
 __all__ = [
-    "dense_columns", "dense_rows", "row_schema", "dense_filter", "filter_masks",
-    "first_cells", "first_cell_only", "first_cells_of_parts",
+    "dense_columns", "dense_rows", "row_schema", "dense_filter", "filter_masks", "plan_qualifiers", "read_qualifiers",
+    "first_cells", "first_cell_only", "first_cells_of_parts", "tests_every_column",
 ]
 
 
@@ -139,7 +139,7 @@ def _dense_rows(dense: DenseBlock, columns: list[bytes], qualifiers: list[bytes]
         if j is None:
             value, ts = pa.nulls(m, pa.binary()), pa.nulls(m, pa.int64())
         else:
-            value = dense.values[j]
+            value = dense.value(j)
             ts = plain[j] if include_timestamp else None
             if chosen is not None:
                 value = value.filter(chosen)
@@ -327,6 +327,35 @@ def dense_filter(flt, family: bytes):
     return None
 
 
+def plan_qualifiers(plan: tuple) -> list:
+    """The qualifiers whose values a :func:`dense_filter` plan tests."""
+    kind = plan[0]
+    if kind in ("row", "column"):
+        return [plan[1]] if plan[1] is not None else []
+    if kind in ("all", "one"):
+        return [q for p in plan[1] for q in plan_qualifiers(p)]
+    return []
+
+
+def tests_every_column(plan: tuple) -> bool:
+    """True when a :func:`dense_filter` plan tests the values of every column it is given
+    (a ValueFilter's ``cell`` test), so a column read only for its presence needs its values too."""
+    kind = plan[0]
+    if kind == "cell":
+        return True
+    return kind in ("all", "one") and any(tests_every_column(p) for p in plan[1])
+
+
+def read_qualifiers(qualifiers: Sequence[bytes], plan: tuple) -> list:
+    """The qualifiers a dense scan reads values of: the requested ones (in order), then
+    those the filter plan also tests.  A version 3 file reads only their chunks."""
+    out = list(qualifiers)
+    for q in plan_qualifiers(plan):
+        if q not in out:
+            out.append(q)
+    return out
+
+
 def filter_masks(plan: tuple, dense: DenseBlock, qualifiers: list[bytes]):
     """``(row mask or None, {qualifier index: value mask})`` of a dense block
     under a :func:`dense_filter` plan, for the requested ``qualifiers``.
@@ -347,7 +376,7 @@ def _value_mask(dense: DenseBlock, j: int, op, comparator) -> np.ndarray:
     from ..filters.comparators import NotUtf8
 
     try:
-        return comparator.mask(dense.values[j], op)
+        return comparator.mask(dense.value(j), op)
     except NotUtf8 as exc:  # name the row and column of the value (utf8: comparators)
         where = f"qualifier {dense.qualifiers[j].decode('utf-8', 'replace')!r} of row {dense.rows[exc.position].as_py()!r}"
         raise NotUtf8(exc.value, exc.position, where) from None

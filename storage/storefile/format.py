@@ -5,7 +5,8 @@ its executable half.  A store file is::
 
     | data block 0 | data block 1 | ... | index | bloom (optional) | info | trailer |
 
-Every data block is ``| header (40 B) | body |`` and every meta section is
+Every version 1 data block is ``| header (40 B) | body |`` (version 2 and 3
+blocks: see ``_block_v2.py`` and ``_block_v3.py``) and every meta section is
 ``| section header (28 B) | body |``; the trailer is the last 72 bytes.
 All integers are little-endian.  Every byte of the file is covered by one
 checksum (a block header, a block body, a section header, a section body or
@@ -42,7 +43,15 @@ __all__ = [
     "TRAILER_SIZE",
     "INDEX_SCHEMA",
     "INDEX_SCHEMA_V2",
+    "INDEX_SCHEMA_V3",
+    "CHUNK_TYPE",
     "BLOCK_V2_MAGIC",
+    "BLOCK_V3_MAGIC",
+    "BLOCK_V3_HEADER_SIZE",
+    "BlockHeaderV3",
+    "ChunkEncoding",
+    "DEFAULT_BLOCK_SIZE",
+    "DEFAULT_ROW_GROUP_SIZE",
     "BLOCK_V2_HEADER_SIZE",
     "BlockLayout",
     "BlockHeaderV2",
@@ -53,10 +62,10 @@ __all__ = [
     "checksum",
 ]
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """Version written into the trailer of every new file."""
 
-SUPPORTED_VERSIONS = frozenset({1, 2})
+SUPPORTED_VERSIONS = frozenset({1, 2, 3})
 """Versions this reader understands; any other is refused with an error naming it."""
 
 
@@ -94,8 +103,31 @@ class BlockLayout(IntEnum):
     DENSE = 1  # one entry per row: row keys, then per qualifier timestamps / values
 
 
+class ChunkEncoding(IntEnum):
+    """How a version 3 chunk stores its (uncompressed) bytes.
+
+    DO NOT CHANGE THESE VALUES: they are written into the block index.
+    """
+
+    KEYS = 0  # chunk 0: the block's key section, as a version 2 key section
+    IPC = 1  # one Arrow IPC encapsulated RecordBatch message of one binary column
+    FIXED = 2  # every present value has one width: validity bitmap and the values back to back
+
+
+DEFAULT_BLOCK_SIZE = 65536
+"""The target block size of a family that does not set one (HBase's 64 KiB): what point
+reads decode, and what blocks of cells are cut at."""
+
+DEFAULT_ROW_GROUP_SIZE = 8 << 20  # measured: docs/decisions/2026-12-05-column-chunks-sweep.md
+"""The target uncompressed bytes of a row group: a DENSE block written from rows
+(``StoreFileWriter.append_rows``: bulk loads, compactions), whose columns are separate
+chunks, so a scan of a few columns reads a few chunks.  A writer with the default
+``block_size`` uses it; a smaller ``block_size`` (asked for small blocks) caps it."""
+
+
 DATA_BLOCK_MAGIC = b"RSFDATA*"
 BLOCK_V2_MAGIC = b"RSFBLK2*"
+BLOCK_V3_MAGIC = b"RSFBLK3*"
 INDEX_MAGIC = b"RSFINDEX"
 BLOOM_MAGIC = b"RSFBLOOM"
 INFO_MAGIC = b"RSFINFO*"
@@ -111,6 +143,11 @@ BLOCK_HEADER_SIZE = _BLOCK_HEADER.size + 4  # 36 + header checksum = 40
 # raw sizes, key section checksum, value section checksum | header checksum
 _BLOCK_V2_HEADER = struct.Struct("<8sBBBBIIqIIIIII")
 BLOCK_V2_HEADER_SIZE = _BLOCK_V2_HEADER.size + 4  # 52 + header checksum = 56
+
+# magic, layout, checksum type, compression, reserved, cell count, row count,
+# previous block offset, block length, key end, chunk count, reserved | header checksum
+_BLOCK_V3_HEADER = struct.Struct("<8sBBBBIIqIIII")
+BLOCK_V3_HEADER_SIZE = _BLOCK_V3_HEADER.size + 4  # 44 + header checksum = 48
 
 # magic, body length, checksum type, 3 reserved bytes, body checksum | header checksum
 _SECTION_HEADER = struct.Struct("<8sQB3xI")
@@ -163,6 +200,36 @@ INDEX_SCHEMA_V2 = pa.schema(
 index where the next row begins (``cell_count`` when the whole block continues
 the previous block's last row), so the file's row count is the sum of
 ``row_count`` less the blocks with ``row_start > 0``.
+
+DO NOT CHANGE: the index body is an Arrow IPC message read with this schema.
+"""
+
+
+CHUNK_TYPE = pa.struct(
+    [
+        pa.field("offset", pa.uint32(), nullable=False),  # from the block's first byte; 8-aligned
+        pa.field("stored", pa.uint32(), nullable=False),  # bytes as stored (compressed), before padding
+        pa.field("raw", pa.uint32(), nullable=False),  # bytes uncompressed
+        pa.field("checksum", pa.uint32(), nullable=False),  # CRC32 of the stored bytes and their padding
+        pa.field("encoding", pa.uint8(), nullable=False),  # ChunkEncoding
+        pa.field("count", pa.int64(), nullable=False),  # rows (key chunk) or present values (value chunk)
+        pa.field("min", pa.binary()),  # bytewise least value (key chunk: first row key); null: not recorded
+        pa.field("max", pa.binary()),  # bytewise greatest value (key chunk: last row key)
+    ]
+)
+"""One entry of a version 3 block's chunk directory (in the block index)."""
+
+INDEX_SCHEMA_V3 = pa.schema(
+    [
+        *INDEX_SCHEMA_V2,
+        pa.field("last_row", pa.binary(), nullable=False),  # the block's last row key
+        pa.field("chunks", pa.list_(pa.field("chunk", CHUNK_TYPE, nullable=False)), nullable=False),
+    ]
+)
+"""Arrow schema of the version 3 block index body: version 2's columns (``key_length``
+is the header and the padded key chunk), the last row key, and the chunk directory:
+chunk 0 is the keys, chunks 1.. the value columns (``DENSE``: qualifier j's values in
+chunk j + 1; ``CELLS``: all values in chunk 1).
 
 DO NOT CHANGE: the index body is an Arrow IPC message read with this schema.
 """
@@ -301,6 +368,56 @@ class BlockHeaderV2:
         if reserved != 0 or cells == 0 or rows == 0 or rows > cells or prev < -1 or prev >= offset:
             raise CorruptionError("inconsistent data block header", path, offset)
         return cls(layout, comp, cells, rows, prev, ksize, kraw, vsize, vraw, kcrc, vcrc)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockHeaderV3:
+    """The fixed 48-byte header of a version 3 data block.
+
+    The block is ``| header | chunk 0 (keys) | chunk 1 | ... |``, each chunk
+    compressed on its own, padded with zeros to a multiple of 8 bytes; the
+    chunks' places, sizes, checksums and statistics are in the block index,
+    so a read of some columns fetches and verifies only their chunks.
+    """
+
+    layout: int
+    compression: int
+    cell_count: int
+    row_count: int
+    prev_offset: int
+    length: int  # bytes of the whole block: header and every padded chunk
+    key_end: int  # bytes from the block start to the end of the padded key chunk
+    chunk_count: int
+
+    def encode(self) -> bytes:
+        """The 48 header bytes, header checksum included."""
+        head = _BLOCK_V3_HEADER.pack(
+            BLOCK_V3_MAGIC, self.layout, ChecksumType.CRC32, self.compression, 0, self.cell_count,
+            self.row_count, self.prev_offset, self.length, self.key_end, self.chunk_count, 0,
+        )
+        return head + _U32.pack(checksum(head))
+
+    @classmethod
+    def decode(cls, raw, path: str, offset: int) -> "BlockHeaderV3":
+        """Parse and verify a header read at ``offset`` (magic, checksum, fields)."""
+        view = memoryview(raw)
+        if len(view) != BLOCK_V3_HEADER_SIZE:
+            raise CorruptionError(f"truncated data block header ({len(view)} bytes)", path, offset)
+        (magic, layout, ctype, comp, reserved, cells, rows, prev, length, key_end, chunks, reserved2) = (
+            _BLOCK_V3_HEADER.unpack_from(view, 0)
+        )
+        if magic != BLOCK_V3_MAGIC:
+            raise CorruptionError(f"bad data block magic {magic!r}", path, offset)
+        _check_header_crc(view, BLOCK_V3_HEADER_SIZE, "data block header", path, offset)
+        _check_checksum_type(ctype, "data block header", path, offset)
+        if layout not in (BlockLayout.CELLS, BlockLayout.DENSE):
+            raise CorruptionError(f"data block names unknown layout {layout}", path, offset)
+        if (
+            reserved or reserved2 or cells == 0 or rows == 0 or rows > cells or prev < -1 or prev >= offset
+            or chunks < 2 or not BLOCK_V3_HEADER_SIZE < key_end <= length
+        ):
+            raise CorruptionError("inconsistent data block header", path, offset)
+        return cls(layout, comp, cells, rows, prev, length, key_end, chunks)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,11 @@
 """The block index: first key, offset, length and counts of every data block.
 
 On disk it is one Arrow IPC record batch of :data:`format.INDEX_SCHEMA`
-(version 1) or :data:`format.INDEX_SCHEMA_V2` (version 2: also the key
+(version 1), :data:`format.INDEX_SCHEMA_V2` (version 2: also the key
 section length, the layout, the row count and the first row start of each
-block; no family) inside an index section, one row per block.  In memory it keeps Python
+block; no family) or :data:`format.INDEX_SCHEMA_V3` (version 3: also the last
+row key and each block's chunk directory with the chunks' statistics) inside
+an index section, one row per block.  In memory it keeps Python
 lists for ``bisect``: finding a block is one binary search over sort keys.
 """
 
@@ -15,25 +17,28 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptionError
-from .format import INDEX_SCHEMA, INDEX_SCHEMA_V2
+from .format import BLOCK_V3_HEADER_SIZE, INDEX_SCHEMA, INDEX_SCHEMA_V2, INDEX_SCHEMA_V3, ChunkEncoding
 
-__all__ = ["BlockIndex", "IndexBuilder"]
+__all__ = ["BlockIndex", "IndexBuilder", "ChunkDirectory"]
 
 
 class IndexBuilder:
-    """Collects one entry per data block as the writer emits them (version 2 index)."""
+    """Collects one entry per data block as the writer emits them (version 2 or 3 index)."""
 
-    def __init__(self) -> None:
-        self._schema = INDEX_SCHEMA_V2
+    def __init__(self, version: int = 3) -> None:
+        self._schema = INDEX_SCHEMA_V3 if version >= 3 else INDEX_SCHEMA_V2
         self._cols: list[list] = [[] for _ in self._schema]
 
     def add(
         self, offset: int, length: int, key_length: int, layout: int, cell_count: int, row_count: int,
-        row_start: int, first_cell: tuple,
+        row_start: int, first_cell: tuple, encoded=None,
     ) -> None:
-        """Record a version 2 block (see :data:`format.INDEX_SCHEMA_V2`)."""
+        """Record a block (see :data:`format.INDEX_SCHEMA_V2`); a version 3 index also
+        takes the encoded block's ``last_row`` and chunk directory (``encoded.chunks``)."""
         row, _family, qualifier, ts, kind = first_cell[:5]
         values = (offset, length, key_length, layout, cell_count, row_count, row_start, row, qualifier, ts, kind)
+        if len(self._cols) > len(values):
+            values += (encoded.last_row, encoded.chunks)
         for col, value in zip(self._cols, values):
             col.append(value)
 
@@ -42,7 +47,10 @@ class IndexBuilder:
 
     def encode(self) -> bytes:
         """The index section body."""
-        arrays = [pa.array(col, type=field.type) for col, field in zip(self._cols, self._schema)]
+        arrays = [pa.array(col, type=field.type) for col, field in zip(self._cols[:11], self._schema)]
+        if len(self._cols) > 11:
+            arrays.append(pa.array(self._cols[11], pa.binary()))
+            arrays.append(_chunk_lists(self._cols[12], self._schema.field("chunks").type))
         return pa.RecordBatch.from_arrays(arrays, schema=self._schema).serialize().to_pybytes()
 
 
@@ -50,8 +58,11 @@ class BlockIndex:
     """The decoded, verified index of one file.
 
     ``key_lengths``, ``layouts``, ``row_counts`` and ``row_starts`` are None
-    for a version 1 file (its index does not have them).
+    for a version 1 file (its index does not have them).  ``chunks`` (a
+    :class:`ChunkDirectory`) is None but for a version 3 file.
     """
+
+    chunks: "ChunkDirectory | None" = None
 
     def __init__(
         self,
@@ -102,7 +113,7 @@ class BlockIndex:
     ) -> "BlockIndex":
         """Parse an index section body and verify it against the file layout
         (``family``, from the file info, completes version 2 first keys)."""
-        schema = INDEX_SCHEMA_V2 if version >= 2 else INDEX_SCHEMA
+        schema = INDEX_SCHEMA_V3 if version >= 3 else INDEX_SCHEMA_V2 if version >= 2 else INDEX_SCHEMA
         try:
             batch = pa.ipc.read_record_batch(pa.py_buffer(bytes(body)), schema)
             batch.validate(full=True)
@@ -148,6 +159,111 @@ class BlockIndex:
             or row_starts[0] != 0
         ):
             raise CorruptionError("block index sizes or counts are inconsistent", path, offset)
-        return cls(
+        index = cls(
             offs.tolist(), lens.tolist(), counts.tolist(), keys, key_lens.tolist(), layouts.tolist(), row_counts, row_starts
         )
+        if version >= 3:
+            index.chunks = ChunkDirectory.decode(batch, lens, key_lens, layouts, row_counts, counts, rows, path, offset)
+        return index
+
+
+def _chunk_lists(entries: list[list[tuple]], kind: pa.DataType) -> pa.Array:
+    """The ``chunks`` column: one list of chunk entries per block, built from flat columns."""
+    flat = [e for block in entries for e in block]
+    lengths = np.fromiter((len(b) for b in entries), dtype=np.int32, count=len(entries))
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int32)
+    value_type = kind.value_type
+    fields = [value_type.field(i) for i in range(value_type.num_fields)]
+    children = [pa.array([e[k] for e in flat], f.type) for k, f in enumerate(fields)]
+    structs = pa.StructArray.from_arrays(children, fields=fields)
+    return pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), structs, type=kind)
+
+
+class ChunkDirectory:
+    """The chunk directories of a version 3 file's blocks, checked at open.
+
+    Flat columns over all blocks' chunks; block ``i``'s chunks are entries
+    ``starts[i]`` to ``starts[i + 1] - 1``.  :meth:`entries` gives one block's as
+    ``(offset, stored, raw, checksum, encoding, count, min, max)`` tuples
+    (offsets from the block's first byte).
+    """
+
+    __slots__ = ("starts", "offset", "stored", "raw", "checksum", "encoding", "count", "min", "max", "_rows")
+
+    def __init__(self, starts, offset, stored, raw, checksum, encoding, count, mins, maxs):
+        self.starts = starts
+        self.offset, self.stored, self.raw, self.checksum = offset, stored, raw, checksum
+        self.encoding, self.count, self.min, self.max = encoding, count, mins, maxs
+        self._rows: dict = {}
+
+    def entries(self, i: int) -> list[tuple]:
+        """Block ``i``'s chunk entries (Python tuples, built once per block and kept)."""
+        got = self._rows.get(i)
+        if got is None:
+            a, b = self.starts[i], self.starts[i + 1]
+            got = self._rows[i] = list(zip(self.offset[a:b], self.stored[a:b], self.raw[a:b], self.checksum[a:b],
+                                           self.encoding[a:b], self.count[a:b], self.min[a:b], self.max[a:b]))
+        return got
+
+    @classmethod
+    def decode(cls, batch: pa.RecordBatch, lens, key_lens, layouts, row_counts, cell_counts, first_rows: list,
+               path: str, at: int) -> "ChunkDirectory":
+        """The directory of an index batch, every entry checked against the layout of its block:
+        chunks tile the block from its header on, 8-aligned; the key chunk ends at ``key_length``;
+        chunk counts, encodings and statistics agree with the block's layout and counts."""
+        lists = batch.column("chunks")
+        last_rows = batch.column("last_row").to_pylist()
+        starts = lists.offsets.to_numpy().astype(np.int64)
+        if lists.offset or starts[0] != 0:
+            raise CorruptionError("block index chunk directory is malformed", path, at)
+        flat = lists.values.slice(0, int(starts[-1]))
+        off = flat.field("offset").to_numpy().astype(np.int64)
+        stored = flat.field("stored").to_numpy().astype(np.int64)
+        enc = flat.field("encoding").to_numpy()
+        count = flat.field("count").to_numpy()
+        per_block = np.diff(starts)
+        n = len(per_block)
+        ok = True
+        if n:
+            firsts = starts[:-1]
+            if (per_block < 2).any():
+                raise CorruptionError("block index chunk directory disagrees with the blocks", path, at)
+            block_of = np.repeat(np.arange(n), per_block)
+            ends = off + ((stored + 7) & ~7)
+            later = np.ones(len(off), dtype=bool)
+            later[firsts] = False  # a value chunk: not the first chunk of its block
+            lasts = starts[1:] - 1
+            dense = layouts == 1
+            keyed = np.where(dense, row_counts, cell_counts)  # what the key chunk counts
+            value_block = block_of[later]
+            ok = (
+                bool((dense | (per_block == 2)).all())
+                and bool((off[firsts] == BLOCK_V3_HEADER_SIZE).all())
+                and bool((off[later] == ends[np.flatnonzero(later) - 1]).all())
+                and bool((ends[lasts] == lens).all())
+                and bool((ends[firsts] == key_lens).all())
+                and bool((enc[firsts] == ChunkEncoding.KEYS).all())
+                and bool(np.isin(enc[later], (ChunkEncoding.IPC, ChunkEncoding.FIXED)).all())
+                and bool((count[firsts] == keyed).all())
+                and bool(((count[later] >= 0) & (count[later] <= keyed[value_block])).all())
+                and bool((dense[value_block] | (count[later] == cell_counts[value_block])).all())
+            )
+            if ok:
+                # a dense block's value chunks hold its cells: their counts add up to the cell count
+                value_sum = np.bincount(value_block, weights=count[later], minlength=n).astype(np.int64)
+                ok = bool(((value_sum == cell_counts) | ~dense).all())
+        mins = flat.field("min").to_pylist()
+        maxs = flat.field("max").to_pylist()
+        if ok and n:
+            first_chunks = starts[:-1].tolist()
+            ok = (
+                all(mins[k] == r for k, r in zip(first_chunks, first_rows))
+                and all(maxs[k] == r for k, r in zip(first_chunks, last_rows))
+                and all(a <= b for a, b in zip(first_rows, last_rows))
+                and all(b <= a for a, b in zip(first_rows[1:], last_rows))
+            )
+        if not ok:
+            raise CorruptionError("block index chunk directory disagrees with the blocks", path, at)
+        return cls(starts.tolist(), off.tolist(), stored.tolist(), flat.field("raw").to_numpy().tolist(),
+                   flat.field("checksum").to_numpy().tolist(), enc.tolist(), count.tolist(), mins, maxs)
+

@@ -238,6 +238,8 @@ class DensePoint:
     __slots__ = ("keys", "family", "_columns", "nbytes")
 
     def __init__(self, dense, family: bytes):
+        if dense.values is not None and not dense.complete:
+            raise ValueError("a point read needs a dense block read whole or for its keys")
         self.keys = SortedKeys(dense.rows, distinct=True)
         self.family = family
         values = dense.values

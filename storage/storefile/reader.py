@@ -32,6 +32,7 @@ import threading
 from typing import Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..cells import Cell
 from ..checksum import crc32
@@ -39,6 +40,7 @@ from ..errors import CorruptionError, InvalidArgument, StorageError
 from ..vfs.fs import FileSystem
 from ._block import Block, decode_body
 from ._block_v2 import cells_with, decode_keys, decode_values
+from ._block_v3 import check_chunk_count, chunk_runs, decode_block_v3, decode_key_chunk, decode_value_chunk
 from .dense import DenseBlock
 from .block_source import BlockSource
 from .bloom import RowBloomFilter, decode_bloom
@@ -49,6 +51,7 @@ from .fileinfo import FileInfo
 from .format import (
     BLOCK_HEADER_SIZE,
     BLOCK_V2_HEADER_SIZE,
+    BLOCK_V3_HEADER_SIZE,
     BLOOM_MAGIC,
     INDEX_MAGIC,
     INFO_MAGIC,
@@ -56,8 +59,11 @@ from .format import (
     TRAILER_SIZE,
     BlockHeader,
     BlockHeaderV2,
+    BlockHeaderV3,
+    BlockLayout,
     SectionHeader,
     Trailer,
+    align8,
 )
 from .index import BlockIndex
 from .point import file_row_cells, file_rows_cells
@@ -76,7 +82,7 @@ _READ_HEADER = object()  # "no prefetched header: read it separately"
 
 
 class StoreFileReader:
-    """Reads one store file (format version 1 or 2); safe to share between threads.
+    """Reads one store file (format version 1, 2 or 3); safe to share between threads.
 
     ``info`` (:class:`FileInfo`), ``format_version``, ``block_count`` and
     ``block_first_keys`` (sort keys of each block's first cell) come from the
@@ -192,11 +198,12 @@ class StoreFileReader:
         self._bloom: RowBloomFilter | None = bloom
         self._data_end = trailer.index_offset
         self.format_version: int = trailer.format_version
-        self._hsize = BLOCK_V2_HEADER_SIZE if trailer.format_version >= 2 else BLOCK_HEADER_SIZE
+        self._hsize = (BLOCK_V3_HEADER_SIZE if trailer.format_version >= 3
+                       else BLOCK_V2_HEADER_SIZE if trailer.format_version == 2 else BLOCK_HEADER_SIZE)
         if index.row_counts is not None and index.rows_in_blocks(0, len(index)) != info.row_count:
             raise CorruptionError("block index row counts disagree with the file info", where, trailer.index_offset)
         self._scans = FileScans(index, info, self.format_version, self._pipelined, self._block, self._next_block,
-                                self._load_keys, self.block_source)
+                                self._load_keys, self.block_source, self._load_columns)
 
     def block_source(self) -> BlockSource:
         """This file's blocks for the batched key-run reader (storage.storefile._key_runs):
@@ -293,7 +300,15 @@ class StoreFileReader:
             body = buf.slice(0, length - hsize)
         if has_next:
             self._set_prefetched((offset + length, buf.slice(buf.size - tail).to_pybytes()))
-        if self.format_version >= 2:
+        if self.format_version >= 3:
+            header = self._header_v2(header_raw, i)
+            decoded = decode_block_v3(header, self._index.chunks.entries(i), body, hsize, self._codec,
+                                      self.info.family, self._where, offset)
+            if isinstance(decoded, DenseBlock):
+                block = Block(i, offset, length, None, decoded, self.info.family)
+            else:
+                block = Block(i, offset, length, decoded)
+        elif self.format_version == 2:
             header = self._header_v2(header_raw, i)
             keys = decode_keys(header, body.slice(0, header.key_end - hsize), self._codec, self._where, offset)
             values = body.slice(header.key_end - hsize)
@@ -325,11 +340,16 @@ class StoreFileReader:
         if header.cell_count != idx.cell_counts[i]:
             raise CorruptionError("data block cell count disagrees with the block index", self._where, offset)
 
-    def _header_v2(self, raw, i: int) -> BlockHeaderV2:
-        """Decode a version 2 block header and check it against the index."""
+    def _header_v2(self, raw, i: int) -> BlockHeaderV2 | BlockHeaderV3:
+        """Decode a version 2 or 3 block header (the file's version) and check it against the index."""
         idx = self._index
         offset = idx.offsets[i]
-        header = BlockHeaderV2.decode(raw, self._where, offset)
+        if self.format_version >= 3:
+            header = BlockHeaderV3.decode(raw, self._where, offset)
+            if header.chunk_count != len(idx.chunks.entries(i)):
+                raise CorruptionError("data block chunk count disagrees with the block index", self._where, offset)
+        else:
+            header = BlockHeaderV2.decode(raw, self._where, offset)
         prev = idx.offsets[i - 1] if i else -1
         if (
             header.length != idx.lengths[i]
@@ -368,7 +388,11 @@ class StoreFileReader:
         hsize = self._hsize
         buf = self._read(offset, idx.key_lengths[i], block=True)
         header = self._header_v2(buf.slice(0, hsize), i)
-        keys = decode_keys(header, buf.slice(hsize), self._codec, self._where, offset)
+        if self.format_version >= 3:
+            keys = decode_key_chunk(header, buf, 0, idx.chunks.entries(i)[0], self._codec, self._where, offset)
+            check_chunk_count(header, keys, self._where, offset)
+        else:
+            keys = decode_keys(header, buf.slice(hsize), self._codec, self._where, offset)
         family = self.info.family
         if isinstance(keys, DenseBlock):
             block = Block(i, offset, idx.lengths[i], None, keys, family, keys_only=True)
@@ -377,6 +401,93 @@ class StoreFileReader:
         if cache_blocks and cache is not None:
             cache.put((self.file_id, offset, "keys"), block, block.nbytes)
         return block
+
+    def _load_columns(self, i: int, qualifiers: frozenset, cache_blocks: bool = True) -> Block:
+        """Block ``i`` with the value columns of ``qualifiers`` (those it has) decoded and
+        the others not read (``None`` in its dense block's ``values``): in a version 3
+        file only the header, the key chunk and those value chunks are read (one read for
+        the header and key chunk, one per run of adjacent wanted chunks), verified and
+        decoded.  A cached whole block serves, and so does a cached block of some of its
+        columns that has them all; one that lacks some (or a cached keys-only block) has
+        only the missing chunks read and is replaced by the union (cached as the whole
+        block once it has every column).  Files of older versions and ``CELLS`` blocks are
+        read whole (:meth:`_load`)."""
+        idx = self._index
+        if self.format_version < 3 or idx.layouts[i] != BlockLayout.DENSE:
+            return self._load(i, None, True, cache_blocks)
+        offset = idx.offsets[i]
+        cache = self._cache
+        part_key = (self.file_id, offset, "columns")
+        base = None
+        if cache is not None:
+            hit = cache.get((self.file_id, offset), count_miss=False)
+            if hit is None:
+                base = cache.get(part_key, count_miss=False)
+                if base is None:
+                    base = cache.get((self.file_id, offset, "keys"), count_miss=False)
+            else:
+                base = hit
+            if base is not None and base.dense is not None and base.dense.values is not None:
+                values = base.dense.values
+                if all(v is not None for q, v in zip(base.dense.qualifiers, values) if q in qualifiers):
+                    self.counters.add("cache_hits")
+                    return base
+        if base is not None and base.dense is not None:
+            keys = base.dense
+        else:
+            keys = None
+        if cache is not None:
+            self.counters.add("cache_misses")
+        entries = idx.chunks.entries(i)
+        codec, where = self._codec, self._where
+        if keys is None:
+            buf = self._read(offset, idx.key_lengths[i], block=True)
+            header = self._header_v2(buf.slice(0, self._hsize), i)
+            keys = decode_key_chunk(header, buf, 0, entries[0], codec, where, offset)
+            check_chunk_count(header, keys, where, offset)
+        values = list(keys.values) if keys.values is not None else [None] * len(keys.qualifiers)
+        wanted = [j + 1 for j, q in enumerate(keys.qualifiers) if q in qualifiers and values[j] is None]
+        for a, b in chunk_runs(entries, wanted):
+            start = entries[a][0]
+            buf = self._read(offset + start, entries[b][0] + align8(entries[b][1]) - start, block=True)
+            for k in range(a, b + 1):
+                values[k - 1] = decode_value_chunk(keys, k - 1, buf, start, entries[k], codec, where, offset)
+        dense = DenseBlock(keys.rows, keys.qualifiers, keys.timestamps, values, keys.cell_count())
+        block = Block(i, offset, idx.lengths[i], None, dense, self.info.family)
+        if cache_blocks and cache is not None:
+            if dense.complete:  # every column read: the whole block, as a full read caches it
+                cache.put((self.file_id, offset), block, block.nbytes)
+                block.on_grow = self._recharge
+            else:
+                cache.put(part_key, block, block.nbytes)
+        return block
+
+    def chunk_stats(self, qualifier: bytes) -> tuple[list, list] | None:
+        """Per block, the bytewise least and greatest value of ``qualifier`` as recorded in a
+        version 3 file's block index: ``(min, max)``, two lists of one entry per block, None
+        where the block lacks the qualifier or its chunk records no bounds (values of mixed
+        widths; a ``CELLS`` block).  The bounds compare values as unsigned bytes, so they order
+        values whose encoding sorts bytewise (the ordered encodings, fixed-width big-endian
+        unsigned numbers).  None for a file of an older version.  Reading a block's key chunk
+        tells which chunk holds the qualifier, so each block's bounds cost one key chunk read
+        (cached) the first time."""
+        if not isinstance(qualifier, bytes):
+            raise InvalidArgument(f"qualifier must be bytes, got {qualifier!r}")
+        if self.format_version < 3:
+            return None
+        idx = self._index
+        lows: list = []
+        highs: list = []
+        for i in range(len(idx)):
+            k = None
+            if idx.layouts[i] == BlockLayout.DENSE:
+                quals = self._load_keys(i, True).dense.qualifiers
+                if qualifier in quals:
+                    k = quals.index(qualifier) + 1
+            entry = idx.chunks.entries(i)[k] if k is not None else None
+            lows.append(entry[6] if entry is not None else None)
+            highs.append(entry[7] if entry is not None else None)
+        return lows, highs
 
     def cached_block(self, i: int) -> Block | None:
         """Block ``i`` if the block cache holds it (no read), else None."""
@@ -481,15 +592,20 @@ class StoreFileReader:
         cache_blocks: bool = True,
         keys_only: bool = False,
         run_rows: int = 65536,
+        columns=None,
     ) -> Iterator[BlockPart]:
         """The blocks of rows in ``[start_row, stop_row)``, forward, as
         :class:`~storage.storefile.reader_scans.BlockPart` pieces: dense blocks
         stay columns (a row slice of them), the others are cell batches.
         ``keys_only`` reads only the key sections of a version 2 file (values
         come out empty), and a run of consecutive dense blocks of up to
-        ``run_rows`` rows then comes out as one part (one decode for the run)."""
+        ``run_rows`` rows then comes out as one part (one decode for the run).
+        ``columns`` (qualifiers; None: all) are the value columns the caller reads:
+        in a version 3 file only their chunks are read, and the dense parts' other
+        value columns are None (never to be taken for absent cells); a part of a
+        row cut across blocks is read whole."""
         return self._scans.scan_parts(start_row, stop_row, cache_blocks=cache_blocks, keys_only=keys_only,
-                                      run_rows=run_rows)
+                                      run_rows=run_rows, columns=columns)
 
     def count_rows(self, start_row: bytes | None = None, stop_row: bytes | None = None) -> int:
         """Distinct rows of the file in ``[start_row, stop_row)``, delete markers
@@ -515,11 +631,25 @@ class StoreFileReader:
                      self._data_end)
 
     def _blocks_from_disk(self) -> Iterator[Block]:
-        """Every data block in file order, read sequentially past the block cache."""
+        """Every data block in file order, read sequentially past the block cache
+        (a version 3 block's value statistics checked against its values)."""
         block = self._block(0, cache_blocks=False, use_cache=False) if self.block_count else None
         while block is not None:
+            if self.format_version >= 3 and block.dense is not None:
+                self._check_value_stats(block)
             yield block
             block = self._next_block(block, cache_blocks=False, use_cache=False)
+
+    def _check_value_stats(self, block: Block) -> None:
+        """CorruptionError unless each value chunk's recorded bytewise bounds are its values'."""
+        dense = block.dense
+        for j, entry in enumerate(self._index.chunks.entries(block.index)[1:]):
+            if entry[6] is None and entry[7] is None:
+                continue
+            bounds = pc.min_max(dense.value(j)).as_py()
+            if (bounds["min"], bounds["max"]) != (entry[6], entry[7]):
+                raise CorruptionError("value chunk statistics disagree with its values", self._where,
+                                      block.offset + entry[0])
 
     # -- point lookups -----------------------------------------------------
     @property

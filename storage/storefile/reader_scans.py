@@ -80,11 +80,12 @@ class FileScans:
     """
 
     __slots__ = ("_index", "info", "format_version", "block_count", "block_first_keys", "find_block",
-                 "_pipelined", "_block", "_next_block", "_load_keys", "block_source")
+                 "_pipelined", "_block", "_next_block", "_load_keys", "block_source", "_load_columns")
 
     def __init__(self, index: BlockIndex, info: FileInfo, format_version: int, pipelined: bool,
                  block: Callable[..., Block], next_block: Callable[..., Block | None],
-                 load_keys: Callable[[int, bool], Block], block_source: Callable[[], BlockSource]):
+                 load_keys: Callable[[int, bool], Block], block_source: Callable[[], BlockSource],
+                 load_columns: Callable[[int, frozenset, bool], Block] | None = None):
         self._index = index
         self.info = info
         self.format_version = format_version
@@ -96,6 +97,7 @@ class FileScans:
         self._next_block = next_block
         self._load_keys = load_keys
         self.block_source = block_source
+        self._load_columns = load_columns
 
     def detach(self, where: str) -> None:
         """Drop the reader's block reads (its reader closed): the reader and this
@@ -104,7 +106,7 @@ class FileScans:
         def closed(*_: object) -> None:
             raise StorageError(f"store file reader of {where} is closed")
 
-        self._block = self._next_block = self._load_keys = self.block_source = closed
+        self._block = self._next_block = self._load_keys = self.block_source = self._load_columns = closed
 
     def scan_batches(
         self,
@@ -138,10 +140,11 @@ class FileScans:
         cache_blocks: bool = True,
         keys_only: bool = False,
         run_rows: int = 65536,
+        columns=None,
     ) -> Iterator[BlockPart]:
         """The blocks of rows in ``[start_row, stop_row)``, forward, as :class:`BlockPart`
         pieces (see :meth:`StoreFileReader.scan_parts`; :mod:`._key_runs` decodes runs of
-        keys-only dense blocks together)."""
+        keys-only dense blocks together; ``columns`` limits the value chunks read)."""
         self._check_range(start_row, stop_row)
         if self.block_count == 0 or (start_row is not None and stop_row is not None and stop_row <= start_row):
             return
@@ -149,10 +152,13 @@ class FileScans:
         family = self.info.family
         first = self.find_block((start_row,)) if start_row is not None else 0
         last = self.block_count - 1 if stop_row is None else max(bisect.bisect_left(keys, (stop_row,)) - 1, first)
+        wanted = None
+        if columns is not None and not keys_only and self.format_version >= 3 and self._load_columns is not None:
+            wanted = frozenset(columns)
         if keys_only and self.format_version >= 2:
             units = key_units(self.block_source(), first, last, cache_blocks, run_rows)
         else:
-            units = self._block_units(first, last, cache_blocks, keys_only)
+            units = self._block_units(first, last, cache_blocks, keys_only, wanted)
         # version 2: whether a block's first row began in the previous block is in the index
         starts = self._index.row_start_list
         prev_last: bytes | None = None
@@ -176,16 +182,25 @@ class FileScans:
                     else:
                         continued = lo == 0 and prev_last is not None and keys[a][0] == prev_last
                         open_ = hi == n and not last_block and keys[b + 1][0] == last_row
+                    if wanted is not None and (continued or open_) and dense is not None and not dense.complete:
+                        block = self._block(a, cache_blocks)  # a row cut across blocks goes by cells: all columns
                     yield _block_part(block, lo, hi, n, continued, open_, keys_only, family)
                 prev_last = last_row
         finally:
             units.close()
 
-    def _block_units(self, first: int, last: int, cache_blocks: bool, keys_only: bool) -> Iterator[tuple[Block, int]]:
+    def _block_units(self, first: int, last: int, cache_blocks: bool, keys_only: bool,
+                     columns: frozenset | None = None) -> Iterator[tuple[Block, int]]:
         """Blocks ``first`` to ``last`` one at a time, as ``(block, block.index)``,
         read sequentially (prefetched headers; on a remote file the next block
-        is fetched on a background thread while the caller works on this one)."""
-        block = self._load_keys(first, cache_blocks) if keys_only else self._block(first, cache_blocks)
+        is fetched on a background thread while the caller works on this one);
+        with ``columns``, only those value chunks (a version 3 file)."""
+        if keys_only:
+            block = self._load_keys(first, cache_blocks)
+        elif columns is not None:
+            block = self._load_columns(first, columns, cache_blocks)
+        else:
+            block = self._block(first, cache_blocks)
         while True:
             i = block.index
             if i == last:
@@ -193,6 +208,8 @@ class FileScans:
                 return
             if keys_only:
                 fetch, args = self._load_keys, (i + 1, cache_blocks)
+            elif columns is not None:
+                fetch, args = self._load_columns, (i + 1, columns, cache_blocks)
             else:
                 fetch, args = self._next_block, (block, cache_blocks)
             if self._pipelined:

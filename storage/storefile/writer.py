@@ -19,6 +19,7 @@ from ..cells import CELL_SCHEMA, Cell, cells_to_batch
 from ..errors import InvalidArgument
 from ..vfs.fs import FileSystem
 from ._block_v2 import encode_block_v2
+from ._block_v3 import encode_block_v3
 from .block_cells import CELL_OVERHEAD, cell_at, cell_sizes, key_at, key_run_end
 from ..kernels.order import first_unsorted, row_starts
 from .bloom import RowBloomFilter, row_hash_pairs
@@ -26,6 +27,8 @@ from .codecs import get_codec
 from .fileinfo import FileInfo
 from .format import (
     BLOOM_MAGIC,
+    DEFAULT_BLOCK_SIZE,
+    DEFAULT_ROW_GROUP_SIZE,
     FORMAT_VERSION,
     INDEX_MAGIC,
     INFO_MAGIC,
@@ -59,8 +62,13 @@ class StoreFileWriter(WriterRows):
     large block), and never between two cells with equal keys.
     ``compression`` is a codec name from :data:`codecs.CODECS` or None.
     ``bloom`` adds a row bloom filter (files without rows get none).
-    Files are written in format version :data:`format.FORMAT_VERSION` (2);
-    readers still read version 1 files, which the engine no longer writes.
+    Files are written in format version :data:`format.FORMAT_VERSION` (3:
+    column chunks) unless ``format_version`` asks for 2 (kept for tests and
+    comparisons); readers still read version 1 files, which the engine no
+    longer writes.  ``row_group_size`` is the target uncompressed bytes of a
+    block written from rows (:meth:`append_rows`); by default
+    :data:`format.DEFAULT_ROW_GROUP_SIZE`, or ``block_size`` when that is
+    below the default block size (a family asking for small blocks).
     """
 
     def __init__(
@@ -69,21 +77,31 @@ class StoreFileWriter(WriterRows):
         path: str,
         *,
         family: bytes,
-        block_size: int = 65536,
+        block_size: int = DEFAULT_BLOCK_SIZE,
         compression: str | None = None,
         bloom: bool = True,
+        format_version: int = FORMAT_VERSION,
+        row_group_size: int | None = None,
     ):
         if not isinstance(family, bytes):
             raise InvalidArgument(f"family must be bytes, got {family!r}")
         if not isinstance(block_size, int) or isinstance(block_size, bool) or not 1 <= block_size <= MAX_BODY // 2:
             raise InvalidArgument(f"block_size must be an int in [1, {MAX_BODY // 2}], got {block_size!r}")
+        if format_version not in (2, 3):
+            raise InvalidArgument(f"format_version must be 2 or 3 (version 1 is read only), got {format_version!r}")
+        if row_group_size is None:
+            row_group_size = block_size if block_size < DEFAULT_BLOCK_SIZE else max(block_size, DEFAULT_ROW_GROUP_SIZE)
+        if not isinstance(row_group_size, int) or isinstance(row_group_size, bool) or not 1 <= row_group_size <= MAX_BODY // 2:
+            raise InvalidArgument(f"row_group_size must be an int in [1, {MAX_BODY // 2}], got {row_group_size!r}")
+        self.row_group_size = row_group_size
+        self._encode = encode_block_v3 if format_version == 3 else encode_block_v2
         self._codec = get_codec(compression)
         self.fs = fs
         self.path = path
         self.family = family
         self.block_size = block_size
         self._bloom = bool(bloom)
-        self.format_version = FORMAT_VERSION
+        self.format_version = format_version
         self._file = fs.create(path)
         self._state = "open"
         # Cells appended one by one wait here until they fill a block.
@@ -96,7 +114,7 @@ class StoreFileWriter(WriterRows):
         self._last_key: tuple | None = None
         self._appended = 0
         # What has been written.
-        self._index = IndexBuilder()
+        self._index = IndexBuilder(format_version)
         self._offset = 0
         self._prev_offset = -1
         self._cell_count = 0
@@ -274,13 +292,14 @@ class StoreFileWriter(WriterRows):
         written and the block's uncompressed size.  ``starts``: where its rows start;
         ``continues``: its first row began in the previous block."""
         n = block.num_rows
-        enc = encode_block_v2(block, self._prev_offset, self._codec, len(starts))
+        enc = self._encode(block, self._prev_offset, self._codec, len(starts))
         if enc.raw_size > MAX_BODY:
             raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
-        for part in enc.parts:
-            self._file.write(part)
+        # one write per block (a version 3 block is many chunks: a write each would be
+        # many small calls into the file system)
+        self._file.write(b"".join(enc.parts))
         row_start = (int(starts[1]) if len(starts) > 1 else n) if continues else 0
-        self._index.add(offset, enc.length, enc.key_length, enc.layout, n, len(starts), row_start, first)
+        self._index.add(offset, enc.length, enc.key_length, enc.layout, n, len(starts), row_start, first, enc)
         return enc.length, enc.raw_size
 
     def _note_row_lengths(self, rows: pa.Array) -> None:

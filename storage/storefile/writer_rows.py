@@ -9,7 +9,6 @@ import pyarrow.compute as pc
 
 from ..cells import Cell
 from ..errors import InvalidArgument
-from ._block_v2 import encode_block_v2
 from .dense import DenseBlock
 from .block_cells import CELL_OVERHEAD
 from .bloom import row_hash_pairs
@@ -28,14 +27,14 @@ class WriterRows:
         timestamps: list[pa.Array],
     ) -> None:
         """Add whole rows column by column, written as dense blocks without
-        ever becoming cells (format version 2 only).
+        ever becoming cells (format versions 2 and 3).
 
         ``rows``: binary, strictly ascending, each after every row added
         before.  ``qualifiers``: strictly ascending.  ``values[j]`` and
         ``timestamps[j]``: the value and timestamp of qualifier ``j`` per row,
         both null where the row lacks it; every row has at least one value.
-        Blocks are cut at row boundaries by the same size estimate as cells;
-        each call ends a block.  Checks are vectorized; on a violation nothing
+        Blocks (row groups) are cut at row boundaries by the same size
+        estimate as cells, at ``row_group_size``; each call ends a block.  Checks are vectorized; on a violation nothing
         is added.
         """
         self._check_open()
@@ -85,7 +84,7 @@ class WriterRows:
         cum_cells = np.cumsum(cells_per_row)
         start, base = 0, 0
         while start < n:
-            end = min(int(np.searchsorted(cum, base + self.block_size, side="left")) + 1, n)
+            end = min(int(np.searchsorted(cum, base + self.row_group_size, side="left")) + 1, n)
             size = end - start
             dense = DenseBlock(
                 rows.slice(start, size), tuple(qualifiers),
@@ -105,12 +104,13 @@ class WriterRows:
         first = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(0))))
         last = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(n - 1, last=True))))
         offset = self._offset
-        enc = encode_block_v2(None, self._prev_offset, self._codec, n, dense=dense, cell_count=cells)
+        enc = self._encode(None, self._prev_offset, self._codec, n, dense=dense, cell_count=cells)
         if enc.raw_size > MAX_BODY:
             raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
-        for part in enc.parts:
-            self._file.write(part)
-        self._index.add(offset, enc.length, enc.key_length, enc.layout, cells, n, 0, first)
+        # one write per block (a version 3 block is many chunks: a write each would be
+        # many small calls into the file system)
+        self._file.write(b"".join(enc.parts))
+        self._index.add(offset, enc.length, enc.key_length, enc.layout, cells, n, 0, first, enc)
         self._prev_offset = offset
         self._offset += enc.length
         self._uncompressed += enc.raw_size

@@ -259,7 +259,8 @@ def test_save_decides_every_mode_before_any_task(worker, root):
     reply = _ask(port, _req("save", options=absent, mode="Ignore"))
     assert reply["ok"] is False and "table nope does not exist" in reply["error"]
     fresh = _ask(port, _req("save", options={**absent, "newtable": "3"}, mode="ErrorIfExists"))
-    assert fresh == {"ok": True, "write": True, "mode": "append", "exists": False}
+    assert fresh == {"ok": True, "write": True, "mode": "append", "exists": False,
+                     "sample": {"columns": ["k"], "rows": 3000}}  # the keys to sample for the new table's splits
     reply = _ask(port, _req("save", options=options, mode="Sideways"))
     assert reply["ok"] is False and "unknown save mode 'Sideways'" in reply["error"]
 

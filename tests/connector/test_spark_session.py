@@ -56,6 +56,22 @@ def test_register_turns_pushdown_on_and_spark_session_returns_the_running_sessio
     assert plan.key_ranges == [("k25", None)]
 
 
+def test_register_works_on_every_session_of_the_context_and_twice(spark, root):
+    import connector
+    from connector.session import PUSHDOWN_CONF
+
+    other = spark.newSession()  # its own conf, the context's registry of Python sources
+    other.conf.set(PUSHDOWN_CONF, "false")
+    assert connector.register(other) is True
+    assert connector.register(other) is True
+    assert other.conf.get(PUSHDOWN_CONF) == "true"
+    for fmt in ("regionscan", "regionscan_python"):
+        rows = (other.read.format(fmt).option("root", root).option("table", "t")
+                .option("hbase.columns.mapping", MAPPING).option("serde", "string").load()
+                .where("key >= 'k27'").orderBy("key").collect())
+        assert [r["a"] for r in rows] == [27, 28, 29]
+
+
 @pytest.mark.parametrize("options, message", [
     ({"hbase.spark.query.batchsiz": "3"}, "unknown option 'hbase.spark.query.batchsiz'; did you mean 'hbase.spark.query.batchsize'?"),
     ({"serde.on.eror": "null"}, "unknown option 'serde.on.eror'; did you mean 'serde.on.error'?"),

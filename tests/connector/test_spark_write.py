@@ -129,6 +129,111 @@ def test_commit_needs_the_writer_lock_and_newtable_creates(spark, tmp_path):
     assert _read(spark, root, "fresh") == sorted(_rows(range(3), "x"))
 
 
+KEYED = "k BIGINT :key#o, v BIGINT cf:v, w STRING cf:w"
+
+
+def _regions_rows_files(root, name):
+    """Per region in key order: its rows and its store files."""
+    with storage.connect(root, read_only=True) as conn:
+        table = conn.table(name)
+        return [(table.count(row_start=r["start_key"] or None, row_stop=r["end_key"] or None), r["store_files"])
+                for r in table.regions()]
+
+
+def test_newtable_splits_at_the_quantiles_of_the_keys_not_their_first_byte(spark, tmp_path):
+    """Every positive BIGINT's ordered encoding starts with 0x80: a uniform split of the first byte
+    put all of them in one region; the split at the sampled keys' quantiles gives each about 1/4."""
+    root = str(tmp_path / "root")
+    n = 20000
+    # squares: keys far from uniform in value, so a split by value ranges would be uneven too
+    df = spark.range(0, n, 1, 3).selectExpr("id * id + 1 AS k", "id AS v", "cast(id AS STRING) AS w")
+    (df.write.format("regionscan").options(root=root, table="big", newtable="4", **{"hbase.columns.mapping": KEYED})
+     .mode("append").save())
+    regions = _regions_rows_files(root, "big")
+    counts = [rows for rows, _ in regions]
+    assert len(counts) == 4 and sum(counts) == n
+    assert all(0.15 * n <= c <= 0.35 * n for c in counts), counts
+    # three input tasks, each spanning every region: the write sent each region's rows to one task
+    assert [files for _, files in regions] == [1, 1, 1, 1]
+    got = spark.read.format("regionscan").options(root=root, table="big", **{"hbase.columns.mapping": KEYED}).load()
+    assert got.selectExpr("sum(v)", "count(*)", "sum(k)").first() == df.selectExpr("sum(v)", "count(*)", "sum(k)").first()
+
+
+def test_sample_split_keys_weigh_each_sampled_key_by_its_partition():
+    import pyarrow as pa
+
+    from connector.write_splits import sample_split_keys
+
+    # partition A: keys a000..a099, 100 rows sampled of 100; partition B: b000..b099 sampled of 900
+    keys = pa.array([b"a%03d" % i for i in range(100)] + [b"b%03d" % i for i in range(100)])
+    weights = [1.0] * 100 + [9.0] * 100
+    cuts, rows = sample_split_keys(keys, weights, 4)
+    assert cuts == [b"b017", b"b045", b"b073"] and [keys[r].as_py() for r in rows] == cuts  # A's rows: 10% of all
+    assert sample_split_keys(pa.array([b"x", b"x", b"y"]), [1.0, 1.0, 1.0], 4) is None  # too few distinct keys
+
+
+def test_no_attempt_of_an_aborted_job_leaves_a_staging_folder(tmp_path):
+    """Spark aborts a write at its first failed task while others still run: an attempt that
+    finishes after the abort deletes the job's folder it made again, one that starts after it
+    stages nothing, and a folder of an aborted job found later goes with the next open."""
+    import pyarrow as pa
+
+    from storage import InvalidArgument
+    from storage.engine import BulkLoadTask, abort_load, table_regions
+    from storage.vfs.fs import FileSystem
+
+    root = str(tmp_path / "root")
+    _new_table(root)
+    table_fs = FileSystem(root).sub("t")
+    regions, families = table_regions(table_fs)
+    rows = pa.RecordBatch.from_pydict({"key": [b"\x80\x00\x00\x05"], "cf:n": [b"1"]})
+    late = BulkLoadTask(table_fs, "job", "p0", regions, families, timestamp=1)
+    late.add(rows)
+    assert abort_load(table_fs, "job")
+    with pytest.raises(InvalidArgument, match="aborted"):
+        late.finish()  # it wrote its files into a folder it made again, then saw the abort
+    assert not os.path.exists(os.path.join(root, "t", ".staging", "job"))
+    with pytest.raises(InvalidArgument, match="staged nothing"):
+        BulkLoadTask(table_fs, "job", "p1", regions, families, timestamp=1)
+    assert not os.path.exists(os.path.join(root, "t", ".staging", "job"))
+    os.makedirs(os.path.join(root, "t", ".staging", "job", "p2", "x"))  # an attempt killed mid-write elsewhere
+    with storage.connect(root) as conn:  # a writer's open of the table...
+        conn.table("t")
+    assert sorted(os.listdir(os.path.join(root, "t", ".staging"))) == ["job.aborted"]  # ...swept it
+
+
+def test_runs_of_a_task_in_key_order_stage_one_file_per_region(tmp_path):
+    """A task whose rows come in key order writes each region's runs into one staged file
+    (before, one file per region per run of 2^20 buffered cells); a run that goes back starts a new file."""
+    import pyarrow as pa
+
+    from storage.engine import BulkLoadTask, commit_load, table_regions
+    from storage.vfs.fs import FileSystem
+
+    root = str(tmp_path / "root")
+    with storage.connect(root) as conn:
+        conn.create_table("t", {"cf": {}}, split_keys=[b"k0300", b"k0600"])
+    table_fs = FileSystem(root).sub("t")
+    regions, families = table_regions(table_fs)
+
+    def batch(lo, hi):
+        return pa.RecordBatch.from_pydict({"key": [b"k%04d" % i for i in range(lo, hi)],
+                                           "cf:a": [b"%d" % i for i in range(lo, hi)]})
+
+    task = BulkLoadTask(table_fs, "job1", "p0", regions, families, timestamp=1, run_cells=100)
+    for lo in range(0, 900, 50):  # 18 batches, 9 runs of 100 cells, crossing both region starts
+        task.add(batch(lo, lo + 50))
+    task.add(batch(900, 950))
+    task.add(batch(100, 150))  # the last run goes back into the first region: a new file there only
+    staged = task.finish()
+    assert sorted((f.region_id, f.first_row, f.last_row) for f in staged) == sorted([
+        (regions[0].region_id, b"k0000", b"k0299"), (regions[1].region_id, b"k0300", b"k0599"),
+        (regions[2].region_id, b"k0600", b"k0949"), (regions[0].region_id, b"k0100", b"k0149")])
+    commit_load(table_fs, "job1", staged)
+    with storage.connect(root, read_only=True) as conn:
+        assert conn.table("t").count() == 950
+
+
 def test_commit_recuts_files_of_a_region_split_since_staging(tmp_path):
     import pyarrow as pa
 

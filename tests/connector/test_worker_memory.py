@@ -8,7 +8,9 @@ anonymous resident memory (RssAnon in /proc) stays within its start plus
 the cache plus :data:`MEMORY_MARGIN`, and its file-backed resident memory
 (RssFile) does not grow with the tables.  Beside it, a cache filled in this
 process frees, when emptied, about what it was charged: each block is
-charged what it really holds, its arrays' objects included.
+charged what it really holds, its arrays' objects included.  Those reads ask
+to cache their blocks; a read that does not ask, of a table bigger than a
+quarter of the cache, reads uncached and leaves the cache's working set in place.
 """
 
 from __future__ import annotations
@@ -118,9 +120,14 @@ def _read_task(port: int, options: dict, columns: list[str], splits, rows: list[
         assert read_frame(f)["ok"]
 
 
-def _query(port: int, root: str, table: str, columns: list[str]) -> int:
-    """Plan a read of ``columns`` in two tasks and read both at once; return the rows read."""
-    options = {"root": root, "table": table, "hbase.columns.mapping": MAPPING}
+def _query(port: int, root: str, table: str, columns: list[str], **extra: str | None) -> int:
+    """Plan a read of ``columns`` in two tasks and read both at once; return the rows read.
+    The read caches its blocks (``hbase.mapreduce.scan.cacheblocks``), as a read that asks
+    does whatever its size, so the bound is measured with the cache full; ``extra``: more
+    options (None leaves one out)."""
+    options = {"root": root, "table": table, "hbase.columns.mapping": MAPPING,
+               "hbase.mapreduce.scan.cacheblocks": "true", **extra}
+    options = {k: v for k, v in options.items() if v is not None}  # None: the option left out
     plan = _answer(port, {"op": "plan", "options": options, "columns": columns, "schema": _schema(columns),
                           "parallelism": 2})
     assert plan["ok"], plan
@@ -175,7 +182,8 @@ def _settled_rss_anon() -> int:
 def test_a_full_cache_frees_about_what_it_was_charged(root, monkeypatch):
     monkeypatch.setattr(region_snapshots, "_caches", {})
     monkeypatch.setenv(BLOCK_CACHE_SIZE_ENV, str(CACHE))
-    options = {"root": root, "table": "packed", "hbase.columns.mapping": MAPPING, "regionscan.pin.register": "false"}
+    options = {"root": root, "table": "packed", "hbase.columns.mapping": MAPPING, "regionscan.pin.register": "false",
+               "hbase.mapreduce.scan.cacheblocks": "true"}  # asked: cached whatever the table's size
     plan = read_ops.plan({"options": options, "columns": COLUMNS, "schema": _schema(COLUMNS), "parallelism": 1})
     for task in plan["tasks"]:
         req = {"options": options, "columns": COLUMNS, "schema": _schema(COLUMNS), "splits": task["splits"]}
@@ -192,3 +200,26 @@ def test_a_full_cache_frees_about_what_it_was_charged(root, monkeypatch):
     assert freed >= charged // 2, message  # the blocks' memory does come back: the measure means something
     # before blocks were charged their objects, a cache freed 1.6 times its charge
     assert freed <= charged * 1.15, message
+
+
+def test_a_big_scan_leaves_the_cache_to_the_working_set(root, monkeypatch):
+    """A read of a table bigger than a quarter of the worker's cache, which does not say
+    whether to cache blocks, reads uncached (HBase's big scans skip the block cache): the
+    blocks a small table's reads keep stay in the cache and are found again after it, and
+    the big reads evict nothing.  Cached, the same reads evict the small table's blocks
+    (the first test's reads)."""
+    _load(root, "small", 2_000, None, lambda n: pa.array([b"v%08d" % i for i in range(n)]))
+    monkeypatch.setenv(BLOCK_CACHE_SIZE_ENV, str(CACHE))
+    with python_worker(SECRET) as (_proc, port, _line):
+        assert _query(port, root, "small", COLUMNS) == 2_000  # cached, as it asks
+        kept = _answer(port, {"op": "stats"})["block_cache"]
+        assert kept["entries"] > 0 and kept["evictions"] == 0, kept
+        for columns in (COLUMNS, ["c2", "c4"]):  # the worker's default: no cacheblocks option
+            assert _query(port, root, "packed", columns, **{"hbase.mapreduce.scan.cacheblocks": None}) \
+                == COMPRESSED_ROWS
+        after = _answer(port, {"op": "stats"})["block_cache"]
+        assert (after["entries"], after["used_bytes"], after["evictions"]) == \
+            (kept["entries"], kept["used_bytes"], 0), after
+        assert _query(port, root, "small", COLUMNS) == 2_000
+        again = _answer(port, {"op": "stats"})["block_cache"]
+        assert again["hits"] - after["hits"] == kept["entries"] and again["misses"] == after["misses"], again

@@ -3,8 +3,9 @@ the checkout it runs in, plus the expected cells of each as JSON.
 
 Run once per format version, from the repository root, with the writer of that
 version (``PYTHONPATH=$PWD python3 tests/golden/make_golden.py v1``): the
-engine's writer for the current version, :mod:`storefile_v1` (beside this
-script) for version 1, which the engine no longer writes.  The files are
+engine's writer for versions 2 and 3 (``format_version=``), :mod:`storefile_v1`
+(beside this script) for version 1, which the engine no longer writes.  Version
+3 also gets files written by ``append_rows`` (``ROW_SPECS``).  The files are
 committed and never regenerated, so a reader change that breaks reading them
 fails ``tests/storage/test_storefile_golden.py``.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+
+import pyarrow as pa
 
 from storage.cells import Cell, CellType
 from storage.vfs.fs import FileSystem
@@ -61,9 +64,42 @@ SPECS = {
 }
 
 
-def writer_of(version: str) -> type[StoreFileWriter]:
-    """The writer of format ``version`` (``"v1"``, ``"v2"``)."""
-    return V1StoreFileWriter if version == "v1" else StoreFileWriter
+def wide_rows() -> tuple[list[bytes], list[bytes], list[list], list[list]]:
+    """Rows written column by column (version 3: one chunk per column): an 8-byte
+    fixed-width column, a 4-byte one with absent values, text of mixed widths and a
+    column only some rows have.  ``(rows, qualifiers, values, timestamps)``, None where
+    a row lacks the qualifier."""
+    rows = [b"w%05d" % r for r in range(400)]
+    quals = [b"d", b"n", b"s", b"z"]
+    values = [
+        [(r * 7919 - 1_000_000).to_bytes(8, "big", signed=True) for r in range(400)],
+        [None if r % 6 == 0 else (r * 31 % 1000).to_bytes(4, "big") for r in range(400)],
+        [b"text-%d" % (r * r) for r in range(400)],
+        [b"zz" * (r % 9) if r % 4 == 0 else None for r in range(400)],
+    ]
+    stamps = [[None if v is None else 3000 + (r // 100) for r, v in enumerate(col)] for col in values]
+    return rows, quals, values, stamps
+
+
+def rows_cells() -> list[Cell]:
+    """The cells of :func:`wide_rows`, in cell order."""
+    rows, quals, values, stamps = wide_rows()
+    return [Cell(row, FAMILY, q, stamps[j][i], int(CellType.PUT), values[j][i])
+            for i, row in enumerate(rows) for j, q in enumerate(quals) if values[j][i] is not None]
+
+
+ROW_SPECS = {
+    # version 3 only: written by append_rows, the bulk load's and compaction's path
+    "rows_plain": {"block_size": 4096, "compression": None, "bloom": True},
+    "rows_zstd": {"block_size": 8192, "compression": "zstd", "bloom": True},
+}
+
+
+def writer_of(version: str):
+    """The writer of format ``version`` (``"v1"``, ``"v2"``, ``"v3"``)."""
+    if version == "v1":
+        return V1StoreFileWriter
+    return lambda *a, **kw: StoreFileWriter(*a, format_version=int(version[1:]), **kw)
 
 
 def main(version: str) -> None:
@@ -75,8 +111,21 @@ def main(version: str) -> None:
         for c in cells:
             w.append(c)
         w.finish(max_seq_id=42)
-        with open(os.path.join(HERE, f"{version}_{name}.json"), "w") as f:
-            json.dump([[c[0].hex(), c[1].hex(), c[2].hex(), c[3], c[4], c[5].hex()] for c in cells], f)
+        _expect(f"{version}_{name}", cells)
+    if version != "v3":
+        return
+    for name, kw in ROW_SPECS.items():
+        rows, quals, values, stamps = wide_rows()
+        w = writer_of(version)(fs, f"{version}_{name}.rsf", family=FAMILY, **kw)
+        w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
+                      [pa.array(t, pa.int64()) for t in stamps])
+        w.finish(max_seq_id=42)
+        _expect(f"{version}_{name}", rows_cells())
+
+
+def _expect(name: str, cells: list[Cell]) -> None:
+    with open(os.path.join(HERE, f"{name}.json"), "w") as f:
+        json.dump([[c[0].hex(), c[1].hex(), c[2].hex(), c[3], c[4], c[5].hex()] for c in cells], f)
 
 
 if __name__ == "__main__":

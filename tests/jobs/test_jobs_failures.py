@@ -48,7 +48,7 @@ def _regionscan(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess
 
 @pytest.fixture(scope="module")
 def tables(tmp_path_factory):
-    """A good root and a copy of it with one store file's key section damaged."""
+    """A good root and a copy of it with one store file's key chunk damaged."""
     base = tmp_path_factory.mktemp("failures")
     good = base / "good"
     conn = storage.connect(str(good))
@@ -75,7 +75,7 @@ def test_a_corrupt_block_in_a_task_is_one_line_and_its_stack_goes_to_a_named_log
     assert len(lines) == 1, done.stderr
     line = lines[0]
     assert line.startswith("regionscan export: failed: Spark job failed: storage.errors.CorruptionError: "
-                           "data block key section checksum mismatch in "), line
+                           "data block key chunk checksum mismatch in "), line
     log = re.search(r"\(full stack in (\S+\.log)\)$", line).group(1)
     text = open(log, encoding="utf-8").read()
     os.unlink(log)

@@ -79,8 +79,10 @@ def files(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
     fs = FileSystem(str(root))
     cells = _cells(1)
-    for name, compression in (("plain.rsf", None), ("zstd.rsf", "zstd")):
-        w = StoreFileWriter(fs, name, family=b"cf", block_size=1100, compression=compression)
+    # the header checks below are version 2's; "*3.rsf" are version 3 files (key chunks)
+    for name, compression, version in (("plain.rsf", None, 2), ("zstd.rsf", "zstd", 2), ("plain3.rsf", None, 3),
+                                       ("zstd3.rsf", "zstd", 3)):
+        w = StoreFileWriter(fs, name, family=b"cf", block_size=1100, compression=compression, format_version=version)
         w.append_batch(cells_to_batch(cells))
         w.finish()
     return str(root), cells
@@ -106,7 +108,7 @@ def _parts_cells(reader, start, stop, run_rows):
     return out, parts
 
 
-@pytest.mark.parametrize("name", ["plain.rsf", "zstd.rsf"])
+@pytest.mark.parametrize("name", ["plain.rsf", "zstd.rsf", "plain3.rsf", "zstd3.rsf"])
 @pytest.mark.parametrize("filesystem", _FILESYSTEMS)
 def test_keys_only_parts_equal_a_full_read(files, name, filesystem):
     root, cells = files
@@ -301,6 +303,46 @@ def test_a_corrupt_block_in_a_run_fails_as_it_would_alone(tmp_path, files, chang
     at = _corrupt(tmp_path, root, change)
     fs = filesystem(str(tmp_path))
     with StoreFileReader(fs, "bad.rsf") as r:
+        with pytest.raises(CorruptionError, match=rf"{message} in .*bad\.rsf at offset {at + where}$"):
+            list(r.scan_parts(keys_only=True))
+
+
+def _corrupt_v3(tmp_path, root, change) -> tuple[int, int]:
+    """A copy of plain3.rsf changed by ``change(data, block offset, key chunk size)``; the block's offset."""
+    data = bytearray(open(f"{root}/plain3.rsf", "rb").read())
+    with StoreFileReader(FileSystem(root), "plain3.rsf") as r:
+        idx = r._index
+        dense = [i for i in range(40, r.block_count) if idx.layouts[i] == BlockLayout.DENSE]
+        at = idx.offsets[dense[3]]
+        stored = idx.chunks.entries(dense[3])[0][1]
+    change(data, at, stored)
+    (tmp_path / "bad.rsf").write_bytes(bytes(data))
+    return at
+
+
+def _reheader_v3(data, at, field: int, value) -> None:
+    """Set one struct field of the version 3 header at ``at`` and fix its checksum."""
+    fmt = struct.Struct("<8sBBBBIIqIIII")
+    fields = list(fmt.unpack_from(data, at))
+    fields[field] = value
+    fmt.pack_into(data, at, *fields)
+    struct.pack_into("<I", data, at + fmt.size, checksum(bytes(data[at : at + fmt.size])))
+
+
+@pytest.mark.parametrize(
+    "change, message, where",
+    [
+        (lambda d, at, k: d.__setitem__(at + 48 + k // 2, d[at + 48 + k // 2] ^ 1), "key chunk checksum mismatch", 48),
+        (lambda d, at, k: d.__setitem__(at + 20, d[at + 20] ^ 1), "data block header checksum mismatch", 0),
+        (lambda d, at, k: _reheader_v3(d, at, 6, 3), "cell or row count disagrees with the block index", 0),
+        (lambda d, at, k: _reheader_v3(d, at, 10, 99), "chunk count disagrees with the block index", 0),
+        (lambda d, at, k: d.__setitem__(slice(at, at + 8), b"RSFBLK2*"), r"bad data block magic b'RSFBLK2\*'", 0),
+    ],
+)
+def test_a_corrupt_version_3_block_in_a_run_fails_as_it_would_alone(tmp_path, files, change, message, where):
+    root, _ = files
+    at = _corrupt_v3(tmp_path, root, change)
+    with StoreFileReader(FileSystem(str(tmp_path)), "bad.rsf") as r:
         with pytest.raises(CorruptionError, match=rf"{message} in .*bad\.rsf at offset {at + where}$"):
             list(r.scan_parts(keys_only=True))
 

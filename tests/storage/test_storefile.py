@@ -24,7 +24,9 @@ from storage.storefile.codecs import CODECS, BlockCodec
 from storage.storefile.format import (
     BLOCK_HEADER_SIZE,
     BLOCK_V2_HEADER_SIZE,
+    BLOCK_V3_HEADER_SIZE,
     BlockHeaderV2,
+    BlockHeaderV3,
     BLOOM_MAGIC,
     TRAILER_SIZE,
     CompressionType,
@@ -57,7 +59,10 @@ def write(fs: FileSystem, path: str, cells: list, *, split: bool = True, max_seq
           format_version: int = FORMAT_VERSION, **kw) -> FileInfo:
     """Write cells mixing both append paths: a batch, single cells, a multi-chunk table
     (``format_version=1``: with the version 1 writer kept beside the golden files)."""
-    w = (V1StoreFileWriter if format_version == 1 else StoreFileWriter)(fs, path, family=FAMILY, **kw)
+    if format_version == 1:
+        w = V1StoreFileWriter(fs, path, family=FAMILY, **kw)
+    else:
+        w = StoreFileWriter(fs, path, family=FAMILY, format_version=format_version, **kw)
     if split and len(cells) >= 3:
         a, b = len(cells) // 3, 2 * len(cells) // 3
         w.append_batch(cells_to_batch(cells[:a]))
@@ -567,7 +572,14 @@ def _small_file(fs: FileSystem, path: str, compression=None, version: int = FORM
 
 
 def _regions(data: bytes, tr: Trailer) -> dict[str, tuple[int, int]]:
-    if tr.format_version >= 2:
+    if tr.format_version >= 3:
+        head = BlockHeaderV3.decode(data[:BLOCK_V3_HEADER_SIZE], "f", 0)
+        blocks = {
+            "block header": (0, BLOCK_V3_HEADER_SIZE),
+            "key chunk": (BLOCK_V3_HEADER_SIZE, head.key_end),
+            "value chunks": (head.key_end, head.length),
+        }
+    elif tr.format_version == 2:
         head = BlockHeaderV2.decode(data[:BLOCK_V2_HEADER_SIZE], "f", 0)
         blocks = {
             "block header": (0, BLOCK_V2_HEADER_SIZE),
@@ -590,7 +602,7 @@ def _regions(data: bytes, tr: Trailer) -> dict[str, tuple[int, int]]:
     }
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 @pytest.mark.parametrize("compression", [None, "zstd"])
 def test_flipped_byte_in_every_region_is_detected(fs, tmp_path, compression, version):
     data, tr = _small_file(fs, "good.sf", compression, version)
@@ -607,7 +619,7 @@ def test_flipped_byte_in_every_region_is_detected(fs, tmp_path, compression, ver
             assert "bad.sf" in str(err.value) and err.value.offset is not None, region
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_every_byte_is_covered_by_a_check(fs, tmp_path, version):
     cells = [Cell(b"r%d" % i, FAMILY, b"q", i, 4, b"v%d" % i) for i in range(4)]
     write(fs, "good.sf", cells, block_size=60, format_version=version)
@@ -622,7 +634,7 @@ def test_every_byte_is_covered_by_a_check(fs, tmp_path, version):
             _read_everything(fs, "bad.sf")
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_truncated_files_are_detected(fs, tmp_path, version):
     data, tr = _small_file(fs, "good.sf", version=version)
     cuts = {0, 1, 39, 40, 41, tr.index_offset, tr.index_offset + 5, tr.info_offset, len(data) - TRAILER_SIZE, len(data) - 1}
@@ -647,12 +659,12 @@ def test_unsupported_format_version_is_refused(fs, tmp_path):
         StoreFileReader(fs, "v99.sf")
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_block_header_disagreeing_with_index_is_detected(fs, tmp_path, version):
     """A block header rewritten with a valid checksum but a wrong cell count."""
     data, _ = _small_file(fs, "good.sf", version=version)
     bad = bytearray(data)
-    at, size = (24, BLOCK_HEADER_SIZE) if version == 1 else (12, BLOCK_V2_HEADER_SIZE)
+    at, size = {1: (24, BLOCK_HEADER_SIZE), 2: (12, BLOCK_V2_HEADER_SIZE), 3: (12, BLOCK_V3_HEADER_SIZE)}[version]
     struct.pack_into("<I", bad, at, struct.unpack_from("<I", bad, at)[0] + 1)
     struct.pack_into("<I", bad, size - 4, checksum(bytes(bad[: size - 4])))
     (tmp_path / "hdr.sf").write_bytes(bytes(bad))

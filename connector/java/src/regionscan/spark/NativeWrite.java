@@ -63,7 +63,25 @@ final class NativeWrite {
    * an error of Spark's own) is made one, naming the table, with the original kept as its cause.
    */
   static void run(Dataset<Row> data, SourceSettings settings, boolean overwrite) {
-    RegionScanBatchWrite job = RegionScanBatchWrite.begin(settings, data.schema(), overwrite);
+    run(data, settings, overwrite, com.fasterxml.jackson.databind.node.MissingNode.getInstance());
+  }
+
+  /**
+   * As {@link #run(Dataset, SourceSettings, boolean)}; where the SaveMode's {@code decision} asks
+   * for a key {@code sample} (a table the write creates with {@code newtable} regions), the
+   * DataFrame's keys are sampled first ({@link KeySample}) so the table splits where its rows are.
+   */
+  static void run(Dataset<Row> data, SourceSettings settings, boolean overwrite,
+      com.fasterxml.jackson.databind.JsonNode decision) {
+    KeySample sample = KeySample.take(data, decision);
+    RegionScanBatchWrite job = RegionScanBatchWrite.begin(settings, data.schema(), overwrite, req -> {
+      if (sample != null) {
+        sample.addTo(req);
+      }
+    });
+    if (sample != null && job.cutRows != null) {
+      data = sample.byRegion(data, job.cutRows);  // each new region's rows from one task, in key order
+    }
     SparkContext sc = data.sparkSession().sparkContext();
     String tag = "regionscan-write-" + job.job;
     List<WriterCommitMessage> messages;

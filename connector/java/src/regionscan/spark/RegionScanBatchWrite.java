@@ -42,12 +42,30 @@ final class RegionScanBatchWrite implements BatchWrite, Serializable {
 
   /** Start a write of rows of {@code schema}, appending or replacing the table's rows. */
   static RegionScanBatchWrite begin(SourceSettings settings, StructType schema, boolean overwrite) {
+    return begin(settings, schema, overwrite, req -> { });
+  }
+
+  /** As {@link #begin(SourceSettings, StructType, boolean)}, {@code extra} adding to the request (a key sample). */
+  static RegionScanBatchWrite begin(SourceSettings settings, StructType schema, boolean overwrite,
+      java.util.function.Consumer<ObjectNode> extra) {
     ObjectNode req = settings.request("write_begin");
     req.put("mode", overwrite ? "overwrite" : "append");
     req.put("schema", schema.json());
+    extra.accept(req);
     JsonNode reply = settings.call(req);
-    return new RegionScanBatchWrite(settings, schema, reply.path("writer").asText(), reply.path("job").asText());
+    RegionScanBatchWrite write = new RegionScanBatchWrite(settings, schema, reply.path("writer").asText(),
+        reply.path("job").asText());
+    if (reply.path("cut_rows").isArray()) {
+      write.cutRows = new int[reply.path("cut_rows").size()];
+      for (int i = 0; i < write.cutRows.length; i++) {
+        write.cutRows[i] = reply.path("cut_rows").get(i).asInt();
+      }
+    }
+    return write;
   }
+
+  /** The key sample's rows where the created table's regions start ({@link KeySample#byRegion}), or null. */
+  transient int[] cutRows;
 
   /** Makes each task's {@link TaskRowWriter}. */
   static final class Factory implements DataWriterFactory {

@@ -21,9 +21,11 @@ import org.apache.spark.sql.connector.read.SupportsPushDownAggregates;
 import org.apache.spark.sql.connector.read.SupportsPushDownLimit;
 import org.apache.spark.sql.connector.read.SupportsPushDownRequiredColumns;
 import org.apache.spark.sql.connector.read.SupportsPushDownV2Filters;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
@@ -258,6 +260,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       taskAggregate = WorkerProcess.JSON.createObjectNode();
       taskAggregate.set("group_by", groups);
       taskAggregate.set("aggregates", aggs);
+      // a BIGINT SUM under ANSI mode fails where a running sum overflows, as Spark's own does
+      taskAggregate.put("ansi", SQLConf.get().ansiEnabled());
       taskAggregateSchema = partialSchema(funcs, groups, groupTypes);
     }
   }
@@ -291,7 +295,10 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
 
   /**
    * What each task returns for a partial aggregate: the GROUP BY columns, then per aggregate a
-   * BIGINT for COUNT and SUM (Spark sums integer partials as BIGINT), the column's type for MIN/MAX.
+   * BIGINT for COUNT and an integer SUM (Spark sums integer partials as BIGINT), the column's
+   * type for MIN/MAX and for a DECIMAL SUM: Spark sums the partial rows of a decimal SUM with
+   * the column's type as the input, so the result keeps SUM's type (DECIMAL(p+10, s)); a task
+   * whose sum does not fit the column's type sends it as several rows (PROTOCOL.md, "read").
    */
   private StructType partialSchema(AggregateFunc[] funcs, ArrayNode groups, List<DataType> groupTypes) {
     StructType schema = new StructType();
@@ -304,6 +311,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       DataType type = DataTypes.LongType;
       if (f instanceof Min || f instanceof Max) {
         type = full.apply(column(f instanceof Min ? ((Min) f).column() : ((Max) f).column())).dataType();
+      } else if (f instanceof Sum && full.apply(column(((Sum) f).column())).dataType() instanceof DecimalType) {
+        type = full.apply(column(((Sum) f).column())).dataType();
       }
       schema = schema.add("agg" + i + "_" + f.toString(), type, !count);
     }

@@ -86,7 +86,7 @@ public final class RegionScanProvider implements TableProvider, DataSourceRegist
     req.put("mode", mode.name());
     com.fasterxml.jackson.databind.JsonNode decision = settings.call(req);
     if (decision.path("write").asBoolean(true)) {
-      NativeWrite.run(data, settings, "overwrite".equals(decision.path("mode").asText()));
+      NativeWrite.run(data, settings, "overwrite".equals(decision.path("mode").asText()), decision);
     }
     StructType schema = data.schema();
     return new BaseRelation() {

@@ -1,0 +1,272 @@
+"""Encoding and verified decoding of version 3 data blocks: column chunks.
+
+A block is ``| BlockHeaderV3 (48 B) | chunk 0 | chunk 1 | ... |``.  Each chunk is
+compressed on its own by the file's codec, padded with zeros to a multiple of 8
+bytes and checksummed on its own; where each lies, its sizes, checksum, encoding
+and statistics are in the block index (:data:`format.INDEX_SCHEMA_V3`), so a
+reader fetches, verifies, decompresses and decodes only the chunks it needs.
+
+* Chunk 0 holds the keys, exactly as a version 2 key section
+  (:func:`._block_v2.encode_dense_keys` for ``DENSE``, a ``KEY_SCHEMA`` message
+  for ``CELLS``).
+* ``DENSE``: chunk ``j + 1`` holds qualifier ``j``'s values, one per row, null
+  where the row lacks it: an Arrow IPC message of one binary column
+  (:attr:`ChunkEncoding.IPC`), or, when every present value has one width ``w``
+  (8-byte longs, dates, decimals), :attr:`ChunkEncoding.FIXED`: an 8-byte head
+  (u32 ``w``, u32 flags: bit 0 = a validity bitmap follows), the bitmap (Arrow's,
+  least significant bit first, padded to 8 bytes) when some row lacks a value,
+  then ``rows x w`` bytes (zeros for absent values).  No offsets are stored:
+  they are rebuilt (one cached array per row count and width).
+* ``CELLS``: chunk 1 holds every cell's value, a ``VALUE_SCHEMA`` message (version
+  2's two sections, as two chunks).
+
+The family is not in the blocks: it is stored once, in the file info.
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import lru_cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..checksum import crc32
+from ..errors import CorruptionError
+from ._block_v2 import (
+    VALUE_SCHEMA,
+    EncodedBlock,
+    cells_with,
+    check_presence,
+    encode_dense_keys,
+    parse_keys,
+    read_batch,
+    unpack_section,
+)
+from .codecs import BlockCodec
+from .dense import DenseBlock, dense_from_cells
+from .format import BLOCK_V3_HEADER_SIZE, BlockHeaderV3, BlockLayout, ChunkEncoding, align8
+
+__all__ = ["ChunkEntry", "encode_block_v3", "decode_key_chunk", "decode_value_chunk", "decode_block_v3",
+           "chunk_runs", "check_chunk_count"]
+
+_PAD = bytes(8)
+_FIXED_HEAD = struct.Struct("<II")  # value width, flags
+_HAS_VALIDITY = 1
+_VALUE_COLUMN = pa.schema([pa.field("v", pa.binary())])
+_MAX_FIXED_WIDTH = 1 << 16
+_BINARY = pa.binary()  # made once: the type factory costs more than the decode it serves  # wider values gain nothing from dropping a 4-byte offset
+
+ChunkEntry = tuple
+"""``(offset, stored, raw, checksum, encoding, count, min, max)``: one chunk's directory
+entry, as :data:`format.CHUNK_TYPE` (offset from the block's first byte)."""
+
+
+def _crc(parts: list) -> int:
+    crc = 0
+    for p in parts:
+        crc = crc32(p, crc)
+    return crc & 0xFFFFFFFF
+
+
+def _np(arr) -> np.ndarray:
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def _encode_values(values: pa.Array) -> tuple[pa.Buffer, int, int, bytes | None, bytes | None]:
+    """``(raw bytes, encoding, present count, min, max)`` of one dense value column."""
+    n = len(values)
+    present = n - values.null_count
+    if present:
+        widths = pc.min_max(pc.binary_length(values)).as_py()
+        width = widths["min"]
+        if width == widths["max"] and 0 < width <= _MAX_FIXED_WIDTH and n * width < (1 << 31):
+            bounds = pc.min_max(values).as_py()  # bytewise: binary compares as unsigned bytes
+            data = np.zeros((n, width), dtype=np.uint8)
+            if values.null_count:
+                valid = _np(values.is_valid())
+                dense_part = values.filter(pa.array(valid))
+                data[valid] = _fixed_bytes(dense_part, width).reshape(-1, width)
+                bitmap = np.packbits(valid, bitorder="little").tobytes()
+                head = _FIXED_HEAD.pack(width, _HAS_VALIDITY) + bitmap + _PAD[: align8(len(bitmap)) - len(bitmap)]
+            else:
+                data = _fixed_bytes(values, width)
+                head = _FIXED_HEAD.pack(width, 0)
+            return pa.py_buffer(head + data.tobytes()), int(ChunkEncoding.FIXED), present, bounds["min"], bounds["max"]
+    batch = pa.RecordBatch.from_arrays([values], schema=_VALUE_COLUMN)
+    return batch.serialize(), int(ChunkEncoding.IPC), present, None, None
+
+
+def _fixed_bytes(values: pa.Array, width: int) -> np.ndarray:
+    """The bytes of a binary array without nulls whose values all have ``width`` bytes."""
+    offsets = values.buffers()[1]
+    start = int(np.frombuffer(offsets, dtype=np.int32, count=1, offset=4 * values.offset)[0])
+    return np.frombuffer(values.buffers()[2], dtype=np.uint8, count=len(values) * width, offset=start)
+
+
+def encode_block_v3(
+    batch: pa.RecordBatch | None,
+    prev_offset: int,
+    codec: BlockCodec,
+    row_count: int,
+    dense: DenseBlock | None = None,
+    cell_count: int | None = None,
+) -> EncodedBlock:
+    """Encode a block of cells (``CELL_SCHEMA``, sort order) with ``row_count``
+    distinct rows, dense when the cells qualify (as :func:`._block_v2.encode_block_v2`).
+    The result's ``chunks`` is the block's chunk directory and ``last_row`` its last row key."""
+    if dense is None:
+        dense = dense_from_cells(batch)
+    chunks_raw = []  # (raw buffer, encoding, count, min, max)
+    if dense is not None:
+        layout = BlockLayout.DENSE
+        first_row, last_row = dense.rows[0].as_py(), dense.rows[len(dense.rows) - 1].as_py()
+        chunks_raw.append((pa.py_buffer(encode_dense_keys(dense)), int(ChunkEncoding.KEYS), dense.num_rows,
+                           first_row, last_row))
+        for v in dense.values:
+            chunks_raw.append(_encode_values(v.cast(pa.binary()) if v.type != pa.binary() else v))
+    else:
+        layout = BlockLayout.CELLS
+        rows = batch.column(0)
+        first_row, last_row = rows[0].as_py(), rows[len(rows) - 1].as_py()
+        chunks_raw.append((batch.select([0, 2, 3, 4]).serialize(), int(ChunkEncoding.KEYS), batch.num_rows,
+                           first_row, last_row))
+        chunks_raw.append((batch.select([5]).serialize(), int(ChunkEncoding.IPC), batch.num_rows, None, None))
+    parts: list = []
+    entries: list[ChunkEntry] = []
+    at = BLOCK_V3_HEADER_SIZE
+    raw_total = 0
+    for raw, enc, count, lo, hi in chunks_raw:
+        stored = codec.compress(raw)
+        pad = align8(stored.size) - stored.size
+        piece = [stored, _PAD[:pad]] if pad else [stored]
+        entries.append((at, stored.size, raw.size, _crc(piece), enc, count, lo, hi))
+        parts.extend(piece)
+        at += stored.size + pad
+        raw_total += raw.size
+    key_end = entries[0][0] + align8(entries[0][1])
+    header = BlockHeaderV3(
+        layout=layout,
+        compression=codec.code,
+        cell_count=cell_count if cell_count is not None else batch.num_rows,
+        row_count=row_count,
+        prev_offset=prev_offset,
+        length=at,
+        key_end=key_end,
+        chunk_count=len(entries),
+    )
+    enc = EncodedBlock([header.encode(), *parts], at, key_end, int(layout), row_count, raw_total)
+    enc.chunks = entries
+    enc.last_row = last_row
+    return enc
+
+
+def _stored(buf: pa.Buffer, base: int, entry: ChunkEntry) -> pa.Buffer:
+    """Chunk ``entry``'s padded stored bytes in ``buf``, which starts ``base`` bytes into the block."""
+    return buf.slice(entry[0] - base, align8(entry[1]))
+
+
+def _unpack(buf: pa.Buffer, base: int, entry: ChunkEntry, codec: BlockCodec, what: str, path: str,
+            offset: int) -> pa.Buffer:
+    return unpack_section(_stored(buf, base, entry), entry[1], entry[2], entry[3], codec, what, path,
+                          offset + entry[0])
+
+
+def decode_key_chunk(header: BlockHeaderV3, buf: pa.Buffer, base: int, entry: ChunkEntry, codec: BlockCodec,
+                     path: str, offset: int):
+    """The key chunk (``entry``; ``buf`` starts ``base`` bytes into the block at
+    ``offset``) verified and decoded: a ``KEY_SCHEMA`` batch for ``CELLS``, a
+    keys-only :class:`DenseBlock` for ``DENSE``.  Its statistics (first and last
+    row key, row or cell count) are checked against what it holds."""
+    what = "data block key chunk"
+    at = offset + entry[0]
+    keys = parse_keys(header, _unpack(buf, base, entry, codec, what, path, offset), what, path, at)
+    rows = keys.rows if isinstance(keys, DenseBlock) else keys.column(0)
+    count = keys.num_rows
+    if count != entry[5] or rows[0].as_py() != entry[6] or rows[count - 1].as_py() != entry[7]:
+        raise CorruptionError(f"{what} disagrees with its statistics in the block index", path, at)
+    return keys
+
+
+@lru_cache(maxsize=256)
+def _fixed_offsets(n: int, width: int) -> pa.Buffer:
+    """Offsets of ``n`` values of ``width`` bytes (shared by every chunk of that shape)."""
+    return pa.py_buffer((np.arange(n + 1, dtype=np.int32) * width).tobytes())
+
+
+def decode_value_chunk(keys: DenseBlock, j: int, buf: pa.Buffer, base: int, entry: ChunkEntry,
+                       codec: BlockCodec, path: str, offset: int) -> pa.Array:
+    """Qualifier ``j``'s value column from its chunk (``entry``), verified against
+    the chunk's checksum, its directory entry and the key chunk's presence."""
+    what = "data block value chunk"
+    at = offset + entry[0]
+    body = _unpack(buf, base, entry, codec, what, path, offset)
+    n = keys.num_rows
+    if entry[4] == ChunkEncoding.FIXED:
+        values = _decode_fixed(body, n, what, path, at)
+    elif entry[4] == ChunkEncoding.IPC:
+        values = read_batch(body, _VALUE_COLUMN, what, path, at).column(0)
+    else:
+        raise CorruptionError(f"{what} names unknown encoding {entry[4]}", path, at)
+    if len(values) != n or n - values.null_count != entry[5]:
+        raise CorruptionError(f"{what} holds {len(values)} rows for {n} keys", path, at)
+    check_presence(keys, j, values, what, path, at)
+    return values
+
+
+def _decode_fixed(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Array:
+    try:
+        width, flags = _FIXED_HEAD.unpack_from(memoryview(body), 0)
+    except struct.error:
+        raise CorruptionError(f"{what} is truncated", path, at) from None
+    pos = _FIXED_HEAD.size
+    validity = None
+    if flags & ~_HAS_VALIDITY or width == 0:
+        raise CorruptionError(f"{what} has a bad fixed-width head", path, at)
+    if flags & _HAS_VALIDITY:
+        size = (n + 7) // 8
+        validity = body.slice(pos, size)
+        pos += align8(size)
+    if body.size != pos + n * width:
+        raise CorruptionError(f"{what} holds {body.size - pos} value bytes, {n} values of {width} need {n * width}",
+                              path, at)
+    nulls = -1 if validity is not None else 0
+    return pa.Array.from_buffers(_BINARY, n, [validity, _fixed_offsets(n, width), body.slice(pos)], nulls)
+
+
+def decode_block_v3(header: BlockHeaderV3, entries: list, buf: pa.Buffer, base: int, codec: BlockCodec,
+                    family: bytes, path: str, offset: int):
+    """Every chunk of a block (``buf`` starts ``base`` bytes into it): a ``CELL_SCHEMA``
+    batch for ``CELLS``, a full :class:`DenseBlock` for ``DENSE``."""
+    keys = decode_key_chunk(header, buf, base, entries[0], codec, path, offset)
+    check_chunk_count(header, keys, path, offset)
+    if header.layout == BlockLayout.CELLS:
+        what = "data block value chunk"
+        at = offset + entries[1][0]
+        values = read_batch(_unpack(buf, base, entries[1], codec, what, path, offset), VALUE_SCHEMA, what, path, at)
+        if values.num_rows != keys.num_rows:
+            raise CorruptionError(f"{what} holds {values.num_rows} values for {keys.num_rows} cells", path, at)
+        return cells_with(keys, values.column(0), family)
+    cols = [decode_value_chunk(keys, j, buf, base, entries[j + 1], codec, path, offset)
+            for j in range(len(keys.qualifiers))]
+    return DenseBlock(keys.rows, keys.qualifiers, keys.timestamps, cols, keys.cell_count())
+
+
+def chunk_runs(entries: list, wanted: list[int]) -> list[tuple[int, int]]:
+    """The chunks ``wanted`` (ascending indices) grouped into runs of adjacent chunks:
+    ``(first, last)`` pairs, each one read."""
+    runs: list[tuple[int, int]] = []
+    for k in wanted:
+        if runs and runs[-1][1] == k - 1:
+            runs[-1] = (runs[-1][0], k)
+        else:
+            runs.append((k, k))
+    return runs
+
+
+def check_chunk_count(header: BlockHeaderV3, keys, path: str, offset: int) -> None:
+    """A ``DENSE`` block has one value chunk per qualifier, a ``CELLS`` one one value chunk."""
+    want = 1 + (len(keys.qualifiers) if isinstance(keys, DenseBlock) else 1)
+    if header.chunk_count != want:
+        raise CorruptionError(f"data block has {header.chunk_count} chunks, its keys need {want}", path, offset)
