@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     module = importlib.import_module(args._module)
     try:
-        return int(module.run(args) or 0)
+        status = int(module.run(args) or 0)
+        sys.stdout.flush()  # output still buffered is written here, where a closed pipe is caught
+        return status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -277,9 +277,13 @@ def _corrupt(tmp_path, root, change) -> StoreFileReader:
     return at
 
 
-def _reheader(data, at, field: int, value) -> None:
-    """Set one struct field of the header at ``at`` and fix its checksum."""
-    fmt = struct.Struct("<8sBBBBIIqIIIIII")
+_HEADER_V2 = struct.Struct("<8sBBBBIIqIIIIII")
+_HEADER_V3 = struct.Struct("<8sBBBBIIqIIII")
+
+
+def _reheader(data, at, field: int, value, fmt: struct.Struct = _HEADER_V2) -> None:
+    """Set one struct field of the block header (``fmt``: version 2's or 3's) at ``at`` and fix
+    its checksum."""
     fields = list(fmt.unpack_from(data, at))
     fields[field] = value
     fmt.pack_into(data, at, *fields)
@@ -320,22 +324,13 @@ def _corrupt_v3(tmp_path, root, change) -> tuple[int, int]:
     return at
 
 
-def _reheader_v3(data, at, field: int, value) -> None:
-    """Set one struct field of the version 3 header at ``at`` and fix its checksum."""
-    fmt = struct.Struct("<8sBBBBIIqIIII")
-    fields = list(fmt.unpack_from(data, at))
-    fields[field] = value
-    fmt.pack_into(data, at, *fields)
-    struct.pack_into("<I", data, at + fmt.size, checksum(bytes(data[at : at + fmt.size])))
-
-
 @pytest.mark.parametrize(
     "change, message, where",
     [
         (lambda d, at, k: d.__setitem__(at + 48 + k // 2, d[at + 48 + k // 2] ^ 1), "key chunk checksum mismatch", 48),
         (lambda d, at, k: d.__setitem__(at + 20, d[at + 20] ^ 1), "data block header checksum mismatch", 0),
-        (lambda d, at, k: _reheader_v3(d, at, 6, 3), "cell or row count disagrees with the block index", 0),
-        (lambda d, at, k: _reheader_v3(d, at, 10, 99), "chunk count disagrees with the block index", 0),
+        (lambda d, at, k: _reheader(d, at, 6, 3, _HEADER_V3), "cell or row count disagrees with the block index", 0),
+        (lambda d, at, k: _reheader(d, at, 10, 99, _HEADER_V3), "chunk count disagrees with the block index", 0),
         (lambda d, at, k: d.__setitem__(slice(at, at + 8), b"RSFBLK2*"), r"bad data block magic b'RSFBLK2\*'", 0),
     ],
 )
