@@ -9,12 +9,15 @@ never compacted.  The Parquet files are the other side.
 
 Every query runs through Spark SQL (``local[--cores]``) on both sides: a first run with a
 fresh engine worker (its process started anew, nothing in its block cache, the files in the
-OS page cache), ``--warmups`` warm-up runs, then the best of ``--repeat`` (wall seconds, the
+OS page cache; the JVM alike for both sides: one untimed run of the query on each side before
+it, so neither first run pays Spark's compilation of the query for the other, and the sides
+take turns going first), ``--warmups`` warm-up runs, then the best of ``--repeat`` (wall seconds, the
 sides alternating).  Every answer is compared (row count and values, decimals exact, doubles
 to 1e-9 relative, in order where the query orders).  Per query it prints the times, Parquet's
 time over ours (above 1 we are faster), the engine worker's CPU seconds and the driver JVM's
 (local mode: the executors' too) per timed run, the Arrow bytes and rows the worker sent, and
 the worker's peak resident memory (``VmHWM``); then the geometric means and the worst query.
+``--json`` also keeps the first runs' CPU seconds (the worker's, and the JVM's per side).
 ``--py-spy DIR`` records the worker's timed runs with py-spy (``DIR/qNN.txt``: collapsed stacks;
 the top functions are printed).
 
@@ -222,8 +225,9 @@ def _top_functions(path: str, count: int = 12) -> str:
 
 
 def run_query(spark: Any, worker: Worker, frames: dict, number: int, warmups: int, repeat: int,
-              profiler: Profiler) -> dict:
-    """One query on both sides: the first run (fresh worker), warm-ups, the best of ``repeat``."""
+              profiler: Profiler, cold_query: bool = False) -> dict:
+    """One query on both sides: the first run (fresh worker; the query compiled by Spark for both
+    sides unless ``cold_query``), warm-ups, the best of ``repeat``."""
     text = tpch.query_text(number)
 
     def side(name: str) -> Callable[[], list]:
@@ -234,15 +238,26 @@ def run_query(spark: Any, worker: Worker, frames: dict, number: int, warmups: in
 
     fns = {name: side(name) for name in SIDES}
     row: dict[str, Any] = {"query": number}
-    # first runs: ours on a worker started just now, Parquet on what Spark has after the last query
+    # First runs, measured alike on both sides. The side that runs a query first pays Spark's
+    # compilation of it (whole-stage code generation, shared by the stages both plans have) and
+    # the other side then finds it done: ours, always first, paid 1-2 s of Parquet's first run.
+    # So each side runs the query once untimed (the JVM then holds both plans' code, as for the
+    # timed runs), the worker is started anew (nothing in its block cache, the files in the OS
+    # page cache) and the sides take turns going first.  --cold-query-first skips the untimed
+    # runs: the first side then also pays the query's compilation.
+    if not cold_query:
+        for name in SIDES:
+            fns[name]()
     before = worker.fresh()
     pid = before["pid"]
     answers = {}
-    for name in SIDES:
+    for name in (SIDES if number % 2 else SIDES[::-1]):
         gc.collect()
+        c0 = process_cpu_seconds(worker.jvm_pid)
         started = time.perf_counter()
         answers[name] = fns[name]()
         row[f"{name}_first_s"] = time.perf_counter() - started
+        row[f"{name}_first_jvm_cpu_s"] = process_cpu_seconds(worker.jvm_pid) - c0
     after_first = worker.stats()
     row["worker_first_cpu_s"] = after_first["cpu_s"] - before["cpu_s"]
     for _ in range(warmups):
@@ -329,6 +344,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a read option of the regionscan side (repeatable)")
+    parser.add_argument("--cold-query-first", action="store_true",
+                        help="first runs without the untimed run of the query on each side before them: the "
+                             "side that goes first (they alternate) also pays Spark's compilation of the query")
     parser.add_argument("--py-spy", dest="py_spy", metavar="DIR", help="profile the worker's timed runs with py-spy")
     parser.add_argument("--json", help="write the measurements here")
     args = parser.parse_args(argv)
@@ -359,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
              f"worker and JVM: CPU-s per timed run; worker block cache {json.dumps(cache)}")
         _say(HEAD)
         for number in numbers:
-            row = run_query(spark, worker, frames, number, args.warmups, args.repeat, profiler)
+            row = run_query(spark, worker, frames, number, args.warmups, args.repeat, profiler,
+                            args.cold_query_first)
             rows.append(row)
             _say(_line(row))
             if row["profile"]:

@@ -21,6 +21,12 @@ push reported handled (Spark does not check those again).  The decision is there
 in this process (:func:`decided`), and a handled decision is never turned into a left one:
 a plan that finds no decision for a filter takes it, which is always correct (Spark then
 checks a filter the worker evaluated too).
+
+The sampled shares are a planning statistic kept between pushes (:func:`decide`'s ``state``):
+keyed on the read, its filters and the table's exact state (each region's store files,
+manifest generation and WAL position), so a flush, compaction, bulk load or any write makes
+the next push sample again, while a repeated query on an unchanged table decides from the
+shares without decoding anything.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ SAMPLE_BATCH = 2048
 _PLAIN = ("EqualTo", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual", "In", "IsNotNull")
 _MEMO_SIZE = 4096
 _memo: "OrderedDict[tuple, bool | str]" = OrderedDict()  # (read, a column's filters) -> True: handled, else why left
+_shares: "OrderedDict[tuple, dict[str, float]]" = OrderedDict()  # (read, filters, table state) -> shares
 _lock = threading.Lock()
 
 
@@ -139,12 +146,34 @@ def kept_shares(groups: dict[str, list], sample: Callable[[list[str]], list[pa.R
     return shares
 
 
+def _known_shares(state: tuple | None, groups: dict[str, list],
+                  sample: Callable[[list[str]], list[pa.RecordBatch]]) -> dict[str, float]:
+    """The groups' shares: those sampled under the same ``state`` (None: not kept), else sampled now."""
+    key = None if state is None else (state, tuple(sorted(groups)))
+    if key is not None:
+        with _lock:
+            found = _shares.get(key)
+            if found is not None:
+                _shares.move_to_end(key)
+                return found
+    shares = kept_shares(groups, sample)
+    if key is not None and len(shares) == len(groups):  # a failed sample ({}) is not kept: the next push retries
+        with _lock:
+            _shares[key] = shares
+            while len(_shares) > _MEMO_SIZE:
+                _shares.popitem(last=False)
+    return shares
+
+
 def decide(result: PushdownResult, read: tuple, max_kept: float,
-           sample: Callable[[list[str]], list[pa.RecordBatch]]) -> None:
+           sample: Callable[[list[str]], list[pa.RecordBatch]], state: tuple | None = None) -> None:
     """Leave to Spark each column's plain decoded filters that keep ``max_kept`` of a sample or
-    more, and remember every decision for the plan (:func:`decided`)."""
+    more, and remember every decision for the plan (:func:`decided`).
+
+    ``state`` identifies the read, its filters and the table's exact contents (see the module
+    text); the shares sampled under one state are reused by the next push with the same state."""
     groups = column_groups(result.decoded)
-    shares = kept_shares(groups, sample) if max_kept < 1.0 else {}
+    shares = _known_shares(state, groups, sample) if max_kept < 1.0 and groups else {}
     for name, fs in groups.items():
         share = shares.get(name, 0.0)
         # a filter this process once reported handled stays so: a plan may still rely on it

@@ -103,6 +103,9 @@ class PushdownResult:
     residual: list = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     decoded: list = field(default_factory=list)
+    # engine filters that decide no row but let the engine skip row groups whose value bounds
+    # rule out a comparison left to the decoded values (storage/read/block_pruning.py)
+    prune_filter: Filter | None = None
 
     @property
     def point_gets(self) -> int:
@@ -171,6 +174,26 @@ def compares_as_bytes(codec) -> bool:
     not fit fails the read with the SerDe's decode error.
     """
     return codec is not None and codec.fixed_width is None and getattr(codec, "byte_order", None) == "bytes"
+
+
+def _block_skip(col: _Column, f: Any) -> Filter | None:
+    """The byte-range form of a comparison on a fixed-width column compared once decoded, used
+    only to skip row groups (``PushdownResult.prune_filter``), or None.
+
+    The block bounds compare unsigned bytes, so the value range must become byte ranges: an
+    ordered encoding keeps the order, a signed big-endian one (the binary SerDe's INT, BIGINT,
+    DATE, TIMESTAMP) has its negative half above its positive half, so a range across zero is two
+    byte ranges (:meth:`~connector.keyspace.Interval.between`).  The engine judges only chunks
+    whose values all have the literal's width, so a cell of another encoding is still read and
+    fails the read when decoded."""
+    if col.order is None or col.codec is None or col.codec.fixed_width is None:
+        return None
+    if type(f).__name__ not in ("EqualTo", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual", "In"):
+        return None
+    intervals = _value_intervals(col.order, col.codec, col.type_name, f)
+    if not intervals:  # None: no exact byte form; []: no stored form, nothing to judge bounds by
+        return None
+    return _CellFilters(col).from_intervals(intervals)
 
 
 def _null_marker(codec) -> bytes | None:
@@ -348,6 +371,7 @@ def push_filters(filters: Sequence[Any], serde, column_filters: bool = True, sup
     per_part: list[list[tuple[Any, list[Interval]]]] = [[] for _ in layout.parts]
     key_filters: list[tuple[int, Any]] = []
     engine: list[Filter] = []
+    prune: list[Filter] = []  # comparisons that only skip row groups (see _block_skip)
     not_null: dict[str, tuple[Any, Filter]] = {}
     value_tested: set[str] = set()  # columns with an exact comparison (which drops nulls itself)
     for f in filters:
@@ -377,6 +401,10 @@ def push_filters(filters: Sequence[Any], serde, column_filters: bool = True, sup
             result.residual.append(f)
             result.notes.append(f"{text}: left for Spark (compared once decoded: the stored bytes may not "
                                 f"fit {col.type_name.upper()})")
+            skip = _block_skip(col, f)
+            if skip is not None:
+                prune.append(skip)
+                result.notes.append(f"{text}: row groups whose value bounds rule it out are skipped ({skip!r})")
             continue
         flt, exact = _CellFilters(col).translate(f)
         if flt is not None and not exact and not superset:
@@ -430,4 +458,6 @@ def push_filters(filters: Sequence[Any], serde, column_filters: bool = True, sup
             result.notes.append(f"{text}: {how}left for Spark (not expressible exactly as key ranges)")
     if engine:
         result.engine_filter = engine[0] if len(engine) == 1 else FilterList.join("MUST_PASS_ALL", *engine)
+    if prune:
+        result.prune_filter = prune[0] if len(prune) == 1 else FilterList.join("MUST_PASS_ALL", *prune)
     return result

@@ -36,6 +36,7 @@ writes also take ``errorifexists`` and ``ignore`` (:mod:`connector.savemode`).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import sys
 import time
@@ -227,6 +228,10 @@ class RegionScanReader(DataSourceReader):
         if result is None:  # Spark calls pushFilters only when it has filters to offer
             result = push_filters([], self.config.read_serde(), self.config.column_filters,
                                   self.config.superset_filters)
+        if result.prune_filter is not None:  # the engine skips row groups Spark's comparisons rule out
+            prune = repr(result.prune_filter)
+            splits = [dataclasses.replace(s, scan=s.scan.with_request(prune_filter=prune))
+                      if s.scan is not None else s for s in splits]
         save_plan(self.config, ScanPlan.build(self.config, result, splits))
         if not splits:
             return [RegionScanPartition(None)]

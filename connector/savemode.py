@@ -59,7 +59,8 @@ def missing_for_write(config: SourceConfig) -> TableNotFound:
 def decide(options: Mapping[str, Any], mode: str) -> dict:
     """What a write in ``mode`` does: ``{"write": bool, "mode": "append" | "overwrite", "exists": bool}``,
     and ``"sample"`` (:func:`connector.write_splits.sample_request`) when it creates the table with
-    ``newtable`` > 1 regions: the keys the driver samples so the regions split where the rows are.
+    ``newtable`` > 1 regions or loads into a table of several: the keys the driver samples so the
+    regions split where the rows are, and each region's rows are staged by one task.
 
     Raises (one line, naming the table) for ErrorIfExists on an existing
     table, for a missing table without ``newtable``, and for an unknown mode.
@@ -79,7 +80,9 @@ def decide(options: Mapping[str, Any], mode: str) -> dict:
     if exists and name == "ignore":
         return {"write": False, "mode": "append", "exists": True}
     out = {"write": True, "mode": "overwrite" if name == "overwrite" else "append", "exists": exists}
-    sample = None if exists else sample_request(config)
-    if sample is not None:  # the driver samples the keys, so the new table splits where the rows are
+    # the driver samples the keys: a new table splits where the rows are, and a load into an
+    # existing table sends each region's rows to one task (one staged file per region, not one per task)
+    sample = sample_request(config, len(engine.table_regions(table_files(config.root, config.table))[0]) if exists else None)
+    if sample is not None:
         out["sample"] = sample
     return out

@@ -29,7 +29,7 @@ from .raw_read import key_names
 from .source_config import SourceConfig
 
 __all__ = ["SAMPLE_PER_REGION", "MAX_SAMPLE", "sample_request", "decode_sample", "sample_split_keys",
-           "spark_order_matches"]
+           "region_cut_rows", "spark_order_matches"]
 
 SAMPLE_PER_REGION = 1000
 """Sampled keys wanted per region: a region's share of the rows is then known to about 1.5%."""
@@ -37,10 +37,12 @@ MAX_SAMPLE = 100_000
 """The most sampled keys wanted, however many regions."""
 
 
-def sample_request(config: SourceConfig) -> dict | None:
-    """What the driver samples before a write that creates ``config``'s table with ``newtable`` = N > 1:
-    ``{"columns": the row-key columns, "rows": how many rows in all}``; None when there is nothing to split."""
-    regions = conf_int(config.conf, "newtable", minimum=1)
+def sample_request(config: SourceConfig, existing_regions: int | None = None) -> dict | None:
+    """What the driver samples before a write that creates ``config``'s table with ``newtable`` = N > 1,
+    or that loads into an existing table of ``existing_regions`` > 1 regions (so each region's rows
+    go to one task): ``{"columns": the row-key columns, "rows": how many rows in all}``; None when
+    there is nothing to split."""
+    regions = existing_regions if existing_regions is not None else conf_int(config.conf, "newtable", minimum=1)
     if regions is None or regions < 2:
         return None
     return {"columns": key_names(config), "rows": min(SAMPLE_PER_REGION * regions, MAX_SAMPLE)}
@@ -78,6 +80,31 @@ def sample_split_keys(encoded: pa.Array | pa.ChunkedArray, weights: Sequence[flo
             cuts.append(key)
             cut_rows.append(row)
     return (cuts, cut_rows) if len(cuts) == regions - 1 else None
+
+
+def region_cut_rows(encoded: pa.Array | pa.ChunkedArray, region_starts: Sequence[bytes]) -> list[int] | None:
+    """For a load into an existing table: per region after the first (``region_starts``, in key
+    order), the sampled row with the least encoded key at or past the region's start, so the driver
+    can send each region's rows to one task.  A region no sampled key reaches shares the task of the
+    region before it.  The cut is a sampled key, not the region's own start (which need not be a
+    key the DataFrame's values can express), so the rows between a region's start and its first
+    sampled key go with the task before: that region may get a second, small file, whose range
+    does not overlap the first (a scan reads both as one sorted run).  None when no cut is left."""
+    if len(encoded) == 0:
+        return None
+    keys = pc.cast(encoded, pa.binary())
+    order = pc.sort_indices(keys).to_numpy()
+    ordered = keys.take(pa.array(order)).to_numpy(zero_copy_only=False)
+    cut_rows: list[int] = []
+    last = -1
+    for start in region_starts:
+        if not start:
+            continue  # the first region starts at b""
+        at = int(np.searchsorted(ordered, start, side="left"))  # bytes compare as memcmp
+        if at < len(order) and at > last:
+            cut_rows.append(int(order[at]))
+            last = at
+    return cut_rows or None
 
 
 def spark_order_matches(sample: pa.Table, encoded: pa.Array | pa.ChunkedArray) -> bool:

@@ -33,12 +33,16 @@ from typing import Any
 import pyarrow as pa
 
 from serde.mapping import ColumnKind
-from storage import InvalidArgument
+from storage import InvalidArgument, StorageError
+from storage.engine import FileSystem, pin_table, table_dir
+from storage.keys import intersect
 
 from ..decoded_filters import COMPARISONS, Column, Compare, DecodedFilter, Literal, Remainder, take_decoded, valid_divisor
 from ..disjunction import And, Opaque, Or, push_tree, tree_columns
 from ..options import conf_bool
-from ..pushdown import PushdownResult
+from ..explain import ranges_text
+from ..pushdown import PushdownResult, describe_filter
+from ..scanning import is_remote_root
 from .. import filter_payoff
 from ..source_config import DECODED_FILTERS, DECODED_MAX_KEPT, SourceConfig
 from ..splits import TableSplit
@@ -339,8 +343,10 @@ def push_read_filters(config: SourceConfig, filters: list, decide: bool = False)
         read = _read_key(config)
         if decide and result.decoded:
             max_kept = _max_kept(config)
+            snapshot = _pinned(config)
             filter_payoff.decide(result, read, max_kept,
-                                 lambda names: _sample(config, result, [known[n] for n in names]))
+                                 lambda names: _sample(config, result, [known[n] for n in names], snapshot),
+                                 _sample_state(result, read, snapshot))
         elif result.decoded:
             filter_payoff.follow(result, read)
     return result
@@ -349,6 +355,33 @@ def push_read_filters(config: SourceConfig, filters: list, decide: bool = False)
 def _read_key(config: SourceConfig) -> tuple:
     """What identifies a read's filter decisions: its options but the pruned columns."""
     return tuple(kv for kv in config.options if kv[0] != "regionscan.columns")
+
+
+def _pinned(config: SourceConfig) -> Any:  # storage.engine.pin_table's snapshot, or None
+    """The read's table pinned now (its regions' store files, generations and WAL positions);
+    None when its files are not seen from here (a region server's root, a table that cannot be
+    pinned: the sample then meets the same problem and decides nothing, see
+    :func:`connector.filter_payoff.kept_shares`)."""
+    if is_remote_root(config.root):
+        return None
+    try:
+        return pin_table(FileSystem(config.root).sub(table_dir(config.table)))
+    except (StorageError, OSError):
+        return None
+
+
+def _sample_state(result: PushdownResult, read: tuple, snapshot: Any) -> tuple | None:
+    """What a payoff sample's shares depend on: the read, the rows it scans (key ranges, engine
+    filter, decoded filters) and the table's exact contents, i.e. each region's store files,
+    manifest generation and WAL position, so any flush, compaction, bulk load or write changes
+    it.  None without a ``snapshot``: the sample is then taken on every push."""
+    if snapshot is None:
+        return None
+    table = (snapshot.table_generation, tuple((p.region_id, p.generation, p.files, p.wal_files, p.flushed_seq_id,
+                                               p.max_seq_id, p.staged) for p in snapshot.regions))
+    scanned = (str(ranges_text(result.key_ranges)), repr(result.engine_filter),
+               tuple(sorted(describe_filter(f) for f in result.decoded)))
+    return read, scanned, table
 
 
 def _max_kept(config: SourceConfig) -> float:
@@ -365,9 +398,14 @@ def _max_kept(config: SourceConfig) -> float:
     return value
 
 
-def _sample(config: SourceConfig, result: PushdownResult, names: list[str]) -> list[pa.RecordBatch]:
+def _sample(config: SourceConfig, result: PushdownResult, names: list[str],
+            snapshot: Any = None) -> list[pa.RecordBatch]:
     """The first rows of up to ``filter_payoff.SAMPLE_SPLITS`` splits of the read, spread over
-    its key space, decoded as Spark reads ``names`` (at most ``filter_payoff.SAMPLE_ROWS`` rows)."""
+    its key space, decoded as Spark reads ``names`` (at most ``filter_payoff.SAMPLE_ROWS`` rows).
+
+    Regions are cut at block-index keys only as far as needed for that many splits (``snapshot``
+    counts the scanned regions): cutting opens each region's store file index, which a read
+    with as many regions as sampled splits does not need."""
     from ..options import PIN_REGISTER, SCAN_CACHEBLOCKS, SCAN_CACHEDROWS, SPLITS_PER_REGION
     from ..record_reader import TableBatchRecordReader
 
@@ -376,7 +414,8 @@ def _sample(config: SourceConfig, result: PushdownResult, names: list[str]) -> l
     fmt = cfg.input_format(result.key_ranges, engine)
     fmt.conf[PIN_REGISTER] = False  # planning only: no pin file
     fmt.conf[SCAN_CACHEDROWS] = filter_payoff.SAMPLE_BATCH
-    fmt.conf[SPLITS_PER_REGION] = filter_payoff.SAMPLE_SPLITS  # cut at block-index keys: rows from across a region
+    # cut at block-index keys: rows from across a region
+    fmt.conf[SPLITS_PER_REGION] = _pieces_per_region(fmt, snapshot)
     fmt.conf.setdefault(SCAN_CACHEBLOCKS, True)  # the query reads these blocks next
     splits = fmt.get_splits()
     if len(splits) > filter_payoff.SAMPLE_SPLITS:
@@ -402,6 +441,15 @@ def _sample(config: SourceConfig, result: PushdownResult, names: list[str]) -> l
         if rows >= filter_payoff.SAMPLE_ROWS:
             break
     return out
+
+
+def _pieces_per_region(fmt: Any, snapshot: Any) -> int:
+    """Splits per scanned region for the payoff sample: enough for ``SAMPLE_SPLITS`` in all."""
+    if snapshot is None:
+        return filter_payoff.SAMPLE_SPLITS
+    spans = fmt.scan_spec().spans()
+    scanned = sum(1 for p in snapshot.regions if intersect(spans, [(p.start, p.end)]))
+    return max(1, -(-filter_payoff.SAMPLE_SPLITS // max(1, scanned)))
 
 
 def plan_digest(body: dict) -> str:
@@ -551,6 +599,10 @@ class ReadPlan:
         from ..options import SCAN_CACHEBLOCKS
 
         splits = self.input_format(result).get_splits()
+        if result.prune_filter is not None:  # the engine skips row groups the decoded comparisons rule out
+            prune = repr(result.prune_filter)
+            splits = [dataclasses.replace(s, scan=s.scan.with_request(prune_filter=prune))
+                      if s.scan is not None else s for s in splits]
         if SCAN_CACHEBLOCKS in self.config.conf or scan_keeps_blocks(sum(s.size for s in splits)):
             return splits
         return [dataclasses.replace(s, scan=dataclasses.replace(s.scan, cache_blocks=False))

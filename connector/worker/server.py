@@ -1,7 +1,8 @@
 """The engine worker's socket server: one long-lived process per JVM, serving its requests over loopback.
 
 Started by the JVM's ``WorkerProcess`` (``python -m connector.engine_worker``) with the
-secret in ``REGIONSCAN_WORKER_SECRET``; binds 127.0.0.1 on a free port and
+secret in ``REGIONSCAN_WORKER_SECRET``; imports what a read would import on
+first use (:func:`warm_up`), binds 127.0.0.1 on a free port and
 prints ``regionscan-engine-worker 1 port=<port> pid=<pid>`` as its first
 line.  Each connection carries one request; connections are served by
 threads, so a JVM's concurrent tasks read in parallel (the scan and the
@@ -12,6 +13,7 @@ exits when its stdin closes (the JVM ended).
 
 from __future__ import annotations
 
+import importlib
 import os
 import socketserver
 import sys
@@ -30,7 +32,7 @@ from .aggregates import count
 from .catalog import catalog
 from .protocol import VERSION, ProtocolError, read_request, write_frame
 
-__all__ = ["WorkerServer", "serve", "main", "WORKER_BLOCK_CACHE_SIZE", "MEMORY_MARGIN"]
+__all__ = ["WorkerServer", "serve", "main", "warm_up", "WORKER_BLOCK_CACHE_SIZE", "MEMORY_MARGIN", "FIRST_USE_MODULES"]
 
 #: the worker's block cache unless ``spark.regionscan.worker.blockCacheSize`` says otherwise
 WORKER_BLOCK_CACHE_SIZE = 1 << 30
@@ -42,6 +44,17 @@ buffers and the allocator's slack.  Measured at its peak (VmHWM) 71 MiB over a 3
 85 MiB over 64 MiB and 211 MiB over 512 MiB (tables 2 to 12 times the cache, six column
 sets each; the largest over a plain table of 64-byte values, whose blocks are read whole);
 docs/connector.md has the numbers and tests/connector/test_worker_memory.py holds the bound."""
+
+FIRST_USE_MODULES = ("pyspark.sql.types", "pyspark.sql.pandas.types", "serde.builtin_types", "serde.binary_serde",
+                     "serde.string_serde", "serde.json_serde", "serde.avro_serde", "numpy.ma",
+                     "dateutil.relativedelta", "encodings.utf_32_le")
+"""Modules a read imports on its first use, not at the worker's start: Spark's schema types (a
+read's Arrow schema), the built-in SerDes (the registry loads them by name) and their typed
+codecs, what pyarrow and numpy load lazily when dates and masked values first pass, and the
+codec the request parser's JSON limits check uses.  Found with ``python -X importtime`` on a
+fresh worker's first TPC-H queries: imported there, they cost the first query's ``plan``
+request about 0.1 CPU-s (the pyspark import most; 0.2-0.8 s of wall time on a loaded
+machine), on the driver's critical path before any task starts."""
 
 _PLANNING = {"schema": read_ops.schema, "push": read_ops.push, "save": read_ops.save, "plan": read_ops.plan,
              "count": count, "catalog": catalog, "write_begin": writes.write_begin,
@@ -161,6 +174,7 @@ class WorkerServer(socketserver.ThreadingTCPServer):
         self._lock = threading.Lock()
         self.counters: dict[str, int] = {}
         self.scan_stats: dict[str, float] = {}
+        self.warm_up_s: float | None = None  # what :func:`warm_up` took at the start
 
     def count(self, what: str, rows: int = 0, size: int = 0) -> None:
         """Add one ``what`` (and ``rows`` rows, ``size`` Arrow bytes sent) to the counters."""
@@ -170,11 +184,29 @@ class WorkerServer(socketserver.ThreadingTCPServer):
             self.counters["bytes_sent"] = self.counters.get("bytes_sent", 0) + size
 
     def snapshot(self) -> dict[str, Any]:
-        """Counters, scan metrics (HBase names), the block cache's use and this process's CPU seconds."""
+        """Counters, scan metrics (HBase names), the block cache's use, this process's CPU seconds,
+        the start-up warm-up's CPU seconds and how many modules are loaded (a request that loads
+        none paid no import)."""
         with self._lock:
             return {"pid": os.getpid(), "counters": dict(self.counters), "scan": dict(self.scan_stats),
                     "block_cache": shared_block_cache().stats(),
-                    "cpu_s": round(time.process_time(), 3), "uptime_s": round(time.time() - self.started, 1)}
+                    "cpu_s": round(time.process_time(), 3), "uptime_s": round(time.time() - self.started, 1),
+                    "warm_up_s": self.warm_up_s, "modules": len(sys.modules)}
+
+
+def warm_up() -> float:
+    """Import :data:`FIRST_USE_MODULES`, so a fresh worker's first query runs at warm speed; the
+    CPU seconds it took (about 0.1 s).  :func:`serve` runs it before it announces its port, so the
+    request that starts a worker (a DataFrame's ``schema``, before any query) waits for it and no
+    query does.  (Run in a thread beside the serving instead, it shared the GIL with the first
+    query's requests, which on a loaded machine then started up to a second later.)"""
+    started = time.thread_time()
+    for name in FIRST_USE_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional dependency (dateutil, fastavro) absent: nothing will import it
+            pass
+    return time.thread_time() - started
 
 
 def _exit_with_parent() -> None:
@@ -187,8 +219,10 @@ def _exit_with_parent() -> None:
 
 
 def serve(secret: str) -> None:
-    """Bind, announce the port on stdout, and serve until stdin closes."""
+    """Warm up, bind, announce the port on stdout, and serve until stdin closes."""
+    spent = warm_up()
     server = WorkerServer(secret)
+    server.warm_up_s = round(spent, 3)
     print(f"regionscan-engine-worker {VERSION} port={server.server_address[1]} pid={os.getpid()}", flush=True)
     threading.Thread(target=_exit_with_parent, name="parent-watch", daemon=True).start()
     server.serve_forever(poll_interval=0.5)

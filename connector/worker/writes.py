@@ -8,7 +8,8 @@ code (:class:`connector.python_source.RegionScanWriter`, :mod:`storage.engine`):
   the quantiles of the driver's key sample when it sends one:
   :mod:`connector.write_splits`) and handed back pickled, with its job id
   (and ``cut_rows``, the sample rows where the regions start, when the
-  key encoding keeps Spark's order of the key values);
+  key encoding keeps Spark's order of the key values: for a new table
+  its cuts, for an existing one the first sampled key of each region);
 * ``write`` (each task attempt): the request frame is followed by an Arrow
   IPC stream of the task's rows in Spark's Arrow types; they are staged as
   store files under ``.staging/<job>/<task>/`` and the reply carries what
@@ -36,6 +37,7 @@ import threading
 import time
 from typing import Any, BinaryIO, Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from storage import InvalidArgument
@@ -104,39 +106,62 @@ def write_begin(req: dict) -> dict:
     if not isinstance(text, str):
         raise InvalidArgument("write_begin needs the DataFrame's schema (StructType JSON)")
     config = SourceConfig.from_options(req.get("options") or {})
-    split_keys, cut_rows = _sampled_split_keys(config, req)
+    sample = _encoded_sample(config, req)
+    split_keys, cut_rows = _sampled_split_keys(config, sample)
     writer = RegionScanWriter(config, StructType.fromJson(json.loads(text)), mode == "overwrite", split_keys=split_keys)
     _hold(writer)
     reply = {"writer": pack_object(writer), "job": writer.job_id}
-    if writer.created and cut_rows is not None:
+    if not writer.created and sample is not None and sample[2]:
+        cut_rows = _existing_cut_rows(writer, sample)
+    if cut_rows is not None:
         reply["cut_rows"] = cut_rows
     return reply
 
 
-def _sampled_split_keys(config: SourceConfig, req: dict) -> tuple[list[bytes] | None, list[int] | None]:
-    """Split keys for a table this write creates, from the driver's key sample (``sample``: base64
-    Arrow IPC of the key columns, ``sample_weights``: one per row), encoded by the write's SerDe as
-    its tasks will encode the rows; and, where the encoding keeps Spark's order of the key values,
-    the sample rows of the cuts (the driver then sends each region's rows to one task).
-    ``(None, None)`` without a sample or ``newtable``."""
-    from ..options import conf_int
+def _encoded_sample(config: SourceConfig, req: dict) -> tuple[pa.ChunkedArray, np.ndarray, bool] | None:
+    """The driver's key sample (``sample``: base64 Arrow IPC of the key columns, ``sample_weights``:
+    one per row) encoded by the write's SerDe as its tasks will encode the rows, with the weights
+    and whether the encoding keeps Spark's order of the key values; None without a sample."""
     from ..python_source import fill_missing
-    from ..savemode import table_exists
-    from ..write_splits import decode_sample, sample_split_keys, spark_order_matches
+    from ..write_splits import decode_sample, spark_order_matches
 
-    regions = conf_int(config.conf, "newtable", minimum=1)
-    if req.get("sample") is None or regions is None or regions < 2 or table_exists(config):
-        return None, None
+    if req.get("sample") is None:
+        return None
     sample, weights = decode_sample(req.get("sample"), req.get("sample_weights"))
     if not sample.num_rows:
-        return None, None
+        return None
     serde = config.write_serde()
     encoded = pa.chunked_array([serde.serialize_batch(fill_missing(b, serde)).column(0).cast(pa.binary())
                                 for b in sample.to_batches() if b.num_rows], pa.binary())
+    return encoded, weights, spark_order_matches(sample, encoded)
+
+
+def _sampled_split_keys(config: SourceConfig, sample: tuple[pa.ChunkedArray, np.ndarray, bool] | None,
+                        ) -> tuple[list[bytes] | None, list[int] | None]:
+    """Split keys for a table this write creates (``newtable``), cut at the quantiles of the
+    encoded ``sample``; and, where the encoding keeps Spark's order of the key values, the sample
+    rows of the cuts (the driver then sends each region's rows to one task).  ``(None, None)``
+    without a sample or ``newtable``, or when the table exists."""
+    from ..options import conf_int
+    from ..savemode import table_exists
+    from ..write_splits import sample_split_keys
+
+    regions = conf_int(config.conf, "newtable", minimum=1)
+    if sample is None or regions is None or regions < 2 or table_exists(config):
+        return None, None
+    encoded, weights, ordered = sample
     cuts = sample_split_keys(encoded, weights, regions)
     if cuts is None:
         return None, None
-    return cuts[0], (cuts[1] if spark_order_matches(sample, encoded) else None)
+    return cuts[0], (cuts[1] if ordered else None)
+
+
+def _existing_cut_rows(writer: Any, sample: tuple[pa.ChunkedArray, np.ndarray, bool]) -> list[int] | None:
+    """For a load into an existing table: the sample rows where its regions start
+    (:func:`connector.write_splits.region_cut_rows`), so each region's rows are staged by one task."""
+    from ..write_splits import region_cut_rows
+
+    return region_cut_rows(sample[0], [r.start for r in writer.regions])
 
 
 def _drain(reader: Iterator[pa.RecordBatch]) -> None:

@@ -1,7 +1,8 @@
 """Streaming store files straight to output batches: the fast path of a batch
 scan whose region's files in the range hold rows of their own (one file, or
 several whose row ranges do not overlap) and nothing in memory there, dense
-blocks going to rows without a cell-level merge.
+blocks going to rows without a cell-level merge.  Only here are blocks whose
+value bounds rule out the filter skipped (:mod:`storage.read.block_pruning`).
 
 Files whose ``[first row, last row]`` ranges are disjoint are one sorted run:
 read one after another in key order they give the rows in order, and every
@@ -23,6 +24,7 @@ from ..region.store import StoreFile, StoreView
 from ..storefile import dense_rows
 from ..storefile.dense import empty_binary
 from .batch_resolve import BatchProcessor
+from .block_pruning import kept_ranges
 from .hidden_columns import hidden_names
 
 if TYPE_CHECKING:
@@ -192,7 +194,19 @@ def stream_run(run: SortedRun, low: bytes, high: bytes | None, proc: BatchProces
         info = f.reader.info
         if info.first_cell is None or info.last_cell[0] < low or (high is not None and info.first_cell[0] >= high):
             continue  # a file of the run with no row here (a reverse scan's chunk of another file)
-        yield from stream_one_file(run.view, f.reader, low, high, proc)
+        pruned = None
+        if proc.scan.filter is not None or proc.scan.prune is not None:
+            pruned = kept_ranges(f.reader, run.view.family.encode(), low, high, (proc.scan.filter, proc.scan.prune))
+        if pruned is None:
+            yield from stream_one_file(run.view, f.reader, low, high, proc)
+        else:
+            ranges, skipped = pruned
+            if proc.metrics is not None:
+                proc.metrics.row_groups_pruned += skipped
+            for lo, hi in ranges:
+                yield from stream_one_file(run.view, f.reader, lo, hi, proc)
+                if proc.done:
+                    return
         if proc.done:
             return
 

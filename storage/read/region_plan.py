@@ -56,3 +56,6 @@ class RegionReadPlan:
     # next scan of the same sources, and serve what an earlier one kept; None: the block
     # cache's default (BlockCache.keeps_results, storage/storefile/cache_memo.py)
     cache_results: bool | None = None
+    # a filter that decides no row but lets the engine skip the blocks none of whose rows can
+    # pass it (storage/read/block_pruning.py): the reader tests the rows it keeps itself
+    prune: object | None = None

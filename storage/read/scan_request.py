@@ -185,6 +185,11 @@ class ScanRequest:
     # block side); None: the connection's default (storage/storefile/cache_memo.py).  Not on
     # the wire: a region server's results are kept by its own connection's setting
     cache_results: bool | None = _arg(None, _bool_or_none, None)
+    # a filter deciding no row: blocks whose value bounds show that none of their rows can pass
+    # it may be skipped, the other rows come whether they pass it or not (for a reader that
+    # tests decoded values itself; storage/read/block_pruning.py).  Not on the wire: a server
+    # that reads every block answers the same, only slower
+    prune_filter: Filter | str | bytes | None = _arg(None, _filter, None)
 
     def __post_init__(self) -> None:
         for name, default, check in _CHECKS:
@@ -363,5 +368,6 @@ def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] 
         raw=bool(request.raw),
         cache_results=request.cache_results,
         hidden_columns=tuple(hidden_columns),
+        prune=coerce_filter(request.prune_filter),
     )
     return scan, spans

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["stream_memo", "memoized"]
 
 # the counters the processor adds to while it builds batches; replayed on a hit
-_REPLAYED = ("rows_scanned", "rows_filtered", "cells_scanned", "bytes_in_results")
+_REPLAYED = ("rows_scanned", "rows_filtered", "cells_scanned", "bytes_in_results", "row_groups_pruned")
 
 
 def stream_memo(run: SortedRun, low: bytes, high: bytes | None, proc: BatchProcessor) -> CacheMemo | None:
@@ -70,6 +70,8 @@ def stream_memo(run: SortedRun, low: bytes, high: bytes | None, proc: BatchProce
         # a build without metrics counts nothing, so its result could not replay a
         # build's figures to a scan that has metrics: the two keep their own entries
         proc.metrics is not None,
+        # a prune filter leaves out the rows of the blocks it skips (storage/read/block_pruning.py)
+        None if scan.prune is None else repr(scan.prune),
     )
     ids = tuple(f.reader.file_id for f in run.files)
     return CacheMemo(cache, ("stream", ids[0] if len(ids) == 1 else ids, what))

@@ -27,6 +27,7 @@ HBASE_NAMES: dict[str, str] = {
     "seeks": "SEEKS",
     "files_unmerged": "STORE_FILES_UNMERGED",
     "files_merged": "STORE_FILES_MERGED",
+    "row_groups_pruned": "ROW_GROUPS_PRUNED",
     "regions_scanned": "REGIONS_SCANNED",
     "rpc_calls": "RPC_CALLS",
     "time_ms": "SCAN_TIME_MS",
@@ -54,7 +55,9 @@ class ScanMetrics:
     ``next_rows``.  ``files_unmerged`` counts the store files a batch scan's span read
     one after another in key order, as one sorted run with no merge (files whose row
     ranges do not overlap), ``files_merged`` those a span merged; one file alone is in
-    neither.
+    neither.  ``row_groups_pruned`` counts the blocks (row groups) of such a sorted run left
+    unread because their value bounds show that no row of them passes the filter
+    (:mod:`storage.read.block_pruning`).
     """
 
     rows_scanned: int = 0
@@ -70,6 +73,7 @@ class ScanMetrics:
     seeks: int = 0
     files_unmerged: int = 0
     files_merged: int = 0
+    row_groups_pruned: int = 0
     regions_scanned: int = 0
     rpc_calls: int = 0
     time_ms: float = 0.0

@@ -34,7 +34,7 @@ from .format import BLOCK_V2_HEADER_SIZE, BlockHeaderV2, BlockLayout, align8, ch
 
 __all__ = [
     "KEY_SCHEMA", "VALUE_SCHEMA", "EncodedBlock", "encode_block_v2", "decode_keys", "decode_values", "qualifier_table",
-    "dense_key_schema", "encode_dense_keys", "parse_keys", "read_batch", "unpack_section", "check_presence",
+    "dense_key_schema", "encode_dense_keys", "dense_key_parts", "timestamp_schema", "parse_keys", "read_batch", "unpack_section", "check_presence",
 ]
 
 KEY_SCHEMA = pa.schema(
@@ -115,9 +115,16 @@ def encode_dense(dense: DenseBlock) -> tuple[bytes, pa.Buffer]:
     return encode_dense_keys(dense), values.serialize()
 
 
-def encode_dense_keys(dense: DenseBlock) -> bytes:
-    """The uncompressed key section of a dense block: the qualifier table, then the
-    row keys and timestamp columns as one IPC message (version 3's key chunk too)."""
+@lru_cache(maxsize=1024)
+def timestamp_schema(encodings: tuple) -> pa.Schema:
+    """:func:`dense_key_schema` without the row keys: the timestamp message of a
+    version 3 ``KEYS_FIXED`` key chunk, whose row keys are stored without offsets."""
+    fields = dense_key_schema(encodings)
+    return pa.schema([fields.field(k) for k in range(1, len(fields))])
+
+
+def dense_key_parts(dense: DenseBlock) -> tuple[bytes, tuple, list]:
+    """``(padded qualifier table, timestamp encodings, timestamp columns)`` of a dense block."""
     encodings, ts_cols = [], []
     head = [_U32.pack(len(dense.qualifiers))]
     for q, ts in zip(dense.qualifiers, dense.timestamps):
@@ -126,8 +133,14 @@ def encode_dense_keys(dense: DenseBlock) -> bytes:
         ts_cols.append(col)
         head.append(_QUAL_HEAD.pack(enc, len(q)) + q)
     table = b"".join(head)
-    table += _PAD[: align8(len(table)) - len(table)]
-    keys = pa.RecordBatch.from_arrays([dense.rows, *ts_cols], schema=dense_key_schema(tuple(encodings)))
+    return table + _PAD[: align8(len(table)) - len(table)], tuple(encodings), ts_cols
+
+
+def encode_dense_keys(dense: DenseBlock) -> bytes:
+    """The uncompressed key section of a dense block: the qualifier table, then the
+    row keys and timestamp columns as one IPC message (version 3's key chunk too)."""
+    table, encodings, ts_cols = dense_key_parts(dense)
+    keys = pa.RecordBatch.from_arrays([dense.rows, *ts_cols], schema=dense_key_schema(encodings))
     return table + keys.serialize().to_pybytes()
 
 

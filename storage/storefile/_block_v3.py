@@ -8,7 +8,10 @@ reader fetches, verifies, decompresses and decodes only the chunks it needs.
 
 * Chunk 0 holds the keys, exactly as a version 2 key section
   (:func:`._block_v2.encode_dense_keys` for ``DENSE``, a ``KEY_SCHEMA`` message
-  for ``CELLS``).
+  for ``CELLS``), or, for ``DENSE`` rows whose keys have one width,
+  :attr:`ChunkEncoding.KEYS_FIXED`: the qualifier table, an 8-byte head (u32 key
+  width, u32 flags = 0), the keys back to back (padded to 8 bytes), then the
+  timestamp columns alone as one IPC message.
 * ``DENSE``: chunk ``j + 1`` holds qualifier ``j``'s values, one per row, null
   where the row lacks it: an Arrow IPC message of one binary column
   (:attr:`ChunkEncoding.IPC`), or, when every present value has one width ``w``
@@ -16,7 +19,9 @@ reader fetches, verifies, decompresses and decodes only the chunks it needs.
   (u32 ``w``, u32 flags: bit 0 = a validity bitmap follows), the bitmap (Arrow's,
   least significant bit first, padded to 8 bytes) when some row lacks a value,
   then ``rows x w`` bytes (zeros for absent values).  No offsets are stored:
-  they are rebuilt (one cached array per row count and width).
+  they are rebuilt (one cached array per row count and width).  Where it stores
+  smaller, :attr:`ChunkEncoding.DICT` or :attr:`ChunkEncoding.LENGTHS`
+  (:mod:`._chunk_encodings`).
 * ``CELLS``: chunk 1 holds every cell's value, a ``VALUE_SCHEMA`` message (version
   2's two sections, as two chunks).
 
@@ -26,7 +31,6 @@ The family is not in the blocks: it is stored once, in the file info.
 from __future__ import annotations
 
 import struct
-from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -39,16 +43,20 @@ from ._block_v2 import (
     EncodedBlock,
     cells_with,
     check_presence,
+    dense_key_parts,
     encode_dense_keys,
     parse_keys,
+    qualifier_table,
     read_batch,
+    timestamp_schema,
     unpack_section,
 )
+from ._chunk_encodings import ENCODERS, bitmap_part, choose, decode_dict, decode_lengths, fixed_offsets
 from .codecs import BlockCodec
 from .dense import DenseBlock, dense_from_cells
 from .format import BLOCK_V3_HEADER_SIZE, BlockHeaderV3, BlockLayout, ChunkEncoding, align8
 
-__all__ = ["ChunkEntry", "encode_block_v3", "decode_key_chunk", "decode_value_chunk", "decode_block_v3",
+__all__ = ["ChunkEntry", "encode_block_v3", "decode_key_chunk", "fixed_keys_layout", "fixed_rows", "decode_value_chunk", "decode_block_v3",
            "chunk_runs", "check_chunk_count"]
 
 _PAD = bytes(8)
@@ -74,10 +82,15 @@ def _np(arr) -> np.ndarray:
     return arr.to_numpy(zero_copy_only=False)
 
 
-def _encode_values(values: pa.Array) -> tuple[pa.Buffer, int, int, bytes | None, bytes | None]:
-    """``(raw bytes, encoding, present count, min, max)`` of one dense value column."""
+def _encode_values(values: pa.Array, codec: BlockCodec | None = None) -> tuple:
+    """``(raw bytes, encoding, present count, min, max[, stored bytes])`` of one dense value
+    column: ``FIXED`` when every present value has one width, else ``IPC``; with a
+    ``codec``, a narrower encoding (:mod:`._chunk_encodings`) where it stores smaller,
+    then the compressed bytes too.  Bounds are recorded for values of one width."""
     n = len(values)
     present = n - values.null_count
+    base = None
+    bounds = {"min": None, "max": None}
     if present:
         widths = pc.min_max(pc.binary_length(values)).as_py()
         width = widths["min"]
@@ -88,14 +101,24 @@ def _encode_values(values: pa.Array) -> tuple[pa.Buffer, int, int, bytes | None,
                 valid = _np(values.is_valid())
                 dense_part = values.filter(pa.array(valid))
                 data[valid] = _fixed_bytes(dense_part, width).reshape(-1, width)
-                bitmap = np.packbits(valid, bitorder="little").tobytes()
-                head = _FIXED_HEAD.pack(width, _HAS_VALIDITY) + bitmap + _PAD[: align8(len(bitmap)) - len(bitmap)]
+                head = _FIXED_HEAD.pack(width, _HAS_VALIDITY) + bitmap_part(values)
             else:
                 data = _fixed_bytes(values, width)
                 head = _FIXED_HEAD.pack(width, 0)
-            return pa.py_buffer(head + data.tobytes()), int(ChunkEncoding.FIXED), present, bounds["min"], bounds["max"]
-    batch = pa.RecordBatch.from_arrays([values], schema=_VALUE_COLUMN)
-    return batch.serialize(), int(ChunkEncoding.IPC), present, None, None
+            base = (pa.py_buffer(head + data.tobytes()), int(ChunkEncoding.FIXED))
+    if base is None:
+        base = (pa.RecordBatch.from_arrays([values], schema=_VALUE_COLUMN).serialize(), int(ChunkEncoding.IPC))
+    if codec is None or not present:
+        return (*base, present, bounds["min"], bounds["max"])
+    candidates = [base]
+    for enc, encode in ENCODERS:
+        if enc == ChunkEncoding.LENGTHS and base[1] == ChunkEncoding.FIXED:
+            continue  # lengths of one width are what FIXED leaves out
+        raw = encode(values)
+        if raw is not None:
+            candidates.append((raw, int(enc)))
+    raw, enc, stored = choose(candidates, codec)
+    return raw, enc, present, bounds["min"], bounds["max"], stored
 
 
 def _fixed_bytes(values: pa.Array, width: int) -> np.ndarray:
@@ -103,6 +126,59 @@ def _fixed_bytes(values: pa.Array, width: int) -> np.ndarray:
     offsets = values.buffers()[1]
     start = int(np.frombuffer(offsets, dtype=np.int32, count=1, offset=4 * values.offset)[0])
     return np.frombuffer(values.buffers()[2], dtype=np.uint8, count=len(values) * width, offset=start)
+
+
+def _encode_keys(dense: DenseBlock) -> tuple[pa.Buffer, int]:
+    """``(raw key chunk, encoding)`` of a dense block: ``KEYS_FIXED`` when every row key
+    has one width (no 4-byte offset per row: on lineitem's 12-byte keys the key chunk
+    stored 4.4 bytes a row with offsets, 1.6 without), else ``KEYS``."""
+    widths = pc.min_max(pc.binary_length(dense.rows)).as_py()
+    width = widths["min"]
+    n = dense.num_rows
+    if width != widths["max"] or not 0 < width <= _MAX_FIXED_WIDTH or n * width >= 1 << 31:
+        return pa.py_buffer(encode_dense_keys(dense)), int(ChunkEncoding.KEYS)
+    table, encodings, ts_cols = dense_key_parts(dense)
+    keys = _fixed_bytes(dense.rows, width).tobytes()
+    stamps = pa.RecordBatch.from_arrays(ts_cols, schema=timestamp_schema(encodings)).serialize().to_pybytes()
+    return (pa.py_buffer(b"".join([table, _FIXED_HEAD.pack(width, 0), keys, _PAD[: align8(len(keys)) - len(keys)],
+                                   stamps])), int(ChunkEncoding.KEYS_FIXED))
+
+
+def fixed_keys_layout(body, table_size: int, rows: int) -> tuple[int, int] | None:
+    """``(key width, offset of the timestamp message)`` in a ``KEYS_FIXED`` key chunk's
+    (decompressed) ``body`` of ``rows`` rows whose qualifier table takes ``table_size``
+    bytes; None when the head is bad or the keys run past the body."""
+    try:
+        width, flags = _FIXED_HEAD.unpack_from(memoryview(body), table_size)
+    except struct.error:
+        return None
+    at = table_size + _FIXED_HEAD.size + align8(rows * width)
+    if width == 0 or flags != 0 or at > len(memoryview(body)):
+        return None
+    return width, at
+
+
+def fixed_rows(keys: pa.Buffer, rows: int, width: int) -> pa.Array:
+    """``rows`` row keys of ``width`` bytes each, back to back in ``keys``, as a binary array."""
+    return pa.Array.from_buffers(_BINARY, rows, [None, fixed_offsets(rows, width), keys])
+
+
+def _parse_fixed_keys(header: BlockHeaderV3, body: pa.Buffer, what: str, path: str, at: int) -> DenseBlock:
+    """The keys-only :class:`DenseBlock` of a ``KEYS_FIXED`` key chunk (``parse_keys``'s checks)."""
+    qualifiers, encodings, table_size = qualifier_table(body, path, at)
+    n = header.row_count
+    layout = fixed_keys_layout(body, table_size, n)
+    if layout is None:
+        raise CorruptionError(f"{what} has a bad fixed-width key head", path, at)
+    width, msg_at = layout
+    stamps = read_batch(body.slice(msg_at), timestamp_schema(encodings), what, path, at)
+    if stamps.num_rows != n:
+        raise CorruptionError(f"{what} holds {stamps.num_rows} rows, its header says {n}", path, at)
+    rows = fixed_rows(body.slice(table_size + _FIXED_HEAD.size, n * width), n, width)
+    dense = DenseBlock(rows, qualifiers, list(stamps.columns), None)
+    if dense.cell_count() != header.cell_count:
+        raise CorruptionError(f"{what} holds {dense.cell_count()} cells, its header says {header.cell_count}", path, at)
+    return dense
 
 
 def encode_block_v3(
@@ -122,10 +198,9 @@ def encode_block_v3(
     if dense is not None:
         layout = BlockLayout.DENSE
         first_row, last_row = dense.rows[0].as_py(), dense.rows[len(dense.rows) - 1].as_py()
-        chunks_raw.append((pa.py_buffer(encode_dense_keys(dense)), int(ChunkEncoding.KEYS), dense.num_rows,
-                           first_row, last_row))
+        chunks_raw.append((*_encode_keys(dense), dense.num_rows, first_row, last_row))
         for v in dense.values:
-            chunks_raw.append(_encode_values(v.cast(pa.binary()) if v.type != pa.binary() else v))
+            chunks_raw.append(_encode_values(v.cast(pa.binary()) if v.type != pa.binary() else v, codec))
     else:
         layout = BlockLayout.CELLS
         rows = batch.column(0)
@@ -137,8 +212,8 @@ def encode_block_v3(
     entries: list[ChunkEntry] = []
     at = BLOCK_V3_HEADER_SIZE
     raw_total = 0
-    for raw, enc, count, lo, hi in chunks_raw:
-        stored = codec.compress(raw)
+    for raw, enc, count, lo, hi, *done in chunks_raw:
+        stored = done[0] if done else codec.compress(raw)
         pad = align8(stored.size) - stored.size
         piece = [stored, _PAD[:pad]] if pad else [stored]
         entries.append((at, stored.size, raw.size, _crc(piece), enc, count, lo, hi))
@@ -181,18 +256,18 @@ def decode_key_chunk(header: BlockHeaderV3, buf: pa.Buffer, base: int, entry: Ch
     row key, row or cell count) are checked against what it holds."""
     what = "data block key chunk"
     at = offset + entry[0]
-    keys = parse_keys(header, _unpack(buf, base, entry, codec, what, path, offset), what, path, at)
+    body = _unpack(buf, base, entry, codec, what, path, offset)
+    if entry[4] == ChunkEncoding.KEYS_FIXED and header.layout == BlockLayout.DENSE:
+        keys = _parse_fixed_keys(header, body, what, path, at)
+    elif entry[4] == ChunkEncoding.KEYS:
+        keys = parse_keys(header, body, what, path, at)
+    else:
+        raise CorruptionError(f"{what} names unknown encoding {entry[4]}", path, at)
     rows = keys.rows if isinstance(keys, DenseBlock) else keys.column(0)
     count = keys.num_rows
     if count != entry[5] or rows[0].as_py() != entry[6] or rows[count - 1].as_py() != entry[7]:
         raise CorruptionError(f"{what} disagrees with its statistics in the block index", path, at)
     return keys
-
-
-@lru_cache(maxsize=256)
-def _fixed_offsets(n: int, width: int) -> pa.Buffer:
-    """Offsets of ``n`` values of ``width`` bytes (shared by every chunk of that shape)."""
-    return pa.py_buffer((np.arange(n + 1, dtype=np.int32) * width).tobytes())
 
 
 def decode_value_chunk(keys: DenseBlock, j: int, buf: pa.Buffer, base: int, entry: ChunkEntry,
@@ -207,6 +282,10 @@ def decode_value_chunk(keys: DenseBlock, j: int, buf: pa.Buffer, base: int, entr
         values = _decode_fixed(body, n, what, path, at)
     elif entry[4] == ChunkEncoding.IPC:
         values = read_batch(body, _VALUE_COLUMN, what, path, at).column(0)
+    elif entry[4] == ChunkEncoding.LENGTHS:
+        values = decode_lengths(body, n, what, path, at)
+    elif entry[4] == ChunkEncoding.DICT:
+        values = decode_dict(body, n, what, path, at)
     else:
         raise CorruptionError(f"{what} names unknown encoding {entry[4]}", path, at)
     if len(values) != n or n - values.null_count != entry[5]:
@@ -232,7 +311,7 @@ def _decode_fixed(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.
         raise CorruptionError(f"{what} holds {body.size - pos} value bytes, {n} values of {width} need {n * width}",
                               path, at)
     nulls = -1 if validity is not None else 0
-    return pa.Array.from_buffers(_BINARY, n, [validity, _fixed_offsets(n, width), body.slice(pos)], nulls)
+    return pa.Array.from_buffers(_BINARY, n, [validity, fixed_offsets(n, width), body.slice(pos)], nulls)
 
 
 def decode_block_v3(header: BlockHeaderV3, entries: list, buf: pa.Buffer, base: int, codec: BlockCodec,

@@ -25,7 +25,10 @@ consecutive ``DENSE`` blocks is one unit:
 
 A version 3 block's key chunk holds what a version 2 key section does; its
 size and checksum are in the block index's chunk directory instead of the
-block header, so the checks below take them from there.
+block header, so the checks below take them from there.  A ``KEYS_FIXED`` key
+chunk keeps its row keys (all of one width) out of the IPC message: the run's
+keys are laid end to end as one binary array with computed offsets, and its
+timestamp messages make the stream.
 
 A run never holds a row split between two of its blocks (the index's
 ``row_start`` says where rows continue), so its rows stay distinct.  When a
@@ -52,12 +55,13 @@ import pyarrow as pa
 from ..checksum import crc32
 from ..errors import CorruptionError, StorageError
 from ._block import Block
-from ._block_v2 import unpack_section, decode_keys, dense_key_schema, qualifier_table
-from ._block_v3 import check_chunk_count, decode_key_chunk
+from ._block_v2 import unpack_section, decode_keys, dense_key_schema, qualifier_table, timestamp_schema
+from ._block_v3 import check_chunk_count, decode_key_chunk, fixed_keys_layout, fixed_rows
 from .dense import DenseBlock
 from ._pools import LazyPool, prefetch_pool
 from .block_source import BlockSource
-from .format import BLOCK_V2_HEADER_SIZE, BLOCK_V2_MAGIC, BLOCK_V3_HEADER_SIZE, BLOCK_V3_MAGIC, BlockLayout, ChecksumType
+from .format import (BLOCK_V2_HEADER_SIZE, BLOCK_V2_MAGIC, BLOCK_V3_HEADER_SIZE, BLOCK_V3_MAGIC, BlockLayout,
+                     ChecksumType, ChunkEncoding)
 
 __all__ = ["plan_units", "key_units", "read_run", "RUN_KEY_BYTES"]
 
@@ -130,9 +134,10 @@ def _align8(a: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=64)
-def _stream_head(encodings: tuple) -> bytes:
-    """The IPC schema message that turns a dense key section's messages into a stream."""
-    return dense_key_schema(encodings).serialize().to_pybytes()
+def _stream_head(encodings: tuple, fixed: bool = False) -> bytes:
+    """The IPC schema message that turns a dense key section's messages (``fixed``: the
+    timestamp messages of ``KEYS_FIXED`` key chunks) into a stream."""
+    return (timestamp_schema if fixed else dense_key_schema)(encodings).serialize().to_pybytes()
 
 
 def plan_units(source: BlockSource, first: int, last: int, max_rows: int) -> list[tuple[int, int]]:
@@ -246,15 +251,21 @@ def read_run(source: BlockSource, a: int, b: int) -> list[tuple[int, int, DenseB
     heads = _checked_headers(source, a, b, raws)
     bodies = _key_bodies(source, a, raws, heads)
     hsize = _hsize(source)
+    chunks = source.index.chunks
+    fixed = [chunks.encoding[chunks.starts[i]] == ChunkEncoding.KEYS_FIXED for i in range(a, b + 1)] \
+        if chunks is not None else [False] * len(bodies)
     groups = []
     g = 0
     while g < len(bodies):
         qualifiers, encodings, table_size = qualifier_table(bodies[g], source.where, offsets[g] + hsize)
-        table = bytes(bodies[g][:table_size])
+        # blocks of fixed-width keys group by their key width too (its head follows the table)
+        prefix = table_size + (8 if fixed[g] else 0)
+        table = bytes(bodies[g][:prefix])
         h = g + 1
-        while h < len(bodies) and bodies[h][:table_size] == table:
+        while h < len(bodies) and fixed[h] == fixed[g] and bodies[h][:prefix] == table:
             h += 1
-        dense = _decode_group(source, a + g, raws[g:h], bodies[g:h], heads[g:h], qualifiers, encodings, table_size)
+        dense = _decode_group(source, a + g, raws[g:h], bodies[g:h], heads[g:h], qualifiers, encodings, table_size,
+                              fixed[g])
         groups.append((a + g, a + h - 1, dense))
         g = h
     return groups
@@ -363,16 +374,31 @@ def _key_bodies(source: BlockSource, a: int, raws: list, heads: np.ndarray) -> l
     return bodies
 
 
-def _decode_group(source, first: int, raws, bodies, heads, qualifiers, encodings, table_size) -> DenseBlock:
+def _decode_group(source, first: int, raws, bodies, heads, qualifiers, encodings, table_size,
+                  fixed: bool = False) -> DenseBlock:
     """One IPC stream of the blocks' key messages (all behind the same
-    qualifier table), checked against their headers."""
-    stream = b"".join([_stream_head(encodings), *[body[table_size:] for body in bodies], _END_OF_STREAM])
+    qualifier table), checked against their headers.  ``fixed``: ``KEYS_FIXED`` key
+    chunks of one key width, whose keys are laid end to end beside the stream."""
+    counts = heads["rows"].astype(np.int64)
+    rows = None
+    if fixed:
+        layouts = [fixed_keys_layout(body, table_size, n) for body, n in zip(bodies, counts.tolist())]
+        messages = [body[at:] for body, (_, at) in zip(bodies, layouts)] if all(layouts) else []
+        if messages:
+            width = layouts[0][0]
+            keys_at = table_size + 8
+            rows = fixed_rows(pa.py_buffer(b"".join([body[keys_at : keys_at + n * width]
+                                                     for body, n in zip(bodies, counts.tolist())])),
+                              int(counts.sum()), width)
+    else:
+        messages = [body[table_size:] for body in bodies]
     try:
-        table = pa.ipc.open_stream(pa.py_buffer(stream)).read_all()
-        table.validate()
+        stream = b"".join([_stream_head(encodings, fixed), *messages, _END_OF_STREAM])
+        table = pa.ipc.open_stream(pa.py_buffer(stream)).read_all() if messages else None
+        if table is not None:
+            table.validate()
     except (pa.ArrowException, ValueError):
         table = None
-    counts = heads["rows"].astype(np.int64)
     if table is not None:
         chunks = table.column(0).chunks
         lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
@@ -380,6 +406,8 @@ def _decode_group(source, first: int, raws, bodies, heads, qualifiers, encodings
             table = None
     if table is not None:
         columns = [c.chunk(0) for c in table.combine_chunks().columns]
+        if rows is not None:
+            columns.insert(0, rows)
         dense = DenseBlock(columns[0], qualifiers, columns[1:], None)
         if np.array_equal(_cells_per_block(dense, counts), heads["cells"].astype(np.int64)) and (
             source.index.chunks is None or _key_stats_agree(source, first, dense, counts)

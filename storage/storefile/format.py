@@ -112,6 +112,9 @@ class ChunkEncoding(IntEnum):
     KEYS = 0  # chunk 0: the block's key section, as a version 2 key section
     IPC = 1  # one Arrow IPC encapsulated RecordBatch message of one binary column
     FIXED = 2  # every present value has one width: validity bitmap and the values back to back
+    DICT = 3  # a dictionary of the distinct values and one narrow code (u8 or u16) per row
+    LENGTHS = 4  # one narrow length (u8 or u16) per row, then the values back to back
+    KEYS_FIXED = 5  # chunk 0 of a DENSE block whose row keys have one width: no offsets stored
 
 
 DEFAULT_BLOCK_SIZE = 65536

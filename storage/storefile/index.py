@@ -242,8 +242,10 @@ class ChunkDirectory:
                 and bool((off[later] == ends[np.flatnonzero(later) - 1]).all())
                 and bool((ends[lasts] == lens).all())
                 and bool((ends[firsts] == key_lens).all())
-                and bool((enc[firsts] == ChunkEncoding.KEYS).all())
-                and bool(np.isin(enc[later], (ChunkEncoding.IPC, ChunkEncoding.FIXED)).all())
+                and bool(((enc[firsts] == ChunkEncoding.KEYS)
+                          | ((enc[firsts] == ChunkEncoding.KEYS_FIXED) & dense)).all())
+                and bool(np.isin(enc[later], (ChunkEncoding.IPC, ChunkEncoding.FIXED, ChunkEncoding.DICT,
+                                                   ChunkEncoding.LENGTHS)).all())
                 and bool((count[firsts] == keyed).all())
                 and bool(((count[later] >= 0) & (count[later] <= keyed[value_block])).all())
                 and bool((dense[value_block] | (count[later] == cell_counts[value_block])).all())

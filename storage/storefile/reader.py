@@ -462,7 +462,7 @@ class StoreFileReader:
                 cache.put(part_key, block, block.nbytes)
         return block
 
-    def chunk_stats(self, qualifier: bytes) -> tuple[list, list] | None:
+    def chunk_stats(self, qualifier: bytes, first: int = 0, last: int | None = None) -> tuple[list, list] | None:
         """Per block, the bytewise least and greatest value of ``qualifier`` as recorded in a
         version 3 file's block index: ``(min, max)``, two lists of one entry per block, None
         where the block lacks the qualifier or its chunk records no bounds (values of mixed
@@ -470,7 +470,8 @@ class StoreFileReader:
         values whose encoding sorts bytewise (the ordered encodings, fixed-width big-endian
         unsigned numbers).  None for a file of an older version.  Reading a block's key chunk
         tells which chunk holds the qualifier, so each block's bounds cost one key chunk read
-        (cached) the first time."""
+        (cached) the first time; a block none of whose chunks records bounds costs none.
+        ``first``..``last`` (inclusive; None: the last block) limit the blocks reported."""
         if not isinstance(qualifier, bytes):
             raise InvalidArgument(f"qualifier must be bytes, got {qualifier!r}")
         if self.format_version < 3:
@@ -478,9 +479,9 @@ class StoreFileReader:
         idx = self._index
         lows: list = []
         highs: list = []
-        for i in range(len(idx)):
+        for i in range(first, len(idx) if last is None else last + 1):
             k = None
-            if idx.layouts[i] == BlockLayout.DENSE:
+            if idx.layouts[i] == BlockLayout.DENSE and any(e[6] is not None for e in idx.chunks.entries(i)[1:]):
                 quals = self._load_keys(i, True).dense.qualifiers
                 if qualifier in quals:
                     k = quals.index(qualifier) + 1

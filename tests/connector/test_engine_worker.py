@@ -251,7 +251,9 @@ def test_save_decides_every_mode_before_any_task(worker, root):
     _proc, port = worker
     options = {"root": root, "table": "t", "hbase.columns.mapping": MAPPING}
     answers = {m: _ask(port, _req("save", options=options, mode=m)) for m in ("Append", "Overwrite", "Ignore")}
-    assert answers["Append"] == {"ok": True, "write": True, "mode": "append", "exists": True}
+    # two regions: the driver samples the keys, so each region's rows are staged by one task
+    assert answers["Append"] == {"ok": True, "write": True, "mode": "append", "exists": True,
+                                 "sample": {"columns": ["k"], "rows": 2000}}
     assert answers["Overwrite"]["mode"] == "overwrite" and answers["Ignore"]["write"] is False
     reply = _ask(port, _req("save", options=options, mode="ErrorIfExists"))
     assert reply["ok"] is False and f"table t already exists under {root}" in reply["error"]

@@ -159,6 +159,25 @@ def test_newtable_splits_at_the_quantiles_of_the_keys_not_their_first_byte(spark
     assert got.selectExpr("sum(v)", "count(*)", "sum(k)").first() == df.selectExpr("sum(v)", "count(*)", "sum(k)").first()
 
 
+def test_a_load_into_an_existing_table_stages_about_one_file_per_region_not_one_per_task(spark, tmp_path):
+    """Three input tasks each span all four regions of an existing table: the load regroups the rows
+    by region first, so each region gets one file, or two (the rows from its start to its first
+    sampled key come from the task before), not three."""
+    root = str(tmp_path / "root")
+    opts = dict(root=root, table="t", **{"hbase.columns.mapping": KEYED})
+    first = spark.range(0, 20000, 1, 3).selectExpr("id * 2 AS k", "id AS v", "cast(id AS STRING) AS w")
+    first.write.format("regionscan").options(newtable="4", **opts).mode("append").save()
+    assert [files for _, files in _regions_rows_files(root, "t")] == [1, 1, 1, 1]
+    # odd keys, interleaved with the table's: every region gets rows, from every input partition
+    more = spark.range(0, 20000, 1, 3).selectExpr("id * 2 + 1 AS k", "id AS v", "cast(id AS STRING) AS w").repartition(3)
+    more.write.format("regionscan").options(**opts).mode("append").save()
+    loaded = [files - 1 for _, files in _regions_rows_files(root, "t")]
+    assert all(1 <= n <= 2 for n in loaded) and sum(loaded) < 12, loaded
+    got = spark.read.format("regionscan").options(**opts).load()
+    assert got.selectExpr("count(*)", "sum(k)", "sum(v)").first() == \
+        first.union(more).selectExpr("count(*)", "sum(k)", "sum(v)").first()
+
+
 def test_sample_split_keys_weigh_each_sampled_key_by_its_partition():
     import pyarrow as pa
 

@@ -5,7 +5,8 @@ Run once per format version, from the repository root, with the writer of that
 version (``PYTHONPATH=$PWD python3 tests/golden/make_golden.py v1``): the
 engine's writer for versions 2 and 3 (``format_version=``), :mod:`storefile_v1`
 (beside this script) for version 1, which the engine no longer writes.  Version
-3 also gets files written by ``append_rows`` (``ROW_SPECS``).  The files are
+3 also gets files written by ``append_rows`` (``ROW_SPECS``), and ``v3-narrow``
+writes the files of the narrow value-chunk encodings (``NARROW_SPECS``) alone.  The files are
 committed and never regenerated, so a reader change that breaks reading them
 fails ``tests/storage/test_storefile_golden.py``.
 """
@@ -95,6 +96,42 @@ ROW_SPECS = {
 }
 
 
+def narrow_rows() -> tuple[list[bytes], list[bytes], list[list], list[list]]:
+    """Rows whose columns the version 3 writer stores in its narrow encodings: few
+    distinct strings of mixed widths and few distinct 8-byte values (``DICT``, one
+    with absent values), text of mixed widths under 256 bytes (``LENGTHS``), and
+    longer text (``LENGTHS`` with 2-byte lengths).  As :func:`wide_rows`."""
+    modes = [b"AIR", b"MAIL", b"SHIP", b"TRUCK", b"RAIL", b"FOB", b"REG AIR"]
+    n = 1100
+    mix = [(r * 2654435761 >> 7) % 10007 for r in range(n)]  # a fixed scramble, so zstd finds no period
+    rows = [b"n%05d" % r for r in range(n)]
+    quals = [b"c", b"d", b"k", b"m", b"t", b"x"]
+    values = [
+        [b"note %d" % (m % 1000) for m in mix],  # mixed widths, many distinct: LENGTHS
+        [None if r % 7 == 3 else (9000 + m % 40).to_bytes(8, "big") for r, m in enumerate(mix)],  # DICT, absent
+        [(m % 260 * 104729).to_bytes(6, "big") for m in mix],  # 260 distinct of one width in ~550 rows: FIXED (a dictionary would not pay)
+        [modes[m % len(modes)] for m in mix],  # few distinct of mixed widths: DICT
+        [b"t" * (r % 23) + b"%d" % r if r % 3 else None for r in range(n)],  # LENGTHS, absent
+        [b"%05d" % m * (60 if r % 50 == 0 else 1) for r, m in enumerate(mix)],  # a few long ones: 2-byte lengths
+    ]
+    stamps = [[None if v is None else 5000 for v in col] for col in values]
+    return rows, quals, values, stamps
+
+
+def narrow_cells() -> list[Cell]:
+    """The cells of :func:`narrow_rows`, in cell order."""
+    rows, quals, values, stamps = narrow_rows()
+    return [Cell(row, FAMILY, q, stamps[j][i], int(CellType.PUT), values[j][i])
+            for i, row in enumerate(rows) for j, q in enumerate(quals) if values[j][i] is not None]
+
+
+NARROW_SPECS = {
+    # version 3 with the DICT and LENGTHS value chunks: written by append_rows
+    "narrow_zstd": {"row_group_size": 130_000, "compression": "zstd", "bloom": True},
+    "narrow_plain": {"row_group_size": 130_000, "compression": None, "bloom": False},
+}
+
+
 def writer_of(version: str):
     """The writer of format ``version`` (``"v1"``, ``"v2"``, ``"v3"``)."""
     if version == "v1":
@@ -104,6 +141,15 @@ def writer_of(version: str):
 
 def main(version: str) -> None:
     fs = FileSystem(HERE)
+    if version == "v3-narrow":  # added after the other version 3 files, which stay as written
+        for name, kw in NARROW_SPECS.items():
+            rows, quals, values, stamps = narrow_rows()
+            w = writer_of("v3")(fs, f"v3_{name}.rsf", family=FAMILY, **kw)
+            w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
+                          [pa.array(t, pa.int64()) for t in stamps])
+            w.finish(max_seq_id=42)
+            _expect(f"v3_{name}", narrow_cells())
+        return
     for name, (make, kw) in SPECS.items():
         cells = make()
         path = f"{version}_{name}.rsf"

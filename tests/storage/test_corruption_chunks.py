@@ -1,7 +1,8 @@
 """Version 3 column chunks under corruption, through a table.
 
 A bulk-loaded table (one store file of column chunks, several row groups) is
-copied once per chunk of one row group, with a flipped byte in that chunk. Every
+copied once per chunk of one row group, with a flipped byte in that chunk (the
+key chunk without offsets, a FIXED, a LENGTHS and a DICT chunk). Every
 read path that uses the chunk fails with a CorruptionError naming the file and
 the chunk's offset; every path that does not use it answers as the good table
 does, so a scan of other columns never reads, verifies or trips over it:
@@ -29,7 +30,7 @@ import storage
 from storage.engine import BulkLoadTask, commit_load, table_regions
 from storage.errors import CorruptionError
 from storage.storefile import StoreFileReader
-from storage.storefile.format import TRAILER_SIZE, Trailer
+from storage.storefile.format import TRAILER_SIZE, ChunkEncoding, Trailer
 from storage.vfs.fs import FileSystem
 
 ROWS = 3000
@@ -53,8 +54,10 @@ def good(tmp_path_factory):
     idx = np.arange(ROWS)
     keys = pa.array([_key(i) for i in range(ROWS)], pa.binary())
     a = pa.array([int(v).to_bytes(8, "big") for v in idx * 7919], pa.binary())  # fixed width
-    b = pa.array([b"text-%d" % (i * i) for i in range(ROWS)], pa.binary())  # mixed widths
-    c = pa.array([None if i % 5 == 0 else b"%04d" % (i % 10000) for i in range(ROWS)], pa.binary())  # fixed, absent
+    mix = [(i * 2654435761 >> 7) % 100003 for i in range(ROWS)]  # a scramble: no period for zstd to find
+    b = pa.array([b"text-%d" % m for m in mix], pa.binary())  # mixed widths: a length-coded chunk
+    # few values of one width, absent rows: a dictionary chunk
+    c = pa.array([None if i % 5 == 0 else b"code-%07d" % (mix[i] % 9 * 1111) for i in range(ROWS)], pa.binary())
     task.add(pa.RecordBatch.from_arrays([keys, a, b, c], names=["key", "cf:a", "cf:b", "cf:c"]))
     commit_load(fs, "load", task.finish())
     files = sorted(p for p in root.rglob("*.sf"))
@@ -78,6 +81,9 @@ def good(tmp_path_factory):
         qualifiers = r._load_keys(block, False).dense.qualifiers
         index_at = Trailer.decode(files[0].read_bytes()[-TRAILER_SIZE:], rel, files[0].stat().st_size).index_offset
     assert qualifiers == (b"a", b"b", b"c") and len(entries) == 4
+    # every encoding but IPC is flipped below: keys without offsets, FIXED, LENGTHS and DICT
+    assert [e[4] for e in entries] == [ChunkEncoding.KEYS_FIXED, ChunkEncoding.FIXED, ChunkEncoding.LENGTHS,
+                                       ChunkEncoding.DICT]
     return root, rel, answers, offset, entries, rows, index_at
 
 
@@ -148,9 +154,9 @@ def test_bounds_that_disagree_with_their_chunk_fail_check(tmp_path, monkeypatch)
 
     encode = block_v3._encode_values
 
-    def lying(values):
-        raw, enc, count, low, high = encode(values)
-        return raw, enc, count, high, low  # bounds swapped
+    def lying(values, codec=None):
+        raw, enc, count, low, high, *stored = encode(values, codec)
+        return (raw, enc, count, high, low, *stored)  # bounds swapped
 
     fs = FileSystem(str(tmp_path))
     rows = pa.array([_key(i) for i in range(50)], pa.binary())

@@ -72,7 +72,31 @@ def test_every_version_and_both_layouts_are_covered():
             if r.format_version == 3:
                 encodings |= set(r._index.chunks.encoding)
     assert layouts[2] == layouts[3] == {BlockLayout.CELLS, BlockLayout.DENSE}
-    assert encodings == {0, 1, 2}  # key chunks, IPC value chunks and fixed-width ones
+    # key chunks (with and without offsets), IPC, fixed-width, dictionary and length-coded value chunks
+    assert encodings == {0, 1, 2, 3, 4, 5}
+
+
+@pytest.mark.parametrize("name", ["v3_narrow_zstd", "v3_narrow_plain"])
+def test_v3_narrow_golden_files_hold_the_narrow_encodings(golden_fs, name):
+    """The files of the narrow encodings keep them: keys without offsets in every block,
+    length-coded text with 1- and 2-byte lengths, dictionaries (one of mixed widths, and,
+    uncompressed, one of one width with absent rows); each column reads back alone."""
+    rows, quals, values, _ = make_golden.narrow_rows()
+    with StoreFileReader(golden_fs, name + ".rsf") as r:
+        ch = r._index.chunks
+        assert r.block_count == 2
+        for i in range(r.block_count):
+            enc = ch.encoding[ch.starts[i] : ch.starts[i + 1]]
+            assert enc[0] == 5 and enc[1] == enc[5] == enc[6] == 4 and enc[4] == 3, enc
+            if name.endswith("plain"):
+                assert enc[2] == 3
+        r.check()
+        for j, q in enumerate(quals):
+            got = {}
+            for part in r.scan_parts(columns=[q]):
+                d = part.dense
+                got.update(zip(d.rows.to_pylist(), d.value(d.qualifiers.index(q)).to_pylist()))
+            assert got == dict(zip(rows, values[j])), q
 
 
 @pytest.mark.parametrize("name", NAMES)

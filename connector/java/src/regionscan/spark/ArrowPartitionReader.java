@@ -26,10 +26,14 @@ final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
   private final WorkerProcess.Exchange exchange;
   private final BufferAllocator allocator;
   private final ArrowStreamReader reader;
+  private final ReadTimeline.Task timeline;  // null unless spark.regionscan.debug.timeline is set
+  private final int splits;
   private ColumnarBatch batch;
   private boolean finished;
 
   ArrowPartitionReader(SourceSettings settings, RegionScanPartition partition) {
+    long started = System.nanoTime();
+    String timelinePath = ReadTimeline.target();
     WorkerProcess w;
     WorkerProcess.Exchange ex = null;
     try {
@@ -71,14 +75,26 @@ final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
     }
     this.worker = w;
     this.exchange = ex;
+    this.splits = req.path("splits").size();
     this.allocator = ROOT.newChildAllocator("regionscan-task", 0, Long.MAX_VALUE);
-    this.reader = new ArrowStreamReader(ex.in, allocator);
+    if (timelinePath != null) {
+      timeline = new ReadTimeline.Task(timelinePath, ex.in, started);
+      timeline.open = System.nanoTime() - started;
+      this.reader = new ArrowStreamReader(timeline.in, allocator);
+    } else {
+      timeline = null;
+      this.reader = new ArrowStreamReader(ex.in, allocator);
+    }
   }
 
   @Override
   public boolean next() throws IOException {
     if (finished) {
       return false;
+    }
+    long asked = timeline != null ? System.nanoTime() : 0;
+    if (timeline != null && timeline.lastReturn != 0) {
+      timeline.spark += asked - timeline.lastReturn;
     }
     try {
       if (batch == null) {
@@ -90,8 +106,17 @@ final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
         }
         batch = new ColumnarBatch(columns);
       }
-      if (reader.loadNextBatch()) {
+      boolean loaded = reader.loadNextBatch();
+      if (timeline != null) {
+        timeline.lastReturn = System.nanoTime();
+        timeline.load += timeline.lastReturn - asked;
+      }
+      if (loaded) {
         batch.setNumRows(reader.getVectorSchemaRoot().getRowCount());
+        if (timeline != null) {
+          timeline.batches++;
+          timeline.rows += batch.numRows();
+        }
         return true;
       }
       finished = true;
@@ -133,6 +158,9 @@ final class ArrowPartitionReader implements PartitionReader<ColumnarBatch> {
     } finally {
       exchange.close();
       allocator.close();
+      if (timeline != null) {
+        timeline.finish(splits);
+      }
     }
   }
 }

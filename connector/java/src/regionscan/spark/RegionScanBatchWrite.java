@@ -64,7 +64,7 @@ final class RegionScanBatchWrite implements BatchWrite, Serializable {
     return write;
   }
 
-  /** The key sample's rows where the created table's regions start ({@link KeySample#byRegion}), or null. */
+  /** The key sample's rows where the table's regions start ({@link KeySample#byRegion}), or null. */
   transient int[] cutRows;
 
   /** Makes each task's {@link TaskRowWriter}. */

@@ -99,7 +99,15 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
       String key = "spark.sql.leafNodeDefaultParallelism";
       req.put("parallelism", conf.contains(key) ? Integer.parseInt(conf.getConfString(key))
           : SparkContext.getOrCreate().defaultParallelism());
+      long started = System.nanoTime();
       plan = settings.call(req);
+      String timeline = ReadTimeline.target();
+      if (timeline != null) {
+        ReadTimeline.write(timeline, String.format(java.util.Locale.ROOT, "{\"kind\":\"plan\",\"start_ms\":%d,\"plan_ms\":%.2f,"
+            + "\"tasks\":%d,\"splits\":%d,\"table\":\"%s\"}", System.currentTimeMillis(),
+            (System.nanoTime() - started) / 1e6, plan.path("tasks").size(), plan.path("splits").asInt(),
+            settings.tableName().replace("\"", "'")));
+      }
     }
     return plan;
   }

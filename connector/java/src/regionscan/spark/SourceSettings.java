@@ -73,6 +73,8 @@ final class SourceSettings implements Serializable {
 
   /** A planning request; a worker error becomes one line (IllegalArgumentException). */
   JsonNode call(ObjectNode request) {
+    long started = System.nanoTime();
+    String op = request.path("op").asText();
     try {
       try {
         return worker().call(request);
@@ -81,6 +83,12 @@ final class SourceSettings implements Serializable {
       }
     } catch (IOException e) {
       throw new IllegalArgumentException(e.getMessage(), null);
+    } finally {
+      String timeline = ReadTimeline.target();
+      if (timeline != null) {
+        ReadTimeline.write(timeline, String.format(java.util.Locale.ROOT, "{\"kind\":\"rpc\",\"op\":\"%s\",\"start_ms\":%d,\"ms\":%.2f}",
+            op, System.currentTimeMillis(), (System.nanoTime() - started) / 1e6));
+      }
     }
   }
 
