@@ -106,7 +106,16 @@ def write_begin(req: dict) -> dict:
     if not isinstance(text, str):
         raise InvalidArgument("write_begin needs the DataFrame's schema (StructType JSON)")
     config = SourceConfig.from_options(req.get("options") or {})
-    sample = _encoded_sample(config, req)
+    from ..savemode import table_exists
+
+    try:
+        sample = _encoded_sample(config, req)
+    except InvalidArgument:
+        if not table_exists(config):
+            raise  # the new table's splits need the sample: its bad key is this write's one line
+        # regrouping a load into an existing table only saves files: its tasks meet the row (a
+        # null key, a value the SerDe refuses) and report it as they would without a sample
+        sample = None
     split_keys, cut_rows = _sampled_split_keys(config, sample)
     writer = RegionScanWriter(config, StructType.fromJson(json.loads(text)), mode == "overwrite", split_keys=split_keys)
     _hold(writer)
