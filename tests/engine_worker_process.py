@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import subprocess
 import sys
 from typing import Iterator
+
+import pyarrow as pa
 
 
 @contextlib.contextmanager
@@ -51,3 +54,18 @@ def sample_table(path: str, rows: int, split_at: int, n_factor: int) -> str:
                 b.put(key, cells)
         table.flush()
     return path
+
+
+def exchange(port: int, secret: str, doc: dict) -> tuple[dict, pa.Table | None, dict | None]:
+    """One request to a worker on ``port``: its reply frame, and for a read that began, its
+    rows and its trailer."""
+    from connector.worker.protocol import read_frame, request_bytes
+
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.sendall(request_bytes({"v": 1, "secret": secret, **doc}))
+        sock.shutdown(socket.SHUT_WR)
+        f = sock.makefile("rb")
+        head = read_frame(f)
+        if doc["op"] != "read" or not head.get("ok"):
+            return head, None, None
+        return head, pa.ipc.open_stream(f).read_all(), read_frame(f)

@@ -16,7 +16,6 @@ import contextlib
 import datetime as dt
 import json
 import os
-import socket
 import subprocess
 import sys
 from decimal import Decimal
@@ -29,9 +28,8 @@ import pytest
 import storage
 
 from connector.source_config import SourceConfig
-from connector.worker.protocol import read_frame, request_bytes
 from connector.worker.read_plan import PLAN_VERSION, ReadPlan, decode_filters, filter_doc, plan_digest
-from engine_worker_process import SAMPLE_MAPPING, python_worker, sample_table
+from engine_worker_process import SAMPLE_MAPPING, exchange, python_worker, sample_table
 from suite_paths import GOLDEN, REPO
 from storage.errors import InvalidArgument
 
@@ -150,14 +148,7 @@ def _worker_without_pyspark() -> Iterator[int]:
 
 def _exchange(port: int, doc: dict) -> tuple[dict, pa.Table | None, dict | None]:
     """One request; its reply frame, and for a read that began, its rows and trailer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
-        sock.sendall(request_bytes({"v": 1, "secret": SECRET, **doc}))
-        sock.shutdown(socket.SHUT_WR)
-        f = sock.makefile("rb")
-        head = read_frame(f)
-        if doc["op"] != "read" or not head.get("ok"):
-            return head, None, None
-        return head, pa.ipc.open_stream(f).read_all(), read_frame(f)
+    return exchange(port, SECRET, doc)
 
 
 @pytest.fixture(scope="module")

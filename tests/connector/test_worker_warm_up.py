@@ -10,14 +10,12 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
-import socket
 import time
 
 import pyarrow as pa
-from engine_worker_process import python_worker
+from engine_worker_process import exchange, python_worker
 
 import storage
-from connector.worker.protocol import read_frame, request_bytes
 from serde import create_serde
 
 SECRET = "warm-up-secret"
@@ -43,14 +41,7 @@ def _table(root: str, rows: int) -> None:
 
 def _ask(port: int, doc: dict) -> tuple[dict, pa.Table | None, dict | None]:
     """One request: its reply, and for a read the rows and the trailer."""
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
-        sock.sendall(request_bytes({"v": 1, "secret": SECRET, **doc}))
-        sock.shutdown(socket.SHUT_WR)
-        f = sock.makefile("rb")
-        reply = read_frame(f)
-        if doc["op"] != "read" or not reply.get("ok"):
-            return reply, None, None
-        return reply, pa.ipc.open_stream(f).read_all(), read_frame(f)
+    return exchange(port, SECRET, doc)
 
 
 def _warmed(port: int) -> dict:
