@@ -310,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sweep", action="store_true",
                    help="load and measure every --sweep-sizes row-group size with every --sweep-codecs codec")
     p.add_argument("--sweep-sizes", type=lambda v: [int(x) for x in v.split(",")], metavar="BYTES,...",
-                   default=[64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20],
-                   help="row-group sizes of --sweep (default 64 KiB, 256 KiB, 1 MiB, 4 MiB, 8 MiB)")
+                   default=[64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20],
+                   help="row-group sizes of --sweep (default 64 KiB, 256 KiB, 1, 4, 8, 16 and 32 MiB)")
     p.add_argument("--sweep-codecs", type=lambda v: v.split(","), metavar="CODEC,...", default=["none", "lz4", "zstd"],
                    help="codecs of --sweep (default none,lz4,zstd)")
     p.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best counts (default 3)")

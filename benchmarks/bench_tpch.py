@@ -112,12 +112,13 @@ def load(spark: Any, data_dir: str, parquet: str, reload: bool) -> str:
 
 
 # -- the session and the engine worker ------------------------------------------------------
-def session(cores: int, driver_memory: str) -> Any:
+def session(cores: int, driver_memory: str, conf: dict[str, str] | None = None) -> Any:
     """A local Spark session with the JVM regionscan source (UTC session time zone, as the
-    TPC-H dates are read); exits in one line when the JVM source could not be built."""
+    TPC-H dates are read; ``conf``: more Spark settings, e.g. the JVM read timeline); exits in
+    one line when the JVM source could not be built."""
     from connector.session import jvm_source_loaded
 
-    spark = spark_session("bench_tpch", cores, driver_memory, {"spark.sql.session.timeZone": "UTC"})
+    spark = spark_session("bench_tpch", cores, driver_memory, {"spark.sql.session.timeZone": "UTC", **(conf or {})})
     if not jvm_source_loaded(spark):
         spark.stop()
         raise SystemExit("the JVM regionscan source could not be built (javac's error is above): this benchmark "
@@ -344,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                         help="a read option of the regionscan side (repeatable)")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the session (repeatable), e.g. "
+                             "spark.regionscan.debug.timeline=<file> to record the JVM side of each read")
     parser.add_argument("--cold-query-first", action="store_true",
                         help="first runs without the untimed run of the query on each side before them: the "
                              "side that goes first (they alternate) also pays Spark's compilation of the query")
@@ -354,9 +358,10 @@ def main(argv: list[str] | None = None) -> int:
         numbers = parse_query_list(args.queries)
     except ValueError as e:
         parser.error(str(e))
-    bad = [o for o in args.option if "=" not in o]
-    if bad:
-        parser.error(f"--option takes KEY=VALUE, not {bad[0]!r}")
+    for flag, given in (("--option", args.option), ("--conf", args.conf)):
+        bad = [o for o in given if "=" not in o]
+        if bad:
+            parser.error(f"{flag} takes KEY=VALUE, not {bad[0]!r}")
     options = dict(o.split("=", 1) for o in args.option)
     import tempfile
 
@@ -364,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
                                                              f"sf{args.scale:g}"))
     os.makedirs(data_dir, exist_ok=True)
     parquet = generate(data_dir, args.scale)
-    spark = session(args.cores, args.driver_memory)
+    spark = session(args.cores, args.driver_memory, dict(c.split("=", 1) for c in args.conf))
     rows: list[dict] = []
     try:
         root = load(spark, data_dir, parquet, args.reload)

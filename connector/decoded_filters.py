@@ -26,7 +26,11 @@ SerDe decoded for the task, with pyarrow's kernels over whole batches:
 A batch is decoded lazily (:meth:`DecodedFilter.select`): the cheapest
 condition's columns first, each later condition's columns only at the rows
 the ones before kept, and the query's other columns only at the rows that
-pass, so a selective filter spares the decoding of the rows it drops.
+pass, so a selective filter spares the decoding of the rows it drops.  The
+conditions on one column (a range's bounds) are tested together before the
+rows are narrowed, and an ``IS NOT NULL`` another condition implies (Spark
+adds one beside each comparison) is not tested, or it would decode its column
+at every row first.
 
 A filter taken here is handled: Spark does not check it again, so an
 aggregate over the filtered rows can be computed by the tasks
@@ -249,6 +253,10 @@ Decode = Callable[[Any, Sequence[str]], list]
 """Decodes columns (by lower-case name) of a batch of stored rows, or of those rows taken at
 some positions: one array per name."""
 
+Sources = Callable[[Sequence[str]], "list[str] | None"]
+"""The stored batch's columns besides ``key`` that decoding some columns (by lower-case name)
+reads; None when any of them may be."""
+
 
 class _Batch:
     """A batch's columns by lower-case name, with the types literals are cast to; ``at`` (None:
@@ -261,29 +269,32 @@ class _Batch:
     """
 
     def __init__(self, decoded: dict[str, pa.Array], at: pa.Array | None = None, raw: Any = None,
-                 decode: Decode | None = None, parent: "_Batch | None" = None, positions: pa.Array | None = None):
+                 decode: Decode | None = None, parent: "_Batch | None" = None, positions: pa.Array | None = None,
+                 sources: Sources | None = None):
         self._all = decoded
         self.at = at
         self._raw = raw
         self._decode = decode
         self._parent = parent  # the wider view this one narrows, at ``positions`` of its rows
         self._positions = positions
+        self._sources = sources
         self._taken: dict[str, pa.Array] = {}
-        self._raw_at = None
+        self._raw_at: dict[str, pa.Array] = {}  # stored columns taken at ``at``, by field name
 
     @classmethod
     def of(cls, batch: pa.RecordBatch) -> "_Batch":
         return cls({name.lower(): batch.column(i) for i, name in enumerate(batch.schema.names)})
 
     @classmethod
-    def stored(cls, raw: Any, decode: Decode) -> "_Batch":
-        """A view of stored rows, each column decoded on first use."""
-        return cls({}, raw=raw, decode=decode)
+    def stored(cls, raw: Any, decode: Decode, sources: Sources | None = None) -> "_Batch":
+        """A view of stored rows, each column decoded on first use (``sources``: which stored
+        columns decoding some names reads, so a narrowed view takes only those)."""
+        return cls({}, raw=raw, decode=decode, sources=sources)
 
     def narrowed(self, positions: pa.Array) -> "_Batch":
         """The rows at ``positions`` (indices into this view's rows)."""
         at = positions if self.at is None else self.at.take(positions)
-        return _Batch(self._all, at, self._raw, self._decode, self, positions)
+        return _Batch(self._all, at, self._raw, self._decode, self, positions, self._sources)
 
     def _known(self, name: str) -> pa.Array | None:
         """The column at this view's rows if it is decoded here or in a wider view (taken), else None."""
@@ -311,16 +322,37 @@ class _Batch:
         return self._known(name)
 
     def decode(self, names: Sequence[str]) -> None:
-        """Decode the columns ``names`` not known yet at this view's rows, in one pass."""
+        """Decode the columns ``names`` not known yet at this view's rows, in one pass: at
+        every row, then taken, when this view keeps more than half of them (decoded values
+        take faster than their stored bytes), else at this view's rows alone."""
         missing = [n for n in names if self._known(n) is None]
         if not missing:
+            return
+        if self.at is not None and self._raw is not None and len(self.at) * 2 > self._raw.num_rows:
+            top = self
+            while top._parent is not None:
+                top = top._parent
+            top.decode(missing)
             return
         if self.at is None:
             self._all.update(zip(missing, self._decode(self._raw, missing)))
             return
-        if self._raw_at is None:
-            self._raw_at = self._raw.take(self.at)
-        self._taken.update(zip(missing, self._decode(self._raw_at, missing)))
+        self._taken.update(zip(missing, self._decode(self._stored_at(missing), missing)))
+
+    def _stored_at(self, names: Sequence[str]) -> Any:
+        """The stored rows at this view's rows, with the stored columns decoding ``names`` reads
+        (every column when that is not known): each taken once per view."""
+        schema = self._raw.schema
+        fields = self._sources(names) if self._sources is not None else None
+        if fields is None:
+            fields = schema.names
+        else:
+            fields = [f for f in ["key", *fields] if schema.get_field_index(f) >= 0]
+        for f in fields:
+            if f not in self._raw_at:
+                self._raw_at[f] = self._raw.column(schema.get_field_index(f)).take(self.at)
+        return pa.RecordBatch.from_arrays([self._raw_at[f] for f in fields],
+                                          schema=pa.schema([schema.field(f) for f in fields]))
 
     def value(self, e: Any, like: pa.DataType | None = None) -> Any:
         if isinstance(e, Column):
@@ -331,6 +363,25 @@ class _Batch:
 
 
 def _scalar(value: Any, like: pa.DataType | None) -> pa.Scalar:
+    """The literal ``value`` as an Arrow scalar compared with a column of type ``like``, made
+    once per literal and type (a filter compares the same literals in every batch)."""
+    try:
+        key = (type(value), value, str(value), like)
+        hash(key)
+    except TypeError:  # an unhashable literal: made each time
+        return _make_scalar(value, like)
+    found = _SCALARS.get(key)
+    if found is None:
+        if len(_SCALARS) >= 1024:
+            _SCALARS.clear()
+        found = _SCALARS[key] = _make_scalar(value, like)
+    return found
+
+
+_SCALARS: dict[tuple, pa.Scalar] = {}
+
+
+def _make_scalar(value: Any, like: pa.DataType | None) -> pa.Scalar:
     if value is None:
         return pa.scalar(None, like if like is not None else pa.null())
     if like is not None and (pa.types.is_timestamp(like) or pa.types.is_date32(like)
@@ -429,17 +480,41 @@ def _conjuncts(f: Any) -> list:
     return [f]
 
 
+def _null_rejected(f: Any) -> set[str]:
+    """The (lower-case) columns a null in which makes the conjunct ``f`` not true (null or
+    false): a comparison other than ``<=>``, ``IN`` and the string tests.  An ``IS NOT NULL``
+    of such a column is implied by ``f`` in a conjunction."""
+    kind = type(f).__name__
+    if isinstance(f, Compare):
+        return f.columns() if f.op != "<=>" else set()
+    if kind in _LEAVES and kind != "EqualNullSafe" or kind == "In" or kind in _STRING_TESTS:
+        attribute = getattr(f, "attribute", None)
+        if isinstance(attribute, tuple) and len(attribute) == 1:
+            return {attribute[0].lower()}
+    return set()
+
+
+def _implied(f: Any, rejected: set[str]) -> bool:
+    """Whether ``f`` is an ``IS NOT NULL`` of a column another conjunct already rejects nulls of."""
+    if type(f).__name__ != "IsNotNull":
+        return False
+    attribute = getattr(f, "attribute", None)
+    return isinstance(attribute, tuple) and len(attribute) == 1 and attribute[0].lower() in rejected
+
+
 def _cost(f: Any) -> int:
-    """A rank of what testing ``f`` costs per row: null tests, then fixed-width comparisons
-    and remainders, then comparisons and IN lists of any type, then substring tests
-    (a scan of every value's bytes)."""
+    """A rank of what testing ``f`` costs per row: fixed-width comparisons, remainders and
+    null tests, then comparisons and IN lists of any type, then substring tests (a scan of
+    every value's bytes).  A null test decodes its column like a comparison does, and
+    seldom drops a row (Spark adds one beside most comparisons), so it sorts after the
+    other tests of its rank: its column is then decoded only at the rows they keep."""
     kind = type(f).__name__
     if kind in ("And", "Or"):
         return max(_cost(c) for c in f.children)
     if kind == "Not":
         return _cost(f.child)
     if kind in ("IsNull", "IsNotNull"):
-        return 0
+        return 1
     if kind in _STRING_TESTS:
         return 3
     if kind == "In":
@@ -459,8 +534,26 @@ class DecodedFilter:
             names |= tree_columns(f)
         self.columns = names
         # cheapest first, each tested only on the rows the ones before it passed (a WHERE
-        # keeps a row only when every conjunct is true, so a row one drops needs no more)
-        self._order = sorted((c for f in self.filters for c in _conjuncts(f)), key=_cost)
+        # keeps a row only when every conjunct is true, so a row one drops needs no more);
+        # an IS NOT NULL another conjunct implies is not tested: a null there fails that one
+        conjuncts = [c for f in self.filters for c in _conjuncts(f)]
+        rejected: set[str] = set()
+        for c in conjuncts:
+            rejected |= _null_rejected(c)
+        kept = [c for c in conjuncts if not _implied(c, rejected)]
+        first: dict[frozenset, int] = {}
+        for i, c in enumerate(kept):
+            first.setdefault(frozenset(tree_columns(c)), i)
+        self._order = sorted(kept, key=lambda c: (_cost(c), type(c).__name__ in ("IsNull", "IsNotNull"),
+                                                  first[frozenset(tree_columns(c))]))
+        # adjacent tests of the same columns (a range's two bounds) are tested together, then
+        # the rows narrowed once: a comparison costs less than narrowing between the two
+        self._groups: list[list] = []
+        for c in self._order:
+            if self._groups and tree_columns(self._groups[-1][0]) == tree_columns(c):
+                self._groups[-1].append(c)
+            else:
+                self._groups.append([c])
 
     def describe(self) -> list[str]:
         """Each filter as SQL text."""
@@ -469,13 +562,19 @@ class DecodedFilter:
     def _passing(self, view: _Batch, rows: int) -> _Batch | None:
         """The view narrowed to the rows every filter keeps; None when no row passes."""
         passing = rows
-        for f in self._order:
-            value = _evaluate(f, view)
-            if isinstance(value, pa.Scalar):  # literals only: the same answer for every row
-                if value.as_py() is True:
-                    continue
-                return None
-            positions = pc.indices_nonzero(pc.fill_null(value, False))
+        for group in self._groups:
+            value = None
+            for f in group:
+                part = _evaluate(f, view)
+                if isinstance(part, pa.Scalar):  # literals only: the same answer for every row
+                    if part.as_py() is True:
+                        continue
+                    return None
+                part = pc.fill_null(part, False)  # a null drops the row, as false does
+                value = part if value is None else pc.and_(value, part)
+            if value is None:
+                continue
+            positions = pc.indices_nonzero(value)
             if len(positions) == passing:
                 continue
             if not len(positions):
@@ -496,27 +595,24 @@ class DecodedFilter:
         keep[view.at.to_numpy()] = True
         return pa.array(keep)
 
-    def select(self, raw: Any, rows: int, names: Sequence[str], decode: Decode) -> tuple[list[pa.Array], int]:
+    def select(self, raw: Any, rows: int, names: Sequence[str], decode: Decode,
+               sources: Sources | None = None) -> tuple[list[pa.Array], int]:
         """The columns ``names`` at the rows of the stored batch ``raw`` (``rows`` of them) that pass,
-        and how many pass; ``decode(stored rows, lower-case name)`` decodes one column.
+        and how many pass; ``decode(stored rows, lower-case names)`` decodes columns, and
+        ``sources(lower-case names)`` names the stored columns that reads (None: unknown), so
+        only those (and ``key``) are taken at the rows still passing.
 
         Each condition decodes its columns at the rows the ones before it kept.  The output's
         other columns are decoded at the passing rows alone when few pass (taking a row's
         stored bytes costs about what decoding it does, so below half of the rows it pays);
         otherwise at every row, then taken (fixed-width values take faster than their bytes).
         """
-        view = self._passing(_Batch.stored(raw, decode), rows)
+        view = self._passing(_Batch.stored(raw, decode, sources), rows)
         if view is None:
             return [], 0
         passing = rows if view.at is None else len(view.at)
         lower = [name.lower() for name in names]
-        if view.at is not None and passing * 2 > rows:
-            top = view
-            while top._parent is not None:
-                top = top._parent
-            top.decode([n for n in lower if view._known(n) is None])
-        else:
-            view.decode(lower)
+        view.decode(lower)
         return [view.column(n) for n in lower], passing
 
 

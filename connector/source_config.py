@@ -57,6 +57,7 @@ mean ``serde``?); Spark's own ``path`` and ``paths`` are let through.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import threading
@@ -155,6 +156,15 @@ _serde_cache: dict[str, SerDe] = {}
 _serde_lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=256)
+def _mapping_of(options: tuple[tuple[str, str], ...]) -> ColumnMapping:
+    """The column mapping of ``options``, kept: a JSON catalog took about 1 ms to parse, and one
+    scan's planning asked for it ten times (the table name, the SerDe, the schema...).  A
+    :class:`ColumnMapping` is immutable, and a mapping that fails to parse is not kept."""
+    config = SourceConfig(options)
+    return load_mapping(config.mapping_text, config._properties())
+
+
 @dataclass(frozen=True)
 class SourceConfig:
     """Everything a reader or writer needs from the options; picklable, cheap to ship to tasks."""
@@ -199,8 +209,8 @@ class SourceConfig:
         return conf.get("catalog") or conf.get("hbase.columns.mapping") or ""
 
     def mapping(self) -> ColumnMapping:
-        """The full column mapping."""
-        return load_mapping(self.mapping_text, self._properties())
+        """The full column mapping (parsed once per distinct options: see :func:`_mapping_of`)."""
+        return _mapping_of(self.options)
 
     @property
     def table(self) -> str:

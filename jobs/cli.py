@@ -14,7 +14,7 @@ import sys
 
 from jobs._args import JobParser
 
-__all__ = ["main", "COMMANDS"]
+__all__ = ["main", "COMMANDS", "version_line"]
 
 # command name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -44,8 +44,23 @@ def _other_spellings(name: str) -> list[str]:
     return sorted(others)
 
 
+def version_line() -> str:
+    """``regionscan <version>, native kernels: on`` (or ``off (REGIONSCAN_NATIVE=0)``, ``off (not built)``)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from storage.engine import native_status
+
+    try:
+        number = version("regionscan")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        number = "(not installed)"
+    return f"regionscan {number}, native kernels: {native_status()}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = JobParser(prog="regionscan", description="HBase-style table store built for scan throughput")
+    parser.add_argument("--version", action="version", version=version_line(),
+                        help="print the version and whether the compiled kernels are in use, then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, help_text) in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text, aliases=_other_spellings(name))

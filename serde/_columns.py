@@ -88,6 +88,8 @@ class ColumnReader(ABC):
     """Produces the output columns ``names`` from rows and row batches."""
 
     names: list[str]
+    sources: tuple[str, ...] | None = None
+    """The row batch's columns besides ``key`` that :meth:`read_batch` reads; None: any of them."""
 
     @abstractmethod
     def row_fn(self) -> RowFn:
@@ -100,6 +102,8 @@ class ColumnReader(ABC):
 
 class KeyReader(ColumnReader):
     """The whole row key as one column."""
+
+    sources = ()
 
     def __init__(self, name: str, codec: Codec, policy: ErrorPolicy):
         self.names = [name]
@@ -126,6 +130,8 @@ class KeyReader(ColumnReader):
 
 class KeyPartsReader(ColumnReader):
     """The parts of a composite row key, one column each."""
+
+    sources = ()
 
     def __init__(self, names: Sequence[str], codecs: Sequence[Codec], composite: CompositeKey, policy: ErrorPolicy):
         self.names = list(names)
@@ -186,6 +192,7 @@ class CellReader(ColumnReader):
     def __init__(self, name: str, cell: str, codec: Codec, policy: ErrorPolicy):
         self.names = [name]
         self.cell = cell
+        self.sources = (cell,)
         self.qualifier = cell.encode("utf-8")
         self.codec = codec
         self.policy = policy
@@ -221,6 +228,7 @@ class FamilyReader(ColumnReader):
     def __init__(self, name: str, family: str, key_codec: Codec, value_codec: Codec, arrow_type: pa.DataType, policy: ErrorPolicy):
         self.names = [name]
         self.family = family
+        self.sources = (family,)
         self.prefix = family.encode("utf-8") + b":"
         self.key_codec = key_codec
         self.value_codec = value_codec
@@ -327,6 +335,7 @@ class TimestampReader(ColumnReader):
     def __init__(self, name: str, cells: Sequence[str], as_datetime: bool, policy: ErrorPolicy):
         self.names = [name]
         self.cells = list(cells)
+        self.sources = tuple(f"{c}@ts" for c in self.cells)
         self.qualifiers = [c.encode("utf-8") for c in cells]
         self.as_datetime = as_datetime
         self.policy = policy

@@ -52,6 +52,7 @@ class DocumentReader(ColumnReader):
         self.names = list(names)
         self.fields = list(fields)
         self.cell = cell
+        self.sources = (cell,)
         self.qualifier = cell.encode("utf-8")
         self.decode = decode
         self.arrow_types = list(arrow_types)

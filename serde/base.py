@@ -350,6 +350,19 @@ class SerDe(ABC):
         """The ``columns=`` to request from a scan (``"cf:q"`` and ``"cf"``)."""
         return self.mapping.scan_columns
 
+    def batch_sources(self, columns: Sequence[str]) -> list[str] | None:
+        """The row batch's columns besides ``key`` that decoding the output ``columns`` reads
+        (a caller may hand :meth:`deserialize_batch` those alone), or None when some reader
+        may read any of them."""
+        wanted = set(columns)
+        out: list[str] = []
+        for reader in self.readers:
+            if wanted.intersection(reader.names):
+                if reader.sources is None:
+                    return None
+                out.extend(s for s in reader.sources if s not in out)
+        return out
+
     @property
     def needs_timestamps(self) -> bool:
         """True when the scan must include cell timestamps (a ``:timestamp`` column)."""

@@ -40,7 +40,8 @@ What this module offers, by need:
   the staging lock (:func:`hold_staging`, :func:`release_staging`,
   :func:`drop_free_staging_lock`);
 * write-ahead logs of a closed table: :func:`check_table_wals`,
-  :func:`repair_table_wals`.
+  :func:`repair_table_wals`;
+* the compiled kernels: :func:`native_status` (``on`` or why they are off, see docs/native.md).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from __future__ import annotations
 from .columns import parse_column
 from .kernels import row_boundaries
 from .names import check_known_names, nearest_name
+from .native import status as native_status
 from .namespaces import canonical_table_name, table_dir
 from .read.raw import TYPE_NAMES as CELL_TYPE_NAMES
 from .read.python_rows import cells_to_dicts
@@ -126,6 +128,8 @@ __all__ = [
     "block_cut_keys",
     "ROW_COUNT_FILTER",
     "key_not_of_width",
+    # the compiled kernels in use (regionscan --version)
+    "native_status",
     # raw reads and cell batches
     "row_boundaries",
     "cells_to_dicts",

@@ -58,6 +58,8 @@ SCRIPT = textwrap.dedent("""
     df = (spark.read.format("regionscan").option("root", "./data").option("table", "t")
           .option("hbase.columns.mapping", "key STRING :key, a INT cf:a").option("serde", "string").load())
     print("MODULES", connector.__file__, pyspark_regionscan.__file__)
+    from storage.native import status
+    print("NATIVE", status())
     print("COUNTS", df.count(), df.where("a >= 3").count())
     spark.stop()
 """)
@@ -120,7 +122,11 @@ def _check(proc: subprocess.Popen, package_dir: Path) -> None:
         raise AssertionError(f"the story did not finish within 900 s:\n{err[-2000:]}") from None
     first_error = next((line for line in err.splitlines() if "Error" in line or "Exception" in line), "")
     assert proc.returncode == 0, first_error + "\n" + err[-2000:]
-    lines = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith(("MODULES ", "COUNTS ")))
+    lines = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith(("MODULES ", "COUNTS ", "NATIVE ")))
+    # where the platform's C compiler exists, the install built the compiled kernels
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(compiler) and "REGIONSCAN_NATIVE" not in os.environ:
+        assert lines["NATIVE"] == "on", lines
     connector_file, hook_file = (Path(p) for p in lines["MODULES"].split())
     assert connector_file == package_dir / "connector" / "__init__.py"
     assert hook_file == package_dir / "pyspark_regionscan.py"
@@ -136,12 +142,45 @@ def test_an_editable_install_registers_the_source_in_both_orders(tmp_path):
         _check(proc, Path(REPO_ROOT).resolve())
 
 
-def test_a_plain_install_registers_the_source(tmp_path):
-    # install from a copy: an in-tree build would leave build/ behind in the checkout
+def _copy_source(tmp_path: Path) -> Path:
+    """The checkout without build products (an in-tree build would leave build/ behind in it)."""
     source = tmp_path / "src"
     shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(
         ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "bench-*",
-        "regionscan-data"))
+        "regionscan-data", "*.so"))
+    return source
+
+
+def test_an_install_without_a_c_compiler_says_so_and_works(tmp_path):
+    """``CC=false``: the compiled kernels fail to build, the build says so in one line, the
+    install succeeds, and the package runs the pure-Python path and says so."""
+    source = _copy_source(tmp_path)
+    python = _venv(tmp_path / "venv")
+    env = dict(os.environ, CC="false")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(python), "-m", "pip", "install", "-v", "--no-build-isolation", "--no-deps",
+                           "--no-index", str(source)], capture_output=True, text=True, timeout=900, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    said = [line.strip() for line in (proc.stdout + proc.stderr).splitlines()
+            if "regionscan: native kernels not built" in line]
+    assert len(said) == 1 and said[0].startswith(
+        "regionscan: native kernels not built (no C compiler): using the pure-Python path"), said
+    check = textwrap.dedent("""
+        import storage
+        from jobs.cli import version_line
+        db = storage.connect("./data")
+        table = db.create_table("t", {"cf": {}})
+        table.put(b"k", {b"cf:a": b"1"})
+        print(version_line()); print(table.row(b"k"))
+    """)
+    run = subprocess.run([str(python), "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                         env={k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "REGIONSCAN_NATIVE")})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.splitlines()[-2:] == ["regionscan 0.1.0, native kernels: off (not built)", "{b'cf:a': b'1'}"]
+
+
+def test_a_plain_install_registers_the_source(tmp_path):
+    source = _copy_source(tmp_path)
     python = _venv(tmp_path / "venv")
     _pip_install(python, str(source))
     site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],

@@ -56,10 +56,20 @@ def push(req: dict) -> dict:
                 "decoded": []}
     result = push_read_filters(config, filters, decide=True)
     handled = {id(f) for f in result.handled}
-    return {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes,
-            "key_ranges": ranges_text(result.key_ranges),
-            "engine_filter": printable(repr(result.engine_filter)) if result.engine_filter is not None else None,
-            "decoded": [printable(describe_filter(f)) for f in result.decoded]}
+    out = {"handled": [i for i, f in enumerate(filters) if id(f) in handled], "notes": result.notes,
+           "key_ranges": ranges_text(result.key_ranges),
+           "engine_filter": printable(repr(result.engine_filter)) if result.engine_filter is not None else None,
+           "decoded": [printable(describe_filter(f)) for f in result.decoded]}
+    asked = req.get("plan")
+    if asked is not None:
+        # the scan planned in the same request, for every mapped column: its tasks then read the
+        # plan narrowed to Spark's pruned columns (ReadPlan.narrowed), and no plan request follows
+        if not isinstance(asked, dict):
+            raise InvalidArgument("push's plan must be a JSON object of the plan request's fields")
+        fields = {k: v for k, v in asked.items() if k not in ("columns", "aggregate", "limit", "options", "filters")}
+        out["plan"] = {**plan({**fields, "options": req.get("options") or {}, "filters": req.get("filters")},
+                              with_push=True), "key_columns": key_names(config)}
+    return out
 
 
 def save(req: dict) -> dict:
@@ -125,9 +135,10 @@ def _tasks_reply(rp: ReadPlan, tasks: list[list[TableSplit]], splits: list[Table
     return out
 
 
-def plan(req: dict) -> dict:
+def plan(req: dict, with_push: bool = False) -> dict:
     """The tasks of a read: pinned splits packed by size, each split pickled for the read request,
-    and the read's plan serialized (``read_plan``, when the request gives the ``schema``)."""
+    and the read's plan serialized (``read_plan``, when the request gives the ``schema``);
+    ``with_push``: planned by a ``push`` for every mapped column, which its tasks narrow."""
     rp = ReadPlan.from_request(req, _target(req))
     if rp.raw:
         if req.get("aggregate") is not None:
@@ -139,6 +150,8 @@ def plan(req: dict) -> dict:
     summary = ScanPlan.build(rp.config, result, splits)
     if rp.output:
         summary.columns = list(rp.output)  # the columns decoded; the cells of every mapped one are scanned
+    if with_push:
+        summary.notes.append("planned with the filters for every column: each task decodes the columns Spark keeps")
     aggregation = task_aggregation(req, rp)
     if aggregation is not None:
         summary.task_aggregates = aggregation.labels()
@@ -211,11 +224,14 @@ def read_schema(req: dict) -> pa.Schema:
 
 
 def task_plan(req: dict) -> ReadPlan:
-    """A ``read`` request's plan: its ``read_plan`` (the driver's, as the ``plan`` reply gave it),
-    read without planning again; a request without one (a client that predates it) is planned
+    """A ``read`` request's plan: its ``read_plan`` (the driver's, as the ``plan`` reply gave it, or
+    the ``push`` reply's narrowed to the request's ``columns`` and ``limit``), read without
+    planning again; a request without one (a client that predates it) is planned
     from its own ``options``, ``columns``, ``filters``, ``schema``, ``aggregate`` and ``limit``."""
     if "read_plan" in req:
-        return ReadPlan.from_text(req["read_plan"])
+        rp = ReadPlan.from_text(req["read_plan"])
+        # a plan made with the push for every mapped column, narrowed to this read's columns
+        return rp.narrowed(req["columns"], req.get("limit")) if "columns" in req else rp
     return ReadPlan.from_request(req, read_schema(req))
 
 
@@ -262,6 +278,10 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
         """Columns of stored rows decoded as Spark reads them (a decoded filter's lazy decode)."""
         return _decoded(serde, stored, [types[n][0] for n in lower], pa.schema([types[n][1] for n in lower]))
 
+    def sources(lower: list[str]) -> list[str] | None:
+        """The stored columns decoding those columns reads (the rest are not taken at kept rows)."""
+        return serde.batch_sources([types[n][0] for n in lower])
+
     for split in map(rp.with_hidden, splits):
         reader = TableBatchRecordReader(conf_int(conf, MAX_RESTARTS, 3, minimum=0),
                                         {"token": conf["token"]} if conf.get("token") else None)
@@ -271,7 +291,7 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
                 batch = None
                 if flt is not None:
                     # each column decoded only at the rows the conditions before it kept
-                    arrays, kept = flt.select(rows, rows.num_rows, names, decoder)
+                    arrays, kept = flt.select(rows, rows.num_rows, names, decoder, sources)
                     if names:
                         batch = pa.RecordBatch.from_arrays(
                             arrays if kept else [pa.array([], f.type) for f in target], schema=target)

@@ -34,7 +34,7 @@ import pyarrow as pa
 
 from serde.mapping import ColumnKind
 from storage import InvalidArgument, StorageError
-from storage.engine import FileSystem, pin_table, table_dir
+from storage.engine import FileSystem, nearest_name, pin_table, table_dir
 from storage.keys import intersect
 
 from ..decoded_filters import COMPARISONS, Column, Compare, DecodedFilter, Literal, Remainder, take_decoded, valid_divisor
@@ -452,6 +452,30 @@ def _pieces_per_region(fmt: Any, snapshot: Any) -> int:
     return max(1, -(-filter_payoff.SAMPLE_SPLITS // max(1, scanned)))
 
 
+def _filter_only(known: dict[str, str], decoded: list, output: list[str]) -> list[str]:
+    """The columns decoded for the ``decoded`` filters alone (not in ``output``), in name order."""
+    wanted = {n.lower() for n in output}
+    columns: set[str] = set()
+    for f in decoded:
+        columns |= tree_columns(f)
+    return [known[c] for c in sorted(columns) if c in known and c not in wanted]
+
+
+def _hidden(base: SourceConfig, output: list[str], filter_only: list[str]) -> tuple[bytes, ...]:
+    """The stored columns of a scan of every mapped column that the engine hides: those not decoded.
+
+    A row is a row when it has any mapped cell, also when it has none of the columns read: a
+    scan of those columns alone would drop it (select("i") losing the rows where i is null,
+    "i IS NULL" finding none).  So the cells of every mapped column are scanned, and the
+    engine hides those of the columns not decoded (storage.read.hidden_columns: on dense
+    blocks only their presence is tested)."""
+    if output == base.output_names:
+        return ()
+    decoded_names = output + filter_only
+    decoded = set(base.with_columns(decoded_names or sorted(key_names(base))).read_serde().scan_columns)
+    return tuple(c.encode() for c in base.read_serde().scan_columns if ":" in c and c not in decoded)
+
+
 def plan_digest(body: dict) -> str:
     """The digest of a plan's JSON body (every field but ``digest``): 32 hex digits of its canonical SHA-256."""
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()[:32]
@@ -532,26 +556,40 @@ class ReadPlan:
         # the key alone: a keys-only scan
         config = base if whole else base.with_columns(names)
         result = push_read_filters(config, filters)
-        # the filters evaluated on decoded rows, and the columns decoded for them alone
-        filter_only: list[str] = []
-        if result.decoded:
-            wanted_lower = {n.lower() for n in output}
-            columns = set()
-            for f in result.decoded:
-                columns |= tree_columns(f)
-            filter_only = [known[c] for c in sorted(columns) if c in known and c not in wanted_lower]
-        hidden: tuple[bytes, ...] = ()
-        if whole and output != base.output_names:
-            # A row is a row when it has any mapped cell, also when it has none of the columns
-            # read: a scan of those columns alone would drop it (select("i") losing the rows
-            # where i is null, "i IS NULL" finding none).  So the cells of every mapped column
-            # are scanned, and the engine hides those of the columns not decoded
-            # (storage.read.hidden_columns: on dense blocks only their presence is tested).
-            decoded_names = output + filter_only
-            decoded = set(base.with_columns(decoded_names or sorted(keys)).read_serde().scan_columns)
-            hidden = tuple(c.encode() for c in base.read_serde().scan_columns if ":" in c and c not in decoded)
+        filter_only = _filter_only(known, result.decoded, output)
+        hidden = _hidden(base, output, filter_only) if whole else ()
         return cls(base, output, None if whole else names, hidden, list(result.decoded), filter_only, target,
                    aggregate, limit, pushdown=result)
+
+    def narrowed(self, columns: Any, limit: Any = None) -> "ReadPlan":
+        """This plan, made for every mapped column (the ``push`` reply's, PROTOCOL.md "push"),
+        for a read of ``columns`` alone (Spark's pruned top-level names) and at most ``limit``
+        rows per task: the same scan, decoded filters and splits, the other columns hidden.
+
+        It is :meth:`from_request`'s plan for those columns wherever that scans every mapped
+        column (the JVM plans reads of key columns alone with a ``plan`` request instead), and
+        costs no pushdown, option parsing or pyspark: the output's Arrow fields are taken from
+        this plan's."""
+        if self.raw or self.aggregate is not None or self.scan_columns is not None or self.hidden \
+                or self.limit is not None or list(self.output) != list(self.base.output_names):
+            raise _plan_error("narrowed to columns must be the plan of every mapped column, with no aggregate or limit")
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            raise _plan_error("is narrowed by a list of column names")
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise _plan_error(f"is narrowed with a bad limit {limit!r}")
+        known = {n.lower(): n for n in self.base.output_names}
+        missing = [c for c in columns if c.lower() not in known]
+        if missing:
+            hint = nearest_name(missing[0], self.base.output_names)
+            raise _plan_error(f"has no column {missing[0]!r} ("
+                              + (f"did you mean {hint}?)" if hint else f"columns: {', '.join(self.base.output_names)})"))
+        output = [known[c.lower()] for c in columns]
+        fields = {f.name.lower(): f for f in self.target}
+        target = pa.schema([fields[n.lower()] for n in output])
+        decoded = [] if self.decoded_filter is None else list(self.decoded_filter.filters)
+        filter_only = _filter_only(known, decoded, output)
+        return ReadPlan(self.base, output, None, _hidden(self.base, output, filter_only), decoded, filter_only,
+                        target, None, limit, table=self.table)
 
     def with_hidden(self, split: TableSplit) -> TableSplit:
         """``split`` with this read's hidden columns set on its scan."""

@@ -358,6 +358,9 @@ class TimestampCodec(_LongTimeCodec):
         return arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
 
 
+_PAD8 = np.zeros(8, np.uint8)
+
+
 def _byte_windows(data: np.ndarray, dtype: str) -> np.ndarray:
     """A view of ``data`` whose element ``i`` is the big-endian integer in the bytes starting at
     ``i`` (overlapping windows: one unaligned load per element, no index matrix)."""
@@ -402,6 +405,10 @@ class DecimalCodec(Codec):
     def decode_array(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
         arr = as_binary(arr)
         n = len(arr)
+        if self.precision <= 18 and n:
+            values = self._short_column(arr)
+            if values is not None:
+                return values, None
         offsets, data, valid = binary_layout(arr)
         lengths = np.diff(offsets)
         # 8 zero bytes ahead of the values, so every value has an 8-byte window ending at its end
@@ -442,6 +449,62 @@ class DecimalCodec(Codec):
             values = pa.nulls(n, self.arrow_type)
             handled = ~valid
         return merge_fallback(self, arr, values, handled)
+
+    def _short_column(self, arr: pa.Array) -> pa.Array | None:
+        """The column (non-empty, ``pa.binary()``) as ``decimal128(precision, scale)`` built in one
+        pass when every value is stored at the column's scale in at most 8 unscaled bytes and
+        fits the precision (what a write of the column produces); None otherwise, for the
+        general path.
+
+        Precision <= 18 only: an unscaled value then fits an int64, whose two words (the value,
+        its sign) are the decimal128 itself, so no cast checks the precision afterwards.  A
+        column whose values all have one width (a small dictionary's, such as a discount's)
+        is read through strided views, with no gather.
+        """
+        n = len(arr)
+        buffers = arr.buffers()
+        offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+        data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else _PAD8[:0]
+        every = arr.null_count == 0
+        valid = None if every else valid_mask(arr)
+        # 8 zero bytes either side: every value has an 8-byte window ending at its end, and
+        # every row (a null one at the very end too) a 4-byte window at its start
+        padded = np.empty(len(data) + 16, np.uint8)
+        padded[:8] = 0
+        padded[-8:] = 0
+        padded[8:-8] = data
+        first, span = int(offsets[0]), int(offsets[-1]) - int(offsets[0])
+        width = span // n
+        lengths = offsets[1:] - offsets[:-1]
+        if every and 5 <= width <= 12 and width * n == span and bool((lengths == width).all()):
+            scale = np.ndarray((n,), ">i4", padded, first + 8, (width,))
+            if not (scale == self.scale).all():
+                return None  # a value at another scale: the general path decides
+            low = np.ndarray((n,), ">i8", padded, first + width, (width,)).astype(np.int64)
+            shift = 64 - 8 * (width - 4)
+            low = (low << shift) >> shift
+        else:
+            size = lengths - 4
+            scale = _byte_windows(padded, ">i4")[offsets[:-1] + 8]
+            fast = (size >= 1) & (size <= 8) & (scale == self.scale)
+            if not (fast if every else fast | ~valid).all():
+                return None  # a value at another scale, longer or malformed: the general path decides
+            shift = (64 - 8 * np.clip(size, 1, 8)).astype(np.int64)
+            low = _byte_windows(padded, ">i8")[offsets[1:]].astype(np.int64)
+            low = (low << shift) >> shift
+        bound = 10 ** self.precision
+        inside = (low > -bound) & (low < bound)
+        if not (inside if every else inside | ~valid).all():
+            return None  # out of the precision: the general path makes those rows bad
+        bitmap = None
+        if not every:
+            low = np.where(valid, low, 0)
+            bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        words = np.empty((n, 2), dtype=np.int64)
+        words[:, 0] = low
+        words[:, 1] = low >> 63
+        return pa.Array.from_buffers(self.arrow_type, n, [bitmap, pa.py_buffer(words.reshape(-1))],
+                                     0 if every else arr.null_count)
 
     def encode_array(self, arr: pa.Array) -> pa.Array:
         n = len(arr)

@@ -42,6 +42,7 @@ from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .row_merge import order_keys
 from .cell_columns import data_span, one_array
+from .gather import gather_binary
 from .rules import NO_MARKER, covered, time_mask, unseen_markers
 
 __all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows"]
@@ -233,7 +234,6 @@ def resolve_rows(
             keep = np.flatnonzero(any_cell)
     chosen = starts if keep is None else starts[keep]
     keys = _keys(all_keys, joined, ordered, order, chosen)
-    kept = None if keep is None else pa.array(keep)
     out_values = []
     for j, src in enumerate(sources):
         if keep is not None:
@@ -242,10 +242,13 @@ def resolve_rows(
         values = _laid_values([p.values[j] for p in pieces])
         if identity and not missing.any():
             # entries in key order, each its row's cell: the kept ones, in place
-            # (a take by index gives one chunk: no second copy to combine the blocks' chunks)
-            taken = values if kept is None else values.take(kept)
+            # (a gather by index gives one chunk: no second copy to combine the blocks' chunks);
+            # the kept rows are long runs (deleted rows cut them): the compiled gather's case
+            taken = values if keep is None else gather_binary(values, keep)
         else:
-            taken = values.take(pa.array(src, mask=missing) if missing.any() else pa.array(src))
+            # the winners: runs of one piece's consecutive rows (a re-put every few rows cuts
+            # them), copied run by run where the compiled gather is built
+            taken = gather_binary(values, src)
         out_values.append(one_array(taken))
     return ResolvedRows(keys, out_values, sources, laid)
 
@@ -264,7 +267,7 @@ def _keys(all_keys: pa.Array, encoded: np.ndarray, ordered: np.ndarray, order: n
         data = ordered[chosen].astype(f">u{width}").tobytes()
         offsets = (np.arange(len(chosen) + 1, dtype=np.int32) * width).tobytes()
         return pa.Array.from_buffers(pa.binary(), len(chosen), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    return all_keys.take(pa.array(order[chosen]))
+    return gather_binary(all_keys, order[chosen])
 
 
 def _and_not(visible: np.ndarray | None, hidden: np.ndarray) -> np.ndarray:

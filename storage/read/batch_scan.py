@@ -73,7 +73,7 @@ def scan_region_batches(view: RegionView, scan: RegionReadPlan, metrics=None) ->
             batch = without_hidden(batch, hidden)
         if batch.num_rows <= limit:
             yield batch
-        elif scan.output == "rows":
+        elif scan.output == "rows" or batch.schema.names[0] == "key":  # a row_dicts scan's dense rows
             for offset in range(0, batch.num_rows, limit):
                 yield batch.slice(offset, limit)
         else:

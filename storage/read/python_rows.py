@@ -16,8 +16,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import kernels
+from ..native import NATIVE
 
-__all__ = ["cells_to_dicts", "rows_to_dicts", "row_dict_maker"]
+__all__ = ["cells_to_dicts", "rows_to_dicts", "rows_to_dicts_py", "row_dict_maker"]
 
 
 def cells_to_dicts(
@@ -127,17 +128,55 @@ def row_dict_maker(names: tuple) -> Callable[..., dict]:
     return scope["make"]
 
 
-def rows_to_dicts(batch: pa.RecordBatch, include_timestamp: bool = False, sorted_columns: bool = False) -> list[tuple[bytes, dict]]:
+@lru_cache(maxsize=256)
+def _column_names(fields: tuple) -> tuple:
+    """The dict keys of a row batch's value columns (Latin-1 bytes of their names), made
+    once per column list: every dict shares them, and their hashes are computed once."""
+    return tuple(n.encode("latin-1") for n in fields)
+
+
+_USE_MODULE = object()
+
+
+def rows_to_dicts(batch: pa.RecordBatch, include_timestamp: bool = False, sorted_columns: bool = False,
+                  *, native: Any = _USE_MODULE) -> list[tuple[bytes, dict]]:
     """happybase row pairs from a row batch (``key``, then one binary column per
     ``family:qualifier``, each followed by its ``@ts`` column when
-    ``include_timestamp``): whole columns turned into lists, dicts zipped from
-    them, no step per cell.  Column names are Latin-1 text of the column's
+    ``include_timestamp``).  Column names are Latin-1 text of the column's
     bytes; a null is a cell the row does not have.
+
+    Plain dicts of binary columns (no timestamps, no column order) are built by
+    the compiled ``row_dicts`` (``storage/_native/rows.c``) in one call per
+    batch; everything else, and every batch when the kernels are off, by
+    :func:`rows_to_dicts_py`, the reference, with the same answer.  ``native``:
+    the compiled module to use (None: the reference; by default
+    :data:`storage.native.NATIVE`, looked up at each call).
     """
+    if native is _USE_MODULE:
+        native = NATIVE
+    if native is not None and not include_timestamp and not sorted_columns and batch.num_columns > 1:
+        columns = batch.columns
+        if all(c.type == _BINARY for c in columns):
+            return native.row_dicts(_buffers(columns[0]), tuple(map(_buffers, columns[1:])),
+                                    _column_names(tuple(batch.schema.names[1:])))
+    return rows_to_dicts_py(batch, include_timestamp, sorted_columns)
+
+
+_BINARY = pa.binary()
+
+
+def _buffers(column: pa.Array) -> tuple:
+    """A binary array as ``row_dicts`` takes it: (validity or None, offsets, data, offset, length)."""
+    valid, offsets, data = column.buffers()
+    return valid if column.null_count else None, offsets, data, column.offset, len(column)
+
+
+def rows_to_dicts_py(batch: pa.RecordBatch, include_timestamp: bool = False, sorted_columns: bool = False) -> list[tuple[bytes, dict]]:
+    """:func:`rows_to_dicts` in Python and Arrow, the reference: whole columns
+    turned into lists, dicts zipped from them, no step per cell."""
     keys = batch.column(0).to_pylist()
     step = 2 if include_timestamp else 1
-    fields = batch.schema.names[1::step]
-    names = [n.encode("latin-1") for n in fields]
+    names = _column_names(tuple(batch.schema.names[1::step]))
     columns = [batch.column(1 + step * j) for j in range(len(names))]
     values = [c.to_pylist() for c in columns]
     if include_timestamp:

@@ -50,7 +50,9 @@ def write_pin(table_fs: FileSystem, files: Iterable[str], wal: Iterable[str], tt
     doc = {"expires_ms": expires, "files": list(files), "wal": list(wal)}
     try:
         table_fs.makedirs(PINS_DIR)
-        table_fs.write_atomic(f"{PINS_DIR}/{pin_id}.pin", json.dumps(doc).encode())
+        # not fsynced: a pin protects files for readers that an OS crash ends too, and a half
+        # written pin pins nothing (live_pins); every scan's planning writes one
+        table_fs.write_atomic(f"{PINS_DIR}/{pin_id}.pin", json.dumps(doc).encode(), durable=False)
     except OSError as exc:
         if exc.errno in _READ_ONLY:
             return None  # a read-only root: reads still work, only without protection from deletion

@@ -8,7 +8,7 @@ from ..keys import clip_bounds
 from ..scanner import ListScanner, RegionScanner, StoreScanner
 from .view import RegionView
 
-__all__ = ["cell_scanner_of", "get_of", "rows_of"]
+__all__ = ["cell_scanner_of", "get_of", "rows_of", "store_row"]
 
 
 def cell_scanner_of(view: RegionView, spec, metrics=None, low: bytes = b"", high: bytes | None = None):
@@ -56,7 +56,7 @@ def get_of(view: RegionView, row: bytes, spec) -> list[Cell]:
         sview = view.stores[name]
         mem = sview.memstore.row_cells(row)
         found = [(f, f.reader.row_cells(row)) for f in sview.files]
-        out.extend(_store_row(sview.settings, family, spec, mem, found))
+        out.extend(store_row(sview.settings, family, spec, mem, found))
     return out
 
 
@@ -80,13 +80,13 @@ def rows_of(view: RegionView, rows: list[bytes], spec) -> dict[bytes, list[Cell]
         settings = sview.settings
         for row in sorted(present):
             found = [(f, hits.get(row, ())) for f, hits in per_file]
-            cells = _store_row(settings, family, spec, mem.get(row, ()), found)
+            cells = store_row(settings, family, spec, mem.get(row, ()), found)
             if cells:
                 out.setdefault(row, []).extend(cells)
     return out
 
 
-def _store_row(settings, family: bytes, spec, mem, found) -> list[Cell]:
+def store_row(settings, family: bytes, spec, mem, found) -> list[Cell]:
     """The visible cells of one row in one store: its memstore cells ``mem``
     and ``found``, ``(file, cells)`` per store file, newest first.
 

@@ -38,6 +38,7 @@ from .compaction import chosen_files, merge_store_files
 from .load_journal import apply_entry
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from .pins import pinned_paths, retire
+from .read_state import RegionReadState, StoreState
 from .reader_leases import Leases
 from .store import Store, StoreFile
 from .view import RegionView
@@ -103,6 +104,9 @@ class Region:
         self.replayed_records = 0
         self.pending_loads: list = []  # (mode, RegionEntry) of committed bulk loads not yet rolled forward
         self.offline: CorruptionError | None = None  # why the region did not open (see open())
+        # what point reads read (storage/region/read_state.py): replaced, never changed, by
+        # _publish; None while the region is not open for reads
+        self.read_state: RegionReadState | None = None
 
     # -- life cycle ------------------------------------------------------
     def open(self) -> "Region":
@@ -124,6 +128,7 @@ class Region:
 
     def _go_offline(self, exc: CorruptionError) -> None:
         """Keep the region closed to reads and writes with ``exc`` as the reason."""
+        self.read_state = None
         for store in self.stores.values():
             for f in store.files:
                 f.reader.close()
@@ -171,7 +176,19 @@ class Region:
             # nothing replayed they are dead, and each open would add one more.
             replayed = any(s.memstore.cell_count for s in self.stores.values())
             self._roll_wal(delete_old=not replayed)
+        with self._lock, self.leases.lock:
+            self._publish()
         return self
+
+    def _publish(self) -> None:
+        """Make :attr:`read_state` the region's stores as they are now.  The caller
+        holds ``_lock`` (no write changes a memstore meanwhile) and ``leases.lock``
+        (no file swap does), and calls it after every change of files and before
+        a write that fills an empty memstore completes."""
+        self.read_state = RegionReadState(self.info, tuple(
+            StoreState(name, store.settings, store.files, store.memstore.cell_count == 0)
+            for name, store in sorted(self.stores.items())
+        ))
 
     def _delete_orphan_files(self) -> None:
         for name, store in self.stores.items():
@@ -251,6 +268,7 @@ class Region:
             self.closed = True
             wal, self._wal = self._wal, None
             with self.leases.lock:
+                self.read_state = None
                 files = [f for store in self.stores.values() for f in store.files]
                 for store in self.stores.values():
                     store.replace_files(())
@@ -279,11 +297,19 @@ class Region:
         by_family: dict[bytes, list] = {}
         for cell in cells:
             by_family.setdefault(cell[1], []).append(cell)
-        for family, group in by_family.items():
-            store = self.stores.get(family.decode("ascii", "replace"))
-            if store is None:
-                raise no_such_family(self.table_name, family, self.stores)
-            store.memstore.add_many(group, trusted=True, seq=seq)
+        state = self.read_state
+        try:
+            for family, group in by_family.items():
+                store = self.stores.get(family.decode("ascii", "replace"))
+                if store is None:
+                    raise no_such_family(self.table_name, family, self.stores)
+                store.memstore.add_many(group, trusted=True, seq=seq)
+        finally:
+            if state is not None and not state.empty_families.isdisjoint(by_family):
+                # the first cells of an empty memstore: point reads must see them from
+                # now on, before this write is acknowledged
+                with self.leases.lock:
+                    self._publish()
 
     def mutate(self, cells: Sequence[Cell]) -> int:
         """Log and apply one atomic group of cells; returns its sequence id."""
@@ -445,11 +471,15 @@ class Region:
             for store in dirty:
                 store.memstore.restore_snapshot()
             raise
-        with self.leases.lock:  # a view sees the snapshot or the new file, never both
+        # a view sees the snapshot or the new file, never both; the write lock keeps
+        # writes out while the read state records which memstores are empty
+        with self._lock, self.leases.lock:
             self.manifest = new_manifest
             for store, sf in written:
                 store.replace_files((sf,) + store.files)
                 store.memstore.clear_snapshot()
+            if not self.closed:
+                self._publish()
         self._retire_wals(retired_wals)
         return True
 
@@ -548,9 +578,11 @@ class Region:
                 newest_first.append(new_reader)
             else:
                 newest_first.append(next(f for f in store.files if f.name == n))
-        with self.leases.lock:
+        with self._lock, self.leases.lock:
             self.manifest = merged.manifest
             store.replace_files(tuple(newest_first))
+            if not self.closed:
+                self._publish()
         if not merged.cell_count:
             self.fs.delete(store.path(merged.name), missing_ok=True)
         # Scans opened before the swap keep reading the merged files; each is

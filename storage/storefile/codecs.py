@@ -55,8 +55,13 @@ class BlockCodec:
             )
 
     def _codec(self) -> pa.Codec:
-        self.require()
-        return _arrow_codec(self.arrow_name)
+        # no availability check per call: it cost 2% of a narrow scan (one call per chunk);
+        # a codec this pyarrow lacks fails to construct, and is never cached
+        try:
+            return _arrow_codec(self.arrow_name)
+        except (pa.ArrowException, ValueError):
+            self.require()
+            raise
 
     def compress(self, body: pa.Buffer) -> pa.Buffer:
         """The stored form of ``body``."""

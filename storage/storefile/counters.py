@@ -45,6 +45,20 @@ class ReadCounters:
         with self._lock:
             setattr(self, field, getattr(self, field) + amount)
 
+    def add_seek(self, cache_hit: bool) -> None:
+        """Count one positioning and, if ``cache_hit``, its block found in the cache
+        (a point read's two counts under one lock)."""
+        with self._lock:
+            self.seeks += 1
+            if cache_hit:
+                self.cache_hits += 1
+
+    def add_seeks(self, seeks: int, cache_hits: int) -> None:
+        """Count ``seeks`` positionings, ``cache_hits`` of them served by the cache (a multi-get's counts)."""
+        with self._lock:
+            self.seeks += seeks
+            self.cache_hits += cache_hits
+
     def add_read(self, nbytes: int, block: bool) -> None:
         """Record one read of ``nbytes`` (a data block read if ``block``)."""
         with self._lock:

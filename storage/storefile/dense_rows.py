@@ -14,6 +14,7 @@ scans that keep only the first cell of each row take :func:`first_cells`.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Sequence
 
 import numpy as np
@@ -161,6 +162,12 @@ def _dense_rows(dense: DenseBlock, columns: list[bytes], qualifiers: list[bytes]
 def row_schema(names: list[str], include_timestamp: bool) -> pa.Schema:
     """The schema of a scan's row batches: ``key``, then per column its
     binary value (and its ``@ts`` timestamp when ``include_timestamp``)."""
+    return _row_schema(tuple(names), include_timestamp)
+
+
+@lru_cache(maxsize=256)
+def _row_schema(names: tuple, include_timestamp: bool) -> pa.Schema:
+    # built once per column choice: a schema costs more than a row group's other bookkeeping
     fields = [pa.field("key", pa.binary(), nullable=False)]
     for name in names:
         fields.append(pa.field(name, pa.binary()))

@@ -121,7 +121,7 @@ DEFAULT_BLOCK_SIZE = 65536
 """The target block size of a family that does not set one (HBase's 64 KiB): what point
 reads decode, and what blocks of cells are cut at."""
 
-DEFAULT_ROW_GROUP_SIZE = 8 << 20  # measured: docs/decisions/2026-12-05-column-chunks-sweep.md
+DEFAULT_ROW_GROUP_SIZE = 32 << 20  # measured: docs/decisions/2026-12-05-column-chunks-sweep.md (8 MiB before)
 """The target uncompressed bytes of a row group: a DENSE block written from rows
 (``StoreFileWriter.append_rows``: bulk loads, compactions), whose columns are separate
 chunks, so a scan of a few columns reads a few chunks.  A writer with the default

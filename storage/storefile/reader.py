@@ -194,6 +194,7 @@ class StoreFileReader:
         self.file_id = (where, size, bytes(memoryview(raw)[-4:]).hex(), stamp)
         self._index = index
         self.point_first_rows = None  # the blocks' first rows for multi-gets (storefile/point.py), pinned
+        self.point_plan = None  # what point reads look up per call (storefile/point.py), made on the first
         self._codec = codec
         self._bloom: RowBloomFilter | None = bloom
         self._data_end = trailer.index_offset

@@ -38,7 +38,7 @@ from .format import (
 from .index import IndexBuilder
 from .writer_rows import MAX_BODY, WriterRows
 
-__all__ = ["StoreFileWriter"]
+__all__ = ["StoreFileWriter", "COMPRESSED_CELL_BLOCK_SIZE"]
 
 
 class StoreFileWriter(WriterRows):
@@ -69,6 +69,11 @@ class StoreFileWriter(WriterRows):
     block written from rows (:meth:`append_rows`); by default
     :data:`format.DEFAULT_ROW_GROUP_SIZE`, or ``block_size`` when that is
     below the default block size (a family asking for small blocks).
+    ``cell_block_size`` is where blocks cut from cells (:meth:`append`,
+    :meth:`append_batch`) end: ``block_size``, except in a compressed file
+    whose ``block_size`` is at least the default, where it is at least
+    :data:`COMPRESSED_CELL_BLOCK_SIZE` (a codec costs per block far more than
+    per byte on small blocks; ``block_size`` still goes into the file info).
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class StoreFileWriter(WriterRows):
         bloom: bool = True,
         format_version: int = FORMAT_VERSION,
         row_group_size: int | None = None,
+        cell_block_size: int | None = None,
     ):
         if not isinstance(family, bytes):
             raise InvalidArgument(f"family must be bytes, got {family!r}")
@@ -96,6 +102,12 @@ class StoreFileWriter(WriterRows):
         self.row_group_size = row_group_size
         self._encode = encode_block_v3 if format_version == 3 else encode_block_v2
         self._codec = get_codec(compression)
+        if cell_block_size is None:
+            compressed = self._codec.name != "none" and block_size >= DEFAULT_BLOCK_SIZE
+            cell_block_size = max(block_size, COMPRESSED_CELL_BLOCK_SIZE) if compressed else block_size
+        if not isinstance(cell_block_size, int) or isinstance(cell_block_size, bool) or not 1 <= cell_block_size <= MAX_BODY // 2:
+            raise InvalidArgument(f"cell_block_size must be an int in [1, {MAX_BODY // 2}], got {cell_block_size!r}")
+        self.cell_block_size = cell_block_size
         self.fs = fs
         self.path = path
         self.family = family
@@ -113,6 +125,10 @@ class StoreFileWriter(WriterRows):
         self._chunk_bytes = 0
         self._last_key: tuple | None = None
         self._appended = 0
+        # Rows from append_rows waiting to fill a row group: (rows, qualifiers, values,
+        # timestamps, byte sizes, cells per row) per call, and their total byte size.
+        self._pending_rows: list[tuple] = []
+        self._pending_row_bytes = 0
         # What has been written.
         self._index = IndexBuilder(format_version)
         self._offset = 0
@@ -152,11 +168,12 @@ class StoreFileWriter(WriterRows):
         key = (row, family, qualifier, -ts, -kind)
         if self._last_key is not None and key < self._last_key:
             raise InvalidArgument(f"cell {cell!r} sorts before the previous cell (key {self._last_key!r})")
+        self._flush_rows()
         self._py_cells.append(cell)
         self._last_key = key
         self._appended += 1
         self._py_bytes += len(row) + len(family) + len(qualifier) + len(value) + CELL_OVERHEAD
-        if self._chunk_bytes + self._py_bytes >= self.block_size:
+        if self._chunk_bytes + self._py_bytes >= self.cell_block_size:
             self._flush_py()
             self._cut(final=False)
 
@@ -196,6 +213,7 @@ class StoreFileWriter(WriterRows):
             raise InvalidArgument(
                 f"batch starts with key {first!r}, which sorts before the previous cell (key {self._last_key!r})"
             )
+        self._flush_rows()
         self._flush_py()
         sizes = cell_sizes(batch)
         self._chunks.append(batch)
@@ -203,7 +221,7 @@ class StoreFileWriter(WriterRows):
         self._chunk_bytes += int(sizes.sum())
         self._last_key = key_at(batch, n - 1)
         self._appended += n
-        if self._chunk_bytes >= self.block_size:
+        if self._chunk_bytes >= self.cell_block_size:
             self._cut(final=False)
 
     # -- block cutting ---------------------------------------------------
@@ -229,7 +247,7 @@ class StoreFileWriter(WriterRows):
         start, base = 0, 0
         while start < n:
             # The block ends with the first cell whose running size reaches the target.
-            end = int(np.searchsorted(cum, base + self.block_size, side="left")) + 1
+            end = int(np.searchsorted(cum, base + self.cell_block_size, side="left")) + 1
             if end >= n and not final:
                 break  # the pending cells may end inside a row that the next append continues
             if end > n:
@@ -241,7 +259,7 @@ class StoreFileWriter(WriterRows):
                 # block is cut inside (at a key boundary, below).
                 k = int(np.searchsorted(starts, end, side="left"))
                 row_end = int(starts[k]) if k < len(starts) else n
-            if end < n and row_end != end and cum[row_end - 1] - base <= _ROW_SPAN_LIMIT * self.block_size:
+            if end < n and row_end != end and cum[row_end - 1] - base <= _ROW_SPAN_LIMIT * self.cell_block_size:
                 if row_end == n and not final:
                     break
                 end = row_end
@@ -343,6 +361,7 @@ class StoreFileWriter(WriterRows):
         if not isinstance(max_seq_id, int) or isinstance(max_seq_id, bool) or max_seq_id < 0:
             raise InvalidArgument(f"max_seq_id must be a non-negative int, got {max_seq_id!r}")
         try:
+            self._flush_rows()
             self._flush_py()
             self._cut(final=True)
             data_end = self._offset
@@ -410,6 +429,7 @@ class StoreFileWriter(WriterRows):
             return
         self._state = "abandoned"
         self._chunks, self._chunk_sizes, self._hashes, self._py_cells = [], [], [], []
+        self._pending_rows = []
         try:
             self._file.close()
         finally:
@@ -426,7 +446,14 @@ class StoreFileWriter(WriterRows):
             raise InvalidArgument(f"store file writer for {self.path} left without finish(); the file was deleted")
 
 
-_ROW_SPAN_LIMIT = 4  # a block may grow to this many times block_size to end at a row boundary
+_ROW_SPAN_LIMIT = 4  # a block may grow to this many times its target size to end at a row boundary
+
+COMPRESSED_CELL_BLOCK_SIZE = 1 << 20
+"""The least size of a block cut from cells in a compressed file of a family with the default
+``block_size`` or more.  A scan that does not cache blocks decompresses every block: zstd on
+64 KiB blocks of a three-version table took 2.2x the time of 1 MiB ones, while a cold point read
+of a 1 MiB block costs about what one of a default row group does.  Measured in
+docs/decisions/2026-12-05-benchmark-regressions.md."""
 
 
 def _conform(batch: pa.RecordBatch) -> pa.RecordBatch:

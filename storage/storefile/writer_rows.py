@@ -34,8 +34,12 @@ class WriterRows:
         ``timestamps[j]``: the value and timestamp of qualifier ``j`` per row,
         both null where the row lacks it; every row has at least one value.
         Blocks (row groups) are cut at row boundaries by the same size
-        estimate as cells, at ``row_group_size``; each call ends a block.  Checks are vectorized; on a violation nothing
-        is added.
+        estimate as cells, at ``row_group_size``.  Rows that do not fill a
+        group wait for the next call with the same qualifiers (a bulk load
+        appends a batch of a few thousand rows at a time, which would
+        otherwise each end a group far below the target), and are written by
+        a cell append, a call with other qualifiers, or :meth:`finish`.
+        Checks are vectorized; on a violation nothing is added.
         """
         self._check_open()
         n = len(rows)
@@ -71,6 +75,9 @@ class WriterRows:
             sizes += np.where(valid, row_len + len(self.family) + len(qual) + value_len + CELL_OVERHEAD, 0)
         if not any_value.all():
             raise InvalidArgument(f"append_rows: row {rows[int(np.flatnonzero(~any_value)[0])].as_py()!r} has no value")
+        quals = tuple(qualifiers)
+        if self._pending_rows and self._pending_rows[0][1] != quals:
+            self._flush_rows()
         self._flush_py()
         self._cut(final=True)  # cells added before end their block here
         for t in timestamps:
@@ -80,21 +87,55 @@ class WriterRows:
                 self._max_ts = bounds["max"] if self._max_ts is None else max(self._max_ts, bounds["max"])
         if self._bloom:
             self._hashes.append(row_hash_pairs(rows))
+        self._pending_rows.append((rows, quals, values, timestamps, sizes, cells_per_row))
+        self._pending_row_bytes += int(sizes.sum())
+        self._appended += int(cells_per_row.sum())
+        if self._pending_row_bytes >= self.row_group_size:
+            self._write_rows(final=False)
+        last = DenseBlock(rows.slice(n - 1, 1), quals, [t.slice(n - 1, 1) for t in timestamps],
+                          [v.slice(n - 1, 1) for v in values]).row_cell(0, last=True)
+        self._last_key = (last[0], self.family, last[2], -last[3], -last[4])
+
+    def _flush_rows(self) -> None:
+        """Write the rows :meth:`append_rows` keeps waiting for a full group."""
+        if self._pending_rows:
+            self._write_rows(final=True)
+
+    def _write_rows(self, final: bool) -> None:
+        """Write every full row group of the waiting rows (and the rest if ``final``)."""
+        pending = self._pending_rows
+        quals = pending[0][1]
+        if len(pending) == 1:
+            rows, _, values, timestamps, sizes, cells_per_row = pending[0]
+        else:
+            rows = pa.concat_arrays([p[0] for p in pending])
+            values = [pa.concat_arrays([p[2][j] for p in pending]) for j in range(len(quals))]
+            timestamps = [pa.concat_arrays([p[3][j] for p in pending]) for j in range(len(quals))]
+            sizes = np.concatenate([p[4] for p in pending])
+            cells_per_row = np.concatenate([p[5] for p in pending])
+        n = len(rows)
         cum = np.cumsum(sizes)
         cum_cells = np.cumsum(cells_per_row)
         start, base = 0, 0
         while start < n:
+            if not final and cum[-1] - base < self.row_group_size:
+                break  # too few rows left for a group: they wait for the next call
             end = min(int(np.searchsorted(cum, base + self.row_group_size, side="left")) + 1, n)
             size = end - start
             dense = DenseBlock(
-                rows.slice(start, size), tuple(qualifiers),
+                rows.slice(start, size), quals,
                 [t.slice(start, size) for t in timestamps], [v.slice(start, size) for v in values],
             )
             self._write_dense(dense, int(cum_cells[end - 1]) - (int(cum_cells[start - 1]) if start else 0))
             start, base = end, int(cum[end - 1])
-        self._appended = self._cell_count
-        last = self._last_cell
-        self._last_key = (last[0], last[1], last[2], -last[3], -last[4])
+        if start < n:
+            left = n - start
+            self._pending_rows = [(rows.slice(start), quals, [v.slice(start) for v in values],
+                                   [t.slice(start) for t in timestamps], sizes[start:], cells_per_row[start:])]
+            self._pending_row_bytes = int(cum[-1]) - base
+        else:
+            self._pending_rows = []
+            self._pending_row_bytes = 0
 
     def _write_dense(self, dense: DenseBlock, cells: int) -> None:
         """Write one dense block of ``cells`` cells in whole rows (each sorting

@@ -23,11 +23,14 @@ class RegionMap:
         self.table_name = table_name
         self.regions: list[Region] = []
         self.starts: list[bytes] = []  # each region's start key, for bisect
+        # both lists as one object, replaced in one store: what lock-free point reads route by
+        self.routing: tuple[list[bytes], list[Region]] = ([], [])
 
     def set(self, regions: list[Region]) -> None:
         """Replace the regions (the caller holds the table's lease lock)."""
         self.regions = regions
         self.starts = [r.info.start for r in regions]
+        self.routing = (self.starts, regions)
 
     def region_for(self, row: bytes) -> Region:
         """The region whose key range holds ``row``."""
@@ -60,7 +63,7 @@ class RegionMap:
 
     def keys_by_region(self, keys: list[bytes]) -> list[tuple[Region, list[bytes]]]:
         """Sorted distinct ``keys`` cut into one run per region that holds them, in key order."""
-        starts, regions = self.starts, self.regions
+        starts, regions = self.routing
         groups: list[tuple[Region, list[bytes]]] = []
         i = 0
         while i < len(keys):

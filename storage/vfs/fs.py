@@ -341,11 +341,15 @@ class FileSystem:
         finally:
             f.close()
 
-    def write_atomic(self, path: str, data: bytes) -> None:
+    def write_atomic(self, path: str, data: bytes, durable: bool = True) -> None:
         """Replace ``path`` with ``data`` so a crash leaves the old or the new file.
 
         Write a temporary sibling, fsync it, rename it over the target, fsync
-        the directory (local roots) so the rename itself is durable.
+        the directory (local roots) so the rename itself is durable.  With
+        ``durable`` false a local root skips both fsyncs: other processes still
+        see the old or the whole new file, but an operating-system crash may
+        leave neither (for files no process needs after such a crash, as a
+        reader's pins: two fsyncs cost 8-60 ms on a busy disk).
 
         On object stores there is no rename (it is a copy and a delete, not
         atomic): the object is replaced by one conditional PUT, which is
@@ -362,8 +366,19 @@ class FileSystem:
             return
         tmp = f"{path}{TEMP_MARK}{uuid.uuid4().hex[:8]}"
         try:
-            self.write_bytes(tmp, data)
-            self.rename(tmp, path)
+            if durable or not self.is_local:
+                self.write_bytes(tmp, data)
+                self.rename(tmp, path)
+            else:
+                f = self.create(tmp)
+                try:
+                    f.write(data)
+                finally:
+                    f.close()
+                try:
+                    os.replace(self._full(tmp), self._full(path))
+                except OSError as exc:
+                    raise StorageIOError.of(exc, f"renaming {self._full(tmp)} to", self._full(path)) from exc
         except BaseException:
             try:  # best effort: a failed disk may refuse this too; remove_temporaries catches it later
                 self.delete(tmp, missing_ok=True)

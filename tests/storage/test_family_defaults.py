@@ -1,4 +1,4 @@
-"""The defaults a family gets when it names none: zstd chunks in 8 MiB row groups.
+"""The defaults a family gets when it names none: zstd chunks in 32 MiB row groups.
 
 The values were chosen by measurement (docs/decisions/2026-12-05-column-chunks-sweep.md);
 these tests hold what a user sees of them: a new table compresses, a bulk load writes row
@@ -60,14 +60,15 @@ def test_a_table_created_uncompressed_stays_uncompressed(tmp_path):
 def test_a_bulk_load_writes_row_groups_of_the_default_size(tmp_path):
     """Rows far past one 64 KiB block land in row groups of the default size, not blocks of 64 KiB."""
     root = str(tmp_path)
-    rows = _rows(60_000, b"v" * 200)  # ~13 MB of row, qualifier and value bytes: ~200 blocks of 64 KiB
+    # about 2.5 row groups of row, qualifier and value bytes: hundreds of blocks of 64 KiB
+    rows = _rows(DEFAULT_ROW_GROUP_SIZE * 5 // 2 // 2_000, b"v" * 2_000)
     with storage.connect(root) as conn:
         conn.create_table("t", {"cf": {}})
     _bulk_load(root, "t", rows)
     with storage.connect(root) as conn:
         table = conn.table("t")
         (reader,) = table.store_file_readers()
-        cells = rows.num_rows * (8 + 1 + 200)  # row, qualifier and value bytes at least
+        cells = rows.num_rows * (8 + 1 + 2_000)  # row, qualifier and value bytes at least
         assert cells > DEFAULT_ROW_GROUP_SIZE
         # more than one group, and about cells / DEFAULT_ROW_GROUP_SIZE of them (the writer's estimate
         # of a cell's size counts a little more than these bytes)

@@ -71,3 +71,26 @@ def test_split_archives_the_pinned_files_of_the_parent(tmp_path):
     with storage.connect(str(tmp_path / "root")) as again:  # a writer's open cleans the archive
         again.table("t")
     assert not any(fs.exists(f"{ARCHIVE_DIR}/{p}") for p in pinned)
+
+
+def test_a_pin_is_written_whole_without_fsync_and_committed_files_still_are(tmp_path, monkeypatch):
+    """A pin protects files for readers that an operating-system crash ends too, so it is written
+    atomically (a reader sees none or all of it) but not fsynced: every scan's planning writes
+    one.  A durable write (the default) still fsyncs the file and its directory."""
+    import os
+
+    conn, t = _table(tmp_path)
+    fs = t.fs
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    pinned = _file_paths(t)
+    pin = write_pin(fs, pinned, ["wal/1.log"], ttl_seconds=600)
+    assert synced == []
+    assert [(d["files"], d["wal"]) for d in live_pins(fs)] == [(pinned, ["wal/1.log"])]
+    assert not [n for n in fs.listdir("pins") if not n.endswith(".pin")]  # no temporary file left
+    release_pin(fs, pin)
+    assert live_pins(fs) == []
+    fs.write_atomic("kept.json", b"{}")
+    assert len(synced) == 2 and fs.read_bytes("kept.json") == b"{}"
+    conn.close()

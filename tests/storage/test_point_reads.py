@@ -119,8 +119,10 @@ def test_point_reads_on_every_block_after_a_scan_cause_no_evictions(tmp_path):
         assert table.row(key)[b"cf:n"] == b"%d" % int(key)
     assert table.rows(firsts[::-1])[0][0] == firsts[-1]
     assert cache.evictions == 0
-    # what a point read adds to a cached block (views of its buffers) is small next to the block
-    assert cache.used_bytes <= after_scan * 1.05
+    # what a point read adds to a cached block (views of its buffers: about 4.5% of these 32 KiB
+    # blocks, and with the compiled kernels the arguments of their call, 0.9% more) is small
+    # next to the block
+    assert cache.used_bytes <= after_scan * 1.06
     conn.close()
 
 

@@ -733,6 +733,39 @@ def test_version_2_index_row_counts_are_checked_at_open(fs, tmp_path):
         StoreFileReader(fs, "rows.sf")
 
 
+def _row_batch(first: int, n: int, quals: list[bytes]) -> tuple:
+    rows = pa.array([b"r%06d" % i for i in range(first, first + n)])
+    vals = [pa.array([b"v%06d-%s" % (i, q) for i in range(first, first + n)]) for q in quals]
+    return rows, quals, vals, [pa.array([i + 1 for i in range(first, first + n)], pa.int64())] * len(quals)
+
+
+def test_append_rows_in_small_calls_fill_row_groups_not_one_group_per_call(fs):
+    """A bulk load appends a few thousand rows a call: the rows wait until they fill a group, so
+    the file has about size / row_group_size groups, not one a call; a call with other
+    qualifiers, a cell appended after them and finish() write the waiting rows, in order."""
+    w = StoreFileWriter(fs, "small-calls.sf", family=FAMILY, row_group_size=64 << 10)
+    expected = []
+    for first in range(0, 4000, 100):  # 40 calls of 100 rows of two qualifiers
+        batch = _row_batch(first, 100, [b"a", b"b"])
+        w.append_rows(*batch)
+        expected += [Cell(r, FAMILY, q, first + k + 1, 4, v[k].as_py())
+                     for k, r in enumerate(batch[0].to_pylist()) for q, v in zip(batch[1], batch[2])]
+    other = _row_batch(4000, 10, [b"c"])  # other qualifiers: the waiting rows end a group first
+    w.append_rows(*other)
+    expected += [Cell(r, FAMILY, b"c", 4001 + k, 4, other[2][0][k].as_py()) for k, r in enumerate(other[0].to_pylist())]
+    with pytest.raises(InvalidArgument, match="does not sort after"):
+        w.append_rows(*_row_batch(4009, 1, [b"c"]))  # order is checked against the waiting rows
+    w.append((b"r009999", FAMILY, b"z", 7, 4, b"cell"))  # a cell after waiting rows
+    expected.append(Cell(b"r009999", FAMILY, b"z", 7, 4, b"cell"))
+    info = w.finish()
+    assert (info.row_count, info.cell_count) == (4011, len(expected))
+    with StoreFileReader(fs, "small-calls.sf") as r:
+        r.check()
+        assert batch_cells(r.scan_batches()) == expected
+        # about 4000 rows of ~50 bytes a cell pair in 64 KiB groups (the old writer cut 40 + 2)
+        assert 3 <= r.block_count <= 8
+
+
 def test_append_rows_contract(fs):
     rows = pa.array([b"r1", b"r2"])
     vals, stamps = [pa.array([b"a", None])], [pa.array([1, None], pa.int64())]

@@ -21,6 +21,7 @@ import storage.storefile._block_v3 as block_v3
 from storage.errors import CorruptionError
 from storage.storefile import StoreFileReader, StoreFileWriter
 from storage.storefile._chunk_encodings import decode_dict, decode_lengths, encode_dict, encode_lengths
+from storage.storefile.codecs import BlockCodec, get_codec
 from storage.storefile.format import ChunkEncoding
 from storage.vfs.fs import FileSystem
 
@@ -67,7 +68,7 @@ def test_the_writer_picks_each_encoding_where_it_stores_smaller(tmp_path, compre
         b"text": [b"note %d" % (m * n + i) for i, m in enumerate(mix)],  # all distinct, mixed widths: LENGTHS
     }
     rows = [b"r%07d" % i for i in range(n)]
-    _write(fs, "f.sf", rows, columns, compression)
+    _write(fs, "f.sf", rows, columns, compression, row_group_size=4 << 20)  # a few groups
     with StoreFileReader(fs, "f.sf") as r:
         encodings = _encodings(r)
         assert r.block_count > 1 and {tuple(e) for e in encodings} == {(
@@ -212,3 +213,42 @@ def test_key_runs_mixing_key_widths_and_encodings_count_right(tmp_path):
         assert r.count_rows(b"a150", b"b00100") == 250
         assert list(_columns(r)[b"q"]) == rows
         r.check()
+
+
+class _CountingCodec(BlockCodec):
+    """The zstd codec, counting what it compresses (the writer's candidates)."""
+
+    def __init__(self):
+        zstd = get_codec("zstd")
+        super().__init__(zstd.name, zstd.code, zstd.arrow_name)
+        object.__setattr__(self, "compressed", [])
+
+    def compress(self, body):
+        self.compressed.append(body.size)
+        return super().compress(body)
+
+
+@pytest.mark.parametrize("values, want, compressions", [
+    # codes far narrower than the values: the dictionary alone is compressed
+    ([MODES[i * 7 % 5] * 3 for i in range(4000)], ChunkEncoding.DICT, 1),
+    # one-byte values: no dictionary candidate (its codes would be as wide)
+    ([b"AFNR"[i * 7 % 4 : i * 7 % 4 + 1] for i in range(4000)], ChunkEncoding.FIXED, 1),
+    # two-byte values of few kinds: the codes are half as wide, so both are compressed (and
+    # the dictionary does not store 10% smaller)
+    ([b"%02d" % (i * 7 % 30) for i in range(4000)], ChunkEncoding.FIXED, 2),
+    # mixed widths, all distinct: the base and lengths are compared, no dictionary
+    ([b"v%d" % (i * 7919) for i in range(4000)], ChunkEncoding.LENGTHS, 2),
+])
+def test_the_writer_compresses_only_the_candidates_that_can_win(values, want, compressions):
+    """A dictionary a quarter the size of the other candidates is taken without compressing
+    them (the writer's CPU on lineitem's low-cardinality columns), and one-byte values get no
+    dictionary candidate; otherwise every candidate is compressed and the smallest kept."""
+    codec = _CountingCodec()
+    raw, enc, present, _lo, _hi, stored = block_v3._encode_values(pa.array(values, pa.binary()), codec)
+    assert (enc, len(codec.compressed)) == (want, compressions)
+    assert present == len(values)
+    # whichever was kept decodes to the values
+    body = get_codec("zstd").decompress(stored, raw.size)
+    decode = {ChunkEncoding.DICT: decode_dict, ChunkEncoding.LENGTHS: decode_lengths}.get(enc)
+    got = decode(body, len(values), "chunk", "f", 0) if decode else block_v3._decode_fixed(body, len(values), "c", "f", 0)
+    assert got.to_pylist() == values

@@ -52,6 +52,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   private final List<Predicate> pushed = new ArrayList<>();
   private int limit = -1;
   private String scanned = "";  // the key ranges and engine filter the worker made of the filters, for explain()
+  private JsonNode pushPlan;  // the push reply's plan of the scan for every column, or null
   private Aggregation aggregation;
   private Object[] aggregateValues;
   private DataType[] aggregateTypes;
@@ -103,7 +104,13 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     }
     ObjectNode req = settings.request("push");
     req.set("filters", json);
+    // the scan is planned in the same request, for every column: the tasks narrow it to the
+    // pruned columns, so no plan request follows (PROTOCOL.md, "push")
+    ObjectNode plan = req.putObject("plan");
+    plan.put("schema", full.json());
+    RegionScanScan.packing(plan, keyGrouped);
     JsonNode reply = settings.call(req);
+    pushPlan = reply.path("plan").isObject() ? reply.path("plan") : null;  // a worker that predates it sends none
     scanned = scannedText(reply);
     boolean[] handled = new boolean[sent.size()];
     for (JsonNode i : reply.path("handled")) {
@@ -356,7 +363,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     if (aggregateValues == null && taskAggregate != null) {
       // the tasks aggregate their rows: no limit applies below an aggregate, nor key grouping
       return new RegionScanScan(settings, taskInputs, filters, describe(pushed) + scanned, -1, false,
-          taskAggregate, taskAggregateSchema, describeAggregation(aggregation));
+          taskAggregate, taskAggregateSchema, describeAggregation(aggregation), null);
     }
     if (aggregateValues != null) {
       StructType schema = new StructType();
@@ -367,7 +374,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       }
       return new CountScan(settings, schema, aggregateValues, describe(pushed), aggregation.toString());
     }
-    return new RegionScanScan(settings, required, filters, describe(pushed) + scanned, limit, keyGrouped);
+    return new RegionScanScan(settings, required, filters, describe(pushed) + scanned, limit, keyGrouped, pushPlan);
   }
 
   /**

@@ -47,19 +47,25 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
   private final StructType output;  // what the tasks return: the rows' columns, or the partial aggregates
   private final String aggregation;
   private JsonNode plan;
+  private final JsonNode pushPlan;  // the push reply's plan of every mapped column, or null
+  private boolean narrowed;  // plan is pushPlan: each task's read names its columns
   private TaskIndexFunction grouping;
   private boolean groupingAsked;
   private Long rowCount;
 
   RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit,
-      boolean keyGrouped) {
-    this(settings, required, filters, pushedFilters, limit, keyGrouped, null, required, null);
+      boolean keyGrouped, JsonNode pushPlan) {
+    this(settings, required, filters, pushedFilters, limit, keyGrouped, null, required, null, pushPlan);
   }
 
-  /** A scan whose tasks aggregate their rows ({@code aggregate}), returning {@code output}. */
+  /**
+   * A scan whose tasks aggregate their rows ({@code aggregate}), returning {@code output};
+   * {@code pushPlan}: the plan the push request made for every mapped column, or null.
+   */
   RegionScanScan(SourceSettings settings, StructType required, ArrayNode filters, String pushedFilters, int limit,
-      boolean keyGrouped, ObjectNode aggregate, StructType output, String aggregation) {
+      boolean keyGrouped, ObjectNode aggregate, StructType output, String aggregation, JsonNode pushPlan) {
     this.settings = settings;
+    this.pushPlan = pushPlan;
     this.required = required;
     this.filters = filters;
     this.pushedFilters = pushedFilters;
@@ -87,26 +93,57 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
     return req;
   }
 
+  /** How Spark packs the read into tasks (PROTOCOL.md, "plan"), put in a {@code plan} request or a push's {@code plan}. */
+  static void packing(ObjectNode req, boolean keyGrouped) {
+    SQLConf conf = SQLConf.get();
+    req.put("max_partition_bytes", conf.filesMaxPartitionBytes());
+    req.put("open_cost", conf.filesOpenCostInBytes());
+    if (keyGrouped) {
+      req.put("task_ranges", true);
+    }
+    String key = "spark.sql.leafNodeDefaultParallelism";
+    req.put("parallelism", conf.contains(key) ? Integer.parseInt(conf.getConfString(key))
+        : SparkContext.getOrCreate().defaultParallelism());
+  }
+
+  /**
+   * Whether the plan the push made for every mapped column serves this scan: its tasks read it
+   * narrowed to the required columns. Not for a scan whose tasks aggregate (their output is the
+   * partial rows), nor one that needs key columns alone (the worker scans the key alone then).
+   */
+  private boolean narrowable() {
+    if (pushPlan == null || aggregate != null || !pushPlan.path("read_plan").isTextual()) {
+      return false;
+    }
+    java.util.Set<String> keys = new java.util.HashSet<>();
+    for (JsonNode k : pushPlan.path("key_columns")) {
+      keys.add(k.asText().toLowerCase(java.util.Locale.ROOT));
+    }
+    for (String name : required.fieldNames()) {
+      if (!keys.contains(name.toLowerCase(java.util.Locale.ROOT))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private synchronized JsonNode plan() {
     if (plan == null) {
-      ObjectNode req = request("plan");
-      SQLConf conf = SQLConf.get();
-      req.put("max_partition_bytes", conf.filesMaxPartitionBytes());
-      req.put("open_cost", conf.filesOpenCostInBytes());
-      if (keyGrouped) {
-        req.put("task_ranges", true);
-      }
-      String key = "spark.sql.leafNodeDefaultParallelism";
-      req.put("parallelism", conf.contains(key) ? Integer.parseInt(conf.getConfString(key))
-          : SparkContext.getOrCreate().defaultParallelism());
       long started = System.nanoTime();
-      plan = settings.call(req);
+      narrowed = narrowable();
+      if (narrowed) {
+        plan = pushPlan;  // planned by the push request: no request now
+      } else {
+        ObjectNode req = request("plan");
+        packing(req, keyGrouped);
+        plan = settings.call(req);
+      }
       String timeline = ReadTimeline.target();
       if (timeline != null) {
         ReadTimeline.write(timeline, String.format(java.util.Locale.ROOT, "{\"kind\":\"plan\",\"start_ms\":%d,\"plan_ms\":%.2f,"
-            + "\"tasks\":%d,\"splits\":%d,\"table\":\"%s\"}", System.currentTimeMillis(),
+            + "\"tasks\":%d,\"splits\":%d,\"table\":\"%s\",\"with_push\":%b}", System.currentTimeMillis(),
             (System.nanoTime() - started) / 1e6, plan.path("tasks").size(), plan.path("splits").asInt(),
-            settings.tableName().replace("\"", "'")));
+            settings.tableName().replace("\"", "'"), narrowed));
       }
     }
     return plan;
@@ -146,6 +183,16 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
       read = WorkerProcess.JSON.createObjectNode();
       read.put("op", "read");
       read.put("read_plan", readPlan.asText());
+      if (narrowed) {
+        // the push's plan of every mapped column: the task reads the required ones
+        ArrayNode cols = read.putArray("columns");
+        for (String name : required.fieldNames()) {
+          cols.add(name);
+        }
+        if (limit >= 0) {
+          read.put("limit", limit);
+        }
+      }
     } else {
       read = request("read");  // a worker that predates read plans plans each task again
     }

@@ -1,0 +1,245 @@
+/* gather_binary: the rows of binary chunks picked by an index, copied in runs.
+ *
+ * Arrow's `take` on a binary column copies value by value; the picks of a
+ * merge (a live table's rows: most from the base run, in order, a few from
+ * newer runs) are runs of consecutive rows of one chunk, and one memcpy per
+ * run costs about half as much on wide values.  The reference and fallback is
+ * storage.kernels.gather.take_binary (Arrow's take).  The column comes in as an
+ * Arrow C stream of its chunks: no Python object per chunk (a block-sized
+ * chunk each, hundreds per column). */
+#include "regionscan_native.h"
+
+typedef struct {
+    const int32_t *off;   /* the chunk's length + 1 offsets, its array offset applied */
+    const char *data;
+    const uint8_t *valid; /* NULL: no nulls */
+    Py_ssize_t valid_bit; /* the bit of the chunk's first row in `valid` */
+    Py_ssize_t length;
+} rs_chunk;
+
+/* The chunk holding row `idx` of the chunks laid end to end (`starts`: n + 1 row starts). */
+static inline Py_ssize_t find_chunk(const int64_t *starts, Py_ssize_t n, int64_t idx) {
+    Py_ssize_t lo = 0, hi = n;  /* starts[lo] <= idx < starts[hi] */
+    while (hi - lo > 1) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (starts[mid] <= idx) lo = mid; else hi = mid;
+    }
+    return lo;
+}
+
+#define IN_CHUNK(k, at) (starts[(k)] <= (at) && (at) < starts[(k) + 1])
+
+/* Move the cursor `*k` to the chunk of row `at`.  A merge's picks alternate
+ * between two places that each move forward (the base run's chunk and a newer
+ * run's): `*other` remembers the last place, and each is tried, then its next
+ * chunk, before a binary search. */
+static inline void locate(const int64_t *starts, Py_ssize_t n, int64_t at, Py_ssize_t *k, Py_ssize_t *other) {
+    if (IN_CHUNK(*k, at)) return;
+    Py_ssize_t was = *k;
+    if (IN_CHUNK(*other, at)) *k = *other;
+    else if (*k + 1 < n && IN_CHUNK(*k + 1, at)) *k = *k + 1;
+    else if (*other + 1 < n && IN_CHUNK(*other + 1, at)) *k = *other + 1;
+    else *k = find_chunk(starts, n, at);
+    *other = was;
+}
+
+/* The chunks of the stream in `capsule`, each ArrowArray kept in `arrays` (released by the caller). */
+static int read_chunks(PyObject *capsule, struct ArrowArray **arrays_out, rs_chunk **out, int64_t **starts_out,
+                       Py_ssize_t *count) {
+    struct ArrowArrayStream *stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
+    if (!stream) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "stream must be an Arrow C stream capsule (__arrow_c_stream__()), got %.80s",
+                     Py_TYPE(capsule)->tp_name);
+        return -1;
+    }
+    if (!stream->release) {
+        PyErr_SetString(PyExc_ValueError, "stream was already consumed");
+        return -1;
+    }
+    struct ArrowSchema schema;
+    if (stream->get_schema(stream, &schema) != 0) {
+        PyErr_Format(PyExc_ValueError, "stream: no schema (%s)", stream->get_last_error(stream));
+        return -1;
+    }
+    int binary = schema.format && strcmp(schema.format, "z") == 0;
+    char format[16] = {0};
+    if (schema.format) strncpy(format, schema.format, sizeof(format) - 1);
+    schema.release(&schema);
+    if (!binary) {
+        PyErr_Format(PyExc_ValueError, "stream must hold a binary column (format 'z'), got format '%s'", format);
+        return -1;
+    }
+    Py_ssize_t cap = 16, n = 0;
+    struct ArrowArray *arrays = PyMem_Malloc(cap * sizeof(struct ArrowArray));
+    if (!arrays) { PyErr_NoMemory(); return -1; }
+    *arrays_out = arrays;
+    *count = 0;
+    for (;;) {
+        if (n == cap) {
+            struct ArrowArray *grown = PyMem_Realloc(arrays, 2 * cap * sizeof(struct ArrowArray));
+            if (!grown) { PyErr_NoMemory(); return -1; }
+            arrays = *arrays_out = grown;
+            cap *= 2;
+        }
+        if (stream->get_next(stream, &arrays[n]) != 0) {
+            PyErr_Format(PyExc_ValueError, "stream: chunk %zd unreadable (%s)", n, stream->get_last_error(stream));
+            return -1;
+        }
+        if (!arrays[n].release) break;  /* the end of the stream */
+        *count = ++n;
+    }
+    rs_chunk *c = PyMem_Calloc(n ? n : 1, sizeof(rs_chunk));
+    int64_t *starts = PyMem_Calloc(n + 1, sizeof(int64_t));
+    *out = c; *starts_out = starts;
+    if (!c || !starts) { PyErr_NoMemory(); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const struct ArrowArray *a = &arrays[i];
+        if (a->n_buffers != 3 || a->offset < 0 || a->length < 0 || (a->length && !a->buffers[1])) {
+            PyErr_Format(PyExc_ValueError, "stream: chunk %zd is not a binary array", i);
+            return -1;
+        }
+        c[i].length = (Py_ssize_t)a->length;
+        starts[i + 1] = starts[i] + a->length;
+        if (a->length == 0) continue;
+        c[i].off = (const int32_t *)a->buffers[1] + a->offset;
+        c[i].data = (const char *)a->buffers[2];
+        c[i].valid = a->null_count != 0 ? (const uint8_t *)a->buffers[0] : NULL;
+        c[i].valid_bit = (Py_ssize_t)a->offset;
+        /* the data buffer's size is the last offset (the C data interface gives no sizes): the
+         * offsets used are checked against the chunk's first and last one */
+        if (c[i].off[0] < 0 || c[i].off[0] > c[i].off[a->length] || (c[i].off[a->length] > c[i].off[0] && !c[i].data)) {
+            PyErr_Format(PyExc_ValueError, "stream: chunk %zd has damaged offsets %d..%d", i, (int)c[i].off[0],
+                         (int)c[i].off[a->length]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A writable view of at least `size` bytes of what the allocator returned. */
+static int rs_view_out(rs_view *v, PyObject *obj, Py_ssize_t size) {
+    if (PyObject_GetBuffer(obj, &v->view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyErr_Format(PyExc_ValueError, "allocate must return a writable buffer, got %.80s", Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    v->held = 1;
+    if (v->view.len < size) {
+        PyErr_Format(PyExc_ValueError, "allocate(%zd) returned %zd bytes", size, v->view.len);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
+    PyObject *capsule, *index_obj, *allocate, *result = NULL, *validity = NULL, *offsets = NULL, *data = NULL;
+    rs_view vo = {0}, vv = {0}, vd = {0};
+    rs_chunk *c = NULL;
+    int64_t *starts = NULL;
+    struct ArrowArray *arrays = NULL;
+    rs_view index = {0};
+    Py_ssize_t nchunks = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO:gather_binary", &capsule, &index_obj, &allocate)) return NULL;
+    if (read_chunks(capsule, &arrays, &c, &starts, &nchunks) < 0) goto done;
+    if (rs_view_get(&index, index_obj, "index", 0) < 0) goto done;
+    if (index.view.len % sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "index must be an int64 array");
+        goto done;
+    }
+    Py_ssize_t n = index.view.len / sizeof(int64_t);
+    const int64_t *idx = (const int64_t *)index.view.buf;
+    int64_t total = starts[nchunks];
+    offsets = PyObject_CallFunction(allocate, "n", (Py_ssize_t)((n + 1) * sizeof(int32_t)));
+    validity = offsets ? PyObject_CallFunction(allocate, "n", (Py_ssize_t)((n + 7) / 8)) : NULL;
+    if (!offsets || !validity || rs_view_out(&vo, offsets, (n + 1) * sizeof(int32_t)) < 0 ||
+        rs_view_out(&vv, validity, (n + 7) / 8) < 0)
+        goto done;
+    int32_t *out_off = (int32_t *)vo.view.buf;
+    uint8_t *out_valid = (uint8_t *)vv.view.buf;
+    memset(out_valid, 0, (n + 7) / 8);
+    Py_ssize_t nulls = 0, bad = -1;
+    int64_t bytes = 0;
+    int overflow = 0;
+
+    /* pass 1: lengths, validity, bounds (the GIL released: only our views and buffers) */
+    {
+    RS_RELEASE_GIL(n)
+    Py_ssize_t k = 0, k_other = 0;
+    out_off[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t at = idx[i];
+        if (at >= 0) {
+            if (at >= total) { bad = i; break; }
+            locate(starts, nchunks, at, &k, &k_other);
+            int64_t r = at - starts[k];
+            const rs_chunk *ch = &c[k];
+            Py_ssize_t bit = ch->valid_bit + r;
+            if (!ch->valid || (ch->valid[bit >> 3] >> (bit & 7)) & 1) {
+                int32_t a = ch->off[r], b = ch->off[r + 1];
+                if (a < ch->off[0] || b < a || b > ch->off[ch->length]) { bad = i; break; }
+                bytes += b - a;
+                if (bytes > INT32_MAX) { overflow = 1; break; }
+                out_valid[i >> 3] |= (uint8_t)(1u << (i & 7));
+            } else {
+                nulls++;
+            }
+        } else {
+            nulls++;
+        }
+        out_off[i + 1] = (int32_t)bytes;
+    }
+    RS_ACQUIRE_GIL()
+    }
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "index[%zd] = %lld is outside the %lld rows of the chunks (or their offsets are damaged)",
+                     bad, (long long)idx[bad], (long long)total);
+        goto done;
+    }
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "gather_binary: the gathered values pass 2 GiB (a binary array's limit)");
+        goto done;
+    }
+    data = PyObject_CallFunction(allocate, "n", (Py_ssize_t)bytes);
+    if (!data || rs_view_out(&vd, data, (Py_ssize_t)bytes) < 0) goto done;
+    char *out = (char *)vd.view.buf;
+
+    /* pass 2: one memcpy per run of consecutive valid rows of one chunk */
+    {
+    RS_RELEASE_GIL(n)
+    Py_ssize_t i = 0, kk = 0, kk_other = 0;
+    while (i < n) {
+        if (!((out_valid[i >> 3] >> (i & 7)) & 1)) { i++; continue; }
+        int64_t at = idx[i];
+        locate(starts, nchunks, at, &kk, &kk_other);
+        int64_t end_row = starts[kk + 1];
+        Py_ssize_t j = i + 1;
+        while (j < n && idx[j] == idx[j - 1] + 1 && idx[j] < end_row && ((out_valid[j >> 3] >> (j & 7)) & 1)) j++;
+        const int32_t *off = c[kk].off;
+        int64_t r0 = at - starts[kk], r1 = idx[j - 1] - starts[kk];
+        memcpy(out + out_off[i], c[kk].data + off[r0], (size_t)(off[r1 + 1] - off[r0]));
+        i = j;
+    }
+    RS_ACQUIRE_GIL()
+    }
+
+    if (nulls == 0) {
+        Py_DECREF(validity);
+        validity = Py_None;
+        Py_INCREF(Py_None);
+    }
+    result = Py_BuildValue("(OOOn)", validity, offsets, data, nulls);
+done:
+    Py_XDECREF(validity);
+    Py_XDECREF(offsets);
+    Py_XDECREF(data);
+    rs_view_release(&index);
+    rs_view_release(&vo);
+    rs_view_release(&vv);
+    rs_view_release(&vd);
+    for (Py_ssize_t i = 0; arrays && i < nchunks; i++) arrays[i].release(&arrays[i]);
+    PyMem_Free(arrays);
+    PyMem_Free(starts);
+    PyMem_Free(c);
+    return result;
+}

@@ -1,0 +1,128 @@
+/*
+ * The shared header of regionscan's compiled kernels (the extension module
+ * storage._native_ext, loaded by storage/native.py).
+ *
+ * Rules every kernel follows:
+ *   - one job per function; the pure-Python/NumPy twin is the reference and
+ *     the fallback, and a hypothesis test holds the two to the same answers;
+ *   - buffers come in through the buffer protocol (rs_view) and are released
+ *     before the call returns: no raw pointer outlives a call;
+ *   - bounds are checked once per call, before the work, and a bad argument
+ *     raises ValueError with a one-line message naming it;
+ *   - a kernel that runs long releases the GIL (Py_BEGIN_ALLOW_THREADS) while
+ *     it touches only the views it holds and memory it allocated.
+ *
+ * Adding a kernel in a new .c file (the build compiles every .c file of this
+ * folder into the one module):
+ *   1. write `PyObject *rs_mykernel(PyObject *self, PyObject *args)` there;
+ *   2. declare it below and add one line to RS_METHODS:
+ *        RS_METHOD(mykernel, "one-line docstring")
+ *   3. give it a Python twin and a test in tests/storage/test_native_*.py.
+ */
+#ifndef REGIONSCAN_NATIVE_H
+#define REGIONSCAN_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+/* A read-only view of a bytes-like object (pyarrow Buffer, NumPy array, bytes). */
+typedef struct {
+    Py_buffer view;
+    int held;
+} rs_view;
+
+/* Take a contiguous view of `obj` (None gives an empty, unheld view when
+ * `none_ok`); 0 on success, -1 with a ValueError naming `what` otherwise. */
+static inline int rs_view_get(rs_view *v, PyObject *obj, const char *what, int none_ok) {
+    v->held = 0;
+    if (obj == Py_None && none_ok) {
+        memset(&v->view, 0, sizeof(v->view));
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, &v->view, PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Format(PyExc_ValueError, "%s must be a contiguous bytes-like buffer, got %.80s", what,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    v->held = 1;
+    return 0;
+}
+
+static inline void rs_view_release(rs_view *v) {
+    if (v->held) {
+        PyBuffer_Release(&v->view);
+        v->held = 0;
+    }
+}
+
+/* The Arrow C data and stream interfaces (a stable ABI, spelled out in Arrow's
+ * "C Data Interface" and "C Stream Interface" specifications): pyarrow hands a
+ * column over as a PyCapsule named "arrow_array_stream" (__arrow_c_stream__),
+ * so a kernel reads every chunk's buffers without a Python object per chunk.
+ * A kernel releases each ArrowArray it took before it returns; the capsule
+ * releases the stream. */
+#ifndef ARROW_C_DATA_INTERFACE
+#define ARROW_C_DATA_INTERFACE
+struct ArrowSchema {
+    const char *format;
+    const char *name;
+    const char *metadata;
+    int64_t flags;
+    int64_t n_children;
+    struct ArrowSchema **children;
+    struct ArrowSchema *dictionary;
+    void (*release)(struct ArrowSchema *);
+    void *private_data;
+};
+struct ArrowArray {
+    int64_t length;
+    int64_t null_count;
+    int64_t offset;
+    int64_t n_buffers;
+    int64_t n_children;
+    const void **buffers;
+    struct ArrowArray **children;
+    struct ArrowArray *dictionary;
+    void (*release)(struct ArrowArray *);
+    void *private_data;
+};
+#endif
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream *, struct ArrowSchema *out);
+    int (*get_next)(struct ArrowArrayStream *, struct ArrowArray *out);
+    const char *(*get_last_error)(struct ArrowArrayStream *);
+    void (*release)(struct ArrowArrayStream *);
+    void *private_data;
+};
+#endif
+
+/* The GIL is released only around work of at least this many elements: for a short call,
+ * giving it up and taking it back costs more than the work (and may wait on another thread). */
+#define RS_GIL_MIN_ITEMS 4096
+#define RS_RELEASE_GIL(n) PyThreadState *rs_ts_ = (n) >= RS_GIL_MIN_ITEMS ? PyEval_SaveThread() : NULL;
+#define RS_ACQUIRE_GIL() if (rs_ts_) PyEval_RestoreThread(rs_ts_);
+
+/* --- the kernels, one line each (name, C function rs_<name>, docstring) --- */
+PyObject *rs_gather_binary(PyObject *self, PyObject *args);
+PyObject *rs_point_row(PyObject *self, PyObject *args);
+PyObject *rs_row_dicts(PyObject *self, PyObject *args);
+
+#define RS_METHOD(name, doc) {#name, (PyCFunction)rs_##name, METH_VARARGS, doc},
+
+#define RS_METHODS                                                                              \
+    RS_METHOD(gather_binary,                                                                    \
+              "gather_binary(stream, index, allocate) -> (validity, offsets, data, null_count): " \
+              "rows of a binary column (an Arrow C stream capsule of its chunks laid end to " \
+              "end), picked by an int64 index (-1: null), copied in runs of consecutive rows " \
+              "into buffers from allocate(size) (pyarrow.allocate_buffer)")                         \
+    RS_METHOD(point_row,                                                                        \
+              "point_row(keys, width, count, key, columns) -> dict | None | False: the row "    \
+              "{name: value} of a dense block (None: absent; False: the next block decides)")  \
+    RS_METHOD(row_dicts,                                                                        \
+              "row_dicts(key, columns, names) -> [(key, {name: value})]: a dense row batch's " \
+              "rows, nulls left out (each column: (validity, offsets, data, offset, length))")
+
+#endif

@@ -1,0 +1,185 @@
+"""The compiled kernels (storage/_native) against their pyarrow/NumPy references.
+
+``gather_binary`` (one ``memcpy`` per run of consecutive rows) is held to
+Arrow's ``take`` on random chunked binary columns (sliced chunks, nulls,
+empty values, no chunks) and random picks (runs, jumps, repeats, nulls);
+bad arguments get a one-line ValueError.  Row resolution of live tables (a
+base run and newer runs: re-puts of some columns, deletes, several sources)
+is checked against a dict model and run both ways in one process: with the
+compiled gather and with the reference.  The kernel tests use the built
+module itself, so they also run when ``REGIONSCAN_NATIVE=0`` turns it off for
+the engine (CI runs this file both ways).  Only a machine without a C
+compiler has no module: the build said so, and the tests check that the
+loader says ``off (not built)`` and run the reference.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storage import native
+from storage.cells import CellType
+from storage.kernels import gather
+from storage.kernels.gather import gather_binary, take_binary
+from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
+from suite_paths import REPO
+
+try:
+    BUILT = importlib.import_module("storage._native_ext")
+except ImportError:  # no C compiler at install: only the reference exists
+    BUILT = None
+
+
+def test_the_loader_reports_the_path_in_use():
+    if BUILT is None:
+        assert native.NATIVE is None and native.status() == "off (not built)"
+    elif os.environ.get(native.SWITCH) == "0":
+        assert native.NATIVE is None and native.status() == "off (REGIONSCAN_NATIVE=0)"
+    else:
+        assert native.NATIVE is BUILT and native.status() == "on"
+
+
+def test_version_says_which_kernels_run():
+    code = "import sys; from jobs.cli import main; sys.exit(main(['--version']))"
+    lines = {}
+    for switch in ("0", "1"):
+        env = dict(os.environ, REGIONSCAN_NATIVE=switch)
+        proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        lines[switch] = proc.stdout.strip()
+    assert lines["0"].endswith("native kernels: off (REGIONSCAN_NATIVE=0)"), lines
+    assert lines["1"].endswith("native kernels: on" if BUILT is not None else "native kernels: off (not built)"), lines
+
+
+VALUES = st.one_of(st.none(), st.binary(max_size=6))
+
+
+@st.composite
+def columns(draw):
+    """A binary column as an array or chunked array; chunks may be slices of larger arrays."""
+    chunks = []
+    for _ in range(draw(st.integers(0, 4))):
+        full = draw(st.lists(VALUES, max_size=12))
+        start = draw(st.integers(0, len(full)))
+        chunks.append(pa.array(full, pa.binary()).slice(start, draw(st.integers(0, len(full) - start))))
+    if len(chunks) == 1 and draw(st.booleans()):
+        return chunks[0]
+    return pa.chunked_array(chunks, pa.binary())
+
+
+@st.composite
+def picks(draw, rows: int):
+    """Runs of consecutive rows, jumps, repeats and nulls (-1)."""
+    out: list[int] = []
+    for _ in range(draw(st.integers(0, 6))):
+        if rows and draw(st.integers(0, 3)):
+            start = draw(st.integers(0, rows - 1))
+            out.extend(range(start, min(rows, start + draw(st.integers(1, 8)))))
+        else:
+            out.extend([-1] * draw(st.integers(1, 3)))
+    return np.array(out, dtype=np.int64)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(data=st.data())
+def test_gather_binary_is_take(data):
+    values = data.draw(columns())
+    index = data.draw(picks(len(values)))
+    expected = take_binary(values, index)
+    got = gather_binary(values, index, native=BUILT)
+    got.validate(full=True)
+    assert got.type == pa.binary() and got.null_count == expected.null_count
+    assert got.to_pylist() == expected.to_pylist()
+
+
+def test_gather_binary_refuses_bad_input_in_one_line():
+    values = pa.chunked_array([pa.array([b"a", b"bb"]), pa.array([b"c"])])
+    kernel = BUILT if BUILT is not None else None
+    if kernel is None:
+        with pytest.raises(IndexError):
+            take_binary(values, np.array([3]))
+        return
+    with pytest.raises(ValueError, match=r"^index\[1\] = 3 is outside the 3 rows of the chunks"):
+        gather_binary(values, np.array([0, 3]), native=kernel)
+    with pytest.raises(ValueError, match=r"^stream must be an Arrow C stream capsule"):
+        kernel.gather_binary(b"x", np.zeros(1, np.int64), pa.allocate_buffer)
+    with pytest.raises(ValueError, match=r"^stream must hold a binary column \(format 'z'\), got format 'l'"):
+        kernel.gather_binary(pa.chunked_array([pa.array([1], pa.int64())]).__arrow_c_stream__(), np.zeros(1, np.int64),
+                              pa.allocate_buffer)
+    with pytest.raises(ValueError, match=r"^index must be an int64 array"):
+        kernel.gather_binary(values.__arrow_c_stream__(), b"abc", pa.allocate_buffer)
+
+
+# live tables as row pieces: a base run and newer runs (newest first), each of distinct sorted keys
+
+COLUMNS = 3
+QUALIFIERS = [b"a", b"b", b"c"]
+
+
+@st.composite
+def live_runs(draw):
+    """Pieces newest first (a re-put may carry only some columns), DeleteFamily markers, and the model."""
+    keys = [b"r%03d" % i for i in range(draw(st.integers(0, 40)))]
+    runs = []
+    for age in range(draw(st.integers(1, 4))):
+        rows = sorted(draw(st.sets(st.sampled_from(keys), max_size=len(keys))) if keys else set())
+        ts = 10 * (age + 1)
+        cols = draw(st.sets(st.integers(0, COLUMNS - 1), min_size=1))  # a partial re-put names some columns
+        cells = {r: {j: (b"v%d-%s" % (age, r)) * draw(st.integers(0, 2)) for j in cols} for r in rows}
+        runs.append((ts, cells))
+    deleted = {k: 10 * draw(st.integers(1, len(runs))) + 5 for k in keys if draw(st.integers(0, 4)) == 0}
+    if keys and draw(st.booleans()) and draw(st.booleans()):
+        deleted = {k: 10 * len(runs) + 5 for k in keys}  # every row deleted after every put
+    model: dict = {}
+    for ts, cells in runs:  # oldest first: a newer put replaces
+        for r, cols in cells.items():
+            for j, v in cols.items():
+                if ts > deleted.get(r, -1):
+                    model.setdefault(r, {})[j] = v
+    pieces = []
+    for ts, cells in reversed(runs):  # newest first
+        rows = sorted(cells)
+        stamps = [np.array([ts if j in cells[r] else ABSENT for r in rows], np.int64) for j in range(COLUMNS)]
+        values = [pa.array([cells[r].get(j) for r in rows], pa.binary()) for j in range(COLUMNS)]
+        pieces.append(RowPiece(pa.array(rows, pa.binary()), stamps, values))
+    markers = Markers(pa.array(list(deleted), pa.binary()), pa.array([b""] * len(deleted), pa.binary()),
+                      np.array(list(deleted.values()), np.int64),
+                      np.full(len(deleted), int(CellType.DELETE_FAMILY), np.uint8))
+    return pieces, markers, model
+
+
+def _rows(resolved) -> dict:
+    out: dict = {}
+    keys = resolved.keys.to_pylist()
+    for j in range(COLUMNS):
+        for key, value, ts in zip(keys, resolved.values[j].to_pylist(), resolved.ts[j]):
+            if ts != ABSENT:
+                out.setdefault(key, {})[j] = value
+    return out
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(case=live_runs())
+def test_live_merge_and_gather_match_the_model_both_ways(case):
+    pieces, markers, model = case
+    answers = []
+    for kernel in (BUILT, None):
+        with pytest.MonkeyPatch.context() as patch:
+            # the engine's switch, as REGIONSCAN_NATIVE sets it
+            patch.setattr(gather, "NATIVE", kernel)
+            resolved = resolve_rows(pieces, COLUMNS, markers, qualifiers=QUALIFIERS)
+        for values in resolved.values:
+            values.validate(full=True)
+        assert _rows(resolved) == model
+        answers.append((resolved.keys.to_pylist(), [v.to_pylist() for v in resolved.values]))
+    assert answers[0] == answers[1]
