@@ -50,6 +50,7 @@ from .options import (
     INPUT_TABLE,
     MAX_RESTARTS,
     PIN_REGISTER,
+    PIN_SHARED,
     PIN_TTL,
     ROOT,
     SPLITS_PER_REGION,
@@ -155,9 +156,11 @@ class TableInputFormat:
         )
         ttl = conf_int(self.conf, PIN_TTL, 24 * 3600, minimum=1)
         register = splits and conf_bool(self.conf, PIN_REGISTER, True)
-        pin_id = write_pin_file(table_fs, [p for s in splits for p in s.regions], ttl) if register else None
+        shared = conf_bool(self.conf, PIN_SHARED, False)
+        pin_id = write_pin_file(table_fs, [p for s in splits for p in s.regions], ttl, shared) if register else None
         if pin_id is not None:
-            self._pin_ids.append(pin_id)
+            if not shared:  # a shared pin may protect other readers' files too: it expires, never released
+                self._pin_ids.append(pin_id)
             splits = [_with_pin(s, pin_id) for s in splits]
         return splits
 

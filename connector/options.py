@@ -51,6 +51,7 @@ __all__ = [
     "MAX_RESTARTS",
     "PIN_TTL",
     "PIN_REGISTER",
+    "PIN_SHARED",
     "SPARK_ALIASES",
     "CHECKED_PREFIXES",
     "KNOWN_KEYS",
@@ -95,6 +96,8 @@ SCAN_CACHE_RESULTS = "regionscan.scan.cacheresults"
 MAX_RESTARTS = "regionscan.reader.max.restarts"
 PIN_TTL = "regionscan.pin.ttl.seconds"
 PIN_REGISTER = "regionscan.pin.register"  # false: no pins/<id>.pin file (planning only)
+# true: the reads never release their pins (Spark's), so plans of the same files share one
+PIN_SHARED = "regionscan.pin.shared"
 
 SPARK_ALIASES: dict[str, str] = {
     "hbase.spark.query.timerange.start": SCAN_TIMERANGE_START,
@@ -125,7 +128,7 @@ KNOWN_KEYS: set[str] = {
     SCAN_TIMERANGE_START, SCAN_TIMERANGE_END, SCAN_MAXVERSIONS, SCAN_CACHEBLOCKS, SCAN_CACHEDROWS,
     SCAN_CACHING, SCAN_BATCHSIZE, AUTOBALANCE, AVERAGE_REGION_SIZE, SPLITS_PER_REGION,
     ROOT, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, SCAN_RAW, SCAN_CACHE_RESULTS, MAX_RESTARTS, PIN_TTL,
-    PIN_REGISTER,
+    PIN_REGISTER, PIN_SHARED,
     FILTER_CLASSES, "regionscan.token",
 }
 """Every key under :data:`CHECKED_PREFIXES` that the input format reads; modules that read

@@ -44,7 +44,7 @@ from storage.engine import CELL_TYPE_NAMES, redact_uri
 
 from .explain import ScanPlan, save_plan
 from .input_format import REMOTE_TOKEN, TableInputFormat
-from .options import INPUT_TABLE, MAX_RESTARTS, PIN_TTL, ROOT, SCAN_COLUMNS, SCAN_RAW, conf_bool, conf_int
+from .options import INPUT_TABLE, MAX_RESTARTS, PIN_SHARED, PIN_TTL, ROOT, SCAN_COLUMNS, SCAN_RAW, conf_bool, conf_int
 from .record_reader import TableBatchRecordReader
 from .source_config import SPARK_PIN_TTL, SourceConfig
 from .splits import TableSplit
@@ -125,7 +125,8 @@ def input_format(config: SourceConfig) -> TableInputFormat:
     conf = {k: v for k, v in config.conf.items() if k.startswith(("hbase.mapreduce.", "regionscan."))}
     conf[ROOT] = config.root
     conf[INPUT_TABLE] = config.table
-    conf.setdefault(PIN_TTL, SPARK_PIN_TTL)  # a Spark read never releases its pins: let them expire
+    conf.setdefault(PIN_TTL, SPARK_PIN_TTL)  # a Spark read never releases its pins: let them expire,
+    conf.setdefault(PIN_SHARED, "true")  # and plans of the same files share one
     conf[SCAN_RAW] = True
     if config.conf.get("token"):
         conf[REMOTE_TOKEN] = config.conf["token"]

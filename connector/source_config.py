@@ -82,6 +82,7 @@ from .stored_mapping import with_stored_mapping
 from .options import (
     INPUT_TABLE,
     KNOWN_KEYS,
+    PIN_SHARED,
     PIN_TTL,
     ROOT,
     SCAN_COLUMNS,
@@ -390,7 +391,8 @@ class SourceConfig:
         conf: dict[str, Any] = {k: v for k, v in self.conf.items() if k.startswith(("hbase.mapreduce.", "regionscan."))}
         conf[ROOT] = self.root
         conf[INPUT_TABLE] = self.table
-        conf.setdefault(PIN_TTL, SPARK_PIN_TTL)  # a Spark read never releases its pins: let them expire
+        conf.setdefault(PIN_TTL, SPARK_PIN_TTL)  # a Spark read never releases its pins: let them expire,
+        conf.setdefault(PIN_SHARED, "true")  # and plans of the same files share one
         if self.conf.get("token"):
             conf[REMOTE_TOKEN] = self.conf["token"]
         serde = self.read_serde()

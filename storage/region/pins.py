@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import json
+import threading
 import uuid
 from typing import Iterable
 
@@ -40,14 +41,39 @@ _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 ARCHIVE_DIR = "archive"
 
 
-def write_pin(table_fs: FileSystem, files: Iterable[str], wal: Iterable[str], ttl_seconds: int) -> str | None:
+# Pins this process wrote with ``shared=True``, by (table folder, files, WAL files): the pin id
+# and its expiry (ms).  A reader that never releases its pin (a Spark read: no hook ends it)
+# plans again and again over an unchanged table; each plan reusing the pin of the same files
+# keeps one pin file per table state instead of one per query, so listing, reading and
+# archiving under pins stay small.
+_SHARED: dict[tuple, tuple[str, int]] = {}
+_SHARED_LOCK = threading.Lock()
+SHARED_REUSE_SHARE = 0.9
+"""A shared pin is reused while at least this share of a new pin's time to live is left on it."""
+
+
+def write_pin(table_fs: FileSystem, files: Iterable[str], wal: Iterable[str], ttl_seconds: int,
+              shared: bool = False) -> str | None:
     """Register pinned files; returns the pin id, or None if the root is not writable.
 
     The expiry leads the file name, so expired pins are found by listing names alone.
+    ``shared``: the caller never releases the pin, so this process's earlier shared pin of the
+    same files is returned while at least :data:`SHARED_REUSE_SHARE` of ``ttl_seconds`` is left
+    on it and its file is still there (a dropped table's pins go with it).
     """
-    expires = clock.now_ms() + int(ttl_seconds * 1000)
+    files, wal = list(files), list(wal)
+    now = clock.now_ms()
+    ttl_ms = int(ttl_seconds * 1000)
+    key = (table_fs.root, tuple(files), tuple(wal))
+    if shared:
+        with _SHARED_LOCK:
+            hit = _SHARED.get(key)
+        if hit is not None and hit[1] - now >= SHARED_REUSE_SHARE * ttl_ms and \
+                table_fs.exists(f"{PINS_DIR}/{hit[0]}.pin"):
+            return hit[0]
+    expires = now + ttl_ms
     pin_id = f"{expires:013d}-{uuid.uuid4().hex[:12]}"
-    doc = {"expires_ms": expires, "files": list(files), "wal": list(wal)}
+    doc = {"expires_ms": expires, "files": files, "wal": wal}
     try:
         table_fs.makedirs(PINS_DIR)
         # not fsynced: a pin protects files for readers that an OS crash ends too, and a half
@@ -58,6 +84,11 @@ def write_pin(table_fs: FileSystem, files: Iterable[str], wal: Iterable[str], tt
             return None  # a read-only root: reads still work, only without protection from deletion
         raise  # a failed write on a writable root: the reader must not go on unprotected
     _drop_expired(table_fs)
+    if shared:
+        with _SHARED_LOCK:
+            for old in [k for k, (_, until) in _SHARED.items() if until <= now]:
+                del _SHARED[old]  # expired: never returned again
+            _SHARED[key] = (pin_id, expires)
     return pin_id
 
 

@@ -365,15 +365,17 @@ class PinnedRegion:
         self.close(discard=exc_type is not None and issubclass(exc_type, Exception))
 
 
-def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_seconds: int) -> str | None:
+def write_pin_file(table_fs: FileSystem, regions: Iterable[RegionPin], ttl_seconds: int,
+                   shared: bool = False) -> str | None:
     """Register the pinned regions' files (see :mod:`storage.region.pins`); returns the pin id,
-    or None if the root is not writable."""
+    or None if the root is not writable.  ``shared``: a pin the caller never releases, which
+    may be one this process registered before for the same files (``pins.write_pin``)."""
     paths: list[str] = []
     wal: list[str] = []
     for pin in regions:
         paths.extend(pin.file_paths())
         wal.extend(pin.wal_paths())
-    return write_pin(table_fs, paths, wal, ttl_seconds)
+    return write_pin(table_fs, paths, wal, ttl_seconds, shared)
 
 
 release_pin_file = release_pin

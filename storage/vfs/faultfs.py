@@ -340,11 +340,11 @@ class FaultFileSystem(FileSystem):
         self.injector.opened(full, inner.tell(), created=not existed)
         return _FaultWritable(inner, self.injector, full)
 
-    def rename(self, src: str, dst: str) -> None:
+    def rename(self, src: str, dst: str, durable: bool = True) -> None:
         full_src, full_dst = self._full(src), self._full(dst)
         self.injector.check("rename", full_dst)
         try:
-            super().rename(src, dst)  # also fsyncs the directory, through sync_dir below
+            super().rename(src, dst, durable)  # durable: also fsyncs the directory, through sync_dir below
         finally:
             # the directory fsync may fail after the rename itself happened
             if not os.path.exists(full_src) and os.path.exists(full_dst):

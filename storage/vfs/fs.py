@@ -375,10 +375,7 @@ class FileSystem:
                     f.write(data)
                 finally:
                     f.close()
-                try:
-                    os.replace(self._full(tmp), self._full(path))
-                except OSError as exc:
-                    raise StorageIOError.of(exc, f"renaming {self._full(tmp)} to", self._full(path)) from exc
+                self.rename(tmp, path, durable=False)
         except BaseException:
             try:  # best effort: a failed disk may refuse this too; remove_temporaries catches it later
                 self.delete(tmp, missing_ok=True)
@@ -397,8 +394,9 @@ class FileSystem:
             self.delete(self.join(path, name), missing_ok=True)
         return len(doomed)
 
-    def rename(self, src: str, dst: str) -> None:
-        """Rename atomically (replacing ``dst``), durable on return on local roots."""
+    def rename(self, src: str, dst: str, durable: bool = True) -> None:
+        """Rename atomically (replacing ``dst``), durable on return on local roots (unless
+        ``durable`` is false: the directory is not fsynced, see :meth:`write_atomic`)."""
         full_src, full_dst = self._full(src), self._full(dst)
         if self.is_local:
             try:
@@ -407,7 +405,8 @@ class FileSystem:
                 raise
             except OSError as exc:
                 raise StorageIOError.of(exc, f"renaming {full_src} to", full_dst) from exc
-            self.sync_dir(os.path.dirname(dst))
+            if durable:
+                self.sync_dir(os.path.dirname(dst))
         else:
             self._fs.move(full_src, full_dst)
             if self.object_store is not None:

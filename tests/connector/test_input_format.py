@@ -385,6 +385,32 @@ def test_pinned_files_survive_compaction_in_the_archive_until_released(root):
     assert not any(os.path.exists(os.path.join(table_dir, "archive", p)) for p in gone)
 
 
+def test_plans_that_never_release_share_one_pin_per_table_state(root):
+    """regionscan.pin.shared (what a Spark read sets: it never releases its pins): plans of the
+    same files share one pin file, which release() leaves to expire (another plan may rely
+    on it); once a compaction changes the files, the next plan pins the new ones."""
+    from connector.options import PIN_SHARED
+
+    pins = os.path.join(root, "t", "pins")
+    fmts = [TableInputFormat(_conf(root, **{PIN_SHARED: "true"})) for _ in range(4)]
+    ids = {s.pin_id for fmt in fmts for s in fmt.get_splits()}
+    assert len(ids) == 1 and len(os.listdir(pins)) == 1
+    for fmt in fmts:
+        fmt.release()
+    assert len(os.listdir(pins)) == 1  # a shared pin expires, it is never released
+    with storage.connect(root) as conn:
+        table = conn.table("t")
+        _fill(table, rows=50)
+        table.compact()
+    (new,) = {s.pin_id for s in TableInputFormat(_conf(root, **{PIN_SHARED: "true"})).get_splits()}
+    assert new not in ids and len(os.listdir(pins)) == 2
+    own = TableInputFormat(_conf(root))  # not shared: a pin of its own, released by release()
+    own.get_splits()
+    assert len(os.listdir(pins)) == 3
+    own.release()
+    assert len(os.listdir(pins)) == 2
+
+
 def test_files_of_an_unregistered_snapshot_fail_clearly_once_compacted(root):
     fmt = TableInputFormat(_conf(root))
     splits = fmt.get_splits()

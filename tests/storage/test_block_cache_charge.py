@@ -38,7 +38,8 @@ def test_each_block_is_charged_its_arrow_bytes_and_its_point_form(tmp_path):
     points = sum(reader._block(i).point.nbytes for i in range(reader.block_count))
     assert cache.used_bytes == arrow + points
     # views of the block's buffers, not copies: a few hundred bytes a block, whatever its size
-    assert 0 < points < 1024 * reader.block_count
+    # (about 300 more where the compiled point-read call keeps its argument tuples on the block)
+    assert 0 < points < 1536 * reader.block_count
     reader.close()
 
 

@@ -94,3 +94,32 @@ def test_a_pin_is_written_whole_without_fsync_and_committed_files_still_are(tmp_
     fs.write_atomic("kept.json", b"{}")
     assert len(synced) == 2 and fs.read_bytes("kept.json") == b"{}"
     conn.close()
+
+
+def test_shared_pins_of_the_same_files_are_one_pin_while_most_of_its_life_is_left(tmp_path):
+    """A reader that never releases its pin (a Spark read) plans again and again over an
+    unchanged table: with ``shared`` each plan of the same files gets the pin an earlier one
+    wrote, so the pins folder holds one pin per table state, not one per query.  Other files,
+    a pin whose file went, or a pin with less than 90% of a new pin's life left get a new one."""
+    from storage import clock
+
+    conn, t = _table(tmp_path)
+    fs = t.fs
+    pinned = _file_paths(t)
+    with clock.use(clock.ManualClock()) as manual:
+        first = write_pin(fs, pinned, [], ttl_seconds=1000, shared=True)
+        assert [write_pin(fs, pinned, [], ttl_seconds=1000, shared=True) for _ in range(5)] == [first] * 5
+        assert len(fs.listdir("pins")) == 1
+        assert write_pin(fs, pinned, [], ttl_seconds=1000) != first  # not shared: a pin of its own
+        other = write_pin(fs, pinned[:1], [], ttl_seconds=1000, shared=True)
+        assert other != first
+        manual.advance(99)  # 901 s of 1000 left: still reused
+        assert write_pin(fs, pinned, [], ttl_seconds=1000, shared=True) == first
+        manual.advance(2)  # 899 s left: a reader could be left with less than 90% of its time
+        renewed = write_pin(fs, pinned, [], ttl_seconds=1000, shared=True)
+        assert renewed != first and write_pin(fs, pinned, [], ttl_seconds=1000, shared=True) == renewed
+        release_pin(fs, renewed)  # its file gone (a dropped table's pins go with it): a new pin
+        again = write_pin(fs, pinned, [], ttl_seconds=1000, shared=True)
+        assert again not in (first, renewed) and fs.exists(f"pins/{again}.pin")
+        assert {tuple(d["files"]) for d in live_pins(fs)} == {tuple(pinned), tuple(pinned[:1])}
+    conn.close()
