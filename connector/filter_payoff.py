@@ -39,6 +39,7 @@ import pyarrow as pa
 
 from .decoded_filters import DecodedFilter
 from .pushdown import PushdownResult, describe_filter
+from .stored_dates import StoredForms, stored_group
 
 __all__ = ["DEFAULT_MAX_KEPT", "SAMPLE_BATCH", "SAMPLE_ROWS", "SAMPLE_SPLITS", "column_groups", "decide", "decided", "follow",
            "kept_shares", "leave"]
@@ -166,13 +167,18 @@ def _known_shares(state: tuple | None, groups: dict[str, list],
 
 
 def decide(result: PushdownResult, read: tuple, max_kept: float,
-           sample: Callable[[list[str]], list[pa.RecordBatch]], state: tuple | None = None) -> None:
+           sample: Callable[[list[str]], list[pa.RecordBatch]], state: tuple | None = None,
+           stored: StoredForms | None = None) -> None:
     """Leave to Spark each column's plain decoded filters that keep ``max_kept`` of a sample or
     more, and remember every decision for the plan (:func:`decided`).
 
     ``state`` identifies the read, its filters and the table's exact contents (see the module
-    text); the shares sampled under one state are reused by the next push with the same state."""
-    groups = column_groups(result.decoded)
+    text); the shares sampled under one state are reused by the next push with the same state.
+    ``stored`` names the columns whose date comparisons are tested on their stored cells
+    (:mod:`connector.stored_dates`): such a column's filters stay with the worker whatever they
+    keep, since their test decodes nothing and a query whose filters are all taken can have its
+    aggregate computed by the tasks (TPC-H q1)."""
+    groups = {name: fs for name, fs in column_groups(result.decoded).items() if not _tested_stored(fs, stored)}
     shares = _known_shares(state, groups, sample) if max_kept < 1.0 and groups else {}
     for name, fs in groups.items():
         share = shares.get(name, 0.0)
@@ -183,6 +189,13 @@ def decide(result: PushdownResult, read: tuple, max_kept: float,
         _remember(_key(read, fs), why if left else True)
         if left:
             leave(result, fs, why)
+
+
+def _tested_stored(group: list, stored: StoredForms | None) -> bool:
+    """Whether a column's plain filters are date comparisons tested on stored cells (its implied
+    ``IS NOT NULL`` aside)."""
+    compared = [f for f in group if type(f).__name__ != "IsNotNull"]
+    return bool(compared) and stored_group(compared, stored) is not None
 
 
 def follow(result: PushdownResult, read: tuple) -> None:

@@ -26,7 +26,9 @@ Write (bulk load, the engine's: :mod:`storage.engine`)::
 
 ``append`` adds the rows; ``overwrite`` replaces the table's contents.
 Each task stages store files; the driver's commit adds them atomically.
-The table must exist, or give ``newtable`` = number of regions to create it.
+The table must exist, or give ``newtable`` = number of regions to create it
+(split at the quantiles of the keys the tasks sampled, at the commit: see
+:class:`RegionScanWriter`).
 A write that gives a mapping stores it with the table when the table has
 none, or when the write creates or overwrites the table
 (:mod:`connector.stored_mapping`); later reads may then give root and table only.
@@ -54,7 +56,7 @@ from pyspark.sql.datasource import (
 )
 
 from serde.mapping import ColumnKind
-from storage import InvalidArgument, TableLocked, table_dir
+from storage import InvalidArgument, TableLocked, table_dir, uniform_split_keys
 from storage.engine import (
     BulkLoadTask,
     FileSystem,
@@ -76,6 +78,7 @@ from .savemode import missing_for_write
 from .scanning import is_remote_root
 from .source_config import SourceConfig, write_timestamp
 from .stored_mapping import remember
+from .write_splits import MAX_SAMPLE, SAMPLE_PER_REGION, KeySample, merged_split_keys
 from .splits import TableSplit
 
 __all__ = [
@@ -143,7 +146,7 @@ class RegionScanDataSource(DataSource):
     def writer(self, schema, overwrite: bool) -> "RegionScanWriter":
         """A bulk-load writer (``overwrite`` True for ``mode("overwrite")``) whose job holds its
         staging lock until its commit or abort (:mod:`connector.staging_keeper`)."""
-        writer = RegionScanWriter(self._config(), schema, overwrite)
+        writer = RegionScanWriter(self._config(), schema, overwrite, sample_splits=True)
         writer.start_keeper()
         return writer
 
@@ -298,6 +301,10 @@ class BulkLoadMessage(WriterCommitMessage):
     job_id: str
     task_id: str
     files: list[StagedFile] = field(default_factory=list)
+    # a sample of the task's encoded row keys and how many rows it wrote, when the write
+    # splits the table it creates at the commit (RegionScanWriter's ``sample_splits``)
+    sample: pa.Array | None = None
+    sample_rows: int = 0
 
 
 def _new_job_id() -> str:
@@ -305,9 +312,18 @@ def _new_job_id() -> str:
 
 
 class RegionScanWriter(DataSourceArrowWriter):
-    """Bulk-loads a DataFrame: tasks stage store files, the driver commits them atomically."""
+    """Bulk-loads a DataFrame: tasks stage store files, the driver commits them atomically.
 
-    def __init__(self, config: SourceConfig, schema: Any, overwrite: bool, split_keys: list[bytes] | None = None):
+    A write that creates its table with ``newtable`` = N splits it at the quantiles of the rows'
+    encoded keys (:mod:`connector.write_splits`).  The JVM source's driver samples the DataFrame
+    first and passes ``split_keys``.  pyspark's Python writer sees no rows on the driver, so with
+    ``sample_splits`` the table is created with one region, each task samples the keys it
+    stages, and the commit splits the still empty table at the merged sample's quantiles before
+    it adds the staged files (which the commit then cuts at the new regions' bounds).
+    """
+
+    def __init__(self, config: SourceConfig, schema: Any, overwrite: bool, split_keys: list[bytes] | None = None,
+                 sample_splits: bool = False):
         if raw_read.is_raw(config):  # both sources' writes come here
             raise InvalidArgument("hbase.spark.query.raw is a read option: a write stores puts of the DataFrame's rows")
         if is_remote_root(config.root):
@@ -319,6 +335,8 @@ class RegionScanWriter(DataSourceArrowWriter):
         self.job_id = _new_job_id()
         self.timestamp = write_timestamp(config.conf)
         self.created = False  # True when this write creates the table (newtable)
+        # N when this write created its table with one region, to split it into N at the commit
+        self.split_regions: int | None = None
         # the process holding the job's staging lock for a Python-source write (None: the JVM
         # source's engine worker holds it, connector.worker.writes)
         self.keeper: staging_keeper.StagingKeeper | None = None
@@ -328,7 +346,11 @@ class RegionScanWriter(DataSourceArrowWriter):
             regions = conf_int(config.conf, "newtable", minimum=1)
             if regions is None:
                 raise missing_for_write(config)
-            self._create_table(serde, regions, split_keys)
+            if sample_splits and split_keys is None and regions > 1:
+                self._create_table(serde, 1, None)
+                self.split_regions = regions if self.created else None
+            else:
+                self._create_table(serde, regions, split_keys)
         self.regions, families = table_regions(table_fs)
         self.families = {name: settings for name, settings in families.items()}
         for col in serde.mapping.columns:
@@ -389,22 +411,54 @@ class RegionScanWriter(DataSourceArrowWriter):
         """Stage the rows of task attempt ``task_id`` (also what the JVM source's tasks run)."""
         serde = self.config.write_serde()
         task = BulkLoadTask(self._table_fs(), self.job_id, task_id, self.regions, self.families, self.timestamp)
+        sample = None
+        if self.split_regions is not None:
+            sample = KeySample(min(SAMPLE_PER_REGION * self.split_regions, MAX_SAMPLE))
         try:
             for batch in iterator:
                 if batch.num_rows == 0:
                     continue
-                task.add(serde.serialize_batch(fill_missing(batch, serde)))
+                rows = serde.serialize_batch(fill_missing(batch, serde))
+                if sample is not None:
+                    sample.add(rows.column(0))
+                task.add(rows)
             files = task.finish()
         except BaseException:
             task.abandon()
             raise
-        return BulkLoadMessage(self.job_id, task_id, files)
+        if sample is None:
+            return BulkLoadMessage(self.job_id, task_id, files)
+        return BulkLoadMessage(self.job_id, task_id, files, sample.keys, sample.rows)
+
+    def _split_created(self, messages: Sequence[BulkLoadMessage | None] | None) -> None:
+        """Split the table this write created with one region into ``split_regions``: at the
+        quantiles of the tasks' key samples in ``messages``, or uniformly (the first key byte, as
+        ``newtable`` without a sample) when they hold too few distinct keys or there are none."""
+        import storage
+
+        regions = self.split_regions
+        samples = [(m.sample, m.sample_rows) for m in messages or () if m is not None and m.sample is not None]
+        keys = merged_split_keys(samples, regions) or uniform_split_keys(regions)
+        conn = storage.connect(self.config.root)
+        try:
+            table = conn.table(self.config.table)
+            for key in keys:
+                table.split(key)
+        finally:
+            conn.close()
+        self.split_regions = None
 
     def commit(self, messages: Sequence[BulkLoadMessage], receipt: bool = False) -> None:
         """Add every staged file to the table atomically (on the driver); ``receipt`` leaves the
         job's commit receipt (:func:`storage.engine.load_committed`) for a caller that may not
         hear the answer."""
         staged = [f for m in messages if m is not None for f in m.files]
+        if self.split_regions is not None:
+            try:
+                self._split_created(messages)
+            except BaseException:
+                self._let_go()
+                raise
         own = None
         if self.keeper is not None:
             try:  # a keeper that died (the driver lives) must not leave the job's folder looking stale now
@@ -431,6 +485,12 @@ class RegionScanWriter(DataSourceArrowWriter):
         job's staging lock."""
         try:
             abort_load(self._table_fs(), self.job_id)
+            if self.split_regions is not None:  # the created table keeps its N regions, empty
+                try:
+                    self._split_created(None)
+                except Exception as exc:  # noqa: BLE001 - the abort is done; say why the split is not
+                    _LOG.warning("bulk load %s aborted; table %s it created keeps one region: %s",
+                                 self.job_id, self.config.table, exc)
         finally:
             self._let_go()
 

@@ -11,6 +11,10 @@ sampled keys with the write's SerDe, exactly as the tasks will encode them,
 and cuts the weighted, sorted keys at ``k / N`` (:func:`sample_split_keys`),
 so each of the N regions gets about as many rows.  A sample with fewer
 distinct keys than N regions need (a tiny DataFrame) keeps the uniform split.
+
+The Python source's driver sees no rows before its tasks run: each task keeps a
+:class:`KeySample` of the keys it stages, and the commit cuts the merged samples
+(:func:`merged_split_keys`, each task's keys weighted by its rows).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from .raw_read import key_names
 from .source_config import SourceConfig
 
 __all__ = ["SAMPLE_PER_REGION", "MAX_SAMPLE", "sample_request", "decode_sample", "sample_split_keys",
-           "region_cut_rows", "spark_order_matches"]
+           "region_cut_rows", "spark_order_matches", "KeySample", "merged_split_keys"]
 
 SAMPLE_PER_REGION = 1000
 """Sampled keys wanted per region: a region's share of the rows is then known to about 1.5%."""
@@ -117,3 +121,56 @@ def spark_order_matches(sample: pa.Table, encoded: pa.Array | pa.ChunkedArray) -
     keys = pc.cast(encoded, pa.binary()).take(order)
     n = len(keys)
     return bool(pc.all(pc.less_equal(keys.slice(0, n - 1), keys.slice(1))).as_py())
+
+
+class KeySample:
+    """A uniform sample of up to ``size`` of one write task's encoded row keys (as the task
+    stages them): the Python source's tasks sample while they stage, since its driver sees no rows.
+
+    Each key draws a random priority and the ``size`` lowest are kept (a bottom-k sample), so
+    every key of the task is equally likely to be in it, whatever the batches' sizes; one NumPy
+    selection per batch, no step per key.  ``rows`` counts every key offered.
+    """
+
+    def __init__(self, size: int, seed: int | None = None):
+        if size < 1:
+            raise InvalidArgument(f"a key sample needs a size of at least 1, got {size}")
+        self.size = size
+        self.rows = 0
+        self.keys = pa.array([], pa.binary())
+        self._priority = np.empty(0)
+        self._rng = np.random.default_rng(seed)
+
+    def add(self, keys: pa.Array | pa.ChunkedArray) -> None:
+        """Offer a batch's encoded row keys."""
+        n = len(keys)
+        if not n:
+            return
+        self.rows += n
+        priority = self._rng.random(n)
+        if len(self._priority) >= self.size:  # full: only keys that beat the worst kept one enter
+            chosen = np.flatnonzero(priority < self._priority.max())
+            if not len(chosen):
+                return
+            keys, priority = keys.take(pa.array(chosen)), priority[chosen]
+        merged = pa.concat_arrays([self.keys, pc.cast(keys, pa.binary()).combine_chunks()
+                                   if isinstance(keys, pa.ChunkedArray) else pc.cast(keys, pa.binary())])
+        both = np.concatenate([self._priority, priority])
+        if len(both) > self.size:
+            best = np.argpartition(both, self.size - 1)[: self.size]
+            merged, both = merged.take(pa.array(best)), both[best]
+        self.keys, self._priority = merged, both
+
+
+def merged_split_keys(samples: Sequence[tuple[pa.Array, int]], regions: int) -> list[bytes] | None:
+    """The ``regions - 1`` split keys of a write whose tasks each sampled their keys: ``samples``
+    holds each task's ``(sampled encoded keys, rows the task wrote)``; each sampled key weighs its
+    task's rows per sampled key, and :func:`sample_split_keys` cuts the whole at equal weight.
+    None when the samples hold too few distinct keys for that many regions."""
+    parts = [(keys, rows) for keys, rows in samples if len(keys)]
+    if not parts:
+        return None
+    encoded = pa.concat_arrays([pc.cast(keys, pa.binary()) for keys, _ in parts])
+    weights = np.concatenate([np.full(len(keys), rows / len(keys)) for keys, rows in parts])
+    found = sample_split_keys(encoded, weights, regions)
+    return found[0] if found is not None else None

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from serde.codecs.binary_arrays import as_binary, valid_mask
+from serde.codecs.binary_arrays import as_binary, binary_from_row_slice, dense_fixed_rows, valid_mask
 from serde.errors import MappingError
 
 __all__ = ["CompositeKey", "TERMINATED", "TERMINATOR"]
@@ -142,6 +142,16 @@ class CompositeKey:
             return parts, valid & ~fits.to_numpy(zero_copy_only=False)
         if self.terminated:
             return self._split_terminated(keys, valid)
+        if self.total is not None:
+            matrix = dense_fixed_rows(keys, self.total)
+            if matrix is not None:
+                # every key present and of the full width (a dense block's key chunk): each
+                # part is one strided copy of its bytes, not a masked slice kernel per part
+                parts, start = [], 0
+                for width in self.widths:
+                    parts.append(binary_from_row_slice(matrix, start, width))
+                    start += width
+                return parts, np.zeros(n, dtype=bool)
         sizes = pc.binary_length(keys).fill_null(0).to_numpy(zero_copy_only=False)
         fits = sizes >= self.prefix
         if self.total is not None:

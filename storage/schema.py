@@ -65,7 +65,7 @@ _TABLE_INT_BOUNDS = {
 }
 _EXTRA_LIMIT = 64 << 10  # bytes of the JSON form of TableSettings.extra
 
-_COMPRESSIONS = {None: None, "none": None, "lz4": "lz4", "zstd": "zstd"}
+_COMPRESSIONS = {None: None, "none": None, "lz4": "lz4", "zstd": "zstd", "auto": "auto"}
 
 
 def _is_int(value: object) -> bool:
@@ -112,8 +112,10 @@ class FamilySettings:
     max_versions: int = 1
     ttl: int | None = None  # seconds; None keeps cells forever
     block_size: int = 65536
-    # None, "lz4" or "zstd"; zstd by default: docs/decisions/2026-12-05-column-chunks-sweep.md
-    compression: str | None = "zstd"
+    # None, "lz4", "zstd" or "auto" (the default): each store file takes zstd when its first
+    # block is dense, lz4 when it holds versions or markers (storage.storefile.codecs.AUTO;
+    # docs/decisions/2026-12-05-column-chunks-sweep.md, 2026-12-05-benchmark-regressions.md)
+    compression: str | None = "auto"
     bloom_filter: bool = True  # a row bloom filter per store file
     min_versions: int = 0
     keep_deleted_cells: str = "FALSE"  # HBase's KEEP_DELETED_CELLS: "FALSE", "TRUE" or "TTL"
@@ -159,7 +161,7 @@ class FamilySettings:
             key = comp.lower() if isinstance(comp, str) else comp
             if not isinstance(key, (str, type(None))) or key not in _COMPRESSIONS:
                 raise InvalidArgument(
-                    f"compression for family {family!r} must be NONE, LZ4 or ZSTD, got {clip(repr(comp))}"
+                    f"compression for family {family!r} must be NONE, LZ4, ZSTD or AUTO, got {clip(repr(comp))}"
                 )
             values["compression"] = _COMPRESSIONS[key]
         if "ttl" in values and values["ttl"] is not None:

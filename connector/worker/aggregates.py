@@ -37,7 +37,7 @@ from ..options import conf_bool
 from ..scanning import edge_key_known, split_edge_key, split_row_count
 from .. import raw_read
 from ..source_config import AGGREGATE_PUSHDOWN, SourceConfig
-from .aggregate_spec import per_task
+from .aggregate_spec import per_task_or_why
 from .read_plan import ReadPlan
 
 __all__ = ["count", "edge_literal"]
@@ -114,9 +114,10 @@ def count(req: dict) -> dict:
         return {"values": None, "per_task": False}  # regionscan.pushdown.aggregates=false: Spark aggregates
     answer = _NOT_ANSWERED if req.get("group_by") else _at_planning(req, rp)
     key = key_column(rp.base.mapping())
-    spec = per_task(req, rp)
+    spec, why = per_task_or_why(req, rp)
     # the columns a task reads for them: the JVM prunes its scan to these (one definition, here)
-    tasks = {"per_task": False} if spec is None else {"per_task": True, "task_inputs": spec.inputs}
+    tasks = ({"per_task": False, **({"not_per_task": why} if why else {})} if spec is None else
+             {"per_task": True, "task_inputs": spec.inputs, "partial_types": spec.partial_types()})
     return {**answer, **tasks, "key_column": None if key is None else key.name}
 
 

@@ -31,6 +31,7 @@ from .. import raw_read
 from ..record_reader import TableBatchRecordReader
 from ..source_config import PACK_SPLITS, SourceConfig
 from ..splits import TableSplit
+from ..stored_dates import serde_stored_dates
 from .aggregate_spec import task_aggregation
 from .protocol import pack_object, unpack_object
 from .read_plan import ReadPlan, decode_filters, key_names, push_read_filters
@@ -282,6 +283,9 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
         """The stored columns decoding those columns reads (the rest are not taken at kept rows)."""
         return serde.batch_sources([types[n][0] for n in lower])
 
+    # single-cell columns whose date comparisons are tested on the stored cells, before decoding
+    forms = serde_stored_dates(serde) if flt is not None else {}
+
     for split in map(rp.with_hidden, splits):
         reader = TableBatchRecordReader(conf_int(conf, MAX_RESTARTS, 3, minimum=0),
                                         {"token": conf["token"]} if conf.get("token") else None)
@@ -291,7 +295,7 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
                 batch = None
                 if flt is not None:
                     # each column decoded only at the rows the conditions before it kept
-                    arrays, kept = flt.select(rows, rows.num_rows, names, decoder, sources)
+                    arrays, kept = flt.select(rows, rows.num_rows, names, decoder, sources, forms.get, stats)
                     if names:
                         batch = pa.RecordBatch.from_arrays(
                             arrays if kept else [pa.array([], f.type) for f in target], schema=target)

@@ -45,6 +45,7 @@ from ..pushdown import PushdownResult, describe_filter
 from ..scanning import is_remote_root
 from .. import filter_payoff
 from ..source_config import DECODED_FILTERS, DECODED_MAX_KEPT, SourceConfig
+from ..stored_dates import StoredForms, serde_stored_dates
 from ..splits import TableSplit
 
 __all__ = ["PLAN_FORMAT", "PLAN_VERSION", "ReadPlan", "decode_filters", "filter_doc", "literal_doc", "key_names",
@@ -346,10 +347,16 @@ def push_read_filters(config: SourceConfig, filters: list, decide: bool = False)
             snapshot = _pinned(config)
             filter_payoff.decide(result, read, max_kept,
                                  lambda names: _sample(config, result, [known[n] for n in names], snapshot),
-                                 _sample_state(result, read, snapshot))
+                                 _sample_state(result, read, snapshot), _stored_forms(config))
         elif result.decoded:
             filter_payoff.follow(result, read)
     return result
+
+
+def _stored_forms(config: SourceConfig) -> StoredForms:
+    """The columns of ``config``'s SerDe whose date comparisons the worker tests on stored cells."""
+    forms = serde_stored_dates(config.read_serde())
+    return lambda name: forms.get(name.lower())
 
 
 def _read_key(config: SourceConfig) -> tuple:

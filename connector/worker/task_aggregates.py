@@ -129,8 +129,9 @@ def aggregate_batches(rp: ReadPlan, spec: TaskAggregation, splits: list, target:
     groups = [f"g{i}" for i in range(len(spec.group_by))]
     values = [f"a{i}" for i in range(len(spec.functions))]
     columns = pa.schema([inputs.field(g).with_name(n) for n, g in zip(groups, spec.group_by)]
-                        + [pa.field(n, pa.null()) if col is None else inputs.field(col).with_name(n)
-                           for n, (_, col) in zip(values, spec.functions)])
+                        + [pa.field(n, pa.null()) if col is None else
+                           pa.field(n, spec.expressions[i].kind) if i in spec.expressions else inputs.field(col).with_name(n)
+                           for i, (n, (_, col)) in enumerate(zip(values, spec.functions))])
     first = ["count_all" if fn == "count_star" else fn for fn, _ in spec.functions]
     then = [_COMBINE[fn] for fn, _ in spec.functions]
 
@@ -144,7 +145,10 @@ def aggregate_batches(rp: ReadPlan, spec: TaskAggregation, splits: list, target:
         by_name = dict(zip(spec.inputs, batch.columns))
         arrays = [by_name[g] if mod is None else remainder(by_name[g], mod)
                   for g, mod in zip(spec.group_by, spec.group_mods)]
-        return arrays + [pa.nulls(batch.num_rows) if col is None else by_name[col] for _, col in spec.functions]
+        # an aggregated expression is evaluated once per batch by Arrow's kernels (aggregate_expressions)
+        return arrays + [pa.nulls(batch.num_rows) if col is None else
+                         spec.expressions[i].values(by_name, batch.num_rows, spec.ansi) if i in spec.expressions
+                         else by_name[col] for i, (_, col) in enumerate(spec.functions)]
 
     def summed(arrays: list[pa.Array]) -> pa.Table:
         arrays = list(arrays)

@@ -17,6 +17,9 @@ __all__ = [
     "valid_mask",
     "binary_layout",
     "fixed_width_rows",
+    "dense_fixed_rows",
+    "utf8_view",
+    "binary_from_row_slice",
     "binary_from_rows",
     "binary_from_parts",
     "from_numpy",
@@ -74,6 +77,60 @@ def fixed_width_rows(arr: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray,
     if len(starts):
         matrix[good] = data[starts[:, None] + np.arange(width)]
     return matrix, good, bad
+
+
+def dense_fixed_rows(arr: pa.Array, width: int) -> np.ndarray | None:
+    """The ``(n, width)`` uint8 view of a binary array's values when it has no nulls and
+    every value is ``width`` bytes (what a fixed-width chunk decodes to), else None.
+
+    The cheap case of :func:`fixed_width_rows`: no validity mask, no int64 copy of the
+    offsets, one comparison of the int32 offsets against the stride (a third of the
+    fixed-width decode's time on a date column went to the general form's masks)."""
+    n = len(arr)
+    if n == 0 or arr.null_count:
+        return None
+    buffers = arr.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+    first = int(offsets[0])
+    if int(offsets[-1]) - first != n * width or buffers[2] is None:
+        return None
+    steps = offsets[1:] - offsets[:-1]
+    if not (steps == width).all():
+        return None
+    return np.frombuffer(buffers[2], dtype=np.uint8, count=n * width, offset=first).reshape(n, width)
+
+
+_WORDS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def binary_from_row_slice(matrix: np.ndarray, start: int, width: int) -> pa.Array:
+    """A binary array (no nulls) whose row i is ``matrix[i, start:start + width]``, for a
+    C-contiguous ``(n, w)`` uint8 ``matrix``: one strided copy of ``width``-byte items
+    (NumPy copies a byte-column slice byte by byte, 10x slower on 8-byte parts)."""
+    n, row = matrix.shape
+    if n == 0 or width == 0:
+        return binary_from_rows(np.zeros((n, width), np.uint8))
+    item = np.dtype(_WORDS.get(width, f"V{width}"))
+    strided = np.ndarray((n,), item, matrix, start, (row,))
+    data = np.ascontiguousarray(strided).view(np.uint8)
+    offsets = np.arange(n + 1, dtype=np.int32) * width
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def utf8_view(arr: pa.Array) -> pa.Array | None:
+    """``arr`` (binary) viewed as ``pa.string()`` without a copy when every byte of its
+    values is ASCII, so valid UTF-8 with no per-value check (one vectorized maximum over
+    the value bytes, about 20x cheaper than Arrow's validating cast); None otherwise,
+    for the cast to decide."""
+    n = len(arr)
+    buffers = arr.buffers()
+    if n == 0 or buffers[2] is None:
+        return arr.view(pa.string())
+    offsets = np.frombuffer(buffers[1], dtype=np.int32, count=n + 1, offset=arr.offset * 4)
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last > first and int(np.frombuffer(buffers[2], dtype=np.uint8, count=last - first, offset=first).max()) >= 0x80:
+        return None
+    return arr.view(pa.string())
 
 
 def binary_from_rows(matrix: np.ndarray, valid: np.ndarray | None = None) -> pa.Array:

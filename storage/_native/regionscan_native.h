@@ -108,7 +108,13 @@ struct ArrowArrayStream {
 /* --- the kernels, one line each (name, C function rs_<name>, docstring) --- */
 PyObject *rs_gather_binary(PyObject *self, PyObject *args);
 PyObject *rs_point_row(PyObject *self, PyObject *args);
+PyObject *rs_point_rows(PyObject *self, PyObject *args);
 PyObject *rs_row_dicts(PyObject *self, PyObject *args);
+PyObject *rs_resolve_merge(PyObject *self, PyObject *args);
+PyObject *rs_wal_record(PyObject *self, PyObject *args);
+PyObject *rs_cell_columns(PyObject *self, PyObject *args);
+PyObject *rs_decimal_words(PyObject *self, PyObject *args);
+PyObject *rs_dict_gather(PyObject *self, PyObject *args);
 
 #define RS_METHOD(name, doc) {#name, (PyCFunction)rs_##name, METH_VARARGS, doc},
 
@@ -121,8 +127,29 @@ PyObject *rs_row_dicts(PyObject *self, PyObject *args);
     RS_METHOD(point_row,                                                                        \
               "point_row(keys, width, count, key, columns) -> dict | None | False: the row "    \
               "{name: value} of a dense block (None: absent; False: the next block decides)")  \
+    RS_METHOD(point_rows,                                                                       \
+              "point_rows(keys, width, count, columns, wanted, start, stop, whole, out, spill) " \
+              "-> int: point_row of the ascending keys wanted[start:stop] in one call: out[key] " \
+              "= its dict; the keys point_row answers False (none if whole: the block's last " \
+              "row ends in it) appended to spill; the rows found")                              \
     RS_METHOD(row_dicts,                                                                        \
               "row_dicts(key, columns, names) -> [(key, {name: value})]: a dense row batch's " \
-              "rows, nulls left out (each column: (validity, offsets, data, offset, length))")
+              "rows, nulls left out (each column: (validity, offsets, data, offset, length))")  \
+    RS_METHOD(wal_record,                                                                       \
+              "wal_record(seq_id, cells, valid_types, limit, crc32) -> bytes | None: one WAL " \
+              "record (frame and payload) of a list of cell 6-tuples; None: the reference decides") \
+    RS_METHOD(cell_columns,                                                                     \
+              "cell_columns(cells) -> (offsets, data) x 4 + (timestamps, types) | None: a list of " \
+              "cell 6-tuples as Arrow cell-table buffers; None: the reference decides")          \
+    RS_METHOD(decimal_words,                                                                    \
+              "decimal_words(offsets, data, validity, offset, n, scale, precision, out) -> bool: " \
+              "HBase BigDecimal bytes at one scale (1-8 unscaled bytes) as decimal128 words in out") \
+    RS_METHOD(dict_gather,                                                                      \
+              "dict_gather(entry_offsets, entries, codes, code_width, validity, offset, n, "   \
+              "out_offsets, allocate) -> data: a dictionary chunk's values as binary offsets and data") \
+    RS_METHOD(resolve_merge,                                                                    \
+              "resolve_merge(keys, width, bounds, ts, marker_keys, marker_ts, ranged, low, "   \
+              "bounded, high, out) -> (rows, anchor, anchored): sorted pieces of encoded keys " \
+              "merged; per row its key's position and per column its winner's (-1: none) into out")
 
 #endif

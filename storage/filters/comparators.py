@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
+from ..kernels.cell_columns import bools, value_offsets
 from ._regex import compile_regex, re2_pattern
 from ._text import to_bytes, to_text
 from .compare import CompareOperator, to_operator
@@ -53,6 +54,7 @@ __all__ = [
     "NullComparator",
     "Utf8Comparator",
     "NotUtf8",
+    "check_utf8",
     "comparator_from_string",
     "COMPARATORS",
 ]
@@ -91,9 +93,9 @@ def _to_numpy(mask: pa.Array) -> np.ndarray:
     # A null value (a dense column's absent cell) compares as False here, so
     # callers mask absent cells out afterwards instead of copying the values
     # to fill them; a boolean array with nulls would become an object array.
-    if mask.null_count:
-        mask = mask.fill_null(False)
-    return mask.to_numpy(zero_copy_only=False)
+    # ``bools`` unpacks a null-free result's bitmap directly (to_numpy costs
+    # about half of a short-value equality test).
+    return bools(mask)
 
 
 class Comparator(ABC):
@@ -310,11 +312,41 @@ def _first_not_utf8(data: pa.Array) -> int:
     raise AssertionError("Arrow refused the array as UTF-8 but every value decodes")
 
 
+def _all_ascii(data: pa.Array) -> bool:
+    """Whether every byte from the first value of the binary array ``data`` to past its last
+    is below 0x80 (then every value is ASCII, so valid UTF-8): one vectorized pass over the
+    bytes, about 30x cheaper than Arrow's UTF-8 validation of the same values.  A null slot's
+    bytes count too, so False only means "not known": the exact check follows."""
+    if not isinstance(data, pa.Array) or not (pa.types.is_binary(data.type) or pa.types.is_large_binary(data.type)):
+        return False
+    if not len(data) or data.buffers()[2] is None:
+        return True
+    offsets = value_offsets(data)
+    first, last = int(offsets[0]), int(offsets[-1])
+    if last == first:
+        return True
+    return int(np.frombuffer(data.buffers()[2], dtype=np.uint8, count=last - first, offset=first).max()) < 0x80
+
+
+def check_utf8(data: pa.Array) -> None:
+    """Raise :class:`NotUtf8` (naming the first bad value and its position) unless every
+    non-null value of the binary array ``data`` is valid UTF-8.  Values of ASCII bytes (the
+    common case) are settled by one pass over their bytes; others by Arrow's C++ validation
+    (one cast, no copy of the data, the result not kept)."""
+    if _all_ascii(data):
+        return
+    try:
+        data.cast(pa.large_string() if pa.types.is_large_binary(data.type) else pa.string())
+    except pa.ArrowInvalid:
+        at = _first_not_utf8(data)
+        raise NotUtf8(data[at].as_py(), at) from None
+
+
 class Utf8Comparator(Comparator):
     """Another comparator over values that must be valid UTF-8 (``utf8:binary:abc``).
 
-    The values are checked by Arrow's C++ UTF-8 validation over the whole tested array
-    (one cast, no copy of the data), then compared by the inner comparator; a value that
+    The values are checked over the whole tested array (:func:`check_utf8`: ASCII bytes by
+    one pass, others by Arrow's C++ UTF-8 validation), then compared by the inner comparator; a value that
     is not valid UTF-8 raises :class:`NotUtf8`, so it fails the scan rather than being
     dropped (or kept) by a comparison of bytes that no text reader would accept.
     """
@@ -341,12 +373,7 @@ class Utf8Comparator(Comparator):
         return checked
 
     def mask(self, data: pa.Array, op: CompareOperator | str) -> np.ndarray:
-        try:
-            # validates every value in C++ (2.9 ms per million short values); the result is not kept
-            data.cast(pa.large_string() if pa.types.is_large_binary(data.type) else pa.string())
-        except pa.ArrowInvalid:
-            at = _first_not_utf8(data)
-            raise NotUtf8(data[at].as_py(), at) from None
+        check_utf8(data)
         return self.inner.mask(data, op)
 
     def to_string(self) -> str:

@@ -26,6 +26,14 @@ How, over whole arrays:
 
 Nothing loops over rows or cells in Python; the loops are over columns and
 pieces.
+
+Where the compiled kernels are built (:mod:`storage.native`), the common case
+of a live table, several pieces or DeleteFamily markers without a timestamp
+list, is resolved by one compiled pass instead (``resolve_merge``,
+``storage/_native/resolve.c``): it merges the pieces' encoded keys, picks each
+row's winner per column by the same rules and hands the gather its indices.
+This NumPy path stays the reference and resolves what that pass does not take
+(Delete and DeleteColumn markers, timestamp lists, more than 64 pieces).
 """
 
 from __future__ import annotations
@@ -42,8 +50,9 @@ from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .row_merge import order_keys
 from .cell_columns import data_span, one_array
+from ..native import NATIVE
 from .gather import gather_binary
-from .rules import NO_MARKER, covered, time_mask, unseen_markers
+from .rules import NO_MARKER, covered, effective_low, time_mask, unseen_markers
 
 __all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows"]
 
@@ -53,6 +62,8 @@ ABSENT = NO_MARKER
 _DELETE = int(CellType.DELETE)
 _DELETE_COLUMN = int(CellType.DELETE_COLUMN)
 _DELETE_FAMILY = int(CellType.DELETE_FAMILY)
+_MAX_MERGED_PIECES = 64  # the compiled merge's limit (RS_MAX_PIECES in storage/_native/resolve.c)
+_USE_MODULE = object()
 
 
 @dataclass
@@ -104,7 +115,7 @@ class ResolvedRows:
         self.keys = keys
         self.values = values
         self._sources = sources  # per column: the winning entry, -1 for none
-        self._laid = laid  # per column: every entry's timestamp
+        self._laid = laid  # per column: every entry's timestamp (an array, or one per piece)
         self._ts: list | None = None
         self._cells: int | None = None
 
@@ -116,7 +127,8 @@ class ResolvedRows:
     def ts(self) -> list:
         if self._ts is None:
             self._ts = [
-                np.where(src < 0, ABSENT, laid[np.where(src < 0, 0, src)]) for src, laid in zip(self._sources, self._laid)
+                np.where(src < 0, ABSENT, laid[np.where(src < 0, 0, src)])
+                for src, laid in zip(self._sources, map(_joined, self._laid))
             ]
         return self._ts
 
@@ -124,7 +136,8 @@ class ResolvedRows:
     def nbytes(self) -> int:
         """Bytes held: the keys, values and per-column entry arrays (what a cache charges)."""
         total = self.keys.nbytes + sum(v.nbytes for v in self.values)
-        return total + sum(a.nbytes for a in self._sources) + sum(a.nbytes for a in self._laid)
+        laid = sum(sum(p.nbytes for p in a) if isinstance(a, list) else a.nbytes for a in self._laid)
+        return total + sum(a.nbytes for a in self._sources) + laid
 
     def present(self, j: int) -> np.ndarray:
         """Boolean per row: column ``j`` has a visible cell."""
@@ -149,6 +162,7 @@ def resolve_rows(
     timestamps: Sequence[int] | None = None,
     qualifiers: Sequence[bytes] | None = None,
     keep_deleted_cells: str = "FALSE",
+    native=_USE_MODULE,
 ) -> ResolvedRows | None:
     """The newest visible cell of every row and column of ``pieces`` (newest
     source first, ``columns`` columns each), rows without any dropped; None
@@ -159,7 +173,16 @@ def resolve_rows(
     or Delete marker names (required with such markers).  In a family with
     ``keep_deleted_cells`` (TRUE or TTL) the markers at or after
     ``max_timestamp`` do not act (:func:`storage.kernels.rules.unseen_markers`).
+
+    Several pieces (or one with markers), without a timestamp list and with
+    DeleteFamily markers only, are resolved by the compiled one-pass merge
+    (``resolve_merge``, ``storage/_native/resolve.c``) where it is built;
+    ``native``: the compiled module to use (None: the NumPy path, the
+    reference; by default :data:`storage.native.NATIVE`, looked up at each
+    call so that one process can run both paths).
     """
+    if native is _USE_MODULE:
+        native = NATIVE
     pieces = [p for p in pieces if len(p)]
     for i, p in enumerate(pieces):
         if len(p.ts) != columns or len(p.values) != columns:
@@ -179,6 +202,12 @@ def resolve_rows(
     if encoded is None:
         return None
     joined = encoded[0]
+    if native is not None and (len(pieces) > 1 or markers is not None) and timestamps is None:
+        merged = _resolve_merged(native, pieces, columns, all_keys, joined, markers,
+                                 encoded[-1] if markers is not None else None,
+                                 min_timestamp, max_timestamp, ttl_cutoff)
+        if merged is not None:
+            return merged
     n = len(joined)
     # keys already strictly ascending (one source, or sources one after the
     # other): no sort and no gathers by the order
@@ -233,7 +262,8 @@ def resolve_rows(
         if not any_cell.all():
             keep = np.flatnonzero(any_cell)
     chosen = starts if keep is None else starts[keep]
-    keys = _keys(all_keys, joined, ordered, order, chosen)
+    keys = _keys_from_codes(ordered[chosen]) if _int_keys(all_keys, joined, len(chosen)) \
+        else gather_binary(all_keys, order[chosen], native=native)
     out_values = []
     for j, src in enumerate(sources):
         if keep is not None:
@@ -244,30 +274,105 @@ def resolve_rows(
             # entries in key order, each its row's cell: the kept ones, in place
             # (a gather by index gives one chunk: no second copy to combine the blocks' chunks);
             # the kept rows are long runs (deleted rows cut them): the compiled gather's case
-            taken = values if keep is None else gather_binary(values, keep)
+            taken = values if keep is None else gather_binary(values, keep, native=native)
         else:
             # the winners: runs of one piece's consecutive rows (a re-put every few rows cuts
             # them), copied run by run where the compiled gather is built
-            taken = gather_binary(values, src)
+            taken = gather_binary(values, src, native=native)
         out_values.append(one_array(taken))
     return ResolvedRows(keys, out_values, sources, laid)
 
 
-def _keys(all_keys: pa.Array, encoded: np.ndarray, ordered: np.ndarray, order: np.ndarray,
-          chosen: np.ndarray) -> pa.Array:
-    """The keys of the merged entries ``chosen`` (``ordered``: the encodings
-    in merged order; ``order``: their positions in ``all_keys``): rebuilt
-    from the integers when every key has one width of 1, 2, 4 or 8 bytes
-    (the encoding is then the key itself), else gathered."""
+def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
+    """Are the encodings ``encoded`` of ``all_keys`` the keys themselves (every
+    key one width of 1, 2, 4 or 8 bytes), so that :func:`_keys_from_codes`
+    rebuilds ``count`` chosen keys from their integers instead of gathering them?"""
     dtype = encoded.dtype
     # on a little-endian machine only the one-width encoding is a native integer
-    if sys.byteorder == "little" and dtype.kind == "u" and dtype.byteorder in ("=", "|") and len(chosen) \
-            and data_span(all_keys) == len(all_keys) * dtype.itemsize:
-        width = dtype.itemsize
-        data = ordered[chosen].astype(f">u{width}").tobytes()
-        offsets = (np.arange(len(chosen) + 1, dtype=np.int32) * width).tobytes()
-        return pa.Array.from_buffers(pa.binary(), len(chosen), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-    return gather_binary(all_keys, order[chosen])
+    return sys.byteorder == "little" and dtype.kind == "u" and dtype.byteorder in ("=", "|") and count > 0 \
+        and data_span(all_keys) == len(all_keys) * dtype.itemsize
+
+
+def _keys_from_codes(codes: np.ndarray) -> pa.Array:
+    """The binary keys whose big-endian integers are ``codes`` (see :func:`_int_keys`)."""
+    width = codes.dtype.itemsize
+    data = codes.astype(f">u{width}").tobytes()
+    offsets = (np.arange(len(codes) + 1, dtype=np.int32) * width).tobytes()
+    return pa.Array.from_buffers(pa.binary(), len(codes), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array, joined: np.ndarray,
+                    markers: Markers | None, marker_keys: np.ndarray | None, min_timestamp: int,
+                    max_timestamp: int, ttl_cutoff: int | None) -> ResolvedRows | None:
+    """:func:`resolve_rows` by the compiled one-pass merge of the pieces' sorted
+    keys (``joined``: their encodings laid end to end; ``marker_keys``: the
+    markers'); None when it does not apply (Delete or DeleteColumn markers, a
+    time bound outside int64, too many pieces, a key encoding it does not
+    take): the NumPy path then resolves."""
+    if len(pieces) > _MAX_MERGED_PIECES:
+        return None
+    int64 = np.iinfo(np.int64)
+    ranged = min_timestamp > 0 or max_timestamp != LATEST_TIMESTAMP or ttl_cutoff is not None
+    low = effective_low(min_timestamp, ttl_cutoff)
+    if low > int64.max or max_timestamp < int64.min:
+        return None
+    bounded = max_timestamp <= int64.max
+    width = _key_width(joined)
+    if width is None:
+        return None
+    keys = np.ascontiguousarray(joined, dtype=np.uint64) if width == 0 else joined
+    mkeys = mts = None
+    if markers is not None:
+        if not bool((markers.types == _DELETE_FAMILY).all()):
+            return None
+        mkeys = np.ascontiguousarray(marker_keys, dtype=np.uint64) if width == 0 else marker_keys
+        mts = np.ascontiguousarray(markers.ts, dtype=np.int64)
+        if len(mkeys) > 1 and not bool((mkeys[1:] >= mkeys[:-1]).all()):
+            at = np.argsort(mkeys, kind="stable")
+            mkeys, mts = mkeys[at], mts[at]
+    # each piece's timestamps as they are (laid end to end only if a reader asks for them)
+    laid = [[np.ascontiguousarray(p.ts[j], dtype=np.int64) for p in pieces] for j in range(columns)]
+    n = len(joined)
+    bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in pieces], out=bounds[1:])
+    out = np.empty((columns + 1, n), dtype=np.int64)
+    rows, anchor, anchored = native.resolve_merge(keys, width, bounds, laid, mkeys, mts, ranged,
+                                                  max(low, int64.min), bounded, min(max_timestamp, int64.max), out)
+    key_at = out[0, :rows]
+    sources = [out[j + 1, :rows] for j in range(columns)]
+    if anchored:  # every row is the base run's, in order (re-puts): its keys as they are
+        keys_out = one_array(pieces[anchor].keys)
+    elif _int_keys(all_keys, joined, rows):
+        keys_out = _keys_from_codes(joined[key_at])
+    else:
+        keys_out = gather_binary(all_keys, key_at, native=native)
+    out_values = []
+    for j, src in enumerate(sources):
+        values = _laid_values([p.values[j] for p in pieces])
+        if len(pieces) == 1 and rows == n and not (src < 0).any():
+            # one piece, every entry its own row and its winner: the values in place
+            out_values.append(one_array(values))
+        else:
+            out_values.append(one_array(gather_binary(values, src, native=native)))
+    return ResolvedRows(keys_out, out_values, sources, laid)
+
+
+def _key_width(encoded: np.ndarray) -> int | None:
+    """The compiled merge's key form of ``encoded``: 0 for integers (passed as
+    native uint64), the width of fixed-width byte strings, None otherwise."""
+    kind = encoded.dtype.kind
+    if kind == "u":
+        return 0
+    if kind == "S" and encoded.dtype.itemsize > 0:
+        return encoded.dtype.itemsize
+    return None
+
+
+def _joined(laid) -> np.ndarray:
+    """One column's timestamps of every piece laid end to end (given whole or one array per piece)."""
+    if not isinstance(laid, list):
+        return laid
+    return laid[0] if len(laid) == 1 else np.concatenate(laid)
 
 
 def _and_not(visible: np.ndarray | None, hidden: np.ndarray) -> np.ndarray:

@@ -22,6 +22,12 @@ from sortedcontainers import SortedDict, SortedList
 
 __all__ = ["insert_new_sorted", "update_sorted_dict"]
 
+# A sublist taking fewer new keys than its length over this inserts them one bisect each.  A
+# batch of random keys lands a few keys in every sublist of a large map: re-sorting each
+# sublist then costs a comparison per key already there, which made the merge most of a
+# random-order write's memstore insert (measured in docs/decisions/2026-12-05-write-path.md).
+_SPARSE = 8
+
 
 def insert_new_sorted(keys: SortedList, values: list) -> None:
     """Add ``values`` (ascending, none of them in ``keys`` already) to ``keys``."""
@@ -40,8 +46,18 @@ def insert_new_sorted(keys: SortedList, values: list) -> None:
         j = n if p == last else bisect_right(values, maxes[p], i)
         if j > i:
             sub = lists[p]
-            sub.extend(values[i:j])
-            sub.sort()  # two sorted runs: a linear merge
+            if (j - i) * _SPARSE < len(sub):
+                # a few keys into a long sublist: a bisect each (a sort would compare every
+                # key of the sublist once, as it first walks the run it is given)
+                lo = 0
+                for k in range(i, j):
+                    value = values[k]
+                    lo = bisect_right(sub, value, lo)
+                    sub.insert(lo, value)
+                    lo += 1
+            else:
+                sub.extend(values[i:j])
+                sub.sort()  # two sorted runs of similar length: a linear merge
             maxes[p] = sub[-1]
             grown = grown or len(sub) > 2 * load
             i = j

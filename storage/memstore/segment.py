@@ -12,12 +12,14 @@ import pyarrow as pa
 from sortedcontainers import SortedDict
 
 from ..cells import CELL_SCHEMA, sort_key
+from ..native import NATIVE as _NATIVE
 
-__all__ = ["ArrowRun", "Segment", "cell_bytes", "cells_to_table"]
+__all__ = ["ArrowRun", "Segment", "cell_bytes", "cells_to_table", "cells_to_table_py"]
 
 _ROW = itemgetter(0)
 _QUALIFIER = itemgetter(2)
 _VALUE = itemgetter(5)
+_BINARY, _INT64, _UINT8 = pa.binary(), pa.int64(), pa.uint8()
 
 
 def cell_bytes(cells: list) -> int:
@@ -142,7 +144,31 @@ class ArrowRun:
 
 
 def cells_to_table(cells: list) -> pa.Table:
-    """Build a CELL_SCHEMA table column by column from cell tuples."""
+    """Build a CELL_SCHEMA table column by column from cell tuples.
+
+    A list of cells goes through the compiled ``cell_columns`` kernel
+    (``storage/_native/cells.c``: the columns' buffers filled in one pass,
+    no Python step per cell) when it is built and on; anything it does not
+    take as it is goes to :func:`cells_to_table_py`, the reference, which
+    gives the same table."""
+    if _NATIVE is not None and type(cells) is list and cells:
+        buffers = _NATIVE.cell_columns(cells)
+        if buffers is not None:
+            n = len(cells)
+            arrays = [
+                pa.Array.from_buffers(_BINARY, n, [None, pa.py_buffer(buffers[0]), pa.py_buffer(buffers[1])]),
+                pa.Array.from_buffers(_BINARY, n, [None, pa.py_buffer(buffers[2]), pa.py_buffer(buffers[3])]),
+                pa.Array.from_buffers(_BINARY, n, [None, pa.py_buffer(buffers[4]), pa.py_buffer(buffers[5])]),
+                pa.Array.from_buffers(_INT64, n, [None, pa.py_buffer(buffers[8])]),
+                pa.Array.from_buffers(_UINT8, n, [None, pa.py_buffer(buffers[9])]),
+                pa.Array.from_buffers(_BINARY, n, [None, pa.py_buffer(buffers[6]), pa.py_buffer(buffers[7])]),
+            ]
+            return pa.Table.from_arrays(arrays, schema=CELL_SCHEMA)
+    return cells_to_table_py(cells)
+
+
+def cells_to_table_py(cells: list) -> pa.Table:
+    """:func:`cells_to_table` in Python and pyarrow: the reference of the compiled kernel."""
     if not cells:
         return CELL_SCHEMA.empty_table()
     rows, families, qualifiers, timestamps, types, values = zip(*cells)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import threading
 from operator import itemgetter
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -61,7 +61,12 @@ CELL_OVERHEAD = 200
 _DELETE_FAMILY = int(CellType.DELETE_FAMILY)
 _TYPES = frozenset(int(t) for t in CellType)
 _VALUE = itemgetter(5)
+_ROW, _FAMILY, _QUALIFIER = itemgetter(0), itemgetter(1), itemgetter(2)
 _BULK_CELLS = 32  # cells of one write from which the map is updated by one merge, not per cell
+
+FLUSH_BATCH_CELLS = 8192
+"""Cells per table a flush hands the store file writer (:meth:`MemStore.snapshot_batches`):
+about 8 MiB of 1 KiB cells, so a 64 MiB flush never holds a second copy of its memstore."""
 
 
 class MemStore:
@@ -160,7 +165,8 @@ class MemStore:
                 new_keys = sorted(k for k in items if k not in replaced)
             else:
                 new_keys = sorted(items)
-            size += sum(len(k[0]) + len(k[1]) + len(k[2]) for k in new_keys) + CELL_OVERHEAD * len(new_keys)
+            size += (sum(map(len, map(_ROW, new_keys))) + sum(map(len, map(_FAMILY, new_keys)))
+                     + sum(map(len, map(_QUALIFIER, new_keys))) + CELL_OVERHEAD * len(new_keys))
             update_sorted_dict(store, new_keys, items)
             seqs.update(dict.fromkeys(items, seq))
             pending = seg.pending if seg.arrow is not None else None
@@ -230,10 +236,30 @@ class MemStore:
     def snapshot_batch(self) -> pa.Table:
         """The current snapshot's cells as a :data:`storage.cells.CELL_SCHEMA`
         table in cell order (empty without a snapshot)."""
+        return cells_to_table(self._snapshot_cells())
+
+    def snapshot_batches(self, cells_per_batch: int = FLUSH_BATCH_CELLS) -> Iterator[pa.Table]:
+        """The current snapshot's cells as :data:`storage.cells.CELL_SCHEMA`
+        tables of at most ``cells_per_batch`` cells, in cell order (none
+        without a snapshot): what a flush writes, a part at a time, so the
+        whole snapshot is never copied into one table beside the file's
+        blocks (each part's memory is reused by the next).  The writer cuts
+        the same blocks of the same cells as from one table."""
+        cells = self._snapshot_cells()
+        for start in range(0, len(cells), cells_per_batch):
+            yield cells_to_table(cells[start : start + cells_per_batch])
+
+    def _snapshot_cells(self) -> list:
+        """The snapshot's cells in cell order (a snapshot's map never changes:
+        only the list is taken under the lock)."""
         with self._lock:
             snap = self._snapshot
-            cells = [] if snap is None else list(snap.cells.values())
-        return cells_to_table(cells)
+            if snap is None:
+                return []
+            store = snap.cells
+            # the sorted key list (iterated in C, the layout storage.memstore.bulk_insert relies
+            # on too), one dict lookup each: the SortedDict's views run a Python generator step per cell
+            return list(map(store.__getitem__, store._list))
 
     def restore_snapshot(self) -> None:
         """Undo :meth:`snapshot` after a failed flush: the snapshot's cells

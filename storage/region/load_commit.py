@@ -29,7 +29,6 @@ from typing import Iterable, Sequence
 import pyarrow as pa
 
 from .. import clock
-from ..cells import CELL_SCHEMA
 from ..errors import InvalidArgument, StorageError, TableLocked
 from ..schema import FamilySettings
 from ..storefile import StoreFileReader, StoreFileWriter
@@ -203,7 +202,11 @@ def _wal_max_seq(rfs: FileSystem) -> int:
 
 def _recut(table_fs: FileSystem, staged: StagedFile, regions: Sequence[RegionBounds], settings: FamilySettings,
            job_id: str) -> list[StagedFile]:
-    """Rewrite a staged file whose region was split into files of the current regions."""
+    """Rewrite a staged file whose region was split into files of the current regions.
+
+    Dense blocks stay columns (whole rows, regrouped at the family's row-group size), so a file
+    cut here scans as fast as one staged for its region; other blocks, and rows cut across
+    blocks, go as cells."""
     out = []
     reader = StoreFileReader(table_fs, staged.path)
     try:
@@ -212,15 +215,25 @@ def _recut(table_fs: FileSystem, staged: StagedFile, regions: Sequence[RegionBou
                 continue
             if region.start > staged.last_row:
                 break
-            batches = list(reader.scan_batches(region.start or None, region.end))
-            if not batches:
-                continue
-            cells = pa.Table.from_batches(batches, schema=CELL_SCHEMA)
-            if not cells.num_rows:
-                continue
             stem = staged.path.rsplit(".", 1)[0]
             path = f"{STAGING_DIR}/{job_id}/recut/{region.region_id}/{staged.family}/{stem.replace('/', '_')}.sf"
-            out.append(write_store_file(table_fs, path, region.region_id, staged.family, settings, cells))
+            writer = None
+            try:
+                for part in reader.scan_parts(region.start or None, region.end):
+                    if writer is None:
+                        writer = StagingWriter(table_fs, path, region.region_id, staged.family, settings)
+                    dense = part.dense
+                    if dense is not None and not (part.continued or part.open):
+                        writer.append_columns((dense.rows, list(dense.qualifiers), list(dense.values),
+                                               dense.plain_timestamps()))
+                    else:
+                        writer.append_cells(part.batch())
+            except BaseException:
+                if writer is not None:
+                    writer.abandon()
+                raise
+            if writer is not None:
+                out.append(writer.finish())
     finally:
         reader.close()
     return out

@@ -54,13 +54,17 @@ class StoreState:
 class RegionReadState:
     """A region's stores as one immutable object, in family order (see the module docstring)."""
 
-    __slots__ = ("info", "stores", "empty_families")
+    __slots__ = ("info", "stores", "empty_families", "plain_readers")
 
     def __init__(self, info, stores: tuple[StoreState, ...]):
         self.info = info
         self.stores = stores
         # the families whose memstore is empty: a write into one of them publishes anew
         self.empty_families = frozenset(s.family for s in stores if s.memstore_empty)
+        # the one file of each store, in family order, when every store is plain with an
+        # empty memstore (its rows' dicts are read straight from the files); else None
+        plain = all(s.plain and s.memstore_empty for s in stores)
+        self.plain_readers = tuple(s.readers[0] for s in stores) if plain else None
 
 
 def _plain_cells(cells: list[Cell], spec, family: bytes) -> list[Cell]:
@@ -94,6 +98,22 @@ def state_get(state: RegionReadState, row: bytes, spec) -> list[Cell] | None:
     return out
 
 
+def _plain_reads(state: RegionReadState, read, arg) -> list | None:
+    """``read(reader, arg)`` of each store's one file, in family order, when every
+    store is plain with an empty memstore (``state.plain_readers``); None when one
+    is not, or a read answers None (no compiled kernels): the caller reads cells."""
+    readers = state.plain_readers
+    if readers is None:
+        return None
+    out = []
+    for reader in readers:
+        got = read(reader, arg)
+        if got is None:
+            return None
+        out.append(got)
+    return out
+
+
 def state_row_dict(state: RegionReadState, row: bytes, spec=None) -> dict | None:
     """``row`` as ``{b"family:qualifier": value}`` of every column at the newest
     time, each store answering by one compiled call
@@ -101,41 +121,32 @@ def state_row_dict(state: RegionReadState, row: bytes, spec=None) -> dict | None
     answer that way (a memstore with cells, several files or files that need
     resolution, a TTL, no compiled kernels): the caller reads the row's cells
     instead."""
-    out = None
-    for store in state.stores:
-        if not store.plain or not store.memstore_empty:
-            return None
-        got = file_row_dict(store.readers[0], row)
-        if got is None:
-            return None
-        if out is None:
-            out = got
-        elif got:
-            out.update(got)
-    return {} if out is None else out
+    got = _plain_reads(state, file_row_dict, row)
+    if not got:
+        return None if got is None else {}
+    out = got[0]  # a dict of this read's own
+    for more in got[1:]:
+        out.update(more)
+    return out
 
 
 def state_rows_dicts(state: RegionReadState, rows: list[bytes], spec=None) -> dict[bytes, dict] | None:
     """:func:`state_row_dict` of many rows (distinct, ascending), the rows without
-    a cell left out; None where a store cannot answer that way
-    (:func:`storage.storefile.point.file_rows_dicts`)."""
-    out: dict[bytes, dict] | None = None
-    for store in state.stores:
-        if not store.plain or not store.memstore_empty:
-            return None
-        got = file_rows_dicts(store.readers[0], rows)
-        if got is None:
-            return None
-        if out is None:
-            out = got
-        else:
-            for row, data in got.items():
-                have = out.get(row)
-                if have is None:
-                    out[row] = data
-                else:
-                    have.update(data)
-    return {} if out is None else out
+    a cell left out, each store file searching for all of them with one compiled
+    call per block (:func:`storage.storefile.point.file_rows_dicts`); None where a
+    store cannot answer that way."""
+    got = _plain_reads(state, file_rows_dicts, rows)
+    if not got:
+        return None if got is None else {}
+    out = got[0]
+    for more in got[1:]:
+        for row, data in more.items():
+            have = out.get(row)
+            if have is None:
+                out[row] = data
+            else:
+                have.update(data)
+    return out
 
 
 def state_rows(state: RegionReadState, rows: list[bytes], spec) -> dict[bytes, list[Cell]] | None:

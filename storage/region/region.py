@@ -294,9 +294,13 @@ class Region:
             raise StorageError(f"region {self.info.region_id} of {self.table_name} is closed")
 
     def _apply_to_memstores(self, cells: Sequence[Cell], seq: int) -> None:
-        by_family: dict[bytes, list] = {}
-        for cell in cells:
-            by_family.setdefault(cell[1], []).append(cell)
+        families = set(map(_FAMILY, cells))
+        if len(families) == 1 and isinstance(cells, list):
+            by_family = {families.pop(): cells}  # one family (most writes): no grouping pass per cell
+        else:
+            by_family = {}
+            for cell in cells:
+                by_family.setdefault(cell[1], []).append(cell)
         state = self.read_state
         try:
             for family, group in by_family.items():
@@ -454,11 +458,12 @@ class Region:
         written: list[tuple[Store, StoreFile]] = []
         try:
             for store in dirty:
-                batch = store.memstore.snapshot_batch()
                 name = new_manifest.new_file_name()
                 writer = store.new_writer(name)
                 try:
-                    writer.append_batch(batch)
+                    # in parts: no copy of the whole snapshot at once (the writer cuts the same blocks)
+                    for part in store.memstore.snapshot_batches():
+                        writer.append_batch(part)
                     writer.finish(max_seq_id=flushed_seq)
                 except BaseException:
                     writer.abandon()

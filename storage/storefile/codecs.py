@@ -17,7 +17,8 @@ import pyarrow as pa
 from ..errors import InvalidArgument, StorageError
 from .format import CompressionType
 
-__all__ = ["BlockCodec", "CODECS", "codec_names", "get_codec", "codec_for_code", "normalize_compression"]
+__all__ = ["BlockCodec", "CODECS", "AUTO", "auto_codec", "codec_names", "get_codec", "codec_for_code",
+           "normalize_compression"]
 
 
 @lru_cache(maxsize=None)
@@ -92,6 +93,26 @@ CODECS: dict[str, BlockCodec] = {
 """Every codec a store file may name, by name (lower case)."""
 
 _BY_CODE = {c.code: c for c in CODECS.values()}
+
+
+AUTO = "auto"
+"""The compression of a family that does not set one: each file takes the codec its first
+block calls for (:func:`auto_codec`).  Never on disk: a file names the codec it took."""
+
+AUTO_DENSE_CODEC = "zstd"
+"""Files that start with a dense block (row groups, single-version flushes): zstd keeps
+TPC-H-shaped tables within 1.3x Parquet's size (docs/decisions/2026-12-05-column-chunks-sweep.md)."""
+
+AUTO_CELLS_CODEC = "lz4"
+"""Files that start with a block of cells (several versions of a row, delete markers): every
+scan that does not cache blocks and every cold point read decompresses such blocks whole, and
+lz4 decompresses them about 4x faster than zstd for about 1.3x the bytes (22.2 MiB against
+17.3 MiB on bench_live's versions table; docs/decisions/2026-12-05-benchmark-regressions.md)."""
+
+
+def auto_codec(dense: bool) -> "BlockCodec":
+    """The codec an :data:`AUTO` file takes when its first block is ``dense`` or of cells."""
+    return get_codec(AUTO_DENSE_CODEC if dense else AUTO_CELLS_CODEC)
 
 
 def codec_names() -> list[str]:

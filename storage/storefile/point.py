@@ -20,13 +20,15 @@ With the compiled kernels on (:mod:`storage.native`), :func:`file_row_dict`
 answers a read of every column of a clean file as the row's dict: one call
 (``point_row``, storage/_native/point.c) searches a dense block's keys and
 builds ``{b"family:qualifier": value}`` from views of its buffers
-(:func:`native_form`); :func:`point_row_py` is its Python twin.
+(:func:`native_form`); :func:`file_rows_dicts` answers a multi-get's keys
+with one call per block (``point_rows``) for all the keys in it.
+:func:`point_row_py` is the Python twin of both.
 """
 
 from __future__ import annotations
 
 import sys
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 
 import numpy as np
 import pyarrow as pa
@@ -36,11 +38,13 @@ from ..kernels.cell_columns import value_offsets
 from ..native import NATIVE
 
 __all__ = ["SortedKeys", "DensePoint", "PointPlan", "point_plan", "native_form", "point_row_py", "file_row_dict",
-           "file_rows_dicts", "POINT_ROW"]
+           "file_rows_dicts", "POINT_ROW", "POINT_ROWS"]
 
 _PUT = int(CellType.PUT)
 #: the compiled point read, or None: no compiled kernels, or a module built before it existed
 POINT_ROW = getattr(NATIVE, "point_row", None)
+#: the compiled multi-key point read, or None (as ``POINT_ROW``)
+POINT_ROWS = getattr(NATIVE, "point_rows", None)
 _new_cell = tuple.__new__  # Cell(...) without the namedtuple's Python-level __new__
 
 
@@ -323,17 +327,19 @@ def native_form(point: DensePoint) -> tuple | bool:
     return keys._keys, keys.width, keys.n, tuple(columns)
 
 
-def point_row_py(point: DensePoint, row: bytes) -> dict | None | bool:
+def point_row_py(point: DensePoint, row: bytes, whole: bool = False) -> dict | None | bool:
     """What the compiled ``point_row`` answers for ``row`` in a dense block, in
     Python (its reference): the row as ``{b"family:qualifier": value}``; None
     when the block shows the row is in no block of the file; False when the
     next block must be asked too (the key sorts after the block's last row, or
-    is its last row, which may go on in the next block)."""
+    is its last row, which may go on in the next block).  ``whole``: the caller
+    knows the block's last row ends in it and the key is in no later block
+    (``point_rows``'s flag), so the block answers every key."""
     lo, hi = point.keys.find(row)
     n = point.keys.n
     if hi <= lo:
-        return None if lo < n else False
-    if lo == n - 1:
+        return None if lo < n or whole else False
+    if lo == n - 1 and not whole:
         return False
     return {c[1] + b":" + c[2]: c[5] for c in point.row_cells(row, lo)}
 
@@ -486,48 +492,41 @@ def file_row_dict(reader, row: bytes) -> dict | None:
     plan = reader.point_plan
     if plan is None:
         plan = point_plan(reader)
-    out: dict[bytes, dict] = {}
-    _native_dicts(reader, plan, (row,), out)
-    return out.get(row, {})
+    found = _row_block(reader, plan, row)
+    if found is None:
+        return {}
+    point = found[1].point
+    if point is None:
+        point = block_point(found[1], plan.family)
+    form = point.native if type(point) is DensePoint else False
+    if form is None:
+        form = point.native = native_form(point)
+    got = False if form is False else POINT_ROW(form[0], form[1], form[2], row, form[3])
+    if got is False:
+        # the block's keys are not of one width, or the row ends the block and may go on
+        # in the next: the row is read as cells
+        return {c[1] + b":" + c[2]: c[5] for c in file_row_cells(reader, row)}
+    return got or {}
 
 
-def _native_dicts(reader, plan: PointPlan, rows, out: dict) -> None:
-    """Put the dict of each of ``rows`` found in the file into ``out``, one
-    compiled call a row (see :func:`file_row_dict`).  The seeks and cache hits
-    are counted once."""
-    point_row = POINT_ROW
-    cache, file_id, offsets, bloom, family = plan.cache, plan.file_id, plan.offsets, plan.bloom, plan.family
-    first_row, last_row = plan.first_row, plan.last_row
-    seeks = hits = 0
-    try:
-        for row in rows:
-            if plan.empty or not first_row <= row <= last_row:
-                continue
-            seeks += 1
-            i = _block_index(plan, row)
-            block = None if cache is None else cache.get((file_id, offsets[i]), count_miss=False)
-            if block is not None:
-                hits += 1
-            else:
-                if bloom is not None and not bloom.might_contain(row):
-                    continue
-                block = reader._block(i)
-            point = block.point
-            if point is None:
-                point = block_point(block, family)
-            form = point.native if type(point) is DensePoint else False
-            if form is None:
-                form = point.native = native_form(point)
-            got = False if form is False else point_row(form[0], form[1], form[2], row, form[3])
-            if got is False:
-                # the block's keys are not of one width, or the row ends the block and may go
-                # on in the next: this row is read as cells, the others stay compiled
-                got = {c[1] + b":" + c[2]: c[5] for c in file_row_cells(reader, row)}
-            if got:
-                out[row] = got
-    finally:
-        if seeks:
-            plan.counters.add_seeks(seeks, hits)
+def _block_keys_end(plan: PointPlan, rows: list[bytes], p: int, stop: int, i: int) -> int:
+    """The end of the run of ``rows[p:stop]`` (ascending) that :func:`_block_index`
+    places in block ``i``, given that it places ``rows[p]`` there."""
+    if i + 1 >= plan.blocks:
+        return stop
+    following = plan.first_keys[i + 1][0]
+    q = bisect_left(rows, following, p, stop)
+    if q < stop and rows[q] == following and _block_index(plan, following) == i:
+        q += 1  # the row goes on from block i into the next: it is read from block i
+    return q
+
+
+def _bloom_keep(bloom, rows: list[bytes]) -> np.ndarray:
+    """Booleans, False where the bloom filter rules a row of ``rows`` out: one
+    vectorized call for many rows, a scalar one per row for a few."""
+    if len(rows) <= _SCALAR_BLOOM_KEYS:
+        return np.fromiter(map(bloom.might_contain, rows), dtype=bool, count=len(rows))
+    return bloom.might_contain_many(pa.array(rows, pa.binary()))
 
 
 def _first_rows(reader) -> SortedKeys:
@@ -547,25 +546,74 @@ _SCALAR_FILE_KEYS = 16  # keys of one file up to which a multi-get makes a point
 
 def file_rows_dicts(reader, rows: list[bytes]) -> dict[bytes, dict] | None:
     """:func:`file_row_dict` of each of ``rows`` (distinct, ascending) the file
-    holds, where the rows are few to a block (the case of :func:`file_rows_cells`
-    that reads each row by a point read); None where they are many to a block
-    (one visit per block reads them) or without compiled kernels: the caller
-    reads cells."""
-    if POINT_ROW is None:
+    holds, the rows it does not hold left out; None without compiled kernels
+    (the caller reads cells).
+
+    One compiled call (``point_rows``) per block the rows reach searches that
+    block's row keys for all of them and builds their dicts.  The block index places the rows
+    with one bisect per block; a block found in the cache is searched at once
+    (the bloom filter's hashing would cost about what the search does), a
+    block that is not is read once, and only if the bloom filter leaves one
+    of its rows in.  Rows the call cannot answer (the block's last row where
+    the index does not show that it ends there, keys between two such blocks,
+    blocks whose keys are not of one width or in the cell layout) are read as
+    cells (:func:`file_row_cells`, the reference)."""
+    if POINT_ROWS is None:
         return None
     plan = reader.point_plan
     if plan is None:
         plan = point_plan(reader)
-    if plan.empty:
-        return {}
-    lo_row, hi_row = plan.first_row, plan.last_row
-    rows = [r for r in rows if lo_row <= r <= hi_row]
-    if len(rows) > _SCALAR_FILE_KEYS:
-        below = _first_rows(reader).find_many(rows)[0]
-        if len(rows) >= _SCALAR_KEYS * (1 + np.count_nonzero(np.diff(below))):
-            return None  # many to a block: one visit per block reads them
     out: dict[bytes, dict] = {}
-    _native_dicts(reader, plan, rows, out)
+    if plan.empty:
+        return out
+    if type(rows) is not list:
+        rows = list(rows)
+    p = bisect_left(rows, plan.first_row)
+    stop = bisect_right(rows, plan.last_row, p)
+    if p >= stop:
+        return out
+    point_rows, cache, file_id, offsets, bloom, family = (
+        POINT_ROWS, plan.cache, plan.file_id, plan.offsets, plan.bloom, plan.family)
+    seeks, hits = stop - p, 0
+    spill: list[bytes] = []
+    try:
+        while p < stop:
+            i = _block_index(plan, rows[p])
+            q = _block_keys_end(plan, rows, p, stop, i)
+            block = None if cache is None else cache.get((file_id, offsets[i]), count_miss=False)
+            keys, start, end = rows, p, q
+            if block is not None:
+                hits += q - p
+            else:
+                if bloom is not None:
+                    keys = rows[p:q]
+                    keys = [r for r, k in zip(keys, _bloom_keep(bloom, keys).tolist()) if k]
+                    start, end = 0, len(keys)
+                    if not keys:
+                        p = q
+                        continue
+                block = reader._block(i)
+            p = q
+            point = block.point
+            if point is None:
+                point = block_point(block, family)
+            form = point.native if type(point) is DensePoint else False
+            if form is None:
+                form = point.native = native_form(point)
+            if form is False:
+                spill.extend(keys[start:end])  # keys of several widths, or the cell layout
+            else:
+                # the block's last row ends in it when it is the file's last block or the next
+                # one begins with a new row (its row_start is 0)
+                whole = i + 1 >= plan.blocks or (plan.row_starts is not None and not plan.row_starts[i + 1])
+                point_rows(form[0], form[1], form[2], form[3], keys, start, end, whole, out, spill)
+    finally:
+        plan.counters.add_seeks(seeks, hits)
+    if spill:
+        # ascending, as blocks and keys were visited in order: read as a multi-get of cells,
+        # one visit per block where they are many to a block (blocks in the cell layout)
+        for row, cells in file_rows_cells(reader, spill).items():
+            out[row] = {c[1] + b":" + c[2]: c[5] for c in cells}
     return out
 
 
@@ -599,10 +647,7 @@ def file_rows_cells(reader, rows: list[bytes]) -> dict[bytes, list[Cell]]:
     below, equal = placed
     bloom = reader.bloom
     if bloom is not None:
-        if len(rows) <= _SCALAR_BLOOM_KEYS:
-            keep = np.fromiter(map(bloom.might_contain, rows), dtype=bool, count=len(rows))
-        else:
-            keep = bloom.might_contain_many(pa.array(rows, pa.binary()))
+        keep = _bloom_keep(bloom, rows)
         if not keep.all():
             rows = [r for r, k in zip(rows, keep.tolist()) if k]
             below, equal = below[keep], equal[keep]

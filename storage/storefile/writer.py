@@ -23,7 +23,8 @@ from ._block_v3 import encode_block_v3
 from .block_cells import CELL_OVERHEAD, cell_at, cell_sizes, key_at, key_run_end
 from ..kernels.order import first_unsorted, row_starts
 from .bloom import RowBloomFilter, row_hash_pairs
-from .codecs import get_codec
+from .codecs import AUTO, BlockCodec, auto_codec, get_codec
+from .dense import dense_from_cells
 from .fileinfo import FileInfo
 from .format import (
     BLOOM_MAGIC,
@@ -38,7 +39,7 @@ from .format import (
 from .index import IndexBuilder
 from .writer_rows import MAX_BODY, WriterRows
 
-__all__ = ["StoreFileWriter", "COMPRESSED_CELL_BLOCK_SIZE"]
+__all__ = ["StoreFileWriter", "COMPRESSED_CELL_BLOCK_SIZE", "LZ4_CELL_BLOCK_SIZE"]
 
 
 class StoreFileWriter(WriterRows):
@@ -60,7 +61,11 @@ class StoreFileWriter(WriterRows):
     ``block_size`` is the target uncompressed bytes per data block: a block
     is closed after the cell that reaches it (so one large cell makes one
     large block), and never between two cells with equal keys.
-    ``compression`` is a codec name from :data:`codecs.CODECS` or None.
+    ``compression`` is a codec name from :data:`codecs.CODECS`, None, or
+    :data:`codecs.AUTO` (a family's default): the file's first block chooses,
+    zstd when it is dense (a row group, a flush of single-version rows), lz4
+    when it is a block of cells (versions, delete markers); every block of a
+    file has the file's codec.
     ``bloom`` adds a row bloom filter (files without rows get none).
     Files are written in format version :data:`format.FORMAT_VERSION` (3:
     column chunks) unless ``format_version`` asks for 2 (kept for tests and
@@ -72,8 +77,11 @@ class StoreFileWriter(WriterRows):
     ``cell_block_size`` is where blocks cut from cells (:meth:`append`,
     :meth:`append_batch`) end: ``block_size``, except in a compressed file
     whose ``block_size`` is at least the default, where it is at least
-    :data:`COMPRESSED_CELL_BLOCK_SIZE` (a codec costs per block far more than
-    per byte on small blocks; ``block_size`` still goes into the file info).
+    :data:`LZ4_CELL_BLOCK_SIZE` with lz4 and :data:`COMPRESSED_CELL_BLOCK_SIZE`
+    with the other codecs (a codec costs per block far more than per byte on
+    small blocks; ``block_size`` still goes into the file info).  An
+    :data:`codecs.AUTO` file cuts its first block at the lz4 size, then at its
+    codec's.
     """
 
     def __init__(
@@ -101,17 +109,22 @@ class StoreFileWriter(WriterRows):
             raise InvalidArgument(f"row_group_size must be an int in [1, {MAX_BODY // 2}], got {row_group_size!r}")
         self.row_group_size = row_group_size
         self._encode = encode_block_v3 if format_version == 3 else encode_block_v2
-        self._codec = get_codec(compression)
+        self.block_size = block_size
+        self._codec: BlockCodec | None  # None: an AUTO file before its first block
+        if isinstance(compression, str) and compression.lower() == AUTO:
+            auto_codec(True), auto_codec(False)  # fail here, not at the first block, if one is missing
+            self._codec = None
+        else:
+            self._codec = get_codec(compression)
+        self._cell_block_given = cell_block_size is not None
         if cell_block_size is None:
-            compressed = self._codec.name != "none" and block_size >= DEFAULT_BLOCK_SIZE
-            cell_block_size = max(block_size, COMPRESSED_CELL_BLOCK_SIZE) if compressed else block_size
+            cell_block_size = self._cell_target(self._codec or auto_codec(False))
         if not isinstance(cell_block_size, int) or isinstance(cell_block_size, bool) or not 1 <= cell_block_size <= MAX_BODY // 2:
             raise InvalidArgument(f"cell_block_size must be an int in [1, {MAX_BODY // 2}], got {cell_block_size!r}")
         self.cell_block_size = cell_block_size
         self.fs = fs
         self.path = path
         self.family = family
-        self.block_size = block_size
         self._bloom = bool(bloom)
         self.format_version = format_version
         self._file = fs.create(path)
@@ -146,6 +159,21 @@ class StoreFileWriter(WriterRows):
         self._row_lengths: tuple[int, int] | None = None  # shortest and longest row key written
         self._hashes: list[tuple[np.ndarray, np.ndarray]] = []
         self._family_scalar = pa.scalar(family, pa.binary())
+
+    def _cell_target(self, codec: BlockCodec) -> int:
+        """Where blocks cut from cells end with ``codec`` when the caller names no size."""
+        if codec.name == "none" or self.block_size < DEFAULT_BLOCK_SIZE:
+            return self.block_size
+        return max(self.block_size, LZ4_CELL_BLOCK_SIZE if codec.name == "lz4" else COMPRESSED_CELL_BLOCK_SIZE)
+
+    def _file_codec(self, dense: bool) -> BlockCodec:
+        """The file's codec; an :data:`codecs.AUTO` file takes it from its first block
+        (``dense``: that block is a dense one) and cuts later blocks at its size."""
+        if self._codec is None:
+            self._codec = auto_codec(dense)
+            if not self._cell_block_given:
+                self.cell_block_size = self._cell_target(self._codec)
+        return self._codec
 
     # -- appending -------------------------------------------------------
     @property
@@ -310,7 +338,9 @@ class StoreFileWriter(WriterRows):
         written and the block's uncompressed size.  ``starts``: where its rows start;
         ``continues``: its first row began in the previous block."""
         n = block.num_rows
-        enc = self._encode(block, self._prev_offset, self._codec, len(starts))
+        # an AUTO file's first block chooses the file's codec by its layout
+        dense = dense_from_cells(block) if self._codec is None else None
+        enc = self._encode(block, self._prev_offset, self._file_codec(dense is not None), len(starts), dense=dense)
         if enc.raw_size > MAX_BODY:
             raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
         # one write per block (a version 3 block is many chunks: a write each would be
@@ -364,6 +394,7 @@ class StoreFileWriter(WriterRows):
             self._flush_rows()
             self._flush_py()
             self._cut(final=True)
+            codec = self._file_codec(True)  # decided by now unless the file has no block
             data_end = self._offset
             index = SectionHeader.frame(INDEX_MAGIC, self._index.encode())
             bloom_section = b""
@@ -383,7 +414,7 @@ class StoreFileWriter(WriterRows):
                 max_timestamp=self._max_ts,
                 max_seq_id=max_seq_id,
                 family=self.family,
-                compression=None if self._codec.name == "none" else self._codec.name,
+                compression=None if codec.name == "none" else codec.name,
                 block_count=len(self._index),
                 block_size=self.block_size,
                 format_version=self.format_version,
@@ -401,7 +432,7 @@ class StoreFileWriter(WriterRows):
             bloom_offset = data_end + len(index) if bloom_section else 0
             info_offset = data_end + len(index) + len(bloom_section)
             trailer = Trailer(
-                compression=self._codec.code,
+                compression=codec.code,
                 block_count=len(self._index),
                 index_offset=data_end,
                 index_length=len(index),
@@ -449,11 +480,17 @@ class StoreFileWriter(WriterRows):
 _ROW_SPAN_LIMIT = 4  # a block may grow to this many times its target size to end at a row boundary
 
 COMPRESSED_CELL_BLOCK_SIZE = 1 << 20
-"""The least size of a block cut from cells in a compressed file of a family with the default
-``block_size`` or more.  A scan that does not cache blocks decompresses every block: zstd on
+"""The least size of a block cut from cells in a compressed file (lz4 aside: :data:`LZ4_CELL_BLOCK_SIZE`)
+of a family with the default ``block_size`` or more.  A scan that does not cache blocks decompresses every block: zstd on
 64 KiB blocks of a three-version table took 2.2x the time of 1 MiB ones, while a cold point read
 of a 1 MiB block costs about what one of a default row group does.  Measured in
 docs/decisions/2026-12-05-benchmark-regressions.md."""
+
+
+LZ4_CELL_BLOCK_SIZE = 256 << 10
+"""The least size of a block cut from cells in an lz4 file of a family with the default ``block_size``
+or more: lz4 costs less per block than zstd, and a cold point read decompresses a quarter of
+what a 1 MiB block costs it.  Measured in docs/decisions/2026-12-05-benchmark-regressions.md."""
 
 
 def _conform(batch: pa.RecordBatch) -> pa.RecordBatch:

@@ -129,7 +129,6 @@ class WriterRows:
             self._write_dense(dense, int(cum_cells[end - 1]) - (int(cum_cells[start - 1]) if start else 0))
             start, base = end, int(cum[end - 1])
         if start < n:
-            left = n - start
             self._pending_rows = [(rows.slice(start), quals, [v.slice(start) for v in values],
                                    [t.slice(start) for t in timestamps], sizes[start:], cells_per_row[start:])]
             self._pending_row_bytes = int(cum[-1]) - base
@@ -145,7 +144,7 @@ class WriterRows:
         first = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(0))))
         last = Cell(*(family if k == 1 else x for k, x in enumerate(dense.row_cell(n - 1, last=True))))
         offset = self._offset
-        enc = self._encode(None, self._prev_offset, self._codec, n, dense=dense, cell_count=cells)
+        enc = self._encode(None, self._prev_offset, self._file_codec(True), n, dense=dense, cell_count=cells)
         if enc.raw_size > MAX_BODY:
             raise InvalidArgument(f"a data block of {enc.raw_size} bytes is too large (cells over 4 GiB?)")
         # one write per block (a version 3 block is many chunks: a write each would be

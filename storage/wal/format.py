@@ -43,8 +43,10 @@ import pyarrow as pa
 from ..cells import Cell, CellType
 from ..checksum import crc32
 from ..errors import CorruptionError, InvalidArgument
+from ..native import NATIVE as _NATIVE
 
-__all__ = ["WAL_MAGIC", "WAL_FORMAT_VERSION", "MAX_RECORD_BYTES", "SyncPolicy", "WalRecord", "encode_record", "file_header_bytes"]
+__all__ = ["WAL_MAGIC", "WAL_FORMAT_VERSION", "MAX_RECORD_BYTES", "SyncPolicy", "WalRecord", "encode_record", "encode_record_py",
+           "file_header_bytes"]
 
 
 # DO NOT CHANGE these constants: they are embedded in WAL files on disk.
@@ -65,6 +67,8 @@ VALID_TYPES = frozenset(int(t) for t in CellType)
 _BIG_ENDIAN = sys.byteorder == "big"
 ZERO_CHECK_CHUNK = 1 << 20
 _make_cell = partial(tuple.__new__, Cell)  # builds a Cell from a 6-tuple without Python frames
+# the compiled record builder's view of VALID_TYPES: byte t is 1 when t is a cell type
+_VALID_TYPE_MASK = bytes(int(t in VALID_TYPES) for t in range(256))
 
 
 def _file_header() -> bytes:
@@ -145,6 +149,24 @@ def _u32_lengths(columns: Sequence[Sequence[bytes]]) -> bytes:
 
 def encode_record(seq_id: int, cells: Sequence[tuple]) -> bytes:
     """Encode one record (frame header + payload) for ``seq_id`` and ``cells``.
+
+    A list of cells goes through the compiled ``wal_record`` kernel
+    (``storage/_native/wal.c``: each field copied once, no Python step per
+    cell) when it is built and on; anything it does not take as it is (a
+    field to convert or refuse, a record over the limit) and every other
+    sequence go to :func:`encode_record_py`, the reference, which gives the
+    same bytes and raises the errors below.
+    """
+    if _NATIVE is not None and type(cells) is list and type(seq_id) is int and 0 <= seq_id <= _MAX_SEQ_ID:
+        record = _NATIVE.wal_record(seq_id, cells, _VALID_TYPE_MASK, MAX_RECORD_BYTES, crc32)
+        if record is not None:
+            return record
+    return encode_record_py(seq_id, cells)
+
+
+def encode_record_py(seq_id: int, cells: Sequence[tuple]) -> bytes:
+    """Encode one record (frame header + payload) for ``seq_id`` and ``cells``:
+    the reference of the compiled ``wal_record`` kernel.
 
     Raises :class:`InvalidArgument` naming the first problem found: a bad
     sequence id, a tuple that is not a 6-field cell, a non-bytes field, a

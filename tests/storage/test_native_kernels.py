@@ -30,6 +30,7 @@ from storage import native
 from storage.cells import CellType
 from storage.kernels import gather
 from storage.kernels.gather import gather_binary, take_binary
+from storage.kernels import resolve_rows as resolve_rows_module
 from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
 from suite_paths import REPO
 
@@ -177,6 +178,7 @@ def test_live_merge_and_gather_match_the_model_both_ways(case):
         with pytest.MonkeyPatch.context() as patch:
             # the engine's switch, as REGIONSCAN_NATIVE sets it
             patch.setattr(gather, "NATIVE", kernel)
+            patch.setattr(resolve_rows_module, "NATIVE", kernel)
             resolved = resolve_rows(pieces, COLUMNS, markers, qualifiers=QUALIFIERS)
         for values in resolved.values:
             values.validate(full=True)

@@ -60,6 +60,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   private ObjectNode taskAggregate;  // the aggregate each task computes (PROTOCOL.md, "read"), or null
   private StructType taskInputs;  // the columns a task reads for it (the worker's count reply)
   private StructType taskAggregateSchema;
+  private String aggregateNote = "";  // why an aggregate of an expression is left to Spark, for explain()
   private final boolean keyGrouped;  // a catalog table's: the scan reports its tasks' key groups
 
   RegionScanBuilder(SourceSettings settings, StructType schema) {
@@ -192,27 +193,40 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
   private ObjectNode aggregateJson(AggregateFunc f, ArrayNode into) {
     String name = null;
     String fn;
+    Expression argument = null;  // a SUM's or COUNT's argument when it is not a plain column
     if (f instanceof CountStar) {
       fn = "count_star";
     } else if (f instanceof Count && !((Count) f).isDistinct()) {
       fn = "count";
-      name = column(((Count) f).column());
+      argument = ((Count) f).column();
     } else if (f instanceof Sum && !((Sum) f).isDistinct()) {
       fn = "sum";
-      name = column(((Sum) f).column());
+      argument = ((Sum) f).column();
     } else if (f instanceof Min || f instanceof Max) {
       fn = f instanceof Min ? "min" : "max";
       name = column(f instanceof Min ? ((Min) f).column() : ((Max) f).column());
     } else {
       return null;
     }
-    if (!"count_star".equals(fn) && (name == null || !full.getFieldIndex(name).isDefined())) {
+    ObjectNode expr = null;
+    if (argument != null) {
+      name = column(argument);
+      // arithmetic (SUM(l_extendedprice * (1 - l_discount))): the worker types and evaluates it
+      expr = name == null ? AggregateExpressions.toJson(argument, full) : null;
+      if (name == null && expr == null) {
+        return null;
+      }
+    }
+    if (!"count_star".equals(fn) && expr == null && (name == null || !full.getFieldIndex(name).isDefined())) {
       return null;
     }
     ObjectNode a = into.addObject();
     a.put("fn", fn);
     if (name != null) {
       a.put("column", name);
+    }
+    if (expr != null) {
+      a.set("expr", expr);
     }
     return a;
   }
@@ -230,6 +244,7 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     aggregateValues = null;
     taskAggregate = null;
     taskInputs = null;
+    aggregateNote = "";
     AggregateFunc[] funcs = agg.aggregateExpressions();
     ArrayNode aggs = WorkerProcess.JSON.createArrayNode();
     for (AggregateFunc f : funcs) {
@@ -250,6 +265,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     req.set("filters", filters);
     req.set("aggregates", aggs);
     req.set("group_by", groups);
+    // an expression's decimal type follows spark.sql.decimalOperations.allowPrecisionLoss
+    req.put("decimal_precision_loss", SQLConf.get().decimalOperationsAllowPrecisionLoss());
     JsonNode reply = settings.call(req);
     if (groups.size() == 0) {
       aggregateValues = planned(funcs, reply.path("values"));
@@ -261,6 +278,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
     }
     // a catalog table's scan may report key-grouped tasks, and Spark then groups by the key
     // without a shuffle: better than partial rows shuffled by it
+    JsonNode why = reply.path("not_per_task");
+    aggregateNote = why.isTextual() ? ", AggregateNotPushed: " + why.asText() : "";
     StructType inputs = aggregateValues == null ? taskInputs(reply.path("task_inputs")) : null;
     if (inputs != null && reply.path("per_task").asBoolean(false) && !(keyGrouped && byKey)) {
       taskInputs = inputs;
@@ -269,7 +288,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       taskAggregate.set("aggregates", aggs);
       // a BIGINT SUM under ANSI mode fails where a running sum overflows, as Spark's own does
       taskAggregate.put("ansi", SQLConf.get().ansiEnabled());
-      taskAggregateSchema = partialSchema(funcs, groups, groupTypes);
+      taskAggregate.put("decimal_precision_loss", SQLConf.get().decimalOperationsAllowPrecisionLoss());
+      taskAggregateSchema = partialSchema(funcs, groups, groupTypes, reply.path("partial_types"));
     }
   }
 
@@ -307,7 +327,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
    * the column's type as the input, so the result keeps SUM's type (DECIMAL(p+10, s)); a task
    * whose sum does not fit the column's type sends it as several rows (PROTOCOL.md, "read").
    */
-  private StructType partialSchema(AggregateFunc[] funcs, ArrayNode groups, List<DataType> groupTypes) {
+  private StructType partialSchema(AggregateFunc[] funcs, ArrayNode groups, List<DataType> groupTypes,
+      JsonNode partialTypes) {
     StructType schema = new StructType();
     for (int i = 0; i < groups.size(); i++) {
       schema = schema.add("group" + i, groupTypes.get(i), true);
@@ -318,6 +339,10 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       DataType type = DataTypes.LongType;
       if (f instanceof Min || f instanceof Max) {
         type = full.apply(column(f instanceof Min ? ((Min) f).column() : ((Max) f).column())).dataType();
+      } else if (f instanceof Sum && column(((Sum) f).column()) == null) {
+        // a SUM of arithmetic: the expression's type as the worker derived it by Spark's rules,
+        // which Spark's final SUM casts the partial column to (DECIMAL), or BIGINT
+        type = DataType.fromDDL(partialTypes.path(i).asText("bigint"));
       } else if (f instanceof Sum && full.apply(column(((Sum) f).column())).dataType() instanceof DecimalType) {
         type = full.apply(column(((Sum) f).column())).dataType();
       }
@@ -374,7 +399,8 @@ final class RegionScanBuilder implements SupportsPushDownRequiredColumns, Suppor
       }
       return new CountScan(settings, schema, aggregateValues, describe(pushed), aggregation.toString());
     }
-    return new RegionScanScan(settings, required, filters, describe(pushed) + scanned, limit, keyGrouped, pushPlan);
+    return new RegionScanScan(settings, required, filters, describe(pushed) + scanned + aggregateNote, limit, keyGrouped,
+        pushPlan);
   }
 
   /**

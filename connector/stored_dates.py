@@ -1,0 +1,142 @@
+"""Date comparisons tested on stored cells, before any date is decoded.
+
+The binary SerDe stores a ``DATE`` as the 8-byte big-endian milliseconds of the day's
+midnight UTC (the sign bit flipped when ``ordered``), and decodes it to the floor of
+those milliseconds over a day.  So ``day >= d`` is ``ms >= d's midnight`` and ``day > d``
+is ``ms >= the next midnight``: a comparison with a date literal is exact on the stored
+integers, one NumPy pass over a batch instead of a decode to ``date32`` and an Arrow
+comparison.  A batch holding a cell that would not decode (another width, a day out of
+range) is left to the decode, which fails or handles it as before.  The engine worker's
+decoded filters (:mod:`connector.decoded_filters`) use it for the first test of a column.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+__all__ = ["StoredDates", "StoredForms", "stored_dates", "serde_stored_dates", "date_test", "stored_group", "STORED_DATE_ROWS"]
+
+_MS_PER_DAY = 86_400_000
+# the milliseconds whose day a date32 holds (Python's dates): any other fails the decode
+_LOW_MS = (dt.date.min - dt.date(1970, 1, 1)).days * _MS_PER_DAY
+_HIGH_MS = ((dt.date.max - dt.date(1970, 1, 1)).days + 1) * _MS_PER_DAY
+_SIGN = np.uint64(1 << 63)
+
+
+@dataclass(frozen=True)
+class StoredDates:
+    """A ``DATE`` column stored as the binary SerDe stores it: each cell the 8-byte big-endian
+    milliseconds of the day's midnight UTC (``ordered``: the sign bit flipped), in the stored
+    batch's column ``field``.  Its comparisons with date literals are tested on those integers."""
+
+    field: str
+    ordered: bool
+
+    def millis(self, stored: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(milliseconds, valid)`` of a stored binary column, one per row (0 where null), or
+        None when some non-null cell would not decode (not 8 bytes, or a day out of range)."""
+        n = len(stored)
+        if stored.type != pa.binary() or not n:
+            return None
+        bufs = stored.buffers()
+        offsets = np.frombuffer(bufs[1], dtype=np.int32, count=n + 1, offset=stored.offset * 4)
+        data = bufs[2]
+        if stored.null_count == 0:
+            valid = None
+            if int(offsets[-1]) - int(offsets[0]) != 8 * n or (np.diff(offsets) != 8).any():
+                return None
+            raw = np.frombuffer(data, dtype=">u8", count=n, offset=int(offsets[0]))
+        else:
+            valid = np.asarray(stored.is_valid())
+            starts = offsets[:-1][valid]
+            if (np.diff(offsets)[valid] != 8).any():
+                return None
+            raw = np.zeros(n, dtype=">u8")
+            if len(starts):
+                if data is None:
+                    return None
+                windows = np.frombuffer(data, dtype=np.uint8)[starts[:, None] + np.arange(8)]
+                raw[valid] = windows.view(">u8").ravel()
+        longs = (raw ^ _SIGN if self.ordered else raw).astype(np.uint64).view(np.int64)
+        live = longs if valid is None else longs[valid]
+        if len(live) and (int(live.min()) < _LOW_MS or int(live.max()) >= _HIGH_MS):
+            return None
+        return longs, (np.ones(n, dtype=bool) if valid is None else valid)
+
+
+StoredForms = Callable[[str], "StoredDates | None"]
+"""A column's stored form compared before decoding, by lower-case name; None: decode it."""
+
+
+def stored_dates(codec: Any, field: str) -> StoredDates | None:
+    """The :class:`StoredDates` of a single-cell column whose cells are in ``field`` and decoded by
+    ``codec``, when that is the binary SerDe's ``DATE`` codec; else None."""
+    from serde.codecs.hbase_bytes import DateCodec
+
+    if type(codec) is not DateCodec:
+        return None
+    return StoredDates(field, bool(codec.ordered))
+
+
+def serde_stored_dates(serde: Any) -> dict[str, StoredDates]:
+    """The stored forms of a SerDe's single-cell ``DATE`` columns, by lower-case column name."""
+    forms = {}
+    for r in getattr(serde, "readers", ()):
+        if getattr(r, "cell", None) is not None and len(r.names) == 1:
+            form = stored_dates(r.codec, r.cell)
+            if form is not None:
+                forms[r.names[0].lower()] = form
+    return forms
+
+
+def date_test(kind: str, value: Any, millis: np.ndarray) -> np.ndarray | None:
+    """``day <kind> value`` over the stored milliseconds (the day is their floor over a day, so
+    ``day >= d`` is ``ms >= d's midnight`` and ``day > d`` is ``ms >= the next midnight``), or None
+    for a test not done this way."""
+    if type(value) is not dt.date:
+        return None
+    day = (value - dt.date(1970, 1, 1)).days
+    low, high = day * _MS_PER_DAY, (day + 1) * _MS_PER_DAY
+    if kind == "GreaterThanOrEqual":
+        return millis >= low
+    if kind == "GreaterThan":
+        return millis >= high
+    if kind == "LessThan":
+        return millis < low
+    if kind == "LessThanOrEqual":
+        return millis < high
+    if kind == "EqualTo":
+        return (millis >= low) & (millis < high)
+    return None
+
+
+def stored_group(group: list, stored: StoredForms | None) -> tuple[str, StoredDates] | None:
+    """The column and its stored form when every test of ``group`` compares it with a date literal
+    (tested on stored integers), else None."""
+    if stored is None:
+        return None
+    names = set()
+    for f in group:
+        kind = type(f).__name__
+        attribute = getattr(f, "attribute", None)
+        if kind not in _DATE_TESTS or not isinstance(attribute, tuple) or len(attribute) != 1:
+            return None
+        if type(f.value) is not dt.date:
+            return None
+        names.add(attribute[0].lower())
+    if len(names) != 1:
+        return None
+    name = names.pop()
+    form = stored(name)
+    return None if form is None else (name, form)
+
+
+#: the scan statistic of rows whose date comparisons were tested on stored integers
+STORED_DATE_ROWS = "stored_date_rows"
+
+_DATE_TESTS = ("GreaterThanOrEqual", "GreaterThan", "LessThan", "LessThanOrEqual", "EqualTo")

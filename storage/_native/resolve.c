@@ -1,0 +1,255 @@
+/* resolve_merge: the row resolution of a live table's sorted runs in one pass.
+ *
+ * The pieces of a chunk (a base run and newer runs: a memstore, a second
+ * file; newest first) each hold sorted row keys, encoded so that their order
+ * is the keys' byte order (storage.kernels.row_merge.order_keys: one integer
+ * per key, or fixed-width byte strings).  One pass merges the pieces by key,
+ * and per merged row and column picks the winner: the visible entry with the
+ * newest timestamp, the newest piece's on a tie.  An entry is visible when it
+ * is present (its timestamp is not ABSENT, INT64_MIN), inside the time range
+ * [low, high) when one is given, and newer than the row's newest DeleteFamily
+ * marker.  Rows left with no winner are dropped.  What comes out is what the
+ * binary gather (gather.c) takes: per row, the position of its key and, per
+ * column, the position of its winning value (-1: none) in the pieces laid end
+ * to end.  A row's key is taken from the largest piece (the anchor: the base
+ * run) where it holds the row, and the call says when the rows' keys are the
+ * anchor's keys, every one in order (a re-put of some rows): the caller then
+ * uses them as they are instead of gathering them.
+ *
+ * The reference and fallback is storage.kernels.resolve_rows.resolve_rows's
+ * NumPy path (a stable sort of the keys, group starts, the winner search and
+ * per-column masks), which also handles what this pass does not: timestamp
+ * lists, DeleteColumn and Delete markers. */
+#include "regionscan_native.h"
+#include <string.h>
+
+#define RS_ABSENT INT64_MIN
+#define RS_MAX_PIECES 64
+
+/* The encoded keys: `ints` (width 0) or `width`-byte strings in `bytes`. */
+typedef struct {
+    const uint64_t *ints;
+    const char *bytes;
+    Py_ssize_t width;
+} rs_keys;
+
+
+/* Take keys from a buffer: uint64 items (width 0) or `width`-byte items; their count into *n. */
+static int keys_view(rs_view *v, PyObject *obj, Py_ssize_t width, const char *what, rs_keys *k, Py_ssize_t *n) {
+    if (rs_view_get(v, obj, what, 0) < 0) return -1;
+    Py_ssize_t item = width ? width : 8;
+    if (v->view.len % item) {
+        PyErr_Format(PyExc_ValueError, "%s must hold %zd-byte keys, got %zd bytes", what, item, v->view.len);
+        return -1;
+    }
+    k->ints = width ? NULL : (const uint64_t *)v->view.buf;
+    k->bytes = width ? (const char *)v->view.buf : NULL;
+    k->width = width;
+    *n = v->view.len / item;
+    return 0;
+}
+
+/* Compare key i of `a` with key j of `b`: integers (W 0) or W-byte strings. */
+#define KCMP(a, i, b, j) \
+    (W ? memcmp((a).bytes + (i) * W, (b).bytes + (j) * W, (size_t)W) \
+       : ((a).ints[(i)] < (b).ints[(j)] ? -1 : ((a).ints[(i)] > (b).ints[(j)])))
+
+/* The merge itself over views already checked (see rs_resolve_merge); W: the key width,
+ * a constant in each of its two calls so that the integer form compiles without memcmp.
+ * Returns the rows, or -1 when a piece's keys go down; *anchored_out as described above. */
+static inline Py_ssize_t merge_rows(const rs_keys keys, const rs_keys mkeys, Py_ssize_t nm, const int64_t *mts,
+                                    const int64_t *bounds, Py_ssize_t pieces, const int64_t *const *ts,
+                                    Py_ssize_t columns, int ranged, int64_t low, int bounded, int64_t high,
+                                    int64_t *__restrict key_at, int64_t *__restrict *src, Py_ssize_t anchor,
+                                    int *anchored_out, const Py_ssize_t W) {
+    const rs_keys K = keys, MK = mkeys;
+    Py_ssize_t pos[RS_MAX_PIECES], start[RS_MAX_PIECES], end[RS_MAX_PIECES];
+    for (Py_ssize_t p = 0; p < pieces; p++) {
+        pos[p] = (Py_ssize_t)bounds[p];
+        end[p] = (Py_ssize_t)bounds[p + 1];
+    }
+    Py_ssize_t rows = 0, mi = 0;
+    int unsorted = 0, anchored = 1;
+    for (;;) {
+        /* the smallest head key: the next merged row; `tied`: another piece's head holds it too */
+        Py_ssize_t head = -1;
+        int tied = 0;
+        for (Py_ssize_t p = 0; p < pieces; p++) {
+            if (pos[p] >= end[p]) continue;
+            int c = head < 0 ? -1 : KCMP(K, pos[p], K, pos[head]);
+            if (c < 0) { head = p; tied = 0; }
+            else if (c == 0) tied = 1;
+        }
+        if (head < 0) break;
+        Py_ssize_t at = pos[head];
+        /* the row's entries in every piece, newest piece first (a piece may hold a row twice);
+         * a row of one piece (most rows) touches that piece alone */
+        Py_ssize_t lo = head, hi = tied ? pieces : head + 1;
+        for (Py_ssize_t p = lo; p < hi; p++) {
+            start[p] = pos[p];
+            while (pos[p] < end[p] && KCMP(K, pos[p], K, at) == 0) pos[p]++;
+            /* the piece's next key is past the row: else its keys went down */
+            if (pos[p] < end[p] && KCMP(K, pos[p], K, at) < 0) unsorted = 1;
+        }
+        if (unsorted) break;
+        int64_t family = RS_ABSENT;
+        while (mi < nm && KCMP(MK, mi, K, at) < 0) mi++;
+        while (mi < nm && KCMP(MK, mi, K, at) == 0) {
+            if (mts[mi] > family) family = mts[mi];
+            mi++;
+        }
+        int any = columns == 0;
+        for (Py_ssize_t j = 0; j < columns; j++) {
+            int64_t best = -1, best_ts = RS_ABSENT;
+            for (Py_ssize_t p = lo; p < hi; p++) {
+                const int64_t *t = ts[j * pieces + p];
+                Py_ssize_t first = (Py_ssize_t)bounds[p];
+                for (Py_ssize_t e = start[p]; e < pos[p]; e++) {
+                    int64_t v = t[e - first];
+                    if (v == RS_ABSENT) continue;
+                    if (ranged && (v < low || (bounded && v >= high))) continue;
+                    if (family != RS_ABSENT && v <= family) continue;
+                    if (best < 0 || v > best_ts) { best = e; best_ts = v; }
+                }
+            }
+            src[j][rows] = best;
+            any |= best >= 0;
+        }
+        if (any) {
+            /* any entry of the row holds its key: the anchor's where it has one, so that the
+             * keys of a chunk whose every row is the anchor's are the anchor's keys as they are */
+            Py_ssize_t k = at;
+            if (anchor >= lo && anchor < hi && start[anchor] < pos[anchor]) k = start[anchor];
+            key_at[rows] = k;
+            if (k != (Py_ssize_t)bounds[anchor] + rows) anchored = 0;
+            rows++;
+        }
+    }
+    *anchored_out = anchored;
+    return unsorted ? -1 : rows;
+}
+
+PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
+    PyObject *keys_obj, *bounds_obj, *ts_seq, *mkeys_obj, *mts_obj, *out_obj;
+    Py_ssize_t width;
+    int ranged, bounded;
+    long long low, high;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnOOOOpLpLO", &keys_obj, &width, &bounds_obj, &ts_seq, &mkeys_obj, &mts_obj,
+                          &ranged, &low, &bounded, &high, &out_obj))
+        return NULL;
+    if (width < 0) {
+        PyErr_Format(PyExc_ValueError, "width must be 0 (uint64 keys) or a key width in bytes, got %zd", width);
+        return NULL;
+    }
+    PyObject *ts_list = PySequence_Fast(ts_seq, "ts must be a sequence (one per column) of per-piece int64 buffers");
+    if (!ts_list) return NULL;
+    Py_ssize_t columns = PySequence_Fast_GET_SIZE(ts_list);
+    rs_view kv, bv, mkv, mtv, ov;
+    rs_view *tv = NULL;
+    const int64_t **ts = NULL;  /* ts[j * pieces + p]: column j's timestamps of piece p */
+    int64_t **src = PyMem_Calloc(columns ? columns : 1, sizeof(int64_t *));
+    memset(&kv, 0, sizeof(kv)); memset(&bv, 0, sizeof(bv)); memset(&mkv, 0, sizeof(mkv));
+    memset(&mtv, 0, sizeof(mtv)); memset(&ov, 0, sizeof(ov));
+    PyObject *result = NULL;
+    rs_keys keys, mkeys;
+    Py_ssize_t n = 0, nm = 0, pieces = 0, views = 0;
+    memset(&mkeys, 0, sizeof(mkeys));
+    if (!src) { PyErr_NoMemory(); goto done; }
+    if (keys_view(&kv, keys_obj, width, "keys", &keys, &n) < 0) goto done;
+    if (rs_view_get(&bv, bounds_obj, "bounds", 0) < 0) goto done;
+    pieces = bv.view.len / 8 - 1;
+    if (bv.view.len % 8 || pieces < 1 || pieces > RS_MAX_PIECES) {
+        PyErr_Format(PyExc_ValueError, "bounds must be 2 to %d int64 piece starts, got %zd bytes", RS_MAX_PIECES + 1,
+                     bv.view.len);
+        goto done;
+    }
+    const int64_t *bounds = (const int64_t *)bv.view.buf;
+    if (bounds[0] != 0 || bounds[pieces] != n) {
+        PyErr_Format(PyExc_ValueError, "bounds must run from 0 to the %zd keys", n);
+        goto done;
+    }
+    for (Py_ssize_t p = 0; p < pieces; p++) {
+        if (bounds[p + 1] < bounds[p]) {
+            PyErr_Format(PyExc_ValueError, "bounds must not decrease (piece %zd)", p);
+            goto done;
+        }
+    }
+    tv = PyMem_Calloc(columns * pieces + 1, sizeof(rs_view));
+    ts = PyMem_Calloc(columns * pieces + 1, sizeof(int64_t *));
+    if (!tv || !ts) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t j = 0; j < columns; j++) {
+        PyObject *per_piece = PySequence_Fast(PySequence_Fast_GET_ITEM(ts_list, j), "ts[j] must be a sequence");
+        if (!per_piece) goto done;
+        if (PySequence_Fast_GET_SIZE(per_piece) != pieces) {
+            PyErr_Format(PyExc_ValueError, "ts[%zd] must hold %zd pieces' timestamps, got %zd", j, pieces,
+                         PySequence_Fast_GET_SIZE(per_piece));
+            Py_DECREF(per_piece);
+            goto done;
+        }
+        for (Py_ssize_t p = 0; p < pieces; p++) {
+            rs_view *v = &tv[j * pieces + p];
+            int bad = rs_view_get(v, PySequence_Fast_GET_ITEM(per_piece, p), "ts[j][p]", 0) < 0;
+            views = j * pieces + p + 1;
+            if (!bad && v->view.len != (bounds[p + 1] - bounds[p]) * 8) {
+                PyErr_Format(PyExc_ValueError, "ts[%zd][%zd] must hold %lld int64 timestamps, got %zd bytes", j, p,
+                             (long long)(bounds[p + 1] - bounds[p]), v->view.len);
+                bad = 1;
+            }
+            if (bad) { Py_DECREF(per_piece); goto done; }
+            ts[j * pieces + p] = (const int64_t *)v->view.buf;
+        }
+        Py_DECREF(per_piece);
+    }
+    if (mkeys_obj != Py_None) {
+        if (keys_view(&mkv, mkeys_obj, width, "marker keys", &mkeys, &nm) < 0) goto done;
+        if (rs_view_get(&mtv, mts_obj, "marker timestamps", 0) < 0) goto done;
+        if (mtv.view.len != nm * 8) {
+            PyErr_Format(PyExc_ValueError, "marker timestamps must hold %zd int64 values, got %zd bytes", nm,
+                         mtv.view.len);
+            goto done;
+        }
+    }
+    const int64_t *mts = nm ? (const int64_t *)mtv.view.buf : NULL;
+    if (PyObject_GetBuffer(out_obj, &ov.view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_ValueError, "out must be a writable contiguous int64 buffer");
+        goto done;
+    }
+    ov.held = 1;
+    if (ov.view.len < (columns + 1) * n * 8) {
+        PyErr_Format(PyExc_ValueError, "out must hold (columns + 1) * %zd int64 values, got %zd bytes", n, ov.view.len);
+        goto done;
+    }
+    int64_t *key_at = (int64_t *)ov.view.buf;
+    for (Py_ssize_t j = 0; j < columns; j++) src[j] = key_at + (j + 1) * n;
+
+    Py_ssize_t rows, anchor = 0;
+    int unsorted, anchored = 1;
+    for (Py_ssize_t p = 1; p < pieces; p++) {
+        if (bounds[p + 1] - bounds[p] > bounds[anchor + 1] - bounds[anchor]) anchor = p;  /* the largest piece */
+    }
+    RS_RELEASE_GIL(n)
+    if (width == 0)
+        rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, columns, ranged, low, bounded, high, key_at, src,
+                          anchor, &anchored, 0);
+    else
+        rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, columns, ranged, low, bounded, high, key_at, src,
+                          anchor, &anchored, width);
+    unsorted = rows < 0;
+    RS_ACQUIRE_GIL()
+    if (unsorted) {
+        PyErr_SetString(PyExc_ValueError, "keys must be ascending within each piece");
+        goto done;
+    }
+    /* anchored: the rows' keys are the anchor piece's keys, every one, in order */
+    anchored = anchored && rows == bounds[anchor + 1] - bounds[anchor];
+    result = Py_BuildValue("nnO", rows, anchor, anchored ? Py_True : Py_False);
+done:
+    for (Py_ssize_t i = 0; tv && i < views; i++) rs_view_release(&tv[i]);
+    rs_view_release(&kv); rs_view_release(&bv); rs_view_release(&mkv); rs_view_release(&mtv);
+    rs_view_release(&ov);
+    PyMem_Free(tv); PyMem_Free(ts); PyMem_Free(src);
+    Py_DECREF(ts_list);
+    return result;
+}
