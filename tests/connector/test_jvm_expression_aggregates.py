@@ -16,6 +16,7 @@ import pytest
 
 from connector.worker.aggregate_expressions import NotComputable, parse_expression
 from spark_plans import executed_plan
+from test_jvm_decimal_aggregates import _write
 
 pytestmark = pytest.mark.spark
 
@@ -39,13 +40,6 @@ def _row(j: int) -> tuple:
             None if j % 13 == 0 else (Decimal("1.00") if j % 8 == 0 else Decimal(f"{(j * 37) % 9000 - 2000}.{j % 100:02d}")),
             Decimal(f"0.{j % 11:02d}"), None if j % 7 == 0 else Decimal(f"0.0{j % 9}"),
             None if j % 17 == 0 else w, "none" if j % 10 == 9 else f"g{j % 3}")
-
-
-def _write(spark, root: str, table: str, rows: list, ddl: str, mapping: str, regions: int) -> dict:
-    opts = {"root": root, "table": table}
-    (spark.createDataFrame(rows, ddl).repartition(regions).write.format("regionscan").options(**opts)
-     .option("hbase.columns.mapping", mapping).option("newtable", str(regions)).save())
-    return opts
 
 
 @pytest.fixture(scope="module")
