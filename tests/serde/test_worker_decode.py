@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from serde.codecs.binary_arrays import dense_fixed_rows, utf8_view
 from serde.codecs.hbase_bytes import DateCodec, DecimalCodec, StringCodec, TimestampCodec
 from serde.types import parse_type
+from storage import native
 from storage.errors import CorruptionError
 from storage.storefile._chunk_encodings import decode_dict, encode_dict, gather_dict, take_dict
 from test_decimal_columns import _reference, columns
@@ -100,8 +101,10 @@ def test_decimal_edges_decode_as_reference(type_name):
         assert (list(bad) if bad is not None else [False] * len(want_bad)) == want_bad
 
 
-@pytest.mark.skipif(BUILT is None, reason="the compiled module was not built (no C compiler)")
 def test_decimal_kernel_rejects_bad_arguments_in_one_line():
+    if BUILT is None:  # no compiler at install: the engine runs the reference, nothing to refuse
+        assert native.NATIVE is None
+        return
     offsets = np.zeros(3, np.int32)
     out = np.empty(4, np.int64)
     with pytest.raises(ValueError, match="offsets: .* fewer than offset"):
@@ -167,8 +170,10 @@ def test_a_dict_chunk_reads_back_what_was_written(values):
     assert got.to_pylist() == values
 
 
-@pytest.mark.skipif(BUILT is None, reason="the compiled module was not built (no C compiler)")
 def test_dict_gather_checks_codes_and_offsets():
+    if BUILT is None:  # no compiler at install: the engine runs the reference, nothing to refuse
+        assert native.NATIVE is None
+        return
     entries, offsets = pa.py_buffer(b"abcd"), pa.py_buffer(np.array([0, 2, 4], np.uint32).tobytes())
     out = np.empty(3, np.int32)
     with pytest.raises(ValueError, match="codes: row 1 has code 2, the dictionary has 2 entries"):
