@@ -60,7 +60,7 @@ import pyarrow.compute as pc
 
 from .disjunction import tree_columns
 from .pushdown import PushdownResult, describe_filter
-from .stored_dates import STORED_DATE_ROWS, StoredDates, StoredForms, date_test, stored_group
+from .stored_dates import STORED_DATE_ROWS, StoredDates, StoredForms, stored_keep
 
 __all__ = ["Column", "Literal", "Remainder", "Compare", "DecodedFilter", "take_decoded", "remainder",
            "valid_divisor"]
@@ -607,28 +607,25 @@ class DecodedFilter:
     def _passing(self, view: _Batch, rows: int, stored: StoredForms | None = None,
                  counts: dict | None = None) -> _Batch | None:
         """The view narrowed to the rows every filter keeps; None when no row passes.  A group of
-        date comparisons whose column has a stored form (``stored``) is tested on the stored
-        integers when the batch's cells all decode (``counts["stored_date_rows"]`` adds the rows
+        date comparisons whose columns have a stored form (``stored``: with date literals, or two
+        such columns with each other) is tested on the stored integers when the batch's cells
+        all decode (``counts["stored_date_rows"]`` adds the rows
         tested so, none of whose dates was decoded for the test)."""
         passing = rows
         for group in self._groups:
-            on_stored = stored_group(group, stored)
-            if on_stored is not None:
-                found = view.stored_millis(*on_stored)
-                if found is not None:
-                    millis, keep = found
-                    for f in group:
-                        keep = keep & date_test(type(f).__name__, f.value, millis)
-                    if counts is not None:
-                        counts[STORED_DATE_ROWS] = counts.get(STORED_DATE_ROWS, 0) + len(millis)
-                    positions = np.flatnonzero(keep)
-                    if len(positions) == passing:
-                        continue
-                    if not len(positions):
-                        return None
-                    view = view.narrowed(pa.array(positions))
-                    passing = len(positions)
+            found = stored_keep(group, stored, view.stored_millis)
+            if found is not None:
+                keep, tested = found
+                if counts is not None:
+                    counts[STORED_DATE_ROWS] = counts.get(STORED_DATE_ROWS, 0) + tested
+                positions = np.flatnonzero(keep)
+                if len(positions) == passing:
                     continue
+                if not len(positions):
+                    return None
+                view = view.narrowed(pa.array(positions))
+                passing = len(positions)
+                continue
             value = None
             for f in group:
                 part = _evaluate(f, view)

@@ -26,6 +26,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -150,16 +151,39 @@ def _plan_path(fingerprint: str) -> str:
     return os.path.join(tempfile.gettempdir(), PLAN_DIR, f"{fingerprint}.json")
 
 
+_SAVED: dict[str, tuple[ScanPlan, tuple[int, int, int]]] = {}
+"""Per plan file, the plan this process wrote there last and that file's identity (inode,
+mtime, size): a query planned again with nothing changed finds it still there and writes nothing."""
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
 def save_plan(config: SourceConfig, plan: ScanPlan) -> None:
-    """Remember the latest plan of these options (and log it); failures only log."""
+    """Remember the latest plan of these options (and log it); failures only log.
+
+    The same plan saved again, while the file is still the one this process wrote (any other
+    writer replaces it by a new file: another inode), is not written again: a repeated query's
+    planning then costs no file write and rename per scan.  A plan is not changed once saved."""
     _LOG.info("%s", plan)
     path = _plan_path(config.fingerprint)
+    saved = _SAVED.get(path)
+    if saved is not None and saved[0] == plan:
+        try:
+            if _identity(os.stat(path)) == saved[1]:
+                return
+        except OSError:
+            pass  # gone: written again below
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = f"{path}.{os.getpid()}.tmp"
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(plan.to_json())
+            f.flush()
+            written = _identity(os.fstat(f.fileno()))  # the rename keeps the inode and the mtime
         os.replace(tmp, path)
+        _SAVED[path] = (plan, written)
     except OSError as exc:
         _LOG.warning("cannot save the scan plan to %s: %s", path, exc)
 

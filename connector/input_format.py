@@ -146,8 +146,7 @@ class TableInputFormat:
         table_fs = FileSystem(self.root).sub(table_dir(self.table_name))
         if not table_exists(table_fs):
             raise TableNotFound(missing_table(FileSystem(self.root), self.table_name, self.root))
-        spans = scan.spans()
-        snapshot = pin_table(table_fs, lambda info: bool(intersect(spans, [(info.start, info.end)])))
+        snapshot = self._pin(table_fs, scan.spans())
         self._check_columns(scan, snapshot.families)
         regions = [(f"{self.table_name},{p.info.name}", p, p.start, p.end, p.size) for p in snapshot.regions]
         splits = plan_splits(
@@ -163,6 +162,10 @@ class TableInputFormat:
                 self._pin_ids.append(pin_id)
             splits = [_with_pin(s, pin_id) for s in splits]
         return splits
+
+    def _pin(self, table_fs: FileSystem, spans: Sequence[KeyRange]) -> Any:
+        """The regions the scan's ``spans`` reach, pinned now (:func:`pin_table`'s snapshot)."""
+        return pin_table(table_fs, lambda info: bool(intersect(spans, [(info.start, info.end)])))
 
     def _remote_splits(self, scan: ScanSpec, per_region: int, autobalance: bool, target: int | None) -> list[TableSplit]:
         import storage

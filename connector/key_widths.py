@@ -19,6 +19,7 @@ another width fails the plan with the SerDe's own one-line decode error.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Sequence
 
 import pyarrow as pa
@@ -26,11 +27,11 @@ import pyarrow as pa
 from serde.errors import DecodeError
 from serde.mapping import ColumnKind
 from storage import KeyRange
-from storage.engine import key_not_of_width, table_files
+from storage.engine import FileSystem, key_not_of_width, pin_table, table_files
+from storage.keys import intersect
 
 from .input_format import TableInputFormat
 from .scanning import is_remote_root
-from .splits import TableSplit
 
 __all__ = ["key_column", "fixed_key_width", "check_key_widths", "KeyCheckedInputFormat"]
 
@@ -51,15 +52,16 @@ def fixed_key_width(serde) -> int | None:
     return serde.codec(column, column.type, "key").fixed_width
 
 
-def check_key_widths(serde, root: str, table: str) -> None:
+def check_key_widths(serde, root: str, table: str, snapshot: Any = None) -> None:
     """Raise the SerDe's :class:`DecodeError` for the first row key of ``table`` whose length
-    is not the key codec's width; nothing for a key codec without a fixed width."""
+    is not the key codec's width; nothing for a key codec without a fixed width.  ``snapshot``:
+    the whole table as the caller just pinned it (else it is pinned here)."""
     width = fixed_key_width(serde)
     if width is None:
         return
     if is_remote_root(root):
         return  # a region server pins no files: its keys are decoded where a read decodes them
-    bad = key_not_of_width(table_files(root, table), table, width)
+    bad = key_not_of_width(table_files(root, table), table, width, snapshot)
     if bad is None:
         return
     column = key_column(serde.mapping)
@@ -79,12 +81,11 @@ class KeyCheckedInputFormat(TableInputFormat):
         super().__init__(conf, key_ranges)
         self.serde = serde
 
-    def get_splits(self, context: Any = None) -> list[TableSplit]:
-        """The splits of :meth:`TableInputFormat.get_splits`, once their regions' keys are checked."""
-        splits = super().get_splits(context)
-        try:
-            check_key_widths(self.serde, self.root, self.table_name)
-        except Exception:
-            self.release()  # the pins of a plan that fails protect nothing
-            raise
-        return splits
+    def _pin(self, table_fs: FileSystem, spans: Sequence[KeyRange]) -> Any:
+        """The whole table pinned once: every region's keys checked (a key range is a byte seek,
+        so a key of another width may lie outside it), then the regions ``spans`` reach kept for
+        the splits.  One pin for both, not two: a plan fails before it registers any pin."""
+        snapshot = pin_table(table_fs)
+        check_key_widths(self.serde, self.root, self.table_name, snapshot)
+        reached = tuple(p for p in snapshot.regions if intersect(spans, [(p.start, p.end)]))
+        return dataclasses.replace(snapshot, regions=reached)

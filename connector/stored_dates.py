@@ -8,6 +8,11 @@ integers, one NumPy pass over a batch instead of a decode to ``date32`` and an A
 comparison.  A batch holding a cell that would not decode (another width, a day out of
 range) is left to the decode, which fails or handles it as before.  The engine worker's
 decoded filters (:mod:`connector.decoded_filters`) use it for the first test of a column.
+
+A comparison of two such columns (TPC-H q12's ``l_commitdate < l_receiptdate``, q21's
+``l_receiptdate > l_commitdate``) is tested the same way: each side's day is the floor of its
+milliseconds over a day, one NumPy division per column, and a null on either side drops the row
+as SQL's null comparison does.  Neither column is decoded for it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["StoredDates", "StoredForms", "stored_dates", "serde_stored_dates", "date_test", "stored_group", "STORED_DATE_ROWS"]
+__all__ = ["StoredDates", "StoredForms", "stored_dates", "serde_stored_dates", "date_test", "stored_group",
+           "stored_pair", "stored_keep", "STORED_DATE_ROWS"]
 
 _MS_PER_DAY = 86_400_000
 # the milliseconds whose day a date32 holds (Python's dates): any other fails the decode
@@ -135,6 +141,64 @@ def stored_group(group: list, stored: StoredForms | None) -> tuple[str, StoredDa
     form = stored(name)
     return None if form is None else (name, form)
 
+
+def stored_pair(group: list, stored: StoredForms | None) -> list[tuple[str, StoredDates]] | None:
+    """The two columns and their stored forms when every test of ``group`` compares them with each
+    other (``=``, ``<>``, ``<``, ``<=``, ``>``, ``>=``; not ``<=>``), both stored as dates; else None."""
+    if stored is None:
+        return None
+    names: set[str] = set()
+    for f in group:
+        if type(f).__name__ != "Compare" or f.op not in _PAIR_TESTS:
+            return None
+        for side in (f.left, f.right):
+            if type(side).__name__ != "Column":
+                return None
+            names.add(side.name.lower())
+    if len(names) != 2:
+        return None
+    forms = [(name, stored(name)) for name in sorted(names)]
+    return None if any(form is None for _, form in forms) else forms  # type: ignore[return-value]
+
+
+Millis = Callable[[str, StoredDates], "tuple[np.ndarray, np.ndarray] | None"]
+"""A column's ``(milliseconds, valid)`` at the rows being tested (:meth:`StoredDates.millis`, read
+once per batch), or None when some cell would not decode or the column is decoded already."""
+
+
+def stored_keep(group: list, stored: StoredForms | None, millis: Millis) -> tuple[np.ndarray, int] | None:
+    """``(keep, rows tested)``: where every test of ``group`` is true, tested on stored dates
+    (comparisons of one column with date literals, or of two date columns with each other); None
+    when the group is not tested so, and the decode and its kernels test it instead."""
+    single = stored_group(group, stored)
+    if single is not None:
+        found = millis(*single)
+        if found is None:
+            return None
+        values, keep = found
+        for f in group:
+            keep = keep & date_test(type(f).__name__, f.value, values)
+        return keep, len(values)
+    pair = stored_pair(group, stored)
+    if pair is None:
+        return None
+    days: dict[str, np.ndarray] = {}
+    valid = None
+    for name, form in pair:
+        found = millis(name, form)
+        if found is None:
+            return None
+        # the decoded day is the floor of the milliseconds over a day, for negative ones too
+        days[name] = np.floor_divide(found[0], _MS_PER_DAY)
+        valid = found[1] if valid is None else valid & found[1]
+    keep = valid
+    for f in group:
+        keep = keep & _PAIR_TESTS[f.op](days[f.left.name.lower()], days[f.right.name.lower()])
+    return keep, len(keep)
+
+
+_PAIR_TESTS = {"=": np.equal, "<>": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
+               ">=": np.greater_equal}
 
 #: the scan statistic of rows whose date comparisons were tested on stored integers
 STORED_DATE_ROWS = "stored_date_rows"

@@ -26,6 +26,17 @@ truncates to 39 significant digits; a value that fits 38 digits at its scale
 is then rounded the same way, and one that does not overflows either way.)
 A node whose exact value could need more than 76 digits is not computed:
 the aggregate is left to Spark, and the count reply says why.
+
+Most batches take a faster, equally exact road (:meth:`Expression.unscaled`):
+decimals of at most 18 digits are their unscaled ``int64`` values, and each
+node carries a bound on its values' magnitude, from its operands' bounds (a
+column's is its batch's largest magnitude, one min/max pass).  While every
+bound, before and after a node's rounding to its Spark scale, stays within
+``int64`` and the rounded bound within the node's precision, NumPy computes
+the node in ``int64`` (the same products, the same rounding half away from
+zero) and no value can overflow, so no check is needed.  A batch where a
+bound cannot be proved (wide decimals, magnitudes near the type's limits)
+takes the decimal road above, whose range checks then decide.
 """
 
 from __future__ import annotations
@@ -33,14 +44,16 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage import InvalidArgument
 
-__all__ = ["Expression", "parse_expression", "referenced", "describe", "NotComputable"]
+__all__ = ["Expression", "Unscaled", "unscaled_column", "parse_expression", "referenced", "describe",
+           "NotComputable"]
 
 _MAX = 38  # Spark's DecimalType.MAX_PRECISION
 _WIDEST = 76  # decimal256: the widest exact intermediate the worker computes
@@ -50,6 +63,82 @@ _OPS: dict[str, tuple[Callable, Callable]] = {  # op: (checked kernel, wrapping 
     "+": (pc.add_checked, pc.add), "-": (pc.subtract_checked, pc.subtract),
     "*": (pc.multiply_checked, pc.multiply),
 }
+
+
+_INT64_MAX = (1 << 63) - 1
+_INT32_MAX = (1 << 31) - 1
+_NARROW = 18  # digits: every unscaled value of a DECIMAL(p <= 18, s) fits int64
+
+
+class Unscaled(NamedTuple):
+    """A node's values over a batch as integers in units of its type's last digit (a decimal's
+    unscaled values; an integer's own), with ``bound`` >= every valid value's magnitude.
+    ``values`` is an ``int64`` array, or a Python int for a literal; ``valid`` is None when
+    every value is valid, else a boolean array (the values under a null are within ``bound``
+    too, and a sum must skip them)."""
+
+    values: np.ndarray | int
+    valid: np.ndarray | None
+    bound: int
+
+
+def unscaled_column(array: pa.Array) -> Unscaled | None:
+    """An ``INT``, ``BIGINT`` or ``DECIMAL(p <= 18, s)`` array as :class:`Unscaled` (None for any
+    other type): a decimal's low 64-bit words are its unscaled values, read without a copy."""
+    kind = array.type
+    if pa.types.is_decimal128(kind) and kind.precision <= _NARROW:
+        words = np.frombuffer(array.buffers()[1], dtype=np.int64, count=2 * (array.offset + len(array)))
+        values, high = words[2 * array.offset::2], words[2 * array.offset + 1::2]
+        valid = pc.is_valid(array).to_numpy(zero_copy_only=False) if array.null_count else None
+        if not np.array_equal(high, values >> 63) and (valid is None or not np.array_equal(
+                high[valid], values[valid] >> 63)):
+            return None  # a value past 64 bits, its declared precision notwithstanding: the decimal road
+    elif kind in (pa.int32(), pa.int64()):
+        values = (pc.fill_null(array, 0) if array.null_count else array).to_numpy().astype(np.int64, copy=False)
+        valid = None
+    else:
+        return None
+    if array.null_count:
+        valid = pc.is_valid(array).to_numpy(zero_copy_only=False) if valid is None else valid
+        values = np.where(valid, values, 0)  # whatever lies under a null must not reach a bound or a sum
+    if not len(values):
+        return Unscaled(np.zeros(0, np.int64), valid, 0)
+    return Unscaled(values, valid, max(int(values.max()), -int(values.min())))
+
+
+def _both(left: np.ndarray | None, right: np.ndarray | None) -> np.ndarray | None:
+    if left is None or right is None:
+        return right if left is None else left
+    return left & right
+
+
+def _rescaled(node: Unscaled, digits: int, limit: int) -> Unscaled | None:
+    """``node`` times 10^digits (a scale raised) or divided by 10^-digits rounded half away from
+    zero (a scale lowered), or None when a bound leaves ``limit`` on the way."""
+    if abs(digits) > _NARROW:
+        return None  # 10^19 is past int64 itself
+    if digits >= 0:
+        bound = node.bound * 10 ** digits
+        if bound > limit:
+            return None
+        return Unscaled(node.values * 10 ** digits if digits else node.values, node.valid, bound)
+    unit = 10 ** -digits
+    if node.bound + unit // 2 > _INT64_MAX:
+        return None
+    if isinstance(node.values, int):
+        q = (abs(node.values) + unit // 2) // unit
+        return Unscaled(q if node.values >= 0 else -q, node.valid, q)
+    q = (np.abs(node.values) + unit // 2) // unit
+    return Unscaled(np.where(node.values < 0, -q, q), node.valid, (node.bound + unit // 2) // unit)
+
+
+def _fitted(node: Unscaled, scale: int, kind: pa.DataType) -> Unscaled | None:
+    """An exact ``node`` at ``scale`` as ``kind`` (rounded to its scale), or None unless its bound
+    proves every value fits ``kind``'s precision (then no value can overflow it)."""
+    if pa.types.is_integer(kind):
+        return node if node.bound <= (_INT64_MAX if kind == pa.int64() else _INT32_MAX) else None
+    out = _rescaled(node, kind.scale - scale, _INT64_MAX)
+    return out if out is not None and out.bound < 10 ** kind.precision else None
 
 
 class NotComputable(Exception):
@@ -72,6 +161,11 @@ def _ddl(kind: pa.DataType) -> str:
     if pa.types.is_decimal(kind):
         return f"decimal({kind.precision},{kind.scale})"
     return "int" if kind == pa.int32() else "bigint"
+
+
+def _integer_decimal(kind: pa.DataType) -> pa.DataType:
+    """The decimal that holds every value of an integer ``kind``: ``DECIMAL(10,0)`` or ``DECIMAL(20,0)``."""
+    return pa.decimal128(20 if kind == pa.int64() else 10, 0)
 
 
 def _as_decimal(kind: pa.DataType, literal: Any = None) -> tuple[int, int]:
@@ -106,11 +200,14 @@ def _to_decimal(values: pa.Array, kind: pa.DataType, ansi: bool) -> pa.Array:
     """``values`` (exact decimals or integers) as Spark's ``kind``: rounded half away from zero to its
     scale, a value past its precision null (non-ANSI) or an error (ANSI)."""
     if pa.types.is_integer(values.type):
-        values = values.cast(pa.decimal128(20 if values.type == pa.int64() else 10, 0))
+        values = values.cast(_integer_decimal(values.type))
     if values.type == kind:
         return values
     if values.type.scale > kind.scale:
-        values = pc.round(values, ndigits=kind.scale, round_mode="half_towards_infinity")
+        # one more digit first: rounding 999.999 to 1000.00 must not overflow the exact type
+        precision = min(values.type.precision + 1, _WIDEST)
+        wider = (pa.decimal128 if precision <= _MAX else pa.decimal256)(precision, values.type.scale)
+        values = pc.round(values.cast(wider), ndigits=kind.scale, round_mode="half_towards_infinity")
     if values.type.precision - values.type.scale > kind.precision - kind.scale:
         # |value| >= 10^(integer digits of kind) does not fit; the batch's bounds (one pass, no
         # array made) rule that out on the common path, else a mask finds the values
@@ -137,6 +234,13 @@ class Expression(ABC):
     def evaluate(self, columns: dict[str, pa.Array], rows: int, ansi: bool) -> pa.Array | pa.Scalar:
         """Its values over a batch's ``columns`` of ``rows`` rows (a literal is a scalar)."""
 
+    def unscaled(self, columns: dict[str, pa.Array], cache: dict[str, Unscaled | None]) -> Unscaled | None:
+        """Its values over a batch as :class:`Unscaled` in units of its type's last digit, the
+        same values :meth:`evaluate` gives (no value overflows on this road), or None when the
+        batch's bounds do not prove that every value and step fits ``int64`` and its type.
+        ``cache`` holds each column's form once per batch."""
+        return None
+
     def values(self, columns: dict[str, pa.Array], rows: int, ansi: bool) -> pa.Array:
         """:meth:`evaluate` as an array of ``rows`` values."""
         out = self.evaluate(columns, rows, ansi)
@@ -160,6 +264,11 @@ class _Column(Expression):
     def evaluate(self, columns, rows, ansi):
         return columns[self.name]
 
+    def unscaled(self, columns, cache):
+        if self.name not in cache:
+            cache[self.name] = unscaled_column(columns[self.name])
+        return cache[self.name]
+
     def __str__(self) -> str:
         return self.name
 
@@ -180,6 +289,10 @@ class _Literal(Expression):
     def evaluate(self, columns, rows, ansi):
         return self.scalar
 
+    def unscaled(self, columns, cache):
+        whole = int(self.value.scaleb(self.kind.scale)) if pa.types.is_decimal(self.kind) else self.value
+        return Unscaled(whole, None, abs(whole)) if abs(whole) <= _INT64_MAX else None
+
     def __str__(self) -> str:
         return str(self.value)
 
@@ -197,6 +310,13 @@ class _Cast(Expression):
     def evaluate(self, columns, rows, ansi):
         value = self.child.values(columns, rows, ansi)
         return value.cast(self.kind) if pa.types.is_integer(self.kind) else _to_decimal(value, self.kind, ansi)
+
+    def unscaled(self, columns, cache):
+        child = self.child.unscaled(columns, cache)
+        if child is None:
+            return None
+        scale = self.child.kind.scale if pa.types.is_decimal(self.child.kind) else 0
+        return _fitted(child, scale, self.kind)
 
     def __str__(self) -> str:
         return f"CAST({self.child} AS {_ddl(self.kind).upper()})"
@@ -237,11 +357,36 @@ class _Arithmetic(Expression):
                 raise OverflowError(f"[ARITHMETIC_OVERFLOW] {self} overflows {_ddl(self.kind).upper()} "
                                     "(ANSI mode; spark.sql.ansi.enabled=false makes it wrap)") from None
         # decimals: exact in a type wide enough, then Spark's type (rounded, range-checked)
-        left, right = (v.cast(operand).cast(wide) for v, operand, wide in zip((left, right), self.operands, self.exact))
+        # (an integer goes through its own decimal type first: Arrow casts an INT to at least DECIMAL(10,0))
+        left, right = (v.cast(_integer_decimal(v.type)).cast(operand).cast(wide) if pa.types.is_integer(v.type)
+                       else v.cast(operand).cast(wide) for v, operand, wide in zip((left, right), self.operands, self.exact))
         out = wrapping(left, right)
         if isinstance(out, pa.Scalar):
             out = pa.repeat(out, rows)
         return _to_decimal(out, self.kind, ansi)
+
+    def unscaled(self, columns, cache):
+        left, right = self.left.unscaled(columns, cache), self.right.unscaled(columns, cache)
+        if left is None or right is None:
+            return None
+        scale = 0
+        if self.exact is not None:  # decimals: both operands to the exact result's scale (+, -)
+            s1, s2 = (e.kind.scale if pa.types.is_decimal(e.kind) else 0 for e in (self.left, self.right))
+            if self.op == "*":
+                scale = s1 + s2
+            else:
+                scale = max(s1, s2)
+                left, right = _rescaled(left, scale - s1, _INT64_MAX), _rescaled(right, scale - s2, _INT64_MAX)
+                if left is None or right is None:
+                    return None
+        bound = left.bound * right.bound if self.op == "*" else left.bound + right.bound
+        if bound > _INT64_MAX:
+            return None
+        if self.op == "*":
+            out = left.values * right.values
+        else:
+            out = left.values + right.values if self.op == "+" else left.values - right.values
+        return _fitted(Unscaled(out, _both(left.valid, right.valid), bound), scale, self.kind)
 
     def __str__(self) -> str:
         return f"({self.left} {self.op} {self.right})"

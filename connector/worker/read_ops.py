@@ -26,7 +26,7 @@ from storage import InvalidArgument
 
 from ..explain import ScanPlan, printable, ranges_text, save_plan
 from ..options import MAX_RESTARTS, conf_bool, conf_int
-from ..pushdown import describe_filter
+from ..pushdown import PushdownResult, describe_filter
 from .. import raw_read
 from ..record_reader import TableBatchRecordReader
 from ..source_config import PACK_SPLITS, SourceConfig
@@ -34,7 +34,7 @@ from ..splits import TableSplit
 from ..stored_dates import serde_stored_dates
 from .aggregate_spec import task_aggregation
 from .protocol import pack_object, unpack_object
-from .read_plan import ReadPlan, decode_filters, key_names, push_read_filters
+from .read_plan import ReadPlan, decode_filters, filters_read_values, key_names, push_read_filters
 
 __all__ = ["schema", "push", "save", "plan", "task_plan", "plan_batches", "read_batches", "decoded_batches",
            "read_splits", "read_schema", "pack_splits", "task_layout"]
@@ -68,8 +68,12 @@ def push(req: dict) -> dict:
         if not isinstance(asked, dict):
             raise InvalidArgument("push's plan must be a JSON object of the plan request's fields")
         fields = {k: v for k, v in asked.items() if k not in ("columns", "aggregate", "limit", "options", "filters")}
+        # the filters just translated for every mapped column are the plan's: not translated again;
+        # key_reads_narrow: a read of key columns alone scans every mapped column too (the filters
+        # read other columns), so its tasks narrow this plan as well and no plan request follows
         out["plan"] = {**plan({**fields, "options": req.get("options") or {}, "filters": req.get("filters")},
-                              with_push=True), "key_columns": key_names(config)}
+                              with_push=True, pushed=result), "key_columns": key_names(config),
+                       "key_reads_narrow": filters_read_values(config, filters)}
     return out
 
 
@@ -136,11 +140,12 @@ def _tasks_reply(rp: ReadPlan, tasks: list[list[TableSplit]], splits: list[Table
     return out
 
 
-def plan(req: dict, with_push: bool = False) -> dict:
+def plan(req: dict, with_push: bool = False, pushed: PushdownResult | None = None) -> dict:
     """The tasks of a read: pinned splits packed by size, each split pickled for the read request,
     and the read's plan serialized (``read_plan``, when the request gives the ``schema``);
-    ``with_push``: planned by a ``push`` for every mapped column, which its tasks narrow."""
-    rp = ReadPlan.from_request(req, _target(req))
+    ``with_push``: planned by a ``push`` for every mapped column, which its tasks narrow, with
+    the filters as that push translated them (``pushed``)."""
+    rp = ReadPlan.from_request(req, _target(req), pushed)
     if rp.raw:
         if req.get("aggregate") is not None:
             raise InvalidArgument("a raw read's tasks compute no aggregate; let Spark aggregate")

@@ -49,7 +49,7 @@ from ..stored_dates import StoredForms, serde_stored_dates
 from ..splits import TableSplit
 
 __all__ = ["PLAN_FORMAT", "PLAN_VERSION", "ReadPlan", "decode_filters", "filter_doc", "literal_doc", "key_names",
-           "push_read_filters", "plan_digest",
+           "filters_read_values", "push_read_filters", "plan_digest",
            "EqualTo", "EqualNullSafe", "GreaterThan", "GreaterThanOrEqual", "LessThan", "LessThanOrEqual",
            "StringStartsWith", "StringEndsWith", "StringContains", "In", "IsNull", "IsNotNull", "Not"]
 
@@ -326,6 +326,15 @@ def key_names(config: SourceConfig) -> list[str]:
     return [c.name for c in config.mapping().columns if c.kind in (ColumnKind.KEY, ColumnKind.KEY_PART)]
 
 
+def filters_read_values(config: SourceConfig, filters: list) -> bool:
+    """Whether ``filters`` name a mapped column outside the row key: a read of key columns alone
+    then scans every mapped column too (:meth:`ReadPlan.from_request`), so the plan of every
+    mapped column narrows to it (PROTOCOL.md, "push": ``key_reads_narrow``)."""
+    known = {n.lower(): n for n in config.output_names}
+    keys = set(key_names(config))
+    return any(c in known and known[c] not in keys for f in filters for c in tree_columns(f))
+
+
 def push_read_filters(config: SourceConfig, filters: list, decide: bool = False) -> PushdownResult:
     """The filters translated for ``config``'s SerDe; those left that the worker evaluates
     exactly on decoded rows are taken too (``regionscan.pushdown.decoded``), except the plain
@@ -531,9 +540,12 @@ class ReadPlan:
         self._pushdown = pushdown
 
     @classmethod
-    def from_request(cls, req: dict, target: pa.Schema | None = None) -> "ReadPlan":
+    def from_request(cls, req: dict, target: pa.Schema | None = None,
+                     pushed: PushdownResult | None = None) -> "ReadPlan":
         """Plan a read from a request's ``options``, ``columns``, ``filters``, ``aggregate``
-        and ``limit`` (``target``: the Arrow schema of what the tasks return)."""
+        and ``limit`` (``target``: the Arrow schema of what the tasks return).  ``pushed``: these
+        filters as the ``push`` that plans this read translated them for every mapped column,
+        taken instead of translating them again when the read scans every mapped column."""
         base = SourceConfig.from_options(req.get("options") or {})
         limit = req.get("limit")
         limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 0 else None
@@ -562,7 +574,7 @@ class ReadPlan:
         whole = names == base.output_names or not set(names) <= set(keys)
         # the key alone: a keys-only scan
         config = base if whole else base.with_columns(names)
-        result = push_read_filters(config, filters)
+        result = pushed if pushed is not None and whole else push_read_filters(config, filters)
         filter_only = _filter_only(known, result.decoded, output)
         hidden = _hidden(base, output, filter_only) if whole else ()
         return cls(base, output, None if whole else names, hidden, list(result.decoded), filter_only, target,

@@ -112,6 +112,8 @@ PyObject *rs_point_rows(PyObject *self, PyObject *args);
 PyObject *rs_row_dicts(PyObject *self, PyObject *args);
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args);
 PyObject *rs_wal_record(PyObject *self, PyObject *args);
+PyObject *rs_wal_columns(PyObject *self, PyObject *args);
+PyObject *rs_dense_pivot(PyObject *self, PyObject *args);
 PyObject *rs_cell_columns(PyObject *self, PyObject *args);
 PyObject *rs_decimal_words(PyObject *self, PyObject *args);
 PyObject *rs_dict_gather(PyObject *self, PyObject *args);
@@ -138,6 +140,16 @@ PyObject *rs_dict_gather(PyObject *self, PyObject *args);
     RS_METHOD(wal_record,                                                                       \
               "wal_record(seq_id, cells, valid_types, limit, crc32) -> bytes | None: one WAL " \
               "record (frame and payload) of a list of cell 6-tuples; None: the reference decides") \
+    RS_METHOD(wal_columns,                                                                      \
+              "wal_columns(payloads, valid_types, allocate) -> (n, (offsets, data) x 4, timestamps, " \
+              "types, flags) | None: checked WAL payloads as cell-table buffers (row, family, qualifier, " \
+              "value); flags 1 sorted, 2 clean, 4 one family; None: the reference decides")      \
+    RS_METHOD(dense_pivot,                                                                      \
+              "dense_pivot(n, row_offsets, row_data, qual_offsets, qual_data, timestamps, types, " \
+              "value_offsets, value_data, max_qualifiers, max_fill, min_rows, allocate) -> (rows, " \
+              "row_offsets, row_data, qualifiers, [(timestamps, validity, offsets, data, nulls)]) " \
+              "| None | False: sorted cells of one family as a dense block; None: not dense; "    \
+              "False: not in cell order, the reference decides")                                  \
     RS_METHOD(cell_columns,                                                                     \
               "cell_columns(cells) -> (offsets, data) x 4 + (timestamps, types) | None: a list of " \
               "cell 6-tuples as Arrow cell-table buffers; None: the reference decides")          \

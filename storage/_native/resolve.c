@@ -129,6 +129,70 @@ static inline Py_ssize_t merge_rows(const rs_keys keys, const rs_keys mkeys, Py_
     return unsorted ? -1 : rows;
 }
 
+/* merge_rows for the common shape of a live chunk: one or two pieces (a base run and a
+ * memstore or second file, or a base run and DeleteFamily markers), integer keys, no time
+ * range, every key once in its piece.  The same answer as merge_rows, in a two-cursor loop
+ * without its per-row piece scans: about a third of its time.  Returns -2 as soon as a piece
+ * repeats a key or goes down (the caller then runs merge_rows, which resolves repeats and
+ * reports keys that go down). */
+static Py_ssize_t merge_two(const uint64_t *K, const uint64_t *MK, Py_ssize_t nm, const int64_t *mts,
+                            const int64_t *bounds, Py_ssize_t pieces, const int64_t *const *ts, Py_ssize_t columns,
+                            int64_t *__restrict key_at, int64_t *__restrict *src, Py_ssize_t anchor,
+                            int *anchored_out) {
+    Py_ssize_t i0 = 0, e0 = (Py_ssize_t)bounds[1];
+    Py_ssize_t b1 = pieces > 1 ? (Py_ssize_t)bounds[1] : e0, i1 = b1, e1 = pieces > 1 ? (Py_ssize_t)bounds[2] : e0;
+    Py_ssize_t rows = 0, mi = 0, first = (Py_ssize_t)bounds[anchor];
+    int anchored = 1;
+    while (i0 < e0 || i1 < e1) {
+        int in0, in1;
+        uint64_t key;
+        if (i0 < e0 && i1 < e1) {
+            uint64_t k0 = K[i0], k1 = K[i1];
+            in0 = k0 <= k1;
+            in1 = k1 <= k0;
+            key = in0 ? k0 : k1;
+        } else {
+            in0 = i0 < e0;
+            in1 = !in0;
+            key = in0 ? K[i0] : K[i1];
+        }
+        /* the next key of a piece holding the row must be past it */
+        if ((in0 && i0 + 1 < e0 && K[i0 + 1] <= key) || (in1 && i1 + 1 < e1 && K[i1 + 1] <= key)) return -2;
+        /* the row's newest DeleteFamily marker (RS_ABSENT, below every timestamp, for none):
+         * an entry is visible when it is newer, which also leaves out absent entries */
+        int64_t family = RS_ABSENT;
+        while (mi < nm && MK[mi] < key) mi++;
+        while (mi < nm && MK[mi] == key) {
+            if (mts[mi] > family) family = mts[mi];
+            mi++;
+        }
+        int any = columns == 0;
+        for (Py_ssize_t j = 0; j < columns; j++) {
+            int64_t best = -1, best_ts = RS_ABSENT;
+            if (in0) {
+                int64_t v = ts[j * pieces][i0];
+                if (v > family) { best = i0; best_ts = v; }
+            }
+            if (in1) {
+                int64_t v = ts[j * pieces + 1][i1 - b1];
+                if (v > family && (best < 0 || v > best_ts)) best = i1;
+            }
+            src[j][rows] = best;
+            any |= best >= 0;
+        }
+        if (any) {
+            Py_ssize_t k = (anchor == 0) ? (in0 ? i0 : i1) : (in1 ? i1 : i0);
+            key_at[rows] = k;
+            if (k != first + rows) anchored = 0;
+            rows++;
+        }
+        i0 += in0;
+        i1 += in1;
+    }
+    *anchored_out = anchored;
+    return rows;
+}
+
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     PyObject *keys_obj, *bounds_obj, *ts_seq, *mkeys_obj, *mts_obj, *out_obj;
     Py_ssize_t width;
@@ -230,7 +294,12 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
         if (bounds[p + 1] - bounds[p] > bounds[anchor + 1] - bounds[anchor]) anchor = p;  /* the largest piece */
     }
     RS_RELEASE_GIL(n)
-    if (width == 0)
+    rows = -2;
+    if (width == 0 && pieces <= 2 && !ranged)
+        rows = merge_two(keys.ints, mkeys.ints, nm, mts, bounds, pieces, ts, columns, key_at, src, anchor, &anchored);
+    if (rows != -2) {
+        /* merge_two resolved the chunk */
+    } else if (width == 0)
         rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, columns, ranged, low, bounded, high, key_at, src,
                           anchor, &anchored, 0);
     else

@@ -152,3 +152,433 @@ done:
     if (out == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
     return out;
 }
+
+/* wal_columns: checked WAL record payloads decoded into the buffers of one Arrow cell table.
+ *
+ * A reader of a region's unflushed edits (the connector's pinned region) hands
+ * over the payloads its records carry (checksums already passed, in log order).
+ * The reference, storage/wal/arrow_decode.py's `payloads_to_table_py`, reads
+ * the lengths with NumPy, joins each column's blocks and copies them again into
+ * Arrow arrays.  Here pass 1 checks each payload's structure (cell count against
+ * its size, lengths adding up to its size, known cell types) and sizes the
+ * columns; pass 2 copies every field once.  The same pass notes, for the
+ * cells in log order, whether they are in strict cell order (row, family,
+ * qualifier ascending, timestamp and type descending, no two keys equal: the
+ * log then needs no sort), all puts with one cell per column, and of one family.
+ *
+ * The output buffers come from allocate(size) (pyarrow.allocate_buffer), as gather_binary's do.
+ * Records of no cells are skipped unchecked, as the reference does.  Anything
+ * the reference refuses (a payload shorter than its header, a bad count or
+ * length, an unknown type, a column over the int32 offsets' 2 GiB) makes this
+ * return None: the reference then runs and raises its one-line error. */
+
+#define RS_WAL_SORTED 1
+#define RS_WAL_CLEAN 2
+#define RS_WAL_ONE_FAMILY 4
+
+static uint32_t rs_get_u32(const unsigned char *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static int64_t rs_get_i64(const unsigned char *p) {
+    return (int64_t)((uint64_t)rs_get_u32(p) | ((uint64_t)rs_get_u32(p + 4) << 32));
+}
+
+/* bytes order of two values (memcmp, then the shorter first), as Arrow compares binary */
+static inline int rs_cmp_bytes(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
+    Py_ssize_t m = na < nb ? na : nb;
+    if (m <= 16) {  /* row keys and qualifiers are short: no library call per cell */
+        for (Py_ssize_t i = 0; i < m; i++)
+            if (a[i] != b[i]) return (unsigned char)a[i] < (unsigned char)b[i] ? -1 : 1;
+    } else {
+        int c = memcmp(a, b, (size_t)m);
+        if (c) return c;
+    }
+    return na < nb ? -1 : (na > nb ? 1 : 0);
+}
+
+/* A buffer of `size` bytes from allocate(size) (pyarrow.allocate_buffer: Arrow's memory pool,
+ * whose pages are reused from read to read where fresh bytes objects would fault new pages in),
+ * with a writable view of it in `v`; NULL with an error set. */
+static PyObject *rs_new_buffer(PyObject *allocate, Py_ssize_t size, rs_view *v) {
+    PyObject *obj = PyObject_CallFunction(allocate, "n", size);
+    if (obj == NULL) return NULL;
+    if (PyObject_GetBuffer(obj, &v->view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyErr_Format(PyExc_ValueError, "allocate must return a writable buffer, got %.80s", Py_TYPE(obj)->tp_name);
+        Py_DECREF(obj);
+        return NULL;
+    }
+    v->held = 1;
+    if (v->view.len < size) {
+        PyErr_Format(PyExc_ValueError, "allocate(%zd) returned %zd bytes", size, v->view.len);
+        rs_view_release(v);
+        Py_DECREF(obj);
+        return NULL;
+    }
+    return obj;
+}
+
+PyObject *rs_wal_columns(PyObject *self, PyObject *args) {
+    PyObject *payloads, *valid_types, *allocate;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO", &payloads, &valid_types, &allocate)) return NULL;
+    if (!PyList_Check(payloads)) {
+        PyErr_SetString(PyExc_ValueError, "wal_columns: payloads must be a list of buffers");
+        return NULL;
+    }
+    if (!PyBytes_Check(valid_types) || PyBytes_GET_SIZE(valid_types) != 256) {
+        PyErr_SetString(PyExc_ValueError, "wal_columns: valid_types must be 256 bytes (1: a valid cell type)");
+        return NULL;
+    }
+    const char *valid = PyBytes_AS_STRING(valid_types);
+    Py_ssize_t np_ = PyList_GET_SIZE(payloads);
+    /* a view of each payload with cells (bytes, or a pyarrow Buffer read from the file) */
+    rs_view *held = PyMem_Malloc(sizeof(rs_view) * (size_t)(np_ ? np_ : 1));
+    if (held == NULL) return PyErr_NoMemory();
+    Py_ssize_t taken = 0, total = 0, sizes[4] = {0, 0, 0, 0};
+    PyObject *bufs[10] = {NULL};
+    rs_view outv[10];
+    for (int k = 0; k < 10; k++) outv[k].held = 0;
+    PyObject *out = NULL;
+    int refused = 0;
+    /* pass 1: each payload's structure, the columns' sizes */
+    for (Py_ssize_t i = 0; i < np_; i++) {
+        rs_view *pv = &held[taken];
+        if (PyObject_GetBuffer(PyList_GET_ITEM(payloads, i), &pv->view, PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear();  /* not a buffer: the reference decides */
+            refused = 1;
+            break;
+        }
+        pv->held = 1;
+        taken++;
+        const unsigned char *b = pv->view.buf;
+        Py_ssize_t size = pv->view.len;
+        if (size < RS_WAL_PAYLOAD_HEAD) { refused = 1; break; }
+        Py_ssize_t n = (Py_ssize_t)rs_get_u32(b + 8);
+        if (n == 0) {  /* the reference skips records of no cells unchecked */
+            rs_view_release(pv);
+            taken--;
+            continue;
+        }
+        if (RS_WAL_PAYLOAD_HEAD + 25 * n > size) { refused = 1; break; }
+        const unsigned char *lens = b + RS_WAL_PAYLOAD_HEAD + 8 * n, *types = lens + 16 * n;
+        Py_ssize_t sum = 0;
+        for (int k = 0; k < 4; k++) {
+            Py_ssize_t part = 0;
+            for (Py_ssize_t j = 0; j < n; j++) part += (Py_ssize_t)rs_get_u32(lens + 4 * (k * n + j));
+            sizes[k] += part;
+            sum += part;
+        }
+        if (RS_WAL_PAYLOAD_HEAD + 25 * n + sum != size) { refused = 1; break; }
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (!valid[types[j]]) { refused = 1; break; }
+        if (refused) break;
+        total += n;
+    }
+    for (int k = 0; k < 4 && !refused; k++)
+        if (sizes[k] >= ((Py_ssize_t)1 << 31)) refused = 1;
+    if (refused) goto done;
+    for (int k = 0; k < 10; k++) {
+        Py_ssize_t size = k == 8 ? 8 * total : k == 9 ? total : k % 2 ? sizes[k / 2] : 4 * (total + 1);
+        bufs[k] = rs_new_buffer(allocate, size, &outv[k]);
+        if (bufs[k] == NULL) goto done;
+    }
+    int flags = RS_WAL_SORTED | RS_WAL_CLEAN | RS_WAL_ONE_FAMILY;
+    {
+        char *off[4], *dat[4];
+        for (int k = 0; k < 4; k++) {
+            off[k] = outv[2 * k].view.buf;
+            dat[k] = outv[2 * k + 1].view.buf;
+            rs_put_u32(off[k], 0);
+        }
+        char *ts_out = outv[8].view.buf, *type_out = outv[9].view.buf;
+        PyThreadState *ts_state = sizes[3] >= RS_WAL_GIL_BYTES ? PyEval_SaveThread() : NULL;
+        Py_ssize_t cell = 0, at[4] = {0, 0, 0, 0};
+        /* the previous cell's key, for the order flags: its fields' place in the output */
+        Py_ssize_t prev_at[3] = {0, 0, 0}, prev_len[3] = {0, 0, 0};
+        int64_t prev_ts = 0;
+        unsigned char prev_type = 0;
+        for (Py_ssize_t i = 0; i < taken; i++) {
+            const unsigned char *b = held[i].view.buf;
+            Py_ssize_t n = (Py_ssize_t)rs_get_u32(b + 8);
+            const unsigned char *stamps = b + RS_WAL_PAYLOAD_HEAD, *lens = stamps + 8 * n, *types = lens + 16 * n;
+            const char *src = (const char *)(types + n);
+            /* the record's four blocks (rows, families, qualifiers, values) one after the other */
+            for (int k = 0; k < 4; k++) {
+                Py_ssize_t from = at[k];
+                for (Py_ssize_t j = 0; j < n; j++) {
+                    at[k] += (Py_ssize_t)rs_get_u32(lens + 4 * (k * n + j));
+                    rs_put_u32(off[k] + 4 * (cell + j + 1), (uint32_t)at[k]);
+                }
+                memcpy(dat[k] + from, src, (size_t)(at[k] - from));  /* each block is contiguous */
+                src += at[k] - from;
+            }
+            memcpy(type_out + cell, types, (size_t)n);
+            for (Py_ssize_t j = 0; j < n; j++)  /* the log's little-endian int64s in native order */
+            {
+                int64_t v = rs_get_i64(stamps + 8 * j);
+                memcpy(ts_out + 8 * (cell + j), &v, 8);
+            }
+            for (Py_ssize_t j = 0; j < n; j++) {
+                Py_ssize_t c = cell + j, pos[3], len[3];
+                for (int k = 0; k < 3; k++) {
+                    pos[k] = (Py_ssize_t)rs_get_u32((const unsigned char *)off[k] + 4 * c);
+                    len[k] = (Py_ssize_t)rs_get_u32((const unsigned char *)off[k] + 4 * (c + 1)) - pos[k];
+                }
+                int64_t ts = rs_get_i64(stamps + 8 * j);
+                unsigned char type = types[j];
+                if (type != 4) flags &= ~RS_WAL_CLEAN;  /* 4: a put */
+                if (c > 0) {
+                    int order = rs_cmp_bytes(dat[0] + prev_at[0], prev_len[0], dat[0] + pos[0], len[0]);
+                    int family = rs_cmp_bytes(dat[1] + prev_at[1], prev_len[1], dat[1] + pos[1], len[1]);
+                    if (family) flags &= ~RS_WAL_ONE_FAMILY;
+                    if (order == 0) order = family;
+                    if (order == 0)
+                        order = rs_cmp_bytes(dat[2] + prev_at[2], prev_len[2], dat[2] + pos[2], len[2]);
+                    if (order == 0) {
+                        flags &= ~RS_WAL_CLEAN;  /* a second cell of one column */
+                        if (prev_ts != ts) order = prev_ts > ts ? -1 : 1;
+                        else order = prev_type > type ? -1 : 1;  /* equal keys: not strictly in order */
+                    }
+                    if (order > 0) flags &= ~RS_WAL_SORTED;
+                }
+                for (int k = 0; k < 3; k++) {
+                    prev_at[k] = pos[k];
+                    prev_len[k] = len[k];
+                }
+                prev_ts = ts;
+                prev_type = type;
+            }
+            cell += n;
+        }
+        if (ts_state) PyEval_RestoreThread(ts_state);
+    }
+    out = Py_BuildValue("(nOOOOOOOOOOi)", total, bufs[0], bufs[1], bufs[2], bufs[3], bufs[4], bufs[5],
+                        bufs[6], bufs[7], bufs[8], bufs[9], flags);
+done:
+    for (Py_ssize_t i = 0; i < taken; i++) rs_view_release(&held[i]);
+    PyMem_Free(held);
+    for (int k = 0; k < 10; k++) {
+        rs_view_release(&outv[k]);
+        Py_XDECREF(bufs[k]);
+    }
+    if (out == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return out;
+}
+
+/* dense_pivot: sorted clean cells of one family as the columns of a dense block, in one call.
+ *
+ * A log's unflushed cells reach a rows scan as a dense block (storage/memstore/row_runs.py:
+ * the distinct row keys, and per qualifier, ascending, a timestamp and a value per row, null
+ * where the row lacks it).  The reference, storage/storefile/dense.py's `dense_from_cells`,
+ * finds the row starts and the qualifiers with Arrow compute and places the values with one
+ * `take` per qualifier.  Here pass 1 finds the row starts and the distinct qualifiers (and
+ * refuses cells that are not puts, a second cell of one column, too many qualifiers or too
+ * sparse a block), pass 2 writes every column once.
+ *
+ * Arguments: n, then the cells' buffers: row (int32 offsets, data), qualifier (offsets,
+ * data), timestamps (int64), types (uint8), value (offsets, data), each from the first cell
+ * (no slice offset, no nulls: the caller checks), and the limits max_qualifiers, max_fill
+ * (rows x qualifiers <= max_fill x cells), min_rows, and allocate (pyarrow.allocate_buffer, for
+ * the output buffers).  Returns None when the reference
+ * would return None, False for cells out of cell order (the reference decides), else (rows, row_offsets, row_data, qualifiers, columns): per qualifier
+ * (timestamps, validity or None, value_offsets, value_data, null_count). */
+
+typedef struct {
+    const char *data;
+    Py_ssize_t len;
+} rs_slice;
+
+static int rs_offsets_ok(const rs_view *off, const rs_view *data, Py_ssize_t n) {
+    if (off->view.len < 4 * (n + 1)) return 0;
+    const int32_t *o = (const int32_t *)off->view.buf;
+    if (o[0] < 0 || o[n] > data->view.len) return 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (o[i + 1] < o[i]) return 0;
+    return 1;
+}
+
+PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
+    Py_ssize_t n, max_q, max_fill, min_rows;
+    PyObject *objs[8], *allocate;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "nOOOOOOOOnnnO", &n, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &max_q, &max_fill, &min_rows, &allocate))
+        return NULL;
+    static const char *names[8] = {"row offsets", "row data", "qualifier offsets", "qualifier data",
+                                   "timestamps", "types", "value offsets", "value data"};
+    rs_view v[8], rv[2], cv[4];
+    rv[0].held = rv[1].held = 0;
+    for (int k = 0; k < 4; k++) cv[k].held = 0;
+    int got = 0;
+    PyObject *out = NULL, *quals = NULL, *columns = NULL, *row_off = NULL, *row_data = NULL;
+    rs_slice *q = NULL;
+    Py_ssize_t *starts = NULL;
+    unsigned char *qid = NULL;
+    for (; got < 8; got++)
+        if (rs_view_get(&v[got], objs[got], names[got], 0) < 0) goto fail;
+    if (n < 1 || max_q < 1 || max_q > 255) {
+        PyErr_SetString(PyExc_ValueError, "dense_pivot: n and max_qualifiers (1-255) must be positive");
+        goto fail;
+    }
+    if (!rs_offsets_ok(&v[0], &v[1], n) || !rs_offsets_ok(&v[2], &v[3], n) || !rs_offsets_ok(&v[6], &v[7], n) ||
+        v[4].view.len < 8 * n || v[5].view.len < n) {
+        PyErr_SetString(PyExc_ValueError, "dense_pivot: a buffer is shorter than n cells or its offsets are damaged");
+        goto fail;
+    }
+    const int32_t *ro = v[0].view.buf, *qo = v[2].view.buf, *vo = v[6].view.buf;
+    const char *rd = v[1].view.buf, *qd = v[3].view.buf, *vd = v[7].view.buf;
+    const int64_t *ts = v[4].view.buf;
+    const unsigned char *types = v[5].view.buf;
+    q = PyMem_Malloc(sizeof(rs_slice) * (size_t)max_q);
+    starts = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
+    qid = PyMem_Malloc((size_t)n);
+    if (q == NULL || starts == NULL || qid == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    /* pass 1: row starts, distinct qualifiers (in first-seen order), each cell's qualifier */
+    Py_ssize_t nrows = 0, nq = 0;
+    int refused = 0, unsorted = 0;
+    for (Py_ssize_t i = 0; i < n && !refused; i++) {
+        if (types[i] != 4) { refused = 1; break; }  /* 4: a put */
+        const char *qp = qd + qo[i];
+        Py_ssize_t ql = qo[i + 1] - qo[i];
+        int new_row = i == 0 || rs_cmp_bytes(rd + ro[i - 1], ro[i] - ro[i - 1], rd + ro[i], ro[i + 1] - ro[i]) != 0;
+        if (new_row) starts[nrows++] = i;
+        else {
+            int c = rs_cmp_bytes(qd + qo[i - 1], qo[i] - qo[i - 1], qp, ql);
+            if (c == 0) { refused = 1; break; }  /* a second version of a column: not dense */
+            if (c > 0) { unsorted = 1; break; }  /* not in cell order: the reference decides */
+        }
+        /* the previous cell's qualifier id + 1 is the usual hit: a row's qualifiers ascend */
+        Py_ssize_t hint = (!new_row && qid[i - 1] + 1 < nq) ? qid[i - 1] + 1 : 0, j;
+        for (j = 0; j < nq; j++) {
+            Py_ssize_t k = (hint + j) % nq;
+            if (q[k].len == ql && memcmp(q[k].data, qp, (size_t)ql) == 0) { j = k; break; }
+        }
+        if (j >= nq) {
+            if (nq == max_q) { refused = 1; break; }
+            q[nq].data = qp;
+            q[nq].len = ql;
+            j = nq++;
+        }
+        qid[i] = (unsigned char)j;
+    }
+    starts[nrows] = n;
+    if (unsorted) {
+        out = Py_NewRef(Py_False);
+        goto done;
+    }
+    if (refused || nrows < min_rows || nrows * nq > max_fill * n) goto none;
+    /* the qualifiers ascending (at most 255: an insertion sort), and each id's rank */
+    unsigned char rank[256], byrank[256];
+    for (Py_ssize_t a = 0; a < nq; a++) byrank[a] = (unsigned char)a;
+    for (Py_ssize_t a = 1; a < nq; a++) {
+        unsigned char x = byrank[a];
+        Py_ssize_t b = a - 1;
+        while (b >= 0 && rs_cmp_bytes(q[byrank[b]].data, q[byrank[b]].len, q[x].data, q[x].len) > 0) {
+            byrank[b + 1] = byrank[b];
+            b--;
+        }
+        byrank[b + 1] = x;
+    }
+    for (Py_ssize_t a = 0; a < nq; a++) rank[byrank[a]] = (unsigned char)a;
+    /* the row keys */
+    Py_ssize_t row_bytes = 0;
+    for (Py_ssize_t r = 0; r < nrows; r++) row_bytes += ro[starts[r] + 1] - ro[starts[r]];
+    row_off = rs_new_buffer(allocate, 4 * (nrows + 1), &rv[0]);
+    row_data = row_off ? rs_new_buffer(allocate, row_bytes, &rv[1]) : NULL;
+    quals = PyTuple_New(nq);
+    columns = PyList_New(nq);
+    if (row_off == NULL || row_data == NULL || quals == NULL || columns == NULL) goto fail;
+    {
+        int32_t *o = rv[0].view.buf;
+        char *d = rv[1].view.buf;
+        Py_ssize_t at = 0;
+        o[0] = 0;
+        for (Py_ssize_t r = 0; r < nrows; r++) {
+            Py_ssize_t s = starts[r], len = ro[s + 1] - ro[s];
+            memcpy(d + at, rd + ro[s], (size_t)len);
+            at += len;
+            o[r + 1] = (int32_t)at;
+        }
+    }
+    /* per qualifier: its value bytes and present rows, then its columns */
+    for (Py_ssize_t a = 0; a < nq; a++) {
+        PyObject *qb = PyBytes_FromStringAndSize(q[byrank[a]].data, q[byrank[a]].len);
+        if (qb == NULL) goto fail;
+        PyTuple_SET_ITEM(quals, a, qb);
+    }
+    Py_ssize_t *vbytes = PyMem_Calloc((size_t)nq, sizeof(Py_ssize_t)), *present = PyMem_Calloc((size_t)nq, sizeof(Py_ssize_t));
+    if (vbytes == NULL || present == NULL) {
+        PyMem_Free(vbytes);
+        PyMem_Free(present);
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        vbytes[rank[qid[i]]] += vo[i + 1] - vo[i];
+        present[rank[qid[i]]]++;
+    }
+    int failed = 0;
+    for (Py_ssize_t a = 0; a < nq && !failed; a++) {
+        int full = present[a] == nrows;
+        PyObject *t = rs_new_buffer(allocate, 8 * nrows, &cv[0]);
+        PyObject *valid = t == NULL ? NULL : full ? Py_NewRef(Py_None) : rs_new_buffer(allocate, (nrows + 7) / 8, &cv[1]);
+        PyObject *off = valid ? rs_new_buffer(allocate, 4 * (nrows + 1), &cv[2]) : NULL;
+        PyObject *data = off ? rs_new_buffer(allocate, vbytes[a], &cv[3]) : NULL;
+        PyObject *col = (t && valid && off && data) ? Py_BuildValue("(OOOOn)", t, valid, off, data, nrows - present[a]) : NULL;
+        if (col == NULL) {
+            failed = 1;
+        } else {
+            PyList_SET_ITEM(columns, a, col);
+            int64_t *tw = cv[0].view.buf;
+            int32_t *ow = cv[2].view.buf;
+            char *dw = cv[3].view.buf;
+            unsigned char *bits = full ? NULL : cv[1].view.buf;
+            if (bits) memset(bits, 0, (size_t)((nrows + 7) / 8));
+            Py_ssize_t at = 0;
+            ow[0] = 0;
+            for (Py_ssize_t r = 0; r < nrows; r++) {
+                Py_ssize_t i = starts[r], end = starts[r + 1];
+                while (i < end && rank[qid[i]] < a) i++;  /* a row's cells ascend by qualifier */
+                if (i < end && rank[qid[i]] == a) {
+                    Py_ssize_t len = vo[i + 1] - vo[i];
+                    memcpy(dw + at, vd + vo[i], (size_t)len);
+                    at += len;
+                    tw[r] = ts[i];
+                    if (bits) bits[r >> 3] |= (unsigned char)(1u << (r & 7));
+                } else {
+                    tw[r] = 0;
+                }
+                ow[r + 1] = (int32_t)at;
+            }
+        }
+        for (int k = 0; k < 4; k++) rs_view_release(&cv[k]);
+        Py_XDECREF(t);
+        Py_XDECREF(valid);
+        Py_XDECREF(off);
+        Py_XDECREF(data);
+    }
+    PyMem_Free(vbytes);
+    PyMem_Free(present);
+    if (failed) goto fail;
+    out = Py_BuildValue("(nOOOO)", nrows, row_off, row_data, quals, columns);
+    goto done;
+none:
+    out = Py_NewRef(Py_None);
+fail:
+done:
+    for (int k = 0; k < got; k++) rs_view_release(&v[k]);
+    rs_view_release(&rv[0]);
+    rs_view_release(&rv[1]);
+    PyMem_Free(q);
+    PyMem_Free(starts);
+    PyMem_Free(qid);
+    Py_XDECREF(row_off);
+    Py_XDECREF(row_data);
+    Py_XDECREF(quals);
+    Py_XDECREF(columns);
+    return out;
+}

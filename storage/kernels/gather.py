@@ -10,6 +10,11 @@ Arrow's ``take`` copies a binary column value by value; the compiled
 ``take``'s 0.9-1.3 ms (docs/decisions/2026-12-05-native-kernels.md).
 ``take`` stays the reference and the fallback: a large binary column, a
 result past 2 GiB, or ``REGIONSCAN_NATIVE=0`` (:mod:`storage.native`).
+
+Narrow values of one width (a 4-byte counter, a fixed-size code: at most
+16 bytes each, no nulls, in a few chunks) are gathered as NumPy rows of that
+width by either path: one ``take`` of integers instead of a copy per run of
+a few bytes (0.07 ms against 0.32 ms for 66K picks of 4-byte values).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..native import NATIVE
-from .cell_columns import one_array
+from .cell_columns import UINT_BY_WIDTH, data_span, one_array, value_offsets
 
 __all__ = ["gather_binary", "take_binary"]
 
@@ -32,6 +37,44 @@ def take_binary(values: pa.Array | pa.ChunkedArray, index: np.ndarray) -> pa.Arr
 
 
 _USE_MODULE = object()
+_NARROW_BYTES = 16  # wider values: a copy per run of rows costs less than NumPy's row take
+_NARROW_CHUNKS = 8  # more chunks: listing them in Python costs more than the gather saves
+
+
+def _narrow_take(values: pa.Array | pa.ChunkedArray, index: np.ndarray) -> pa.Array | None:
+    """:func:`take_binary` for values all of one width of at most ``_NARROW_BYTES``
+    bytes, without nulls, picked inside their rows and without -1: the chunks' data as
+    rows of that width and one NumPy ``take`` of them; None when the values or the
+    picks are not such (the other paths then answer, or refuse the picks)."""
+    if values.null_count or (isinstance(values, pa.ChunkedArray) and values.num_chunks > _NARROW_CHUNKS):
+        return None
+    chunks = [c for c in (values.chunks if isinstance(values, pa.ChunkedArray) else [values]) if len(c)]
+    if not chunks or data_span(chunks[0]) > _NARROW_BYTES * len(chunks[0]):
+        return None  # wide values (most columns) are told from the first chunk's two offsets
+    width, parts, total = None, [], 0
+    for chunk in chunks:
+        offsets = value_offsets(chunk)
+        first, last = int(offsets[0]), int(offsets[-1])
+        w = (last - first) // len(chunk)
+        if (width is not None and w != width) or w > _NARROW_BYTES or first + w * len(chunk) != last:
+            return None
+        if not (np.diff(offsets) == w).all():
+            return None
+        width = w
+        total += len(chunk)
+        parts.append(np.frombuffer(chunk.buffers()[2], np.uint8, count=last - first, offset=first) if w else None)
+    n = len(index)
+    if n and (int(index.min()) < 0 or int(index.max()) >= total):
+        return None
+    if not width:  # every value empty
+        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)),
+                                                      pa.py_buffer(b"")])
+    rows = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    dtype = UINT_BY_WIDTH.get(width)
+    rows = rows.view(dtype) if dtype is not None else rows.reshape(-1, width)
+    data = rows.take(index, axis=0)
+    offsets = np.arange(0, (n + 1) * width, width, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def gather_binary(values: pa.Array | pa.ChunkedArray, index: np.ndarray, *, native=_USE_MODULE) -> pa.Array:
@@ -42,9 +85,14 @@ def gather_binary(values: pa.Array | pa.ChunkedArray, index: np.ndarray, *, nati
     each call so that one process can run both paths)."""
     if native is _USE_MODULE:
         native = NATIVE
-    if native is None or not pa.types.is_binary(values.type):
+    if not pa.types.is_binary(values.type):
         return take_binary(values, index)
     index = np.ascontiguousarray(index, dtype=np.int64)
+    narrow = _narrow_take(values, index)
+    if narrow is not None:
+        return narrow
+    if native is None:
+        return take_binary(values, index)
     # every chunk's buffers through one Arrow C stream: no Python object per chunk
     column = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
     if not hasattr(column, "__arrow_c_stream__"):  # a pyarrow before the capsule interface of chunked arrays

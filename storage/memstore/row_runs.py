@@ -16,9 +16,38 @@ import pyarrow as pa
 
 from ..kernels.cell_columns import CellColumns, as_cell_table
 from ..kernels.merge import bisect_rows
-from ..storefile.dense import DenseBlock, dense_from_cells
+from ..native import NATIVE as _NATIVE
+from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
 
 __all__ = ["RowRun"]
+
+_BINARY, _INT64 = pa.binary(), pa.int64()
+_PLAIN = (_BINARY, _BINARY, _BINARY, _INT64, pa.uint8(), _BINARY)  # the cell columns the kernel takes
+
+
+def _native_dense(batch: pa.RecordBatch) -> DenseBlock | None | bool:
+    """:func:`dense_from_cells` of sorted cells of one family (``min_rows`` 1) in one
+    compiled call (``dense_pivot``, ``storage/_native/wal.c``): the block, None when
+    the cells are not dense, or False when the kernel is off or does not take these
+    columns (sliced, with nulls, another type, not in cell order): the reference decides."""
+    if _NATIVE is None or batch.num_rows == 0:
+        return False
+    columns = batch.columns
+    if any(c.type != t or c.offset or c.null_count for c, t in zip(columns, _PLAIN)):
+        return False
+    row, _, qualifier, timestamp, kind, value = columns
+    out = _NATIVE.dense_pivot(batch.num_rows, *row.buffers()[1:], *qualifier.buffers()[1:], timestamp.buffers()[1],
+                              kind.buffers()[1], *value.buffers()[1:], MAX_DENSE_QUALIFIERS, MAX_FILL, 1,
+                              pa.allocate_buffer)
+    if out is None or out is False:
+        return out
+    nrows, row_offsets, row_data, qualifiers, parts = out
+    rows = pa.Array.from_buffers(_BINARY, nrows, [None, row_offsets, row_data])
+    timestamps, values = [], []
+    for stamps, validity, offsets, data, nulls in parts:
+        timestamps.append(pa.Array.from_buffers(_INT64, nrows, [validity, stamps], null_count=nulls))
+        values.append(pa.Array.from_buffers(_BINARY, nrows, [validity, offsets, data], null_count=nulls))
+    return DenseBlock(rows, qualifiers, timestamps, values)
 
 
 class RowRun:
@@ -30,18 +59,21 @@ class RowRun:
         self.dense = dense
 
     @classmethod
-    def of(cls, cells: pa.Table) -> "RowRun | None":
+    def of(cls, cells: pa.Table, one_family: bool = False) -> "RowRun | None":
         """The row form of sorted cells of one family, or None when they are not
         all puts with one version per column (or too sparse or too wide for the
         dense form: see :func:`storage.storefile.dense.dense_from_cells`, which
-        checks both)."""
+        checks both).  ``one_family``: the caller knows every cell is of one
+        family (a decoded log that said so), so it is not checked again."""
         table = as_cell_table(cells)
         if table.num_rows == 0:
             return None
-        if CellColumns(table).adjacent_ne("family")[1:].any():
+        if not one_family and CellColumns(table).adjacent_ne("family")[1:].any():
             return None  # rows of one family only: the scan merges a family at a time
         batch = table.combine_chunks().to_batches()[0]
-        dense = dense_from_cells(batch, min_rows=1)
+        dense = _native_dense(batch)
+        if dense is False:
+            dense = dense_from_cells(batch, min_rows=1)
         return None if dense is None else cls(dense)
 
     @property

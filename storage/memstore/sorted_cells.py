@@ -16,6 +16,7 @@ from ..cells import CELL_SCHEMA, Cell
 from ..kernels import is_clean, is_sorted
 from ..kernels.cell_columns import CellColumns
 from ..kernels.merge import bisect_rows, sort_sources
+from ..wal.arrow_decode import LogShape
 from .row_runs import RowRun
 
 __all__ = ["SortedCells"]
@@ -33,12 +34,20 @@ class SortedCells:
         self._row_run_built = False
         self._shared = False  # served to more than one read (share())
         self._families: dict[bytes, SortedCells] = {}
+        self._family: bytes | None = None  # the one family of every cell, when known
 
     @classmethod
-    def from_log(cls, cells: pa.Table) -> "SortedCells":
-        """Sort cells given in write order, keeping the last write of each key."""
+    def from_log(cls, cells: pa.Table, shape: LogShape | None = None) -> "SortedCells":
+        """Sort cells given in write order, keeping the last write of each key.
+        ``shape``: what the log's decode already knows of them (None: nothing),
+        so neither their order nor their cleanness is looked at again."""
         if cells.num_rows == 0:
             return cls(CELL_SCHEMA.empty_table())
+        if shape is not None and shape.sorted:
+            known = cls(cells)
+            known._clean = shape.clean
+            known._family = shape.family
+            return known
         if is_sorted(cells, strict=True):
             return cls(cells)  # written in key order without overwrites (appends): nothing to do
         newest_first = cells.take(pa.array(np.arange(cells.num_rows - 1, -1, -1)))
@@ -53,6 +62,8 @@ class SortedCells:
         known = self._families.get(family) if self._shared else None
         if known is not None:
             return known  # kept cells: no pass over them again
+        if family == self._family:
+            return self  # the decode saw one family in the whole log: no pass over the cells
         mask = CellColumns(self.table).equals("family", family)
         # a log of one family (the usual case) is its own family: no copy
         part = self if mask.all() else SortedCells(self.table.filter(pa.array(mask)))
@@ -88,7 +99,7 @@ class SortedCells:
         """The cells as rows, built once; None when they are not clean."""
         if not self._row_run_built:
             # the row form exists only for clean cells: no separate is_clean() pass
-            self._row_run = RowRun.of(self.table)
+            self._row_run = RowRun.of(self.table, one_family=self._family is not None)
             self._row_run_built = True
         return self._row_run
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -87,16 +87,17 @@ def pinned_edge_key(table_fs: FileSystem, table: str, pins: Sequence[RegionPin],
     return None
 
 
-def key_not_of_width(table_fs: FileSystem, table: str, width: int) -> bytes | None:
+def key_not_of_width(table_fs: FileSystem, table: str, width: int, snapshot: Any = None) -> bytes | None:
     """The first row key of the table whose length is not ``width``, or None.
 
-    Every region is checked, pinned now, not only those a key range reaches: a key
+    Every region is checked, pinned now (or in ``snapshot``: the whole table as the caller
+    just pinned it, :func:`pin_table`), not only those a key range reaches: a key
     range is a byte seek, so a key of another width may lie outside it whatever value
     a query asks for.  Each pinned region answers from its files' recorded key
     lengths where they can (:func:`~storage.read.row_count.first_key_not_of_length`),
     so a table whose keys fit is checked from file infos alone.
     """
-    snapshot = pin_table(table_fs)
+    snapshot = pin_table(table_fs) if snapshot is None else snapshot
     for read in pinned_reads(table_fs, table, snapshot.regions, snapshot.family_settings(), [(b"", None)],
                              shared_block_cache()):
         with read.opened() as view:

@@ -20,8 +20,8 @@ reader fetches, verifies, decompresses and decodes only the chunks it needs.
   least significant bit first, padded to 8 bytes) when some row lacks a value,
   then ``rows x w`` bytes (zeros for absent values).  No offsets are stored:
   they are rebuilt (one cached array per row count and width).  Where it stores
-  smaller, :attr:`ChunkEncoding.DICT` or :attr:`ChunkEncoding.LENGTHS`
-  (:mod:`._chunk_encodings`).
+  smaller, :attr:`ChunkEncoding.DICT` or :attr:`ChunkEncoding.LENGTHS`, and for
+  2-, 4- or 8-byte integers :attr:`ChunkEncoding.FRAME` (:mod:`._chunk_encodings`).
 * ``CELLS``: chunk 1 holds every cell's value, a ``VALUE_SCHEMA`` message (version
   2's two sections, as two chunks).
 
@@ -51,7 +51,8 @@ from ._block_v2 import (
     timestamp_schema,
     unpack_section,
 )
-from ._chunk_encodings import ENCODERS, bitmap_part, choose, decode_dict, decode_lengths, fixed_offsets
+from ._chunk_encodings import (ENCODERS, bitmap_part, choose, decode_dict, decode_frame, decode_lengths, encode_frame,
+                               fixed_offsets)
 from .codecs import BlockCodec
 from .dense import DenseBlock, dense_from_cells
 from .format import BLOCK_V3_HEADER_SIZE, BlockHeaderV3, BlockLayout, ChunkEncoding, align8
@@ -64,7 +65,8 @@ _FIXED_HEAD = struct.Struct("<II")  # value width, flags
 _HAS_VALIDITY = 1
 _VALUE_COLUMN = pa.schema([pa.field("v", pa.binary())])
 _MAX_FIXED_WIDTH = 1 << 16
-_BINARY = pa.binary()  # made once: the type factory costs more than the decode it serves  # wider values gain nothing from dropping a 4-byte offset
+_FRAME_SAMPLE_ROWS = 8192
+_BINARY = pa.binary()  # made once: the type factory costs more than the decode it serves
 
 ChunkEntry = tuple
 """``(offset, stored, raw, checksum, encoding, count, min, max)``: one chunk's directory
@@ -97,11 +99,13 @@ def _encode_values(values: pa.Array, codec: BlockCodec | None = None) -> tuple:
         if width == widths["max"] and 0 < width <= _MAX_FIXED_WIDTH and n * width < (1 << 31):
             bounds = pc.min_max(values).as_py()  # bytewise: binary compares as unsigned bytes
             data = np.zeros((n, width), dtype=np.uint8)
+            valid, bitmap = None, b""
             if values.null_count:
                 valid = _np(values.is_valid())
                 dense_part = values.filter(pa.array(valid))
                 data[valid] = _fixed_bytes(dense_part, width).reshape(-1, width)
-                head = _FIXED_HEAD.pack(width, _HAS_VALIDITY) + bitmap_part(values)
+                bitmap = bitmap_part(values)
+                head = _FIXED_HEAD.pack(width, _HAS_VALIDITY) + bitmap
             else:
                 data = _fixed_bytes(values, width)
                 head = _FIXED_HEAD.pack(width, 0)
@@ -121,14 +125,39 @@ def _encode_values(values: pa.Array, codec: BlockCodec | None = None) -> tuple:
         # others, a third of the writer's CPU on lineitem (there it stored 2-12x smaller each time)
         return narrow, int(ChunkEncoding.DICT), present, bounds["min"], bounds["max"], codec.compress(narrow)
     candidates = [base]
+    best = None
+    frame = encode_frame(data.reshape(-1), width, valid, bitmap) if fixed and _frame_may_pay(data, width, n, codec) \
+        else None
+    if frame is not None:
+        # narrow integer codes: taken whenever they store no larger, without the gain the
+        # dearer encodings need, as they also leave fewer bytes to decompress (the cost of a
+        # read: 2 bytes a row for lineitem's dates against 8)
+        stored_base, stored_frame = codec.compress(base[0]), codec.compress(frame)
+        best = (frame, int(ChunkEncoding.FRAME), stored_frame) if stored_frame.size <= stored_base.size \
+            else (*base, stored_base)
+        candidates = []
     for enc, encode in ENCODERS:
         if enc == ChunkEncoding.LENGTHS and fixed:
             continue  # lengths of one width are what FIXED leaves out
         raw = narrow if enc == ChunkEncoding.DICT else encode(values)
         if raw is not None:
             candidates.append((raw, int(enc)))
-    raw, enc, stored = choose(candidates, codec)
+    raw, enc, stored = choose(candidates, codec, best)
     return raw, enc, present, bounds["min"], bounds["max"], stored
+
+
+def _frame_may_pay(data: np.ndarray, width: int, n: int, codec: BlockCodec) -> bool:
+    """Whether a ``FRAME`` chunk of these ``FIXED`` value bytes may store no larger: judged on
+    the first :data:`_FRAME_SAMPLE_ROWS` rows of a larger chunk (lineitem's part keys as 4-byte
+    codes stored 2.5% larger, and encoding and compressing the whole chunk twice cost a
+    third more of the writer's CPU on such a column)."""
+    if n <= 4 * _FRAME_SAMPLE_ROWS:
+        return True
+    head = data.reshape(-1)[: _FRAME_SAMPLE_ROWS * width]
+    sample = encode_frame(head, width, None, b"")  # absent rows hold zeros: a fair sample all the same
+    if sample is None:
+        return False
+    return codec.compress(sample).size <= codec.compress(pa.py_buffer(head)).size
 
 
 def _data_bytes(values: pa.Array) -> int:
@@ -305,6 +334,8 @@ def decode_value_chunk(keys: DenseBlock, j: int, buf: pa.Buffer, base: int, entr
         values = decode_lengths(body, n, what, path, at)
     elif entry[4] == ChunkEncoding.DICT:
         values = decode_dict(body, n, what, path, at)
+    elif entry[4] == ChunkEncoding.FRAME:
+        values = decode_frame(body, n, what, path, at)
     else:
         raise CorruptionError(f"{what} names unknown encoding {entry[4]}", path, at)
     if len(values) != n or n - values.null_count != entry[5]:

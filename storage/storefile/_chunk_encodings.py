@@ -1,4 +1,4 @@
-"""The narrow value-chunk encodings of version 3: ``DICT`` and ``LENGTHS``.
+"""The narrow value-chunk encodings of version 3: ``DICT``, ``LENGTHS`` and ``FRAME``.
 
 Both exist for size: a lineitem-shaped table kept a 4-byte Arrow offset per value
 in every variable-width chunk, and strings or decimals of a few dozen distinct
@@ -19,6 +19,14 @@ Layouts (all integers little-endian, every part padded with zeros to 8 bytes;
 * ``LENGTHS``: head ``u32 length width (1 or 2), u32 flags``; the validity bitmap
   when flag bit 0 is set; ``n`` lengths of the length width (0 for an absent
   row); the values back to back.  The offsets are the lengths' running sum.
+* ``FRAME`` (2-, 4- or 8-byte big-endian integers: the binary SerDe's dates, ints,
+  longs, timestamps): head ``u32 value width w, u32 flags, u32 code width c (1, 2
+  or 4, < w), u32 0, u64 base, u64 divisor``; the validity bitmap when flag bit 0
+  is set; ``n`` codes of width ``c``.  Row ``i`` is ``base + code[i] x divisor``
+  modulo ``2 ** (8 w)``, big-endian: the very bytes of the ``FIXED`` chunk it
+  replaces.  Exists for the bytes a read decompresses: lineitem's dates (8-byte
+  milliseconds) decompress as 2 bytes a row (3.4-3.9 ns a row with the rebuild,
+  against 9.1-9.4 for ``FIXED``) and store 1.64 bytes a row against 2.70.
 
 Decoding is vectorized: one gather of the dictionary per chunk (the compiled
 ``dict_gather`` where built, Arrow's ``take`` as its reference: :func:`gather_dict`),
@@ -30,6 +38,7 @@ a :class:`CorruptionError` and never data.
 from __future__ import annotations
 
 import struct
+import sys
 from functools import lru_cache
 
 import numpy as np
@@ -40,7 +49,8 @@ from ..errors import CorruptionError
 from ..native import NATIVE
 from .format import ChunkEncoding, align8
 
-__all__ = ["ENCODERS", "encode_dict", "encode_lengths", "decode_dict", "decode_lengths", "choose", "bitmap_part",
+__all__ = ["ENCODERS", "encode_dict", "encode_lengths", "encode_frame", "decode_dict", "decode_lengths", "decode_frame",
+           "choose", "bitmap_part",
            "fixed_offsets", "gather_dict", "take_dict"]
 
 _DICT_HEAD = struct.Struct("<IIII")  # entries, flags, code width, dictionary data bytes
@@ -125,12 +135,12 @@ def encode_lengths(values: pa.Array) -> pa.Buffer | None:
     return pa.py_buffer(b"".join([head, bitmap, _padded(lengths.astype(_WIDTH_TYPES[width]).tobytes()), body]))
 
 
-def choose(candidates: list, codec) -> tuple:
+def choose(candidates: list, codec, best: tuple | None = None) -> tuple:
     """The candidate to write among ``candidates`` (``(raw buffer, encoding, ...)`` tuples,
     cheapest to decode first), each compressed by ``codec``: a later one only when its
-    stored size is under :data:`_MIN_GAIN` of the best so far.  Returns the candidate
-    with its stored buffer appended (so the writer does not compress it twice)."""
-    best = None
+    stored size is under :data:`_MIN_GAIN` of the best so far (``best``, already
+    compressed, when given).  Returns the candidate with its stored buffer appended (so
+    the writer does not compress it twice)."""
     for cand in candidates:
         stored = codec.compress(cand[0])
         if best is None or stored.size < _MIN_GAIN * best[-1].size:
@@ -296,6 +306,90 @@ def decode_lengths(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa
         offsets = offsets.astype(np.int32)  # the sum is the chunk's size, under 2 GiB
     nulls = -1 if validity is not None else 0
     return pa.Array.from_buffers(_BINARY, n, [validity, pa.py_buffer(offsets), body.slice(pos)], nulls)
+
+
+_FRAME_HEAD = struct.Struct("<IIIIQQ")  # value width, flags, code width, reserved, base, divisor
+_FRAME_WIDTHS = (2, 4, 8)
+_FRAME_CODES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
+_FRAME_SAMPLE = 1024
+_LITTLE_HOST = sys.byteorder == "little"
+
+
+def encode_frame(data: np.ndarray, width: int, valid: np.ndarray | None, bitmap: bytes) -> pa.Buffer | None:
+    """A ``FRAME`` chunk of ``data`` (a ``FIXED`` chunk's ``rows x width`` value bytes,
+    zeros under absent rows; ``valid``: the rows with a value, None for all; ``bitmap``:
+    their padded validity bitmap), or None when the values are not 2, 4 or 8 bytes wide
+    or their codes would not be narrower.  The values are read as big-endian integers
+    (what the binary SerDe writes for SHORT, INT, DATE, LONG, TIMESTAMP); the frame is
+    their least value read signed or unsigned, whichever spans less, and the divisor the
+    greatest common divisor of their distances from it (dates in milliseconds: 86,400,000)."""
+    if width not in _FRAME_WIDTHS or len(data) == 0:
+        return None
+    utype = np.dtype(f"u{width}")
+    words = data.view(f">u{width}").astype(utype)
+    present = words[valid] if valid is not None else words
+    if present.size == 0:
+        return None
+    signed = present.view(f"i{width}")
+    ulo, uhi = int(present.min()), int(present.max())
+    slo, shi = int(signed.min()), int(signed.max())
+    if shi - slo < uhi - ulo:
+        base, span = slo & ((1 << (8 * width)) - 1), shi - slo
+    else:
+        base, span = ulo, uhi - ulo
+    deltas = present - utype.type(base)  # modulo 2 ** (8 x width): exact within the span
+    divisor = 1
+    if span:
+        divisor = int(np.gcd.reduce(deltas[:_FRAME_SAMPLE]))
+        if divisor == 0 or (divisor > 1 and (deltas % utype.type(divisor)).any()):
+            divisor = int(np.gcd.reduce(deltas))  # the sample's divisor does not hold for every value
+    top = span // divisor
+    code = next((b for b in (1, 2, 4) if top < 1 << (8 * b)), None)
+    if code is None or code >= width or _FRAME_HEAD.size + len(words) * code >= 8 + len(words) * width:
+        return None  # no narrower than the FIXED form (a few rows do not pay for the longer head)
+    quotients = deltas // utype.type(divisor) if divisor > 1 else deltas
+    if valid is not None:
+        full = np.zeros(len(words), dtype=utype)
+        full[valid] = quotients
+        quotients = full
+    head = _FRAME_HEAD.pack(width, _HAS_VALIDITY if bitmap else 0, code, 0, base, divisor)
+    return pa.py_buffer(b"".join([head, bitmap, quotients.astype(_FRAME_CODES[code]).tobytes()]))
+
+
+def decode_frame(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Array:
+    """The ``n`` values of a ``FRAME`` chunk's (decompressed) ``body``: exactly the bytes
+    its ``FIXED`` form holds (``base + code x divisor`` modulo ``2 ** (8 x width)``,
+    big-endian; zeros under absent rows), rebuilt by whole-array NumPy steps (widen,
+    multiply, add, byte swap)."""
+    width, flags, code, reserved, base, divisor = _head(body, _FRAME_HEAD, what, path, at)
+    if flags & ~_HAS_VALIDITY or reserved or width not in _FRAME_WIDTHS:
+        raise CorruptionError(f"{what} has a bad frame head (value width {width}, flags {flags})", path, at)
+    if code not in _FRAME_CODES or code >= width:
+        raise CorruptionError(f"{what} has codes of {code} bytes for values of {width}", path, at)
+    if divisor == 0:
+        raise CorruptionError(f"{what} has a divisor of 0", path, at)
+    limit = 1 << (8 * width)
+    if base >= limit or divisor >= limit:
+        raise CorruptionError(f"{what} has a frame out of range of {width}-byte values", path, at)
+    validity, pos = _validity(body, flags, _FRAME_HEAD.size, n)
+    if body.size != pos + n * code:
+        raise CorruptionError(f"{what} holds {body.size} bytes, {n} codes of {code} bytes need {pos + n * code}",
+                              path, at)
+    codes = np.frombuffer(body, dtype=_FRAME_CODES[code], count=n, offset=pos)
+    if n and int(codes.max()) * divisor >= limit:
+        raise CorruptionError(f"{what} has a code past the range of {width}-byte values", path, at)
+    utype = np.dtype(f"u{width}")
+    out = codes.astype(utype)
+    if divisor != 1:
+        out *= utype.type(divisor)
+    if base:
+        out += utype.type(base)
+    if validity is not None:  # FIXED holds zeros under absent rows
+        out *= np.unpackbits(np.frombuffer(validity, np.uint8), count=n, bitorder="little")
+    if _LITTLE_HOST:
+        out.byteswap(inplace=True)
+    nulls = -1 if validity is not None else 0
+    return pa.Array.from_buffers(_BINARY, n, [validity, fixed_offsets(n, width), pa.py_buffer(out)], nulls)
 
 
 ENCODERS = ((ChunkEncoding.LENGTHS, encode_lengths), (ChunkEncoding.DICT, encode_dict))

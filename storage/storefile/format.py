@@ -115,6 +115,7 @@ class ChunkEncoding(IntEnum):
     DICT = 3  # a dictionary of the distinct values and one narrow code (u8 or u16) per row
     LENGTHS = 4  # one narrow length (u8 or u16) per row, then the values back to back
     KEYS_FIXED = 5  # chunk 0 of a DENSE block whose row keys have one width: no offsets stored
+    FRAME = 6  # big-endian integers of 2, 4 or 8 bytes as narrow codes: base + code x divisor
 
 
 DEFAULT_BLOCK_SIZE = 65536

@@ -21,6 +21,10 @@ from .format import BLOCK_V3_HEADER_SIZE, INDEX_SCHEMA, INDEX_SCHEMA_V2, INDEX_S
 
 __all__ = ["BlockIndex", "IndexBuilder", "ChunkDirectory"]
 
+_VALUE_ENCODINGS = (ChunkEncoding.IPC, ChunkEncoding.FIXED, ChunkEncoding.DICT, ChunkEncoding.LENGTHS,
+                    ChunkEncoding.FRAME)
+"""What a version 3 value chunk may be (chunk 0 is KEYS or KEYS_FIXED)."""
+
 
 class IndexBuilder:
     """Collects one entry per data block as the writer emits them (version 2 or 3 index)."""
@@ -226,6 +230,11 @@ class ChunkDirectory:
         ok = True
         if n:
             firsts = starts[:-1]
+            unknown = np.setdiff1d(enc, list(ChunkEncoding))
+            if unknown.size:  # a newer writer's encoding: say so rather than call the file damaged
+                known = ", ".join(f"{e.value} {e.name}" for e in ChunkEncoding)
+                raise CorruptionError(f"block index names unknown chunk encoding {int(unknown[0])} (this reader knows "
+                                      f"{known})", path, at)
             if (per_block < 2).any():
                 raise CorruptionError("block index chunk directory disagrees with the blocks", path, at)
             block_of = np.repeat(np.arange(n), per_block)
@@ -244,8 +253,7 @@ class ChunkDirectory:
                 and bool((ends[firsts] == key_lens).all())
                 and bool(((enc[firsts] == ChunkEncoding.KEYS)
                           | ((enc[firsts] == ChunkEncoding.KEYS_FIXED) & dense)).all())
-                and bool(np.isin(enc[later], (ChunkEncoding.IPC, ChunkEncoding.FIXED, ChunkEncoding.DICT,
-                                                   ChunkEncoding.LENGTHS)).all())
+                and bool(np.isin(enc[later], _VALUE_ENCODINGS).all())
                 and bool((count[firsts] == keyed).all())
                 and bool(((count[later] >= 0) & (count[later] <= keyed[value_block])).all())
                 and bool((dense[value_block] | (count[later] == cell_counts[value_block])).all())

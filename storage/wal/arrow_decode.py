@@ -1,25 +1,73 @@
 """Decoding a run of checked WAL record payloads straight into one Arrow cell
-table, with NumPy over all records at once (the replay of a whole log)."""
+table (the replay of a whole log): in one compiled call (``wal_columns``,
+``storage/_native/wal.c``) when the kernels are built and on, else with NumPy
+over all records at once (:func:`payloads_to_table_py`, the reference)."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
-from .format import PAYLOAD_HEADER, VALID_TYPES
+from ..native import NATIVE as _NATIVE
+from .format import PAYLOAD_HEADER, VALID_TYPE_MASK, VALID_TYPES
 
-__all__ = ["payloads_to_table"]
+__all__ = ["LogShape", "decode_payloads", "payloads_to_table", "payloads_to_table_py"]
+
+_BINARY, _INT64, _UINT8 = pa.binary(), pa.int64(), pa.uint8()
+
+
+class LogShape(NamedTuple):
+    """What the compiled decode saw of the cells in log order, so the reader
+    need not look again: ``sorted`` (strict cell order, no key twice: no sort
+    needed), ``clean`` (with ``sorted``: every cell a put, one per column) and
+    ``family`` (the one family of every cell; None when there are several)."""
+
+    sorted: bool
+    clean: bool
+    family: bytes | None
+
+
+def decode_payloads(payloads: Sequence[bytes], where: str = "WAL") -> tuple[pa.Table, LogShape | None]:
+    """:func:`payloads_to_table`, and the cells' :class:`LogShape` when the
+    compiled decode ran (None: unknown, the reference ran)."""
+    if _NATIVE is not None and payloads:
+        out = _NATIVE.wal_columns(payloads if type(payloads) is list else list(payloads), VALID_TYPE_MASK,
+                                  pa.allocate_buffer)
+        if out is not None:
+            from ..cells import CELL_SCHEMA
+
+            n, flags = out[0], out[11]
+            if n == 0:
+                return CELL_SCHEMA.empty_table(), None
+            binary = [pa.Array.from_buffers(_BINARY, n, [None, out[1 + 2 * k],
+                                                         out[2 + 2 * k]]) for k in range(4)]
+            rows, families, qualifiers, values = binary
+            table = pa.Table.from_arrays(
+                [rows, families, qualifiers, pa.Array.from_buffers(_INT64, n, [None, out[9]]),
+                 pa.Array.from_buffers(_UINT8, n, [None, out[10]]), values],
+                schema=CELL_SCHEMA,
+            )
+            family = families[0].as_py() if flags & 4 else None
+            return table, LogShape(bool(flags & 1), bool(flags & 1) and bool(flags & 2), family)
+    return payloads_to_table_py(payloads, where), None
 
 
 def payloads_to_table(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table:
     """Decode checked record payloads (in log order) straight into one cell
-    table in log order, with NumPy over all records at once: no Python runs
-    per cell.  The payloads' checksums have passed; only the structure
-    (lengths adding up, known cell types) is checked, as a whole.
-    """
+    table in log order: no Python runs per cell.  The payloads' checksums have
+    passed; only the structure (lengths adding up, known cell types) is
+    checked, as a whole; a payload that fails raises :class:`CorruptionError`
+    naming ``where``."""
+    return decode_payloads(payloads, where)[0]
+
+
+def payloads_to_table_py(payloads: Sequence[bytes], where: str = "WAL") -> pa.Table:
+    """:func:`payloads_to_table` with NumPy over all records at once: the
+    reference of the compiled ``wal_columns``, and what runs without it (or
+    when it refuses a payload: this then raises the error)."""
     from ..cells import CELL_SCHEMA
 
     counted = [(p, PAYLOAD_HEADER.unpack_from(p, 0)[1]) for p in payloads]

@@ -69,6 +69,8 @@ ZERO_CHECK_CHUNK = 1 << 20
 _make_cell = partial(tuple.__new__, Cell)  # builds a Cell from a 6-tuple without Python frames
 # the compiled record builder's view of VALID_TYPES: byte t is 1 when t is a cell type
 _VALID_TYPE_MASK = bytes(int(t in VALID_TYPES) for t in range(256))
+VALID_TYPE_MASK = _VALID_TYPE_MASK
+"""256 bytes, byte ``t`` 1 when ``t`` is a cell type: the compiled kernels' view of :data:`VALID_TYPES`."""
 
 
 def _file_header() -> bytes:

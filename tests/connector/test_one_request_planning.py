@@ -182,3 +182,80 @@ def test_a_filtered_scan_through_spark_is_planned_by_one_request(spark, spark_ta
     # without filters there is no push: the plan request alone
     rows, ops, _ = _requests(spark, path, lambda: df.select("n").collect())
     assert len(rows) == 2000 and ops == ["plan"], ops
+
+
+def test_a_read_of_key_columns_alone_narrows_the_push_plan_when_the_filters_read_other_columns(options):
+    """Filters that test a value column make a read of the key alone scan every mapped column
+    (the rows are tested on those cells): the push says so, and its plan narrowed to the key (or
+    to no column) is, byte for byte, what a ``plan`` request makes for it."""
+    reply = _push(options)
+    assert reply["plan"]["key_reads_narrow"] is True
+    full = ReadPlan.from_text(reply["plan"]["read_plan"])
+    for columns in (["k"], []):
+        made = ReadPlan.from_request({"options": options, "filters": FILTERS, "columns": columns},
+                                     read_ops.read_schema({"schema": _schema(columns)}))
+        assert made.scan_columns is None, columns  # every mapped column scanned, as the push planned
+        assert full.narrowed(columns).to_text() == made.to_text(), columns
+    # key filters alone: a read of the key scans the key alone, so that read is planned for itself
+    keys_only = read_ops.push({"options": options, "filters": FILTERS[:1],
+                               "plan": {"schema": _schema(["k", "n", "s"]), **PACKING}})
+    assert keys_only["plan"]["key_reads_narrow"] is False
+    assert ReadPlan.from_request({"options": options, "filters": FILTERS[:1], "columns": ["k"]}).scan_columns == ["k"]
+
+
+def test_a_plan_saved_again_unchanged_is_not_written_again_unless_another_writer_replaced_it(options, tmp_path):
+    """``connector.explain`` reads the latest plan saved per options; the worker saves one per
+    planned scan.  The same plan again leaves the file as it is (no write per repeated query);
+    once another writer has replaced the file, the plan is written again."""
+    from connector.explain import _plan_path, load_plan, save_plan, plan_for
+    from connector.source_config import SourceConfig
+    import os
+
+    config = SourceConfig.from_options({**options, "regionscan.columns": "k,s"})  # options of this test alone
+    plan = plan_for(dict(config.options))
+    save_plan(config, plan)
+    path = _plan_path(config.fingerprint)
+    first = os.stat(path)
+    save_plan(config, plan)
+    again = os.stat(path)
+    assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)
+    assert load_plan(config) == plan
+    other = dataclasses.replace(plan, notes=["written by another process"])
+    tmp = tmp_path / "other.json"
+    tmp.write_text(other.to_json())
+    os.replace(tmp, path)  # as another process saves its plan
+    assert load_plan(config) == other
+    save_plan(config, plan)
+    assert load_plan(config) == plan
+
+
+def test_a_key_column_read_filtered_on_a_value_is_planned_by_the_push_alone(spark, spark_table, tmp_path):
+    df = spark.read.format("regionscan").options(**spark_table).load()
+    rows, ops, plans = _requests(spark, tmp_path / "timeline.jsonl",
+                                 lambda: df.where("n = 3 AND k < 500").select("k").collect())
+    assert sorted(r.k for r in rows) == [j for j in range(500) if j % 7 == 3]
+    assert ops == ["push"] and len(plans) == 1 and plans[0]["with_push"], (ops, plans)
+    rows, ops, _ = _requests(spark, tmp_path / "timeline.jsonl", lambda: df.where("s = 'v10'").count())
+    assert rows == 1, rows
+
+
+def test_a_query_after_a_write_sees_the_write(spark, tmp_path):
+    """Nothing of a table's state outlives a query's planning: a table written between two
+    queries of one DataFrame (more rows in its regions, a new store file) is read as it now is,
+    by a filtered scan (planned by the push) and an unfiltered one (planned by ``plan``)."""
+    opts = {"root": str(tmp_path / "root"), "table": "w",
+            "hbase.columns.mapping": "k BIGINT :key, n INT cf:n, s STRING cf:s"}
+
+    def write(first: int, last: int, mode: str) -> None:
+        (spark.createDataFrame([(j, j % 7, f"v{j}") for j in range(first, last)], "k BIGINT, n INT, s STRING")
+         .write.format("regionscan").options(**opts).option("newtable", "2").mode(mode).save())
+
+    write(0, 300, "overwrite")
+    df = spark.read.format("regionscan").options(**opts).load()
+    filtered = lambda: sorted(r.k for r in df.where("n = 3").select("k").collect())  # noqa: E731
+    assert filtered() == [j for j in range(300) if j % 7 == 3]
+    assert df.count() == 300 and df.where("k >= 250").count() == 50
+    write(300, 400, "append")
+    assert filtered() == [j for j in range(400) if j % 7 == 3]
+    assert df.count() == 400 and df.where("k >= 250").count() == 150
+    assert sorted(r.s for r in df.where("k >= 395").select("s").collect()) == [f"v{j}" for j in range(395, 400)]

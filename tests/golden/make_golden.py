@@ -6,7 +6,8 @@ version (``PYTHONPATH=$PWD python3 tests/golden/make_golden.py v1``): the
 engine's writer for versions 2 and 3 (``format_version=``), :mod:`storefile_v1`
 (beside this script) for version 1, which the engine no longer writes.  Version
 3 also gets files written by ``append_rows`` (``ROW_SPECS``), and ``v3-narrow``
-writes the files of the narrow value-chunk encodings (``NARROW_SPECS``) alone.  The files are
+writes the files of the narrow value-chunk encodings (``NARROW_SPECS``) alone, ``v3-frame``
+those of the ``FRAME`` integer chunks (``FRAME_SPECS``).  The files are
 committed and never regenerated, so a reader change that breaks reading them
 fails ``tests/storage/test_storefile_golden.py``.
 """
@@ -132,6 +133,41 @@ NARROW_SPECS = {
 }
 
 
+def frame_rows() -> tuple[list[bytes], list[bytes], list[list], list[list]]:
+    """Rows whose integer columns the version 3 writer stores as ``FRAME`` chunks: dates in
+    milliseconds before and after 1970 (a divisor of 86,400,000, 2-byte codes), 4-byte ints
+    with absent rows (1-byte codes and a validity bitmap), sign-flipped 8-byte longs
+    around zero (an unsigned frame, 2-byte codes), 2-byte shorts, and 8-byte longs of a 24-bit
+    range (4-byte codes).  As :func:`wide_rows`."""
+    n = 1100
+    mix = [(r * 2654435761 >> 7) % 10007 for r in range(n)]  # a fixed scramble, so zstd finds no period
+    rows = [b"f%05d" % r for r in range(n)]
+    quals = [b"a", b"b", b"c", b"e", b"g"]
+    values = [
+        [((m % 2500 - 900) * 86_400_000).to_bytes(8, "big", signed=True) for m in mix],
+        [None if r % 5 == 2 else (m % 200 - 70).to_bytes(4, "big", signed=True) for r, m in enumerate(mix)],
+        [((m - 5000) ^ -(1 << 63)).to_bytes(8, "big", signed=True) for m in mix],
+        [(m % 97 + 30000).to_bytes(2, "big") for m in mix],
+        [(m * 1000 + r).to_bytes(8, "big") for r, m in enumerate(mix)],
+    ]
+    stamps = [[None if v is None else 6000 for v in col] for col in values]
+    return rows, quals, values, stamps
+
+
+def frame_cells() -> list[Cell]:
+    """The cells of :func:`frame_rows`, in cell order."""
+    rows, quals, values, stamps = frame_rows()
+    return [Cell(row, FAMILY, q, stamps[j][i], int(CellType.PUT), values[j][i])
+            for i, row in enumerate(rows) for j, q in enumerate(quals) if values[j][i] is not None]
+
+
+FRAME_SPECS = {
+    # version 3 with FRAME value chunks (narrow integer codes): written by append_rows
+    "frame_zstd": {"row_group_size": 40_000, "compression": "zstd", "bloom": True},
+    "frame_plain": {"row_group_size": 40_000, "compression": None, "bloom": False},
+}
+
+
 def writer_of(version: str):
     """The writer of format ``version`` (``"v1"``, ``"v2"``, ``"v3"``)."""
     if version == "v1":
@@ -141,6 +177,15 @@ def writer_of(version: str):
 
 def main(version: str) -> None:
     fs = FileSystem(HERE)
+    if version == "v3-frame":  # added after the narrow files, which stay as written
+        for name, kw in FRAME_SPECS.items():
+            rows, quals, values, stamps = frame_rows()
+            w = writer_of("v3")(fs, f"v3_{name}.rsf", family=FAMILY, **kw)
+            w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
+                          [pa.array(t, pa.int64()) for t in stamps])
+            w.finish(max_seq_id=42)
+            _expect(f"v3_{name}", frame_cells())
+        return
     if version == "v3-narrow":  # added after the other version 3 files, which stay as written
         for name, kw in NARROW_SPECS.items():
             rows, quals, values, stamps = narrow_rows()

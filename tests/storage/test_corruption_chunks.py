@@ -53,7 +53,8 @@ def good(tmp_path_factory):
     task = BulkLoadTask(fs, "load", "p0", regions, families, timestamp=1000)
     idx = np.arange(ROWS)
     keys = pa.array([_key(i) for i in range(ROWS)], pa.binary())
-    a = pa.array([int(v).to_bytes(8, "big") for v in idx * 7919], pa.binary())  # fixed width
+    # fixed width, spread over all 64 bits (a narrow range of integers would be a FRAME chunk)
+    a = pa.array([(int(v) * 0x9E3779B97F4A7C15 % (1 << 64)).to_bytes(8, "big") for v in idx * 7919], pa.binary())
     mix = [(i * 2654435761 >> 7) % 100003 for i in range(ROWS)]  # a scramble: no period for zstd to find
     b = pa.array([b"text-%d" % m for m in mix], pa.binary())  # mixed widths: a length-coded chunk
     # few values of one width, absent rows: a dictionary chunk

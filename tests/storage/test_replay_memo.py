@@ -60,7 +60,7 @@ def _settle(root: str) -> None:
 def decodes(monkeypatch):
     """Counts of WAL decodes (one per region read that decodes) and of chunk resolutions."""
     counts = {"wal": 0, "resolved": 0}
-    decode, resolve = region_snapshots.payloads_to_table, row_scan.resolve_items
+    decode, resolve = region_snapshots.decode_payloads, row_scan.resolve_items
 
     def counting_decode(*args, **kwargs):
         counts["wal"] += 1
@@ -70,7 +70,7 @@ def decodes(monkeypatch):
         counts["resolved"] += 1
         return resolve(*args, **kwargs)
 
-    monkeypatch.setattr(region_snapshots, "payloads_to_table", counting_decode)
+    monkeypatch.setattr(region_snapshots, "decode_payloads", counting_decode)
     monkeypatch.setattr(row_scan, "resolve_items", counting_resolve)
     return counts
 

@@ -62,7 +62,9 @@ def test_the_writer_picks_each_encoding_where_it_stores_smaller(tmp_path, compre
     mix = _scramble(n)
     columns = {
         b"big": [random.Random(i).randbytes(3000 + i % 5) for i in range(n)],  # lengths save too little: IPC
-        b"dates": [(8000 + m % 2500).to_bytes(8, "big") for m in mix],  # many distinct of one width: FIXED
+        b"dates": [(8000 + m % 2500).to_bytes(8, "big") for m in mix],  # integers of a narrow range: FRAME
+        # many distinct of one width, spread over all 64 bits: FIXED
+        b"hash": [(m * 0x9E3779B97F4A7C15 % (1 << 64)).to_bytes(8, "big") for m in mix],
         b"flag": [(b"ACCEPTED", b"RETURNED")[m % 2] if m % 9 else None for m in mix],  # 2 of one width, absent: DICT
         b"mode": [MODES[m % len(MODES)] for m in mix],  # few values of mixed widths: DICT
         b"text": [b"note %d" % (m * n + i) for i, m in enumerate(mix)],  # all distinct, mixed widths: LENGTHS
@@ -72,8 +74,8 @@ def test_the_writer_picks_each_encoding_where_it_stores_smaller(tmp_path, compre
     with StoreFileReader(fs, "f.sf") as r:
         encodings = _encodings(r)
         assert r.block_count > 1 and {tuple(e) for e in encodings} == {(
-            ChunkEncoding.KEYS_FIXED, ChunkEncoding.IPC, ChunkEncoding.FIXED, ChunkEncoding.DICT, ChunkEncoding.DICT,
-            ChunkEncoding.LENGTHS)}
+            ChunkEncoding.KEYS_FIXED, ChunkEncoding.IPC, ChunkEncoding.FRAME, ChunkEncoding.DICT, ChunkEncoding.FIXED,
+            ChunkEncoding.DICT, ChunkEncoding.LENGTHS)}
         r.check()
         got = _columns(r)
         for q, vals in columns.items():

@@ -72,8 +72,8 @@ def test_every_version_and_both_layouts_are_covered():
             if r.format_version == 3:
                 encodings |= set(r._index.chunks.encoding)
     assert layouts[2] == layouts[3] == {BlockLayout.CELLS, BlockLayout.DENSE}
-    # key chunks (with and without offsets), IPC, fixed-width, dictionary and length-coded value chunks
-    assert encodings == {0, 1, 2, 3, 4, 5}
+    # key chunks (with and without offsets), IPC, fixed-width, dictionary, length-coded and frame value chunks
+    assert encodings == {0, 1, 2, 3, 4, 5, 6}
 
 
 @pytest.mark.parametrize("name", ["v3_narrow_zstd", "v3_narrow_plain"])
@@ -90,6 +90,31 @@ def test_v3_narrow_golden_files_hold_the_narrow_encodings(golden_fs, name):
             assert enc[0] == 5 and enc[1] == enc[5] == enc[6] == 4 and enc[4] == 3, enc
             if name.endswith("plain"):
                 assert enc[2] == 3
+        r.check()
+        for j, q in enumerate(quals):
+            got = {}
+            for part in r.scan_parts(columns=[q]):
+                d = part.dense
+                got.update(zip(d.rows.to_pylist(), d.value(d.qualifiers.index(q)).to_pylist()))
+            assert got == dict(zip(rows, values[j])), q
+
+
+@pytest.mark.parametrize("name", ["v3_frame_zstd", "v3_frame_plain"])
+def test_v3_frame_golden_files_hold_frame_chunks(golden_fs, name):
+    """The files of the FRAME encoding keep it: dates, ints with absent rows, sign-flipped
+    longs and shorts as narrow codes in every block; the 24-bit longs as 4-byte codes where
+    they store no larger (uncompressed: always; zstd: some blocks keep them FIXED); each
+    column reads back alone, byte for byte."""
+    rows, quals, values, _ = make_golden.frame_rows()
+    with StoreFileReader(golden_fs, name + ".rsf") as r:
+        ch = r._index.chunks
+        assert r.block_count > 1
+        wide = set()
+        for i in range(r.block_count):
+            enc = ch.encoding[ch.starts[i] : ch.starts[i + 1]]
+            assert enc[0] == 5 and enc[1] == enc[2] == enc[3] == enc[4] == 6, enc
+            wide.add(enc[5])
+        assert wide == ({6} if name.endswith("plain") else {2, 6})
         r.check()
         for j, q in enumerate(quals):
             got = {}

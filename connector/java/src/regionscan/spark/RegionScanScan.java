@@ -109,7 +109,9 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
   /**
    * Whether the plan the push made for every mapped column serves this scan: its tasks read it
    * narrowed to the required columns. Not for a scan whose tasks aggregate (their output is the
-   * partial rows), nor one that needs key columns alone (the worker scans the key alone then).
+   * partial rows), nor one that needs key columns alone when its filters test nothing but the
+   * key (the worker scans the key alone then); when they test other columns, such a read scans
+   * every mapped column anyway and the worker says so ({@code key_reads_narrow}).
    */
   private boolean narrowable() {
     if (pushPlan == null || aggregate != null || !pushPlan.path("read_plan").isTextual()) {
@@ -124,7 +126,7 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
         return true;
       }
     }
-    return false;
+    return pushPlan.path("key_reads_narrow").asBoolean(false);  // a worker that predates it sends none
   }
 
   private synchronized JsonNode plan() {

@@ -1,0 +1,176 @@
+"""The kernels a live table's scan runs, on the shapes such a chunk has.
+
+A live chunk is most often a base run with one newer run (a memstore or a
+second file re-putting some rows) or a base run with DeleteFamily markers:
+``resolve_merge`` (storage/_native/resolve.c) takes those, with integer keys
+and no time range, through a two-cursor loop of its own, and leaves a piece
+that repeats a key to its general loop.  Both must answer as the NumPy
+reference.  ``row_order`` looks a sample of the smaller runs' keys up in the
+largest before merging them, and must still find every key two runs share.
+The binary gather copies runs of rows and checks every offset of a run;
+narrow values of one width are gathered as NumPy rows by either path.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storage.cells import CellType
+from storage.kernels.gather import _narrow_take, gather_binary, take_binary
+from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
+from storage.kernels.row_merge import row_order
+
+try:
+    BUILT = importlib.import_module("storage._native_ext")
+except ImportError:  # no C compiler at install: only the reference exists
+    BUILT = None
+
+FAMILY = int(CellType.DELETE_FAMILY)
+
+
+def _key(i: int) -> bytes:
+    return i.to_bytes(4, "big")
+
+
+def _piece(rows: list[int], stamps: list[list[int]], tag: bytes) -> RowPiece:
+    """A piece of 4-byte keys ``rows`` with, per column, the timestamps ``stamps[j]``."""
+    values = [pa.array([tag + b"%d-%d" % (j, r) for r in rows], pa.binary()) for j in range(len(stamps))]
+    return RowPiece(pa.array([_key(r) for r in rows], pa.binary()),
+                    [np.array(s, np.int64) for s in stamps], values)
+
+
+def _answer(resolved) -> tuple:
+    return (resolved.keys.to_pylist(), [v.to_pylist() for v in resolved.values],
+            [t.tolist() for t in resolved.ts], resolved.cell_count())
+
+
+@st.composite
+def live_chunks(draw):
+    """(pieces newest first, markers or None, columns): a base run and a newer run or markers."""
+    columns = draw(st.integers(0, 3))
+    base_rows = sorted(draw(st.sets(st.integers(0, 300), max_size=120)))
+    stamp = st.sampled_from([ABSENT, 1, 2, 5])
+    base = _piece(base_rows, [[draw(stamp) for _ in base_rows] for _ in range(columns)], b"b")
+    pieces = [base]
+    if draw(st.booleans()):
+        # re-puts of some base rows and new rows, some columns only, tying timestamps at times
+        newer_rows = sorted(draw(st.sets(st.integers(0, 300), max_size=60)))
+        newer = _piece(newer_rows, [[draw(st.sampled_from([ABSENT, 2, 5, 9])) for _ in newer_rows]
+                                    for _ in range(columns)], b"n")
+        pieces.insert(0, newer)
+    markers = None
+    if len(pieces) == 1 or draw(st.booleans()):
+        marked = draw(st.lists(st.integers(0, 320), max_size=40))
+        markers = Markers(pa.array([_key(r) for r in marked], pa.binary()), pa.array([b""] * len(marked), pa.binary()),
+                          np.array([draw(st.sampled_from([1, 2, 6])) for _ in marked], np.int64),
+                          np.full(len(marked), FAMILY, np.uint8))
+    return pieces, markers, columns
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(case=live_chunks())
+def test_a_base_run_with_a_newer_run_or_markers_resolves_as_the_reference(case):
+    pieces, markers, columns = case
+    compiled = resolve_rows(pieces, columns, markers, native=BUILT)
+    reference = resolve_rows(pieces, columns, markers, native=None)
+    for values in compiled.values:
+        values.validate(full=True)
+    assert _answer(compiled) == _answer(reference)
+
+
+def test_a_key_repeated_late_in_a_piece_is_resolved_by_the_general_loop():
+    """The two-cursor loop has written rows when it meets the repeat: the general loop starts over."""
+    base_rows = list(range(0, 200, 2)) + [200, 200, 202]  # a row cut across two blocks at the end
+    base = _piece(base_rows, [[1] * len(base_rows), [1] * (len(base_rows) - 2) + [ABSENT, 3]], b"b")
+    newer = _piece(list(range(0, 210, 5)), [[4] * 42, [ABSENT] * 42], b"n")
+    for markers in (None, Markers(pa.array([_key(10), _key(200)]), pa.array([b"", b""]), np.array([5, 2], np.int64),
+                                  np.full(2, FAMILY, np.uint8))):
+        compiled = resolve_rows([newer, base], 2, markers, native=BUILT)
+        reference = resolve_rows([newer, base], 2, markers, native=None)
+        assert _answer(compiled) == _answer(reference)
+        assert _key(200) in compiled.keys.to_pylist()
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(runs=st.lists(st.sets(st.integers(0, 2000), max_size=300), min_size=2, max_size=4))
+def test_row_order_finds_every_shared_key_sampled_or_not(runs):
+    keys = [pa.array([_key(r) for r in sorted(run)], pa.binary()) for run in runs]
+    order = row_order(keys)
+    shared = sum(len(r) for r in runs) != len(set().union(*runs))
+    if shared:
+        assert order is None
+        return
+    laid = [k for run in keys for k in run.to_pylist()]
+    assert [laid[i] for i in order] == sorted(laid)
+
+
+def test_row_order_finds_a_shared_key_its_sample_misses():
+    base = list(range(0, 100_000, 3))
+    newer = list(range(1, 10_000, 3)) + [9_999]  # one shared key, past every sampled one
+    keys = [pa.array([_key(r) for r in newer]), pa.array([_key(r) for r in base])]
+    assert row_order(keys) is None
+    assert row_order([keys[0][:-1], keys[1]]) is not None
+
+
+def test_gather_refuses_offsets_that_go_down_inside_a_run():
+    """Damaged offsets inside a run of picks (copied with one memcpy) are refused in one line."""
+    if BUILT is None:
+        return  # the reference is Arrow's take, which validates arrays itself
+    offsets = np.array([0, 3, 1, 4, 6], np.int32)  # row 1's end is before its start
+    damaged = pa.Array.from_buffers(pa.binary(), 4, [None, pa.py_buffer(offsets), pa.py_buffer(b"abcdef")])
+    with pytest.raises(ValueError, match=r"^index\[1\] = 1 is outside the 4 rows of the chunks \(or their offsets are damaged\)$"):
+        gather_binary(damaged, np.array([0, 1, 2, 3]), native=BUILT)
+    sound = pa.array([b"ab", b"", None, b"cde"] * 50, pa.binary())
+    index = np.array(list(range(10, 60)) + [-1] + list(range(0, 8)) + list(range(120, 200)), np.int64)
+    assert gather_binary(sound, index, native=BUILT).to_pylist() == take_binary(sound, index).to_pylist()
+
+
+@st.composite
+def one_width_columns(draw):
+    """Values of one width (0 to 20 bytes, past the narrow limit too) in 1 to 10 chunks, some
+    sliced, sometimes a null or a value of another width; and picks, -1 at times."""
+    width = draw(st.integers(0, 20))
+    value = st.binary(min_size=width, max_size=width)
+    chunks = []
+    for _ in range(draw(st.integers(1, 10))):
+        full = draw(st.lists(value, max_size=12))
+        start = draw(st.integers(0, len(full)))
+        chunks.append(pa.array(full, pa.binary()).slice(start))
+    odd = draw(st.sampled_from([None, "null", "wider"]))
+    if odd is not None:
+        chunks.append(pa.array([None if odd == "null" else b"x" * (width + 1)], pa.binary()))
+    column = pa.chunked_array(chunks, pa.binary())
+    rows = len(column)
+    picks = draw(st.lists(st.integers(-1 if draw(st.booleans()) else 0, rows - 1), max_size=40)) if rows else []
+    return column, np.array(picks, np.int64)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(case=one_width_columns())
+def test_narrow_values_of_one_width_gather_as_take_both_ways(case):
+    column, index = case
+    expected = take_binary(column, index).to_pylist()
+    for native in ([BUILT] if BUILT is not None else []) + [None]:
+        got = gather_binary(column, index, native=native)
+        got.validate(full=True)
+        assert got.to_pylist() == expected
+    single = column.combine_chunks()
+    assert gather_binary(single, index).to_pylist() == expected
+
+
+def test_the_narrow_take_leaves_what_it_does_not_take_to_the_other_paths():
+    four = pa.chunked_array([pa.array([b"abcd", b"efgh"]), pa.array([b"ijkl"])])
+    assert _narrow_take(four, np.array([2, 0, 0, 1])).to_pylist() == [b"ijkl", b"abcd", b"abcd", b"efgh"]
+    assert _narrow_take(four, np.array([3])) is None  # past the rows: the others refuse it
+    assert _narrow_take(four, np.array([0, -1])) is None  # a null asked for
+    assert _narrow_take(pa.array([b"ab", b"cdef", b"gh"]), np.array([0])) is None  # mean width 2.67
+    assert _narrow_take(pa.array([b"a", b"abc"]), np.array([0])) is None  # mean width 2, two widths
+    assert _narrow_take(pa.array([b"x" * 17] * 3), np.array([0])) is None  # wide: the run copy
+    with pytest.raises(IndexError):
+        gather_binary(four, np.array([3]), native=None)
