@@ -92,7 +92,8 @@ def test_ci_runs_the_readme_test_command_as_written_in_a_fresh_venv():
                         "python3 -m pytest -q tests/storage/test_native_kernels.py tests/storage/test_native_rows.py "
                         "tests/storage/test_native_resolve.py tests/storage/test_native_writes.py "
                         "tests/storage/test_point_native.py tests/storage/test_point_multi.py "
-                        "tests/serde/test_worker_decode.py tests/storage/test_resolve_rows.py "
+                        "tests/serde/test_worker_decode.py tests/storage/test_live_kernels.py tests/storage/test_wal_decode.py "
+                        "tests/storage/test_resolve_rows.py "
                         "tests/storage/test_row_merge.py tests/storage/test_live_tables.py "
                         "tests/storage/test_read_semantics.py"]
     ci = open(os.path.join(REPO_ROOT, ".ci", "run"), encoding="utf-8").read().splitlines()

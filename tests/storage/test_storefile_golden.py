@@ -91,12 +91,7 @@ def test_v3_narrow_golden_files_hold_the_narrow_encodings(golden_fs, name):
             if name.endswith("plain"):
                 assert enc[2] == 3
         r.check()
-        for j, q in enumerate(quals):
-            got = {}
-            for part in r.scan_parts(columns=[q]):
-                d = part.dense
-                got.update(zip(d.rows.to_pylist(), d.value(d.qualifiers.index(q)).to_pylist()))
-            assert got == dict(zip(rows, values[j])), q
+        _each_column_reads_back_alone(r, rows, quals, values)
 
 
 @pytest.mark.parametrize("name", ["v3_frame_zstd", "v3_frame_plain"])
@@ -116,12 +111,7 @@ def test_v3_frame_golden_files_hold_frame_chunks(golden_fs, name):
             wide.add(enc[5])
         assert wide == ({6} if name.endswith("plain") else {2, 6})
         r.check()
-        for j, q in enumerate(quals):
-            got = {}
-            for part in r.scan_parts(columns=[q]):
-                d = part.dense
-                got.update(zip(d.rows.to_pylist(), d.value(d.qualifiers.index(q)).to_pylist()))
-            assert got == dict(zip(rows, values[j])), q
+        _each_column_reads_back_alone(r, rows, quals, values)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -451,3 +441,13 @@ def test_trailer_bytes():
         "525346545241494c0100000003000000e8030000000000003200000000000000000000000000000000000000"
         "000000001a04000000000000500000000000000002000000ac186505"
     )
+
+
+def _each_column_reads_back_alone(reader, rows, quals, values) -> None:
+    """Each column read alone gives every row's value as written."""
+    for j, q in enumerate(quals):
+        got = {}
+        for part in reader.scan_parts(columns=[q]):
+            d = part.dense
+            got.update(zip(d.rows.to_pylist(), d.value(d.qualifiers.index(q)).to_pylist()))
+        assert got == dict(zip(rows, values[j])), q
