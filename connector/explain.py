@@ -153,7 +153,9 @@ def _plan_path(fingerprint: str) -> str:
 
 _SAVED: dict[str, tuple[ScanPlan, tuple[int, int, int]]] = {}
 """Per plan file, the plan this process wrote there last and that file's identity (inode,
-mtime, size): a query planned again with nothing changed finds it still there and writes nothing."""
+mtime, size): a query planned again with nothing changed finds it still there and writes nothing.
+Emptied past :data:`_SAVED_LIMIT` files, so a long-lived worker's many option sets cannot grow it."""
+_SAVED_LIMIT = 256
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int]:
@@ -183,6 +185,8 @@ def save_plan(config: SourceConfig, plan: ScanPlan) -> None:
             f.flush()
             written = _identity(os.fstat(f.fileno()))  # the rename keeps the inode and the mtime
         os.replace(tmp, path)
+        if len(_SAVED) >= _SAVED_LIMIT:
+            _SAVED.clear()  # forgetting costs one more write of a plan, never a stale one
         _SAVED[path] = (plan, written)
     except OSError as exc:
         _LOG.warning("cannot save the scan plan to %s: %s", path, exc)
