@@ -19,7 +19,8 @@ time over ours (above 1 we are faster), the engine worker's CPU seconds and the 
 the worker's peak resident memory (``VmHWM``); then the geometric means and the worst query.
 ``--json`` also keeps the first runs' CPU seconds (the worker's, and the JVM's per side).
 ``--py-spy DIR`` records the worker's timed runs with py-spy (``DIR/qNN.txt``: collapsed stacks;
-the top functions are printed).
+the top functions are printed); ``--py-spy-first DIR`` the fresh worker during the first runs
+(``DIR/qNN_first.txt``).
 
     python benchmarks/bench_tpch.py                     # SF 0.1, all 22 queries
     python benchmarks/bench_tpch.py --scale 1 --queries 1,6
@@ -172,8 +173,9 @@ def _frames(spark: Any, root: str, parquet: str, options: dict[str, str]) -> dic
 class Profiler:
     """py-spy on the engine worker while a query's timed runs go: collapsed stacks per query."""
 
-    def __init__(self, out_dir: str | None):
+    def __init__(self, out_dir: str | None, suffix: str = ""):
         self.out_dir = out_dir
+        self.suffix = suffix  # "_first": the first runs' profile, beside the timed runs' in the same DIR
         self.exe = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
         self.proc: subprocess.Popen | None = None
         self.path = ""
@@ -183,7 +185,7 @@ class Profiler:
     def start(self, pid: int, number: int) -> None:
         if not self.out_dir or pid <= 0:
             return
-        self.path = os.path.join(self.out_dir, f"q{number:02d}.txt")
+        self.path = os.path.join(self.out_dir, f"q{number:02d}{self.suffix}.txt")
         self.proc = subprocess.Popen([self.exe, "record", "--pid", str(pid), "--format", "raw", "--rate", "200",
                                       "--output", self.path, "--nonblocking", "--threads"],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -226,9 +228,10 @@ def _top_functions(path: str, count: int = 12) -> str:
 
 
 def run_query(spark: Any, worker: Worker, frames: dict, number: int, warmups: int, repeat: int,
-              profiler: Profiler, cold_query: bool = False) -> dict:
+              profiler: Profiler, cold_query: bool = False, first_profiler: Profiler | None = None) -> dict:
     """One query on both sides: the first run (fresh worker; the query compiled by Spark for both
-    sides unless ``cold_query``), warm-ups, the best of ``repeat``."""
+    sides unless ``cold_query``; profiled by ``first_profiler`` when given), warm-ups, the best of
+    ``repeat``."""
     text = tpch.query_text(number)
 
     def side(name: str) -> Callable[[], list]:
@@ -249,9 +252,14 @@ def run_query(spark: Any, worker: Worker, frames: dict, number: int, warmups: in
     if not cold_query:
         for name in SIDES:
             fns[name]()
+    started = time.perf_counter()
     before = worker.fresh()
+    row["worker_start_s"] = time.perf_counter() - started  # end the old worker, start one, its first answer
+    row["worker_warm_up_s"] = before.get("warm_up_s")
     pid = before["pid"]
     answers = {}
+    if first_profiler is not None:
+        first_profiler.start(pid, number)
     for name in (SIDES if number % 2 else SIDES[::-1]):
         gc.collect()
         c0 = process_cpu_seconds(worker.jvm_pid)
@@ -259,6 +267,7 @@ def run_query(spark: Any, worker: Worker, frames: dict, number: int, warmups: in
         answers[name] = fns[name]()
         row[f"{name}_first_s"] = time.perf_counter() - started
         row[f"{name}_first_jvm_cpu_s"] = process_cpu_seconds(worker.jvm_pid) - c0
+    row["first_profile"] = first_profiler.stop() if first_profiler is not None else ""
     after_first = worker.stats()
     row["worker_first_cpu_s"] = after_first["cpu_s"] - before["cpu_s"]
     for _ in range(warmups):
@@ -352,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="first runs without the untimed run of the query on each side before them: the "
                              "side that goes first (they alternate) also pays Spark's compilation of the query")
     parser.add_argument("--py-spy", dest="py_spy", metavar="DIR", help="profile the worker's timed runs with py-spy")
+    parser.add_argument("--py-spy-first", dest="py_spy_first", metavar="DIR",
+                        help="profile the worker during each query's first runs with py-spy (DIR/qNN_first.txt)")
     parser.add_argument("--json", help="write the measurements here")
     args = parser.parse_args(argv)
     try:
@@ -376,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
         worker = Worker(spark)
         frames = _frames(spark, root, parquet, options)
         profiler = Profiler(args.py_spy)
+        first_profiler = Profiler(args.py_spy_first, "_first") if args.py_spy_first else None
         cache = worker.stats().get("block_cache", {})
         _say(f"TPC-H SF {args.scale:g}, Spark local[{args.cores}], first run on a fresh engine worker, "
              f"{args.warmups} warm-up, best of {args.repeat} (wall); ratio = Parquet's time / ours; "
@@ -383,9 +395,11 @@ def main(argv: list[str] | None = None) -> int:
         _say(HEAD)
         for number in numbers:
             row = run_query(spark, worker, frames, number, args.warmups, args.repeat, profiler,
-                            args.cold_query_first)
+                            args.cold_query_first, first_profiler)
             rows.append(row)
             _say(_line(row))
+            if row["first_profile"]:
+                _say(row["first_profile"].replace("py-spy,", "py-spy of the first runs,", 1))
             if row["profile"]:
                 _say(row["profile"])
     finally:

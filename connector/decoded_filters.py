@@ -638,6 +638,11 @@ class DecodedFilter:
                 value = part if value is None else pc.and_(value, part)
             if value is None:
                 continue
+            kept = getattr(value, "true_count", None)  # an array's popcount: no positions listed
+            if kept == passing:  # when every row or none passes
+                continue
+            if kept == 0:
+                return None
             positions = pc.indices_nonzero(value)
             if len(positions) == passing:
                 continue

@@ -47,6 +47,8 @@ class StoredDates:
         """``(milliseconds, valid)`` of a stored binary column, one per row (0 where null), or
         None when some non-null cell would not decode (not 8 bytes, or a day out of range)."""
         n = len(stored)
+        if isinstance(stored, pa.DictionaryArray):  # dictionary codes: each entry read once, taken by code
+            return self._coded_millis(stored)
         if stored.type != pa.binary() or not n:
             return None
         bufs = stored.buffers()
@@ -73,6 +75,23 @@ class StoredDates:
         if len(live) and (int(live.min()) < _LOW_MS or int(live.max()) >= _HIGH_MS):
             return None
         return longs, (np.ones(n, dtype=bool) if valid is None else valid)
+
+    def _coded_millis(self, stored: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`millis` of a column of dictionary codes: its entries' milliseconds taken by
+        the codes (None when an entry would not decode, as a cell's would make it)."""
+        n = len(stored)
+        found = self.millis(stored.dictionary) if stored.dictionary.type == pa.binary() else None
+        if found is None or not n:
+            return None
+        indices = stored.indices
+        codes = indices.fill_null(0).to_numpy(zero_copy_only=False) if indices.null_count else \
+            indices.to_numpy(zero_copy_only=False)
+        longs = found[0][codes]
+        if not indices.null_count:
+            return longs, np.ones(n, dtype=bool)
+        valid = np.asarray(indices.is_valid())
+        longs[~valid] = 0
+        return longs, valid
 
 
 StoredForms = Callable[[str], "StoredDates | None"]

@@ -15,13 +15,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 import datetime as _dt
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from serde.codecs.binary_arrays import as_binary, valid_mask
+from serde.codecs.binary_arrays import as_binary, binary_from_row_slice, decode_dictionary, valid_mask
 from storage.kernels.cell_columns import one_array
 from serde.codecs.epoch import EPOCH, MAX_US, MIN_US
 from serde.codecs.base import Codec
@@ -171,18 +171,47 @@ class KeyPartsReader(ColumnReader):
         return read
 
     def read_batch(self, batch, keys):
+        found = self.read_parts(keys, self.names)
+        return [found[name] for name in self.names]
+
+    def read_parts(self, keys: pa.Array, wanted: Collection[str]) -> dict[str, pa.Array]:
+        """The parts named in ``wanted`` (others are not decoded, nor their bad values seen), by name.
+
+        Keys that are all present and of a fixed layout's full width (a dense block's key
+        chunk) are decoded straight from their byte matrix, a fixed-width part from its own
+        columns of it (no binary column per part); other keys are split first."""
         keys = as_binary(keys)
+        picked = [i for i, name in enumerate(self.names) if name in wanted]
+        out: dict[str, pa.Array] = {}
+        fixed = self.composite.fixed_rows(keys)
+        if fixed is not None:
+            matrix, starts = fixed
+            widths = self.composite.widths
+            for i in picked:
+                codec = self.codecs[i]
+                end = starts[i] + widths[i]
+                decode_matrix = getattr(codec, "decode_matrix", None)
+                if decode_matrix is not None and end - starts[i] == getattr(codec, "fixed_width", None):
+                    values = decode_matrix(matrix[:, starts[i] : end])
+                    if values is not None:
+                        out[self.names[i]] = values
+                        continue
+                part = binary_from_row_slice(matrix, starts[i], end - starts[i])
+                values, bad = codec.decode_array(part)
+                self.policy.batch(self.names[i], bad, keys, part, codec.explain)
+                out[self.names[i]] = values
+            return out
         parts, bad_split = self.composite.split_array(keys)
         if bad_split.any():
             if self.policy.fail:
                 self.policy.batch(self.label, bad_split, keys, keys, self._split_reason)
-            for name in self.names:
-                self.policy.batch(name, bad_split, keys, keys, self._split_reason)
-        out = []
-        for name, codec, part in zip(self.names, self.codecs, parts):
+            for i in picked:
+                self.policy.batch(self.names[i], bad_split, keys, keys, self._split_reason)
+        for i in picked:
+            codec, part = self.codecs[i], parts[i]
             values, bad = codec.decode_array(part)
-            self.policy.batch(name, bad, keys, part, codec.explain)
-            out.append(values)
+            self.policy.batch(self.names[i], bad, keys, part, codec.explain)
+            out[self.names[i]] = values
         return out
 
 
@@ -213,7 +242,12 @@ class CellReader(ColumnReader):
         return read
 
     def read_batch(self, batch, keys):
-        raw = as_binary(batch_column(batch, self.cell))
+        column = batch_column(batch, self.cell)
+        if pa.types.is_dictionary(column.type):  # dictionary codes: each distinct value decoded once
+            values = decode_dictionary(self.codec, column)
+            if values is not None:
+                return [values]
+        raw = as_binary(column)
         values, bad = self.codec.decode_array(raw)
         self.policy.batch(self.names[0], bad, keys, raw, self.codec.explain)
         return [values]

@@ -418,12 +418,15 @@ class SerDe(ABC):
             return batch.select([])  # no column, the row count kept
         wanted = set(columns)
         readers = [r for r in self.readers if wanted.intersection(r.names)]
-        if len(readers) == len(self.readers):
+        if len(wanted) == len(self._names):
             full = self.deserialize_batch(batch)
             return full.select(columns)
         keys = _batch_keys(batch)
         decoded: dict[str, pa.Array] = {}
         for reader in readers:
+            if isinstance(reader, KeyPartsReader):  # only the key parts asked for are decoded
+                decoded.update(reader.read_parts(keys, wanted))
+                continue
             decoded.update(zip(reader.names, reader.read_batch(batch, keys)))
         self.stats.rows += batch.num_rows
         self.stats.batches += 1

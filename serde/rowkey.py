@@ -129,6 +129,20 @@ class CompositeKey:
         return b"".join(out)
 
     # -- batch -----------------------------------------------------------
+    def fixed_rows(self, keys: pa.Array) -> tuple[np.ndarray, list[int]] | None:
+        """``(matrix, starts)`` when every key of ``keys`` is present and of a fixed-length
+        layout's full width (a dense block's key chunk): the ``(n, total)`` uint8 view of the
+        keys and the byte offset of each part; None otherwise (:meth:`split_array` then)."""
+        if self.delimiter is not None or self.terminated or self.total is None:
+            return None
+        matrix = dense_fixed_rows(as_binary(keys), self.total)
+        if matrix is None:
+            return None
+        starts = [0]
+        for width in self.widths[:-1]:
+            starts.append(starts[-1] + width)
+        return matrix, starts
+
     def split_array(self, keys: pa.Array) -> tuple[list[pa.Array], np.ndarray]:
         """Split a key column; returns the part columns and the mask of keys that do not fit."""
         keys = as_binary(keys)

@@ -222,9 +222,12 @@ def _to_decimal(values: pa.Array, kind: pa.DataType, ansi: bool) -> pa.Array:
 
 
 class Expression(ABC):
-    """One typed node: ``kind`` is the Arrow form of the type Spark's plan gives it."""
+    """One typed node: ``kind`` is the Arrow form of the type Spark's plan gives it; ``key`` names
+    the node with its operands' and its own types, so equal keys compute equal values (q1's
+    ``l_extendedprice * (1 - l_discount)`` inside its charge is the sum beside it)."""
 
     kind: pa.DataType
+    key: Any
 
     @abstractmethod
     def columns(self) -> list[str]:
@@ -234,12 +237,19 @@ class Expression(ABC):
     def evaluate(self, columns: dict[str, pa.Array], rows: int, ansi: bool) -> pa.Array | pa.Scalar:
         """Its values over a batch's ``columns`` of ``rows`` rows (a literal is a scalar)."""
 
-    def unscaled(self, columns: dict[str, pa.Array], cache: dict[str, Unscaled | None]) -> Unscaled | None:
+    def unscaled(self, columns: dict[str, pa.Array], cache: dict[Any, Unscaled | None]) -> Unscaled | None:
         """Its values over a batch as :class:`Unscaled` in units of its type's last digit, the
         same values :meth:`evaluate` gives (no value overflows on this road), or None when the
         batch's bounds do not prove that every value and step fits ``int64`` and its type.
-        ``cache`` holds each column's form once per batch."""
+        ``cache`` holds each column's form, and each node's, once per batch."""
         return None
+
+    def _cached(self, cache: dict, compute: Callable[[], Unscaled | None]) -> Unscaled | None:
+        """``compute()`` once per batch and ``key``: a subexpression shared by several aggregates
+        is computed once."""
+        if self.key not in cache:
+            cache[self.key] = compute()
+        return cache[self.key]
 
     def values(self, columns: dict[str, pa.Array], rows: int, ansi: bool) -> pa.Array:
         """:meth:`evaluate` as an array of ``rows`` values."""
@@ -257,6 +267,7 @@ class _Column(Expression):
         if not (kind in (pa.int32(), pa.int64()) or pa.types.is_decimal128(kind)):
             raise NotComputable(f"{name} is {kind}, not INT, BIGINT or DECIMAL")
         self.name, self.kind = name, kind
+        self.key = name  # the key task_aggregates caches a column's form under too
 
     def columns(self) -> list[str]:
         return [self.name]
@@ -281,6 +292,7 @@ class _Literal(Expression):
             raise InvalidArgument(f"expression literal {text!r} is not a number") from None
         self.value = int(value) if pa.types.is_integer(kind) else value
         self.kind = kind
+        self.key = ("literal", str(self.value), str(kind))
         self.scalar = pa.scalar(self.value, kind)  # raises on a literal its type cannot hold
 
     def columns(self) -> list[str]:
@@ -303,6 +315,7 @@ class _Cast(Expression):
         if not widening:
             raise NotComputable(f"CAST({child} AS {_ddl(kind).upper()}) truncates")
         self.child, self.kind = child, kind
+        self.key = ("cast", child.key, str(kind))
 
     def columns(self) -> list[str]:
         return self.child.columns()
@@ -312,6 +325,9 @@ class _Cast(Expression):
         return value.cast(self.kind) if pa.types.is_integer(self.kind) else _to_decimal(value, self.kind, ansi)
 
     def unscaled(self, columns, cache):
+        return self._cached(cache, lambda: self._unscaled(columns, cache))
+
+    def _unscaled(self, columns, cache):
         child = self.child.unscaled(columns, cache)
         if child is None:
             return None
@@ -328,6 +344,7 @@ class _Arithmetic(Expression):
         if pa.types.is_integer(left.kind) and pa.types.is_integer(right.kind):
             self.kind = pa.int64() if pa.int64() in (left.kind, right.kind) else pa.int32()
             self.exact = None
+            self.key = (op, left.key, right.key, str(self.kind))
             return
         (p1, s1), (p2, s2) = (_as_decimal(e.kind, e.value if isinstance(e, _Literal) else None)
                               for e in (left, right))
@@ -342,6 +359,7 @@ class _Arithmetic(Expression):
         wide = pa.decimal128 if precision <= _MAX else pa.decimal256
         self.exact = [wide(p1, s1), wide(p2, s2)]
         self.kind = _fit(precision, scale, precision_loss)
+        self.key = (op, left.key, right.key, str(self.kind))
 
     def columns(self) -> list[str]:
         return list(dict.fromkeys(self.left.columns() + self.right.columns()))
@@ -366,6 +384,9 @@ class _Arithmetic(Expression):
         return _to_decimal(out, self.kind, ansi)
 
     def unscaled(self, columns, cache):
+        return self._cached(cache, lambda: self._unscaled(columns, cache))
+
+    def _unscaled(self, columns, cache):
         left, right = self.left.unscaled(columns, cache), self.right.unscaled(columns, cache)
         if left is None or right is None:
             return None

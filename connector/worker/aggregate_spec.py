@@ -30,6 +30,7 @@ which Spark aggregates as fast itself (:func:`per_task`).
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -143,6 +144,24 @@ class TaskAggregation:
             if (fn == "sum" and not _summable(kind)) or (fn in ("min", "max") and not _orderable(kind)):
                 return f"{fn.upper()}({col}) of {kind}"
         return None
+
+    def distinct(self) -> tuple[TaskAggregation, list[int]]:
+        """This aggregation without repeated aggregates, and where each aggregate's values are in
+        it: ``AVG(x)`` beside ``SUM(x)`` asks for ``SUM(x)`` twice (TPC-H q1 twice over), and one
+        computation serves both.  The same inputs, in the same order.  Only after :meth:`unsupported`."""
+        seen: dict = {}
+        at: list[int] = []
+        for i, (fn, col) in enumerate(self.functions):
+            # an expression by its typed key: the same text over differently typed literals is another
+            at.append(seen.setdefault((fn, self.expressions[i].key if i in self.expressions else col), len(seen)))
+        if len(seen) == len(self.functions):
+            return self, at
+        kept = [at.index(k) for k in range(len(seen))]
+        out = copy.copy(self)
+        out.functions = [self.functions[i] for i in kept]
+        out.expressions = {k: self.expressions[i] for k, i in enumerate(kept) if i in self.expressions}
+        out._expression_docs = {k: self._expression_docs[i] for k, i in enumerate(kept) if i in self._expression_docs}
+        return out, at
 
     def partial_types(self) -> list[str | None]:
         """Per aggregate, the Spark type of a SUM of an expression's partial column (the expression's

@@ -4,7 +4,7 @@ A request is ``b"RSW1"``, a big-endian u32 length and that many bytes of
 UTF-8 JSON (an object with ``v``, ``secret`` and ``op``).  A reply frame is
 a big-endian u32 length and a JSON object with ``ok`` (and ``error``, one
 line, when it is false).  A read's reply frame is followed by an Arrow IPC
-stream and a trailer frame.
+stream and a trailer frame; :class:`SocketSink` is what that stream is written to.
 """
 
 from __future__ import annotations
@@ -12,19 +12,32 @@ from __future__ import annotations
 import base64
 import hmac
 import json
+import os
 import pickle
+import socket
 import struct
 from typing import Any, BinaryIO
 
 from storage import InvalidArgument
 
 __all__ = ["MAGIC", "VERSION", "MAX_FRAME", "ProtocolError", "read_request", "write_frame", "read_frame",
-           "pack_object", "unpack_object"]
+           "pack_object", "unpack_object", "SocketSink", "send_parts"]
 
 MAGIC = b"RSW1"
 VERSION = 1
 MAX_FRAME = 64 << 20
 _LEN = struct.Struct(">I")
+
+
+def _iov_max() -> int:
+    """How many buffers one ``sendmsg`` takes here (POSIX's IOV_MAX; 1,024 on Linux), at most 1,024."""
+    try:
+        return max(16, min(os.sysconf("SC_IOV_MAX"), 1024))
+    except (AttributeError, ValueError, OSError):
+        return 16  # POSIX's least
+
+
+_IOV_MAX = _iov_max()
 
 
 class ProtocolError(ValueError):
@@ -97,3 +110,57 @@ def unpack_object(text: Any, kind: type, what: str) -> Any:
     if not isinstance(value, kind):
         raise InvalidArgument(f"{what} must be a {kind.__name__}, got {type(value).__name__}")
     return value
+
+
+def send_parts(sock: socket.socket, parts: list[memoryview]) -> int:
+    """Send ``parts`` (byte views) in order with gathering ``sendmsg`` calls, resuming after a
+    partial send; the bytes sent.  Raises what the socket raises (``BrokenPipeError`` ... when
+    the peer has gone)."""
+    total = 0
+    i = 0
+    while i < len(parts):
+        sent = sock.sendmsg(parts[i : i + _IOV_MAX])
+        total += sent
+        while i < len(parts) and sent >= parts[i].nbytes:  # whole parts sent
+            sent -= parts[i].nbytes
+            i += 1
+        if sent:  # a part sent in part: its rest goes first in the next call
+            parts[i] = parts[i][sent:]
+    return total
+
+
+class SocketSink:
+    """A connected socket as the file an Arrow IPC stream writer writes to (``pa.ipc.new_stream``).
+
+    The writer hands over each message's small pieces (lengths, metadata, padding) as bytes
+    and each column buffer as a ``pa.Buffer`` over the batch's own memory.  They are kept, not
+    copied, and :meth:`flush` sends them with one gathering ``sendmsg`` (several past the
+    system's vector limit): the column bytes go from the batch to the kernel in one copy,
+    where a buffered socket file first copies them into its buffer and writes that in
+    pieces.  The caller flushes after each batch (the batch's memory is held until then).
+    The socket stays open: it is the caller's.
+    """
+
+    closed = False  # what pyarrow checks of a file it is given
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+        self._parts: list[memoryview] = []
+        self.sent = 0  # bytes sent so far
+
+    def write(self, data: Any) -> int:
+        """Keep ``data`` (bytes or a buffer) to send at the next :meth:`flush`."""
+        view = memoryview(data).cast("B")
+        if view.nbytes:
+            self._parts.append(view)
+        return view.nbytes
+
+    def flush(self) -> None:
+        """Send what was written since the last flush."""
+        parts, self._parts = self._parts, []
+        if parts:
+            self.sent += send_parts(self._sock, parts)
+
+    def close(self) -> None:
+        """Flush; the socket is left open."""
+        self.flush()

@@ -14,6 +14,7 @@ planning are in :mod:`.aggregates`.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any, Iterator
 
@@ -265,6 +266,16 @@ def _decoded(serde, rows: pa.RecordBatch, names: list[str], target: pa.Schema) -
     return [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, target)]
 
 
+def _with_codes(split: TableSplit) -> TableSplit:
+    """``split`` whose rows may hold dictionary-coded columns as codes: the SerDe decodes each
+    distinct value once and the decoded filters take codes, not bytes, at the rows they keep
+    (storage.read.scan_request.ScanRequest.dictionary_values)."""
+    if split.scan is None or split.scan.request.dictionary_values:
+        return split
+    return dataclasses.replace(split, scan=dataclasses.replace(
+        split.scan, request=split.scan.request.replace(dictionary_values=True)))
+
+
 def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: pa.Schema,
                     stats: dict, names: list[str] | None = None) -> Iterator[pa.RecordBatch]:
     """The splits' rows, one after another, decoded by the SerDe as batches of ``target``
@@ -291,7 +302,7 @@ def decoded_batches(rp: ReadPlan, splits: list[TableSplit], limit: Any, target: 
     # single-cell columns whose date comparisons are tested on the stored cells, before decoding
     forms = serde_stored_dates(serde) if flt is not None else {}
 
-    for split in map(rp.with_hidden, splits):
+    for split in map(_with_codes, map(rp.with_hidden, splits)):
         reader = TableBatchRecordReader(conf_int(conf, MAX_RESTARTS, 3, minimum=0),
                                         {"token": conf["token"]} if conf.get("token") else None)
         reader.initialize(split)

@@ -2,7 +2,8 @@
 
 Started by the JVM's ``WorkerProcess`` (``python -m connector.engine_worker``) with the
 secret in ``REGIONSCAN_WORKER_SECRET``; imports what a read would import on
-first use (:func:`warm_up`), binds 127.0.0.1 on a free port and
+first use (:func:`warm_up`) while its read threads' heaps are faulted in
+(:func:`.allocator.prefault_heaps`), binds 127.0.0.1 on a free port and
 prints ``regionscan-engine-worker 1 port=<port> pid=<pid>`` as its first
 line.  Each connection carries one request; connections are served by
 threads, so a JVM's concurrent tasks read in parallel (the scan and the
@@ -29,8 +30,9 @@ from storage.engine import BLOCK_CACHE_SIZE_ENV, CACHE_RESULTS_ENV, MMAP_ENV, sh
 
 from . import read_ops, task_aggregates, writes
 from .aggregates import count
+from .allocator import PREFAULT_BYTES, prefault_heaps
 from .catalog import catalog
-from .protocol import VERSION, ProtocolError, read_request, write_frame
+from .protocol import VERSION, ProtocolError, SocketSink, read_request, write_frame
 
 __all__ = ["WorkerServer", "serve", "main", "warm_up", "WORKER_BLOCK_CACHE_SIZE", "MEMORY_MARGIN", "FIRST_USE_MODULES"]
 
@@ -55,6 +57,10 @@ codec the request parser's JSON limits check uses.  Found with ``python -X impor
 fresh worker's first TPC-H queries: imported there, they cost the first query's ``plan``
 request about 0.1 CPU-s (the pyspark import most; 0.2-0.8 s of wall time on a loaded
 machine), on the driver's critical path before any task starts."""
+
+READ_HEAPS = max(1, min(4, os.cpu_count() or 1))
+"""Heaps faulted in at the start: one per read thread that runs at once (a JVM runs a task per
+core, each task's read in its own request thread)."""
 
 _PLANNING = {"schema": read_ops.schema, "push": read_ops.push, "save": read_ops.save, "plan": read_ops.plan,
              "count": count, "catalog": catalog, "write_begin": writes.write_begin,
@@ -133,12 +139,16 @@ class _Handler(socketserver.StreamRequestHandler):
             batches = read_ops.plan_batches(rp, splits, server.scan_stats)
         self._reply({"ok": True})
         rows = size = 0
-        writer = pa.ipc.new_stream(self.wfile, target)
+        # each batch goes from its own buffers to the socket in one gathering send (SocketSink),
+        # not through the connection's buffered file; the reply frame before it is flushed
+        sink = SocketSink(self.connection)
+        writer = pa.ipc.new_stream(sink, target)
         trailer: dict[str, Any]
         try:
             try:
                 for batch in batches:
                     writer.write_batch(batch)
+                    sink.flush()
                     rows += batch.num_rows
                     size += batch.nbytes
                 trailer = {"ok": True, "rows": rows}
@@ -148,6 +158,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 server.count("errors")
                 trailer = {"ok": False, "error": _logged("read", exc)}
             writer.close()
+            sink.flush()
             write_frame(self.wfile, trailer)
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -175,6 +186,7 @@ class WorkerServer(socketserver.ThreadingTCPServer):
         self.counters: dict[str, int] = {}
         self.scan_stats: dict[str, float] = {}
         self.warm_up_s: float | None = None  # what :func:`warm_up` took at the start
+        self.prefaulted_bytes = 0  # heap faulted in at the start for the read threads
 
     def count(self, what: str, rows: int = 0, size: int = 0) -> None:
         """Add one ``what`` (and ``rows`` rows, ``size`` Arrow bytes sent) to the counters."""
@@ -191,7 +203,8 @@ class WorkerServer(socketserver.ThreadingTCPServer):
             return {"pid": os.getpid(), "counters": dict(self.counters), "scan": dict(self.scan_stats),
                     "block_cache": shared_block_cache().stats(),
                     "cpu_s": round(time.process_time(), 3), "uptime_s": round(time.time() - self.started, 1),
-                    "warm_up_s": self.warm_up_s, "modules": len(sys.modules)}
+                    "warm_up_s": self.warm_up_s, "modules": len(sys.modules),
+                    "prefaulted_bytes": self.prefaulted_bytes}
 
 
 def warm_up() -> float:
@@ -219,10 +232,17 @@ def _exit_with_parent() -> None:
 
 
 def serve(secret: str) -> None:
-    """Warm up, bind, announce the port on stdout, and serve until stdin closes."""
-    spent = warm_up()
+    """Warm up (imports, and the read threads' heaps faulted in: :func:`.allocator.prefault_heaps`,
+    where ``python -m connector.engine_worker`` set the allocator), bind, announce the port on
+    stdout, and serve until stdin closes."""
+    spent: list[float] = []
+    # a sixteenth of the block cache per heap, at most PREFAULT_BYTES: a worker given a small
+    # cache is one whose memory is tight, and the pages stay resident
+    size = min(PREFAULT_BYTES, shared_block_cache().capacity_bytes // 16)
+    prefaulted = prefault_heaps(READ_HEAPS, size, during=lambda: spent.append(warm_up()))
     server = WorkerServer(secret)
-    server.warm_up_s = round(spent, 3)
+    server.warm_up_s = round(spent[0], 3)
+    server.prefaulted_bytes = prefaulted
     print(f"regionscan-engine-worker {VERSION} port={server.server_address[1]} pid={os.getpid()}", flush=True)
     threading.Thread(target=_exit_with_parent, name="parent-watch", daemon=True).start()
     server.serve_forever(poll_interval=0.5)

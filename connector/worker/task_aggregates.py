@@ -9,7 +9,8 @@ and sums, a MIN of the minimums ...).  So only the partial rows cross the
 socket and the JVM, instead of every row: as HBase's AggregationClient asks
 each region for its partial result and merges them.  What is pushed is in
 :mod:`.aggregate_spec`.  The aggregation runs on the Arrow batches as they are
-decoded (pyarrow's hash aggregation), never per row.
+decoded (pyarrow's hash aggregation), never per row, a filtered scan's small batches
+gathered into runs first (:func:`runs`).
 
 Sums are exact: integers narrower than 64 bits sum as ``int64``, a ``BIGINT``
 batch whose sum could leave ``int64`` and every ``DECIMAL`` sum as Arrow
@@ -46,7 +47,7 @@ from .aggregate_spec import TaskAggregation, task_aggregation
 from .read_ops import decoded_batches
 from .read_plan import ReadPlan
 
-__all__ = ["aggregate_batches", "aggregate_read", "exact_partials", "fitted", "remainder"]
+__all__ = ["aggregate_batches", "aggregate_read", "exact_partials", "fitted", "remainder", "runs"]
 
 # how the partial results of one function combine: the function Spark applies over them
 _COMBINE = {"count_star": "sum", "count": "sum", "sum": "sum", "min": "min", "max": "max"}
@@ -56,6 +57,13 @@ _INT64_MAX = (1 << 63) - 1  # the largest BIGINT
 # conversions) passes the decimal kernels' below about 3,000 rows (q6's product: 1,000-row batches
 # 0.017 against 0.013 CPU-s per 120 K rows; 8,000-row batches 0.006 against 0.011)
 INTEGER_ROAD_ROWS = 4096
+# a task's batches are gathered into runs of at least this many rows (and at most _RUN_BYTES of
+# input) before they are aggregated: a filtered scan's batches of a few thousand rows each cost
+# one hash aggregation, one partial and the integer road's fixed cost apiece, and a partial of
+# many groups is nearly as long as its batch (TPC-H q15: 1,600-row batches, 10,000 groups), so
+# the partials' final merge hashed the rows a second time (docs/decisions/2026-12-06-grouped-aggregates.md)
+RUN_ROWS = 1 << 15
+_RUN_BYTES = 32 << 20
 
 
 def _summand(array: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
@@ -160,15 +168,55 @@ def aggregate_batches(rp: ReadPlan, spec: TaskAggregation, splits: list, target:
     yield from fitted(exact_partials(spec, inputs, batches), spec, target).to_batches()
 
 
+def runs(batches: Iterable[pa.RecordBatch], rows: int = RUN_ROWS) -> Iterator[pa.RecordBatch]:
+    """``batches`` without the empty ones, consecutive ones concatenated into runs of at least
+    ``rows`` rows (the last may be shorter) unless a run's buffers pass ``_RUN_BYTES`` first
+    (wide group keys): the aggregation's fixed costs are paid per run, not per decoded batch,
+    and the memory held stays bounded whatever the task's size."""
+    pending: list[pa.RecordBatch] = []
+    held = size = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if not pending and batch.num_rows >= rows:
+            yield batch  # already long enough: no copy
+            continue
+        pending.append(batch)
+        held += batch.num_rows
+        size += batch.nbytes
+        if held >= rows or size >= _RUN_BYTES:
+            yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+            pending, held, size = [], 0, 0
+    if pending:
+        yield pending[0] if len(pending) == 1 else pa.concat_batches(pending)
+
+
 def exact_partials(spec: TaskAggregation, inputs: pa.Schema, batches: Iterable[pa.RecordBatch],
-                   integer_rows: int | None = INTEGER_ROAD_ROWS) -> pa.Table:
+                   integer_rows: int | None = INTEGER_ROAD_ROWS, run_rows: int = RUN_ROWS) -> pa.Table:
     """The exact partial aggregates of ``batches`` (``inputs``' columns): the group columns
     ``g<i>``, then ``a<i>`` per aggregate, its sums in a type wide enough for any task.
 
-    Each batch is aggregated as it comes; the partial tables are then
+    A repeated aggregate (``SUM(x)`` and ``AVG(x)``'s sum) is computed once
+    (:meth:`~.aggregate_spec.TaskAggregation.distinct`) and its column
+    repeated; the rest is :func:`_distinct_partials`."""
+    distinct, at = spec.distinct()
+    result = _distinct_partials(distinct, inputs, batches, integer_rows, run_rows)
+    if distinct is spec:
+        return result
+    groups = len(spec.group_by)
+    return pa.table(result.columns[:groups] + [result.column(groups + k) for k in at],
+                    names=result.column_names[:groups] + [f"a{i}" for i in range(len(at))])
+
+
+def _distinct_partials(spec: TaskAggregation, inputs: pa.Schema, batches: Iterable[pa.RecordBatch],
+                       integer_rows: int | None, run_rows: int) -> pa.Table:
+    """:func:`exact_partials` of aggregates that are all different.
+
+    The batches are gathered into runs of ``run_rows`` rows (:func:`runs`);
+    each run is aggregated as it comes, and the partial tables are then
     aggregated once more by how their functions combine (counts summed ...).
-    A decimal sum takes the integer road where the batch's bounds allow
-    (:func:`_unscaled_input`) in a batch of at least ``integer_rows`` rows;
+    A decimal sum takes the integer road where the run's bounds allow
+    (:func:`_unscaled_input`) in a run of at least ``integer_rows`` rows;
     ``integer_rows=None`` sends every decimal through Arrow's decimal
     kernels, the reference road, with the same answers."""
     groups = [f"g{i}" for i in range(len(spec.group_by))]
@@ -244,7 +292,7 @@ def exact_partials(spec: TaskAggregation, inputs: pa.Schema, batches: Iterable[p
         return partial
 
     partials: list[pa.Table] = []
-    for batch in batches:
+    for batch in runs(batches, run_rows):
         if batch.num_rows:
             arrays = renamed(batch)
             partials = checked(arrays, partials) if longs else partials

@@ -14,6 +14,7 @@ from storage.kernels.cell_columns import one_array
 
 __all__ = [
     "as_binary",
+    "decode_dictionary",
     "valid_mask",
     "binary_layout",
     "fixed_width_rows",
@@ -34,6 +35,18 @@ def as_binary(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     if arr.type == pa.string():
         return arr.view(pa.binary())
     return arr.cast(pa.binary())
+
+
+def decode_dictionary(codec, arr: pa.DictionaryArray) -> pa.Array | None:
+    """A column of dictionary codes over binary entries (a store file's dictionary chunk, read
+    without expanding it) decoded by ``codec`` as its rows would decode: each distinct entry
+    decoded once (``codec.decode_array`` of the dictionary), then taken by the codes (a null
+    row stays null).  None when some entry does not decode: the caller then decodes the rows
+    themselves, so a bad value is reported at its row, or not at all when no row uses it."""
+    entries, bad = codec.decode_array(as_binary(arr.dictionary))
+    if bad is not None and bad.any():
+        return None
+    return entries.take(arr.indices)
 
 
 def valid_mask(arr: pa.Array) -> np.ndarray:

@@ -143,6 +143,15 @@ class _FixedCodec(Codec):
     def _storage(self, arr: pa.Array) -> np.ndarray:
         """The typed column as NumPy in the storage dtype, nulls as zero."""
 
+    def decode_matrix(self, matrix: np.ndarray) -> pa.Array | None:
+        """The values of an ``(n, width)`` uint8 matrix of rows all present (it may be a strided
+        view, e.g. a fixed-width key part's columns of a key chunk's rows), or None when a value
+        is out of range: :meth:`decode_array` of the same bytes then says which."""
+        values, in_range = self._from_matrix(matrix)
+        if in_range is not None and not in_range.all():
+            return None
+        return pa.array(values, type=self.arrow_type)
+
     def decode_array(self, arr: pa.Array) -> tuple[pa.Array, np.ndarray | None]:
         arr = as_binary(arr)
         dense = dense_fixed_rows(arr, self.width)

@@ -254,3 +254,271 @@ done:
     Py_XDECREF(buffer);
     return result;
 }
+
+/* keys_delta(body, n, width, first_at, parts, out) -> None
+ *
+ * The n row keys of a KEYS_DELTA key chunk, `width` bytes each, back to back in
+ * `out` (a writable buffer of at least n * width bytes).  Row 0 is the `width`
+ * bytes at `first_at` in `body`.  `parts`: p rows of five int64 (part width 1..8,
+ * kind 0 = deltas / 1 = codes from a base, code width 0, 1, 2, 4 or 8, base (its
+ * 64 bits), offset in `body` of the part's n - 1 little-endian codes), the parts'
+ * widths adding up to `width`.  A part of row i >= 1 is the row before's plus its
+ * code (deltas) or the base plus its code, read as a big-endian unsigned integer
+ * of the part's bytes.  Part by part, one tight pass each over the rows (the
+ * running value in a register, the code width fixed per loop, the checks without
+ * branches); the order of the keys is kept per row as the parts go (equal so far,
+ * above, below) and checked in one last pass.  The reference is
+ * storage.storefile._key_delta.rebuild_key_delta_py.  Raises ValueError
+ * (one line) for a bad argument, a value past its part's bytes and a rebuilt key
+ * not above the one before. */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define RS_BE64(v) (v)
+#define RS_BE32(v) (v)
+#define RS_BE16(v) (v)
+#define RS_LE16(v) __builtin_bswap16(v)
+#define RS_LE32(v) __builtin_bswap32(v)
+#define RS_LE64(v) __builtin_bswap64(v)
+#else
+#define RS_BE64(v) __builtin_bswap64(v)
+#define RS_BE32(v) __builtin_bswap32(v)
+#define RS_BE16(v) __builtin_bswap16(v)
+#define RS_LE16(v) (v)
+#define RS_LE32(v) (v)
+#define RS_LE64(v) (v)
+#endif
+
+static inline uint64_t rs_key_code(const uint8_t *c, int width, Py_ssize_t i) {
+    switch (width) {
+    case 1: return c[i];
+    case 2: { uint16_t v; memcpy(&v, c + 2 * i, 2); return RS_LE16(v); }
+    case 4: { uint32_t v; memcpy(&v, c + 4 * i, 4); return RS_LE32(v); }
+    case 8: { uint64_t v; memcpy(&v, c + 8 * i, 8); return RS_LE64(v); }
+    default: return 0;
+    }
+}
+
+/* The `w` low bytes of v, big-endian, at `to`. */
+static inline void rs_put_be(uint8_t *to, uint64_t v, int w) {
+    switch (w) {
+    case 8: { uint64_t x = RS_BE64(v); memcpy(to, &x, 8); return; }
+    case 4: { uint32_t x = RS_BE32((uint32_t)v); memcpy(to, &x, 4); return; }
+    case 2: { uint16_t x = RS_BE16((uint16_t)v); memcpy(to, &x, 2); return; }
+    case 1: *to = (uint8_t)v; return;
+    default: { uint64_t x = RS_BE64(v << (64 - 8 * w)); memcpy(to, &x, (size_t)w); }
+    }
+}
+
+/* One part's pass over rows 1..n-1 with codes of CW bytes: returns nonzero when a value runs
+ * past the part's bytes.  state[i]: bit 0 = row i's key is above row i-1's by an earlier part,
+ * bit 1 = below it. */
+#define RS_PART_PASS(CW)                                                                          \
+    for (Py_ssize_t i = 1; i < n; i++) {                                                        \
+        uint64_t c = rs_key_code(codes, CW, i - 1);                                             \
+        uint64_t v = kind ? base + c : prev + c;                                                \
+        over |= kind ? (c > room) : ((v < prev) | (v > limit));                                 \
+        uint8_t s = state[i];                                                                   \
+        state[i] = (uint8_t)(s | (v > prev) | ((!s & (v < prev)) << 1));                        \
+        prev = v;                                                                               \
+        rs_put_be(to + i * width, v, w);                                                        \
+    }
+
+static int rs_key_part_pass(const uint8_t *codes, int cw, int kind, uint64_t base, uint64_t first, int w,
+                            uint8_t *to, Py_ssize_t width, Py_ssize_t n, uint8_t *state) {
+    const uint64_t limit = w == 8 ? UINT64_MAX : (((uint64_t)1 << (8 * w)) - 1);
+    const uint64_t room = limit - base;
+    uint64_t prev = first;
+    int over = 0;
+    switch (cw) {
+    case 0: RS_PART_PASS(0) break;
+    case 1: RS_PART_PASS(1) break;
+    case 2: RS_PART_PASS(2) break;
+    case 4: RS_PART_PASS(4) break;
+    default: RS_PART_PASS(8) break;
+    }
+    return over;
+}
+
+/* One part as the row-wise pass holds it (passed by value: its fields stay in registers).
+ * Without branches: code = the 8 bytes at the row's code & cmask (cmask 0 for a part of no
+ * codes, whose codes point at a fixed word), value = code + base + (prev & mprev) (a delta
+ * part has base 0 and mprev all ones, a frame part mprev 0), past its bytes when code > room
+ * (frame), value < prev (a delta that wrapped) or value > limit. */
+typedef struct {
+    const uint8_t *codes;
+    uint64_t cmask, mprev, base, limit, room, prev;
+    Py_ssize_t cw, at;
+    int shift;
+} rs_key_part;
+
+static inline uint64_t rs_key_next(const rs_key_part *P, Py_ssize_t i, uint64_t *over) {
+    uint64_t c;
+    memcpy(&c, P->codes + (i - 1) * P->cw, 8);
+    c = RS_LE64(c) & P->cmask;
+    uint64_t from = P->prev & P->mprev;
+    uint64_t v = c + P->base + from;
+    *over |= (uint64_t)((c > P->room) | (v < from) | (v > P->limit));
+    return v;
+}
+
+/* Row i's part as one 8-byte big-endian word at its place: the word's spare bytes fall on the
+ * next part, or on the next row, written after it (the output has 8 bytes of slack). */
+static inline void rs_key_put(uint8_t *row, const rs_key_part *P, uint64_t v) {
+    uint64_t x = RS_BE64(v << P->shift);
+    memcpy(row + P->at, &x, 8);
+}
+
+/* Keys of one part (TWO = 0) or two (TWO = 1), row by row: the running values stay in registers
+ * and the order is one comparison of the pair.  Returns the part whose value runs past its
+ * bytes, else -1; *bad_row: the first row whose key is not above the one before. */
+#define RS_KEY_ROWS(NAME, TWO)                                                                  \
+    static int NAME(rs_key_part a, rs_key_part b, uint8_t *dst, Py_ssize_t width, Py_ssize_t n, \
+                    Py_ssize_t *bad_row) {                                                      \
+        uint64_t over_a = 0, over_b = 0;                                                        \
+        Py_ssize_t bad = 0;                                                                     \
+        for (Py_ssize_t i = 1; i < n; i++) {                                                    \
+            uint64_t va = rs_key_next(&a, i, &over_a), vb = TWO ? rs_key_next(&b, i, &over_b) : 0; \
+            int above = (va > a.prev) | ((va == a.prev) & (vb > b.prev));                       \
+            bad = (!above & !bad) ? i : bad;                                                    \
+            a.prev = va;                                                                        \
+            b.prev = vb;                                                                        \
+            uint8_t *row = dst + i * width;                                                     \
+            rs_key_put(row, &a, va);                                                            \
+            if (TWO) rs_key_put(row, &b, vb);                                                   \
+        }                                                                                       \
+        *bad_row = bad;                                                                         \
+        return over_a ? 0 : over_b ? 1 : -1;                                                    \
+    }
+RS_KEY_ROWS(rs_key_rows_1, 0)
+RS_KEY_ROWS(rs_key_rows_2, 1)
+
+static const uint8_t rs_no_codes[8] = {0};
+
+static rs_key_part rs_key_part_of(const int64_t *pt, const uint8_t *src, Py_ssize_t first_at, Py_ssize_t at) {
+    rs_key_part P;
+    int w = (int)pt[0];
+    P.cw = pt[2];
+    P.codes = P.cw ? src + pt[4] : rs_no_codes;
+    P.cmask = P.cw == 8 ? UINT64_MAX : (((uint64_t)1 << (8 * P.cw)) - 1);
+    P.mprev = pt[1] ? 0 : UINT64_MAX;
+    P.base = (uint64_t)pt[3];
+    P.limit = w == 8 ? UINT64_MAX : (((uint64_t)1 << (8 * w)) - 1);
+    P.room = pt[1] ? P.limit - P.base : UINT64_MAX;
+    P.at = at;
+    P.shift = 64 - 8 * w;
+    P.prev = 0;
+    for (int b = 0; b < w; b++) P.prev = (P.prev << 8) | src[first_at + at + b];
+    return P;
+}
+
+PyObject *rs_keys_delta(PyObject *self, PyObject *args) {
+    PyObject *o_body, *o_parts, *o_out;
+    Py_ssize_t n, width, first_at;
+    if (!PyArg_ParseTuple(args, "OnnnOO", &o_body, &n, &width, &first_at, &o_parts, &o_out))
+        return NULL;
+    if (n < 1 || width < 1 || first_at < 0) {
+        PyErr_Format(PyExc_ValueError, "keys_delta: n (%zd) and width (%zd) must be positive, first_at (%zd) not negative",
+                     n, width, first_at);
+        return NULL;
+    }
+    rs_view body = {0}, parts = {0}, out = {0};
+    uint8_t *state = NULL;
+    PyObject *result = NULL;
+    if (rs_view_get(&body, o_body, "body", 0) < 0 || rs_view_get(&parts, o_parts, "parts", 0) < 0)
+        goto done;
+    if (PyObject_GetBuffer(o_out, &out.view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyErr_Format(PyExc_ValueError, "out must be a writable contiguous buffer, got %.80s", Py_TYPE(o_out)->tp_name);
+        goto done;
+    }
+    out.held = 1;
+    if (width > PY_SSIZE_T_MAX / n || out.view.len < n * width) {
+        PyErr_Format(PyExc_ValueError, "out: %zd bytes, %zd keys of %zd bytes need more", out.view.len, n, width);
+        goto done;
+    }
+    Py_ssize_t p = parts.view.len / (5 * (Py_ssize_t)sizeof(int64_t));
+    if (parts.view.len != p * 5 * (Py_ssize_t)sizeof(int64_t) || p < 1 || p > width) {
+        PyErr_Format(PyExc_ValueError, "parts: %zd bytes are not 1 to %zd rows of five int64", parts.view.len, width);
+        goto done;
+    }
+    if (first_at > body.view.len - width) {
+        PyErr_Format(PyExc_ValueError, "the first key (%zd bytes at %zd) runs past the %zd body bytes", width, first_at,
+                     body.view.len);
+        goto done;
+    }
+    const int64_t *pt = (const int64_t *)parts.view.buf;
+    const uint8_t *src = (const uint8_t *)body.view.buf;
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < p; k++) {  /* every part checked before any work */
+        int64_t w = pt[5 * k], kind = pt[5 * k + 1], code = pt[5 * k + 2], codes_at = pt[5 * k + 4];
+        if (w < 1 || w > 8 || at + w > width || (kind != 0 && kind != 1) ||
+            (code != 0 && code != 1 && code != 2 && code != 4 && code != 8)) {
+            PyErr_Format(PyExc_ValueError, "part %zd is bad (width %lld, kind %lld, code width %lld)", k, (long long)w,
+                         (long long)kind, (long long)code);
+            goto done;
+        }
+        if (code && (codes_at < 0 || codes_at > body.view.len || (body.view.len - codes_at) / code < n - 1)) {
+            PyErr_Format(PyExc_ValueError, "part %zd: %zd codes of %lld bytes at %lld run past the %zd body bytes", k,
+                         n - 1, (long long)code, (long long)codes_at, body.view.len);
+            goto done;
+        }
+        if (kind == 1 && w < 8 && (uint64_t)pt[5 * k + 3] >> (8 * w)) {
+            PyErr_Format(PyExc_ValueError, "part %zd: its base runs past its %lld bytes", k, (long long)w);
+            goto done;
+        }
+        at += w;
+    }
+    if (at != width) {
+        PyErr_Format(PyExc_ValueError, "the parts' widths add up to %zd, the key width is %zd", at, width);
+        goto done;
+    }
+    uint8_t *dst = (uint8_t *)out.view.buf;
+    memcpy(dst, src + first_at, (size_t)width);
+    Py_ssize_t bad_part = -1, bad_row = 0;
+    /* one or two parts, 8 bytes readable past every part's codes and 8 spare bytes out: row by row */
+    int fast = p <= 2 && out.view.len >= n * width + 8;
+    for (Py_ssize_t k = 0; k < p && fast; k++)
+        fast = !pt[5 * k + 2] || pt[5 * k + 4] + (n - 1) * pt[5 * k + 2] + 8 <= body.view.len;
+    if (fast) {
+        rs_key_part a = rs_key_part_of(pt, src, first_at, 0), b = a;
+        if (p == 2) b = rs_key_part_of(pt + 5, src, first_at, pt[0]);
+        RS_RELEASE_GIL(n)
+        bad_part = (p == 2 ? rs_key_rows_2 : rs_key_rows_1)(a, b, dst, width, n, &bad_row);
+        RS_ACQUIRE_GIL()
+        goto checked;
+    }
+    state = PyMem_Calloc((size_t)n, 1);
+    if (!state) { PyErr_NoMemory(); goto done; }
+    RS_RELEASE_GIL(n)
+    at = 0;
+    for (Py_ssize_t k = 0; k < p && bad_part < 0; k++) {
+        int w = (int)pt[5 * k], code = (int)pt[5 * k + 2];
+        uint64_t first = 0;
+        for (int b = 0; b < w; b++) first = (first << 8) | src[first_at + at + b];
+        if (rs_key_part_pass(code ? src + pt[5 * k + 4] : NULL, code, (int)pt[5 * k + 1], (uint64_t)pt[5 * k + 3],
+                             first, w, dst + at, width, n, state))
+            bad_part = k;
+        at += w;
+    }
+    if (bad_part < 0)
+        for (Py_ssize_t i = 1; i < n; i++)
+            if (state[i] != 1) { bad_row = i; break; }
+    RS_ACQUIRE_GIL()
+checked:
+    if (bad_part >= 0) {
+        PyErr_Format(PyExc_ValueError, "part %zd (%s) runs past its %lld bytes", bad_part,
+                     pt[5 * bad_part + 1] == 0 ? "deltas" : "codes", (long long)pt[5 * bad_part]);
+        goto done;
+    }
+    if (bad_row) {
+        PyErr_Format(PyExc_ValueError, "row %zd's rebuilt key is not above the one before", bad_row);
+        goto done;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(state);
+    rs_view_release(&body);
+    rs_view_release(&parts);
+    rs_view_release(&out);
+    return result;
+}

@@ -131,6 +131,55 @@ static int rs_view_out(rs_view *v, PyObject *obj, Py_ssize_t size) {
     return 0;
 }
 
+/* Pass 1 of a gather whose chunks have no nulls: the output offsets and their total in *bytes,
+ * each pick's offsets checked against its chunk's first and last.  Returns 0 (nothing to use)
+ * at the first pick of -1: the caller then runs the general pass, which makes nulls of them;
+ * 1 otherwise, with *bad (the first pick outside the rows or on damaged offsets) and
+ * *overflow (past 2 GiB) set as the general pass sets them. */
+static int gather_plain_offsets(const rs_chunk *c, const int64_t *starts, Py_ssize_t nchunks, const int64_t *idx,
+                                Py_ssize_t n, int32_t *out_off, int64_t *bytes_out, Py_ssize_t *bad,
+                                int *overflow) {
+    int64_t total = starts[nchunks], bytes = 0, lo = 0, hi = 0;
+    const int32_t *off = NULL;
+    int32_t first = 0, last = 0;
+    Py_ssize_t k = 0, k_other = 0;
+    out_off[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t at = idx[i];
+        if (at < lo || at >= hi) {  /* another chunk (a merge alternates between two) */
+            if (at < 0) return 0;
+            if (at >= total) { *bad = i; return 1; }
+            locate(starts, nchunks, at, &k, &k_other);
+            lo = starts[k]; hi = starts[k + 1];
+            off = c[k].off;
+            first = off[0]; last = off[c[k].length];
+        }
+        int32_t a = off[at - lo], b = off[at - lo + 1];
+        if (a < first || b < a || b > last) { *bad = i; return 1; }
+        bytes += b - a;
+        if (bytes > INT32_MAX) { *overflow = 1; return 1; }
+        out_off[i + 1] = (int32_t)bytes;
+    }
+    *bytes_out = bytes;
+    return 1;
+}
+
+/* Pass 2 of a gather checked by gather_plain_offsets: one memcpy per run of consecutive rows of one chunk. */
+static void gather_plain_copy(const rs_chunk *c, const int64_t *starts, Py_ssize_t nchunks, const int64_t *idx,
+                              Py_ssize_t n, const int32_t *out_off, char *out) {
+    Py_ssize_t i = 0, k = 0, k_other = 0;
+    while (i < n) {
+        int64_t at = idx[i];
+        locate(starts, nchunks, at, &k, &k_other);
+        int64_t end_row = starts[k + 1];
+        Py_ssize_t j = i + 1;
+        while (j < n && idx[j] == idx[j - 1] + 1 && idx[j] < end_row) j++;
+        size_t size = (size_t)(out_off[j] - out_off[i]);
+        if (size) memcpy(out + out_off[i], c[k].data + c[k].off[at - starts[k]], size);
+        i = j;
+    }
+}
+
 PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
     PyObject *capsule, *index_obj, *allocate, *result = NULL, *validity = NULL, *offsets = NULL, *data = NULL;
     rs_view vo = {0}, vv = {0}, vd = {0};
@@ -157,10 +206,21 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
         goto done;
     int32_t *out_off = (int32_t *)vo.view.buf;
     uint8_t *out_valid = (uint8_t *)vv.view.buf;
-    memset(out_valid, 0, (n + 7) / 8);
     Py_ssize_t nulls = 0, bad = -1;
     int64_t bytes = 0;
     int overflow = 0;
+    /* no chunk has nulls and (as the fast pass finds out) no pick is -1: every row is valid,
+     * so neither pass reads or writes a validity bit (a live table's usual gather) */
+    int plain = 1;
+    for (Py_ssize_t i = 0; i < nchunks; i++) plain &= c[i].valid == NULL;
+    if (plain) {
+        RS_RELEASE_GIL(n)
+        plain = gather_plain_offsets(c, starts, nchunks, idx, n, out_off, &bytes, &bad, &overflow);
+        RS_ACQUIRE_GIL()
+    }
+    if (!plain) {
+    bytes = 0; bad = -1; overflow = 0;
+    memset(out_valid, 0, (n + 7) / 8);
 
     /* pass 1: lengths, validity, bounds (the GIL released: only our views and buffers) */
     {
@@ -191,6 +251,7 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
     }
     RS_ACQUIRE_GIL()
     }
+    }
     if (bad >= 0) {
         PyErr_Format(PyExc_ValueError, "index[%zd] = %lld is outside the %lld rows of the chunks (or their offsets are damaged)",
                      bad, (long long)idx[bad], (long long)total);
@@ -205,7 +266,11 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
     char *out = (char *)vd.view.buf;
 
     /* pass 2: one memcpy per run of consecutive valid rows of one chunk */
-    {
+    if (plain) {
+        RS_RELEASE_GIL(n)
+        gather_plain_copy(c, starts, nchunks, idx, n, out_off, out);
+        RS_ACQUIRE_GIL()
+    } else {
     RS_RELEASE_GIL(n)
     Py_ssize_t i = 0, kk = 0, kk_other = 0;
     while (i < n) {
@@ -223,7 +288,7 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
     RS_ACQUIRE_GIL()
     }
 
-    if (nulls == 0) {
+    if (nulls == 0) {  /* (plain: always) */
         Py_DECREF(validity);
         validity = Py_None;
         Py_INCREF(Py_None);

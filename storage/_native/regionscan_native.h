@@ -114,9 +114,11 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args);
 PyObject *rs_wal_record(PyObject *self, PyObject *args);
 PyObject *rs_wal_columns(PyObject *self, PyObject *args);
 PyObject *rs_dense_pivot(PyObject *self, PyObject *args);
+PyObject *rs_wal_rows(PyObject *self, PyObject *args);
 PyObject *rs_cell_columns(PyObject *self, PyObject *args);
 PyObject *rs_decimal_words(PyObject *self, PyObject *args);
 PyObject *rs_dict_gather(PyObject *self, PyObject *args);
+PyObject *rs_keys_delta(PyObject *self, PyObject *args);
 
 #define RS_METHOD(name, doc) {#name, (PyCFunction)rs_##name, METH_VARARGS, doc},
 
@@ -150,6 +152,10 @@ PyObject *rs_dict_gather(PyObject *self, PyObject *args);
               "row_offsets, row_data, qualifiers, [(timestamps, validity, offsets, data, nulls)]) " \
               "| None | False: sorted cells of one family as a dense block; None: not dense; "    \
               "False: not in cell order, the reference decides")                                  \
+    RS_METHOD(wal_rows,                                                                         \
+              "wal_rows(payloads, max_qualifiers, max_fill, allocate) -> (n, family, rows, "    \
+              "row_offsets, row_data, qualifiers, columns) | None: checked WAL payloads of puts " \
+              "of one family in cell order straight into dense_pivot's row form; None: decode the cells") \
     RS_METHOD(cell_columns,                                                                     \
               "cell_columns(cells) -> (offsets, data) x 4 + (timestamps, types) | None: a list of " \
               "cell 6-tuples as Arrow cell-table buffers; None: the reference decides")          \
@@ -159,6 +165,10 @@ PyObject *rs_dict_gather(PyObject *self, PyObject *args);
     RS_METHOD(dict_gather,                                                                      \
               "dict_gather(entry_offsets, entries, codes, code_width, validity, offset, n, "   \
               "out_offsets, allocate) -> data: a dictionary chunk's values as binary offsets and data") \
+    RS_METHOD(keys_delta,                                                                       \
+              "keys_delta(body, n, width, first_at, parts, out) -> None: a KEYS_DELTA key chunk's " \
+              "n keys of width bytes rebuilt into out (n * width + 8 bytes) from the first key " \
+              "and each part's deltas or codes (parts: p x 5 int64)")                           \
     RS_METHOD(resolve_merge,                                                                    \
               "resolve_merge(keys, width, bounds, ts, marker_keys, marker_ts, ranged, low, "   \
               "bounded, high, out) -> (rows, anchor, anchored): sorted pieces of encoded keys " \

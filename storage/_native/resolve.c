@@ -8,7 +8,10 @@
  * newest timestamp, the newest piece's on a tie.  An entry is visible when it
  * is present (its timestamp is not ABSENT, INT64_MIN), inside the time range
  * [low, high) when one is given, and newer than the row's newest DeleteFamily
- * marker.  Rows left with no winner are dropped.  What comes out is what the
+ * marker.  A piece's column given as one timestamp (an 8-byte buffer: a stored block's
+ * run-end timestamps of one run) holds it for every entry, read once per entry with a
+ * step of 0 instead of expanded to one int64 per row by the caller.  Rows left with no
+ * winner are dropped.  What comes out is what the
  * binary gather (gather.c) takes: per row, the position of its key and, per
  * column, the position of its winning value (-1: none) in the pieces laid end
  * to end.  A row's key is taken from the largest piece (the anchor: the base
@@ -59,7 +62,7 @@ static int keys_view(rs_view *v, PyObject *obj, Py_ssize_t width, const char *wh
  * Returns the rows, or -1 when a piece's keys go down; *anchored_out as described above. */
 static inline Py_ssize_t merge_rows(const rs_keys keys, const rs_keys mkeys, Py_ssize_t nm, const int64_t *mts,
                                     const int64_t *bounds, Py_ssize_t pieces, const int64_t *const *ts,
-                                    Py_ssize_t columns, int ranged, int64_t low, int bounded, int64_t high,
+                                    const Py_ssize_t *step, Py_ssize_t columns, int ranged, int64_t low, int bounded, int64_t high,
                                     int64_t *__restrict key_at, int64_t *__restrict *src, Py_ssize_t anchor,
                                     int *anchored_out, const Py_ssize_t W) {
     const rs_keys K = keys, MK = mkeys;
@@ -103,9 +106,9 @@ static inline Py_ssize_t merge_rows(const rs_keys keys, const rs_keys mkeys, Py_
             int64_t best = -1, best_ts = RS_ABSENT;
             for (Py_ssize_t p = lo; p < hi; p++) {
                 const int64_t *t = ts[j * pieces + p];
-                Py_ssize_t first = (Py_ssize_t)bounds[p];
+                Py_ssize_t first = (Py_ssize_t)bounds[p], st = step[j * pieces + p];
                 for (Py_ssize_t e = start[p]; e < pos[p]; e++) {
-                    int64_t v = t[e - first];
+                    int64_t v = t[(e - first) * st];
                     if (v == RS_ABSENT) continue;
                     if (ranged && (v < low || (bounded && v >= high))) continue;
                     if (family != RS_ABSENT && v <= family) continue;
@@ -136,8 +139,8 @@ static inline Py_ssize_t merge_rows(const rs_keys keys, const rs_keys mkeys, Py_
  * repeats a key or goes down (the caller then runs merge_rows, which resolves repeats and
  * reports keys that go down). */
 static Py_ssize_t merge_two(const uint64_t *K, const uint64_t *MK, Py_ssize_t nm, const int64_t *mts,
-                            const int64_t *bounds, Py_ssize_t pieces, const int64_t *const *ts, Py_ssize_t columns,
-                            int64_t *__restrict key_at, int64_t *__restrict *src, Py_ssize_t anchor,
+                            const int64_t *bounds, Py_ssize_t pieces, const int64_t *const *ts,
+                            const Py_ssize_t *step, Py_ssize_t columns, int64_t *__restrict key_at, int64_t *__restrict *src, Py_ssize_t anchor,
                             int *anchored_out) {
     Py_ssize_t i0 = 0, e0 = (Py_ssize_t)bounds[1];
     Py_ssize_t b1 = pieces > 1 ? (Py_ssize_t)bounds[1] : e0, i1 = b1, e1 = pieces > 1 ? (Py_ssize_t)bounds[2] : e0;
@@ -170,11 +173,11 @@ static Py_ssize_t merge_two(const uint64_t *K, const uint64_t *MK, Py_ssize_t nm
         for (Py_ssize_t j = 0; j < columns; j++) {
             int64_t best = -1, best_ts = RS_ABSENT;
             if (in0) {
-                int64_t v = ts[j * pieces][i0];
+                int64_t v = ts[j * pieces][i0 * step[j * pieces]];
                 if (v > family) { best = i0; best_ts = v; }
             }
             if (in1) {
-                int64_t v = ts[j * pieces + 1][i1 - b1];
+                int64_t v = ts[j * pieces + 1][(i1 - b1) * step[j * pieces + 1]];
                 if (v > family && (best < 0 || v > best_ts)) best = i1;
             }
             src[j][rows] = best;
@@ -212,6 +215,7 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     rs_view kv, bv, mkv, mtv, ov;
     rs_view *tv = NULL;
     const int64_t **ts = NULL;  /* ts[j * pieces + p]: column j's timestamps of piece p */
+    Py_ssize_t *step = NULL;  /* 1, or 0 for a column of a piece given as one timestamp */
     int64_t **src = PyMem_Calloc(columns ? columns : 1, sizeof(int64_t *));
     memset(&kv, 0, sizeof(kv)); memset(&bv, 0, sizeof(bv)); memset(&mkv, 0, sizeof(mkv));
     memset(&mtv, 0, sizeof(mtv)); memset(&ov, 0, sizeof(ov));
@@ -241,7 +245,8 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     }
     tv = PyMem_Calloc(columns * pieces + 1, sizeof(rs_view));
     ts = PyMem_Calloc(columns * pieces + 1, sizeof(int64_t *));
-    if (!tv || !ts) { PyErr_NoMemory(); goto done; }
+    step = PyMem_Calloc(columns * pieces + 1, sizeof(Py_ssize_t));
+    if (!tv || !ts || !step) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t j = 0; j < columns; j++) {
         PyObject *per_piece = PySequence_Fast(PySequence_Fast_GET_ITEM(ts_list, j), "ts[j] must be a sequence");
         if (!per_piece) goto done;
@@ -255,11 +260,14 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
             rs_view *v = &tv[j * pieces + p];
             int bad = rs_view_get(v, PySequence_Fast_GET_ITEM(per_piece, p), "ts[j][p]", 0) < 0;
             views = j * pieces + p + 1;
-            if (!bad && v->view.len != (bounds[p + 1] - bounds[p]) * 8) {
-                PyErr_Format(PyExc_ValueError, "ts[%zd][%zd] must hold %lld int64 timestamps, got %zd bytes", j, p,
-                             (long long)(bounds[p + 1] - bounds[p]), v->view.len);
+            /* one timestamp per entry, or one for the whole (non-empty) piece */
+            int one = !bad && v->view.len == 8 && bounds[p + 1] > bounds[p];
+            if (!bad && !one && v->view.len != (bounds[p + 1] - bounds[p]) * 8) {
+                PyErr_Format(PyExc_ValueError, "ts[%zd][%zd] must hold %lld int64 timestamps (or one for them all), got %zd bytes",
+                             j, p, (long long)(bounds[p + 1] - bounds[p]), v->view.len);
                 bad = 1;
             }
+            step[j * pieces + p] = one ? 0 : 1;
             if (bad) { Py_DECREF(per_piece); goto done; }
             ts[j * pieces + p] = (const int64_t *)v->view.buf;
         }
@@ -296,15 +304,16 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     RS_RELEASE_GIL(n)
     rows = -2;
     if (width == 0 && pieces <= 2 && !ranged)
-        rows = merge_two(keys.ints, mkeys.ints, nm, mts, bounds, pieces, ts, columns, key_at, src, anchor, &anchored);
+        rows = merge_two(keys.ints, mkeys.ints, nm, mts, bounds, pieces, ts, step, columns, key_at, src, anchor,
+                         &anchored);
     if (rows != -2) {
         /* merge_two resolved the chunk */
     } else if (width == 0)
-        rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, columns, ranged, low, bounded, high, key_at, src,
-                          anchor, &anchored, 0);
+        rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
+                          src, anchor, &anchored, 0);
     else
-        rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, columns, ranged, low, bounded, high, key_at, src,
-                          anchor, &anchored, width);
+        rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
+                          src, anchor, &anchored, width);
     unsorted = rows < 0;
     RS_ACQUIRE_GIL()
     if (unsorted) {
@@ -318,7 +327,7 @@ done:
     for (Py_ssize_t i = 0; tv && i < views; i++) rs_view_release(&tv[i]);
     rs_view_release(&kv); rs_view_release(&bv); rs_view_release(&mkv); rs_view_release(&mtv);
     rs_view_release(&ov);
-    PyMem_Free(tv); PyMem_Free(ts); PyMem_Free(src);
+    PyMem_Free(tv); PyMem_Free(ts); PyMem_Free(step); PyMem_Free(src);
     Py_DECREF(ts_list);
     return result;
 }

@@ -582,3 +582,266 @@ done:
     Py_XDECREF(columns);
     return out;
 }
+
+/* wal_rows: checked WAL record payloads straight into the row form of their cells, in one call.
+ *
+ * A pinned region's log is usually what a table being updated writes: puts in cell order,
+ * one family, one cell per column.  Its rows scan wants only the row form (the dense block
+ * dense_pivot builds), so decoding every field into a cell table first (wal_columns) copies
+ * the values twice and faults in pages for a table nothing reads.  Here pass 1 checks every
+ * payload's structure exactly as wal_columns does, then walks the cells in log order where
+ * they lie in the payloads, checking the shape the row form needs (every cell a put of the
+ * first cell's family, keys strictly ascending: a new row or a higher qualifier in the same
+ * row) and finding the rows and qualifiers as dense_pivot does; pass 2 copies each row key
+ * and value once into its column.
+ *
+ * Arguments: payloads (a list of buffers), max_qualifiers (1-255), max_fill, allocate (pyarrow.allocate_buffer).  Returns None for anything else (a damaged
+ * payload, no cells, another type or family, keys out of order or repeated, too many
+ * qualifiers or too sparse rows, a column over 2 GiB): the caller then decodes the cells
+ * (wal_columns, or the reference) and decides as before.  Else (n_cells, family, nrows,
+ * row_offsets, row_data, qualifiers, columns) with dense_pivot's qualifiers and columns. */
+
+typedef struct {
+    Py_ssize_t n;                       /* cells */
+    const unsigned char *stamps, *lens; /* the record's timestamps and lengths */
+    const char *block[4];               /* its rows, families, qualifiers, values */
+} rs_wal_rec;
+
+PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
+    PyObject *payloads, *allocate;
+    Py_ssize_t max_q, max_fill;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OnnO", &payloads, &max_q, &max_fill, &allocate)) return NULL;
+    if (!PyList_Check(payloads)) {
+        PyErr_SetString(PyExc_ValueError, "wal_rows: payloads must be a list of buffers");
+        return NULL;
+    }
+    if (max_q < 1 || max_q > 255 || max_fill < 1) {
+        PyErr_SetString(PyExc_ValueError, "wal_rows: max_qualifiers must be 1-255 and max_fill positive");
+        return NULL;
+    }
+    Py_ssize_t np_ = PyList_GET_SIZE(payloads);
+    rs_view *held = PyMem_Malloc(sizeof(rs_view) * (size_t)(np_ ? np_ : 1));
+    rs_wal_rec *recs = PyMem_Malloc(sizeof(rs_wal_rec) * (size_t)(np_ ? np_ : 1));
+    unsigned char *qid = NULL, *new_row = NULL;
+    Py_ssize_t *wrote = NULL;
+    rs_view *cv = NULL, rv[2];
+    PyObject **cobj = NULL, *row_off = NULL, *row_data = NULL, *quals = NULL, *columns = NULL, *out = NULL;
+    rv[0].held = rv[1].held = 0;
+    Py_ssize_t taken = 0, total = 0, nq = 0;
+    if (held == NULL || recs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* pass 1a: each payload's structure, as wal_columns checks it */
+    for (Py_ssize_t i = 0; i < np_; i++) {
+        rs_view *pv = &held[taken];
+        if (PyObject_GetBuffer(PyList_GET_ITEM(payloads, i), &pv->view, PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear();
+            goto done;
+        }
+        pv->held = 1;
+        const unsigned char *b = pv->view.buf;
+        Py_ssize_t size = pv->view.len;
+        taken++;
+        if (size < RS_WAL_PAYLOAD_HEAD) goto done;
+        Py_ssize_t n = (Py_ssize_t)rs_get_u32(b + 8);
+        if (n == 0) {  /* skipped unchecked, as the reference does */
+            rs_view_release(pv);
+            taken--;
+            continue;
+        }
+        if (RS_WAL_PAYLOAD_HEAD + 25 * n > size) goto done;
+        rs_wal_rec *r = &recs[taken - 1];
+        r->n = n;
+        r->stamps = b + RS_WAL_PAYLOAD_HEAD;
+        r->lens = r->stamps + 8 * n;
+        const unsigned char *types = r->lens + 16 * n;
+        /* first: a log of markers (a table being deleted from) is refused at once */
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (types[j] != 4) goto done;  /* 4: a put; any other type, known or not: no row form */
+        const char *src = (const char *)(types + n);
+        Py_ssize_t sum = 0;
+        for (int k = 0; k < 4; k++) {
+            Py_ssize_t part = 0;
+            for (Py_ssize_t j = 0; j < n; j++) part += (Py_ssize_t)rs_get_u32(r->lens + 4 * (k * n + j));
+            r->block[k] = src + sum;
+            sum += part;
+        }
+        if (RS_WAL_PAYLOAD_HEAD + 25 * n + sum != size) goto done;
+        total += n;
+    }
+    if (total == 0) goto done;
+    qid = PyMem_Malloc((size_t)total);
+    new_row = PyMem_Malloc((size_t)total);
+    if (qid == NULL || new_row == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* pass 1b: the cells in log order, where they lie: rows, qualifiers, sizes */
+    rs_slice q[255], fam = {NULL, 0}, prow = {NULL, 0}, pq = {NULL, 0};
+    Py_ssize_t vbytes[255], present[255], nrows = 0, row_bytes = 0, c = 0;
+    for (Py_ssize_t i = 0; i < taken; i++) {
+        rs_wal_rec *r = &recs[i];
+        Py_ssize_t at[4] = {0, 0, 0, 0};
+        for (Py_ssize_t j = 0; j < r->n; j++, c++) {
+            Py_ssize_t len[4];
+            for (int k = 0; k < 4; k++) len[k] = (Py_ssize_t)rs_get_u32(r->lens + 4 * (k * r->n + j));
+            rs_slice row = {r->block[0] + at[0], len[0]}, f = {r->block[1] + at[1], len[1]},
+                     ql = {r->block[2] + at[2], len[2]};
+            Py_ssize_t vlen = len[3];
+            for (int k = 0; k < 4; k++) at[k] += len[k];
+            int fresh;
+            if (c == 0) {
+                fam = f;
+                fresh = 1;
+            } else {
+                if (rs_cmp_bytes(fam.data, fam.len, f.data, f.len) != 0) goto done;  /* several families */
+                int order = rs_cmp_bytes(prow.data, prow.len, row.data, row.len);
+                if (order > 0) goto done;  /* not in cell order */
+                fresh = order < 0;
+                if (!fresh && rs_cmp_bytes(pq.data, pq.len, ql.data, ql.len) >= 0) goto done;  /* a version, or out of order */
+            }
+            Py_ssize_t hint = (!fresh && qid[c - 1] + 1 < nq) ? qid[c - 1] + 1 : 0, a;
+            for (a = 0; a < nq; a++) {
+                Py_ssize_t k = (hint + a) % nq;
+                if (q[k].len == ql.len && memcmp(q[k].data, ql.data, (size_t)ql.len) == 0) {
+                    a = k;
+                    break;
+                }
+            }
+            if (a >= nq) {
+                if (nq == max_q) goto done;
+                q[nq] = ql;
+                vbytes[nq] = present[nq] = 0;
+                a = nq++;
+            }
+            qid[c] = (unsigned char)a;
+            new_row[c] = (unsigned char)fresh;
+            vbytes[a] += vlen;
+            present[a]++;
+            if (fresh) {
+                nrows++;
+                row_bytes += row.len;
+            }
+            prow = row;
+            pq = ql;
+        }
+    }
+    if (nrows * nq > max_fill * total || row_bytes >= ((Py_ssize_t)1 << 31)) goto done;
+    for (Py_ssize_t a = 0; a < nq; a++)
+        if (vbytes[a] >= ((Py_ssize_t)1 << 31)) goto done;
+    /* the qualifiers ascending (an insertion sort of at most 255), each id's rank */
+    unsigned char rank[256], byrank[256];
+    for (Py_ssize_t a = 0; a < nq; a++) byrank[a] = (unsigned char)a;
+    for (Py_ssize_t a = 1; a < nq; a++) {
+        unsigned char x = byrank[a];
+        Py_ssize_t b = a - 1;
+        while (b >= 0 && rs_cmp_bytes(q[byrank[b]].data, q[byrank[b]].len, q[x].data, q[x].len) > 0) {
+            byrank[b + 1] = byrank[b];
+            b--;
+        }
+        byrank[b + 1] = x;
+    }
+    for (Py_ssize_t a = 0; a < nq; a++) rank[byrank[a]] = (unsigned char)a;
+    /* every output buffer, before the copy (which may run without the GIL) */
+    cv = PyMem_Calloc((size_t)(4 * nq), sizeof(rs_view));
+    cobj = PyMem_Calloc((size_t)(4 * nq), sizeof(PyObject *));
+    wrote = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)nq);
+    quals = PyTuple_New(nq);
+    columns = PyList_New(nq);
+    if (cv == NULL || cobj == NULL || wrote == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (quals == NULL || columns == NULL) goto done;
+    row_off = rs_new_buffer(allocate, 4 * (nrows + 1), &rv[0]);
+    row_data = row_off ? rs_new_buffer(allocate, row_bytes, &rv[1]) : NULL;
+    if (row_data == NULL) goto done;
+    Py_ssize_t value_total = 0;
+    for (Py_ssize_t a = 0; a < nq; a++) {
+        Py_ssize_t id = byrank[a];
+        PyObject *qb = PyBytes_FromStringAndSize(q[id].data, q[id].len);
+        if (qb == NULL) goto done;
+        PyTuple_SET_ITEM(quals, a, qb);
+        int full = present[id] == nrows;
+        rs_view *v = &cv[4 * a];
+        PyObject **o = &cobj[4 * a];
+        o[0] = rs_new_buffer(allocate, 8 * nrows, &v[0]);
+        o[1] = o[0] == NULL ? NULL : full ? Py_NewRef(Py_None) : rs_new_buffer(allocate, (nrows + 7) / 8, &v[1]);
+        o[2] = o[1] ? rs_new_buffer(allocate, 4 * (nrows + 1), &v[2]) : NULL;
+        o[3] = o[2] ? rs_new_buffer(allocate, vbytes[id], &v[3]) : NULL;
+        if (o[3] == NULL) goto done;
+        PyObject *col = Py_BuildValue("(OOOOn)", o[0], o[1], o[2], o[3], nrows - present[id]);
+        if (col == NULL) goto done;
+        PyList_SET_ITEM(columns, a, col);
+        if (!full) memset(v[1].view.buf, 0, (size_t)((nrows + 7) / 8));
+        ((int32_t *)v[2].view.buf)[0] = 0;
+        wrote[a] = -1;
+        value_total += vbytes[id];
+    }
+    /* pass 2: each row key and value copied once into its column */
+    {
+        PyThreadState *gil = value_total >= RS_WAL_GIL_BYTES ? PyEval_SaveThread() : NULL;
+        int32_t *ro = rv[0].view.buf;
+        char *rd = rv[1].view.buf;
+        Py_ssize_t r = -1, rat = 0, vat[255];
+        for (Py_ssize_t a = 0; a < nq; a++) vat[a] = 0;
+        ro[0] = 0;
+        c = 0;
+        for (Py_ssize_t i = 0; i < taken; i++) {
+            rs_wal_rec *rec = &recs[i];
+            Py_ssize_t at[4] = {0, 0, 0, 0};
+            for (Py_ssize_t j = 0; j < rec->n; j++, c++) {
+                Py_ssize_t rlen = (Py_ssize_t)rs_get_u32(rec->lens + 4 * j);
+                Py_ssize_t vlen = (Py_ssize_t)rs_get_u32(rec->lens + 4 * (3 * rec->n + j));
+                if (new_row[c]) {
+                    if (r >= 0)  /* the row before is done: its absent columns and offsets */
+                        for (Py_ssize_t a = 0; a < nq; a++) {
+                            if (wrote[a] != r) ((int64_t *)cv[4 * a].view.buf)[r] = 0;
+                            ((int32_t *)cv[4 * a + 2].view.buf)[r + 1] = (int32_t)vat[a];
+                        }
+                    r++;
+                    memcpy(rd + rat, rec->block[0] + at[0], (size_t)rlen);
+                    rat += rlen;
+                    ro[r + 1] = (int32_t)rat;
+                }
+                Py_ssize_t a = rank[qid[c]];
+                memcpy((char *)cv[4 * a + 3].view.buf + vat[a], rec->block[3] + at[3], (size_t)vlen);
+                vat[a] += vlen;
+                ((int64_t *)cv[4 * a].view.buf)[r] = rs_get_i64(rec->stamps + 8 * j);
+                if (cv[4 * a + 1].held) ((unsigned char *)cv[4 * a + 1].view.buf)[r >> 3] |= (unsigned char)(1u << (r & 7));
+                wrote[a] = r;
+                at[0] += rlen;
+                at[3] += vlen;
+            }
+        }
+        for (Py_ssize_t a = 0; a < nq; a++) {  /* the last row */
+            if (wrote[a] != r) ((int64_t *)cv[4 * a].view.buf)[r] = 0;
+            ((int32_t *)cv[4 * a + 2].view.buf)[r + 1] = (int32_t)vat[a];
+        }
+        if (gil) PyEval_RestoreThread(gil);
+    }
+    out = Py_BuildValue("(ny#nOOOO)", total, fam.data, fam.len, nrows, row_off, row_data, quals, columns);
+done:
+    for (Py_ssize_t i = 0; i < taken; i++) rs_view_release(&held[i]);
+    PyMem_Free(held);
+    PyMem_Free(recs);
+    PyMem_Free(qid);
+    PyMem_Free(new_row);
+    PyMem_Free(wrote);
+    rs_view_release(&rv[0]);
+    rs_view_release(&rv[1]);
+    if (cv != NULL)
+        for (Py_ssize_t k = 0; k < 4 * nq; k++) rs_view_release(&cv[k]);
+    if (cobj != NULL)
+        for (Py_ssize_t k = 0; k < 4 * nq; k++) Py_XDECREF(cobj[k]);
+    PyMem_Free(cv);
+    PyMem_Free(cobj);
+    Py_XDECREF(row_off);
+    Py_XDECREF(row_data);
+    Py_XDECREF(quals);
+    Py_XDECREF(columns);
+    if (out == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return out;
+}

@@ -72,7 +72,9 @@ class RowPiece:
 
     ``keys``: binary row keys (a row may repeat only with other columns or
     timestamps: a row cut across blocks of one file).  ``ts[j]``: int64 per
-    row for column ``j`` (:data:`ABSENT` where the row lacks it).
+    row for column ``j`` (:data:`ABSENT` where the row lacks it); a column
+    whose rows share one timestamp may be a read-only zero-stride view of it
+    (``np.broadcast_to``), which the compiled merge reads once.
     ``values[j]``: binary per row (anything where absent), an array or a
     chunked array.
     """
@@ -296,8 +298,8 @@ def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
 def _keys_from_codes(codes: np.ndarray) -> pa.Array:
     """The binary keys whose big-endian integers are ``codes`` (see :func:`_int_keys`)."""
     width = codes.dtype.itemsize
-    data = codes.astype(f">u{width}").tobytes()
-    offsets = (np.arange(len(codes) + 1, dtype=np.int32) * width).tobytes()
+    data = codes.astype(f">u{width}")  # Arrow takes NumPy's buffers as they are: no bytes copies
+    offsets = np.arange(0, (len(codes) + 1) * width, width, dtype=np.int32)
     return pa.Array.from_buffers(pa.binary(), len(codes), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
@@ -330,13 +332,15 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array, join
         if len(mkeys) > 1 and not bool((mkeys[1:] >= mkeys[:-1]).all()):
             at = np.argsort(mkeys, kind="stable")
             mkeys, mts = mkeys[at], mts[at]
-    # each piece's timestamps as they are (laid end to end only if a reader asks for them)
-    laid = [[np.ascontiguousarray(p.ts[j], dtype=np.int64) for p in pieces] for j in range(columns)]
+    # each piece's timestamps as they are (laid end to end only if a reader asks for them); a
+    # column of one timestamp (a zero-stride view) passed as that one value
+    laid = [[_stamps(p.ts[j]) for p in pieces] for j in range(columns)]
     n = len(joined)
     bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in pieces], out=bounds[1:])
     out = np.empty((columns + 1, n), dtype=np.int64)
-    rows, anchor, anchored = native.resolve_merge(keys, width, bounds, laid, mkeys, mts, ranged,
+    passed = [[t[:1] if _one_value(t) else t for t in column] for column in laid]
+    rows, anchor, anchored = native.resolve_merge(keys, width, bounds, passed, mkeys, mts, ranged,
                                                   max(low, int64.min), bounded, min(max_timestamp, int64.max), out)
     key_at = out[0, :rows]
     sources = [out[j + 1, :rows] for j in range(columns)]
@@ -355,6 +359,16 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array, join
         else:
             out_values.append(one_array(gather_binary(values, src, native=native)))
     return ResolvedRows(keys_out, out_values, sources, laid)
+
+
+def _stamps(ts: np.ndarray) -> np.ndarray:
+    """A piece's timestamps of one column as int64: a one-value view (see :class:`RowPiece`) kept as it is."""
+    return ts if _one_value(ts) and ts.dtype == np.int64 else np.ascontiguousarray(ts, dtype=np.int64)
+
+
+def _one_value(ts: np.ndarray) -> bool:
+    """Is ``ts`` one timestamp for every entry (a zero-stride view of one value)?"""
+    return ts.ndim == 1 and len(ts) > 0 and ts.strides[0] == 0
 
 
 def _key_width(encoded: np.ndarray) -> int | None:

@@ -19,7 +19,7 @@ from ..kernels.merge import bisect_rows
 from ..native import NATIVE as _NATIVE
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
 
-__all__ = ["RowRun"]
+__all__ = ["RowRun", "log_rows"]
 
 _BINARY, _INT64 = pa.binary(), pa.int64()
 _PLAIN = (_BINARY, _BINARY, _BINARY, _INT64, pa.uint8(), _BINARY)  # the cell columns the kernel takes
@@ -41,13 +41,35 @@ def _native_dense(batch: pa.RecordBatch) -> DenseBlock | None | bool:
                               pa.allocate_buffer)
     if out is None or out is False:
         return out
-    nrows, row_offsets, row_data, qualifiers, parts = out
+    return _dense_block(*out)
+
+
+def _dense_block(nrows: int, row_offsets, row_data, qualifiers: tuple, parts: list) -> DenseBlock:
+    """The :class:`DenseBlock` of a compiled pivot's buffers (``dense_pivot``, ``wal_rows``)."""
     rows = pa.Array.from_buffers(_BINARY, nrows, [None, row_offsets, row_data])
     timestamps, values = [], []
     for stamps, validity, offsets, data, nulls in parts:
         timestamps.append(pa.Array.from_buffers(_INT64, nrows, [validity, stamps], null_count=nulls))
         values.append(pa.Array.from_buffers(_BINARY, nrows, [validity, offsets, data], null_count=nulls))
     return DenseBlock(rows, qualifiers, timestamps, values)
+
+
+def log_rows(payloads: list) -> "tuple[RowRun, bytes, int] | None":
+    """The row form of checked WAL record payloads (in log order) whose cells are
+    puts of one family in strict cell order, built from the payloads in one
+    compiled call (``wal_rows``, ``storage/_native/wal.c``) with no cell table
+    between: ``(run, family, cells)``.  None when the kernel is off or the log is
+    not of that shape (markers, versions, several families, out of order, too
+    sparse or wide, damaged): the caller decodes the cells and decides as before
+    (:func:`storage.wal.arrow_decode.decode_payloads`, then :meth:`RowRun.of`)."""
+    if _NATIVE is None or not payloads:
+        return None
+    out = _NATIVE.wal_rows(payloads if type(payloads) is list else list(payloads), MAX_DENSE_QUALIFIERS, MAX_FILL,
+                           pa.allocate_buffer)
+    if out is None:
+        return None
+    cells, family, *dense = out
+    return RowRun(_dense_block(*dense)), family, cells
 
 
 class RowRun:

@@ -1,13 +1,17 @@
 """Sorted cells: an immutable run of cells in Arrow, read like a memstore view.
 
 What a reader builds from a log (the connector's pinned-snapshot reader
-decodes a region's WAL records into one cell table with
-:func:`storage.wal.arrow_decode.payloads_to_table`): :meth:`SortedCells.from_log` sorts
-that table into cell order once and drops overwritten cells (the last write
-of a key wins, as in the memstore).  Scans then slice it per row range.
+replays a region's WAL records, :meth:`SortedCells.from_payloads`): a log of
+puts of one family in cell order goes straight to its row form, with its cell
+table decoded only if asked for; any other log is decoded into one cell table
+(:func:`storage.wal.arrow_decode.decode_payloads`) that :meth:`SortedCells.from_log`
+sorts into cell order once, dropping overwritten cells (the last write of a key
+wins, as in the memstore).  Scans then slice it per row range.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -16,8 +20,8 @@ from ..cells import CELL_SCHEMA, Cell
 from ..kernels import is_clean, is_sorted
 from ..kernels.cell_columns import CellColumns
 from ..kernels.merge import bisect_rows, sort_sources
-from ..wal.arrow_decode import LogShape
-from .row_runs import RowRun
+from ..wal.arrow_decode import LogShape, decode_payloads
+from .row_runs import RowRun, log_rows
 
 __all__ = ["SortedCells"]
 
@@ -27,14 +31,47 @@ class SortedCells:
 
     read_point = None  # everything in it is visible
 
-    def __init__(self, table: pa.Table):
-        self.table = table
+    def __init__(self, table: pa.Table | None, cells: int | None = None, decode: Callable[[], pa.Table] | None = None):
+        # table None: built on first use by decode() (a log read as rows only: from_payloads)
+        self._table = table
+        self._decode = decode
+        self._count = table.num_rows if table is not None else cells
         self._clean: bool | None = None
         self._row_run: RowRun | None = None
         self._row_run_built = False
         self._shared = False  # served to more than one read (share())
         self._families: dict[bytes, SortedCells] = {}
         self._family: bytes | None = None  # the one family of every cell, when known
+
+    @property
+    def table(self) -> pa.Table:
+        """The cells as one table (decoded from the log on first use when the
+        cells came as rows: :meth:`from_payloads`)."""
+        table = self._table
+        if table is None:
+            # two readers of shared cells may both decode (the same cells, one kept); a
+            # reader that finds decode gone finds the table set before it went
+            decode = self._decode
+            table = self._table if decode is None else decode()
+            self._table, self._decode = table, None
+        return table
+
+    @classmethod
+    def from_payloads(cls, payloads: list, where: str = "WAL") -> "SortedCells":
+        """The cells of checked WAL record payloads given in log order (what a
+        pinned region replays).  A log of puts of one family in cell order (a
+        table being updated) becomes its row form straight from the payloads
+        (:func:`storage.memstore.row_runs.log_rows`), and its cell table is
+        decoded only if something asks for cells; any other log is decoded
+        into a cell table and sorted (:meth:`from_log`)."""
+        rows = log_rows(payloads)
+        if rows is None:
+            return cls.from_log(*decode_payloads(payloads, where))
+        run, family, count = rows
+        cells = cls(None, count, lambda: decode_payloads(payloads, where)[0])
+        cells._clean, cells._family = True, family
+        cells._row_run, cells._row_run_built = run, True
+        return cells
 
     @classmethod
     def from_log(cls, cells: pa.Table, shape: LogShape | None = None) -> "SortedCells":
@@ -57,16 +94,19 @@ class SortedCells:
     def family(self, family: bytes) -> "SortedCells":
         """The cells of one family (still in cell order); the same object on
         every call once the cells are shared."""
-        if self.table.num_rows == 0:
+        if self._count == 0:
             return self
         known = self._families.get(family) if self._shared else None
         if known is not None:
             return known  # kept cells: no pass over them again
         if family == self._family:
             return self  # the decode saw one family in the whole log: no pass over the cells
-        mask = CellColumns(self.table).equals("family", family)
-        # a log of one family (the usual case) is its own family: no copy
-        part = self if mask.all() else SortedCells(self.table.filter(pa.array(mask)))
+        if self._family is not None:
+            part = SortedCells(CELL_SCHEMA.empty_table())  # every cell is of the one other family
+        else:
+            mask = CellColumns(self.table).equals("family", family)
+            # a log of one family (the usual case) is its own family: no copy
+            part = self if mask.all() else SortedCells(self.table.filter(pa.array(mask)))
         if self._shared:
             part.share()
             part = self._families.setdefault(family, part)  # two threads at once: one object
@@ -87,7 +127,7 @@ class SortedCells:
 
     def is_empty(self) -> bool:
         """True when there is no cell."""
-        return self.table.num_rows == 0
+        return self._count == 0
 
     def is_clean(self) -> bool:
         """True when every cell is a put and no column has two versions."""
@@ -98,10 +138,21 @@ class SortedCells:
     def row_run(self) -> RowRun | None:
         """The cells as rows, built once; None when they are not clean."""
         if not self._row_run_built:
-            # the row form exists only for clean cells: no separate is_clean() pass
-            self._row_run = RowRun.of(self.table, one_family=self._family is not None)
+            # the row form exists only for clean cells: no separate is_clean() pass, but a
+            # log its decode saw to hold markers or versions (a table being deleted from)
+            # is not pivoted only to be refused
+            self._row_run = None if self._clean is False else RowRun.of(self.table, one_family=self._family is not None)
             self._row_run_built = True
         return self._row_run
+
+    def holds_rows(self, start_row: bytes = b"", stop_row: bytes | None = None) -> bool:
+        """Whether a cell's row is in ``[start_row, stop_row)``: told from the row form
+        when the cells came as rows, without decoding them."""
+        if self._count == 0:
+            return False
+        if self._table is None and self._row_run is not None:
+            return self._row_run.slice(start_row, stop_row) is not None
+        return self.to_batch(start_row, stop_row).num_rows > 0
 
     def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
         """The cells of rows ``[start_row, stop_row)`` (a zero-copy slice)."""

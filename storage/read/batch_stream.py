@@ -102,7 +102,7 @@ def streamable(views: dict[str, StoreView], low: bytes, high: bytes | None, scan
     if not view.files:
         return None
     run = sorted_run(view, low, high)
-    if run is None or view.memstore_batch(low, high).num_rows:
+    if run is None or view.memstore_holds(low, high):
         return None
     return run
 
@@ -175,7 +175,8 @@ def _dense_to_rows(dense, direct, proc: BatchProcessor) -> pa.RecordBatch | None
         mask = value_masks = None
     else:
         mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers + also if also else qualifiers)
-    out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks, also)
+    out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks, also,
+                                proc.scan.dictionary_values)
     if proc.metrics is not None:
         proc.metrics.cells_scanned += dense.cell_count()
         if plan[0] != "none":
@@ -311,7 +312,13 @@ def stream_one_file(view: StoreView, reader, low: bytes, high: bytes | None,
                         return
                 continue
             out = _dense_to_rows(dense, direct, proc)
-            if out is not None:
+            if out is not None and dense_rows.has_dictionaries(out):
+                # codes of another block's dictionary: joining them would merge the dictionaries
+                if dense_out:
+                    yield from emit_dense_out()
+                    dense_out, dense_out_cells = [], 0
+                yield out
+            elif out is not None:
                 if dense_out and out.schema != dense_out[-1].schema:  # a row_dicts scan: blocks' columns differ
                     yield from emit_dense_out()
                     dense_out, dense_out_cells = [], 0

@@ -59,3 +59,5 @@ class RegionReadPlan:
     # a filter that decides no row but lets the engine skip the blocks none of whose rows can
     # pass it (storage/read/block_pruning.py): the reader tests the rows it keeps itself
     prune: object | None = None
+    # rows output: dictionary-coded columns may stay codes (ScanRequest.dictionary_values)
+    dictionary_values: bool = False

@@ -80,7 +80,7 @@ def result_bytes(batch: pa.RecordBatch) -> int:
         nulls = column.null_count
         if nulls == 0 and fixed and not pa.types.is_map(column.type):
             # the usual column: a value in every row (a family:qualifier name holds both but for the colon)
-            total += n * fixed + key_span + data_span(column)
+            total += n * fixed + key_span + _value_bytes(column)
             continue
         if nulls == n:
             continue
@@ -135,7 +135,13 @@ def _map_bytes(column: pa.MapArray, family_bytes: int, key_lengths: np.ndarray) 
 
 
 def _value_bytes(column: pa.Array) -> int:
-    """Bytes of the non-null values of a binary array (of the slice only)."""
+    """Bytes of the non-null values of a binary array (of the slice only); of a dictionary
+    array of binary entries, the bytes its expanded values would hold."""
+    if isinstance(column, pa.DictionaryArray):
+        lengths = np.diff(value_offsets(column.dictionary))
+        codes = column.indices.to_numpy(zero_copy_only=False) if column.null_count == 0 else \
+            column.indices.drop_null().to_numpy(zero_copy_only=False)
+        return int(lengths[codes].sum())
     if column.null_count == 0:
         return data_span(column)
     return int(pc.sum(pc.binary_length(column)).as_py() or 0)

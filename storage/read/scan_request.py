@@ -129,6 +129,12 @@ def _as_given(name: str, value: Any) -> Any:
     return value
 
 
+def _bool_value(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be True or False, got {clip(repr(value), 60)}")
+    return value
+
+
 def _bool_or_none(name: str, value: Any) -> bool | None:
     if value is not None and not isinstance(value, bool):
         raise InvalidArgument(f"{name} must be True, False or None, got {clip(repr(value), 60)}")
@@ -190,6 +196,11 @@ class ScanRequest:
     # tests decoded values itself; storage/read/block_pruning.py).  Not on the wire: a server
     # that reads every block answers the same, only slower
     prune_filter: Filter | str | bytes | None = _arg(None, _filter, None)
+    # rows output: a column read from a dictionary chunk may come as a ``pa.DictionaryArray``
+    # of binary entries (its codes, not expanded; storage/storefile/dense.py), for a reader
+    # that decodes or tests each distinct value once.  Not on the wire: a server sends plain
+    # binary columns, which such a reader takes as well
+    dictionary_values: bool = _arg(False, _bool_value, None)
 
     def __post_init__(self) -> None:
         for name, default, check in _CHECKS:
@@ -369,5 +380,6 @@ def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] 
         cache_results=request.cache_results,
         hidden_columns=tuple(hidden_columns),
         prune=coerce_filter(request.prune_filter),
+        dictionary_values=request.dictionary_values,
     )
     return scan, spans

@@ -72,6 +72,8 @@ def stream_memo(run: SortedRun, low: bytes, high: bytes | None, proc: BatchProce
         proc.metrics is not None,
         # a prune filter leaves out the rows of the blocks it skips (storage/read/block_pruning.py)
         None if scan.prune is None else repr(scan.prune),
+        # batches of dictionary codes serve only a scan that takes them
+        scan.dictionary_values,
     )
     ids = tuple(f.reader.file_id for f in run.files)
     return CacheMemo(cache, ("stream", ids[0] if len(ids) == 1 else ids, what))

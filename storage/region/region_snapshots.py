@@ -35,7 +35,6 @@ from ..memstore.sorted_cells import SortedCells
 from ..schema import FamilySettings
 from ..storefile import BlockCache, StoreFileReader
 from ..vfs.fs import FileSystem
-from ..wal.arrow_decode import decode_payloads
 from ..wal.reader import WalReader
 from . import reader_cache
 from .load_journal import apply_entry, read_journals
@@ -339,7 +338,7 @@ class PinnedRegion:
                 except FileNotFoundError:
                     raise SnapshotLost(f"WAL {fs.uri(path)} pinned at region {pin.region_id} vanished while read") from None
                 payloads += [r.cells for r in records if pin.flushed_seq_id < r.seq_id <= pin.max_seq_id]
-            return SortedCells.from_log(*decode_payloads(payloads, rfs.uri(_WAL_DIR)))
+            return SortedCells.from_payloads(payloads, rfs.uri(_WAL_DIR))
 
         # a read that caches no blocks but keeps results keeps the decoded WAL in the
         # process's block cache: one budget for blocks and kept results

@@ -56,6 +56,13 @@ def dense_piece(blocks: DenseBlock | Sequence[DenseBlock], qualifiers: Sequence[
     columns = _block_columns(blocks, qualifiers)
     ts, values = [], []
     for q, (stamps, chunks) in zip(qualifiers, columns):
+        one = _one_stamp(stamps)
+        if one is not None:
+            # every row written at one timestamp (a run-end column of one run per block): a
+            # read-only view of that value, no int64 per row (resolve_merge reads it once)
+            ts.append(np.broadcast_to(np.int64(one), (len(keys),)))
+            values.append(chunks[0] if len(chunks) == 1 else pa.chunked_array(chunks, pa.binary()))
+            continue
         # one Arrow call per column for all blocks: the nulls of absent entries become ABSENT
         column = _plain(stamps, blocks, q)
         if column.null_count:
@@ -83,6 +90,30 @@ def _block_columns(blocks: list, qualifiers: Sequence[bytes]) -> list[tuple[list
                 ts.append(stamps[j])
                 vs.append(d.value(j) if values is not None else pa.nulls(d.num_rows, pa.binary()))
     return columns
+
+
+_ONE_STAMP_BLOCKS = 8  # more blocks: checking each one's runs in Python costs more than decoding them
+
+
+def _one_stamp(stamps: list) -> int | None:
+    """The one timestamp of every row of the blocks' run-end encoded column ``stamps``
+    (each block's one run, no nulls, the same value in all), else None."""
+    if not stamps or len(stamps) > _ONE_STAMP_BLOCKS:
+        return None
+    one = None
+    for t in stamps:
+        if not pa.types.is_run_end_encoded(t.type) or t.offset != 0:
+            return None
+        if not len(t):
+            continue
+        values = t.values
+        if values.null_count or t.run_ends[0].as_py() < len(t):
+            return None
+        value = values[0].as_py()
+        if one is not None and value != one:
+            return None
+        one = value
+    return one
 
 
 def _plain(stamps: list, blocks: list, qualifier: bytes) -> pa.Array | pa.ChunkedArray:

@@ -61,6 +61,14 @@ class StoreView:
             return CELL_SCHEMA.empty_table()
         return self.memstore.to_batch(start_row, stop_row)
 
+    def memstore_holds(self, start_row: bytes, stop_row: bytes | None) -> bool:
+        """Whether the memstore has a cell with start_row <= row < stop_row: told from its
+        rows where it has them (a replayed log read as rows builds no cells for this)."""
+        holds = getattr(self.memstore, "holds_rows", None)
+        if holds is not None:
+            return holds(start_row, stop_row)
+        return self.memstore_batch(start_row, stop_row).num_rows > 0
+
     def file_batches(self, start_row: bytes, stop_row: bytes | None, keys_only: bool = False) -> list[pa.Table]:
         """Each file's cells in the range as one table, newest file first
         (``keys_only``: empty values, and no value section is read)."""

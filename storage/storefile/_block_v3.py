@@ -11,7 +11,11 @@ reader fetches, verifies, decompresses and decodes only the chunks it needs.
   for ``CELLS``), or, for ``DENSE`` rows whose keys have one width,
   :attr:`ChunkEncoding.KEYS_FIXED`: the qualifier table, an 8-byte head (u32 key
   width, u32 flags = 0), the keys back to back (padded to 8 bytes), then the
-  timestamp columns alone as one IPC message.
+  timestamp columns alone as one IPC message.  Where it stores smaller,
+  :attr:`ChunkEncoding.KEYS_DELTA`: the same, but the keys cut into parts of at most
+  8 bytes, each part of rows 1 on stored as narrow deltas from the row before or codes
+  from a base (the first key whole); the reader rebuilds the very bytes ``KEYS_FIXED``
+  holds (:mod:`._key_delta`), so nothing above it differs.
 * ``DENSE``: chunk ``j + 1`` holds qualifier ``j``'s values, one per row, null
   where the row lacks it: an Arrow IPC message of one binary column
   (:attr:`ChunkEncoding.IPC`), or, when every present value has one width ``w``
@@ -51,14 +55,15 @@ from ._block_v2 import (
     timestamp_schema,
     unpack_section,
 )
-from ._chunk_encodings import (ENCODERS, bitmap_part, choose, decode_dict, decode_frame, decode_lengths, encode_frame,
+from ._chunk_encodings import (ENCODERS, bitmap_part, choose, dict_codes, decode_frame, decode_lengths, encode_frame,
                                fixed_offsets)
+from ._key_delta import encode_key_delta, key_delta_layout, plan_key_parts, rebuild_key_delta
 from .codecs import BlockCodec
 from .dense import DenseBlock, dense_from_cells
 from .format import BLOCK_V3_HEADER_SIZE, BlockHeaderV3, BlockLayout, ChunkEncoding, align8
 
-__all__ = ["ChunkEntry", "encode_block_v3", "decode_key_chunk", "fixed_keys_layout", "fixed_rows", "decode_value_chunk", "decode_block_v3",
-           "chunk_runs", "check_chunk_count"]
+__all__ = ["ChunkEntry", "encode_block_v3", "decode_key_chunk", "fixed_keys_layout", "fixed_key_bytes", "fixed_rows",
+           "decode_value_chunk", "decode_block_v3", "chunk_runs", "check_chunk_count", "FIXED_KEY_ENCODINGS"]
 
 _PAD = bytes(8)
 _FIXED_HEAD = struct.Struct("<II")  # value width, flags
@@ -67,6 +72,10 @@ _VALUE_COLUMN = pa.schema([pa.field("v", pa.binary())])
 _MAX_FIXED_WIDTH = 1 << 16
 _FRAME_SAMPLE_ROWS = 8192
 _BINARY = pa.binary()  # made once: the type factory costs more than the decode it serves
+_DELTA_KEYS_TAKEN = 4  # delta-coded keys a quarter the raw size of the fixed ones are taken without compressing both
+
+FIXED_KEY_ENCODINGS = (ChunkEncoding.KEYS_FIXED, ChunkEncoding.KEYS_DELTA)
+"""Key chunk encodings of row keys of one width, which a reader lays end to end without offsets."""
 
 ChunkEntry = tuple
 """``(offset, stored, raw, checksum, encoding, count, min, max)``: one chunk's directory
@@ -176,20 +185,39 @@ def _fixed_bytes(values: pa.Array, width: int) -> np.ndarray:
     return np.frombuffer(values.buffers()[2], dtype=np.uint8, count=len(values) * width, offset=start)
 
 
-def _encode_keys(dense: DenseBlock) -> tuple[pa.Buffer, int]:
-    """``(raw key chunk, encoding)`` of a dense block: ``KEYS_FIXED`` when every row key
-    has one width (no 4-byte offset per row: on lineitem's 12-byte keys the key chunk
-    stored 4.4 bytes a row with offsets, 1.6 without), else ``KEYS``."""
+def _encode_keys(dense: DenseBlock, codec: BlockCodec | None = None) -> tuple:
+    """``(raw key chunk, encoding[, stored bytes])`` of a dense block: ``KEYS_FIXED`` when
+    every row key has one width (no 4-byte offset per row: on lineitem's 12-byte keys the
+    key chunk stored 4.4 bytes a row with offsets, 1.6 without), else ``KEYS``.  With a
+    ``codec``, ``KEYS_DELTA`` replaces ``KEYS_FIXED`` where it stores smaller (then the
+    compressed bytes come too): taken without compressing the fixed form when its raw
+    bytes are at most a quarter of the keys' (lineitem's keys: 2 bytes a row against 12)."""
     widths = pc.min_max(pc.binary_length(dense.rows)).as_py()
     width = widths["min"]
     n = dense.num_rows
     if width != widths["max"] or not 0 < width <= _MAX_FIXED_WIDTH or n * width >= 1 << 31:
         return pa.py_buffer(encode_dense_keys(dense)), int(ChunkEncoding.KEYS)
     table, encodings, ts_cols = dense_key_parts(dense)
-    keys = _fixed_bytes(dense.rows, width).tobytes()
+    key_bytes = _fixed_bytes(dense.rows, width)
+    keys = key_bytes.tobytes()
     stamps = pa.RecordBatch.from_arrays(ts_cols, schema=timestamp_schema(encodings)).serialize().to_pybytes()
-    return (pa.py_buffer(b"".join([table, _FIXED_HEAD.pack(width, 0), keys, _PAD[: align8(len(keys)) - len(keys)],
-                                   stamps])), int(ChunkEncoding.KEYS_FIXED))
+    fixed = pa.py_buffer(b"".join([table, _FIXED_HEAD.pack(width, 0), keys, _PAD[: align8(len(keys)) - len(keys)],
+                                   stamps]))
+    if codec is None:
+        return fixed, int(ChunkEncoding.KEYS_FIXED)
+    matrix = key_bytes.reshape(n, width)
+    parts = plan_key_parts(matrix)
+    delta = encode_key_delta(matrix, parts) if parts is not None else None
+    if delta is None:
+        return fixed, int(ChunkEncoding.KEYS_FIXED)
+    raw = pa.py_buffer(b"".join([table, delta, stamps]))
+    stored = codec.compress(raw)
+    if _DELTA_KEYS_TAKEN * len(delta) <= len(keys):
+        return raw, int(ChunkEncoding.KEYS_DELTA), stored
+    stored_fixed = codec.compress(fixed)
+    if stored.size < stored_fixed.size:
+        return raw, int(ChunkEncoding.KEYS_DELTA), stored
+    return fixed, int(ChunkEncoding.KEYS_FIXED), stored_fixed
 
 
 def fixed_keys_layout(body, table_size: int, rows: int) -> tuple[int, int] | None:
@@ -206,23 +234,44 @@ def fixed_keys_layout(body, table_size: int, rows: int) -> tuple[int, int] | Non
     return width, at
 
 
+def fixed_key_bytes(body, table_size: int, rows: int, encoding: int, what: str, path: str,
+                    at: int) -> tuple[int, object, int]:
+    """``(key width, the rows' keys back to back, offset of the timestamp message)`` of a
+    ``KEYS_FIXED`` or ``KEYS_DELTA`` key chunk's (decompressed) ``body`` of ``rows`` rows
+    whose qualifier table takes ``table_size`` bytes: a slice of the body, or the keys
+    rebuilt from their parts.  A bad head or a bad part is a CorruptionError naming the chunk."""
+    if encoding == ChunkEncoding.KEYS_DELTA:
+        try:
+            width, parts, first_at, msg_at = key_delta_layout(body, table_size, rows)
+            keys = rebuild_key_delta(body, rows, width, first_at, parts)
+        except ValueError as exc:
+            raise CorruptionError(f"{what} of delta-coded keys does not decode: {exc}", path, at) from None
+        return width, keys, msg_at
+    layout = fixed_keys_layout(body, table_size, rows)
+    if layout is None:
+        raise CorruptionError(f"{what} has a bad fixed-width key head", path, at)
+    width, msg_at = layout
+    start = table_size + _FIXED_HEAD.size
+    keys = body.slice(start, rows * width) if isinstance(body, pa.Buffer) else body[start : start + rows * width]
+    return width, keys, msg_at
+
+
 def fixed_rows(keys: pa.Buffer, rows: int, width: int) -> pa.Array:
     """``rows`` row keys of ``width`` bytes each, back to back in ``keys``, as a binary array."""
     return pa.Array.from_buffers(_BINARY, rows, [None, fixed_offsets(rows, width), keys])
 
 
-def _parse_fixed_keys(header: BlockHeaderV3, body: pa.Buffer, what: str, path: str, at: int) -> DenseBlock:
-    """The keys-only :class:`DenseBlock` of a ``KEYS_FIXED`` key chunk (``parse_keys``'s checks)."""
+def _parse_fixed_keys(header: BlockHeaderV3, body: pa.Buffer, what: str, path: str, at: int,
+                      encoding: int = ChunkEncoding.KEYS_FIXED) -> DenseBlock:
+    """The keys-only :class:`DenseBlock` of a ``KEYS_FIXED`` or ``KEYS_DELTA`` key chunk
+    (``parse_keys``'s checks)."""
     qualifiers, encodings, table_size = qualifier_table(body, path, at)
     n = header.row_count
-    layout = fixed_keys_layout(body, table_size, n)
-    if layout is None:
-        raise CorruptionError(f"{what} has a bad fixed-width key head", path, at)
-    width, msg_at = layout
+    width, keys, msg_at = fixed_key_bytes(body, table_size, n, encoding, what, path, at)
     stamps = read_batch(body.slice(msg_at), timestamp_schema(encodings), what, path, at)
     if stamps.num_rows != n:
         raise CorruptionError(f"{what} holds {stamps.num_rows} rows, its header says {n}", path, at)
-    rows = fixed_rows(body.slice(table_size + _FIXED_HEAD.size, n * width), n, width)
+    rows = fixed_rows(keys, n, width)
     dense = DenseBlock(rows, qualifiers, list(stamps.columns), None)
     if dense.cell_count() != header.cell_count:
         raise CorruptionError(f"{what} holds {dense.cell_count()} cells, its header says {header.cell_count}", path, at)
@@ -246,7 +295,8 @@ def encode_block_v3(
     if dense is not None:
         layout = BlockLayout.DENSE
         first_row, last_row = dense.rows[0].as_py(), dense.rows[len(dense.rows) - 1].as_py()
-        chunks_raw.append((*_encode_keys(dense), dense.num_rows, first_row, last_row))
+        raw, enc, *stored = _encode_keys(dense, codec)
+        chunks_raw.append((raw, enc, dense.num_rows, first_row, last_row, *stored))
         for v in dense.values:
             chunks_raw.append(_encode_values(v.cast(pa.binary()) if v.type != pa.binary() else v, codec))
     else:
@@ -305,8 +355,8 @@ def decode_key_chunk(header: BlockHeaderV3, buf: pa.Buffer, base: int, entry: Ch
     what = "data block key chunk"
     at = offset + entry[0]
     body = _unpack(buf, base, entry, codec, what, path, offset)
-    if entry[4] == ChunkEncoding.KEYS_FIXED and header.layout == BlockLayout.DENSE:
-        keys = _parse_fixed_keys(header, body, what, path, at)
+    if entry[4] in FIXED_KEY_ENCODINGS and header.layout == BlockLayout.DENSE:
+        keys = _parse_fixed_keys(header, body, what, path, at, entry[4])
     elif entry[4] == ChunkEncoding.KEYS:
         keys = parse_keys(header, body, what, path, at)
     else:
@@ -333,7 +383,7 @@ def decode_value_chunk(keys: DenseBlock, j: int, buf: pa.Buffer, base: int, entr
     elif entry[4] == ChunkEncoding.LENGTHS:
         values = decode_lengths(body, n, what, path, at)
     elif entry[4] == ChunkEncoding.DICT:
-        values = decode_dict(body, n, what, path, at)
+        values = dict_codes(body, n, what, path, at)  # expanded where first needed (DenseBlock)
     elif entry[4] == ChunkEncoding.FRAME:
         values = decode_frame(body, n, what, path, at)
     else:

@@ -50,6 +50,7 @@ from ..native import NATIVE
 from .format import ChunkEncoding, align8
 
 __all__ = ["ENCODERS", "encode_dict", "encode_lengths", "encode_frame", "decode_dict", "decode_lengths", "decode_frame",
+           "dict_codes", "expand_dict", "expanded_size",
            "choose", "bitmap_part",
            "fixed_offsets", "gather_dict", "take_dict"]
 
@@ -60,6 +61,7 @@ _PAD = bytes(8)
 _BINARY = pa.binary()
 _WIDTH_TYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2")}
 _CODE_TYPES = {1: pa.uint8(), 2: pa.uint16()}  # made once: the type factories cost more than a small decode
+_DICT_TYPES = {w: pa.dictionary(t, pa.binary()) for w, t in _CODE_TYPES.items()}
 _MAX_ENTRIES = 1 << 16
 # A candidate replaces a cheaper-to-decode one only when at least this much smaller:
 # a DICT decode (a take) costs more CPU than an IPC one (zero copy), so a gain of a
@@ -207,8 +209,14 @@ def _writes_in_order() -> bool:
 _OVERLAPPING_WRITES_IN_ORDER = _writes_in_order()
 
 
-def decode_dict(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Array:
-    """The ``n`` values of a ``DICT`` chunk's (decompressed) ``body``."""
+def dict_codes(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.DictionaryArray:
+    """The ``n`` rows of a ``DICT`` chunk's (decompressed) ``body`` as a dictionary array,
+    not expanded: its indices are the chunk's codes (uint8 or uint16, null where the chunk's
+    validity says so) and its dictionary the chunk's entries, both zero-copy slices of
+    ``body``.  Every count, offset and code is checked here, so :func:`expand_dict` of the
+    result (or of any slice or filter of it) cannot fail.  A filter tests the dictionary's
+    few entries and maps the answers through the codes; only the rows that pass are
+    expanded (``storage.storefile.dense.DenseBlock``)."""
     d, flags, width, data_size = _head(body, _DICT_HEAD, what, path, at)
     if flags & ~_HAS_VALIDITY or width not in _WIDTH_TYPES or d == 0 or d > min(_MAX_ENTRIES, 1 << (8 * width)):
         raise CorruptionError(f"{what} has a bad dictionary head", path, at)
@@ -222,26 +230,109 @@ def decode_dict(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Ar
                               f"of {width} bytes need {pos + n * width}", path, at)
     offsets = np.frombuffer(body, dtype="<u4", count=d + 1, offset=offsets_at)
     steps = np.diff(offsets)
-    if offsets[0] != 0 or offsets[-1] != data_size or (steps.size and int(steps.min()) < 0):
+    if offsets[0] != 0 or offsets[-1] != data_size or (steps.size and int(steps.min()) < 0) or data_size >= 1 << 31:
         raise CorruptionError(f"{what} dictionary offsets do not add up to its {data_size} bytes", path, at)
     codes = np.frombuffer(body, dtype=_WIDTH_TYPES[width], count=n, offset=pos)
     if n and int(codes.max()) >= d:
         raise CorruptionError(f"{what} has a code out of range of its {d} dictionary entries", path, at)
-    entry = int(steps[0]) if steps.size else 0
-    if entry > 0 and int(steps.min()) == int(steps.max()):
+    # the u32 offsets read as Arrow's int32 ones: checked above to stay under 2 GiB
+    dictionary = pa.Array.from_buffers(_BINARY, d, [None, body.slice(offsets_at, 4 * (d + 1)),
+                                                    body.slice(data_at, data_size)], 0)
+    nulls = -1 if validity is not None else 0
+    return pa.DictionaryArray.from_buffers(_DICT_TYPES[width], n, [validity, body.slice(pos, n * width)],
+                                           dictionary, nulls)
+
+
+def _entry_width(dictionary: pa.Array) -> int:
+    """The one byte width of every entry of a (non-empty) binary ``dictionary``; 0 when
+    they differ or are empty."""
+    offsets = np.frombuffer(dictionary.buffers()[1], dtype=np.int32, count=len(dictionary) + 1,
+                            offset=4 * dictionary.offset)
+    steps = np.diff(offsets)
+    entry = int(steps[0])
+    return entry if entry > 0 and int(steps.min()) == int(steps.max()) else 0
+
+
+def _plain_codes(indices: pa.Array, d: int) -> tuple[pa.Buffer, pa.Buffer | None]:
+    """``(codes, validity)`` of dictionary ``indices`` (into ``d`` entries) as buffers that
+    start at its first row; the validity None when no row is null.  The codes under null
+    rows are kept as stored (a slice or filter keeps them), so the expanded bytes are those
+    of the whole chunk's; should one lie outside the dictionary, every null row's code is
+    made 0 (what the writer stores there), so no gather reads past the dictionary."""
+    width = indices.type.bit_width // 8
+    n = len(indices)
+    codes = indices.buffers()[1].slice(indices.offset * width, n * width)
+    if not indices.null_count:
+        return codes, None  # every code was checked against the dictionary when the chunk was read
+    if n and int(np.frombuffer(codes, dtype=_WIDTH_TYPES[width], count=n).max()) >= d:
+        codes = pc.fill_null(indices, 0).buffers()[1].slice(0, n * width)
+    validity = indices.buffers()[0] if indices.offset == 0 else pc.is_valid(indices).buffers()[1]
+    return codes, validity
+
+
+def expand_dict(column: pa.DictionaryArray) -> pa.Array:
+    """The plain binary values of a dictionary array of :func:`dict_codes` (or a slice or
+    filter of one): dictionary entry ``code`` at each row, null where the row is null.
+    The bytes are those a full decode of the chunk has always given: values of one width
+    of at most 8 bytes gathered as words (:func:`_gather_narrow`; a null row then holds
+    entry 0's bytes, as its stored code 0 says), others by :func:`gather_dict` (a null row
+    holds no bytes)."""
+    dictionary = column.dictionary
+    n = len(column)
+    d = len(dictionary)
+    width = column.indices.type.bit_width // 8
+    codes, validity = _plain_codes(column.indices, d)
+    entry = _entry_width(dictionary)
+    nulls = -1 if validity is not None else 0
+    if entry:
         # one width: gather the entries without building offsets (every such chunk shares them)
-        codes_array = pa.Array.from_buffers(_CODE_TYPES[width], n, [None, body.slice(pos, n * width)])
+        codes_array = pa.Array.from_buffers(_CODE_TYPES[width], n, [None, codes])
+        entries = dictionary.buffers()[2]
         if entry <= 8 and _OVERLAPPING_WRITES_IN_ORDER:
-            data = pa.py_buffer(_gather_narrow(np.frombuffer(body, np.uint8, data_size, data_at), d, entry,
-                                               codes_array))
+            data = pa.py_buffer(_gather_narrow(np.frombuffer(entries, np.uint8, d * entry, dictionary.offset * entry),
+                                               d, entry, codes_array))
         else:
-            items = pa.Array.from_buffers(_fixed_type(entry), d, [None, body.slice(data_at, data_size)])
+            items = pa.Array.from_buffers(_fixed_type(entry), d, [None, entries], 0, dictionary.offset)
             data = _TAKE.call([items, codes_array], _NO_BOUNDS_CHECK).buffers()[1]
-        nulls = -1 if validity is not None else 0
         return pa.Array.from_buffers(_BINARY, n, [validity, fixed_offsets(n, entry), data], nulls)
+    offsets = dictionary.buffers()[1]
+    if dictionary.offset:
+        dictionary = pa.concat_arrays([dictionary])  # offsets from 0: what the gather reads
+        offsets = dictionary.buffers()[1]
+    first = int(np.frombuffer(offsets, dtype=np.int32, count=1)[0])
+    entry_offsets = offsets.slice(0, 4 * (d + 1))
+    if first:
+        entry_offsets = pa.py_buffer(np.frombuffer(offsets, dtype=np.int32, count=d + 1) - first)
+    entries = dictionary.buffers()[2]
+    entries = pa.py_buffer(b"") if entries is None else entries.slice(first)
+    return gather_dict(entry_offsets, entries, codes, width, validity, n)
+
+
+def expanded_size(column: pa.DictionaryArray) -> int:
+    """Bytes of the buffers :func:`expand_dict` of ``column`` builds, counted without building
+    them (what a block holding the plain column is charged)."""
+    n = len(column)
+    validity = (n + 7) // 8 if column.null_count else 0
+    dictionary = column.dictionary
+    entry = _entry_width(dictionary)
+    if entry:
+        return validity + 4 * (n + 1) + n * entry
+    lengths = np.diff(np.frombuffer(dictionary.buffers()[1], dtype=np.int32, count=len(dictionary) + 1,
+                                    offset=4 * dictionary.offset))
+    indices = column.indices
+    codes = np.frombuffer(indices.buffers()[1], dtype=_WIDTH_TYPES[indices.type.bit_width // 8], count=n,
+                          offset=indices.offset * indices.type.bit_width // 8)
+    sizes = lengths[codes]
+    if column.null_count:  # a null row holds no bytes in a gathered column
+        sizes = sizes[column.indices.is_valid().to_numpy(zero_copy_only=False)]
+    return validity + 4 * (n + 1) + int(sizes.sum())
+
+
+def decode_dict(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Array:
+    """The ``n`` values of a ``DICT`` chunk's (decompressed) ``body``, expanded."""
+    column = dict_codes(body, n, what, path, at)
     try:
-        return gather_dict(body.slice(offsets_at, 4 * (d + 1)), body.slice(data_at, data_size),
-                           body.slice(pos, n * width), width, validity, n)
+        return expand_dict(column)
     except ValueError as exc:  # the kernel's own bounds check (the offsets and codes were checked above)
         raise CorruptionError(f"{what} does not decode ({exc})", path, at) from None
 

@@ -56,7 +56,7 @@ from ..checksum import crc32
 from ..errors import CorruptionError, StorageError
 from ._block import Block
 from ._block_v2 import unpack_section, decode_keys, dense_key_schema, qualifier_table, timestamp_schema
-from ._block_v3 import check_chunk_count, decode_key_chunk, fixed_keys_layout, fixed_rows
+from ._block_v3 import FIXED_KEY_ENCODINGS, check_chunk_count, decode_key_chunk, fixed_key_bytes, fixed_rows
 from .dense import DenseBlock
 from ._pools import LazyPool, prefetch_pool
 from .block_source import BlockSource
@@ -252,8 +252,10 @@ def read_run(source: BlockSource, a: int, b: int) -> list[tuple[int, int, DenseB
     bodies = _key_bodies(source, a, raws, heads)
     hsize = _hsize(source)
     chunks = source.index.chunks
-    fixed = [chunks.encoding[chunks.starts[i]] == ChunkEncoding.KEYS_FIXED for i in range(a, b + 1)] \
-        if chunks is not None else [False] * len(bodies)
+    key_encodings = [chunks.encoding[chunks.starts[i]] for i in range(a, b + 1)] if chunks is not None \
+        else [ChunkEncoding.KEYS] * len(bodies)
+    # keys of one width (stored whole or delta-coded) are laid end to end, beside the timestamp stream
+    fixed = [e in FIXED_KEY_ENCODINGS for e in key_encodings]
     groups = []
     g = 0
     while g < len(bodies):
@@ -265,7 +267,7 @@ def read_run(source: BlockSource, a: int, b: int) -> list[tuple[int, int, DenseB
         while h < len(bodies) and fixed[h] == fixed[g] and bodies[h][:prefix] == table:
             h += 1
         dense = _decode_group(source, a + g, raws[g:h], bodies[g:h], heads[g:h], qualifiers, encodings, table_size,
-                              fixed[g])
+                              key_encodings[g:h] if fixed[g] else None)
         groups.append((a + g, a + h - 1, dense))
         g = h
     return groups
@@ -375,21 +377,25 @@ def _key_bodies(source: BlockSource, a: int, raws: list, heads: np.ndarray) -> l
 
 
 def _decode_group(source, first: int, raws, bodies, heads, qualifiers, encodings, table_size,
-                  fixed: bool = False) -> DenseBlock:
+                  key_encodings: list | None = None) -> DenseBlock:
     """One IPC stream of the blocks' key messages (all behind the same
-    qualifier table), checked against their headers.  ``fixed``: ``KEYS_FIXED`` key
-    chunks of one key width, whose keys are laid end to end beside the stream."""
+    qualifier table), checked against their headers.  ``key_encodings``: the blocks'
+    ``KEYS_FIXED`` or ``KEYS_DELTA`` key chunks (one key width), whose keys are laid end
+    to end beside the stream."""
     counts = heads["rows"].astype(np.int64)
     rows = None
+    fixed = key_encodings is not None
     if fixed:
-        layouts = [fixed_keys_layout(body, table_size, n) for body, n in zip(bodies, counts.tolist())]
-        messages = [body[at:] for body, (_, at) in zip(bodies, layouts)] if all(layouts) else []
+        try:
+            layouts = [fixed_key_bytes(body, table_size, n, e, _WHAT, source.where, o)
+                       for body, n, e, o in zip(bodies, counts.tolist(), key_encodings,
+                                                source.index.offsets[first : first + len(bodies)])]
+        except CorruptionError:
+            layouts = []  # the block alone, below, raises its exact error
+        messages = [body[at:] for body, (_, _, at) in zip(bodies, layouts)]
         if messages:
-            width = layouts[0][0]
-            keys_at = table_size + 8
-            rows = fixed_rows(pa.py_buffer(b"".join([body[keys_at : keys_at + n * width]
-                                                     for body, n in zip(bodies, counts.tolist())])),
-                              int(counts.sum()), width)
+            rows = fixed_rows(pa.py_buffer(b"".join([keys for _, keys, _ in layouts])), int(counts.sum()),
+                              layouts[0][0])
     else:
         messages = [body[table_size:] for body in bodies]
     try:

@@ -22,11 +22,13 @@ import pyarrow.compute as pc
 from ..cells import CELL_SCHEMA, CellType
 from ..errors import StorageError
 from ..kernels.cell_columns import CellColumns
+from ._chunk_encodings import expand_dict, expanded_size
 from .cache import ARRAY_OVERHEAD, arrow_footprint
 
 __all__ = ["DenseBlock", "dense_from_cells", "constant_binary", "empty_binary", "MAX_DENSE_QUALIFIERS", "MAX_FILL"]
 
 _REE = pa.RunEndEncodedArray  # an isinstance test: pa.types.is_run_end_encoded costs a Python call per column
+_DICT = pa.DictionaryArray
 
 MAX_DENSE_QUALIFIERS = 255
 """A block with more distinct qualifiers keeps the cell layout."""
@@ -76,16 +78,27 @@ class DenseBlock:
     None (not an array) for a column not read (a version 3 block read for some
     of its columns): :meth:`value` refuses such a column rather than let it
     pass for absent cells.
+
+    A column read from a ``DICT`` chunk is held as a ``pa.DictionaryArray`` (the
+    chunk's codes and dictionary, not expanded): :meth:`column` gives it so, a
+    filter tests its few dictionary entries and maps the answers through the
+    codes, and :meth:`values_at` expands only the rows kept.  :attr:`values` and
+    :meth:`value` give every column plain (binary), expanded once and kept, so
+    every other reader sees the bytes a full decode gives.
     """
 
-    __slots__ = ("rows", "qualifiers", "timestamps", "values", "_plain_ts", "_cells", "row_batches")
+    __slots__ = ("rows", "qualifiers", "timestamps", "_values", "_plain", "_plain_ts", "_cells", "row_batches")
 
     def __init__(self, rows: pa.Array, qualifiers: tuple, timestamps: list, values: list | None,
                  cells: int | None = None):
         self.rows = rows
         self.qualifiers = qualifiers
         self.timestamps = timestamps
-        self.values = values
+        self._values = values  # as read: a DICT chunk's column as a dictionary array
+        # the plain columns, once asked for (None: the same list, no column held as codes)
+        self._plain: list | None = None
+        if values is not None and any(isinstance(v, _DICT) for v in values):
+            self._plain = [None if isinstance(v, _DICT) else v for v in values]
         self._plain_ts: list | None = None
         self._cells = cells  # cell count, once known (decoding verifies it against the header)
         # unfiltered row batches already built from this block, by (names, qualifiers, timestamps):
@@ -99,16 +112,55 @@ class DenseBlock:
     @property
     def complete(self) -> bool:
         """True when every value column was read (not a keys-only block, none left out)."""
-        return self.values is not None and all(v is not None for v in self.values)
+        return self._values is not None and all(v is not None for v in self._values)
 
-    def value(self, j: int) -> pa.Array:
-        """Qualifier ``j``'s value column; StorageError when it was not read (a
-        column a scan did not ask for), so it is never mistaken for absent cells."""
-        values = self.values
+    @property
+    def values(self) -> list | None:
+        """The value columns, plain binary (None where not read); None for a keys-only block."""
+        if self._plain is None:
+            return self._values
+        for j, v in enumerate(self._values):
+            if isinstance(v, _DICT) and self._plain[j] is None:
+                self._plain[j] = expand_dict(v)
+        return self._plain
+
+    @property
+    def read_values(self) -> list | None:
+        """The value columns as read (a ``DICT`` chunk's as a dictionary array, None where
+        not read), None for a keys-only block: what a test of which columns are held
+        reads, without expanding any."""
+        return self._values
+
+    def column(self, j: int) -> pa.Array:
+        """Qualifier ``j``'s value column as read: a ``pa.DictionaryArray`` of binary
+        entries for a ``DICT`` chunk, else plain binary.  StorageError when it was not read."""
+        values = self._values
         column = values[j] if values is not None else None
         if column is None:
             raise StorageError(f"column {self.qualifiers[j]!r} was not read from this block (ask for it in the scan)")
         return column
+
+    def value(self, j: int) -> pa.Array:
+        """Qualifier ``j``'s value column, plain binary; StorageError when it was not read
+        (a column a scan did not ask for), so it is never mistaken for absent cells."""
+        column = self.column(j)
+        if not isinstance(column, _DICT):
+            return column
+        plain = self._plain[j]
+        if plain is None:
+            plain = self._plain[j] = expand_dict(column)  # a race expands twice: the same values
+        return plain
+
+    def values_at(self, j: int, keep: pa.Array) -> pa.Array:
+        """Qualifier ``j``'s plain values at the rows where the boolean ``keep`` is true: a
+        column held as codes is filtered as codes and only the kept rows are expanded."""
+        column = self.column(j)
+        if not isinstance(column, _DICT):
+            return column.filter(keep)
+        plain = self._plain[j]
+        if plain is not None:
+            return plain.filter(keep)
+        return expand_dict(column.filter(keep))
 
     @property
     def nbytes(self) -> int:
@@ -116,17 +168,22 @@ class DenseBlock:
         total = self.rows.nbytes
         for t in self.timestamps:
             total += t.nbytes
-        if self.values is not None:
-            for v in self.values:
-                total += v.nbytes if v is not None else 0
+        if self._values is not None:
+            for v in self._values:
+                if isinstance(v, _DICT):  # its codes, and the plain column it may expand to
+                    total += v.nbytes + expanded_size(v)
+                elif v is not None:
+                    total += v.nbytes
         return total
 
     def footprint(self) -> int:
         """Memory the block holds over its life (what the block cache charges): its columns,
-        their objects, and the plain timestamp columns :meth:`plain_timestamps` builds from
-        run-end encoded ones (charged from the start, so the charge never changes)."""
+        their objects, and the plain columns :meth:`plain_timestamps` builds from run-end
+        encoded timestamps and :meth:`value` from dictionary-coded values (charged from the
+        start, so the charge never changes)."""
         plain = sum(9 * len(t) + ARRAY_OVERHEAD for t in self.timestamps if isinstance(t, _REE))
-        return arrow_footprint([self.rows, *self.timestamps, *(v for v in self.values or () if v is not None)], plain)
+        plain += sum(expanded_size(v) + ARRAY_OVERHEAD for v in self._values or () if isinstance(v, _DICT))
+        return arrow_footprint([self.rows, *self.timestamps, *(v for v in self._values or () if v is not None)], plain)
 
     def plain_timestamps(self) -> list[pa.Array]:
         """The timestamp columns as plain int64 arrays (run-length ones decoded once)."""
@@ -151,7 +208,7 @@ class DenseBlock:
             return self
         n = hi - lo
         ts = [t.slice(lo, n) for t in self.plain_timestamps()]
-        vals = None if self.values is None else [None if v is None else v.slice(lo, n) for v in self.values]
+        vals = None if self._values is None else [None if v is None else v.slice(lo, n) for v in self._values]
         return DenseBlock(self.rows.slice(lo, n), self.qualifiers, ts, vals)
 
     def row_cell(self, i: int, last: bool = False) -> tuple:
@@ -161,7 +218,7 @@ class DenseBlock:
         for j in order:
             ts = self.plain_timestamps()[j][i]
             if ts.is_valid:
-                value = b"" if self.values is None else self.value(j)[i].as_py()
+                value = b"" if self._values is None else self.value(j)[i].as_py()
                 return (self.rows[i].as_py(), None, self.qualifiers[j], ts.as_py(), int(CellType.PUT), value)
         raise ValueError(f"row {i} of a dense block has no cell")
 
@@ -190,7 +247,7 @@ class DenseBlock:
         """The block's cells as a ``CELL_SCHEMA`` batch in cell order (empty
         values for a keys-only block)."""
         n, q = self.num_rows, len(self.qualifiers)
-        if self.values is not None and not self.complete:
+        if self._values is not None and not self.complete:
             raise StorageError("a block read for some of its columns has no cell form (read it whole)")
         ts_plain = self.plain_timestamps()
         ts = np.empty((n, q), dtype=np.int64)
@@ -210,7 +267,7 @@ class DenseBlock:
         total = len(flat)
         rows = self.rows.take(pa.array(row_idx)) if total != n else self.rows
         quals = pa.array(list(self.qualifiers), pa.binary()).take(pa.array(qual_idx))
-        if self.values is None:
+        if self._values is None:
             values = constant_binary(b"", total)
         else:
             # values of qualifier j for row i sit at j * n + i in the concatenated columns

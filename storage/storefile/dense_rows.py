@@ -54,6 +54,7 @@ def dense_rows(
     mask: np.ndarray | None = None,
     value_masks: dict | None = None,
     also_present: Sequence[bytes] = (),
+    dictionaries: bool = False,
 ) -> pa.RecordBatch | None:
     """The row batch of ``dense`` (as :func:`storage.kernels.cells_to_rows`
     would build it from the block's cells) for the columns named ``columns``
@@ -64,14 +65,17 @@ def dense_rows(
     Rows without any kept cell are dropped first, so the value columns are
     filtered once and only the surviving rows' cells are masked.  A cell of
     ``also_present`` (qualifiers not output: hidden columns) keeps its row too.
+    With ``dictionaries``, a column the block holds as dictionary codes comes as a
+    ``pa.DictionaryArray`` (binary entries) at the kept rows, not expanded, unless a
+    value mask nulls some of its cells.
     """
     memo_key = None
     if mask is None and not value_masks:
-        memo_key = (tuple(columns), tuple(qualifiers), include_timestamp, tuple(also_present))
+        memo_key = (tuple(columns), tuple(qualifiers), include_timestamp, tuple(also_present), dictionaries)
         memo = dense.row_batches
         if memo is not None and memo_key in memo:
             return memo[memo_key]
-    out = _dense_rows(dense, columns, qualifiers, include_timestamp, mask, value_masks, also_present)
+    out = _dense_rows(dense, columns, qualifiers, include_timestamp, mask, value_masks, also_present, dictionaries)
     if memo_key is not None and (out is None or out.num_rows == dense.num_rows):
         # only a batch of the block's own arrays (no row dropped, so nothing copied) is kept
         memo = dense.row_batches
@@ -88,7 +92,7 @@ _ROW_BATCHES_KEPT = 4
 
 def _dense_rows(dense: DenseBlock, columns: list[bytes], qualifiers: list[bytes], include_timestamp: bool,
                 mask: np.ndarray | None, value_masks: dict | None,
-                also_present: Sequence[bytes] = ()) -> pa.RecordBatch | None:
+                also_present: Sequence[bytes] = (), dictionaries: bool = False) -> pa.RecordBatch | None:
     n = dense.num_rows
     where = {q: j for j, q in enumerate(dense.qualifiers)}
     value_masks = value_masks or {}
@@ -135,15 +139,22 @@ def _dense_rows(dense: DenseBlock, columns: list[bytes], qualifiers: list[bytes]
     if m == 0:
         return None
     arrays = [rows]
+    coded_any = False
     plain = dense.plain_timestamps() if include_timestamp else None
     for name, j, cells, masked in picked:
         if j is None:
             value, ts = pa.nulls(m, pa.binary()), pa.nulls(m, pa.int64())
         else:
-            value = dense.value(j)
             ts = plain[j] if include_timestamp else None
+            coded = dense.column(j) if dictionaries and not masked else None
+            if coded is not None and isinstance(coded, pa.DictionaryArray):
+                value = coded if chosen is None else coded.filter(chosen)  # the kept rows' codes
+                coded_any = True
+            elif chosen is not None:
+                value = dense.values_at(j, chosen)  # a dictionary-coded column expands the kept rows only
+            else:
+                value = dense.value(j)
             if chosen is not None:
-                value = value.filter(chosen)
                 ts = ts.filter(chosen) if ts is not None else None
             if masked:  # absent cells are null already; masked-out present ones become null here
                 kept = cells if keep is None else cells[keep]
@@ -156,7 +167,15 @@ def _dense_rows(dense: DenseBlock, columns: list[bytes], qualifiers: list[bytes]
         arrays.append(value)
         if include_timestamp:
             arrays.append(ts)
-    return pa.RecordBatch.from_arrays(arrays, schema=row_schema([p[0] for p in picked], include_timestamp))
+    schema = row_schema([p[0] for p in picked], include_timestamp)
+    if coded_any:
+        schema = pa.schema([f if a.type == f.type else f.with_type(a.type) for f, a in zip(schema, arrays)])
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def has_dictionaries(batch: pa.RecordBatch) -> bool:
+    """Whether a row batch of :func:`dense_rows` holds a column of dictionary codes."""
+    return any(pa.types.is_dictionary(f.type) for f in batch.schema)
 
 
 def row_schema(names: list[str], include_timestamp: bool) -> pa.Schema:
@@ -379,14 +398,48 @@ def filter_masks(plan: tuple, dense: DenseBlock, qualifiers: list[bytes]):
 
 
 def _value_mask(dense: DenseBlock, j: int, op, comparator) -> np.ndarray:
-    """One comparison over qualifier ``j``'s whole value column (absent values compare as anything)."""
+    """One comparison over qualifier ``j``'s whole value column (absent values compare as anything).
+
+    A column held as dictionary codes is compared on its dictionary's entries (a few dozen
+    values where the column has thousands of rows) and the answers are mapped through the
+    codes; a null row (an absent value) takes its code's answer, which the callers ignore."""
     from ..filters.comparators import NotUtf8
 
+    column = dense.column(j)
+    if isinstance(column, pa.DictionaryArray):
+        found = dictionary_mask(column, op, comparator)
+        if found is not None:
+            return found
     try:
         return comparator.mask(dense.value(j), op)
     except NotUtf8 as exc:  # name the row and column of the value (utf8: comparators)
         where = f"qualifier {dense.qualifiers[j].decode('utf-8', 'replace')!r} of row {dense.rows[exc.position].as_py()!r}"
         raise NotUtf8(exc.value, exc.position, where) from None
+
+
+def dictionary_mask(column: pa.DictionaryArray, op, comparator) -> np.ndarray | None:
+    """``comparator.mask`` of a dictionary-coded binary ``column`` under ``op``, as the
+    answers for its dictionary's entries taken by its codes (a null row: its code's
+    answer); None when comparing the dictionary would not pay (as many entries as rows)
+    or would fail where the rows would not (an entry no row uses that is not valid UTF-8
+    for a ``utf8:`` comparator): the caller then compares the expanded values."""
+    from ..filters.comparators import NotUtf8
+
+    n = len(column)
+    dictionary = column.dictionary
+    if len(dictionary) >= n:
+        return None
+    try:
+        answers = np.asarray(comparator.mask(dictionary, op), dtype=bool)
+    except NotUtf8:
+        return None  # the plain values' own test names the row, or finds the entry unused
+    indices = column.indices
+    width = indices.type.bit_width // 8
+    codes = np.frombuffer(indices.buffers()[1], dtype=_CODE_DTYPES[width], count=n, offset=indices.offset * width)
+    return answers.take(codes)
+
+
+_CODE_DTYPES = {1: np.uint8, 2: np.uint16}
 
 
 def _masks(plan: tuple, dense: DenseBlock, columns: list[int]) -> tuple:

@@ -116,6 +116,7 @@ class ChunkEncoding(IntEnum):
     LENGTHS = 4  # one narrow length (u8 or u16) per row, then the values back to back
     KEYS_FIXED = 5  # chunk 0 of a DENSE block whose row keys have one width: no offsets stored
     FRAME = 6  # big-endian integers of 2, 4 or 8 bytes as narrow codes: base + code x divisor
+    KEYS_DELTA = 7  # chunk 0 of a DENSE block of one key width: the keys cut into parts, each as narrow deltas or codes
 
 
 DEFAULT_BLOCK_SIZE = 65536

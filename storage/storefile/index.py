@@ -23,7 +23,7 @@ __all__ = ["BlockIndex", "IndexBuilder", "ChunkDirectory"]
 
 _VALUE_ENCODINGS = (ChunkEncoding.IPC, ChunkEncoding.FIXED, ChunkEncoding.DICT, ChunkEncoding.LENGTHS,
                     ChunkEncoding.FRAME)
-"""What a version 3 value chunk may be (chunk 0 is KEYS or KEYS_FIXED)."""
+"""What a version 3 value chunk may be (chunk 0 is KEYS, KEYS_FIXED or KEYS_DELTA)."""
 
 
 class IndexBuilder:
@@ -252,7 +252,8 @@ class ChunkDirectory:
                 and bool((ends[lasts] == lens).all())
                 and bool((ends[firsts] == key_lens).all())
                 and bool(((enc[firsts] == ChunkEncoding.KEYS)
-                          | ((enc[firsts] == ChunkEncoding.KEYS_FIXED) & dense)).all())
+                          | (((enc[firsts] == ChunkEncoding.KEYS_FIXED) | (enc[firsts] == ChunkEncoding.KEYS_DELTA))
+                             & dense)).all())
                 and bool(np.isin(enc[later], _VALUE_ENCODINGS).all())
                 and bool((count[firsts] == keyed).all())
                 and bool(((count[later] >= 0) & (count[later] <= keyed[value_block])).all())

@@ -428,8 +428,8 @@ class StoreFileReader:
                     base = cache.get((self.file_id, offset, "keys"), count_miss=False)
             else:
                 base = hit
-            if base is not None and base.dense is not None and base.dense.values is not None:
-                values = base.dense.values
+            if base is not None and base.dense is not None and base.dense.read_values is not None:
+                values = base.dense.read_values
                 if all(v is not None for q, v in zip(base.dense.qualifiers, values) if q in qualifiers):
                     self.counters.add("cache_hits")
                     return base
@@ -446,7 +446,7 @@ class StoreFileReader:
             header = self._header_v2(buf.slice(0, self._hsize), i)
             keys = decode_key_chunk(header, buf, 0, entries[0], codec, where, offset)
             check_chunk_count(header, keys, where, offset)
-        values = list(keys.values) if keys.values is not None else [None] * len(keys.qualifiers)
+        values = list(keys.read_values) if keys.read_values is not None else [None] * len(keys.qualifiers)
         wanted = [j + 1 for j, q in enumerate(keys.qualifiers) if q in qualifiers and values[j] is None]
         for a, b in chunk_runs(entries, wanted):
             start = entries[a][0]

@@ -60,7 +60,7 @@ def _block_part(
     dense = block.dense
     if dense is not None:
         piece = dense if (lo, hi) == (0, n) else dense.slice(lo, hi)
-        if keys_only and piece.values is not None:
+        if keys_only and piece.read_values is not None:
             piece = DenseBlock(piece.rows, piece.qualifiers, piece.timestamps, None, piece._cells)
         return BlockPart(None, piece, continued, open_, family)
     batch = block.batch

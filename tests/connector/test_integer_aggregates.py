@@ -148,7 +148,8 @@ def test_a_tasks_partial_aggregates_are_the_same_on_either_road(data, docs, ansi
 
     def answer(integers: bool):
         def run():
-            rows = fitted(exact_partials(spec, inputs, iter(batches), 1 if integers else None), spec, target)
+            rows = fitted(exact_partials(spec, inputs, iter(batches), 1 if integers else None, run_rows=1),
+                          spec, target)  # (run_rows=1: each batch takes its own road)
             return sorted(rows.to_pylist(), key=repr)
         return _outcome(run)
 
@@ -164,9 +165,9 @@ def test_partial_sums_carry_exactly_past_int64_across_batches():
     assert spec.unsupported(inputs) is None
     batches = [pa.record_batch([pa.array([big, big // 2], kind)], schema=inputs) for _ in range(7)]
     for integers in (True, False):
-        partial = exact_partials(spec, inputs, iter(batches), 1 if integers else None)
+        partial = exact_partials(spec, inputs, iter(batches), 1 if integers else None, run_rows=1)
         assert partial.column("a0").to_pylist() == [7 * (big + big // 2)]
-    rows = fitted(exact_partials(spec, inputs, iter(batches), 1), spec, pa.schema([pa.field("a0", kind)]))
+    rows = fitted(exact_partials(spec, inputs, iter(batches), 1, run_rows=1), spec, pa.schema([pa.field("a0", kind)]))
     assert sum(rows.column("a0").to_pylist()) == 7 * (big + big // 2)  # several rows, each within DECIMAL(18,0)
 
 

@@ -7,7 +7,8 @@ engine's writer for versions 2 and 3 (``format_version=``), :mod:`storefile_v1`
 (beside this script) for version 1, which the engine no longer writes.  Version
 3 also gets files written by ``append_rows`` (``ROW_SPECS``), and ``v3-narrow``
 writes the files of the narrow value-chunk encodings (``NARROW_SPECS``) alone, ``v3-frame``
-those of the ``FRAME`` integer chunks (``FRAME_SPECS``).  The files are
+those of the ``FRAME`` integer chunks (``FRAME_SPECS``), ``v3-keys`` those of the ``KEYS_DELTA``
+key chunks (``KEYS_SPECS``).  The files are
 committed and never regenerated, so a reader change that breaks reading them
 fails ``tests/storage/test_storefile_golden.py``.
 """
@@ -168,6 +169,48 @@ FRAME_SPECS = {
 }
 
 
+def keys_rows() -> tuple[list[bytes], list[bytes], list[list], list[list]]:
+    """Rows whose 12-byte composite keys the version 3 writer stores as a ``KEYS_DELTA`` key
+    chunk: a sign-flipped 8-byte order key rising by small steps (1-byte deltas) and a 4-byte
+    line number from 1 (1-byte codes from a base), as TPC-H's lineitem; then order keys rising
+    by steps past 2**16 (4-byte deltas), then by steps of up to 2**52 (the writer cuts those
+    keys into more than two parts: 5-byte deltas of 4 bytes, then codes from bases).  As
+    :func:`wide_rows`."""
+    rows = []
+    order = 1
+    for r in range(620):
+        lines = 1 + (r * 2654435761 >> 9) % 7
+        for line in range(1, lines + 1):
+            rows.append(((order ^ (1 << 63)).to_bytes(8, "big") + (line ^ (1 << 31)).to_bytes(4, "big")))
+        if r < 400:
+            order += 1 + (r * 40503 >> 3) % 6
+        elif r < 520:
+            order += 70_001 + r
+        else:
+            order += 1 + (r * 0x9E3779B97F4A7C15) % (1 << 52)
+    quals = [b"p", b"q"]
+    values = [
+        [b"%d" % (i * 7 % 1000) for i in range(len(rows))],
+        [None if i % 9 == 4 else (i % 50).to_bytes(4, "big") for i in range(len(rows))],
+    ]
+    stamps = [[None if v is None else 7000 for v in col] for col in values]
+    return rows, quals, values, stamps
+
+
+def keys_cells() -> list[Cell]:
+    """The cells of :func:`keys_rows`, in cell order."""
+    rows, quals, values, stamps = keys_rows()
+    return [Cell(row, FAMILY, q, stamps[j][i], int(CellType.PUT), values[j][i])
+            for i, row in enumerate(rows) for j, q in enumerate(quals) if values[j][i] is not None]
+
+
+KEYS_SPECS = {
+    # version 3 with KEYS_DELTA key chunks (keys cut into parts, each as deltas or codes): append_rows
+    "keys_zstd": {"row_group_size": 30_000, "compression": "zstd", "bloom": True},
+    "keys_plain": {"row_group_size": 30_000, "compression": None, "bloom": False},
+}
+
+
 def writer_of(version: str):
     """The writer of format ``version`` (``"v1"``, ``"v2"``, ``"v3"``)."""
     if version == "v1":
@@ -177,6 +220,15 @@ def writer_of(version: str):
 
 def main(version: str) -> None:
     fs = FileSystem(HERE)
+    if version == "v3-keys":  # added after the FRAME files, which stay as written
+        for name, kw in KEYS_SPECS.items():
+            rows, quals, values, stamps = keys_rows()
+            w = writer_of("v3")(fs, f"v3_{name}.rsf", family=FAMILY, **kw)
+            w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
+                          [pa.array(t, pa.int64()) for t in stamps])
+            w.finish(max_seq_id=42)
+            _expect(f"v3_{name}", keys_cells())
+        return
     if version == "v3-frame":  # added after the narrow files, which stay as written
         for name, kw in FRAME_SPECS.items():
             rows, quals, values, stamps = frame_rows()

@@ -212,5 +212,5 @@ def test_an_unknown_chunk_encoding_is_named_when_the_file_opens(tmp_path):
     new_chunks = pa.ListArray.from_arrays(chunks.offsets, new_flat, type=chunks.type)
     cols = [new_chunks if name == "chunks" else batch.column(name) for name in batch.schema.names]
     changed = pa.RecordBatch.from_arrays(cols, schema=batch.schema).serialize().to_pybytes()
-    with pytest.raises(CorruptionError, match="unknown chunk encoding 9 \\(this reader knows .*6 FRAME\\)"):
+    with pytest.raises(CorruptionError, match="unknown chunk encoding 9 \\(this reader knows .*6 FRAME.*\\)"):
         BlockIndex.decode(changed, "u.sf", 0, trailer.index_offset, trailer.block_count, 3, b"cf")

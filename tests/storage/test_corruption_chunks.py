@@ -82,8 +82,9 @@ def good(tmp_path_factory):
         qualifiers = r._load_keys(block, False).dense.qualifiers
         index_at = Trailer.decode(files[0].read_bytes()[-TRAILER_SIZE:], rel, files[0].stat().st_size).index_offset
     assert qualifiers == (b"a", b"b", b"c") and len(entries) == 4
-    # every encoding but IPC is flipped below: keys without offsets, FIXED, LENGTHS and DICT
-    assert [e[4] for e in entries] == [ChunkEncoding.KEYS_FIXED, ChunkEncoding.FIXED, ChunkEncoding.LENGTHS,
+    # every encoding but IPC is flipped below: keys without offsets (a 7-byte counter, delta-coded),
+    # FIXED, LENGTHS and DICT
+    assert [e[4] for e in entries] == [ChunkEncoding.KEYS_DELTA, ChunkEncoding.FIXED, ChunkEncoding.LENGTHS,
                                        ChunkEncoding.DICT]
     return root, rel, answers, offset, entries, rows, index_at
 

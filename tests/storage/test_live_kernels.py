@@ -174,3 +174,50 @@ def test_the_narrow_take_leaves_what_it_does_not_take_to_the_other_paths():
     assert _narrow_take(pa.array([b"x" * 17] * 3), np.array([0])) is None  # wide: the run copy
     with pytest.raises(IndexError):
         gather_binary(four, np.array([3]), native=None)
+
+
+@st.composite
+def null_free_gathers(draw):
+    """A binary column without nulls (a live table's value column: chunks, slices, values of
+    many widths) and picks in runs, jumps and repeats, some with a -1 somewhere."""
+    chunks = []
+    for _ in range(draw(st.integers(1, 4))):
+        full = draw(st.lists(st.binary(min_size=0, max_size=40), max_size=30))
+        start = draw(st.integers(0, len(full)))
+        chunks.append(pa.array(full, pa.binary()).slice(start, draw(st.integers(0, len(full) - start))))
+    column = pa.chunked_array(chunks, pa.binary())
+    rows = len(column)
+    picks: list[int] = []
+    for _ in range(draw(st.integers(0, 8))):
+        if rows:
+            start = draw(st.integers(0, rows - 1))
+            picks.extend(range(start, min(rows, start + draw(st.integers(1, 12)))))
+    if draw(st.booleans()):
+        picks.insert(draw(st.integers(0, len(picks))), -1)  # a null asked for: the general pass
+    return column, np.array(picks, np.int64)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(case=null_free_gathers())
+def test_a_column_without_nulls_gathers_as_take_with_or_without_a_null_pick(case):
+    """Chunks without nulls take a pass with no validity bits; a -1 sends the gather to the general one."""
+    column, index = case
+    expected = take_binary(column, index)
+    for native in ([BUILT] if BUILT is not None else []) + [None]:
+        got = gather_binary(column, index, native=native)
+        got.validate(full=True)
+        assert got.null_count == expected.null_count and got.to_pylist() == expected.to_pylist()
+
+
+def test_a_gather_without_nulls_refuses_picks_past_the_rows_and_damaged_offsets_in_one_line():
+    if BUILT is None:
+        return  # the reference is Arrow's take, which validates arrays itself
+    column = pa.chunked_array([pa.array([b"ab", b"c"] * 4), pa.array([b"defg"] * 3)])
+    with pytest.raises(ValueError, match=r"^index\[2\] = 11 is outside the 11 rows of the chunks"):
+        gather_binary(column, np.array([9, 10, 11], np.int64), native=BUILT)
+    offsets = np.array([0, 5, 3], np.int32)  # row 0 ends past the chunk's last offset, row 1 before its start
+    damaged = pa.Array.from_buffers(pa.binary(), 2, [None, pa.py_buffer(offsets), pa.py_buffer(b"abcde")])
+    for picks, at in (([1, 0], 0), ([0], 0)):
+        with pytest.raises(ValueError, match=rf"^index\[{at}\] = {picks[at]} is outside the 2 rows of the chunks "
+                                             r"\(or their offsets are damaged\)$"):
+            gather_binary(damaged, np.array(picks, np.int64), native=BUILT)

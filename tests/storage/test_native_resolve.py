@@ -118,8 +118,10 @@ def test_the_compiled_merge_refuses_bad_input_in_one_line():
     assert call() == (3, 0, True) and out[0].tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match=r"^bounds must run from 0 to the 3 keys$"):
         call(bounds=np.array([0, 2], np.int64))
-    with pytest.raises(ValueError, match=r"^ts\[0\]\[0\] must hold 3 int64 timestamps, got 16 bytes$"):
+    with pytest.raises(ValueError, match=r"^ts\[0\]\[0\] must hold 3 int64 timestamps \(or one for them all\), got 16 bytes$"):
         call(ts=[[np.array([1, 1], np.int64)]])
+    # one timestamp for a whole piece: read for every entry
+    assert call(ts=[[np.array([7], np.int64)]]) == (3, 0, True) and out[1].tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match=r"^ts\[0\] must hold 1 pieces' timestamps, got 2$"):
         call(ts=[[ts[0][0], ts[0][0]]])
     with pytest.raises(ValueError, match=r"^keys must be ascending within each piece$"):

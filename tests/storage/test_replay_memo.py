@@ -22,6 +22,7 @@ import pytest
 
 import storage
 from connector import TableInputFormat
+from storage.memstore.sorted_cells import SortedCells
 from storage.read import row_scan
 from storage.region import file_stamps, region_snapshots
 from tests.file_settle import settle
@@ -60,17 +61,17 @@ def _settle(root: str) -> None:
 def decodes(monkeypatch):
     """Counts of WAL decodes (one per region read that decodes) and of chunk resolutions."""
     counts = {"wal": 0, "resolved": 0}
-    decode, resolve = region_snapshots.decode_payloads, row_scan.resolve_items
+    decode, resolve = SortedCells.from_payloads.__func__, row_scan.resolve_items
 
-    def counting_decode(*args, **kwargs):
+    def counting_decode(cls, *args, **kwargs):
         counts["wal"] += 1
-        return decode(*args, **kwargs)
+        return decode(cls, *args, **kwargs)
 
     def counting_resolve(*args, **kwargs):
         counts["resolved"] += 1
         return resolve(*args, **kwargs)
 
-    monkeypatch.setattr(region_snapshots, "decode_payloads", counting_decode)
+    monkeypatch.setattr(SortedCells, "from_payloads", classmethod(counting_decode))
     monkeypatch.setattr(row_scan, "resolve_items", counting_resolve)
     return counts
 

@@ -72,8 +72,9 @@ def test_every_version_and_both_layouts_are_covered():
             if r.format_version == 3:
                 encodings |= set(r._index.chunks.encoding)
     assert layouts[2] == layouts[3] == {BlockLayout.CELLS, BlockLayout.DENSE}
-    # key chunks (with and without offsets), IPC, fixed-width, dictionary, length-coded and frame value chunks
-    assert encodings == {0, 1, 2, 3, 4, 5, 6}
+    # key chunks (with and without offsets, delta-coded), IPC, fixed-width, dictionary, length-coded and frame
+    # value chunks
+    assert encodings == {0, 1, 2, 3, 4, 5, 6, 7}
 
 
 @pytest.mark.parametrize("name", ["v3_narrow_zstd", "v3_narrow_plain"])
@@ -111,6 +112,23 @@ def test_v3_frame_golden_files_hold_frame_chunks(golden_fs, name):
             wide.add(enc[5])
         assert wide == ({6} if name.endswith("plain") else {2, 6})
         r.check()
+        _each_column_reads_back_alone(r, rows, quals, values)
+
+
+@pytest.mark.parametrize("name", ["v3_keys_zstd", "v3_keys_plain"])
+def test_v3_keys_golden_files_hold_delta_coded_key_chunks(golden_fs, name):
+    """The files of the KEYS_DELTA key chunk keep it in every block: 12-byte composite keys
+    as two parts (1-byte deltas, 1-byte codes), 4-byte deltas, and a block cut into more
+    parts; the keys read back byte for byte on a key-only run and on each block alone."""
+    rows, quals, values, _ = make_golden.keys_rows()
+    with StoreFileReader(golden_fs, name + ".rsf") as r:
+        ch = r._index.chunks
+        assert r.block_count > 3
+        assert all(ch.encoding[ch.starts[i]] == 7 for i in range(r.block_count))
+        r.check()
+        assert list(dict.fromkeys(k for b in r.scan_batches(keys_only=True) for k in b.column(0).to_pylist())) == rows
+        assert r.count_rows() == len(rows)
+        assert [k for i in range(r.block_count) for k in r._block(i, False, False).dense.rows.to_pylist()] == rows
         _each_column_reads_back_alone(r, rows, quals, values)
 
 

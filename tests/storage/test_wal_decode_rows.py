@@ -1,0 +1,231 @@
+"""A pinned region's log read straight into its row form, compiled and reference.
+
+``wal_rows`` (storage/_native/wal.c) takes checked WAL payloads whose cells are
+puts of one family in strict cell order (what a table being updated writes)
+and builds their row form (:class:`storage.memstore.row_runs.RowRun`) with no
+cell table between; :meth:`storage.memstore.sorted_cells.SortedCells.from_payloads`
+uses it and decodes the cell table only when something asks for cells.  Any
+other log (markers, versions, several families, out of order, damaged) goes
+the way it went before: :func:`storage.wal.arrow_decode.decode_payloads`, then
+:meth:`SortedCells.from_log`.  The reference is that way with the kernels off
+(:func:`payloads_to_table_py` and :func:`storage.storefile.dense.dense_from_cells`).
+Hypothesis holds the two to the same cells, row form and errors, on payloads
+and on torn or damaged WAL files.  Like tests/storage/test_wal_decode.py, the
+kernel tests switch the built module on for the engine's functions, so they
+also run when ``REGIONSCAN_NATIVE=0`` turns it off for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import struct
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from storage import native
+from storage.cells import CellType
+from storage.errors import StorageError
+from storage.memstore import row_runs
+from storage.memstore.row_runs import RowRun, log_rows
+from storage.memstore.sorted_cells import SortedCells
+from storage.storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
+from storage.vfs.fs import open_filesystem
+from storage.wal import arrow_decode
+from storage.wal.arrow_decode import payloads_to_table_py
+from storage.wal.format import PAYLOAD_HEADER, RECORD_HEADER_SIZE, encode_record_py
+from storage.wal.reader import WalReader
+from storage.wal.writer import WalWriter
+
+try:
+    BUILT = importlib.import_module("storage._native_ext")
+except ImportError:  # no C compiler at install: only the reference exists
+    BUILT = None
+
+PUT, DELETE = int(CellType.PUT), int(CellType.DELETE)
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["compiled", "reference"])
+def kernels(request):
+    """The engine's log decode with the built kernels on (``True``) or the reference (``False``)."""
+    on = BUILT if request.param else None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(arrow_decode, "_NATIVE", on)
+        patch.setattr(row_runs, "_NATIVE", on)
+        yield on
+
+
+def _payloads(records: list[list[tuple]]) -> list[bytes]:
+    """Each record's checked payload, as a WAL reader hands it over."""
+    return [encode_record_py(i + 1, cells)[RECORD_HEADER_SIZE:] for i, cells in enumerate(records)]
+
+
+def _reference(payloads: list[bytes]) -> tuple:
+    """What the reference makes of a log: its sorted cells, and their row form
+    (:func:`dense_from_cells`) when they are of one family."""
+    table = SortedCells.from_log(payloads_to_table_py(payloads)).table
+    one = table.num_rows and len(set(table.column("family").to_pylist())) == 1
+    return table, dense_from_cells(table.combine_chunks().to_batches()[0], min_rows=1) if one else None
+
+
+def _same_run(got: RowRun | None, b: DenseBlock | None) -> None:
+    assert (got is None) == (b is None)
+    if got is None:
+        return
+    a = got.dense
+    assert a.rows.equals(b.rows) and tuple(a.qualifiers) == tuple(b.qualifiers)
+    assert all(x.equals(y) for x, y in zip(a.timestamps, b.timestamps, strict=True))
+    assert all(x.equals(y) for x, y in zip(a.values, b.values, strict=True))
+
+
+def _check(payloads: list[bytes]) -> SortedCells:
+    table, run = _reference(payloads)
+    cells = SortedCells.from_payloads(payloads, "wal-x")
+    families = set(table.column("family").to_pylist())
+    if len(families) == 1:
+        family = families.pop()
+        _same_run(cells.family(family).row_run(), run)
+        assert cells.family(b"other").is_empty()
+    assert cells.is_empty() == (table.num_rows == 0)
+    fresh = SortedCells.from_payloads(payloads, "wal-x")  # asked about rows before any cell is decoded
+    rows = table.column("row").to_pylist()
+    for lo, hi in [(b"", None), (b"\x00", b"\x80"), (rows[len(rows) // 2] if rows else b"", None),
+                   (rows[-1] + b"\x00" if rows else b"x", None), (b"", rows[0] if rows else b"")]:
+        assert fresh.holds_rows(lo, hi) == any(lo <= r and (hi is None or r < hi) for r in rows)
+    assert cells.table.equals(table)  # the cell table, decoded on demand, is the reference's
+    return cells
+
+
+_quals = st.sampled_from([b"", b"a", b"b", b"b\x00", b"c", b"qualifier-long-enough-for-memcmp"])
+_logs = st.lists(st.tuples(st.binary(max_size=20), _quals, st.integers(-(1 << 63), (1 << 63) - 1),
+                           st.binary(max_size=120)), max_size=200)
+
+
+def _records(cells: list[tuple], cut: int) -> list[list[tuple]]:
+    """Cells written ``cut`` (1-9) to a record, with a record of no cells among them."""
+    records = [cells[i:i + cut] for i in range(0, len(cells), cut)]
+    return records[:1] + [[]] + records[1:]
+
+
+@settings(max_examples=150, deadline=None)
+@given(log=_logs, cut=st.integers(1, 9), spoil=st.sampled_from(["none", "none", "delete", "family", "swap",
+                                                                 "version"]), at=st.integers(0, 1000))
+def test_a_log_read_as_rows_matches_the_reference(kernels, log, cut, spoil, at):
+    cells = sorted({(r, q): (r, b"cf", q, t, PUT, v) for r, q, t, v in log}.values())
+    if cells and spoil != "none":  # one cell the row form cannot take as it is
+        i = at % len(cells)
+        r, f, q, t, k, v = cells[i]
+        if spoil == "delete":
+            cells[i] = (r, f, q, t, DELETE, b"")
+        elif spoil == "family":
+            cells[i] = (r, b"f2", q, t, k, v)
+        elif spoil == "swap" and len(cells) > 1:
+            cells[i], cells[i - 1] = cells[i - 1], cells[i]
+        elif spoil == "version":
+            cells.insert(i + 1, (r, f, q, t - 1 if t > -(1 << 63) else t + 1, k, v))
+    payloads = _payloads(_records(cells, cut))
+    got = _check(payloads)
+    fused = log_rows(payloads)
+    if kernels is None:
+        assert fused is None
+        return
+    table, run = _reference(payloads)
+    # the row form came straight from the payloads exactly when the log is puts of one
+    # family in strict cell order that the dense form holds
+    shaped = table.num_rows > 0 and run is not None and table.equals(payloads_to_table_py(payloads)) and \
+        len(set(table.column("family").to_pylist())) == 1
+    assert (fused is not None) == shaped
+    if fused is not None:
+        assert fused[1:] == (table.column("family")[0].as_py(), table.num_rows)
+        assert got._table is not None  # _check asked for cells: decoded then, not before
+        assert SortedCells.from_payloads(payloads)._table is None
+
+
+def test_too_many_qualifiers_or_too_sparse_rows_are_left_to_the_cells(kernels):
+    wide = [(b"r%03d" % (i // 2), b"cf", b"q%03d" % i, 1, PUT, b"v") for i in range(2 * MAX_DENSE_QUALIFIERS + 2)]
+    sparse = [(b"r%03d" % i, b"cf", b"q%03d" % i, 1, PUT, b"v") for i in range(MAX_FILL * 20)]
+    for cells in (wide, sparse):
+        payloads = _payloads([cells])
+        assert log_rows(payloads) is None
+        _check(payloads)
+
+
+def _damaged(payload: bytes, how: str, at: int) -> bytes:
+    n = PAYLOAD_HEADER.unpack_from(payload, 0)[1]
+    raw = bytearray(payload)
+    if how == "count":
+        struct.pack_into("<I", raw, 8, n + 1 + at % 5)
+    elif how == "length":
+        pos = PAYLOAD_HEADER.size + 8 * n + 4 * (at % (4 * n))
+        struct.pack_into("<I", raw, pos, struct.unpack_from("<I", raw, pos)[0] + 1 + at % 3)
+    elif how == "type":
+        raw[PAYLOAD_HEADER.size + 24 * n + at % n] = 99
+    elif how == "cut":
+        del raw[max(PAYLOAD_HEADER.size, len(raw) - 1 - at % 40):]
+    return bytes(raw)
+
+
+@settings(max_examples=120, deadline=None)
+@given(log=_logs.filter(bool), how=st.sampled_from(["count", "length", "type", "cut"]), which=st.integers(0, 3),
+       at=st.integers(0, 1000))
+def test_damaged_payloads_get_the_references_error(kernels, log, how, which, at):
+    cells = sorted({(r, q): (r, b"cf", q, t, PUT, v) for r, q, t, v in log}.values())
+    payloads = _payloads([cells[i:i + 5] for i in range(0, len(cells), 5)])
+    which %= len(payloads)
+    payloads[which] = _damaged(payloads[which], how, at)
+    try:
+        _reference(payloads)
+    except StorageError as error:
+        assert log_rows(payloads) is None
+        with pytest.raises(type(error)) as info:
+            SortedCells.from_payloads(payloads, "WAL")
+        assert str(info.value) == str(error) and "\n" not in str(error)
+        return
+    _check(payloads)  # a cut inside values that still adds up: read alike
+
+
+@settings(max_examples=60, deadline=None)
+@given(log=_logs.filter(bool), cut=st.integers(0, 1 << 20), flip=st.one_of(st.none(), st.integers(0, 1 << 20)),
+       zeros=st.integers(0, 64))
+def test_torn_and_damaged_wal_files_read_alike_both_ways(kernels, tmp_path_factory, log, cut, flip, zeros):
+    cells = sorted({(r, q): (r, b"cf", q, t, PUT, v) for r, q, t, v in log}.values())
+    fs = open_filesystem(str(tmp_path_factory.mktemp("wal")))
+    with WalWriter(fs, "log.wal", sync="none") as writer:
+        for i in range(0, len(cells), 6):
+            writer.append(i + 1, cells[i:i + 6])
+    full = fs.read_bytes("log.wal")
+    data = bytearray(full[: cut % (len(full) + 1)]) + bytes(zeros)  # torn, and a crash's zero-filled page
+    if flip is not None and data:
+        data[flip % len(data)] ^= 0x10
+    fs.write_bytes("log.wal", bytes(data))
+
+    def read(decode):
+        try:
+            return decode([r.cells for r in WalReader(fs, "log.wal", decode="payload")])
+        except StorageError as error:
+            return f"{type(error).__name__}: {error}"
+
+    reference = read(_reference)
+    got = read(lambda payloads: SortedCells.from_payloads(payloads, "WAL"))
+    if isinstance(reference, str):
+        assert got == reference and "\n" not in reference  # the same one-line error
+        return
+    table, run = reference
+    if table.num_rows:
+        _same_run(got.family(b"cf").row_run(), run)
+    assert got.table.equals(table)
+
+
+def test_bad_row_arguments_get_a_one_line_error():
+    if BUILT is None:
+        assert native.NATIVE is None and log_rows(_payloads([[(b"r", b"cf", b"q", 1, PUT, b"v")]])) is None
+        return
+    payloads = _payloads([[(b"r", b"cf", b"q", 1, PUT, b"v")]])
+    for args, message in [((tuple(payloads), 255, 2, pa.allocate_buffer), "payloads must be a list"),
+                          ((payloads, 0, 2, pa.allocate_buffer), "max_qualifiers must be 1-255"),
+                          ((payloads, 255, 2, bytes), "allocate must return a writable")]:
+        with pytest.raises(ValueError, match=message) as info:
+            BUILT.wal_rows(*args)
+        assert "\n" not in str(info.value)
