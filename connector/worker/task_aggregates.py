@@ -307,8 +307,10 @@ def _distinct_partials(spec: TaskAggregation, inputs: pa.Schema, batches: Iterab
 
 
 def _limit(kind: pa.DataType) -> int:
-    """The largest |unscaled value| of a partial column of ``kind`` (a BIGINT or a DECIMAL)."""
-    return 10 ** kind.precision - 1 if pa.types.is_decimal(kind) else _INT64_MAX
+    """The largest |unscaled value| of a partial column of ``kind`` (an integer or a DECIMAL)."""
+    if pa.types.is_decimal(kind):
+        return 10 ** kind.precision - 1
+    return (1 << (kind.bit_width - 1)) - 1  # an INT partial column holds less than a BIGINT one
 
 
 def _unscaled(value: int | Decimal, kind: pa.DataType) -> int:
@@ -334,9 +336,12 @@ def fitted(result: pa.Table, spec: TaskAggregation, target: pa.Schema) -> pa.Tab
     over = None
     for at in sums:
         column, kind = result.column(at), target.field(at).type
-        if pa.types.is_int64(column.type):
+        if pa.types.is_int64(column.type) and pa.types.is_int64(kind):
             continue  # a sum of narrow integers: it fits a BIGINT
-        limit = pa.scalar(Decimal(_limit(kind)).scaleb(-kind.scale if pa.types.is_decimal(kind) else 0), column.type)
+        if pa.types.is_integer(column.type):
+            limit = pa.scalar(min(_limit(kind), _INT64_MAX), column.type)
+        else:
+            limit = pa.scalar(Decimal(_limit(kind)).scaleb(-kind.scale if pa.types.is_decimal(kind) else 0), column.type)
         outside = pc.fill_null(pc.or_(pc.greater(column, limit), pc.less(column, pc.negate(limit))), False)
         over = outside if over is None else pc.or_(over, outside)
     big = [] if over is None else np.flatnonzero(over.to_numpy(zero_copy_only=False)).tolist()

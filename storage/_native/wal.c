@@ -398,6 +398,23 @@ static int rs_offsets_ok(const rs_view *off, const rs_view *data, Py_ssize_t n) 
     return 1;
 }
 
+/* Orders ``nq`` (at most 255) distinct qualifiers bytewise: ``byrank[r]`` is the id of
+ * the r-th smallest and ``rank[id]`` its place.  An insertion sort: qualifiers are few. */
+static void rs_rank_qualifiers(const rs_slice *q, Py_ssize_t nq, unsigned char *rank,
+                               unsigned char *byrank) {
+    for (Py_ssize_t a = 0; a < nq; a++) byrank[a] = (unsigned char)a;
+    for (Py_ssize_t a = 1; a < nq; a++) {
+        unsigned char x = byrank[a];
+        Py_ssize_t b = a - 1;
+        while (b >= 0 && rs_cmp_bytes(q[byrank[b]].data, q[byrank[b]].len, q[x].data, q[x].len) > 0) {
+            byrank[b + 1] = byrank[b];
+            b--;
+        }
+        byrank[b + 1] = x;
+    }
+    for (Py_ssize_t a = 0; a < nq; a++) rank[byrank[a]] = (unsigned char)a;
+}
+
 PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
     Py_ssize_t n, max_q, max_fill, min_rows;
     PyObject *objs[8], *allocate;
@@ -471,19 +488,9 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
         goto done;
     }
     if (refused || nrows < min_rows || nrows * nq > max_fill * n) goto none;
-    /* the qualifiers ascending (at most 255: an insertion sort), and each id's rank */
+    /* the qualifiers ascending, and each id's rank */
     unsigned char rank[256], byrank[256];
-    for (Py_ssize_t a = 0; a < nq; a++) byrank[a] = (unsigned char)a;
-    for (Py_ssize_t a = 1; a < nq; a++) {
-        unsigned char x = byrank[a];
-        Py_ssize_t b = a - 1;
-        while (b >= 0 && rs_cmp_bytes(q[byrank[b]].data, q[byrank[b]].len, q[x].data, q[x].len) > 0) {
-            byrank[b + 1] = byrank[b];
-            b--;
-        }
-        byrank[b + 1] = x;
-    }
-    for (Py_ssize_t a = 0; a < nq; a++) rank[byrank[a]] = (unsigned char)a;
+    rs_rank_qualifiers(q, nq, rank, byrank);
     /* the row keys */
     Py_ssize_t row_bytes = 0;
     for (Py_ssize_t r = 0; r < nrows; r++) row_bytes += ro[starts[r] + 1] - ro[starts[r]];
@@ -731,19 +738,9 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
     if (nrows * nq > max_fill * total || row_bytes >= ((Py_ssize_t)1 << 31)) goto done;
     for (Py_ssize_t a = 0; a < nq; a++)
         if (vbytes[a] >= ((Py_ssize_t)1 << 31)) goto done;
-    /* the qualifiers ascending (an insertion sort of at most 255), each id's rank */
+    /* the qualifiers ascending, and each id's rank */
     unsigned char rank[256], byrank[256];
-    for (Py_ssize_t a = 0; a < nq; a++) byrank[a] = (unsigned char)a;
-    for (Py_ssize_t a = 1; a < nq; a++) {
-        unsigned char x = byrank[a];
-        Py_ssize_t b = a - 1;
-        while (b >= 0 && rs_cmp_bytes(q[byrank[b]].data, q[byrank[b]].len, q[x].data, q[x].len) > 0) {
-            byrank[b + 1] = byrank[b];
-            b--;
-        }
-        byrank[b + 1] = x;
-    }
-    for (Py_ssize_t a = 0; a < nq; a++) rank[byrank[a]] = (unsigned char)a;
+    rs_rank_qualifiers(q, nq, rank, byrank);
     /* every output buffer, before the copy (which may run without the GIL) */
     cv = PyMem_Calloc((size_t)(4 * nq), sizeof(rs_view));
     cobj = PyMem_Calloc((size_t)(4 * nq), sizeof(PyObject *));

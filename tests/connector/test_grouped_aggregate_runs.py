@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings, strategies a
 from connector.worker.aggregate_expressions import parse_expression
 from connector.worker.aggregate_spec import TaskAggregation
 from connector.worker.task_aggregates import RUN_ROWS, exact_partials, fitted, runs
+from tests.connector.test_integer_aggregates import _outcome
 
 _EXAMPLES = int(os.environ.get("REGIONSCAN_AGGRUN_EXAMPLES", "40"))
 _SETTINGS = settings(max_examples=_EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -44,13 +45,6 @@ def _value(kind: pa.DataType):
 
 def _sorted(table: pa.Table) -> list:
     return sorted(table.to_pylist(), key=repr)
-
-
-def _outcome(call):
-    try:
-        return call()
-    except OverflowError as error:
-        return f"error: {error}"
 
 
 @_SETTINGS

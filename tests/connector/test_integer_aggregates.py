@@ -184,3 +184,18 @@ def test_the_decimal_road_rounds_up_to_a_new_digit_and_takes_integer_literals():
     a = pa.array([Decimal("1.25"), None], _TYPES["a"])
     assert plus.values({"a": a}, 2, True).to_pylist() == [Decimal("8.25"), None]
     assert plus.unscaled({"a": a}, {}).values.tolist()[0] == 825
+
+
+def test_a_sum_past_a_narrow_integer_partial_column_is_split_within_its_type():
+    """A partial column of INT holds less than a BIGINT: a group whose sum passes 2^31 - 1 becomes
+    rows that each fit an INT and add up to it, on both roads (before, the pieces were cut at the
+    BIGINT limit and building the INT column failed)."""
+    spec = TaskAggregation({"group_by": [], "aggregates": [{"fn": "sum", "column": "i"}]}, {"i": "i"})
+    inputs = pa.schema([pa.field("i", pa.int32())])
+    top = (1 << 31) - 1
+    batches = [pa.record_batch([pa.array([top, top, 5], pa.int32())], schema=inputs)]
+    for integers in (True, False):
+        rows = fitted(exact_partials(spec, inputs, iter(batches), 1 if integers else None, run_rows=1), spec,
+                      pa.schema([pa.field("a0", pa.int32())]))
+        values = rows.column("a0").to_pylist()
+        assert len(values) > 1 and all(abs(v) <= top for v in values) and sum(values) == 2 * top + 5

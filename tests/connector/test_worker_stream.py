@@ -61,13 +61,31 @@ def _pair(sndbuf: int) -> tuple[_CountingSocket, socket.socket]:
     return a, b
 
 
+def _late_reader(a: "_CountingSocket", b: socket.socket, out: bytearray,
+                 piece: int = 1 << 14) -> tuple[threading.Thread, threading.Event]:
+    """A started thread draining ``b`` into ``out`` from ``a``'s first short send on, or from when
+    the returned event is set (the writer is done).  Reading only once the buffer has filled makes
+    the partial sends certain: a reader that keeps up could otherwise take every send whole."""
+    written = threading.Event()
+
+    def run() -> None:
+        deadline = time.monotonic() + 30
+        while a.partial == 0 and not written.is_set() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        _drain(b, out, piece)
+
+    reader = threading.Thread(target=run)
+    reader.start()
+    return reader, written
+
+
 def _sent_through_sink(batches: list[pa.RecordBatch], sndbuf: int) -> bytes:
     """The bytes a reader gets when ``batches`` go through a SocketSink whose socket has a
-    ``sndbuf``-byte send buffer (the reader takes 16 KiB at a time, in its own thread)."""
+    ``sndbuf``-byte send buffer (the reader takes 16 KiB at a time, in its own thread, from the
+    first short send on)."""
     a, b = _pair(sndbuf)
     got = bytearray()
-    reader = threading.Thread(target=_drain, args=(b, got))
-    reader.start()
+    reader, written = _late_reader(a, b, got)
     try:
         sink = SocketSink(a)
         writer = pa.ipc.new_stream(sink, batches[0].schema)
@@ -78,6 +96,7 @@ def _sent_through_sink(batches: list[pa.RecordBatch], sndbuf: int) -> bytes:
         sink.flush()
         a.shutdown(socket.SHUT_WR)
     finally:
+        written.set()
         reader.join(60)
         a.close()
         b.close()
@@ -125,12 +144,12 @@ def test_send_parts_resumes_after_partial_sends():
     a, b = _pair(4096)
     parts = [memoryview(bytes([i % 251]) * size) for i, size in enumerate([1, 70_000, 3, 0, 250_000, 17])]
     got = bytearray()
-    reader = threading.Thread(target=_drain, args=(b, got, 1000))
-    reader.start()
+    reader, written = _late_reader(a, b, got, 1000)
     try:
         sent = send_parts(a, list(parts))
         a.shutdown(socket.SHUT_WR)
     finally:
+        written.set()
         reader.join(60)
         a.close()
         b.close()

@@ -23,6 +23,8 @@ import time
 import pytest
 
 import storage
+from storage.storefile import StoreFileReader
+from storage.vfs.fs import FileSystem
 from suite_paths import REPO as REPO_ROOT
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -60,8 +62,11 @@ def tables(tmp_path_factory):
     bad = base / "bad"
     shutil.copytree(good, bad)
     (store_file,) = glob.glob(str(bad / "t" / "regions" / "*" / "cf" / "*.sf"))
+    with StoreFileReader(FileSystem(os.path.dirname(store_file)), os.path.basename(store_file)) as reader:
+        start = reader._index.offsets[0] + reader._index.chunks.entries(0)[0][0]  # the first block's key chunk
+        size = reader._index.chunks.entries(0)[0][1]
     data = bytearray(open(store_file, "rb").read())
-    data[200:400] = bytes(b ^ 0x5A for b in data[200:400])
+    data[start:start + size] = bytes(b ^ 0x5A for b in data[start:start + size])
     open(store_file, "wb").write(bytes(data))
     return good, bad
 
