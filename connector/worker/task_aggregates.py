@@ -292,11 +292,10 @@ def _distinct_partials(spec: TaskAggregation, inputs: pa.Schema, batches: Iterab
         return partial
 
     partials: list[pa.Table] = []
-    for batch in runs(batches, run_rows):
-        if batch.num_rows:
-            arrays = renamed(batch)
-            partials = checked(arrays, partials) if longs else partials
-            partials.append(widened(_partial(summed(arrays), spec, groups + values, first)))
+    for batch in runs(batches, run_rows):  # no empty batch: runs() drops them
+        arrays = renamed(batch)
+        partials = checked(arrays, partials) if longs else partials
+        partials.append(widened(_partial(summed(arrays), spec, groups + values, first)))
     if not partials:
         result = widened(_partial(columns.empty_table(), spec, groups + values, first))
     elif len(partials) == 1:

@@ -120,8 +120,8 @@ class DenseBlock:
         if self._plain is None:
             return self._values
         for j, v in enumerate(self._values):
-            if isinstance(v, _DICT) and self._plain[j] is None:
-                self._plain[j] = expand_dict(v)
+            if isinstance(v, _DICT):
+                self.value(j)  # expanded once, kept in _plain
         return self._plain
 
     @property
