@@ -18,7 +18,8 @@ def python_worker(secret: str) -> Iterator[tuple[subprocess.Popen, int, str]]:
     """Start a worker that takes ``secret``; yields the process, its port and
     its announcement line; on exit closes its stdin (the worker exits when its
     parent's pipe closes) and checks that it exited cleanly."""
-    env = {**os.environ, "REGIONSCAN_WORKER_SECRET": secret}
+    # Arrow's pool as the JVM's WorkerProcess.java starts the worker with (unless set already)
+    env = {"ARROW_DEFAULT_MEMORY_POOL": "system", **os.environ, "REGIONSCAN_WORKER_SECRET": secret}
     proc = subprocess.Popen([sys.executable, "-m", "connector.engine_worker"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:

@@ -204,7 +204,8 @@ class WorkerServer(socketserver.ThreadingTCPServer):
                     "block_cache": shared_block_cache().stats(),
                     "cpu_s": round(time.process_time(), 3), "uptime_s": round(time.time() - self.started, 1),
                     "warm_up_s": self.warm_up_s, "modules": len(sys.modules),
-                    "prefaulted_bytes": self.prefaulted_bytes}
+                    "prefaulted_bytes": self.prefaulted_bytes,
+                    "arrow_memory_pool": pa.default_memory_pool().backend_name}
 
 
 def warm_up() -> float:

@@ -137,8 +137,9 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "= its dict; the keys point_row answers False (none if whole: the block's last " \
               "row ends in it) appended to spill; the rows found")                              \
     RS_METHOD(row_dicts,                                                                        \
-              "row_dicts(key, columns, names) -> [(key, {name: value})]: a dense row batch's " \
-              "rows, nulls left out (each column: (validity, offsets, data, offset, length))")  \
+              "row_dicts(key, columns, names[, start, stop]) -> [(key, {name: value})]: a "     \
+              "dense row batch's rows [start, stop), nulls left out (each column: (validity, "  \
+              "offsets, data, offset, length))")                                                 \
     RS_METHOD(wal_record,                                                                       \
               "wal_record(seq_id, cells, valid_types, limit, crc32) -> bytes | None: one WAL " \
               "record (frame and payload) of a list of cell 6-tuples; None: the reference decides") \

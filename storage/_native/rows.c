@@ -11,7 +11,17 @@
  * as the array's slice start.  Every buffer is checked against the rows it
  * must hold, and every offset used against the data, before the first object
  * is made; the views are released before the call returns.  The objects are
- * Python's, so the GIL stays held, and the cyclic collector is paused meanwhile. */
+ * Python's, so the GIL stays held, and the cyclic collector is paused meanwhile.
+ *
+ * `start` and `stop` (optional: the whole batch) make rows [start, stop) only.
+ * scan() makes a batch's rows a few hundred at a time, each piece once the
+ * reader has taken the one before (storage/read/python_rows.py's
+ * `row_dict_chunks`): every pair holds a dict, so CPython keeps every pair
+ * tracked by the cyclic collector, and a whole batch's pairs alive at once
+ * make the collections that follow visit tens of thousands of them, and take
+ * tens of megabytes the allocator returns to the system and faults back in at
+ * the next batch.  A few hundred pairs alive stay in memory the next piece
+ * reuses, and under the collector's first threshold. */
 #include "regionscan_native.h"
 #include <string.h>
 
@@ -29,8 +39,11 @@ static void rs_binary_release(rs_binary *c) {
     rs_view_release(&c->data);
 }
 
-/* Take column `what` (a 5-tuple, see above) of `rows` rows (-1: its own length, stored in *rows). */
-static int rs_binary_get(rs_binary *c, PyObject *spec, const char *what, Py_ssize_t *rows) {
+/* Take column `what` (a 5-tuple, see above) of `rows` rows (-1: its own length, stored in *rows).
+ * Only the offsets of rows [start, stop) are checked (stop -1: to the last row): a call that makes
+ * some of the rows reads no others, and a batch made in many calls is checked once in all. */
+static int rs_binary_get(rs_binary *c, PyObject *spec, const char *what, Py_ssize_t *rows,
+                         Py_ssize_t start, Py_ssize_t stop) {
     Py_ssize_t offset, length;
     if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 5) {
         PyErr_Format(PyExc_ValueError, "row_dicts: %s must be a tuple (validity, offsets, data, offset, length)", what);
@@ -73,14 +86,16 @@ static int rs_binary_get(rs_binary *c, PyObject *spec, const char *what, Py_ssiz
     c->bit0 = offset;
     c->off = (const int32_t *)c->offsets.view.buf + offset;
     c->bytes = c->data.held ? (const char *)c->data.view.buf : "";
+    if (stop < 0 || stop > length) stop = length;
+    if (start < 0 || start > stop) start = stop;  /* out of range: refused by the caller */
     /* every offset used: not falling, within the data */
     Py_ssize_t size = c->data.held ? c->data.view.len : 0;
-    if (c->off[0] < 0 || c->off[length] > size) {
+    if (c->off[start] < 0 || c->off[stop] > size) {
         PyErr_Format(PyExc_ValueError, "row_dicts: %s's offsets %d..%d fall outside its %zd data bytes", what,
-                     (int)c->off[0], (int)c->off[length], size);
+                     (int)c->off[start], (int)c->off[stop], size);
         return -1;
     }
-    for (Py_ssize_t i = 0; i < length; i++) {
+    for (Py_ssize_t i = start; i < stop; i++) {
         if (c->off[i] > c->off[i + 1]) {
             PyErr_Format(PyExc_ValueError, "row_dicts: %s's offsets fall at row %zd", what, i);
             return -1;
@@ -101,11 +116,12 @@ PyObject *rs_row_dicts(PyObject *self, PyObject *args) {
     PyObject *key_spec, *columns, *names, *out = NULL;
     rs_binary key;
     rs_binary *cols = NULL;
-    Py_ssize_t ncols = 0, rows = -1, taken = 0;
+    Py_ssize_t ncols = 0, rows = -1, taken = 0, start = 0, stop = -1;
     int key_taken = 0, gc_was = 0;
     (void)self;
     memset(&key, 0, sizeof(key));
-    if (!PyArg_ParseTuple(args, "OO!O!:row_dicts", &key_spec, &PyTuple_Type, &columns, &PyTuple_Type, &names))
+    if (!PyArg_ParseTuple(args, "OO!O!|nn:row_dicts", &key_spec, &PyTuple_Type, &columns, &PyTuple_Type, &names,
+                          &start, &stop))
         return NULL;
     ncols = PyTuple_GET_SIZE(columns);
     if (PyTuple_GET_SIZE(names) != ncols) {
@@ -120,26 +136,31 @@ PyObject *rs_row_dicts(PyObject *self, PyObject *args) {
         }
     }
     key_taken = 1;
-    if (rs_binary_get(&key, key_spec, "key", &rows) < 0) goto done;
+    if (rs_binary_get(&key, key_spec, "key", &rows, start, stop) < 0) goto done;
+    if (stop < 0) stop = rows;
+    if (start < 0 || start > stop || stop > rows) {
+        PyErr_Format(PyExc_ValueError, "row_dicts: rows %zd..%zd asked of a batch of %zd", start, stop, rows);
+        goto done;
+    }
     cols = PyMem_Calloc(ncols ? ncols : 1, sizeof(rs_binary));
     if (!cols) { PyErr_NoMemory(); goto done; }
     for (; taken < ncols; taken++) {
         char what[32];
         snprintf(what, sizeof(what), "column %zd", taken);
-        if (rs_binary_get(&cols[taken], PyTuple_GET_ITEM(columns, taken), what, &rows) < 0) {
+        if (rs_binary_get(&cols[taken], PyTuple_GET_ITEM(columns, taken), what, &rows, start, stop) < 0) {
             taken++;  /* release what it took */
             goto done;
         }
     }
-    out = PyList_New(rows);
+    out = PyList_New(stop - start);
     if (!out) goto done;
     /* the cyclic collector is paused while the rows are made (and left as it was found):
-     * every tuple and dict counts as an allocation of the youngest generation, so a batch
+     * every tuple and dict counts as an allocation of the youngest generation, so a call
      * of tens of thousands of rows would start a collection every few hundred rows, each
      * visiting the rows made so far, and together they cost more than making the rows.
      * Nothing here runs Python code or lets another thread in while it is paused. */
     gc_was = PyGC_Disable();
-    for (Py_ssize_t i = 0; i < rows; i++) {
+    for (Py_ssize_t i = start; i < stop; i++) {
         PyObject *k = rs_value(&key, i), *d = NULL, *pair;
         if (!k) goto fail;
         d = PyDict_New();
@@ -160,10 +181,10 @@ PyObject *rs_row_dicts(PyObject *self, PyObject *args) {
         if (!pair) { Py_DECREF(k); Py_DECREF(d); goto fail; }
         PyTuple_SET_ITEM(pair, 0, k);
         PyTuple_SET_ITEM(pair, 1, d);
-        /* a dict of bytes alone is not tracked by the cyclic GC, and then nor need its
-         * pair be: collections triggered by the rows' allocations find nothing to visit
-         * (CPython untracks such tuples itself, but only once a collection has visited them) */
-        PyList_SET_ITEM(out, i, pair);
+        /* the pair stays tracked: its dict of bytes is not, but a reader may put a
+         * container in it later, and an untracked pair in a cycle would never be freed
+         * (CPython's collector keeps a tuple holding a dict tracked for that reason) */
+        PyList_SET_ITEM(out, i - start, pair);
     }
     goto done;
 fail:

@@ -358,7 +358,9 @@ class Utf8Comparator(Comparator):
         if isinstance(inner, Utf8Comparator):
             inner = inner.inner
         self.inner = inner
-        self.value = inner.to_string().encode("utf-8")
+        # the inner value is bytes, text or not: its filter-language form carries bytes that
+        # are not UTF-8 as escaped surrogates (storage.filters._text), encoded back here
+        self.value = to_bytes(inner.to_string(), "utf8: comparator")
 
     def predicate(self, op: CompareOperator | str) -> Predicate:
         test = self.inner.predicate(op)

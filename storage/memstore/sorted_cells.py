@@ -42,6 +42,7 @@ class SortedCells:
         self._shared = False  # served to more than one read (share())
         self._families: dict[bytes, SortedCells] = {}
         self._family: bytes | None = None  # the one family of every cell, when known
+        self._as_rows = False  # came as rows (from_payloads): the cells are rebuilt from them
 
     @property
     def table(self) -> pa.Table:
@@ -62,15 +63,21 @@ class SortedCells:
         pinned region replays).  A log of puts of one family in cell order (a
         table being updated) becomes its row form straight from the payloads
         (:func:`storage.memstore.row_runs.log_rows`), and its cell table is
-        decoded only if something asks for cells; any other log is decoded
-        into a cell table and sorted (:meth:`from_log`)."""
+        rebuilt from the rows only if something asks for cells; any other log
+        is decoded into a cell table and sorted (:meth:`from_log`).  Nothing
+        returned refers to ``payloads``: they may be views of a WAL file's
+        memory map (:class:`storage.wal.reader.WalReader`)."""
         rows = log_rows(payloads)
         if rows is None:
             return cls.from_log(*decode_payloads(payloads, where))
         run, family, count = rows
-        cells = cls(None, count, lambda: decode_payloads(payloads, where)[0])
+        # the cells rebuilt from the rows, not from the payloads: the payloads may be views
+        # of the WAL's memory map, which the cells must not keep (nor a kept replay hold
+        # the log's bytes beside its rows); the rows are all puts of one family, one cell
+        # per column, in cell order, so they hold every field of every cell
+        cells = cls(None, count, lambda: pa.Table.from_batches([run.dense.cells(family)]))
         cells._clean, cells._family = True, family
-        cells._row_run, cells._row_run_built = run, True
+        cells._row_run, cells._row_run_built, cells._as_rows = run, True, True
         return cells
 
     @classmethod
@@ -124,6 +131,14 @@ class SortedCells:
         before, as a log decoded for one read only can never serve another
         (see :meth:`storage.memstore.runs.MemStoreView.anchors`)."""
         return (self,) if self._shared else None
+
+    def kept_bytes(self) -> int:
+        """What keeping these cells between reads costs: twice the cells' bytes (the
+        cells, and the row form a scan builds from them once); for cells that came as
+        rows (:meth:`from_payloads`), twice the row form's, without decoding the cells."""
+        if self._as_rows:  # the same charge before and after the cells are decoded
+            return 2 * self._row_run.dense.nbytes
+        return 2 * self.table.nbytes
 
     def is_empty(self) -> bool:
         """True when there is no cell."""

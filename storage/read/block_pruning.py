@@ -1,8 +1,10 @@
 """Skipping row groups whose value bounds cannot match a scan's filter.
 
-A version 3 store file records, per dense block (row group) and value chunk of fixed-width
-values, the least and greatest value compared as unsigned bytes
-(:meth:`~storage.storefile.reader.StoreFileReader.chunk_stats`).  A
+A version 3 store file records in its block index, per dense block (row group) and value chunk
+of fixed-width values, the least and greatest value compared as unsigned bytes.  Which qualifier
+a chunk holds is not in the index but in the qualifier table that opens the block's key chunk:
+of a block the scan reads, the key chunk is decoded once (and found by the scan in the block
+cache); of a block it skips, only the qualifier table is read (:func:`_learn`).  A
 ``SingleColumnValueFilter`` with a ``BinaryComparator`` (or ``BinaryPrefixComparator``)
 compares stored bytes the same way, so a block whose ``[min, max]`` lies wholly outside what
 the filter accepts holds no value that passes, and with ``filter_if_missing`` a row lacking
@@ -38,6 +40,8 @@ import numpy as np
 
 from ..filters import BinaryComparator, BinaryPrefixComparator, FilterList, SingleColumnValueFilter
 from ..filters.compare import CompareOperator
+from ..storefile.format import BlockLayout, align8
+from ..storefile.index import key_chunk_qualifiers
 
 __all__ = ["block_mask", "kept_ranges", "prunable"]
 
@@ -119,31 +123,99 @@ def prunable(flt) -> bool:
     return False
 
 
-# per store file reader (a file never changes): qualifier -> (mins, maxs, known) over its blocks,
-# filled block range by block range as scans ask, so a scan again over the same blocks reads no
-# key chunk to learn which chunk holds the qualifier
-_STATS: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
-_STATS_LOCK = threading.Lock()
+# per store file reader (a file never changes): each block's qualifiers once learned (None: not yet),
+# so a scan again over the same blocks reads no key chunk to learn which chunk holds a qualifier
+_QUALIFIERS: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
 
 
-def _file_stats(reader, qualifier: bytes, first: int, last: int) -> tuple[list, list] | None:
-    """``reader.chunk_stats(qualifier)`` of blocks ``first``..``last``, kept per reader."""
-    with _STATS_LOCK:
-        per_file = _STATS.setdefault(reader, {})
-        entry = per_file.get(qualifier)
-        if entry is None:
-            count = reader.block_count
-            entry = per_file[qualifier] = ([None] * count, [None] * count, np.zeros(count, dtype=bool))
-    mins, maxs, known = entry
-    missing = np.flatnonzero(~known[first:last + 1])
-    if missing.size:
-        a, b = first + int(missing[0]), first + int(missing[-1])
-        got = reader.chunk_stats(qualifier, first=a, last=b)
+def _known(reader) -> list:
+    with _LOCK:
+        return _QUALIFIERS.setdefault(reader, [None] * reader.block_count)
+
+
+def _learn(reader, i: int, read_next: bool) -> tuple:
+    """Block ``i``'s qualifiers (a ``DENSE`` block of a version 3 file), in chunk order, kept.
+
+    The block index gives each value chunk's bounds but not whose values they are: the qualifier
+    table that opens the block's key chunk says so.  Keys the block cache holds answer without a
+    read.  A block the scan reads next (``read_next``) has its key chunk decoded and cached, as
+    the scan then finds it; of one it skips, the key chunk is read, verified against its checksum
+    and decompressed, and only the qualifier table is parsed (its keys are not rebuilt, nothing
+    is cached).  The reader's internals serve here: its ``chunk_stats`` decodes every block's
+    whole key chunk."""
+    known = _known(reader)
+    got = known[i]
+    if got is not None:
+        return got
+    idx = reader._index
+    offset = idx.offsets[i]
+    cache = reader._cache
+    if read_next:
+        got = reader._load_keys(i, True).dense.qualifiers
+    else:
+        if cache is not None:
+            for key in ((reader.file_id, offset), (reader.file_id, offset, "columns"), (reader.file_id, offset, "keys")):
+                hit = cache.get(key, count_miss=False) if key in cache else None
+                if hit is not None and hit.dense is not None:
+                    got = hit.dense.qualifiers
+                    break
         if got is None:
-            return None
-        mins[a:b + 1], maxs[a:b + 1] = got
-        known[a:b + 1] = True
-    return mins[first:last + 1], maxs[first:last + 1]
+            entry = idx.chunks.entries(i)[0]
+            at = offset + entry[0]
+            got = key_chunk_qualifiers(reader._read(at, align8(entry[1]), block=True), entry, reader._codec,
+                                       reader._where, at)
+    got = tuple(got)
+    if i and known[i - 1] == got:
+        got = known[i - 1]  # blocks of the same columns share one tuple
+    known[i] = got
+    return got
+
+
+def _position(quals: tuple, qualifier: bytes) -> int | None:
+    """Where ``qualifier`` is in a block's (sorted) qualifiers, or None."""
+    k = bisect.bisect_left(quals, qualifier)
+    return k if k < len(quals) and quals[k] == qualifier else None
+
+
+def _range_stats(reader, qualifier: bytes, first: int, last: int, guessed: np.ndarray | None):
+    """Per block ``first``..``last``: ``(mins, maxs)`` of ``qualifier`` as the block index records
+    them, None where the block lacks the qualifier or its chunk has no bounds (values of mixed
+    widths, a ``CELLS`` block); a block none of whose chunks has bounds needs no qualifiers.
+
+    With ``guessed`` (one flag per block of the range), a block whose qualifiers are not known yet
+    is given those of the last block learned when it has as many value chunks, and flagged: the
+    caller learns its own (:func:`_learn`) and judges it again.  Without, unknown blocks are
+    learned as blocks read next."""
+    idx = reader._index
+    chunks = idx.chunks
+    known = _known(reader)
+    lows: list = []
+    highs: list = []
+    ref = None
+    for i in range(first, last + 1):
+        entry = None
+        if idx.layouts[i] == BlockLayout.DENSE:
+            entries = chunks.entries(i)
+            if any(e[6] is not None for e in entries[1:]):
+                quals = known[i]
+                if quals is None:
+                    if guessed is not None and ref is not None and len(ref) == len(entries) - 1:
+                        quals = ref
+                        guessed[i - first] = True
+                    else:
+                        quals = _learn(reader, i, True)
+                ref = quals
+                k = _position(quals, qualifier)
+                entry = entries[k + 1] if k is not None else None
+        lows.append(entry[6] if entry is not None else None)
+        highs.append(entry[7] if entry is not None else None)
+    return lows, highs
+
+
+def _judge(filters, family: bytes, n: int, stats) -> np.ndarray | None:
+    masks = [m for m in (block_mask(f, family, n, stats) for f in filters) if m is not None]
+    return np.logical_and.reduce(masks) if masks else None
 
 
 def kept_ranges(reader, family: bytes, low: bytes, high: bytes | None,
@@ -162,13 +234,26 @@ def kept_ranges(reader, family: bytes, low: bytes, high: bytes | None,
     last = count - 1 if high is None else max(bisect.bisect_left(keys, (high,)) - 1, first)
     n = last - first + 1
 
-    def stats(qualifier: bytes):
-        return _file_stats(reader, qualifier, first, last)
+    # Blocks whose qualifiers are not known yet are judged first as if they held the columns of
+    # the last block learned (a file's blocks mostly do), which only says how to learn theirs: a
+    # block that would be read has its key chunk decoded for the scan, one that would be skipped
+    # only its qualifier table read.  Every block is then judged on its own qualifiers.
+    guessed = np.zeros(n, dtype=bool)
+    seen: dict = {}  # one lookup per qualifier however many comparisons name it
 
-    masks = [m for m in (block_mask(f, family, n, stats) for f in filters) if m is not None]
-    if not masks:
+    def stats(qualifier: bytes, exact: bool = False):
+        key = (qualifier, exact)
+        if key not in seen:
+            seen[key] = _range_stats(reader, qualifier, first, last, None if exact else guessed)
+        return seen[key]
+
+    keep = _judge(filters, family, n, stats)
+    if keep is None:
         return None
-    keep = np.logical_and.reduce(masks)
+    if guessed.any():
+        for j in np.flatnonzero(guessed).tolist():
+            _learn(reader, first + j, bool(keep[j]))
+        keep = _judge(filters, family, n, lambda q: stats(q, True))
     # a row cut across blocks (its next block does not start a row) is skipped only with all of them
     piece = np.asarray(starts[first:last + 1]) > 0
     groups = np.cumsum(~piece)

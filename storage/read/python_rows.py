@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from .. import kernels
 from ..native import NATIVE
 
-__all__ = ["cells_to_dicts", "rows_to_dicts", "rows_to_dicts_py", "row_dict_maker"]
+__all__ = ["ROW_CHUNK", "cells_to_dicts", "row_dict_chunks", "rows_to_dicts", "rows_to_dicts_py", "row_dict_maker"]
 
 
 def cells_to_dicts(
@@ -88,11 +88,13 @@ def cells_to_dicts(
         yield keys[r], make(zip(names[s:e], values[s:e]))
 
 
-def _uniform_rows(keys: list, starts: np.ndarray, cells: int, names: list, values: list) -> list | None:
+def _uniform_rows(keys: list, starts: np.ndarray, cells: int, names: list, values: list) -> Iterator | None:
     """The row pairs of cells in which every row has the same columns in the
     same order (a dense table read as cells): each column's values are every
     k-th cell, and each dict is one call of :func:`row_dict_maker`.  None when
-    the rows differ."""
+    the rows differ.  The pairs are made as they are taken, not all at once:
+    a batch's pairs alive together would be visited by every collection that
+    follows and take memory faulted in anew for each batch (see :data:`ROW_CHUNK`)."""
     rows = len(keys)
     k = cells // rows if rows else 0
     if k == 0 or k > _DISPLAY_COLUMNS or k * rows != cells or not (starts == np.arange(0, cells, k)).all():
@@ -102,7 +104,7 @@ def _uniform_rows(keys: list, starts: np.ndarray, cells: int, names: list, value
         column = names[j::k]
         if column.count(name) != rows:  # C-speed comparisons, no Python step per cell
             return None
-    return list(zip(keys, map(row_dict_maker(tuple(first)), *(values[j::k] for j in range(k)))))
+    return zip(keys, map(row_dict_maker(tuple(first)), *(values[j::k] for j in range(k))))
 
 
 _DISPLAY_COLUMNS = 16  # columns up to which a row's dict is built by a dict display
@@ -152,14 +154,58 @@ def rows_to_dicts(batch: pa.RecordBatch, include_timestamp: bool = False, sorted
     the compiled module to use (None: the reference; by default
     :data:`storage.native.NATIVE`, looked up at each call).
     """
+    args = _native_args(batch, include_timestamp, sorted_columns, native)
+    if args is not None:
+        return args[0](*args[1:])
+    return rows_to_dicts_py(batch, include_timestamp, sorted_columns)
+
+
+ROW_CHUNK = 256
+"""Rows per list of :func:`row_dict_chunks`.  Each row makes two objects the
+cyclic collector counts (its pair and its dict), so 256 rows stay under the
+collector's first threshold (700 by default): a reader that drops each row
+before taking the next starts no collection, and the memory of one list is
+reused by the next.  Larger lists make the collections that follow visit
+every pair still alive (a pair holding a dict stays tracked, and survivors
+move on to the older generations, whose full collections then visit every
+tracked object of the process) and, past some megabytes, take memory the
+allocator returns to the system and faults back in; smaller ones pay the
+per-list call more often."""
+
+
+def row_dict_chunks(batch: pa.RecordBatch, include_timestamp: bool = False, sorted_columns: bool = False,
+                    *, native: Any = _USE_MODULE) -> Iterator[list[tuple[bytes, dict]]]:
+    """:func:`rows_to_dicts` of ``batch`` as consecutive lists of at most
+    :data:`ROW_CHUNK` of its rows, each made when the one before has been
+    taken (through the compiled ``row_dicts`` or the reference, as
+    :func:`rows_to_dicts` chooses).  ``scan()`` yields its rows from these,
+    so that a reader going through them holds a few hundred rows at a time,
+    not a batch of tens of thousands.  ``native`` as for :func:`rows_to_dicts`.
+    """
+    rows = batch.num_rows
+    args = _native_args(batch, include_timestamp, sorted_columns, native)
+    if args is None:
+        for start in range(0, rows, ROW_CHUNK):
+            yield rows_to_dicts_py(batch.slice(start, ROW_CHUNK), include_timestamp, sorted_columns)
+        return
+    make, key, columns, names = args
+    for start in range(0, rows, ROW_CHUNK):
+        yield make(key, columns, names, start, min(start + ROW_CHUNK, rows))
+
+
+def _native_args(batch: pa.RecordBatch, include_timestamp: bool, sorted_columns: bool,
+                 native: Any) -> tuple | None:
+    """``(row_dicts, key, columns, names)`` when the compiled kernel builds the
+    rows of ``batch`` (plain dicts of binary columns), else None."""
     if native is _USE_MODULE:
         native = NATIVE
-    if native is not None and not include_timestamp and not sorted_columns and batch.num_columns > 1:
-        columns = batch.columns
-        if all(c.type == _BINARY for c in columns):
-            return native.row_dicts(_buffers(columns[0]), tuple(map(_buffers, columns[1:])),
-                                    _column_names(tuple(batch.schema.names[1:])))
-    return rows_to_dicts_py(batch, include_timestamp, sorted_columns)
+    if native is None or include_timestamp or sorted_columns or batch.num_columns < 2:
+        return None
+    columns = batch.columns
+    if not all(c.type == _BINARY for c in columns):
+        return None
+    return (native.row_dicts, _buffers(columns[0]), tuple(map(_buffers, columns[1:])),
+            _column_names(tuple(batch.schema.names[1:])))
 
 
 _BINARY = pa.binary()

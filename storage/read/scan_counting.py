@@ -139,6 +139,9 @@ def _value_bytes(column: pa.Array) -> int:
     array of binary entries, the bytes its expanded values would hold."""
     if isinstance(column, pa.DictionaryArray):
         lengths = np.diff(value_offsets(column.dictionary))
+        if len(lengths) and lengths.min() == lengths.max():
+            # entries of one width (a fixed-width encoding's values): no per-row lookup
+            return int(lengths[0]) * (len(column) - column.null_count)
         codes = column.indices.to_numpy(zero_copy_only=False) if column.null_count == 0 else \
             column.indices.drop_null().to_numpy(zero_copy_only=False)
         return int(lengths[codes].sum())

@@ -35,6 +35,7 @@ from ..wal.replay import replay_wal
 from ..wal.writer import WalWriter
 from . import daughters, reads
 from .compaction import chosen_files, merge_store_files
+from .flush_rows import FLUSH_PART_CELLS, write_snapshot
 from .load_journal import apply_entry
 from .manifest import REGION_MANIFEST, RegionInfo, RegionManifest
 from .pins import pinned_paths, retire
@@ -461,9 +462,9 @@ class Region:
                 name = new_manifest.new_file_name()
                 writer = store.new_writer(name)
                 try:
-                    # in parts: no copy of the whole snapshot at once (the writer cuts the same blocks)
-                    for part in store.memstore.snapshot_batches():
-                        writer.append_batch(part)
+                    # in parts: no copy of the whole snapshot at once; clean rows go in as rows
+                    # (row groups, as a compaction writes them), the rest as cells
+                    write_snapshot(writer, store.memstore.snapshot_batches(FLUSH_PART_CELLS))
                     writer.finish(max_seq_id=flushed_seq)
                 except BaseException:
                     writer.abandon()

@@ -30,7 +30,9 @@ one budget either way:
   :class:`~storage.storefile.cache_memo.CacheMemo` does for every kept
   result), so pins that change between every two reads, and a one-off scan
   of a whole table, fill nothing.  The entry is charged twice the cells'
-  bytes: the cells, and the row form a scan builds from them once.
+  bytes: the cells, and the row form a scan builds from them once
+  (:meth:`~storage.memstore.sorted_cells.SortedCells.kept_bytes`; a log read
+  straight to its rows is charged twice its rows, its cells left undecoded).
 * **what follows**: the kept cells are the same object for every read of
   the pin, which makes them an anchor for the chunks resolved against them
   (:mod:`storage.read.chunk_memo`), so a repeated read of a live table that
@@ -84,6 +86,6 @@ def kept_replay(
         return cells
     if after != stamps or any(racily_clean(s, before) for s in stamps):
         return cells  # changed while decoded, or may still change unseen: not kept
-    if memo.put((stamps, cells), 2 * cells.table.nbytes):
+    if memo.put((stamps, cells), cells.kept_bytes()):
         cells.share()  # one object for every read of the pin from now on: an anchor
     return cells

@@ -35,6 +35,12 @@ class BlockCodec:
     name: str
     code: CompressionType
     arrow_name: str | None  # the pyarrow.Codec name; None for no compression
+    magic: bytes | None = None
+    """The first bytes of everything the codec writes (its frame format's magic number), when no
+    version 3 value chunk encoding's bytes can begin with them: then a value chunk may be stored
+    as is in a file of this codec, told apart by its first bytes (docs/formats/storefile.md,
+    "Value chunks stored as is").  None for a codec without such a magic (snappy has none, gzip's
+    two bytes can begin a FIXED chunk) and for no compression."""
 
     @property
     def available(self) -> bool:
@@ -84,8 +90,8 @@ CODECS: dict[str, BlockCodec] = {
     c.name: c
     for c in (
         BlockCodec("none", CompressionType.NONE, None),
-        BlockCodec("lz4", CompressionType.LZ4, "lz4"),
-        BlockCodec("zstd", CompressionType.ZSTD, "zstd"),
+        BlockCodec("lz4", CompressionType.LZ4, "lz4", b"\x04\x22\x4d\x18"),  # LZ4 frame: 0x184D2204, little-endian
+        BlockCodec("zstd", CompressionType.ZSTD, "zstd", b"\x28\xb5\x2f\xfd"),  # zstd frame: 0xFD2FB528, little-endian
         BlockCodec("snappy", CompressionType.SNAPPY, "snappy"),
         BlockCodec("gzip", CompressionType.GZIP, "gzip"),
     )

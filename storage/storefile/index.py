@@ -17,9 +17,11 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptionError
+from ._block_v2 import qualifier_table, unpack_section
+from .codecs import BlockCodec
 from .format import BLOCK_V3_HEADER_SIZE, INDEX_SCHEMA, INDEX_SCHEMA_V2, INDEX_SCHEMA_V3, ChunkEncoding
 
-__all__ = ["BlockIndex", "IndexBuilder", "ChunkDirectory"]
+__all__ = ["BlockIndex", "IndexBuilder", "ChunkDirectory", "key_chunk_qualifiers"]
 
 _VALUE_ENCODINGS = (ChunkEncoding.IPC, ChunkEncoding.FIXED, ChunkEncoding.DICT, ChunkEncoding.LENGTHS,
                     ChunkEncoding.FRAME)
@@ -278,3 +280,12 @@ class ChunkDirectory:
         return cls(starts.tolist(), off.tolist(), stored.tolist(), flat.field("raw").to_numpy().tolist(),
                    flat.field("checksum").to_numpy().tolist(), enc.tolist(), count.tolist(), mins, maxs)
 
+
+def key_chunk_qualifiers(stored: pa.Buffer, entry: tuple, codec: BlockCodec, path: str, at: int) -> tuple:
+    """The qualifiers of a ``DENSE`` block, in value-chunk order: what its chunk directory does
+    not record.  ``stored`` is the block's key chunk (``entry``, chunk 0 of the directory) as
+    read at file offset ``at``, padded; it is verified against the entry's checksum and sizes
+    and decompressed, and only the qualifier table that opens it is parsed (every key chunk
+    encoding of a ``DENSE`` block begins with it): no key is rebuilt, no timestamp decoded."""
+    body = unpack_section(stored, entry[1], entry[2], entry[3], codec, "data block key chunk", path, at)
+    return qualifier_table(body, path, at)[0]

@@ -22,7 +22,7 @@ from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
 
-from ..read.python_rows import cells_to_dicts, rows_to_dicts
+from ..read.python_rows import cells_to_dicts, row_dict_chunks
 from ..read.scan_request import ScanRequest, check_positive
 
 __all__ = ["ScanCalls", "request_of"]
@@ -170,7 +170,10 @@ class ScanCalls(abc.ABC):
         try:
             for batch in batches:
                 if batch.schema.names[0] == "key":
-                    yield from rows_to_dicts(batch, request.include_timestamp, request.sorted_columns)
+                    # a few hundred rows at a time, not the batch's tens of thousands at once
+                    # (python_rows.ROW_CHUNK): one generator level, one step per row
+                    for rows in row_dict_chunks(batch, request.include_timestamp, request.sorted_columns):
+                        yield from rows
                 else:
                     yield from cells_to_dicts(batch, request.include_timestamp, request.sorted_columns,
                                               request.scan_batching, request.versions() != 1)

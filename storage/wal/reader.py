@@ -60,7 +60,9 @@ class WalReader:
     a bad header or a bad record that is not the torn tail.  With
     ``decode=False`` records are checked but not decoded (cells are empty);
     with ``decode="payload"`` each record's ``cells`` is its checked,
-    undecoded payload (bytes), for :func:`payloads_to_table`.
+    undecoded payload, for :func:`payloads_to_table`: a ``pyarrow.Buffer``
+    that is a view of the file's memory map where the file is mapped (no
+    copy), so whoever keeps it keeps the map: decode it and let it go.
     """
 
     def __init__(self, fs: FileSystem, path: str, decode: bool = True):
@@ -142,7 +144,14 @@ class WalReader:
                 raise CorruptionError(f"WAL record length {length} exceeds {MAX_RECORD_BYTES}", name, pos)
             if body + length > size:
                 return pos  # torn: the crash cut the payload
-            payload = f.read_at(length, body)
+            if self._decode == "payload":
+                # a view of the file where it can be one (a memory map, a whole object read
+                # at once): the payload is read once, by its checksum and its decode, and
+                # never copied (WAL files are appended to or replaced, never cut in place)
+                f.seek(body)
+                payload = f.read_buffer(length)
+            else:
+                payload = f.read_at(length, body)
             if crc32(payload) != payload_crc:
                 # A complete record whose payload fails its checksum is damage,
                 # even the last one: its length and framing were written whole,
@@ -178,8 +187,10 @@ def _noting_last(records: Iterator[WalRecord], last: list[int]) -> Iterator[WalR
         yield record
 
 
-def _is_zero(data: bytes) -> bool:
-    """True when every byte of ``data`` is zero (a C-level count, no Python loop)."""
+def _is_zero(data) -> bool:
+    """True when every byte of ``data`` (bytes or a buffer) is zero (a C-level count, no Python loop)."""
+    if not isinstance(data, bytes):
+        data = memoryview(data).tobytes()  # only a payload that failed its checksum gets here
     return data.count(0) == len(data)
 
 

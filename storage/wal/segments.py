@@ -77,12 +77,12 @@ class SegmentWalWriter(WalWriter):
         self._last_seq = -1
         self._size = self._synced = 0
         existing = segment_names(fs, path)
+        # The directory (a marker object on a store) is made with the first segment: a
+        # writer that logs nothing leaves no WAL for replay and pinned reads to list.
+        self._made = bool(existing)
         if existing:  # reopened: later segments must sort after the ones there
             for record in WalReader(fs.sub(path), existing[-1], decode=False):
                 self._last_seq = max(self._last_seq, record.seq_id)
-        else:
-            # a directory marker, so the WAL is listed before its first segment
-            fs.makedirs(path)
         if self._policy.mode == "interval":
             self._flusher = threading.Thread(target=self._flush_loop, name=f"wal-segments:{path}", daemon=True)
             self._flusher.start()
@@ -126,6 +126,9 @@ class SegmentWalWriter(WalWriter):
                 return
             data = file_header_bytes() + b"".join(records)
             try:
+                if not self._made:
+                    self._fs.makedirs(self.path)
+                    self._made = True
                 self._fs.write_bytes(f"{self.path}/{segment_name(first, last)}", data)
             except BaseException as exc:
                 self._error = exc

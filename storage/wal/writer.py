@@ -22,8 +22,9 @@ log = logging.getLogger("storage.wal")
 class WalWriter:
     """Appends records to one WAL file.
 
-    Lifecycle: construct (creates the file with its header, or reopens an
-    existing WAL whose last record is intact), ``append`` any number of
+    Lifecycle: construct (reopens an existing WAL whose last record is
+    intact; a new file is created, with its header, by the first
+    ``append``, so a writer that logs nothing leaves no file), ``append`` any number of
     times from any threads, then ``close()`` (syncs and stops the flusher).
     ``sync()`` forces durability now whatever the policy.  An I/O error on a
     write or a background sync poisons the writer: later calls re-raise it,
@@ -56,6 +57,8 @@ class WalWriter:
         # OS file descriptors are, so local files sync outside the write lock.
         self._sync_under_write_lock = not fs.is_local
 
+        self._file: WritableFile | None = None
+        self._size = self._synced = 0
         if fs.exists(path) and fs.size(path) > 0:
             reader = WalReader(fs, path, decode=False)
             for _ in reader:
@@ -67,26 +70,12 @@ class WalWriter:
                     fs.uri(path),
                     reader.valid_length,
                 )
-            self._file: WritableFile = fs.open_append(path)
+            self._file = fs.open_append(path)
             self._size = reader.file_size
             self._synced = self._size
-        else:
-            self._file = fs.create(path)
-            self._size = self._synced = 0
-            try:
-                self._file.write(HEADER_BYTES)
-                self._size = FILE_HEADER_SIZE
-                if self._policy.mode != "none":
-                    # a new file is only durable once its directory entry is
-                    self._sync_to(self._size)
-                    fs.sync_dir(path.rsplit("/", 1)[0] if "/" in path else "")
-            except BaseException:
-                self._file.close()
-                try:  # a new file holds nothing yet: a full disk must not collect empty logs
-                    fs.delete(path, missing_ok=True)
-                except OSError:
-                    pass
-                raise
+        # else the file is created by the first append (_create): a writer that
+        # never logs a record (a table opened and closed, a flush with no write
+        # after it) leaves no file for replay and pinned reads to open
         if self._policy.mode == "interval":
             self._flusher = threading.Thread(
                 target=self._flush_loop, name=f"wal-flusher:{path}", daemon=True
@@ -101,7 +90,7 @@ class WalWriter:
 
     @property
     def size(self) -> int:
-        """Bytes in the file so far, header included."""
+        """Bytes in the file so far, header included (0 until the first record creates it)."""
         return self._size
 
     @property
@@ -134,6 +123,8 @@ class WalWriter:
         record = encode_record(seq_id, cells)  # outside the lock: pure CPU work
         with self._lock:
             self._check_usable()
+            if self._file is None:
+                self._create()
             try:
                 self._file.write(record)
             except BaseException as exc:
@@ -191,8 +182,40 @@ class WalWriter:
 
     # -- internals -------------------------------------------------------
     def _release(self) -> None:
-        """Give back what the writer holds once the last sync is done (the file)."""
-        self._file.close()
+        """Give back what the writer holds once the last sync is done (the file, if made)."""
+        if self._file is not None:
+            self._file.close()
+
+    def _create(self) -> None:
+        """Create the file with its header, before its first record (the caller holds ``_lock``).
+
+        Unless the policy is ``none``, the directory entry is made durable
+        here; the header and the record reach the disk with the record's own
+        sync (a crash before it leaves an empty or header-only file, which
+        replays as an empty log).  A failure removes the new file (a full disk
+        must not collect empty logs) and poisons the writer, so its region
+        starts a new one at the next write.
+        """
+        fs, path = self._fs, self.path
+        try:
+            f = fs.create(path)
+        except BaseException as exc:
+            self._error = exc
+            raise
+        try:
+            if self._policy.mode != "none":
+                fs.sync_dir(path.rsplit("/", 1)[0] if "/" in path else "")
+            f.write(HEADER_BYTES)
+        except BaseException as exc:
+            self._error = exc
+            f.close()
+            try:
+                fs.delete(path, missing_ok=True)
+            except OSError:
+                pass
+            raise
+        self._file = f
+        self._size = FILE_HEADER_SIZE
 
     def _check_usable(self) -> None:
         if self._closed:
@@ -206,6 +229,8 @@ class WalWriter:
             if self._synced >= end:
                 return
             target = self._size  # everything written before the fsync starts is covered
+            if self._file is None:
+                return  # no record yet, so no file: nothing to make durable
             try:
                 if self._sync_under_write_lock:
                     with self._lock:

@@ -245,3 +245,9 @@ def test_a_stale_or_foreign_jar_in_the_cache_is_rebuilt(tmp_path, monkeypatch, c
     assert jvm_build._jar_matches(path)
     with zipfile.ZipFile(path) as z:
         assert "regionscan/spark/RegionScanProvider.class" in z.namelist()
+
+
+def test_the_worker_the_jvm_starts_takes_arrow_buffers_from_malloc(jvm):
+    # WorkerProcess.java sets ARROW_DEFAULT_MEMORY_POOL=system unless the environment names a pool:
+    # the worker's prefaulted glibc heaps then serve Arrow's buffers too (PROTOCOL.md, `stats`)
+    assert _stats(jvm)["arrow_memory_pool"] == os.environ.get("ARROW_DEFAULT_MEMORY_POOL", "system")

@@ -1,10 +1,10 @@
 """spark-submit runs of the jobs against a real standalone Spark master and worker on 127.0.0.1.
 
-The test starts ``org.apache.spark.deploy.master.Master`` and ``...worker.Worker``
-with pyspark's own ``bin/spark-class``, submits job scripts with
+The daemons, ``org.apache.spark.deploy.master.Master`` and ``...worker.Worker`` started with
+pyspark's own ``bin/spark-class``, are the jobs tests' shared ``standalone`` fixture
+(tests/jobs/conftest.py); the test submits job scripts with
 ``bin/spark-submit`` (the repository is *not* on the executors' Python path:
-the jobs ship their packages themselves), checks exit codes and output, and
-stops both daemons by PID.
+the jobs ship their packages themselves) and checks exit codes and output.
 """
 
 from __future__ import annotations
@@ -15,18 +15,17 @@ import pytest
 
 import storage
 from jobs.demo import load_sample_table
-from standalone_spark import cluster_environment, standalone_cluster, submit_job
+from standalone_spark import cluster_environment, submit_job
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """A standalone master and one worker (2 cores) on loopback; yields the master URL and env."""
-    base = tmp_path_factory.mktemp("standalone")
-    env = cluster_environment(base)
-    with standalone_cluster(base, env) as url:
-        yield url, env
+def cluster(standalone):
+    """The suite's standalone master and worker (2 cores) on loopback: its URL, and the environment
+    spark-submit runs with."""
+    url, _daemons, base = standalone
+    return url, cluster_environment(base)
 
 
 _BANNER = {"SparkContext: Running Spark version", "SparkContext: OS info", "SparkContext: Java version"}

@@ -1,6 +1,7 @@
 """The jobs and the Spark source on a standalone cluster with tables on an S3-compatible store.
 
-One standalone master and worker on 127.0.0.1 and one local S3 server
+One standalone master and worker on 127.0.0.1 (the jobs tests' shared ``standalone``
+fixture, tests/jobs/conftest.py) and one local S3 server
 (moto's server mode) serve ``spark-submit jobs/row_counter.py``, an export to
 S3 and an import from it, and a ``format("regionscan")`` read through the
 JVM source (``--jars``: each executor JVM reads through an engine worker of
@@ -27,7 +28,7 @@ import pytest
 import storage
 from jobs.demo import load_sample_table
 from connector.worker import build as jvm_build
-from standalone_spark import REPO, cluster_environment, spark_home, standalone_cluster, submit_job
+from standalone_spark import REPO, spark_home, submit_job
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -35,13 +36,11 @@ SECRET = "k3y-only-the-driver-knows"  # the S3 server accepts any credentials
 
 
 @pytest.fixture(scope="module")
-def s3_cluster(s3_server, tmp_path_factory):
-    """A standalone cluster whose daemons have no AWS settings; jobs submitted with ``SECRET``."""
-    base = tmp_path_factory.mktemp("standalone-s3")
-    env = {k: v for k, v in cluster_environment(base).items() if not k.startswith("AWS_")}
-    with standalone_cluster(base, env) as url:
-        yield url, {**env, "AWS_ACCESS_KEY_ID": "driver-key", "AWS_SECRET_ACCESS_KEY": SECRET,
-                    "AWS_DEFAULT_REGION": "us-east-1"}, base
+def s3_cluster(s3_server, standalone):
+    """The suite's standalone cluster, whose daemons have no AWS settings; jobs submitted with ``SECRET``."""
+    url, env, base = standalone
+    return url, {**env, "AWS_ACCESS_KEY_ID": "driver-key", "AWS_SECRET_ACCESS_KEY": SECRET,
+                 "AWS_DEFAULT_REGION": "us-east-1"}, base
 
 
 def _no_secret(result, base: Path) -> None:

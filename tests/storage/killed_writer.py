@@ -15,17 +15,18 @@ import time
 
 import suite_paths as paths  # tests/suite_paths.py: the repository's and the golden files' places
 
-KILLED_INSIDE: list[bool] = []
-"""Per kill of a maintenance trial: whether it landed inside the operation."""
-
 WRITER = paths.TESTS / "crash_writer.py"
 REPO = paths.REPO
 
 
-def run_and_kill(root: str, seed: int, kill_after: float, mode: str | None = None, during=None) -> dict:
+def run_and_kill(root: str, seed: int, kill_after: float, mode: str | None = None, during=None,
+                 inside: list[bool] | None = None) -> dict:
     """Start tests/crash_writer.py on ``root`` (``mode``: its optional third argument), SIGKILL it
     ``kill_after`` seconds after it is ready (having called ``during(pid)`` first, if given), and
-    return what it acknowledged: row to value, or for ``batches``/``bulkload`` name to count."""
+    return what it acknowledged: row to value, or for ``batches``/``bulkload`` name to count.
+
+    Whether a maintenance or bulk-load kill landed inside the operation is appended to ``inside``
+    when given (a list per chain of trials: several chains may run at once)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen(
         [sys.executable, str(WRITER), root, str(seed), *([mode] if mode else [])],
@@ -59,8 +60,8 @@ def run_and_kill(root: str, seed: int, kill_after: float, mode: str | None = Non
     t.join()
     err = proc.stderr.read().decode(errors="replace")
     assert "Traceback" not in err, err
-    if marks:
-        KILLED_INSIDE.append(marks[-1].startswith(b"IN "))
+    if marks and inside is not None:
+        inside.append(marks[-1].startswith(b"IN "))
     if mode in ("batches", "bulkload"):
         return {
             name: int(count) for _, name, count in (line.split() for line in lines if line.endswith(b"\n"))

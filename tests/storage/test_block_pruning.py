@@ -264,3 +264,91 @@ def test_rows_wider_than_a_block(tmp_path):
                 assert got.to_pylist() == want.to_pylist() and got.num_rows == hi - lo, (lo, hi, start)
                 pruned_somewhere |= metrics.row_groups_pruned > 0
         assert pruned_somewhere
+
+
+
+def _blocks_with_keys_cached(reader) -> set[int]:
+    """The blocks of ``reader``'s file whose decoded keys the block cache holds, in any form."""
+    offsets = {off: i for i, off in enumerate(reader._index.offsets)}
+    with reader._cache._lock:
+        keys = list(reader._cache._entries)
+    return {offsets[k[1]] for k in keys if isinstance(k, tuple) and len(k) >= 2 and k[0] == reader.file_id
+            and k[1] in offsets}
+
+
+def test_bounds_are_those_of_the_chunk_the_key_chunk_names(tmp_path):
+    """The bounds a block is judged by are the block index's of the chunk its qualifier table
+    names (the reader's own ``chunk_stats``), also where blocks lack the column."""
+    from storage.read.block_pruning import _range_stats
+
+    root = str(tmp_path / "root")
+    with storage.connect(root) as conn:
+        conn.create_table("t", FAMILY, settings=SETTINGS)
+        table = conn.table("t")
+        _fill(table, range(N), skip_d=lambda i: 1000 <= i < 2500 or i % 5 == 0)
+        table.flush()
+        table.compact(major=True)
+        reader = table.store_file_readers()[0]
+        n = reader.block_count
+        got = {q: _range_stats(reader, q, 0, n - 1, None) for q in (b"d", b"s", b"absent")}
+        for q, bounds in got.items():
+            assert bounds == reader.chunk_stats(q), q
+        assert any(lo is None for lo in got[b"d"][0]) and any(lo is not None for lo in got[b"d"][0])
+        assert got[b"absent"] == ([None] * n, [None] * n)
+
+
+def test_skipped_blocks_have_no_keys_decoded(tmp_path):
+    """A scan that skips most blocks decodes and caches the keys of the blocks it reads (and of
+    the first it judges), not of those it skips; the answers are those of the unpruned scan."""
+    root = str(tmp_path / "root")
+    with storage.connect(root) as conn:
+        conn.create_table("t", FAMILY, settings=SETTINGS)
+        table = conn.table("t")
+        _fill(table, range(N))
+        table.flush()
+        table.compact(major=True)
+    with storage.connect(root) as conn:
+        table = conn.table("t")
+        reader = table.store_file_readers()[0]
+        reader._cache.evict_file(reader.file_id)  # the blocks the writer left cached
+        ranges = [(3000, 3010), (5990, 6000), (0, 10)]
+        pruned = []
+        for lo, hi in ranges:
+            rows, metrics = _scan(table, _between(lo, hi))
+            assert metrics.row_groups_pruned >= reader.block_count - 3
+            pruned.append(rows)
+        assert len(_blocks_with_keys_cached(reader)) <= 7  # 2 read by each scan, and block 0 judged first
+        for (lo, hi), rows in zip(ranges, pruned):
+            plain, _ = _scan(table, _between(lo, hi, if_missing=False))
+            assert rows.to_pylist() == plain.to_pylist() and _keys(rows) == [key(i) for i in range(lo, hi)]
+
+
+def test_a_damaged_key_chunk_of_a_skipped_block_fails_the_scan(tmp_path):
+    """Which chunk holds the compared qualifier is read from the block's key chunk, verified: a
+    damaged key chunk fails the scan with a CorruptionError even where the block's bounds would
+    let the scan skip it (never a block judged by another column's bounds)."""
+    import os
+
+    from storage.errors import CorruptionError
+
+    root = str(tmp_path / "root")
+    with storage.connect(root) as conn:
+        conn.create_table("t", FAMILY, settings=SETTINGS)
+        table = conn.table("t")
+        _fill(table, range(N))
+        table.flush()
+        table.compact(major=True)
+        reader = table.store_file_readers()[0]
+        path = reader.fs.local_path(reader.path)
+        i = reader.block_count // 2  # rows about 3000: skipped by a scan of days 10..11
+        entry = reader._index.chunks.entries(i)[0]  # the key chunk the block index names
+        at = reader._index.offsets[i] + entry[0] + entry[1] // 2
+    fd = os.open(path, os.O_RDWR)
+    try:
+        byte = os.pread(fd, 1, at)
+        os.pwrite(fd, bytes([byte[0] ^ 0xFF]), at)
+    finally:
+        os.close(fd)
+    with storage.connect(root) as conn:
+        with pytest.raises(CorruptionError, match="key chunk"):
+            _scan(conn.table("t"), _between(100, 110))

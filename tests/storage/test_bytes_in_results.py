@@ -122,3 +122,20 @@ def test_a_sliced_row_batch_counts_its_slice_only(with_nulls):
     part = batch.slice(1, 2)
     present = [(k, v) for k, v in zip([b"k22", b"k3"], [None if with_nulls else b"b", b"ccc"]) if v is not None]
     assert result_bytes(part) == sum(len(k) + 13 + 3 + len(v) for k, v in present)
+
+
+@pytest.mark.parametrize("widths", ["one", "mixed"])
+@pytest.mark.parametrize("with_nulls", [False, True])
+def test_a_dictionary_column_counts_as_its_expanded_values(widths, with_nulls):
+    # entries of one width take a shortcut (width x present values): it must count what the
+    # expanded column counts, sliced, with nulls, and with entries no row uses
+    entries = [b"%04d" % i for i in range(6)] if widths == "one" else [b"", b"a", b"bb", b"ccc", b"dddd", b"e"]
+    codes = pa.array([0, 3, None if with_nulls else 1, 5, 3, 2, None if with_nulls else 4, 0], pa.int32())
+    coded = pa.DictionaryArray.from_arrays(codes, pa.array(entries, pa.binary()))
+    keys = pa.array([b"k%d" % i for i in range(8)])
+    for lo, n in ((0, 8), (1, 5), (2, 0), (6, 2)):
+        as_codes = pa.RecordBatch.from_arrays([keys, coded], names=["key", "cf:q"]).slice(lo, n)
+        plain = pa.RecordBatch.from_arrays([keys, coded.cast(pa.binary())], names=["key", "cf:q"]).slice(lo, n)
+        assert result_bytes(as_codes) == result_bytes(plain)
+        assert result_bytes(plain) == sum(len(k) + 13 + 3 + len(v) for k, v in
+                                          zip(plain.column(0).to_pylist(), plain.column(1).to_pylist()) if v is not None)

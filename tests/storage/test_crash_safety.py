@@ -3,6 +3,12 @@
 The child (tests/crash_writer.py) makes acknowledged writes while flushing,
 compacting and splitting; the parent kills it at a random moment, reopens
 the table, checks every invariant and finds every acknowledged write.
+
+The kill trials of one table run one after the other (each reopens what the kills before it
+left), but the tables of different tests have nothing in common: the module's ``chains``
+fixture runs the chains of trials of the tests selected side by side, each in a thread of its
+own, and each test checks its chain's outcome.  A writer spends its life waiting on fsync, so
+the chains overlap their waits instead of adding them up.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import os
 import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,7 +28,7 @@ from storage.region.load_journal import JOURNAL_DIR
 from storage.region.manifest import REGION_MANIFEST, RegionManifest, TableManifest
 from storage.table.trash import TRASH_PREFIX
 from storage.vfs.fs import TEMP_MARK, FileSystem
-from killed_writer import KILLED_INSIDE, run_and_kill, write_number
+from killed_writer import run_and_kill, write_number
 
 TRIALS = int(os.environ.get("REGIONSCAN_FAULT_TRIALS", "2"))
 """Kills per maintenance operation below (CI sets more through .ci/run)."""
@@ -29,9 +36,39 @@ TRIALS = int(os.environ.get("REGIONSCAN_FAULT_TRIALS", "2"))
 REPO = paths.REPO
 
 
-def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path):
+class Chains:
+    """Chains of kill trials running side by side, one thread each, started by name."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, threading.Thread] = {}
+        self._outcomes: dict[str, tuple[bool, object]] = {}
+
+    def start(self, name: str, run, *args) -> None:
+        def body() -> None:
+            try:
+                self._outcomes[name] = (True, run(*args))
+            except BaseException as exc:  # an assertion of a trial: raised again in the test
+                self._outcomes[name] = (False, exc)
+
+        thread = threading.Thread(target=body, name=f"kill chain {name}")
+        self._threads[name] = thread
+        thread.start()
+
+    def result(self, name: str):
+        """The chain's return value once it has ended; what it raised, raised here."""
+        self._threads[name].join()
+        ok, value = self._outcomes[name]
+        if not ok:
+            raise value
+        return value
+
+    def join(self) -> None:
+        for thread in self._threads.values():
+            thread.join()
+
+
+def _random_moments(root: str) -> None:
     rng = random.Random(20261129)
-    root = str(tmp_path / "root")
     expected: dict[bytes, bytes] = {}
     trials = 12
     for trial in range(trials):
@@ -51,12 +88,8 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_write(tmp_path):
     assert len(expected) > 200  # the trials really wrote something
 
 
-def test_sigkill_keeps_each_batch_whole_or_not_at_all(tmp_path):
-    """Batches of up to 600 rows from three threads (one WAL record each, syncs
-    shared): after a kill every acknowledged batch is there in full, and any
-    batch with a row on disk has all of its rows."""
+def _whole_batches(root: str) -> None:
     rng = random.Random(20261201)
-    root = str(tmp_path / "root")
     acked: dict[bytes, int] = {}
     for trial in range(6):
         acked.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.3, 2.0), mode="batches"))
@@ -105,16 +138,12 @@ def _leftovers(root: str) -> list[str]:
     return left
 
 
-@pytest.mark.parametrize("op", ["flush", "compact", "split"])
-def test_sigkill_during_maintenance_loses_nothing_and_leaves_nothing(tmp_path, op):
-    """SIGKILL while the writer flushes, compacts or splits back to back: after
-    reopening, every acknowledged row is there, every store file passes its
-    checks, and no leftover of the killed operation remains."""
+def _maintenance(root: str, op: str) -> list[bool]:
     rng = random.Random(f"{op}-20261205")
-    root = str(tmp_path / "root")
     expected: dict[bytes, bytes] = {}
+    inside: list[bool] = []
     for trial in range(TRIALS):
-        expected.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 2.5), mode=op))
+        expected.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 2.5), mode=op, inside=inside))
         conn = storage.connect(root)
         table = conn.table("crash")
         table.check()
@@ -127,16 +156,16 @@ def test_sigkill_during_maintenance_loses_nothing_and_leaves_nothing(tmp_path, o
         assert not left, f"{op} trial {trial}: leftovers after reopening: {left[:5]}"
         conn.close()
     assert len(expected) > 100
-    inside = KILLED_INSIDE[-TRIALS:]
-    print(f"{op}: {sum(inside)} of {len(inside)} kills landed inside the operation")
+    return inside
 
 
-def test_sigkill_during_bulk_load_commits_keeps_each_load_whole_or_absent(tmp_path):
+def _bulk_loads(root: str) -> list[bool]:
     rng = random.Random(20261205)
-    root = str(tmp_path / "root")
     acked: dict[bytes, int] = {}
+    inside: list[bool] = []
     for trial in range(TRIALS + 1):
-        acked.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 3.0), mode="bulkload"))
+        acked.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 3.0), mode="bulkload",
+                                  inside=inside))
         conn = storage.connect(root)  # a writer open rolls a cut-short commit forward
         table = conn.table("crash")
         table.check()
@@ -154,7 +183,63 @@ def test_sigkill_during_bulk_load_commits_keeps_each_load_whole_or_absent(tmp_pa
         assert not left, f"trial {trial}: leftovers after reopening: {left[:5]}"
         conn.close()
     assert acked, "no bulk load was committed before the kills"
-    inside = KILLED_INSIDE[-(TRIALS + 1):]
+    return inside
+
+
+MAINTENANCE = ("flush", "compact", "split")
+
+CHAINS = {
+    "random": ("test_sigkill_at_random_moments_loses_no_acknowledged_write", _random_moments, ()),
+    "batches": ("test_sigkill_keeps_each_batch_whole_or_not_at_all", _whole_batches, ()),
+    **{op: ("test_sigkill_during_maintenance_loses_nothing_and_leaves_nothing", _maintenance, (op,))
+       for op in MAINTENANCE},
+    "bulkload": ("test_sigkill_during_bulk_load_commits_keeps_each_load_whole_or_absent", _bulk_loads, ()),
+}
+"""Chain name: (the test that checks it, the chain, its arguments after the root)."""
+
+
+@pytest.fixture(scope="module")
+def chains(request, tmp_path_factory):
+    """The chains of the tests of this module selected in this run, started side by side."""
+    wanted = set()
+    for item in request.session.items:
+        if item.module is not request.module:
+            continue
+        op = getattr(item, "callspec", None) and item.callspec.params.get("op")
+        wanted.update(name for name, (test, _, args) in CHAINS.items()
+                      if test == item.originalname and (not args or args[0] == op))
+    running = Chains()
+    try:
+        for name in sorted(wanted):
+            _, run, args = CHAINS[name]
+            running.start(name, run, str(tmp_path_factory.mktemp(f"kills-{name}") / "root"), *args)
+        yield running
+    finally:
+        running.join()
+
+
+def test_sigkill_at_random_moments_loses_no_acknowledged_write(chains):
+    chains.result("random")
+
+
+def test_sigkill_keeps_each_batch_whole_or_not_at_all(chains):
+    """Batches of up to 600 rows from three threads (one WAL record each, syncs
+    shared): after a kill every acknowledged batch is there in full, and any
+    batch with a row on disk has all of its rows."""
+    chains.result("batches")
+
+
+@pytest.mark.parametrize("op", MAINTENANCE)
+def test_sigkill_during_maintenance_loses_nothing_and_leaves_nothing(chains, op):
+    """SIGKILL while the writer flushes, compacts or splits back to back: after
+    reopening, every acknowledged row is there, every store file passes its
+    checks, and no leftover of the killed operation remains."""
+    inside = chains.result(op)
+    print(f"{op}: {sum(inside)} of {len(inside)} kills landed inside the operation")
+
+
+def test_sigkill_during_bulk_load_commits_keeps_each_load_whole_or_absent(chains):
+    inside = chains.result("bulkload")
     print(f"bulk load: {sum(inside)} of {len(inside)} kills landed inside a commit")
 
 

@@ -23,7 +23,7 @@ from storage.errors import StorageError, TableNotFound
 from storage.vfs.faultfs import FaultFileSystem, InjectedFault
 from storage.vfs.fs import FileSystem
 from storage.table.parallel import ParallelScanner
-from storage.region.pins import PINS_DIR, live_pins, release_pin, write_pin
+from storage.region.pins import PINS_DIR, live_pins, own_identity, release_pin, write_pin
 from storage.wal.reader import WalReader
 from storage.wal.segments import SegmentWalWriter
 
@@ -246,7 +246,7 @@ def test_a_pin_write_either_pins_whole_or_raises(tmp_path, kind):
         pins = live_pins(table_fs)
         if pin is not None:  # written: named and whole
             assert pins == [{"expires_ms": int(pin.split("-")[0]), "files": ["regions/r/cf/1.sf"],
-                             "wal": ["regions/r/wal/1.wal"]}]
+                             "wal": ["regions/r/wal/1.wal"], "owner": own_identity()}]
         else:  # failed: an error, and at most a whole pin left (it only keeps files longer)
             assert all(p["files"] == ["regions/r/cf/1.sf"] for p in pins)
         assert not [n for n in table_fs.listdir(PINS_DIR) if not n.endswith(".pin")]  # no half-written pin

@@ -7,12 +7,19 @@ flushes, compactions and splits; the Nth create, write or rename from a point
 on fails with ENOSPC (a disk that stays full), for N spread over a clean run.
 Afterwards the same connection writes again once the "disk" has room, and
 close() does not raise.  The real full disk is tests/storage/test_disk_full.py.
+
+A kind's failure points are independent trials, each on a root of its own, that spend most of
+their time waiting on fsync (every put is synced): they run side by side, each in a process of
+a small pool the module starts once.  Processes, not threads, because a trial moves the
+engine's clock, which is process-wide.
 """
 
 from __future__ import annotations
 
 import errno
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -73,49 +80,66 @@ def clean_counts(tmp_path_factory) -> dict[str, int]:
     return dict(fs.injector.counts)
 
 
+TRIAL_PROCESSES = 4
+"""Trials of one kind run at once: enough to overlap their fsyncs on two cores."""
+
+
+@pytest.fixture(scope="module")
+def trial_pool():
+    """Processes that run trials (spawned: a fresh interpreter each, whatever threads this one has)."""
+    with ProcessPoolExecutor(TRIAL_PROCESSES, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
 @pytest.mark.parametrize("kind", ["write", "create", "rename", "delete", "sync"])
-def test_a_write_that_raises_is_not_applied_and_writes_resume(tmp_path, clean_counts, kind):
+def test_a_write_that_raises_is_not_applied_and_writes_resume(tmp_path, clean_counts, trial_pool, kind):
     """A failed fsync of the WAL leaves the write's outcome unknown (its bytes may
     be on disk: docs/architecture.md), so under ``sync`` only acknowledged writes
     are checked; every other kind fails before the write is logged, or after it
     is acknowledged."""
     total = clean_counts[kind]
     points = sorted({max(1, total * (k + 1) // (TRIALS + 1)) for k in range(TRIALS)})
-    for n in points:
-        root = str(tmp_path / f"{kind}-{n}")
-        _fresh(root)
-        fs = FaultFileSystem(root)
-        fs.injector.fail(kind, n, error=errno.ENOSPC, persistent=True)
-        conn = storage.Connection(root, filesystem=fs, block_cache_size=0)
-        table = conn.table("t")
-        acked, refused, incs, errors = _workload(table, 160, root)
-        # Flushes and compactions run beside the writes, so a clean run's count of
-        # each operation varies by a few between runs: write on until the armed
-        # fault has fired, a bounded number of rounds.
-        for round_ in range(1, 4):
-            if fs.injector.failures:
-                break
-            more = _workload(table, 80, root, start=160 + 80 * (round_ - 1))
-            acked.update(more[0])
-            refused.extend(more[1])
-            incs += more[2]
-        assert fs.injector.failures, f"{kind} #{n} was never reached"
-        if kind == "sync":
-            refused, incs = [], table.counter_get(b"counter", b"cf:n")  # outcome unknown: see the docstring
-        _check(table, acked, refused, incs)  # readable while the disk is full
-        fs.injector.disarm()  # space freed: the same connection writes again
-        with clock.use(clock.ManualClock()) as manual:
-            manual.advance(ADMIT_RETRY_SECONDS)  # a region that refused writes tries its flush again after this
-            table.put(b"r-after", {b"cf:v": b"after"})
-            assert table.counter_inc(b"counter", b"cf:n") == incs + 1
-        table.flush()
-        conn.close()  # a WAL that failed earlier does not make close raise
-        with storage.connect(root) as again:
-            t = again.table("t")
-            t.check()
-            if kind == "sync":  # an increment whose fsync failed may come back from the WAL
-                incs = t.counter_get(b"counter", b"cf:n") - 1
-            _check(t, {**acked, b"r-after": b"after"}, refused, incs + 1)
+    futures = [trial_pool.submit(_write_trial, str(tmp_path / f"{kind}-{n}"), kind, n) for n in points]
+    for future in futures:
+        future.result()  # raises what that trial raised
+
+
+def _write_trial(root: str, kind: str, n: int) -> None:
+    """One failure point of the test above: the ``n``-th ``kind`` operation fails from then on."""
+    _fresh(root)
+    fs = FaultFileSystem(root)
+    fs.injector.fail(kind, n, error=errno.ENOSPC, persistent=True)
+    conn = storage.Connection(root, filesystem=fs, block_cache_size=0)
+    table = conn.table("t")
+    acked, refused, incs, errors = _workload(table, 160, root)
+    # Flushes and compactions run beside the writes, so a clean run's count of
+    # each operation varies by a few between runs: write on until the armed
+    # fault has fired, a bounded number of rounds.
+    for round_ in range(1, 4):
+        if fs.injector.failures:
+            break
+        more = _workload(table, 80, root, start=160 + 80 * (round_ - 1))
+        acked.update(more[0])
+        refused.extend(more[1])
+        incs += more[2]
+    assert fs.injector.failures, f"{kind} #{n} was never reached"
+    if kind == "sync":
+        refused, incs = [], table.counter_get(b"counter", b"cf:n")  # outcome unknown: see the docstring
+    _check(table, acked, refused, incs)  # readable while the disk is full
+    fs.injector.disarm()  # space freed: the same connection writes again
+    with clock.use(clock.ManualClock()) as manual:
+        manual.advance(ADMIT_RETRY_SECONDS)  # a region that refused writes tries its flush again after this
+        table.put(b"r-after", {b"cf:v": b"after"})
+        counted = table.counter_inc(b"counter", b"cf:n")
+        assert counted == incs + 1, f"{kind} #{n}: the counter went to {counted}, not {incs + 1}"
+    table.flush()
+    conn.close()  # a WAL that failed earlier does not make close raise
+    with storage.connect(root) as again:
+        t = again.table("t")
+        t.check()
+        if kind == "sync":  # an increment whose fsync failed may come back from the WAL
+            incs = t.counter_get(b"counter", b"cf:n") - 1
+        _check(t, {**acked, b"r-after": b"after"}, refused, incs + 1)
 
 
 def test_a_failed_flush_after_a_write_does_not_fail_the_write(tmp_path):

@@ -36,6 +36,7 @@ from storage.storefile.format import (
 
 sys.path.insert(0, str(paths.GOLDEN))
 import make_golden  # noqa: E402  (tests/golden/make_golden.py: the generator of the golden store files)
+import make_golden_asis  # noqa: E402  (the generator of the files of value chunks stored as is)
 
 GOLDEN = str(paths.GOLDEN / "storefile")
 NAMES = sorted(n[:-4] for n in os.listdir(GOLDEN) if n.endswith(".rsf"))
@@ -130,6 +131,30 @@ def test_v3_keys_golden_files_hold_delta_coded_key_chunks(golden_fs, name):
         assert r.count_rows() == len(rows)
         assert [k for i in range(r.block_count) for k in r._block(i, False, False).dense.rows.to_pylist()] == rows
         _each_column_reads_back_alone(r, rows, quals, values)
+
+
+@pytest.mark.parametrize("name", ["v3_asis_zstd", "v3_asis_lz4"])
+def test_v3_asis_golden_files_hold_value_chunks_stored_as_is(golden_fs, name):
+    """The files of value chunks stored as is keep them: in every block the key chunk is
+    compressed, the dates' FRAME codes, the hashes (FIXED) and the noise text as is (stored ==
+    raw, not beginning with the codec's magic), the dictionary of modes compressed under zstd
+    and as is under lz4 (which does not halve it); each column reads back alone."""
+    rows, quals, values, _ = make_golden_asis.asis_rows()
+    with StoreFileReader(golden_fs, name + ".rsf") as r:
+        magic = r._codec.magic
+        assert r.block_count > 1
+        for i in range(r.block_count):
+            kinds = []
+            for e in r._index.chunks.entries(i):
+                head = r._read(int(r._index.offsets[i]) + e[0], 4).to_pybytes()
+                kinds.append((e[4], e[1] == e[2] and head != magic))
+            assert kinds == [(7, False), (6, True), (2, True), (3, name.endswith("lz4")), (4, True)], (i, kinds)
+        r.check()
+        _each_column_reads_back_alone(r, rows, quals, values)
+    with StoreFileReader(golden_fs, "v3_asis_cells_lz4.rsf") as r:
+        (e0, e1), = [r._index.chunks.entries(i) for i in range(r.block_count)]
+        assert r._index.layouts[0] == BlockLayout.CELLS and e0[1] < e0[2] and e1[1] == e1[2]
+        r.check()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -108,19 +108,17 @@ def test_an_open_never_appends_to_a_torn_log_left_in_the_same_millisecond(tmp_pa
     the clock's millisecond when a log has that name. A failed open in the same
     millisecond can leave a torn log under the second name too; the next open
     then takes a third name instead of appending behind the torn record."""
-    import shutil
-
     from storage import clock
+    from storage.wal.format import HEADER_BYTES
 
     root = tmp_path / "root"
     with clock.use(clock.ManualClock(now_ms=1_700_000_000_000)):  # every open in the same millisecond
         with storage.connect(str(root)) as c:
             c.create_table("t", {"cf": {}}, settings={"wal_sync": "each"})
-        (wal,) = (root / "t" / "regions").glob("*/wal/*.wal")  # empty: the next open's id names it too
-        shutil.copy(wal, wal.with_name(wal.stem + "-1700000000000.wal"))
-        for log in wal.parent.glob("*.wal"):
-            with open(log, "ab") as f:
-                f.write(b"\x00" * 8)  # as a write cut short by a full disk leaves it
+        (region,) = (root / "t" / "regions").iterdir()
+        wal = region / "wal" / f"{1:020d}.wal"  # the name the next open gives its log (made by its first write)
+        for log in (wal, wal.with_name(wal.stem + "-1700000000000.wal")):
+            log.write_bytes(HEADER_BYTES + b"\x00" * 8)  # as a write cut short by a full disk leaves it
         assert _read_all(root) == []
         with storage.connect(str(root)) as c:
             c.table("t").put(b"s", {b"cf:v": b"y"})

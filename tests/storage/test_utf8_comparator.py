@@ -10,8 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import storage
-from storage.filters import BinaryComparator, SingleColumnValueFilter, Utf8Comparator
-from storage.filters.comparators import NotUtf8, check_utf8
+from storage.errors import InvalidArgument
+from storage.filters import (BinaryComparator, BinaryPrefixComparator, RegexStringComparator, SingleColumnValueFilter,
+                             SubstringComparator, Utf8Comparator)
+from storage.filters._text import quote
+from storage.filters.comparators import NotUtf8, check_utf8, comparator_from_string
+from storage.filters.parser import parse_filter_string
 
 _VALUES = st.one_of(
     st.none(),
@@ -85,3 +89,32 @@ def test_a_filtered_scan_of_text_with_and_without_ascii(tmp_path):
                                       filter_if_missing=True)
         with pytest.raises(NotUtf8, match="r0100"):
             list(table.scan_batches(columns=[b"cf:n"], filter=flt))
+
+
+@pytest.mark.parametrize("inner", [BinaryComparator(b"\xff"), BinaryComparator(b"caf\xc3"),
+                                   BinaryPrefixComparator(b"a\xffb"), SubstringComparator(b"\xfe"),
+                                   RegexStringComparator(b"A\xff?")])
+def test_an_inner_value_that_is_not_utf8_compares_its_bytes(inner):
+    """Only the tested values must be text: the comparator's own value is bytes, and its
+    filter-language form carries the bytes that are not UTF-8 as ``_text`` does everywhere."""
+    comparator = Utf8Comparator(inner)
+    assert comparator.inner == inner and comparator.value == inner.to_string().encode("utf-8", "surrogateescape")
+    assert comparator_from_string(comparator.to_string()) == comparator == Utf8Comparator(inner.to_string())
+    text = f"ValueFilter(=, {quote(b'utf8:' + comparator.value)})"
+    for text in (text, text.encode("utf-8", "surrogateescape")):  # the parser takes both
+        parsed = parse_filter_string(text)
+        assert parsed.comparator == comparator and parse_filter_string(repr(parsed)) == parsed
+    values = [b"AIR", b"caf\xc3\xa9", b"", b"\xe4\xb8\xad"]
+    for op in ("<", "=", ">="):
+        test = inner.predicate(op)
+        assert comparator.mask(pa.array(values, pa.binary()), op).tolist() == list(map(test, values))
+        assert list(map(comparator.predicate(op), values)) == list(map(test, values))
+
+
+@pytest.mark.parametrize("spec", ["\ud800", "binary:\ud800", "utf8:binary:a\udbff"])
+def test_a_lone_surrogate_that_is_no_byte_is_refused_in_one_line(spec):
+    with pytest.raises(InvalidArgument, match="lone surrogate") as caught:
+        Utf8Comparator(spec) if not spec.startswith("utf8:") else comparator_from_string(spec)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(InvalidArgument, match="lone surrogate"):
+        parse_filter_string(f"ValueFilter(=, 'utf8:{spec}')")

@@ -24,6 +24,7 @@ from storage.errors import CorruptionError, InvalidArgument, StorageError
 from storage.vfs.fs import FileSystem
 from storage.wal.format import (
     FILE_HEADER_SIZE,
+    HEADER_BYTES as FILE_HEADER_BYTES,
     MAX_RECORD_BYTES,
     RECORD_HEADER_SIZE,
     WAL_MAGIC,
@@ -60,9 +61,11 @@ def write_log(fs: FileSystem, path: str, records: list, sync="none") -> list[int
     starts = []
     with WalWriter(fs, path, sync) as w:
         for seq, cells in records:
-            starts.append(w.size)
+            starts.append(max(w.size, FILE_HEADER_SIZE))  # the first append writes the header too
             w.append(seq, cells)
-        assert w.size == fs.size(path)
+        assert w.size == (fs.size(path) if records else 0)
+    if not records:  # no record, no file: give the empty log its header
+        fs.write_bytes(path, FILE_HEADER_BYTES)
     return starts
 
 
@@ -93,8 +96,19 @@ def test_round_trip_many_records_all_cell_types(fs):
     assert [(seq, cells) for seq, cells in read_wal(fs, "a.wal")] == records
 
 
+@pytest.mark.parametrize("policy", ["each", "20ms", "none"])
+def test_a_writer_that_logs_nothing_leaves_no_file(fs, policy):
+    w = WalWriter(fs, "quiet.wal", policy)
+    w.sync()
+    w.close()
+    assert not fs.exists("quiet.wal") and w.sync_count == 0
+    with WalWriter(fs, "used.wal", policy) as w:
+        w.append(1, make_cells(1))
+    assert [r.seq_id for r in replay_wal(fs, "used.wal").records] == [1]
+
+
 def test_empty_log_and_empty_file(fs):
-    WalWriter(fs, "e.wal").close()
+    fs.write_bytes("e.wal", FILE_HEADER_BYTES)  # a crash between a new file's header and its first record
     replay = replay_wal(fs, "e.wal")
     assert replay.records == [] and replay.valid_length == FILE_HEADER_SIZE and replay.torn_tail_bytes == 0
     assert replay.last_seq_id is None
@@ -196,12 +210,13 @@ def test_writer_rejects_bad_policy_naming_it(fs):
 )
 def test_append_rejects_bad_input_and_stays_usable(fs, seq_id, cells, message):
     with WalWriter(fs, "bad.wal") as w:
+        w.append(2, make_cells(2))
         before = w.size
         with pytest.raises(InvalidArgument, match=message):
             w.append(seq_id, cells)
         assert w.size == before == fs.size("bad.wal")
         w.append(3, make_cells(3))
-    assert [r.seq_id for r in replay_wal(fs, "bad.wal").records] == [3]
+    assert [r.seq_id for r in replay_wal(fs, "bad.wal").records] == [2, 3]
 
 
 def test_closed_writer_refuses_appends(fs):
@@ -224,7 +239,7 @@ def test_policy_each_syncs_before_append_returns(fs):
         for seq in range(5):
             w.append(seq, make_cells(seq))
             assert w.synced_size == w.size
-        assert w.sync_count >= 6  # the header, then every record
+        assert w.sync_count >= 5  # every record (a new file's header goes with its first one)
         assert not flusher_threads("each.wal")
     assert len(replay_wal(fs, "each.wal").records) == 5
 

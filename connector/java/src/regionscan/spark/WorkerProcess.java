@@ -95,6 +95,12 @@ public final class WorkerProcess {
     File log = File.createTempFile("regionscan-engine-worker-", ".log");
     ProcessBuilder pb = new ProcessBuilder(python, "-m", "connector.engine_worker");
     pb.environment().put("REGIONSCAN_WORKER_SECRET", secret);
+    // Arrow's buffers from glibc's malloc, whose thresholds the worker sets at its start and
+    // whose heaps it faults in before it serves (connector/worker/allocator.py): with Arrow's
+    // default pool (mimalloc here) a fresh worker's first scan faulted in its buffers anew,
+    // about 100 MiB of system time on q06's first run. pyarrow picks its pool when imported,
+    // so it is set here, before the process starts; a value the user set is kept.
+    pb.environment().putIfAbsent("ARROW_DEFAULT_MEMORY_POOL", "system");
     String cacheSize = SourceSettings.conf("spark.regionscan.worker.blockCacheSize", "");
     if (!cacheSize.isEmpty()) {
       pb.environment().put("REGIONSCAN_BLOCK_CACHE_SIZE", cacheSize);
