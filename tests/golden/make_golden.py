@@ -218,34 +218,30 @@ def writer_of(version: str):
     return lambda *a, **kw: StoreFileWriter(*a, format_version=int(version[1:]), **kw)
 
 
+def write_rows(fs, name: str, kw: dict, made: tuple, cells: list[Cell]) -> None:
+    """One version 3 file ``<name>.rsf`` of rows ``made`` (rows, qualifiers, values, timestamps)
+    written by ``append_rows`` with writer options ``kw``, and its expected ``cells`` as JSON."""
+    rows, quals, values, stamps = made
+    w = writer_of("v3")(fs, f"{name}.rsf", family=FAMILY, **kw)
+    w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
+                  [pa.array(t, pa.int64()) for t in stamps])
+    w.finish(max_seq_id=42)
+    _expect(name, cells)
+
+
 def main(version: str) -> None:
     fs = FileSystem(HERE)
     if version == "v3-keys":  # added after the FRAME files, which stay as written
         for name, kw in KEYS_SPECS.items():
-            rows, quals, values, stamps = keys_rows()
-            w = writer_of("v3")(fs, f"v3_{name}.rsf", family=FAMILY, **kw)
-            w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
-                          [pa.array(t, pa.int64()) for t in stamps])
-            w.finish(max_seq_id=42)
-            _expect(f"v3_{name}", keys_cells())
+            write_rows(fs, f"v3_{name}", kw, keys_rows(), keys_cells())
         return
     if version == "v3-frame":  # added after the narrow files, which stay as written
         for name, kw in FRAME_SPECS.items():
-            rows, quals, values, stamps = frame_rows()
-            w = writer_of("v3")(fs, f"v3_{name}.rsf", family=FAMILY, **kw)
-            w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
-                          [pa.array(t, pa.int64()) for t in stamps])
-            w.finish(max_seq_id=42)
-            _expect(f"v3_{name}", frame_cells())
+            write_rows(fs, f"v3_{name}", kw, frame_rows(), frame_cells())
         return
     if version == "v3-narrow":  # added after the other version 3 files, which stay as written
         for name, kw in NARROW_SPECS.items():
-            rows, quals, values, stamps = narrow_rows()
-            w = writer_of("v3")(fs, f"v3_{name}.rsf", family=FAMILY, **kw)
-            w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
-                          [pa.array(t, pa.int64()) for t in stamps])
-            w.finish(max_seq_id=42)
-            _expect(f"v3_{name}", narrow_cells())
+            write_rows(fs, f"v3_{name}", kw, narrow_rows(), narrow_cells())
         return
     for name, (make, kw) in SPECS.items():
         cells = make()
@@ -258,12 +254,7 @@ def main(version: str) -> None:
     if version != "v3":
         return
     for name, kw in ROW_SPECS.items():
-        rows, quals, values, stamps = wide_rows()
-        w = writer_of(version)(fs, f"{version}_{name}.rsf", family=FAMILY, **kw)
-        w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
-                      [pa.array(t, pa.int64()) for t in stamps])
-        w.finish(max_seq_id=42)
-        _expect(f"{version}_{name}", rows_cells())
+        write_rows(fs, f"{version}_{name}", kw, wide_rows(), rows_cells())
 
 
 def _expect(name: str, cells: list[Cell]) -> None:

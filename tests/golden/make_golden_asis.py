@@ -12,12 +12,10 @@ from __future__ import annotations
 import os
 import sys
 
-import pyarrow as pa
-
 from storage.cells import Cell, CellType
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_golden import FAMILY, HERE, _expect, writer_of  # noqa: E402  (beside this script)
+from make_golden import FAMILY, HERE, _expect, write_rows, writer_of  # noqa: E402  (beside this script)
 
 
 def _noise(seed: int, n: int) -> bytes:
@@ -80,12 +78,7 @@ def main() -> None:
 
     fs = FileSystem(HERE)
     for name, kw in ASIS_SPECS.items():
-        rows, quals, values, stamps = asis_rows()
-        w = writer_of("v3")(fs, f"v3_{name}.rsf", family=FAMILY, **kw)
-        w.append_rows(pa.array(rows, pa.binary()), quals, [pa.array(v, pa.binary()) for v in values],
-                      [pa.array(t, pa.int64()) for t in stamps])
-        w.finish(max_seq_id=42)
-        _expect(f"v3_{name}", asis_cells())
+        write_rows(fs, f"v3_{name}", kw, asis_rows(), asis_cells())
     cells = asis_versions()
     w = writer_of("v3")(fs, "v3_asis_cells_lz4.rsf", family=FAMILY, compression="lz4", bloom=True)
     for c in cells:

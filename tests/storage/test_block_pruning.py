@@ -68,15 +68,20 @@ def _keys(rows: pa.Table) -> list[bytes]:
     return rows.column("key").to_pylist()
 
 
+def _compacted_table(conn) -> None:
+    """Table ``t`` of :data:`N` filled rows, flushed and major-compacted."""
+    conn.create_table("t", FAMILY, settings=SETTINGS)
+    table = conn.table("t")
+    _fill(table, range(N))
+    table.flush()
+    table.compact(major=True)
+
+
 @pytest.fixture
 def compacted(tmp_path):
     root = str(tmp_path / "root")
     with storage.connect(root) as conn:
-        conn.create_table("t", FAMILY, settings=SETTINGS)
-        table = conn.table("t")
-        _fill(table, range(N))
-        table.flush()
-        table.compact(major=True)
+        _compacted_table(conn)
         yield conn.table("t")
 
 
@@ -302,11 +307,7 @@ def test_skipped_blocks_have_no_keys_decoded(tmp_path):
     the first it judges), not of those it skips; the answers are those of the unpruned scan."""
     root = str(tmp_path / "root")
     with storage.connect(root) as conn:
-        conn.create_table("t", FAMILY, settings=SETTINGS)
-        table = conn.table("t")
-        _fill(table, range(N))
-        table.flush()
-        table.compact(major=True)
+        _compacted_table(conn)
     with storage.connect(root) as conn:
         table = conn.table("t")
         reader = table.store_file_readers()[0]
@@ -333,11 +334,8 @@ def test_a_damaged_key_chunk_of_a_skipped_block_fails_the_scan(tmp_path):
 
     root = str(tmp_path / "root")
     with storage.connect(root) as conn:
-        conn.create_table("t", FAMILY, settings=SETTINGS)
+        _compacted_table(conn)
         table = conn.table("t")
-        _fill(table, range(N))
-        table.flush()
-        table.compact(major=True)
         reader = table.store_file_readers()[0]
         path = reader.fs.local_path(reader.path)
         i = reader.block_count // 2  # rows about 3000: skipped by a scan of days 10..11
