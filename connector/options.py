@@ -52,6 +52,7 @@ __all__ = [
     "PIN_TTL",
     "PIN_REGISTER",
     "PIN_SHARED",
+    "SCAN_RUNTIME_FILTER",
     "SPARK_ALIASES",
     "CHECKED_PREFIXES",
     "KNOWN_KEYS",
@@ -98,6 +99,9 @@ PIN_TTL = "regionscan.pin.ttl.seconds"
 PIN_REGISTER = "regionscan.pin.register"  # false: no pins/<id>.pin file (planning only)
 # true: the reads never release their pins (Spark's), so plans of the same files share one
 PIN_SHARED = "regionscan.pin.shared"
+# false: the JVM source's scan takes no runtime filters from Spark's joins (dynamic pruning);
+# read by the JVM scan alone (RegionScanScan.java), named here so the worker accepts it
+SCAN_RUNTIME_FILTER = "regionscan.scan.runtimefilter"
 
 SPARK_ALIASES: dict[str, str] = {
     "hbase.spark.query.timerange.start": SCAN_TIMERANGE_START,
@@ -128,7 +132,7 @@ KNOWN_KEYS: set[str] = {
     SCAN_TIMERANGE_START, SCAN_TIMERANGE_END, SCAN_MAXVERSIONS, SCAN_CACHEBLOCKS, SCAN_CACHEDROWS,
     SCAN_CACHING, SCAN_BATCHSIZE, AUTOBALANCE, AVERAGE_REGION_SIZE, SPLITS_PER_REGION,
     ROOT, SCAN_FILTER, SCAN_INCLUDE_TIMESTAMP, SCAN_KEYS_ONLY, SCAN_RAW, SCAN_CACHE_RESULTS, MAX_RESTARTS, PIN_TTL,
-    PIN_REGISTER, PIN_SHARED,
+    PIN_REGISTER, PIN_SHARED, SCAN_RUNTIME_FILTER,
     FILTER_CLASSES, "regionscan.token",
 }
 """Every key under :data:`CHECKED_PREFIXES` that the input format reads; modules that read

@@ -145,16 +145,17 @@ def _value_intervals(order: ValueOrder, codec, type_name: str, f: Any) -> list[I
             return Interval.between(order, None, False, raw, False)
         return Interval.between(order, None, False, raw, True)
     if kind == "In":
-        points = []
+        # a set, not a scan of the list per value: a runtime filter's IN list has thousands
+        raws: set[bytes] = set()
         for v in f.value:
             if v is None:
                 continue  # x IN (.., NULL) is never true because of the NULL
             raw = _literal(codec, type_name, v)
             if raw is None:
                 return None
-            if raw is not _NO_FORM and Interval.point(raw) not in points:
-                points.append(Interval.point(raw))
-        return sorted(points, key=lambda iv: iv.lo)
+            if raw is not _NO_FORM:
+                raws.add(raw)
+        return [Interval.point(raw) for raw in sorted(raws)]
     if kind == "StringStartsWith" and type_name == "string" and order.kind == "bytes" and isinstance(f.value, str):
         raw = f.value.encode("utf-8")  # UTF-8 keeps prefixes: a string prefix is a byte prefix
         if not raw:

@@ -197,6 +197,67 @@ static inline int rs_cmp_bytes(const char *a, Py_ssize_t na, const char *b, Py_s
     return na < nb ? -1 : (na > nb ? 1 : 0);
 }
 
+/* Two equal-length word loads covering n bytes (4 <= n <= 16), both inside the n bytes: the
+ * first and the last word, overlapping where n is not a multiple.  A fixed-size memcpy is one
+ * load, and a library call per cell (a qualifier, a 4-byte value) costs more than the work. */
+static inline uint64_t rs_load8(const char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+static inline uint32_t rs_load4(const char *p) {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+/* whether two values are the same bytes (a qualifier looked up, a family checked, once a cell) */
+static inline int rs_eq_bytes(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
+    if (na != nb) return 0;
+    if (na >= 8 && na <= 16) return rs_load8(a) == rs_load8(b) && rs_load8(a + na - 8) == rs_load8(b + na - 8);
+    if (na >= 4 && na < 8) return rs_load4(a) == rs_load4(b) && rs_load4(a + na - 4) == rs_load4(b + na - 4);
+    if (na < 4)  /* the first, middle and last byte are all of 1 to 3 bytes: no loop */
+        return na == 0 || (a[0] == b[0] && a[na / 2] == b[na / 2] && a[na - 1] == b[na - 1]);
+    return memcmp(a, b, (size_t)na) == 0;
+}
+
+/* rs_cmp_bytes of row keys, once a cell: keys of 4 to 8 bytes as two big-endian words (the
+ * first and the last four bytes, overlapping: their order is the bytes' order where the first
+ * words are equal), the rest as rs_cmp_bytes does */
+static inline int rs_cmp_key(const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    Py_ssize_t m = na < nb ? na : nb;
+    if (m >= 4 && m <= 8) {
+        uint32_t x = __builtin_bswap32(rs_load4(a)), y = __builtin_bswap32(rs_load4(b));
+        if (x == y) {
+            x = __builtin_bswap32(rs_load4(a + m - 4));
+            y = __builtin_bswap32(rs_load4(b + m - 4));
+        }
+        if (x != y) return x < y ? -1 : 1;
+        return na < nb ? -1 : (na > nb ? 1 : 0);
+    }
+#endif
+    return rs_cmp_bytes(a, na, b, nb);
+}
+
+/* memcpy of a row key or value, inline up to 16 bytes (the overlapping words above) */
+static inline void rs_copy_short(char *to, const char *from, Py_ssize_t n) {
+    if (n >= 8 && n <= 16) {
+        uint64_t x = rs_load8(from), y = rs_load8(from + n - 8);
+        memcpy(to, &x, 8);
+        memcpy(to + n - 8, &y, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t x = rs_load4(from), y = rs_load4(from + n - 4);
+        memcpy(to, &x, 4);
+        memcpy(to + n - 4, &y, 4);
+    } else if (n < 4) {
+        for (Py_ssize_t i = 0; i < n; i++) to[i] = from[i];
+    } else {
+        memcpy(to, from, (size_t)n);
+    }
+}
+
 /* A buffer of `size` bytes from allocate(size) (pyarrow.allocate_buffer: Arrow's memory pool,
  * whose pages are reused from read to read where fresh bytes objects would fault new pages in),
  * with a writable view of it in `v`; NULL with an error set. */
@@ -329,7 +390,7 @@ PyObject *rs_wal_columns(PyObject *self, PyObject *args) {
                 unsigned char type = types[j];
                 if (type != 4) flags &= ~RS_WAL_CLEAN;  /* 4: a put */
                 if (c > 0) {
-                    int order = rs_cmp_bytes(dat[0] + prev_at[0], prev_len[0], dat[0] + pos[0], len[0]);
+                    int order = rs_cmp_key(dat[0] + prev_at[0], prev_len[0], dat[0] + pos[0], len[0]);
                     int family = rs_cmp_bytes(dat[1] + prev_at[1], prev_len[1], dat[1] + pos[1], len[1]);
                     if (family) flags &= ~RS_WAL_ONE_FAMILY;
                     if (order == 0) order = family;
@@ -665,8 +726,9 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
         r->lens = r->stamps + 8 * n;
         const unsigned char *types = r->lens + 16 * n;
         /* first: a log of markers (a table being deleted from) is refused at once */
-        for (Py_ssize_t j = 0; j < n; j++)
-            if (types[j] != 4) goto done;  /* 4: a put; any other type, known or not: no row form */
+        unsigned char other = 0;  /* one pass with no exit in it, which the compiler vectorizes */
+        for (Py_ssize_t j = 0; j < n; j++) other |= (unsigned char)(types[j] ^ 4);
+        if (other) goto done;  /* 4: a put; any other type, known or not: no row form */
         const char *src = (const char *)(types + n);
         Py_ssize_t sum = 0;
         for (int k = 0; k < 4; k++) {
@@ -703,16 +765,17 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
                 fam = f;
                 fresh = 1;
             } else {
-                if (rs_cmp_bytes(fam.data, fam.len, f.data, f.len) != 0) goto done;  /* several families */
-                int order = rs_cmp_bytes(prow.data, prow.len, row.data, row.len);
+                if (!rs_eq_bytes(fam.data, fam.len, f.data, f.len)) goto done;  /* several families */
+                int order = rs_cmp_key(prow.data, prow.len, row.data, row.len);
                 if (order > 0) goto done;  /* not in cell order */
                 fresh = order < 0;
                 if (!fresh && rs_cmp_bytes(pq.data, pq.len, ql.data, ql.len) >= 0) goto done;  /* a version, or out of order */
             }
             Py_ssize_t hint = (!fresh && qid[c - 1] + 1 < nq) ? qid[c - 1] + 1 : 0, a;
             for (a = 0; a < nq; a++) {
-                Py_ssize_t k = (hint + a) % nq;
-                if (q[k].len == ql.len && memcmp(q[k].data, ql.data, (size_t)ql.len) == 0) {
+                Py_ssize_t k = hint + a;  /* hint + a wraps once at most: no division a cell */
+                if (k >= nq) k -= nq;
+                if (rs_eq_bytes(q[k].data, q[k].len, ql.data, ql.len)) {
                     a = k;
                     break;
                 }
@@ -783,7 +846,19 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
         int32_t *ro = rv[0].view.buf;
         char *rd = rv[1].view.buf;
         Py_ssize_t r = -1, rat = 0, vat[255];
-        for (Py_ssize_t a = 0; a < nq; a++) vat[a] = 0;
+        /* each column's buffers in locals: the byte stores below could alias the views' fields,
+         * which the compiler would then load again for every cell */
+        int64_t *ts_col[255];
+        unsigned char *valid_col[255];
+        int32_t *off_col[255];
+        char *val_col[255];
+        for (Py_ssize_t a = 0; a < nq; a++) {
+            vat[a] = 0;
+            ts_col[a] = cv[4 * a].view.buf;
+            valid_col[a] = cv[4 * a + 1].held ? cv[4 * a + 1].view.buf : NULL;
+            off_col[a] = cv[4 * a + 2].view.buf;
+            val_col[a] = cv[4 * a + 3].view.buf;
+        }
         ro[0] = 0;
         c = 0;
         for (Py_ssize_t i = 0; i < taken; i++) {
@@ -795,27 +870,27 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
                 if (new_row[c]) {
                     if (r >= 0)  /* the row before is done: its absent columns and offsets */
                         for (Py_ssize_t a = 0; a < nq; a++) {
-                            if (wrote[a] != r) ((int64_t *)cv[4 * a].view.buf)[r] = 0;
-                            ((int32_t *)cv[4 * a + 2].view.buf)[r + 1] = (int32_t)vat[a];
+                            if (wrote[a] != r) ts_col[a][r] = 0;
+                            off_col[a][r + 1] = (int32_t)vat[a];
                         }
                     r++;
-                    memcpy(rd + rat, rec->block[0] + at[0], (size_t)rlen);
+                    rs_copy_short(rd + rat, rec->block[0] + at[0], rlen);
                     rat += rlen;
                     ro[r + 1] = (int32_t)rat;
                 }
                 Py_ssize_t a = rank[qid[c]];
-                memcpy((char *)cv[4 * a + 3].view.buf + vat[a], rec->block[3] + at[3], (size_t)vlen);
+                rs_copy_short(val_col[a] + vat[a], rec->block[3] + at[3], vlen);
                 vat[a] += vlen;
-                ((int64_t *)cv[4 * a].view.buf)[r] = rs_get_i64(rec->stamps + 8 * j);
-                if (cv[4 * a + 1].held) ((unsigned char *)cv[4 * a + 1].view.buf)[r >> 3] |= (unsigned char)(1u << (r & 7));
+                ts_col[a][r] = rs_get_i64(rec->stamps + 8 * j);
+                if (valid_col[a] != NULL) valid_col[a][r >> 3] |= (unsigned char)(1u << (r & 7));
                 wrote[a] = r;
                 at[0] += rlen;
                 at[3] += vlen;
             }
         }
         for (Py_ssize_t a = 0; a < nq; a++) {  /* the last row */
-            if (wrote[a] != r) ((int64_t *)cv[4 * a].view.buf)[r] = 0;
-            ((int32_t *)cv[4 * a + 2].view.buf)[r + 1] = (int32_t)vat[a];
+            if (wrote[a] != r) ts_col[a][r] = 0;
+            off_col[a][r + 1] = (int32_t)vat[a];
         }
         if (gil) PyEval_RestoreThread(gil);
     }

@@ -161,7 +161,12 @@ class FilterList(Filter):
     def __deepcopy__(self, memo: dict) -> "FilterList":
         import copy
 
-        return FilterList(self.operator, [copy.deepcopy(f, memo) for f in self.filters])
+        # the children were checked when they were added, and copies nest as deep as they do:
+        # checking each again (add_filter) would cost a depth walk a child on every scan's copy
+        clone = FilterList.__new__(FilterList)
+        clone.operator = self.operator
+        clone.filters = [copy.deepcopy(f, memo) for f in self.filters]
+        return clone
 
     # --- scanner hints ----------------------------------------------------
     def row_ranges(self) -> list[KeyRange] | None:

@@ -20,6 +20,8 @@ FilterList of three; a parenthesized group stays a nested list, so
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from ..errors import InvalidArgument, clip
@@ -27,10 +29,10 @@ from ._builders import BUILDERS, FILTER_NAMES, Args
 from ._lexer import KEYWORDS, FilterSyntaxError, Token, describe, tokenize
 from .base import MAX_FILTER_DEPTH, Filter, check_depth
 from .filter_list import FilterList
-from .registry import registered_filters, user_filter
+from .registry import registered_filters, registry_version, user_filter
 from .wrappers import SkipFilter, WhileMatchFilter
 
-__all__ = ["FilterSyntaxError", "parse_filter_string", "coerce_filter", "FILTER_NAMES"]
+__all__ = ["FilterSyntaxError", "parse_filter_string", "parsed_filter", "coerce_filter", "FILTER_NAMES"]
 
 
 class _Parser:
@@ -164,6 +166,49 @@ def parse_filter_string(text: str | bytes) -> Filter:
     if not isinstance(text, str):
         raise InvalidArgument(f"a filter string must be str or bytes, got {type(text).__name__}")
     return _Parser(text).parse()
+
+
+# The filters of recent strings, as parsed (least recently used first), for parsed_filter.  A
+# scan split into many requests carries the same string in each (the connector's splits, a
+# region server's scans); a runtime filter's IN list of thousands of values is a string of
+# 100 kB and more, whose parse costs far more than reading a split's blocks.  Bounded in
+# entries and in the characters of their strings (a parse holds some 7 bytes a character).
+_PARSED: "OrderedDict[tuple[str, int], Filter]" = OrderedDict()
+_PARSED_CHARS = [0]
+_PARSED_LOCK = threading.Lock()
+PARSED_ENTRIES = 64
+"""Filter strings whose parse :func:`parsed_filter` keeps."""
+PARSED_CHARS = 1 << 21
+"""Characters of the strings whose parse :func:`parsed_filter` keeps, at most (longer ones are
+parsed on every call)."""
+
+
+def parsed_filter(text: str | bytes) -> Filter:
+    """The filter of filter-language ``text``, as :func:`parse_filter_string` gives it, parsed
+    once for many calls: the parses of recent strings are kept (:data:`PARSED_ENTRIES`,
+    :data:`PARSED_CHARS`) and each call returns its own copy (``Filter.copy``), so that a
+    caller changing it or counting in it (a ``PageFilter``) changes no other caller's.  A change
+    of the user filters (:func:`~storage.filters.registry.register_filter`) parses again."""
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        text = bytes(text).decode("utf-8", "surrogateescape")
+    if not isinstance(text, str):
+        raise InvalidArgument(f"a filter string must be str or bytes, got {type(text).__name__}")
+    key = (text, registry_version())
+    with _PARSED_LOCK:
+        found = _PARSED.get(key)
+        if found is not None:
+            _PARSED.move_to_end(key)
+    if found is None:
+        found = parse_filter_string(text)  # outside the lock: threads parse other strings meanwhile
+        if len(text) <= PARSED_CHARS:
+            with _PARSED_LOCK:
+                if key not in _PARSED:
+                    _PARSED[key] = found
+                    _PARSED_CHARS[0] += len(text)
+                while len(_PARSED) > PARSED_ENTRIES or _PARSED_CHARS[0] > PARSED_CHARS:
+                    (old, _), _flt = _PARSED.popitem(last=False)
+                    _PARSED_CHARS[0] -= len(old)
+    return found.copy()
 
 
 def coerce_filter(filter: Filter | str | bytes | None) -> Filter | None:

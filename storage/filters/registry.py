@@ -30,6 +30,9 @@ __all__ = ["register_filter", "unregister_filter", "registered_filters", "regist
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _KEYWORDS = {"AND", "OR", "SKIP", "WHILE", "TRUE", "FALSE", "NO_OP"}
 _USER: dict[str, type[Filter]] = {}
+# bumped by every change of _USER: a string parsed before a change may parse otherwise after it,
+# so parses kept for reuse are keyed by it (storage.filters.parser.parsed_filter)
+_VERSION = [0]
 
 
 def _builtin_names() -> tuple[str, ...]:
@@ -77,12 +80,20 @@ def register_filter(name: str, filter_class: type[Filter] | str) -> None:
     taken = _USER.get(name)
     if taken is not None and taken is not cls:
         raise InvalidArgument(f"filter name {name!r} is already registered for {taken.__module__}.{taken.__qualname__}")
-    _USER[name] = cls
+    if taken is None:
+        _USER[name] = cls
+        _VERSION[0] += 1
 
 
 def unregister_filter(name: str) -> None:
     """Forget a user filter (no error when ``name`` is not registered)."""
-    _USER.pop(name, None)
+    if _USER.pop(name, None) is not None:
+        _VERSION[0] += 1
+
+
+def registry_version() -> int:
+    """A number that changes whenever a user filter is registered or unregistered."""
+    return _VERSION[0]
 
 
 def registered_filters() -> dict[str, type[Filter]]:

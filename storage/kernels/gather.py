@@ -12,9 +12,13 @@ Arrow's ``take`` copies a binary column value by value; the compiled
 result past 2 GiB, or ``REGIONSCAN_NATIVE=0`` (:mod:`storage.native`).
 
 Narrow values of one width (a 4-byte counter, a fixed-size code: at most
-16 bytes each, no nulls, in a few chunks) are gathered as NumPy rows of that
-width by either path: one ``take`` of integers instead of a copy per run of
-a few bytes (0.07 ms against 0.32 ms for 66K picks of 4-byte values).
+16 bytes each, no nulls) are copied pick by pick with a copy of that fixed
+size by the compiled gather, and gathered as NumPy rows of that width (one
+``take`` of integers, a few chunks) without it: a copy per run of a few bytes
+costs more than either.  A live scan's ``cf:n`` (66,666 picks of 4-byte
+values in runs of three, from two chunks): NumPy rows 0.66 ms, the run copy
+0.40 ms, the fixed-size copy 0.29 ms
+(docs/decisions/2026-12-06-live-gathers.md).
 """
 
 from __future__ import annotations
@@ -88,11 +92,9 @@ def gather_binary(values: pa.Array | pa.ChunkedArray, index: np.ndarray, *, nati
     if not pa.types.is_binary(values.type):
         return take_binary(values, index)
     index = np.ascontiguousarray(index, dtype=np.int64)
-    narrow = _narrow_take(values, index)
-    if narrow is not None:
-        return narrow
     if native is None:
-        return take_binary(values, index)
+        narrow = _narrow_take(values, index)
+        return narrow if narrow is not None else take_binary(values, index)
     # every chunk's buffers through one Arrow C stream: no Python object per chunk
     column = values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values])
     if not hasattr(column, "__arrow_c_stream__"):  # a pyarrow before the capsule interface of chunked arrays

@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .row_merge import order_keys
-from .cell_columns import data_span, one_array
+from .cell_columns import data_span, one_array, pool_empty
 from ..native import NATIVE
 from .gather import gather_binary
 from .rules import NO_MARKER, covered, effective_low, time_mask, unseen_markers
@@ -322,7 +322,10 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array, join
     width = _key_width(joined)
     if width is None:
         return None
-    keys = np.ascontiguousarray(joined, dtype=np.uint64) if width == 0 else joined
+    keys = joined
+    if width == 0 and (joined.dtype != np.uint64 or not joined.flags.c_contiguous):
+        keys = pool_empty(len(joined), np.uint64)  # as the output below: no fresh pages to fault in
+        keys[:] = joined
     mkeys = mts = None
     if markers is not None:
         if not bool((markers.types == _DELETE_FAMILY).all()):
@@ -338,7 +341,7 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array, join
     n = len(joined)
     bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in pieces], out=bounds[1:])
-    out = np.empty((columns + 1, n), dtype=np.int64)
+    out = pool_empty((columns + 1, n), np.int64)  # no page faults on a fresh mapping (see pool_empty)
     passed = [[t[:1] if _one_value(t) else t for t in column] for column in laid]
     rows, anchor, anchored = native.resolve_merge(keys, width, bounds, passed, mkeys, mts, ranged,
                                                   max(low, int64.min), bounded, min(max_timestamp, int64.max), out)

@@ -25,8 +25,9 @@ REBUILD_SHARE = 4  # a segment is rebuilt whole once its unmerged writes reach 1
 
 def _full_run(seg: Segment) -> ArrowRun:
     """The segment's cells built into a run from the sorted map; lock held."""
-    keys = list(seg.cells.keys())
-    cells = list(seg.cells.values())
+    ordered = seg.ordered()
+    keys = list(ordered.keys())
+    cells = list(ordered.values())
     seqs = np.fromiter(map(seg.seqs.__getitem__, keys), dtype=np.int64, count=len(keys))
     return ArrowRun(cells_to_table(cells), seqs, int(seqs.max()) if len(seqs) else 0)
 
@@ -167,7 +168,7 @@ class MemStoreView:
         with lock:
             for seg in reversed(self._segments):  # oldest first: newer maps override
                 if seg.cells:
-                    keys = list(seg.cells.irange(minimum=(row,), maximum=(row + b"\x00",), inclusive=(True, False)))
+                    keys = list(seg.ordered().irange(minimum=(row,), maximum=(row + b"\x00",), inclusive=(True, False)))
                     parts.append(seg.visible(keys, self.read_point))
         if not parts:
             return []
@@ -207,10 +208,11 @@ def merged_range(segments: list, start_row: bytes, stop_row: bytes | None) -> li
 
 def _range_cells(seg: Segment, start_row: bytes, stop_row: bytes | None) -> list[tuple]:
     """(key, cell) pairs of ``seg`` in ``[start_row, stop_row)``; lock held."""
+    cells = seg.ordered()
     if stop_row is None:
-        keys = list(seg.cells.irange(minimum=(start_row,)))
+        keys = list(cells.irange(minimum=(start_row,)))
     else:
-        keys = list(seg.cells.irange(minimum=(start_row,), maximum=(stop_row,), inclusive=(True, False)))
+        keys = list(cells.irange(minimum=(start_row,), maximum=(stop_row,), inclusive=(True, False)))
     return list(zip(keys, map(seg.cells.__getitem__, keys)))
 
 
@@ -236,7 +238,7 @@ class MemStoreSnapshot:
 
     def cells(self) -> Iterator[Cell]:
         """The cells in cell order."""
-        return iter(self._segment.cells.values())
+        return iter(self._segment.cells.values())  # a snapshot's keys were ordered when it was taken
 
     def to_batch(self) -> pa.Table:
         """All cells as a :data:`storage.cells.CELL_SCHEMA` table in cell order."""

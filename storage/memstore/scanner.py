@@ -73,7 +73,7 @@ class MemStoreScanner:
         hi = None
         with self._lock:
             for seg in self._segments:
-                raw = list(islice(seg.cells.irange(minimum=start), size))
+                raw = list(islice(seg.ordered().irange(minimum=start), size))
                 if len(raw) == size:
                     # Appending 0 gives the tuple just after raw[-1].
                     end = raw[-1] + (0,)
@@ -89,10 +89,11 @@ class MemStoreScanner:
         lo = None
         with self._lock:
             for seg in self._segments:
+                cells = seg.ordered()
                 if bound is None:
-                    it = seg.cells.irange(reverse=True)
+                    it = cells.irange(reverse=True)
                 else:
-                    it = seg.cells.irange(maximum=bound, inclusive=(True, False), reverse=True)
+                    it = cells.irange(maximum=bound, inclusive=(True, False), reverse=True)
                 raw = list(islice(it, size))
                 if len(raw) == size and (lo is None or raw[-1] > lo):
                     lo = raw[-1]

@@ -13,6 +13,7 @@ from sortedcontainers import SortedDict
 
 from ..cells import CELL_SCHEMA, sort_key
 from ..native import NATIVE as _NATIVE
+from .bulk_insert import insert_new_sorted
 
 __all__ = ["ArrowRun", "Segment", "cell_bytes", "cells_to_table", "cells_to_table_py"]
 
@@ -32,16 +33,44 @@ def cell_bytes(cells: list) -> int:
 class Segment:
     """One sorted map of cells (the active map or the snapshot)."""
 
-    __slots__ = ("cells", "seqs", "older", "max_seq", "heap_size", "arrow", "pending")
+    __slots__ = ("cells", "seqs", "older", "max_seq", "heap_size", "arrow", "pending", "unsorted")
 
     def __init__(self) -> None:
-        self.cells: SortedDict = SortedDict()  # sort key -> Cell
+        # sort key -> Cell.  The dict holds every key at once; its sorted key list may lag
+        # behind by the runs in ``unsorted`` until a reader asks for order (:meth:`ordered`).
+        self.cells: SortedDict = SortedDict()
         self.seqs: dict = {}  # sort key -> sequence number of the write that stored it
         self.older: dict = {}  # sort key -> [(seq, Cell)] replaced while a scanner was open
         self.max_seq = 0
         self.heap_size = 0
         self.arrow: ArrowRun | None = None  # the cells as Arrow, as of the last read
         self.pending: list = []  # keys written since ``arrow`` was built (merged in at the next read)
+        # Sorted runs of keys in the dict but not yet in its sorted list, one per batch write.
+        # A batch of random keys lands a few keys in every sublist of the sorted list, which costs
+        # a Python step and about ten tuple comparisons per key; many runs merged at once (by the
+        # flush, a scan) cost a few comparisons per key, so writes that no one reads in between
+        # pay for their order once.
+        self.unsorted: list = []
+
+    def add_sorted_run(self, new_keys: list) -> None:
+        """Lock held: ``new_keys`` (ascending), just added to the dict and none of them in
+        it before, join the sorted key list at the next :meth:`ordered`."""
+        if new_keys:
+            self.unsorted.append(new_keys)
+
+    def ordered(self) -> SortedDict:
+        """Lock held: the map with every key in its sorted list (what ``irange``,
+        ``keys()`` and ``values()`` read), the deferred runs merged in first."""
+        runs = self.unsorted
+        if runs:
+            if len(runs) == 1:
+                new = runs[0]
+            else:
+                new = [key for run in runs for key in run]
+                new.sort()  # sorted runs: the sort merges them, a few comparisons per key
+            self.unsorted = []
+            insert_new_sorted(self.cells._list, new)
+        return self.cells
 
     def visible(self, keys: list, read_point: int) -> tuple[list, list]:
         """The keys and cells among ``keys`` a reader at ``read_point`` sees."""

@@ -4,7 +4,10 @@ Cells live in a :class:`sortedcontainers.SortedDict` keyed by
 :func:`storage.cells.sort_key` tuples; the value is the cell itself (built
 once on write, so reads hand out stored tuples instead of building new
 ones).  Adding a cell whose key is already present replaces it: last write
-wins.
+wins.  A write of many cells puts them in the dict at once and leaves its
+sorted run of new keys for the map's sorted key list to take at the next
+read that needs order (:meth:`Segment.ordered`, under the lock): writes
+that no read separates are ordered together, at the flush.
 
 Flushing follows HBase: :meth:`MemStore.snapshot` moves the current
 contents aside into an immutable snapshot and starts a new active map; the
@@ -43,7 +46,6 @@ from sortedcontainers import SortedDict
 from ..cells import Cell, CellType, check_cell
 from ..errors import StorageError
 from ..mvcc import ReadPointTooOld
-from .bulk_insert import update_sorted_dict
 from .runs import REBUILD_SHARE, MemStoreSnapshot, MemStoreView, merged_range
 from .scanner import MemStoreScanner
 from .segment import Segment, cells_to_table
@@ -167,7 +169,8 @@ class MemStore:
                 new_keys = sorted(items)
             size += (sum(map(len, map(_ROW, new_keys))) + sum(map(len, map(_FAMILY, new_keys)))
                      + sum(map(len, map(_QUALIFIER, new_keys))) + CELL_OVERHEAD * len(new_keys))
-            update_sorted_dict(store, new_keys, items)
+            dict.update(store, items)
+            seg.add_sorted_run(new_keys)  # into the sorted key list when a reader next needs order
             seqs.update(dict.fromkeys(items, seq))
             pending = seg.pending if seg.arrow is not None else None
             if pending is not None:
@@ -218,6 +221,7 @@ class MemStore:
         """
         with self._lock:
             if self._snapshot is None:
+                self._active.ordered()  # a snapshot takes no writes: its keys sorted once, here
                 self._snapshot = self._active
                 self._active = Segment()
             return MemStoreSnapshot(self._snapshot)
@@ -256,7 +260,7 @@ class MemStore:
             snap = self._snapshot
             if snap is None:
                 return []
-            store = snap.cells
+            store = snap.ordered()
             # the sorted key list (iterated in C, the layout storage.memstore.bulk_insert relies
             # on too), one dict lookup each: the SortedDict's views run a Python generator step per cell
             return list(map(store.__getitem__, store._list))
@@ -273,8 +277,8 @@ class MemStore:
             if snap is None:
                 return
             merged = Segment()
-            merged.cells = SortedDict(snap.cells)
-            merged.cells.update(active.cells)
+            merged.cells = SortedDict(snap.ordered())
+            merged.cells.update(active.ordered())
             merged.seqs = dict(snap.seqs)
             merged.seqs.update(active.seqs)
             merged.max_seq = max(snap.max_seq, active.max_seq)

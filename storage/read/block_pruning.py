@@ -24,6 +24,10 @@ Where it is safe (each rule guards a silent wrong answer):
 * in an AND list the other members must be stateless (a ``PageFilter`` counts rows it sees);
   an OR list skips a block only when every member can.
 
+An OR list of equalities of one column (an IN list, thousands of values from a join) is judged
+with its values sorted, one binary search a block (:func:`_in_list_mask`), with the answer of
+its members judged one by one.
+
 A scan may also carry a ``prune`` filter (:attr:`~storage.read.region_plan.RegionReadPlan.prune`):
 one that decides nothing about rows but lets the engine skip blocks, for a reader that tests
 the decoded values itself (the Spark connector's typed comparisons).
@@ -40,8 +44,6 @@ import numpy as np
 
 from ..filters import BinaryComparator, BinaryPrefixComparator, FilterList, SingleColumnValueFilter
 from ..filters.compare import CompareOperator
-from ..storefile.format import BlockLayout, align8
-from ..storefile.index import key_chunk_qualifiers
 
 __all__ = ["block_mask", "kept_ranges", "prunable"]
 
@@ -93,6 +95,42 @@ def _column_mask(flt: SingleColumnValueFilter, family: bytes, n: int, stats: Sta
     return mask
 
 
+def _one_column_equalities(filters: Sequence, family: bytes) -> bool:
+    """Whether ``filters`` (an OR list's) are all ``=`` of one column of ``family`` with a
+    ``BinaryComparator`` dropping rows without it: an IN list, as the connector pushes one."""
+    if len(filters) < 2:
+        return False
+    qualifier = getattr(filters[0], "qualifier", None)
+    for f in filters:
+        if (not isinstance(f, SingleColumnValueFilter) or f.op is not CompareOperator.EQUAL
+                or type(f.comparator) is not BinaryComparator or not f.filter_if_missing
+                or f.family != family or f.qualifier != qualifier):
+            return False
+    return True
+
+
+def _in_list_mask(filters: Sequence, n: int, stats: Stats) -> np.ndarray | None:
+    """Per block: may a row pass one of ``filters`` (:func:`_one_column_equalities`), the OR of
+    their :func:`_column_mask` found in one binary search a block among the sorted values
+    instead of one comparison a value a block: a block is kept when some value lies in its
+    ``[min, max]`` (a bound included), when it has no bounds, or when a value's width is not
+    its bounds' (such values are read, as :func:`_column_mask` reads them)."""
+    got = stats(filters[0].qualifier)
+    if got is None:
+        return None
+    values = sorted({f.comparator.value for f in filters})
+    widths = {len(v) for v in values}
+    width = next(iter(widths)) if len(widths) == 1 else None
+    mins, maxs = got
+    mask = np.ones(n, dtype=bool)
+    for i, (lo, hi) in enumerate(zip(mins, maxs)):
+        if lo is None or hi is None or width is None or not len(lo) == len(hi) == width:
+            continue
+        k = bisect.bisect_left(values, lo)  # the least value >= lo
+        mask[i] = k < len(values) and values[k] <= hi
+    return mask
+
+
 def block_mask(flt, family: bytes, n: int, stats: Stats) -> np.ndarray | None:
     """Per block of ``n``: may any row of it pass ``flt`` (a storage filter), from the value
     bounds ``stats`` gives per qualifier; None when the bounds say nothing about ``flt``."""
@@ -106,6 +144,8 @@ def block_mask(flt, family: bytes, n: int, stats: Stats) -> np.ndarray | None:
             if not masks:
                 return None
             return np.logical_and.reduce(masks)
+        if _one_column_equalities(flt.filters, family):
+            return _in_list_mask(flt.filters, n, stats)
         masks = [block_mask(f, family, n, stats) for f in flt.filters]
         if any(m is None for m in masks):
             return None  # a member the bounds cannot judge may pass any block
@@ -126,6 +166,10 @@ def prunable(flt) -> bool:
 # per store file reader (a file never changes): each block's qualifiers once learned (None: not yet),
 # so a scan again over the same blocks reads no key chunk to learn which chunk holds a qualifier
 _QUALIFIERS: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()
+# and each block's value-chunk bounds as the block index gives them, taken once (_UNREAD: not
+# yet), so a scan again builds no per-block lists
+_BOUNDS: "weakref.WeakKeyDictionary[object, list]" = weakref.WeakKeyDictionary()
+_UNREAD = object()
 _LOCK = threading.Lock()
 
 
@@ -134,38 +178,25 @@ def _known(reader) -> list:
         return _QUALIFIERS.setdefault(reader, [None] * reader.block_count)
 
 
+def _block_bounds(reader) -> list:
+    with _LOCK:
+        return _BOUNDS.setdefault(reader, [_UNREAD] * reader.block_count)
+
+
 def _learn(reader, i: int, read_next: bool) -> tuple:
     """Block ``i``'s qualifiers (a ``DENSE`` block of a version 3 file), in chunk order, kept.
 
     The block index gives each value chunk's bounds but not whose values they are: the qualifier
-    table that opens the block's key chunk says so.  Keys the block cache holds answer without a
-    read.  A block the scan reads next (``read_next``) has its key chunk decoded and cached, as
-    the scan then finds it; of one it skips, the key chunk is read, verified against its checksum
-    and decompressed, and only the qualifier table is parsed (its keys are not rebuilt, nothing
-    is cached).  The reader's internals serve here: its ``chunk_stats`` decodes every block's
-    whole key chunk."""
+    table that opens the block's key chunk says so
+    (:meth:`~storage.storefile.reader.StoreFileReader.block_qualifiers`).  A block the scan reads
+    next (``read_next``) has its key chunk decoded and cached, as the scan then finds it; of one
+    it skips only the qualifier table is parsed and nothing is cached.  The reader's
+    ``chunk_stats`` would decode every block's whole key chunk."""
     known = _known(reader)
     got = known[i]
     if got is not None:
         return got
-    idx = reader._index
-    offset = idx.offsets[i]
-    cache = reader._cache
-    if read_next:
-        got = reader._load_keys(i, True).dense.qualifiers
-    else:
-        if cache is not None:
-            for key in ((reader.file_id, offset), (reader.file_id, offset, "columns"), (reader.file_id, offset, "keys")):
-                hit = cache.get(key, count_miss=False) if key in cache else None
-                if hit is not None and hit.dense is not None:
-                    got = hit.dense.qualifiers
-                    break
-        if got is None:
-            entry = idx.chunks.entries(i)[0]
-            at = offset + entry[0]
-            got = key_chunk_qualifiers(reader._read(at, align8(entry[1]), block=True), entry, reader._codec,
-                                       reader._where, at)
-    got = tuple(got)
+    got = reader.block_qualifiers(i, decode_keys=read_next)
     if i and known[i - 1] == got:
         got = known[i - 1]  # blocks of the same columns share one tuple
     known[i] = got
@@ -187,29 +218,30 @@ def _range_stats(reader, qualifier: bytes, first: int, last: int, guessed: np.nd
     is given those of the last block learned when it has as many value chunks, and flagged: the
     caller learns its own (:func:`_learn`) and judges it again.  Without, unknown blocks are
     learned as blocks read next."""
-    idx = reader._index
-    chunks = idx.chunks
     known = _known(reader)
+    block_bounds = _block_bounds(reader)
     lows: list = []
     highs: list = []
     ref = None
     for i in range(first, last + 1):
-        entry = None
-        if idx.layouts[i] == BlockLayout.DENSE:
-            entries = chunks.entries(i)
-            if any(e[6] is not None for e in entries[1:]):
-                quals = known[i]
-                if quals is None:
-                    if guessed is not None and ref is not None and len(ref) == len(entries) - 1:
-                        quals = ref
-                        guessed[i - first] = True
-                    else:
-                        quals = _learn(reader, i, True)
-                ref = quals
-                k = _position(quals, qualifier)
-                entry = entries[k + 1] if k is not None else None
-        lows.append(entry[6] if entry is not None else None)
-        highs.append(entry[7] if entry is not None else None)
+        lo = hi = None
+        bounds = block_bounds[i]
+        if bounds is _UNREAD:
+            bounds = block_bounds[i] = reader.block_value_bounds(i)
+        if bounds is not None:
+            quals = known[i]
+            if quals is None:
+                if guessed is not None and ref is not None and len(ref) == len(bounds):
+                    quals = ref
+                    guessed[i - first] = True
+                else:
+                    quals = _learn(reader, i, True)
+            ref = quals
+            k = _position(quals, qualifier)
+            if k is not None:
+                lo, hi = bounds[k]
+        lows.append(lo)
+        highs.append(hi)
     return lows, highs
 
 

@@ -65,7 +65,7 @@ from .format import (
     Trailer,
     align8,
 )
-from .index import BlockIndex
+from .index import BlockIndex, key_chunk_qualifiers
 from .point import file_row_cells, file_rows_cells
 from .reader_check import check_blocks
 from .reader_scans import BlockPart, FileScans
@@ -490,6 +490,51 @@ class StoreFileReader:
             lows.append(entry[6] if entry is not None else None)
             highs.append(entry[7] if entry is not None else None)
         return lows, highs
+
+    def block_value_bounds(self, i: int) -> list[tuple[bytes | None, bytes | None]] | None:
+        """Block ``i``'s value-chunk bounds as the block index records them (no read): one
+        ``(min, max)`` per value chunk, in chunk order (that of :meth:`block_qualifiers`),
+        ``(None, None)`` for a chunk without bounds (values of mixed widths).  None for a block
+        no chunk of which records bounds, a ``CELLS`` block and every block of a file of an
+        older version than 3: there is nothing to learn its qualifiers for."""
+        idx = self._index
+        if not 0 <= i < len(idx):
+            raise InvalidArgument(f"block {i} is out of range: {self._where} has {len(idx)} blocks")
+        if self.format_version < 3 or idx.layouts[i] != BlockLayout.DENSE:
+            return None
+        values = idx.chunks.entries(i)[1:]
+        if all(e[6] is None for e in values):
+            return None
+        return [(e[6], e[7]) for e in values]
+
+    def block_qualifiers(self, i: int, *, decode_keys: bool) -> tuple[bytes, ...]:
+        """The qualifiers of block ``i`` (a ``DENSE`` block of a version 3 file) in value-chunk
+        order: which chunk holds which column, what the block index does not record but the
+        qualifier table opening the block's key chunk does.
+
+        A block the cache holds (whole, some of its columns, or its keys) answers without a
+        read.  Otherwise, with ``decode_keys`` the key chunk is decoded whole and cached, for a
+        scan that reads the block next to find; without, it is read, verified against its
+        checksum and decompressed, and only the qualifier table parsed: no key is rebuilt and
+        nothing is cached (for a block a scan skips)."""
+        idx = self._index
+        if not 0 <= i < len(idx):
+            raise InvalidArgument(f"block {i} is out of range: {self._where} has {len(idx)} blocks")
+        if self.format_version < 3 or idx.layouts[i] != BlockLayout.DENSE:
+            raise InvalidArgument(f"block {i} of {self._where} is not a DENSE block of a version 3 file")
+        if decode_keys:
+            return tuple(self._load_keys(i, True).dense.qualifiers)
+        offset = idx.offsets[i]
+        cache = self._cache
+        if cache is not None:
+            for key in ((self.file_id, offset), (self.file_id, offset, "columns"), (self.file_id, offset, "keys")):
+                hit = cache.get(key, count_miss=False) if key in cache else None
+                if hit is not None and hit.dense is not None:
+                    return tuple(hit.dense.qualifiers)
+        entry = idx.chunks.entries(i)[0]
+        at = offset + entry[0]
+        return tuple(key_chunk_qualifiers(self._read(at, align8(entry[1]), block=True), entry, self._codec,
+                                          self._where, at))
 
     def cached_block(self, i: int) -> Block | None:
         """Block ``i`` if the block cache holds it (no read), else None."""

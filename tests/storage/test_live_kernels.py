@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from storage.cells import CellType
+from storage.kernels.cell_columns import pool_empty
 from storage.kernels.gather import _narrow_take, gather_binary, take_binary
 from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
 from storage.kernels.row_merge import row_order
@@ -174,6 +175,37 @@ def test_the_narrow_take_leaves_what_it_does_not_take_to_the_other_paths():
     assert _narrow_take(pa.array([b"x" * 17] * 3), np.array([0])) is None  # wide: the run copy
     with pytest.raises(IndexError):
         gather_binary(four, np.array([3]), native=None)
+
+
+@pytest.mark.parametrize("at", [0, 40_000, 69_998])
+@pytest.mark.parametrize("width", [1, 4, 13, 16])
+def test_values_of_one_width_in_the_live_shape_gather_as_take_both_ways(width, at):
+    """The compiled gather copies values of one width of at most 16 bytes pick by pick once it
+    has checked every offset of every chunk: two values of other widths anywhere in a long chunk
+    (their mean still the width) send it to the run copy; either way the answer is take's.  The
+    picks are a live chunk's: three rows of the base run, then one of the newer run."""
+    n = 70_000
+    base = [(i % 251).to_bytes(1, "big") * width for i in range(n)]
+    base[at], base[at + 1] = base[at][:-1], base[at + 1] + b"!"
+    newer = pa.array([b"n" * width] * (n // 4), pa.binary())
+    i = np.arange(n)
+    index = np.where(i % 4 != 3, i, n + i // 4).astype(np.int64)
+    for values in (base, [v if k not in (at, at + 1) else b"=" * width for k, v in enumerate(base)]):
+        column = pa.chunked_array([pa.array(values[:7], pa.binary()), pa.array(values[7:], pa.binary()), newer])
+        expected = take_binary(column, index)
+        for native in ([BUILT] if BUILT is not None else []) + [None]:
+            got = gather_binary(column, index, native=native)
+            got.validate(full=True)
+            assert got.equals(expected)
+
+
+def test_pool_empty_gives_writable_arrays_of_the_shape_and_type_asked():
+    for shape, dtype in ((0, np.int64), (7, np.uint32), ((3, 5), np.int64), ((4, 3), np.uint8)):
+        a = pool_empty(shape, dtype)
+        assert a.shape == (shape if isinstance(shape, tuple) else (shape,)) and a.dtype == dtype
+        assert a.flags.writeable and a.flags.c_contiguous
+        a[...] = 1
+        assert int(a.sum()) == a.size
 
 
 @st.composite

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import glob
 import os
-import threading
 import struct
+import threading
+import time
 
 import pyarrow as pa
 import pytest
@@ -29,6 +30,7 @@ from tests.file_settle import settle
 
 SPLITS = [struct.pack(">I", 100), struct.pack(">I", 200)]
 REGIONS = 3
+WRITER_PAUSE_S = 0.002  # between the puts of the writer that runs beside a flush and reads
 
 
 def _key(i: int) -> bytes:
@@ -286,22 +288,36 @@ def test_versions_a_flush_and_a_writer_meanwhile_read_as_without_the_memo(tmp_pa
     tables, wal, _resolved = _reads(fmt, splits, decodes, 3)
     assert wal[-1] == 0 and all(t.equals(expected) for t in tables)
 
-    stop = threading.Event()
+    # The writer puts at a bounded rate: one that never pauses holds the GIL against the
+    # reads, so both the reads' wait and its number of puts grow with the machine's load.
+    stop, started = threading.Event(), threading.Event()
+    puts = [0]
 
     def writer() -> None:
         i = 1000
         while not stop.is_set():
             table.put(_key(i % 300), {b"cf:a": b"writer-%d" % i})
             i += 1
+            puts[0] += 1
+            started.set()
+            time.sleep(WRITER_PAUSE_S)
 
     thread = threading.Thread(target=writer)
     thread.start()
     try:
+        assert started.wait(30), "the writer put nothing"
+        before = puts[0]
         table.flush()  # the pinned WAL files move to the archive
         during, _wal, _resolved = _reads(fmt, splits, decodes, 3)
+        after_reads = puts[0]
+        # one more put after the reads ended: the writer's loop spanned the flush and the reads
+        while puts[0] == after_reads and thread.is_alive():
+            time.sleep(WRITER_PAUSE_S)
     finally:
         stop.set()
         thread.join()
+    # puts before the flush, between its start and the reads' end, and after them
+    assert 1 <= before < after_reads < puts[0], (before, after_reads, puts[0])
     assert all(t.equals(expected) for t in during)
     _settle(root)
     after, wal, _resolved = _reads(fmt, splits, decodes, 3)

@@ -17,6 +17,7 @@ and off over random scans between random writes, flushes and compactions.
 
 from __future__ import annotations
 
+import shutil
 import struct
 import time
 
@@ -474,12 +475,12 @@ def _run(table, ask: dict) -> tuple[list, dict | None]:
     return batches, _replayed(metrics)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, database=None)
-@given(ops=_OPS, last=_LAST)
-def test_scans_with_kept_batches_equal_scans_that_build_them(tmp_path_factory, ops, last):
-    root = tmp_path_factory.mktemp("stream")
-    conn = storage.connect(str(root), block_cache_size=16 << 20, cache_results=True)
-    try:
+@pytest.fixture(scope="module")
+def property_base(tmp_path_factory) -> str:
+    """The property test's starting state, built once (each example opens a copy of it): table
+    ``p`` of 80 rows in two regions, flushed and compacted, empty memstores."""
+    root = str(tmp_path_factory.mktemp("stream-base") / "root")
+    with storage.connect(root) as conn:
         table = conn.create_table("p", {"cf": {"block_size": 256, "max_versions": 3}},
                                   settings={"wal_sync": "none"}, split_keys=[_key(40)])
         with table.batch(timestamp=1000) as b:
@@ -487,6 +488,17 @@ def test_scans_with_kept_batches_equal_scans_that_build_them(tmp_path_factory, o
                 b.put(_key(i), {b"cf:n": b"%d" % i, b"cf:s": b"s"})
         table.flush()
         table.compact()
+    return root
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(ops=_OPS, last=_LAST)
+def test_scans_with_kept_batches_equal_scans_that_build_them(tmp_path_factory, property_base, ops, last):
+    root = tmp_path_factory.mktemp("stream") / "root"
+    shutil.copytree(property_base, root)
+    conn = storage.connect(str(root), block_cache_size=16 << 20, cache_results=True)
+    try:
+        table = conn.table("p")
         # the last scans run on the streaming shape (one file per region, empty memstores)
         steps = ops + [("flush",), ("compact",), ("scan", last)]
         for n, op in enumerate(steps):

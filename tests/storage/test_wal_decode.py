@@ -113,6 +113,17 @@ def test_logs_written_in_cell_order_are_known_sorted_and_clean(compiled, records
         _same_dense(run.dense if run else None, reference.dense if reference else None)
 
 
+
+@settings(max_examples=60, deadline=None)
+@given(tails=st.lists(st.binary(max_size=5), min_size=2, max_size=12), order=st.permutations(range(12)),
+       prefix=st.binary(min_size=4, max_size=4))
+def test_row_keys_alike_in_their_first_bytes_are_ordered_by_the_rest(compiled, tails, order, prefix):
+    # the kernel orders row keys of 4 to 8 bytes as two big-endian words: keys that share
+    # their first four bytes and differ (or end) after them, in order and out of it
+    keys = [prefix + t for t in tails]
+    for cells in (sorted(keys), [keys[i] for i in order if i < len(keys)]):
+        _check_decode(_payloads([[(k, b"cf", b"q", 1, PUT, b"v") for k in cells]]))
+
 def _damaged(payload: bytes, how: str, at: int) -> bytes:
     n = PAYLOAD_HEADER.unpack_from(payload, 0)[1]
     raw = bytearray(payload)

@@ -143,6 +143,38 @@ def test_a_log_read_as_rows_matches_the_reference(kernels, log, cut, spoil, at):
         assert SortedCells.from_payloads(payloads)._table is None
 
 
+def _near(name: bytes, at: int) -> bytes:
+    """``name`` with one byte changed at ``at`` (modulo its length): the same length, so
+    only the bytes themselves tell the two apart."""
+    raw = bytearray(name)
+    raw[at % len(raw)] ^= 0x01
+    return bytes(raw)
+
+
+@settings(max_examples=25, deadline=None)
+@given(length=st.integers(1, 20), rows=st.lists(st.binary(max_size=24), min_size=1, max_size=12),
+       values=st.lists(st.binary(max_size=24), min_size=1, max_size=24), cut=st.integers(1, 9))
+def test_names_one_byte_apart_are_told_apart(kernels, length, rows, values, cut):
+    # the kernel compares qualifiers and families of up to 16 bytes as overlapping words and
+    # copies short row keys and values the same way: for a length from 1 to 20, names that
+    # differ in one byte at each position in turn, keys and values of 0-24 bytes
+    name = bytes(range(65, 65 + length))
+    rows = sorted(set(rows))
+    for at in range(length):
+        other = _near(name, at)
+        pair = [(row, b"cf", q, i, PUT, values[i % len(values)]) for i, row in enumerate(rows) for q in sorted([name, other])]
+        fused = log_rows(_payloads(_records(pair, cut)))
+        _check(_payloads(_records(pair, cut)))
+        if kernels is not None:  # two columns whose names are the same length
+            assert fused is not None and tuple(fused[0].dense.qualifiers) == tuple(sorted([name, other]))
+        # one cell (the last row's) of a family one byte away from the others': not one family
+        mixed = [(row, name if i < len(rows) - 1 or len(rows) == 1 else other, b"q", i, PUT, values[i % len(values)])
+                 for i, row in enumerate(rows)]
+        _check(_payloads(_records(mixed, cut)))
+        if len(rows) > 1:
+            assert log_rows(_payloads(_records(mixed, cut))) is None  # the cells decide, as before
+
+
 def test_too_many_qualifiers_or_too_sparse_rows_are_left_to_the_cells(kernels):
     wide = [(b"r%03d" % (i // 2), b"cf", b"q%03d" % i, 1, PUT, b"v") for i in range(2 * MAX_DENSE_QUALIFIERS + 2)]
     sparse = [(b"r%03d" % i, b"cf", b"q%03d" % i, 1, PUT, b"v") for i in range(MAX_FILL * 20)]

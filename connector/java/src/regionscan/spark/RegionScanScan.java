@@ -7,6 +7,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.connector.expressions.Expression;
 import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Batch;
 import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReaderFactory;
@@ -14,6 +16,7 @@ import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportPartitioning;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
+import org.apache.spark.sql.connector.read.SupportsRuntimeV2Filtering;
 import org.apache.spark.sql.connector.read.partitioning.KeyGroupedPartitioning;
 import org.apache.spark.sql.connector.read.partitioning.Partitioning;
 import org.apache.spark.sql.connector.read.partitioning.UnknownPartitioning;
@@ -35,11 +38,23 @@ import java.util.OptionalLong;
  * {@link RegionScanCatalog}), each task's partition value its index. Only when the worker names
  * the key's stored form ({@code key_encoding}) and the key column is read at that type; else,
  * and for {@code format("regionscan")} reads (no function catalog), nothing is reported.
+ *
+ * Runtime filters ({@link SupportsRuntimeV2Filtering}): Spark may hand the scan, after planning
+ * and before its tasks are made, predicates built from the other side of a join (dynamic
+ * pruning: an IN list of the join keys). They join the pushed filters in a new plan request, so
+ * the worker drops the regions their key ranges exclude and skips the blocks whose min/max
+ * exclude them; Spark's join still checks every row, so they only narrow what is read. Not
+ * offered by a scan whose tasks aggregate, that has a limit pushed, or of a catalog table (one
+ * that may report key-grouped partitioning: a new plan would pack other tasks than the ones
+ * reported), nor with {@code regionscan.scan.runtimefilter=false}.
  */
-final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, SupportsReportPartitioning {
+final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, SupportsReportPartitioning,
+    SupportsRuntimeV2Filtering {
+  static final String RUNTIME_FILTER = "regionscan.scan.runtimefilter";
   private final SourceSettings settings;
   private final StructType required;
-  private final ArrayNode filters;
+  private ArrayNode filters;  // the pushed filters, then the runtime filters Spark adds
+  private final List<String> runtimeFilters = new ArrayList<>();  // as explain shows them
   private final String pushedFilters;
   private final int limit;
   private final boolean keyGrouped;
@@ -132,7 +147,7 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
   private synchronized JsonNode plan() {
     if (plan == null) {
       long started = System.nanoTime();
-      narrowed = narrowable();
+      narrowed = runtimeFilters.isEmpty() && narrowable();  // the push's plan knows no runtime filter
       if (narrowed) {
         plan = pushPlan;  // planned by the push request: no request now
       } else {
@@ -167,7 +182,75 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
       sb.append(", PushedLimit: ").append(limit);
     }
     sb.append(", ReadSchema: ").append(required.simpleString());
+    synchronized (this) {
+      if (!runtimeFilters.isEmpty()) {
+        sb.append(", RuntimeFilters: [").append(String.join(", ", runtimeFilters)).append("]");
+      }
+    }
     return sb.toString();
+  }
+
+  /** Whether Spark may hand this scan runtime filters (the class comment says when not). */
+  private boolean runtimeFilterable() {
+    String on = settings.options.get(RUNTIME_FILTER);
+    if (on != null && !on.trim().equalsIgnoreCase("true") && !on.trim().equalsIgnoreCase("false")) {
+      throw new IllegalArgumentException(RUNTIME_FILTER + " must be true or false, got '" + on + "'");
+    }
+    return (on == null || on.trim().equalsIgnoreCase("true")) && aggregate == null && limit < 0 && !keyGrouped;
+  }
+
+  /**
+   * The columns a runtime filter may test: every column read. The worker takes a filter on the
+   * row key as key ranges and one on a mapped value as a block-skipping filter; one it cannot
+   * use narrows nothing, which is still right (Spark's join checks the rows).
+   */
+  @Override
+  public NamedReference[] filterAttributes() {
+    if (!runtimeFilterable()) {
+      return new NamedReference[0];
+    }
+    String[] names = required.fieldNames();
+    NamedReference[] out = new NamedReference[names.length];
+    for (int i = 0; i < names.length; i++) {
+      out[i] = Expressions.column(names[i]);
+    }
+    return out;
+  }
+
+  /**
+   * Adds Spark's runtime filters to the scan's and drops the plan made without them: the next
+   * {@link #planInputPartitions()} asks the worker for a plan of the narrowed read. A predicate
+   * with no JSON form is left out (it would narrow nothing the join does not already check).
+   */
+  @Override
+  public synchronized void filter(Predicate[] predicates) {
+    if (!runtimeFilterable()) {
+      return;
+    }
+    ArrayNode narrowedFilters = filters.deepCopy();
+    List<String> added = new ArrayList<>();
+    for (Predicate p : predicates) {
+      ObjectNode f = Predicates.toJson(p);
+      if (f != null) {
+        narrowedFilters.add(f);
+        added.add(describeRuntime(p));
+      }
+    }
+    if (added.isEmpty()) {
+      return;
+    }
+    filters = narrowedFilters;
+    runtimeFilters.addAll(added);
+    plan = null;
+    rowCount = null;
+  }
+
+  /** A runtime predicate for explain: an IN list as its column and value count, not its values. */
+  private static String describeRuntime(Predicate p) {
+    if ("IN".equals(p.name()) && p.children().length > 0) {
+      return p.children()[0] + " IN (" + (p.children().length - 1) + " values)";
+    }
+    return p.toString();
   }
 
   @Override
