@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.connector.expressions.Expression;
 import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.FieldReference;
 import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.Batch;
@@ -212,7 +213,7 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
     String[] names = required.fieldNames();
     NamedReference[] out = new NamedReference[names.length];
     for (int i = 0; i < names.length; i++) {
-      out[i] = Expressions.column(names[i]);
+      out[i] = FieldReference.column(names[i]);  // one name as is: Expressions.column parses it as SQL
     }
     return out;
   }
@@ -334,7 +335,7 @@ final class RegionScanScan implements Scan, Batch, SupportsReportStatistics, Sup
     }
     String column = plan().path("key_column").asText();
     return new KeyGroupedPartitioning(
-        new Expression[] {Expressions.apply(fn.name(), Expressions.column(column))}, plan().path("tasks").size());
+        new Expression[] {Expressions.apply(fn.name(), FieldReference.column(column))}, plan().path("tasks").size());
   }
 
   /**
