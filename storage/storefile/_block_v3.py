@@ -2,7 +2,8 @@
 
 A block is ``| BlockHeaderV3 (48 B) | chunk 0 | chunk 1 | ... |``.  Each chunk is
 compressed on its own by the file's codec (a value chunk the codec does not halve, in a
-zstd or lz4 file, is stored as is: :data:`AS_IS_ABOVE`), padded with zeros to a multiple
+zstd or lz4 file, is stored as is: :data:`AS_IS_ABOVE`; so is a narrower encoding of it whose
+raw bytes are within :data:`AS_IS_WITHIN` of what the codec keeps), padded with zeros to a multiple
 of 8 bytes and checksummed on its own; where each lies, its sizes, checksum, encoding
 and statistics are in the block index (:data:`format.INDEX_SCHEMA_V3`), so a
 reader fetches, verifies, decompresses and decodes only the chunks it needs.
@@ -79,6 +80,14 @@ bytes (files of a codec with a magic: zstd, lz4).  Measured on lineitem at TPC-H
 dates as FRAME codes keep 0.82 of their bytes, quantities 0.73, prices 0.53; the table grows
 from 150.6 to 180.9 MiB (Parquet: 220.9) and the value chunks of q06's four columns verify
 and decode in 10.2 ns a row instead of 34.4 (docs/decisions/2026-12-06-chunk-codecs.md)."""
+AS_IS_WITHIN = 2.0
+"""A value chunk is stored as is in a narrower encoding than the one its codec stores smallest
+when that form's raw bytes are at most this many times the chosen one's stored bytes (files of
+a codec with a frame magic): the trade of :data:`AS_IS_ABOVE` (twice the bytes for no
+decompression) across encodings.  At TPC-H SF 1 (zstd) it takes lineitem's part keys and
+orders' customer keys as 4-byte FRAME codes (1.45x and 1.48x the 8-byte keys under zstd), no
+other column of lineitem, orders, partsupp, part or customer
+(docs/decisions/2026-12-06-as-is-encodings.md)."""
 _DELTA_KEYS_TAKEN = 4  # delta-coded keys a quarter the raw size of the fixed ones are taken without compressing both
 
 FIXED_KEY_ENCODINGS = (ChunkEncoding.KEYS_FIXED, ChunkEncoding.KEYS_DELTA)
@@ -141,10 +150,16 @@ def _encode_values(values: pa.Array, codec: BlockCodec | None = None) -> tuple:
         # others, a third of the writer's CPU on lineitem (there it stored 2-12x smaller each time)
         return narrow, int(ChunkEncoding.DICT), present, bounds["min"], bounds["max"], codec.compress(narrow)
     candidates = [base]
+    built = [base]  # every form encoded, cheapest to decode first: for _as_is_instead
     best = None
-    frame = encode_frame(data.reshape(-1), width, valid, bitmap) if fixed and _frame_may_pay(data, width, n, codec) \
-        else None
-    if frame is not None:
+    frame = None
+    frame_may_pay = fixed and _frame_may_pay(data, width, n, codec)
+    if fixed and (frame_may_pay or codec.magic is not None):
+        # built even where it would store larger compressed: as is it may be worth its bytes
+        frame = encode_frame(data.reshape(-1), width, valid, bitmap)
+        if frame is not None:
+            built.append((frame, int(ChunkEncoding.FRAME)))
+    if frame is not None and frame_may_pay:
         # narrow integer codes: taken whenever they store no larger, without the gain the
         # dearer encodings need, as they also leave fewer bytes to decompress (the cost of a
         # read: 2 bytes a row for lineitem's dates against 8)
@@ -158,8 +173,33 @@ def _encode_values(values: pa.Array, codec: BlockCodec | None = None) -> tuple:
         raw = narrow if enc == ChunkEncoding.DICT else encode(values)
         if raw is not None:
             candidates.append((raw, int(enc)))
+            built.append((raw, int(enc)))
     raw, enc, stored = choose(candidates, codec, best)
+    instead = _as_is_instead(raw, stored, built, codec)
+    if instead is not None:
+        raw, enc = instead
+        stored = raw
     return raw, enc, present, bounds["min"], bounds["max"], stored
+
+
+def _as_is_instead(raw: pa.Buffer, stored: pa.Buffer, built: list, codec: BlockCodec) -> tuple | None:
+    """The ``(raw buffer, encoding)`` among ``built`` (every encoding built for the chunk,
+    cheapest to decode first) to store as is instead of the chosen ``raw`` chunk, whose codec
+    output is ``stored``; None to keep the choice.  In a file of a codec with a frame magic,
+    when the chosen chunk would be stored compressed, the narrowest form is taken, as is, when it
+    is another encoding than the chosen one and its raw bytes are at most :data:`AS_IS_WITHIN`
+    times the chosen one's stored bytes: a read then does not decompress.  A chosen chunk stored
+    as is anyway keeps its encoding (a one-byte DICT against a one-byte FRAME: no decompression
+    to save, and the dictionary's gather is the cheaper decode)."""
+    if codec.magic is None:
+        return None
+    if _store_as_is(raw, stored, codec):
+        return None  # nothing to decompress already: the encodings' decodes differ too little to weigh
+    narrowest = min(built, key=lambda cand: cand[0].size)  # the first of equals: the cheaper decode
+    if narrowest[0] is raw or narrowest[0].size > AS_IS_WITHIN * stored.size:
+        return None
+    magic = codec.magic
+    return None if bytes(memoryview(narrowest[0])[: len(magic)]) == magic else narrowest  # never: the heads rule it out
 
 
 def _frame_may_pay(data: np.ndarray, width: int, n: int, codec: BlockCodec) -> bool:
