@@ -30,9 +30,10 @@ from harness import best_of  # noqa: F401  (puts the checkout on sys.path)
 
 import storage
 from storage import ScanRequest
-from storage.filters import BinaryComparator, FilterList, SingleColumnValueFilter, coerce_filter
+from storage.filters import BinaryComparator, FilterList, SingleColumnValueFilter
 from storage.filters.compare import CompareOperator
-from storage.read import block_pruning, scan_request
+from storage.filters import parser
+from storage.read import block_pruning
 
 
 def in_list_filter(parquet_dir: str) -> tuple[str, int]:
@@ -66,17 +67,17 @@ def scan(table, spans, prune: str | None) -> int:
 @contextlib.contextmanager
 def per_split_parse(on: bool):
     """With ``on``, the engine as it was: each request's filter string parsed anew
-    (``coerce_filter``) and an IN list's block test run member by member."""
+    (``coerce_filter`` without the kept parses) and an IN list's block test run member by member."""
     if not on:
         yield
         return
-    saved = scan_request._request_filter, block_pruning._one_column_equalities
-    scan_request._request_filter = coerce_filter
+    saved = parser.parsed_filter, block_pruning._one_column_equalities
+    parser.parsed_filter = parser.parse_filter_string
     block_pruning._one_column_equalities = lambda filters, family: False
     try:
         yield
     finally:
-        scan_request._request_filter, block_pruning._one_column_equalities = saved
+        parser.parsed_filter, block_pruning._one_column_equalities = saved
 
 
 def main() -> None:

@@ -212,14 +212,16 @@ def parsed_filter(text: str | bytes) -> Filter:
 
 
 def coerce_filter(filter: Filter | str | bytes | None) -> Filter | None:
-    """Accept what ``Table.scan(filter=...)`` takes: a Filter, a filter string, or None."""
+    """Accept what ``Table.scan(filter=...)`` takes: a Filter, a filter string, or None.  A
+    string gives a filter of the caller's own, parsed once for the many calls that pass the
+    same string (the requests of one scan's splits: :func:`parsed_filter`)."""
     if filter is None:
         return filter
     if isinstance(filter, Filter):
         check_depth(filter)  # a list may have grown deeper after it was built
         return filter
     if isinstance(filter, (str, bytes, bytearray, memoryview)):
-        return parse_filter_string(filter)
+        return parsed_filter(filter)  # the caller's own copy of a parse kept for the same string
     raise InvalidArgument(
         f"filter must be a Filter, a filter string or None, got {type(filter).__name__} {clip(repr(filter), 60)}"
     )

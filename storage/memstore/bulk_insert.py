@@ -3,9 +3,10 @@
 A ``SortedDict`` inserts one key at a time with a bisect and a list insert
 per key (about 2 us a key in a map of 100K cells here).  A batch of writes
 (``table.batch()``, a WAL record of many cells) instead sorts its new keys
-once, adds them to the dict in one ``dict.update`` and merges them into the
-sorted key list of the map a sublist at a time: one bisect per sublist the
-batch touches, one C-level ``list.sort`` (a merge of two sorted runs) each.
+once and adds them to the dict in one ``dict.update``; the sorted key list
+takes them at the next read that needs order (``Segment.ordered``), merged a
+sublist at a time: one bisect per sublist they touch, one C-level
+``list.sort`` (a merge of two sorted runs) each.
 
 This reaches into ``sortedcontainers.SortedList``'s documented-in-code
 layout (``_lists`` of sorted sublists, ``_maxes`` their last keys,
@@ -18,9 +19,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from sortedcontainers import SortedDict, SortedList
+from sortedcontainers import SortedList
 
-__all__ = ["insert_new_sorted", "update_sorted_dict"]
+__all__ = ["insert_new_sorted"]
 
 # A sublist taking fewer new keys than its length over this inserts them one bisect each.  A
 # batch of random keys lands a few keys in every sublist of a large map: re-sorting each
@@ -74,10 +75,3 @@ def insert_new_sorted(keys: SortedList, values: list) -> None:
         maxes[:] = [sub[-1] for sub in parts]
     keys._len += n
     del keys._index[:]
-
-
-def update_sorted_dict(mapping: SortedDict, new_keys: list, items: dict) -> None:
-    """Set ``items`` in ``mapping``, where ``new_keys`` (ascending) are the keys of
-    ``items`` not in ``mapping`` yet: values replaced in place, new keys merged in."""
-    dict.update(mapping, items)
-    insert_new_sorted(mapping._list, new_keys)

@@ -30,7 +30,6 @@ from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
 from ..errors import InvalidArgument, check_bytes, clip
 from ..filters import coerce_filter
-from ..filters.parser import parsed_filter
 from ..filters.base import Filter, scan_copy
 from ..keys import KeyRange, intersect, key_after, prefix_stop
 from .region_plan import RegionReadPlan
@@ -249,7 +248,7 @@ class ScanRequest:
 
     def scan_filter(self) -> Filter | None:
         """The filter this scan works on: parsed, copied and reset for its direction."""
-        flt = _request_filter(self.filter)
+        flt = coerce_filter(self.filter)
         return None if flt is None else scan_copy(flt, self.reverse)
 
     # -- the wire ------------------------------------------------------------------------
@@ -336,15 +335,6 @@ def row_range(
     return low, high
 
 
-def _request_filter(flt: Filter | str | bytes | None) -> Filter | None:
-    """A request's filter as a Filter.  A string is parsed once for the many requests that carry
-    it (the splits of one scan: :func:`~storage.filters.parser.parsed_filter`), each getting
-    its own copy."""
-    if isinstance(flt, (str, bytes)):
-        return parsed_filter(flt)
-    return coerce_filter(flt)
-
-
 def _selected(flt: Filter | None) -> list[int] | None:
     """The timestamps ``flt`` selects before versions are counted, sorted (None: any)."""
     stamps = None if flt is None else flt.selected_timestamps()
@@ -389,7 +379,7 @@ def plan_batch_scan(request: ScanRequest, check_family: Callable[[bytes], None] 
         raw=bool(request.raw),
         cache_results=request.cache_results,
         hidden_columns=tuple(hidden_columns),
-        prune=_request_filter(request.prune_filter),
+        prune=coerce_filter(request.prune_filter),
         dictionary_values=request.dictionary_values,
     )
     return scan, spans

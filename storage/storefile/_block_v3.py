@@ -198,8 +198,7 @@ def _as_is_instead(raw: pa.Buffer, stored: pa.Buffer, built: list, codec: BlockC
     narrowest = min(built, key=lambda cand: cand[0].size)  # the first of equals: the cheaper decode
     if narrowest[0] is raw or narrowest[0].size > AS_IS_WITHIN * stored.size:
         return None
-    magic = codec.magic
-    return None if bytes(memoryview(narrowest[0])[: len(magic)]) == magic else narrowest  # never: the heads rule it out
+    return narrowest if _unlike_codec_output(narrowest[0], codec) else None  # always: as above
 
 
 def _frame_may_pay(data: np.ndarray, width: int, n: int, codec: BlockCodec) -> bool:
@@ -396,21 +395,23 @@ def _store_as_is(raw: pa.Buffer, stored: pa.Buffer, codec: BlockCodec) -> bool:
     decompression (big scans do not cache blocks): zstd on lineitem's chunks cost 0.7-1.7 ns a
     raw byte, reading the bytes as they are a few tenths, so a chunk that compresses little costs a
     read more than its bytes save (docs/decisions/2026-12-06-chunk-codecs.md)."""
-    magic = codec.magic
-    if magic is None or stored.size <= AS_IS_ABOVE * raw.size:
+    if codec.magic is None or stored.size <= AS_IS_ABOVE * raw.size:
         return False
-    return bytes(memoryview(raw)[: len(magic)]) != magic  # always: the encodings' heads rule it out
+    return _unlike_codec_output(raw, codec)  # always: the encodings' heads rule the magic out
+
+
+def _unlike_codec_output(data: pa.Buffer, codec: BlockCodec) -> bool:
+    """Whether chunk bytes ``data`` can lie as is in a file of ``codec``: the codec has a frame
+    magic, which everything it writes begins with, and ``data`` does not begin with it (what
+    tells a reader an as-is chunk from a compressed one of the same size)."""
+    magic = codec.magic
+    return magic is not None and bytes(memoryview(data)[: len(magic)]) != magic
 
 
 def _as_is(stored: pa.Buffer, entry: ChunkEntry, codec: BlockCodec) -> bool:
     """Whether value chunk ``entry`` (its padded ``stored`` bytes) is stored as is: its stored
-    size is its raw size and it does not begin with the codec's magic, which everything the
-    codec writes begins with."""
-    magic = codec.magic
-    if magic is None or entry[1] != entry[2]:
-        return False
-    n = len(magic)
-    return bytes(memoryview(stored)[:n]) != magic
+    size is its raw size and it does not begin with the codec's magic."""
+    return entry[1] == entry[2] and _unlike_codec_output(stored, codec)
 
 
 def _unpack(buf: pa.Buffer, base: int, entry: ChunkEntry, codec: BlockCodec, what: str, path: str,

@@ -26,7 +26,7 @@ from sortedcontainers import SortedDict
 from storage import native
 from storage.cells import CELL_SCHEMA, CellType
 from storage.errors import InvalidArgument
-from storage.memstore.bulk_insert import update_sorted_dict
+from storage.memstore.bulk_insert import insert_new_sorted
 from storage.memstore.segment import cells_to_table, cells_to_table_py
 from storage.memstore.write_buffer import MemStore
 from storage.storefile import StoreFileReader, StoreFileWriter
@@ -145,7 +145,8 @@ def _model_insert(seed: int, batches: int, per_batch: int, space: int) -> None:
     for b in range(batches):
         items = {(b"%08d" % rng.randrange(space), b"f", b"q", -b, -4): b for _ in range(per_batch)}
         new_keys = sorted(k for k in items if k not in mapping)
-        update_sorted_dict(mapping, new_keys, items)
+        dict.update(mapping, items)  # as a batch write does: the dict now, the sorted key list merged in
+        insert_new_sorted(mapping._list, new_keys)
         model.update(items)
         assert len(mapping) == len(model)
     assert list(mapping.keys()) == sorted(model)
