@@ -27,6 +27,7 @@ from .. import kernels
 from ..kernels.cell_columns import data_span, value_offsets
 from ..scanner.metrics import ScanMetrics
 from ..scanner.region_scanner import CELL_FIXED_BYTES
+from ..storefile._chunk_encodings import coded_bytes
 from .batch_scan import scan_region_batches
 from .region_plan import RegionReadPlan
 
@@ -144,7 +145,7 @@ def _value_bytes(column: pa.Array) -> int:
             return int(lengths[0]) * (len(column) - column.null_count)
         codes = column.indices.to_numpy(zero_copy_only=False) if column.null_count == 0 else \
             column.indices.drop_null().to_numpy(zero_copy_only=False)
-        return int(lengths[codes].sum())
+        return coded_bytes(codes, lengths)
     if column.null_count == 0:
         return data_span(column)
     return int(pc.sum(pc.binary_length(column)).as_py() or 0)

@@ -124,6 +124,13 @@ class BlockCache:
             self.hits += 1
             return entry[0]
 
+    def peek(self, key: Hashable) -> Any | None:
+        """The cached value for ``key`` or None, neither counted nor made most recently used
+        (for a holder that recharges its entry: :meth:`recharge`)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            return None if entry is None else entry[0]
+
     def get_result(self, key: Hashable, count: bool = True) -> Any | None:
         """A kept result for ``key`` (now most recently used), or None; counted
         in ``result_hits`` / ``result_misses`` (unless ``count`` is false: the

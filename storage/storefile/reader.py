@@ -27,6 +27,7 @@ Arrow's memory pool.
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from typing import Iterator
@@ -324,14 +325,34 @@ class StoreFileReader:
             batch = decode_body(header, body, self._codec, self._where, offset)
             block = Block(i, offset, length, batch)
         if cache_blocks and cache is not None:
-            cache.put(key, block, block.nbytes)
+            self._cache_block(key, block)
             block.on_grow = self._recharge
         return block
 
     def _recharge(self, block: Block) -> None:
         """Charge a cached block for all it holds now (with its point-read form)."""
+        self._recharge_entry((self.file_id, block.offset), block)
+
+    def _recharge_entry(self, key: tuple, block: Block) -> None:
+        """Charge the cache entry ``key`` (if it still holds ``block``) for all the block holds now."""
         extra = block.point.nbytes if block.point is not None else 0
-        self._cache.recharge((self.file_id, block.offset), block, block.nbytes + extra)
+        self._cache.recharge(key, block, block.nbytes + extra)
+
+    def _cache_block(self, key: tuple, block: Block) -> None:
+        """Put ``block`` in the cache under ``key``; a dense block tells the cache when it builds
+        its plain timestamps (:meth:`DenseBlock.footprint`), so it is charged for them then."""
+        if block.dense is not None:
+            # the hook holds the key, not the block: a block holding its own hook would be a
+            # reference cycle, and an evicted block's buffers would wait for the garbage collector
+            block.dense.on_grow = functools.partial(self._recharge_dense, key)
+        self._cache.put(key, block, block.nbytes)
+
+    def _recharge_dense(self, key: tuple, dense: DenseBlock) -> None:
+        """A cached dense block grew: charge its entry ``key`` for all it holds now, if the entry
+        is still that block's."""
+        block = self._cache.peek(key)
+        if block is not None and block.dense is dense:
+            self._recharge_entry(key, block)
 
     def _check_header(self, header: BlockHeader, i: int, offset: int, length: int) -> None:
         idx = self._index
@@ -400,7 +421,7 @@ class StoreFileReader:
         else:
             block = Block(i, offset, idx.lengths[i], cells_with(keys, None, family), keys_only=True)
         if cache_blocks and cache is not None:
-            cache.put((self.file_id, offset, "keys"), block, block.nbytes)
+            self._cache_block((self.file_id, offset, "keys"), block)
         return block
 
     def _load_columns(self, i: int, qualifiers: frozenset, cache_blocks: bool = True) -> Block:
@@ -457,10 +478,10 @@ class StoreFileReader:
         block = Block(i, offset, idx.lengths[i], None, dense, self.info.family)
         if cache_blocks and cache is not None:
             if dense.complete:  # every column read: the whole block, as a full read caches it
-                cache.put((self.file_id, offset), block, block.nbytes)
+                self._cache_block((self.file_id, offset), block)
                 block.on_grow = self._recharge
             else:
-                cache.put(part_key, block, block.nbytes)
+                self._cache_block(part_key, block)
         return block
 
     def chunk_stats(self, qualifier: bytes, first: int = 0, last: int | None = None) -> tuple[list, list] | None:

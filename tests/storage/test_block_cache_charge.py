@@ -9,9 +9,12 @@ times the block (363 MiB against 115 MiB for the 1M-row benchmark table).
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from storage.cells import Cell, cells_to_batch
 from storage.vfs.fs import FileSystem
 from storage.storefile import BlockCache, StoreFileReader, StoreFileWriter
+from storage.storefile.dense import DenseBlock
 
 
 def _file(tmp_path, rows: int = 3000) -> tuple[FileSystem, list[bytes]]:
@@ -68,3 +71,91 @@ def test_recharge_ignores_a_replaced_or_evicted_entry():
     cache.put("b", "B", 60)
     cache.recharge("a", "old", 45)  # grows past the bound: the least recently used goes
     assert cache.used_bytes <= 100 and "a" in cache and "b" not in cache
+
+
+def _wide_file(tmp_path) -> FileSystem:
+    """A version 3 file of dense blocks: every row has four columns written at one timestamp,
+    so each block holds its timestamps run-end encoded (one run a column)."""
+    fs = FileSystem(str(tmp_path))
+    w = StoreFileWriter(fs, "w.sf", family=b"cf", block_size=4096)
+    cells = []
+    for i in range(3000):
+        key = b"r%05d" % i
+        for q, v in ((b"a", b"%08d" % i), (b"b", b"b" * 9), (b"c", b"c"), (b"d", b"%d" % (i % 3))):
+            cells.append(Cell(key, b"cf", q, 7, 4, v))
+    w.append_batch(cells_to_batch(cells))
+    w.finish()
+    return fs
+
+
+def _charged(cache: BlockCache) -> int:
+    """What the cache's entries hold now: each block's footprint and point form."""
+    return sum(v.nbytes + (v.point.nbytes if v.point is not None else 0) for v, _ in cache._entries.values())
+
+
+def test_a_cached_dense_block_is_charged_its_plain_timestamps_once_it_builds_them(tmp_path):
+    fs = _wide_file(tmp_path)
+    cache = BlockCache(1 << 30)
+    reader = StoreFileReader(fs, "w.sf", cache=cache)
+    assert reader.format_version >= 3
+    list(reader.scan_parts(columns=[b"a"]))
+    assert len(cache) == reader.block_count
+    blocks = [block.dense for block, _ in cache._entries.values() if block.dense is not None]
+    assert len(blocks) > 8
+    assert all(isinstance(t, pa.RunEndEncodedArray) for t in blocks[0].timestamps)
+    assert all(b._plain_ts is None and b.on_grow is not None for b in blocks)  # a scan of rows builds none
+    used = cache.used_bytes
+    assert used == _charged(cache)
+    # the same block held by no cache (no hook) is charged for its plain timestamps from the start
+    dense = blocks[0]
+    bare = DenseBlock(dense.rows, dense.qualifiers, dense.timestamps, list(dense.read_values))
+    grown = 9 * dense.num_rows * len(dense.qualifiers)
+    assert bare.footprint() > dense.footprint() + grown
+    before = dense.footprint()
+    plain = dense.plain_timestamps()
+    assert [p.to_pylist() for p in plain] == [t.to_pylist() for t in dense.timestamps]
+    assert dense.footprint() == bare.footprint()
+    assert cache.used_bytes == _charged(cache) == used - before + dense.footprint()
+    dense.plain_timestamps()  # built once: charged once
+    assert cache.used_bytes == used - before + dense.footprint()
+    # a block no longer cached is charged nothing when it grows
+    cache.clear()
+    blocks[1].plain_timestamps()
+    assert cache.used_bytes == 0 and len(cache) == 0
+    reader.close()
+
+
+def _part_values(part) -> list:
+    """A scanned piece's rows with their ``a`` and ``d`` values (or its cells)."""
+    dense = part.dense
+    if dense is None:
+        return part.cells.to_pylist()
+    return [dense.rows.to_pylist()] + [dense.value(dense.qualifiers.index(q)).to_pylist() for q in (b"a", b"d")]
+
+
+def test_a_scan_whose_blocks_fit_the_cache_finds_them_there_again(tmp_path):
+    """The blocks of a scan of some columns are charged what they hold, not the plain form of
+    every column's timestamps: a cache just larger than that serves the scan again without a
+    read (charged up front, SF 1 lineitem's blocks cost five times their arrays and a warm scan
+    of four columns found none of them in a 1 GiB cache)."""
+    fs = _wide_file(tmp_path)
+    probe = BlockCache(1 << 30)
+    reader = StoreFileReader(fs, "w.sf", cache=probe)
+    list(reader.scan_parts(columns=[b"a", b"d"]))
+    needed = probe.used_bytes
+    blocks = len(probe)
+    # what the same blocks cost charged for every column's plain timestamps up front
+    upfront = needed + sum(DenseBlock(d.rows, d.qualifiers, d.timestamps, list(d.read_values)).footprint()
+                           - d.footprint() for d in (b.dense for b, _ in probe._entries.values()) if d is not None)
+    reader.close()
+    cache = BlockCache(needed + needed // 20)
+    assert cache.capacity_bytes < upfront  # a cache the old charge overflowed
+    reader = StoreFileReader(fs, "w.sf", cache=cache)
+    first = [_part_values(p) for p in reader.scan_parts(columns=[b"a", b"d"])]
+    assert cache.evictions == 0 and len(cache) == blocks and cache.used_bytes == needed
+    hits, reads = cache.hits, reader.counters.snapshot()["blocks_read"]
+    again = [_part_values(p) for p in reader.scan_parts(columns=[b"a", b"d"])]
+    assert again == first and len(first) == blocks
+    assert cache.hits - hits == blocks and cache.evictions == 0
+    assert reader.counters.snapshot()["blocks_read"] == reads > 0  # nothing read again
+    reader.close()

@@ -197,3 +197,30 @@ def test_a_value_that_is_not_utf8_still_fails_the_scan_naming_its_row(tmp_path):
     flt = SingleColumnValueFilter(b"cf", b"m", CompareOperator.EQUAL, Utf8Comparator(BinaryComparator(b"AIR")))
     with pytest.raises(NotUtf8, match="r0321"):
         _rows(table, columns=[b"cf:m"], filter=flt)
+
+
+@SETTINGS
+@given(_coded(), st.sampled_from([np.uint8, np.uint16, np.int32, np.uint64]))
+def test_counted_bytes_of_codes_are_the_plain_values_bytes(coded, width):
+    """``BYTES_IN_RESULTS`` and a block's charge count a coded column's bytes from its codes
+    (:func:`coded_bytes`): exactly the bytes of its plain values, whole and sliced, whatever
+    the codes' width."""
+    from storage.read.scan_counting import _value_bytes
+    from storage.storefile._chunk_encodings import coded_bytes
+
+    column, body, rng = coded
+    n = len(column)
+    codes = dict_codes(body, n, "chunk", "f.sf", 0)
+    plain = decode_dict(body, n, "chunk", "f.sf", 0)
+    present = [v for v in plain.to_pylist() if v is not None]
+    assert _value_bytes(codes) == _value_bytes(plain) == sum(map(len, present))
+    lo = int(rng.integers(0, n))
+    piece, plain_piece = codes.slice(lo, n - lo), plain.slice(lo, n - lo)
+    assert _value_bytes(piece) == sum(len(v) for v in plain_piece.to_pylist() if v is not None)
+    # a plain column of variable widths: its offsets, its validity and every present value's bytes
+    lengths = np.array([len(e) for e in codes.dictionary.to_pylist()], np.int32)
+    picked = np.array([i for i in codes.indices.to_pylist() if i is not None], width)
+    assert coded_bytes(picked, lengths) == sum(map(len, present))
+    if len(set(lengths)) > 1:
+        validity = (n + 7) // 8 if plain.null_count else 0
+        assert expanded_size(codes) == validity + 4 * (n + 1) + sum(map(len, present))
