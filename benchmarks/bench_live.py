@@ -68,6 +68,8 @@ import tempfile
 import threading
 import time
 
+import numpy as np
+
 import harness  # the shared timing and clocks; puts the checkout on sys.path
 from harness import CLOCKS, COLUMNS, best_of
 
@@ -308,6 +310,10 @@ def main(argv: list[str] | None = None) -> int:
             for variant in variants:
                 live = f"live_{layout}_{variant}"
                 tables[live] = conn.table(live) if live in existing else build(conn, live, args.rows, LAYOUTS[layout], variant)
+        base = flushed_name("interleaved")
+        if "delete" in layouts and base not in tables:
+            # a delete line's bound reads the base its live tables hold: the same rows, flushed
+            tables[base] = conn.table(base) if base in existing else build(conn, base, args.rows, LAYOUTS["interleaved"], None)
         print(f"built {len(tables)} tables of {args.rows:,} rows in {time.perf_counter() - t0:.1f}s "
               f"(clock: {args.clock}; load average {os.getloadavg()[0]:.1f})")
         if args.profile:
@@ -371,7 +377,28 @@ def _measure(root: str, tables: dict, layouts: list, variants: list, args, quiet
             for variant, (secs, n) in zip(variants, cold_results):
                 failed |= not _report(path, layout, f"built, {variant:<11}", cold_base_s, base_n, secs, n,
                                       "  (nothing kept, against the flushed table built)")
+            if layout == "delete" and cold_results and flushed_name("interleaved") in tables:
+                _delete_bound(path, root, tables, cold_base_s, args.repeat, caches)
     return failed
+
+
+def _delete_bound(path: str, root: str, tables: dict, flushed_s: float, repeat: int, caches: list) -> None:
+    """Print the most a built ``delete`` line can reach while a resolution hands out
+    one array per column: the live table's base file read as it is (the flushed
+    ``interleaved`` table: the same 200K rows, compacted the same way) plus one plain
+    copy of the kept rows' values (the flushed ``delete`` table's columns), against
+    the flushed ``delete`` table built."""
+    (base_s, _), = _best_built(repeat, [_reader(path, root, tables, flushed_name("interleaved"), 1, keep=False)],
+                               caches)
+    kept = [b for b in tables[flushed_name("delete")].scan_batches(columns=COLUMNS, cache_results=False)]
+    buffers = [np.frombuffer(buf, np.uint8) for b in kept for col in b.columns[1:]
+               for buf in col.buffers()[1:] if buf is not None]
+
+    def copy() -> int:
+        return sum(len(np.copy(buf)) for buf in buffers)
+    (copy_s, copied), = best_of(repeat, copy)
+    print(f"{path:<10} delete      bound: the base read {base_s:.4f} s + one copy of the kept values "
+          f"({copied / 1e6:.1f} MB) {copy_s:.4f} s: at most {flushed_s / (base_s + copy_s):4.2f}x of flushed")
 
 
 def _empty_caches(caches: list) -> None:

@@ -27,6 +27,15 @@
 #include <string.h>
 
 #define RS_ABSENT INT64_MIN
+/* merge_two's loops: compiled once per constant argument (piece, markers, columns), which
+ * inlining alone does not promise at every call */
+#if defined(__GNUC__) || defined(__clang__)
+#define RS_INLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define RS_INLINE static __forceinline
+#else
+#define RS_INLINE static inline
+#endif
 #define RS_MAX_PIECES 64
 
 /* The encoded keys: `ints` (width 0) or `width`-byte strings in `bytes`. */
@@ -132,68 +141,176 @@ static inline Py_ssize_t merge_rows(const rs_keys keys, const rs_keys mkeys, Py_
     return unsorted ? -1 : rows;
 }
 
+/* One column of merge_two: its timestamps in the two pieces (entry e of piece p, counted from
+ * the piece's start, at t[p][e * step[p]]; step 0: one timestamp for the piece) and its output. */
+typedef struct {
+    const int64_t *t[2];
+    Py_ssize_t step[2];
+    int64_t *out;
+} rs_col;
+
+/* merge_two's cursors and what it has written so far. */
+typedef struct {
+    Py_ssize_t i[2], end[2], b1, mi, rows, first;
+    uint64_t prev;  /* the last merged row's key (none before the first: `started` 0) */
+    int started, anchored;
+} rs_two;
+
+/* One merged row of merge_two: its key `key`, held by piece 0 at s->i[0] (IN0) and piece 1
+ * at s->i[1] (IN1; constants at each call, so that a piece not holding the row is not read).
+ * Checks that the key is past the row before (-2 if not: a piece repeats a key or goes
+ * down), takes the row's newest DeleteFamily marker (MARKED), picks each column's winner,
+ * writes the row (kept when any column has one) and moves the cursors past it. */
+RS_INLINE int two_row(rs_two *s, uint64_t key, const int IN0, const int IN1, const uint64_t *MK, Py_ssize_t nm,
+                      const int64_t *mts, const int MARKED, const rs_col *C, Py_ssize_t count,
+                      int64_t *__restrict key_at, const int ANCHOR) {
+    if ((key <= s->prev) & s->started) return -2;
+    s->prev = key;
+    s->started = 1;
+    /* RS_ABSENT (below every timestamp) for no marker: an entry is visible when it is newer
+     * than the marker, which also leaves out absent entries */
+    int64_t family = RS_ABSENT;
+    if (MARKED && s->mi < nm && MK[s->mi] <= key) {  /* most rows: the next marker is past them */
+        while (s->mi < nm && MK[s->mi] < key) s->mi++;
+        while (s->mi < nm && MK[s->mi] == key) {
+            if (mts[s->mi] > family) family = mts[s->mi];
+            s->mi++;
+        }
+    }
+    Py_ssize_t i0 = s->i[0], i1 = s->i[1], rows = s->rows;
+    int any = count == 0;
+    for (Py_ssize_t u = 0; u < count; u++) {
+        /* a piece not holding the row gives RS_ABSENT; the newer piece (0) wins a tie */
+        int64_t v0 = IN0 ? C[u].t[0][i0 * C[u].step[0]] : RS_ABSENT;
+        int64_t v1 = IN1 ? C[u].t[1][(i1 - s->b1) * C[u].step[1]] : RS_ABSENT;
+        int64_t floor0 = v0 > family ? v0 : family;
+        int64_t best = v1 > floor0 ? i1 : (v0 > family ? i0 : -1);
+        C[u].out[rows] = best;
+        any |= best >= 0;
+    }
+    /* the row's key: the anchor's entry where it holds the row */
+    Py_ssize_t k = ANCHOR == 0 ? (IN0 ? i0 : i1) : (IN1 ? i1 : i0);
+    key_at[rows] = k;
+    s->anchored &= (k == s->first + rows) | !any;
+    s->rows = rows + any;
+    s->i[0] = i0 + IN0;
+    s->i[1] = i1 + IN1;
+    return 0;
+}
+
+/* A row of piece L alone, of piece S alone, of both (L: the anchor, the larger piece). */
+#define RS_ROW_L(key) two_row(s, key, ANCHOR == 0, ANCHOR == 1, MK, nm, mts, MARKED, C, count, key_at, ANCHOR)
+#define RS_ROW_S(key) two_row(s, key, ANCHOR == 1, ANCHOR == 0, MK, nm, mts, MARKED, C, count, key_at, ANCHOR)
+#define RS_ROW_BOTH(key) two_row(s, key, 1, 1, MK, nm, mts, MARKED, C, count, key_at, ANCHOR)
+
+/* merge_two's loop: per key of the smaller piece S, the rows of the anchor L before it (a
+ * tight loop over runs of the larger piece's rows: three of every four in a re-put of a
+ * quarter), then the row of that key; then L's rows left.  ANCHOR, MARKED (markers to merge)
+ * and ND (a column count of 1 or 2, the common calls, so that the columns stay in registers;
+ * 0: `nd` at run time) are constants in each call.  0, or -2 as two_row says. */
+RS_INLINE Py_ssize_t two_rows(rs_two *io, const uint64_t *K, const uint64_t *MK, Py_ssize_t nm,
+                              const int64_t *mts, const rs_col *cols, Py_ssize_t nd,
+                              int64_t *__restrict key_at, const int ANCHOR, const int MARKED,
+                              const Py_ssize_t ND) {
+    rs_two state = *io, *s = &state;  /* a local copy: its fields stay in registers */
+    rs_col local[2];
+    for (Py_ssize_t u = 0; u < ND; u++) local[u] = cols[u];
+    const rs_col *C = ND ? local : cols;
+    const Py_ssize_t count = ND ? ND : nd;
+    const int L = ANCHOR, S = 1 - ANCHOR;
+    while (s->i[S] < s->end[S]) {
+        uint64_t ks = K[s->i[S]];
+        while (s->i[L] < s->end[L] && K[s->i[L]] < ks)
+            if (RS_ROW_L(K[s->i[L]]) < 0) return -2;
+        if (s->i[L] < s->end[L] && K[s->i[L]] == ks) {
+            if (RS_ROW_BOTH(ks) < 0) return -2;
+        } else if (RS_ROW_S(ks) < 0) return -2;
+    }
+    while (s->i[L] < s->end[L])
+        if (RS_ROW_L(K[s->i[L]]) < 0) return -2;
+    *io = state;
+    return 0;
+}
+#undef RS_ROW_L
+#undef RS_ROW_S
+#undef RS_ROW_BOTH
+
+/* Is column j's answer column d's (d < j), every row: the same timestamps in each piece (one
+ * value each, equal; or equal arrays, the same one or a memstore's copies)?  merge_two then
+ * copies it instead of resolving it. */
+static int same_column(const int64_t *const *ts, const Py_ssize_t *step, const int64_t *bounds, Py_ssize_t pieces,
+                       Py_ssize_t j, Py_ssize_t d) {
+    for (Py_ssize_t p = 0; p < pieces; p++) {
+        const int64_t *a = ts[j * pieces + p], *b = ts[d * pieces + p];
+        Py_ssize_t st = step[j * pieces + p];
+        if (st != step[d * pieces + p]) return 0;
+        if (st == 0 ? a[0] != b[0] : (a != b && memcmp(a, b, (size_t)(bounds[p + 1] - bounds[p]) * sizeof(int64_t))))
+            return 0;
+    }
+    return 1;
+}
+
+/* two_rows compiled for each anchor, markers or none, and one, two or any count of columns. */
+static Py_ssize_t two_rows_for(rs_two *s, const uint64_t *K, const uint64_t *MK, Py_ssize_t nm, const int64_t *mts,
+                               const rs_col *cols, Py_ssize_t nd, int64_t *__restrict key_at, Py_ssize_t anchor) {
+#define RS_TWO(A, M, N) two_rows(s, K, MK, nm, mts, cols, nd, key_at, A, M, N)
+    int shape = (int)anchor * 6 + (nm > 0) * 3 + (nd == 1 ? 1 : nd == 2 ? 2 : 0);
+    switch (shape) {
+    case 0: return RS_TWO(0, 0, 0);
+    case 1: return RS_TWO(0, 0, 1);
+    case 2: return RS_TWO(0, 0, 2);
+    case 3: return RS_TWO(0, 1, 0);
+    case 4: return RS_TWO(0, 1, 1);
+    case 5: return RS_TWO(0, 1, 2);
+    case 6: return RS_TWO(1, 0, 0);
+    case 7: return RS_TWO(1, 0, 1);
+    case 8: return RS_TWO(1, 0, 2);
+    case 9: return RS_TWO(1, 1, 0);
+    case 10: return RS_TWO(1, 1, 1);
+    default: return RS_TWO(1, 1, 2);
+    }
+#undef RS_TWO
+}
+
 /* merge_rows for the common shape of a live chunk: one or two pieces (a base run and a
  * memstore or second file, or a base run and DeleteFamily markers), integer keys, no time
- * range, every key once in its piece.  The same answer as merge_rows, in a two-cursor loop
- * without its per-row piece scans: about a third of its time.  Returns -2 as soon as a piece
- * repeats a key or goes down (the caller then runs merge_rows, which resolves repeats and
- * reports keys that go down). */
+ * range, every key once in its piece.  The same answer as merge_rows, in two cursors
+ * without its per-row piece scans (two_rows), a column whose timestamps are an earlier
+ * column's (the common case: one value a piece, or a memstore's equal stamps) copied from
+ * it.  `cols`, `copy_of`: room for `columns` entries.  Returns -2 as soon as a piece repeats
+ * a key or goes down (the caller then runs merge_rows, which resolves repeats and reports
+ * keys that go down). */
 static Py_ssize_t merge_two(const uint64_t *K, const uint64_t *MK, Py_ssize_t nm, const int64_t *mts,
                             const int64_t *bounds, Py_ssize_t pieces, const int64_t *const *ts,
-                            const Py_ssize_t *step, Py_ssize_t columns, int64_t *__restrict key_at, int64_t *__restrict *src, Py_ssize_t anchor,
-                            int *anchored_out) {
-    Py_ssize_t i0 = 0, e0 = (Py_ssize_t)bounds[1];
-    Py_ssize_t b1 = pieces > 1 ? (Py_ssize_t)bounds[1] : e0, i1 = b1, e1 = pieces > 1 ? (Py_ssize_t)bounds[2] : e0;
-    Py_ssize_t rows = 0, mi = 0, first = (Py_ssize_t)bounds[anchor];
-    int anchored = 1;
-    while (i0 < e0 || i1 < e1) {
-        int in0, in1;
-        uint64_t key;
-        if (i0 < e0 && i1 < e1) {
-            uint64_t k0 = K[i0], k1 = K[i1];
-            in0 = k0 <= k1;
-            in1 = k1 <= k0;
-            key = in0 ? k0 : k1;
-        } else {
-            in0 = i0 < e0;
-            in1 = !in0;
-            key = in0 ? K[i0] : K[i1];
+                            const Py_ssize_t *step, Py_ssize_t columns, int64_t *__restrict key_at, int64_t *__restrict *src,
+                            Py_ssize_t anchor, rs_col *cols, Py_ssize_t *copy_of, int *anchored_out) {
+    static const int64_t none = RS_ABSENT;  /* the timestamps of a second piece there is not */
+    rs_two s;
+    memset(&s, 0, sizeof(s));
+    s.end[0] = (Py_ssize_t)bounds[1];
+    s.b1 = s.i[1] = s.end[0];
+    s.end[1] = pieces > 1 ? (Py_ssize_t)bounds[2] : s.end[0];
+    s.first = (Py_ssize_t)bounds[anchor];
+    s.anchored = 1;
+    Py_ssize_t nd = 0;
+    for (Py_ssize_t j = 0; j < columns; j++) {
+        Py_ssize_t d = 0;
+        while (d < j && (copy_of[d] != d || !same_column(ts, step, bounds, pieces, j, d))) d++;
+        copy_of[j] = d;
+        if (d < j) continue;
+        rs_col *c = &cols[nd++];
+        for (Py_ssize_t p = 0; p < 2; p++) {
+            c->t[p] = p < pieces ? ts[j * pieces + p] : &none;
+            c->step[p] = p < pieces ? step[j * pieces + p] : 0;
         }
-        /* the next key of a piece holding the row must be past it */
-        if ((in0 && i0 + 1 < e0 && K[i0 + 1] <= key) || (in1 && i1 + 1 < e1 && K[i1 + 1] <= key)) return -2;
-        /* the row's newest DeleteFamily marker (RS_ABSENT, below every timestamp, for none):
-         * an entry is visible when it is newer, which also leaves out absent entries */
-        int64_t family = RS_ABSENT;
-        while (mi < nm && MK[mi] < key) mi++;
-        while (mi < nm && MK[mi] == key) {
-            if (mts[mi] > family) family = mts[mi];
-            mi++;
-        }
-        int any = columns == 0;
-        for (Py_ssize_t j = 0; j < columns; j++) {
-            int64_t best = -1, best_ts = RS_ABSENT;
-            if (in0) {
-                int64_t v = ts[j * pieces][i0 * step[j * pieces]];
-                if (v > family) { best = i0; best_ts = v; }
-            }
-            if (in1) {
-                int64_t v = ts[j * pieces + 1][(i1 - b1) * step[j * pieces + 1]];
-                if (v > family && (best < 0 || v > best_ts)) best = i1;
-            }
-            src[j][rows] = best;
-            any |= best >= 0;
-        }
-        if (any) {
-            Py_ssize_t k = (anchor == 0) ? (in0 ? i0 : i1) : (in1 ? i1 : i0);
-            key_at[rows] = k;
-            if (k != first + rows) anchored = 0;
-            rows++;
-        }
-        i0 += in0;
-        i1 += in1;
+        c->out = src[j];
     }
-    *anchored_out = anchored;
-    return rows;
+    if (two_rows_for(&s, K, MK, nm, mts, cols, nd, key_at, anchor) < 0) return -2;
+    for (Py_ssize_t j = 0; j < columns; j++) {
+        if (copy_of[j] != j) memcpy(src[j], src[copy_of[j]], (size_t)s.rows * sizeof(int64_t));
+    }
+    *anchored_out = s.anchored;
+    return s.rows;
 }
 
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
@@ -216,6 +333,8 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     rs_view *tv = NULL;
     const int64_t **ts = NULL;  /* ts[j * pieces + p]: column j's timestamps of piece p */
     Py_ssize_t *step = NULL;  /* 1, or 0 for a column of a piece given as one timestamp */
+    rs_col *cols = NULL;  /* merge_two's columns */
+    Py_ssize_t *copy_of = NULL;  /* merge_two: per column, the earlier one it copies (itself: none) */
     int64_t **src = PyMem_Calloc(columns ? columns : 1, sizeof(int64_t *));
     memset(&kv, 0, sizeof(kv)); memset(&bv, 0, sizeof(bv)); memset(&mkv, 0, sizeof(mkv));
     memset(&mtv, 0, sizeof(mtv)); memset(&ov, 0, sizeof(ov));
@@ -246,7 +365,9 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     tv = PyMem_Calloc(columns * pieces + 1, sizeof(rs_view));
     ts = PyMem_Calloc(columns * pieces + 1, sizeof(int64_t *));
     step = PyMem_Calloc(columns * pieces + 1, sizeof(Py_ssize_t));
-    if (!tv || !ts || !step) { PyErr_NoMemory(); goto done; }
+    cols = PyMem_Calloc(columns + 1, sizeof(rs_col));
+    copy_of = PyMem_Calloc(columns + 1, sizeof(Py_ssize_t));
+    if (!tv || !ts || !step || !cols || !copy_of) { PyErr_NoMemory(); goto done; }
     for (Py_ssize_t j = 0; j < columns; j++) {
         PyObject *per_piece = PySequence_Fast(PySequence_Fast_GET_ITEM(ts_list, j), "ts[j] must be a sequence");
         if (!per_piece) goto done;
@@ -305,7 +426,7 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     rows = -2;
     if (width == 0 && pieces <= 2 && !ranged)
         rows = merge_two(keys.ints, mkeys.ints, nm, mts, bounds, pieces, ts, step, columns, key_at, src, anchor,
-                         &anchored);
+                         cols, copy_of, &anchored);
     if (rows != -2) {
         /* merge_two resolved the chunk */
     } else if (width == 0)
@@ -327,7 +448,7 @@ done:
     for (Py_ssize_t i = 0; tv && i < views; i++) rs_view_release(&tv[i]);
     rs_view_release(&kv); rs_view_release(&bv); rs_view_release(&mkv); rs_view_release(&mtv);
     rs_view_release(&ov);
-    PyMem_Free(tv); PyMem_Free(ts); PyMem_Free(step); PyMem_Free(src);
+    PyMem_Free(tv); PyMem_Free(ts); PyMem_Free(step); PyMem_Free(cols); PyMem_Free(copy_of); PyMem_Free(src);
     Py_DECREF(ts_list);
     return result;
 }

@@ -49,12 +49,12 @@ import pyarrow.compute as pc
 from ..cells import LATEST_TIMESTAMP, CellType
 from ..errors import InvalidArgument
 from .row_merge import order_keys
-from .cell_columns import data_span, one_array, pool_empty
+from .cell_columns import data_span, one_array, pool_empty, value_offsets
 from ..native import NATIVE
 from .gather import gather_binary
 from .rules import NO_MARKER, covered, effective_low, time_mask, unseen_markers
 
-__all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows"]
+__all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows", "merges_natively"]
 
 ABSENT = NO_MARKER
 """The timestamp of an absent entry of a :class:`RowPiece` column (below every real timestamp)."""
@@ -199,6 +199,18 @@ def resolve_rows(
             markers = markers.select(~unseen)
     if markers is not None and not len(markers):
         markers = None
+    if native is not None and (len(pieces) > 1 or markers is not None) and timestamps is None:
+        # keys of one width of 1, 2, 4 or 8 bytes (a counter, an id): their integers are laid
+        # end to end for the compiled merge straight from each piece's bytes, with no joined
+        # copy of the keys and no second pass to widen them
+        width = _one_int_width([p.keys for p in pieces] + ([markers.rows] if markers is not None else []))
+        if width is not None:
+            codes = _int_codes([p.keys for p in pieces], width)
+            marker_codes = _int_codes([markers.rows], width) if markers is not None else None
+            merged = _resolve_merged(native, pieces, columns, None, codes, markers, marker_codes,
+                                     min_timestamp, max_timestamp, ttl_cutoff, code_width=width)
+            if merged is not None:
+                return merged
     all_keys = pa.concat_arrays([p.keys for p in pieces]) if len(pieces) > 1 else pieces[0].keys
     encoded = order_keys([all_keys] + ([markers.rows] if markers is not None else []))
     if encoded is None:
@@ -285,6 +297,12 @@ def resolve_rows(
     return ResolvedRows(keys, out_values, sources, laid)
 
 
+def merges_natively(pieces: int) -> bool:
+    """Will :func:`resolve_rows` merge ``pieces`` pieces of puts (no markers, no timestamp
+    list) in the compiled one-pass merge (the extension built and not turned off)?"""
+    return NATIVE is not None and pieces <= _MAX_MERGED_PIECES
+
+
 def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
     """Are the encodings ``encoded`` of ``all_keys`` the keys themselves (every
     key one width of 1, 2, 4 or 8 bytes), so that :func:`_keys_from_codes`
@@ -295,22 +313,61 @@ def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
         and data_span(all_keys) == len(all_keys) * dtype.itemsize
 
 
-def _keys_from_codes(codes: np.ndarray) -> pa.Array:
-    """The binary keys whose big-endian integers are ``codes`` (see :func:`_int_keys`)."""
-    width = codes.dtype.itemsize
+def _one_int_width(keys: list[pa.Array]) -> int | None:
+    """The one width of every key of ``keys`` (binary arrays) when it is 1, 2, 4 or 8 bytes, else None."""
+    width = None
+    for array in keys:
+        if not len(array):
+            continue
+        if not isinstance(array, pa.Array) or array.type != pa.binary() or array.null_count:
+            return None
+        offsets = value_offsets(array)
+        w = int(offsets[1] - offsets[0])
+        # the first key and the span first (keys of other widths mostly stop here), then every key
+        if w not in _INT_WIDTHS or (width is not None and w != width) or int(offsets[-1] - offsets[0]) != w * len(array) \
+                or not bool((np.diff(offsets) == w).all()):
+            return None
+        width = w
+    return width
+
+
+_INT_WIDTHS = (1, 2, 4, 8)
+
+
+def _int_codes(keys: list[pa.Array], width: int) -> np.ndarray:
+    """Keys of one ``width`` (see :func:`_one_int_width`) as native uint64 integers in their
+    byte order, laid end to end: each array's bytes read as big-endian integers and widened
+    in one pass into memory from Arrow's pool (:func:`pool_empty`)."""
+    out = pool_empty(sum(len(a) for a in keys), np.uint64)
+    at = 0
+    for array in keys:
+        n = len(array)
+        if n:
+            first = int(value_offsets(array)[0])
+            out[at : at + n] = np.frombuffer(array.buffers()[2], dtype=f">u{width}", count=n, offset=first)
+        at += n
+    return out
+
+
+def _keys_from_codes(codes: np.ndarray, width: int | None = None) -> pa.Array:
+    """The binary keys whose big-endian integers are ``codes`` (see :func:`_int_keys`), each
+    ``width`` bytes (by default the codes' own width)."""
+    width = codes.dtype.itemsize if width is None else width
     data = codes.astype(f">u{width}")  # Arrow takes NumPy's buffers as they are: no bytes copies
     offsets = np.arange(0, (len(codes) + 1) * width, width, dtype=np.int32)
     return pa.Array.from_buffers(pa.binary(), len(codes), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array, joined: np.ndarray,
+def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | None, joined: np.ndarray,
                     markers: Markers | None, marker_keys: np.ndarray | None, min_timestamp: int,
-                    max_timestamp: int, ttl_cutoff: int | None) -> ResolvedRows | None:
+                    max_timestamp: int, ttl_cutoff: int | None, code_width: int | None = None) -> ResolvedRows | None:
     """:func:`resolve_rows` by the compiled one-pass merge of the pieces' sorted
     keys (``joined``: their encodings laid end to end; ``marker_keys``: the
     markers'); None when it does not apply (Delete or DeleteColumn markers, a
     time bound outside int64, too many pieces, a key encoding it does not
-    take): the NumPy path then resolves."""
+    take): the NumPy path then resolves.  ``code_width``: every key is that many
+    bytes and ``joined`` holds them as uint64 integers (:func:`_int_codes`; no
+    ``all_keys`` then: the keys are rebuilt from their integers)."""
     if len(pieces) > _MAX_MERGED_PIECES:
         return None
     int64 = np.iinfo(np.int64)
@@ -349,6 +406,8 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array, join
     sources = [out[j + 1, :rows] for j in range(columns)]
     if anchored:  # every row is the base run's, in order (re-puts): its keys as they are
         keys_out = one_array(pieces[anchor].keys)
+    elif code_width is not None:
+        keys_out = _keys_from_codes(joined[key_at], code_width)
     elif _int_keys(all_keys, joined, rows):
         keys_out = _keys_from_codes(joined[key_at])
     else:

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
-from ..kernels.resolve_rows import ResolvedRows
+from ..kernels.resolve_rows import ResolvedRows, merges_natively
 from ..kernels.row_merge import merge_row_runs, row_order
 from ..memstore.row_runs import RowRun
 from ..region.row_resolve import as_dense, memstore_items, part_items, resolve_items, rows_batch
@@ -132,6 +132,13 @@ class RowMerge:
             return []
         order = None
         if len(sources) > 1:
+            if self.resolvable and merges_natively(len(sources)) and not _ranges_apart(sources):
+                # the sources' rows interleave: the compiled merge places them and finds a row
+                # held twice in one pass, cheaper than placing their keys first to look for one
+                # (storage/kernels/resolve_rows.py); sources of key ranges apart are laid end
+                # to end below, as slices
+                self.shared = True
+                return self._resolved(lo, hi, reverse, file_parts, memo)
             if self.shared and self.resolvable:
                 # the sources shared rows in earlier chunks (a table being
                 # updated): resolve at once rather than sort the keys twice
@@ -293,3 +300,15 @@ def _value_blind(plan: tuple) -> bool:
     if kind in ("all", "one"):
         return all(_value_blind(p) for p in plan[1])
     return False
+
+
+def _ranges_apart(sources: list[list]) -> bool:
+    """Do the sources' key ranges (each source's dense blocks, in key order) not
+    overlap, so that their rows are the sources laid end to end in some order?"""
+    spans = []
+    for blocks in sources:
+        rows = [b.rows for b in blocks if len(b.rows)]
+        if rows:
+            spans.append((rows[0][0].as_py(), rows[-1][-1].as_py()))
+    spans.sort()
+    return all(prev[1] < nxt[0] for prev, nxt in zip(spans, spans[1:]))

@@ -256,3 +256,18 @@ def test_strings_past_the_bound_are_parsed_each_time(monkeypatch):
     assert parsed_filter(short) == parse_filter_string(short)
     with parser._PARSED_LOCK:
         assert parser._PARSED_CHARS[0] <= 100 and all(len(t) <= 100 for t, _ in parser._PARSED)
+
+
+def test_a_scan_copies_a_filter_string_s_parse_once(monkeypatch):
+    """A request's filter string gives the scan the parse's own copy (no second copy of a
+    long list); a Filter object given is copied, so the caller's stays unchanged."""
+    text = repr(_in_list([_u64(v) for v in range(50)]))
+    parsed_filter(text)  # the parse kept
+    kind = type(parse_filter_string(text))
+    copies = []
+    real = kind.copy
+    monkeypatch.setattr(kind, "copy", lambda self: copies.append(self) or real(self))
+    flt = ScanRequest(filter=text, reverse=True).scan_filter()
+    assert len(copies) == 1 and flt == parse_filter_string(text) and flt is not copies[0]
+    given = parse_filter_string(text)
+    assert ScanRequest(filter=given).scan_filter() is not given and len(copies) == 2

@@ -85,6 +85,48 @@ def test_a_base_run_with_a_newer_run_or_markers_resolves_as_the_reference(case):
     assert _answer(compiled) == _answer(reference)
 
 
+@st.composite
+def keyed_chunks(draw):
+    """(pieces, markers, columns) of keys of one width of 1, 2, 4 or 8 bytes (read as integers
+    straight from each piece's bytes), or of several widths (the encoded-keys path); a piece's
+    keys may be a slice of a longer array (its bytes start past the buffer's first)."""
+    width = draw(st.sampled_from([1, 2, 4, 8, None]))
+    top = 250 if width == 1 else 1000
+
+    def key(r: int) -> bytes:
+        return r.to_bytes(width, "big") if width else b"k" * (r % 3) + r.to_bytes(2, "big")
+
+    def piece(rows, tag):
+        stamps = [[draw(st.sampled_from([ABSENT, 1, 4])) for _ in rows] for _ in range(2)]
+        pad = draw(st.booleans())
+        keys = pa.array(([key(top + 1)] if pad else []) + [key(r) for r in rows], pa.binary())
+        return RowPiece(keys.slice(1) if pad else keys, [np.array(t, np.int64) for t in stamps],
+                        [pa.array([tag + b"%d" % r for r in rows], pa.binary()) for _ in range(2)])
+
+    if width is None:  # several widths: order by the encoded keys, not by the integers
+        rows_of = lambda: sorted(draw(st.sets(st.integers(0, top), max_size=50)), key=key)  # noqa: E731
+    else:
+        rows_of = lambda: sorted(draw(st.sets(st.integers(0, top), max_size=50)))  # noqa: E731
+    pieces = [piece(rows_of(), b"n"), piece(rows_of(), b"b")]
+    markers = None
+    if draw(st.booleans()):
+        marked = draw(st.lists(st.integers(0, top), max_size=20))
+        markers = Markers(pa.array([key(r) for r in marked], pa.binary()), pa.array([b""] * len(marked), pa.binary()),
+                          np.array([draw(st.sampled_from([1, 2, 6])) for _ in marked], np.int64),
+                          np.full(len(marked), FAMILY, np.uint8))
+    return pieces, markers, 2
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(case=keyed_chunks())
+def test_keys_of_one_width_merge_from_their_bytes_as_the_reference(case):
+    pieces, markers, columns = case
+    compiled = resolve_rows(pieces, columns, markers, native=BUILT)
+    reference = resolve_rows(pieces, columns, markers, native=None)
+    compiled.keys.validate(full=True)
+    assert _answer(compiled) == _answer(reference)
+
+
 def test_a_key_repeated_late_in_a_piece_is_resolved_by_the_general_loop():
     """The two-cursor loop has written rows when it meets the repeat: the general loop starts over."""
     base_rows = list(range(0, 200, 2)) + [200, 200, 202]  # a row cut across two blocks at the end

@@ -376,6 +376,7 @@ def test_unflushed_cells_scan_like_the_same_cells_flushed(conn, options):
 # -- memstore rows merged as rows into dense file rows --------------------------------------
 @pytest.mark.parametrize("layout", ["interleaved", "tail", "flushed"])
 def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, monkeypatch, layout):
+    from storage.kernels.resolve_rows import merges_natively
     from storage.read.row_scan import CELLS, RowMerge
 
     chunks = []  # what each row-merge chunk gave: rows, or CELLS (sent to the cell path)
@@ -386,6 +387,14 @@ def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, mon
         return chunks[-1]
 
     monkeypatch.setattr(RowMerge, "chunk", recorded)
+    resolved = []  # chunks sent to the row resolution
+    resolve = RowMerge._resolved
+
+    def resolving(self, *args):
+        resolved.append(args[:2])
+        return resolve(self, *args)
+
+    monkeypatch.setattr(RowMerge, "_resolved", resolving)
     rows = 3000
     late = {"interleaved": lambda i: i % 4 == 3, "tail": lambda i: i >= rows * 3 // 4, "flushed": lambda i: False}[layout]
     splits = [_key(1000), _key(2000)]
@@ -422,6 +431,9 @@ def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, mon
         assert keys == [_key(i) for i in range(rows)]
     if layout != "flushed":  # a flushed table streams its one file; the live ones merge rows
         assert chunks and all(c is not CELLS for c in chunks)
+    # rows of a memstore between a file's go to the compiled merge where it is built; a
+    # memstore of keys past the file's is laid after it as slices, never resolved
+    assert bool(resolved) == (layout == "interleaved" and merges_natively(2))
 
 
 # -- rows scans under a writer take the row-run path at their read point ----------------------

@@ -132,3 +132,152 @@ def test_the_compiled_merge_refuses_bad_input_in_one_line():
         call(out=b"x" * 48)
     with pytest.raises(ValueError, match=r"^keys must hold 5-byte keys, got 24 bytes$"):
         call(width=5)
+
+
+# Two runs of 8-byte keys (one integer each: the two-cursor merge's input), the lowest and
+# highest integers included so that a key shared at the very first or last position, and the
+# top of the key space, are reached.
+EDGE_POOL = [i.to_bytes(8, "big") for i in (*range(8), 2**63, 2**63 + 1, 2**64 - 3, 2**64 - 2, 2**64 - 1)]
+
+
+@st.composite
+def two_runs(draw):
+    """(pieces newest first, markers or None, column count) as a live chunk's two-cursor merge
+    sees them: one or two runs of unique keys (now and then a repeated one, which sends the
+    chunk to the general loop), either run the larger, columns whose timestamps are one value for a
+    run (a zero-stride view, as a stored block gives it) or one per entry, often the same as
+    another column's (the same value or the same array), DeleteFamily markers or none."""
+    columns = draw(st.integers(0, 3))
+    pieces = []
+    base = draw(st.sets(st.sampled_from(EDGE_POOL), max_size=len(EDGE_POOL)))
+    for _ in range(draw(st.integers(1, 2))):
+        # the base run, or a newer run: some of the base's rows (re-puts) and some new ones
+        if not pieces and draw(st.booleans()):
+            rows = sorted(base)
+        else:
+            rows = sorted(draw(st.sets(st.sampled_from(sorted(base)), max_size=len(base))) if base else set())
+            rows = sorted(set(rows) | draw(st.sets(st.sampled_from(EDGE_POOL), max_size=4)))
+        if draw(st.booleans()):  # a key shared at the very first or last position
+            rows = sorted(set(rows) | {draw(st.sampled_from([EDGE_POOL[0], EDGE_POOL[-1]]))})
+        if rows and not draw(st.integers(0, 9)):
+            rows = sorted(rows + [draw(st.sampled_from(rows))])  # a row cut across blocks
+        ts = []
+        for j in range(columns):
+            if j and draw(st.booleans()):  # another column's stamps: that array, or a copy
+                other = ts[draw(st.integers(0, j - 1))]
+                ts.append(other if draw(st.booleans()) else np.array(other))
+            elif rows and draw(st.booleans()):
+                ts.append(np.broadcast_to(np.int64(draw(st.sampled_from([ABSENT, 1, 5, 9]))), (len(rows),)))
+            else:
+                ts.append(np.array([draw(st.sampled_from([ABSENT, 1, 5, 9])) for _ in rows], np.int64))
+        values = [pa.array([b"p%dc%dv%d" % (len(pieces), j, i) for i in range(len(rows))], pa.binary())
+                  for j in range(columns)]
+        pieces.append(RowPiece(pa.array(rows, pa.binary()), ts, values))
+    markers = None
+    if draw(st.booleans()):
+        marked = draw(st.lists(st.sampled_from(EDGE_POOL), min_size=1, max_size=5))
+        markers = Markers(pa.array(marked, pa.binary()), pa.array([b""] * len(marked), pa.binary()),
+                          np.array([draw(st.sampled_from([1, 4, 5, 9])) for _ in marked], np.int64),
+                          np.full(len(marked), FAMILY, np.uint8))
+    return pieces, markers, columns
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(case=two_runs())
+def test_the_two_cursor_merge_resolves_as_the_numpy_path(case):
+    pieces, markers, columns = case
+    compiled = resolve_rows(pieces, columns, markers, native=BUILT)
+    reference = resolve_rows(pieces, columns, markers, native=None)
+    assert _answer(compiled) == _answer(reference)
+
+
+def test_the_two_cursor_merge_on_a_re_put_quarter():
+    """A base run and a newer run holding some of its rows (one timestamp a run, the two
+    columns alike): every row once, the newer run's entry winning where it has one; a newer
+    timestamp in one column alone makes that column's winners differ from the other's."""
+    if BUILT is None:
+        return
+    base = np.arange(0, 40, 2, dtype=np.uint64)  # the anchor: the larger run, second
+    newer = base[::4].copy()  # shares the first key
+    newer = np.append(newer, base[-1])  # and the last
+    keys = np.concatenate([newer, base])
+    bounds = np.array([0, len(newer), len(keys)], np.int64)
+    out = np.empty((3, len(keys)), np.int64)
+    stamp = lambda v: np.array([v], np.int64)  # noqa: E731
+    rows, anchor, anchored = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)]] * 2, None, None,
+                                                 False, 0, False, 0, out)
+    assert (rows, anchor, anchored) == (len(base), 1, True)
+    is_newer = np.isin(base, newer)
+    expect = np.where(is_newer, np.searchsorted(newer, base), len(newer) + np.arange(len(base)))
+    assert out[1, :rows].tolist() == expect.tolist() and out[2, :rows].tolist() == expect.tolist()
+    rows, _, _ = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)], [stamp(2), stamp(3)]], None, None,
+                                     False, 0, False, 0, out)
+    assert out[1, :rows].tolist() == expect.tolist()
+    assert out[2, :rows].tolist() == (len(newer) + np.arange(len(base))).tolist()
+    # a DeleteFamily marker at 7 on the first row hides both runs' entries there: the row goes
+    rows, _, anchored = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)]] * 2,
+                                            np.array([0], np.uint64), np.array([7], np.int64),
+                                            False, 0, False, 0, out)
+    assert (rows, anchored) == (len(base) - 1, False)
+    assert out[0, :rows].tolist() == list(range(len(newer) + 1, len(keys)))
+
+
+def test_the_two_cursor_merge_on_new_keys_between_the_base_runs():
+    """A newer run's key just below a base key is a row of its own; a newer row with nothing
+    visible goes, and the rows left are still the base run's, in order."""
+    if BUILT is None:
+        return
+    keys = np.array([3, 5, 1, 4, 6], np.uint64)  # newer [3, 5], base [1, 4, 6]
+    bounds = np.array([0, 2, 5], np.int64)
+    out = np.empty((2, 5), np.int64)
+
+    def call(newer):
+        return BUILT.resolve_merge(keys, 0, bounds, [[newer, np.array([1], np.int64)]], None, None,
+                                   False, 0, False, 0, out)
+
+    assert call(np.array([5, 5], np.int64)) == (5, 1, False)
+    assert out.tolist() == [[2, 0, 3, 1, 4], [2, 0, 3, 1, 4]]
+    assert call(np.array([ABSENT], np.int64)) == (3, 1, True)  # the newer rows hold nothing
+    assert out[:, :3].tolist() == [[2, 3, 4], [2, 3, 4]]
+    # two markers on one row, the newer first: the newest one hides the row's entry at 5
+    marked = BUILT.resolve_merge(keys, 0, bounds, [[np.array([5], np.int64), np.array([1], np.int64)]],
+                                 np.array([5, 5], np.uint64), np.array([6, 2], np.int64), False, 0, False, 0, out)
+    assert marked == (4, 1, False) and out[0, :4].tolist() == [2, 0, 3, 4]
+
+
+@pytest.mark.parametrize("columns", [0, 1, 2, 3])
+def test_the_two_cursor_merge_keeps_the_larger_run_s_keys(columns):
+    """Whichever run is the larger (the anchor), rows it holds, in order, are its keys as they
+    are; any count of columns (each its own stamps)."""
+    if BUILT is None:
+        return
+    for first_larger in (True, False):
+        larger, smaller = np.array([1, 2, 4, 8], np.uint64), np.array([2, 8], np.uint64)
+        keys = np.concatenate([larger, smaller] if first_larger else [smaller, larger])
+        bounds = np.array([0, 4 if first_larger else 2, 6], np.int64)
+        # column 0: the older piece's stamp newer; column 1: a tie (the newer piece wins); 2: the newer's
+        stamps = [[np.array([j], np.int64), np.array([1], np.int64)] for j in range(columns)]
+        out = np.empty((columns + 1, 6), np.int64)
+        anchor = 0 if first_larger else 1
+        assert BUILT.resolve_merge(keys, 0, bounds, stamps, None, None, False, 0, False, 0, out) == (4, anchor, True)
+        assert out[0, :4].tolist() == ([0, 1, 2, 3] if first_larger else [2, 3, 4, 5])
+        older_wins = [0, 4, 2, 5] if first_larger else [2, 3, 4, 5]
+        newer_wins = [0, 1, 2, 3] if first_larger else [2, 0, 4, 1]
+        for j in range(columns):
+            assert out[j + 1, :4].tolist() == (older_wins if j == 0 else newer_wins)
+
+
+@pytest.mark.parametrize("keys, bounds", [
+    ([1, 3, 2, 4], [0, 3, 4]),  # the newer run goes down
+    ([1, 5, 4, 6], [0, 1, 4]),  # the base run goes down
+    ([0, 1, 2, 9, 3], [0, 1, 5]),  # down at the last key, after the other run is done
+    ([2, 2, 1, 1, 0], [0, 2, 5]),  # a repeat (resolved apart) and then down
+])
+def test_the_two_cursor_merge_still_refuses_keys_that_go_down(keys, bounds):
+    if BUILT is None:
+        return
+    keys = np.array(keys, np.uint64)
+    bounds = np.array(bounds, np.int64)
+    stamps = [[np.array([1], np.int64), np.array([1], np.int64)]]
+    with pytest.raises(ValueError, match=r"^keys must be ascending within each piece$"):
+        BUILT.resolve_merge(keys, 0, bounds, stamps, None, None, False, 0, False, 0, np.empty((2, len(keys)), np.int64))
