@@ -27,6 +27,7 @@ __all__ = [
     "one_array",
     "value_offsets",
     "data_span",
+    "coded_bytes",
     "as_cell_table",
     "empty_cells",
     "take_cells",
@@ -148,6 +149,15 @@ def one_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     if values.num_chunks == 0:
         return pa.array([], values.type)
     return values.combine_chunks()
+
+
+def coded_bytes(codes: np.ndarray, lengths: np.ndarray) -> int:
+    """Bytes of the entries ``codes`` pick from a dictionary whose entries are ``lengths``
+    long: each entry's length times the rows that use it (half the CPU of gathering a
+    length per row and summing them: 56 against 115 us for 42 K one-byte codes)."""
+    if codes.dtype == np.uint64:  # bincount takes no unsigned 64-bit codes; a code is far below 2^63
+        codes = codes.view(np.int64)
+    return int(np.bincount(codes, minlength=len(lengths)) @ lengths.astype(np.int64, copy=False))
 
 
 def value_offsets(values: pa.Array) -> np.ndarray:

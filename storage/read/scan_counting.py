@@ -24,10 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import kernels
-from ..kernels.cell_columns import data_span, value_offsets
+from ..kernels.cell_columns import coded_bytes, data_span, value_offsets
 from ..scanner.metrics import ScanMetrics
 from ..scanner.region_scanner import CELL_FIXED_BYTES
-from ..storefile._chunk_encodings import coded_bytes
 from .batch_scan import scan_region_batches
 from .region_plan import RegionReadPlan
 

@@ -46,11 +46,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptionError
+from ..kernels.cell_columns import coded_bytes
 from ..native import NATIVE
 from .format import ChunkEncoding, align8
 
 __all__ = ["ENCODERS", "encode_dict", "encode_lengths", "encode_frame", "decode_dict", "decode_lengths", "decode_frame",
-           "dict_codes", "expand_dict", "expanded_size", "coded_bytes",
+           "dict_codes", "expand_dict", "expanded_size"
            "choose", "bitmap_part",
            "fixed_offsets", "gather_dict", "take_dict"]
 
@@ -325,15 +326,6 @@ def expanded_size(column: pa.DictionaryArray) -> int:
     if column.null_count:  # a null row holds no bytes in a gathered column
         codes = codes[column.indices.is_valid().to_numpy(zero_copy_only=False)]
     return validity + 4 * (n + 1) + coded_bytes(codes, lengths)
-
-
-def coded_bytes(codes: np.ndarray, lengths: np.ndarray) -> int:
-    """Bytes of the entries ``codes`` pick from a dictionary whose entries are ``lengths``
-    long: each entry's length times the rows that use it (half the CPU of gathering a
-    length per row and summing them: 56 against 115 us for 42 K one-byte codes)."""
-    if codes.dtype == np.uint64:  # bincount takes no unsigned 64-bit codes; a code is far below 2^63
-        codes = codes.view(np.int64)
-    return int(np.bincount(codes, minlength=len(lengths)) @ lengths.astype(np.int64, copy=False))
 
 
 def decode_dict(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Array:

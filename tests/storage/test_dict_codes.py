@@ -206,7 +206,7 @@ def test_counted_bytes_of_codes_are_the_plain_values_bytes(coded, width):
     (:func:`coded_bytes`): exactly the bytes of its plain values, whole and sliced, whatever
     the codes' width."""
     from storage.read.scan_counting import _value_bytes
-    from storage.storefile._chunk_encodings import coded_bytes
+    from storage.kernels.cell_columns import coded_bytes
 
     column, body, rng = coded
     n = len(column)
