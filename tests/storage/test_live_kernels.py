@@ -68,10 +68,14 @@ def live_chunks(draw):
     markers = None
     if len(pieces) == 1 or draw(st.booleans()):
         marked = draw(st.lists(st.integers(0, 320), max_size=40))
-        markers = Markers(pa.array([_key(r) for r in marked], pa.binary()), pa.array([b""] * len(marked), pa.binary()),
-                          np.array([draw(st.sampled_from([1, 2, 6])) for _ in marked], np.int64),
-                          np.full(len(marked), FAMILY, np.uint8))
+        markers = _family_markers([_key(r) for r in marked], [draw(st.sampled_from([1, 2, 6])) for _ in marked])
     return pieces, markers, columns
+
+
+def _family_markers(keys: list[bytes], stamps: list[int]) -> Markers:
+    """DeleteFamily markers of rows ``keys`` at ``stamps``."""
+    return Markers(pa.array(keys, pa.binary()), pa.array([b""] * len(keys), pa.binary()),
+                   np.array(stamps, np.int64), np.full(len(keys), FAMILY, np.uint8))
 
 
 @settings(max_examples=200, deadline=None, derandomize=True, database=None)
@@ -111,9 +115,7 @@ def keyed_chunks(draw):
     markers = None
     if draw(st.booleans()):
         marked = draw(st.lists(st.integers(0, top), max_size=20))
-        markers = Markers(pa.array([key(r) for r in marked], pa.binary()), pa.array([b""] * len(marked), pa.binary()),
-                          np.array([draw(st.sampled_from([1, 2, 6])) for _ in marked], np.int64),
-                          np.full(len(marked), FAMILY, np.uint8))
+        markers = _family_markers([key(r) for r in marked], [draw(st.sampled_from([1, 2, 6])) for _ in marked])
     return pieces, markers, 2
 
 
