@@ -9,14 +9,6 @@
  * chunk each, hundreds per column). */
 #include "regionscan_native.h"
 
-typedef struct {
-    const int32_t *off;   /* the chunk's length + 1 offsets, its array offset applied */
-    const char *data;
-    const uint8_t *valid; /* NULL: no nulls */
-    Py_ssize_t valid_bit; /* the bit of the chunk's first row in `valid` */
-    Py_ssize_t length;
-} rs_chunk;
-
 /* The chunk holding row `idx` of the chunks laid end to end (`starts`: n + 1 row starts). */
 static inline Py_ssize_t find_chunk(const int64_t *starts, Py_ssize_t n, int64_t idx) {
     Py_ssize_t lo = 0, hi = n;  /* starts[lo] <= idx < starts[hi] */
@@ -43,8 +35,8 @@ static inline void locate(const int64_t *starts, Py_ssize_t n, int64_t at, Py_ss
     *other = was;
 }
 
-/* The chunks of the stream in `capsule`, each ArrowArray kept in `arrays` (released by the caller). */
-static int read_chunks(PyObject *capsule, struct ArrowArray **arrays_out, rs_chunk **out, int64_t **starts_out,
+/* Declared in regionscan_native.h (key_codes, resolve.c, reads its streams too). */
+int rs_read_chunks(PyObject *capsule, struct ArrowArray **arrays_out, rs_chunk **out, int64_t **starts_out,
                        Py_ssize_t *count) {
     struct ArrowArrayStream *stream = PyCapsule_GetPointer(capsule, "arrow_array_stream");
     if (!stream) {
@@ -117,8 +109,8 @@ static int read_chunks(PyObject *capsule, struct ArrowArray **arrays_out, rs_chu
     return 0;
 }
 
-/* A writable view of at least `size` bytes of what the allocator returned. */
-static int rs_view_out(rs_view *v, PyObject *obj, Py_ssize_t size) {
+/* Declared in regionscan_native.h. */
+int rs_view_out(rs_view *v, PyObject *obj, Py_ssize_t size) {
     if (PyObject_GetBuffer(obj, &v->view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
         PyErr_Format(PyExc_ValueError, "allocate must return a writable buffer, got %.80s", Py_TYPE(obj)->tp_name);
         return -1;
@@ -164,7 +156,30 @@ static int gather_plain_offsets(const rs_chunk *c, const int64_t *starts, Py_ssi
     return 1;
 }
 
-/* Pass 2 of a gather checked by gather_plain_offsets: one memcpy per run of consecutive rows of one chunk. */
+/* A copy of `size` bytes between buffers that do not overlap, inline: a run of a merge or a
+ * reverse scan is one to a few values (a live table's runs of one and three 104-byte rows, a
+ * reverse scan's one row at a time), where a call of memcpy costs more than its bytes.  Words of
+ * 16 bytes, the last one overlapping the one before so that nothing past `size` is read or
+ * written; memcpy for larger runs. */
+static inline void copy_small(char *dst, const char *src, size_t size) {
+    if (size > 256) {
+        memcpy(dst, src, size);
+    } else if (size >= 16) {
+        size_t at = 0;
+        for (; at + 16 < size; at += 16) memcpy(dst + at, src + at, 16);
+        memcpy(dst + size - 16, src + size - 16, 16);
+    } else if (size >= 8) {
+        memcpy(dst, src, 8);
+        memcpy(dst + size - 8, src + size - 8, 8);
+    } else if (size >= 4) {
+        memcpy(dst, src, 4);
+        memcpy(dst + size - 4, src + size - 4, 4);
+    } else {
+        for (size_t k = 0; k < size; k++) dst[k] = src[k];
+    }
+}
+
+/* Pass 2 of a gather checked by gather_plain_offsets: one copy per run of consecutive rows of one chunk. */
 static void gather_plain_copy(const rs_chunk *c, const int64_t *starts, Py_ssize_t nchunks, const int64_t *idx,
                               Py_ssize_t n, const int32_t *out_off, char *out) {
     Py_ssize_t i = 0, k = 0, k_other = 0;
@@ -175,7 +190,7 @@ static void gather_plain_copy(const rs_chunk *c, const int64_t *starts, Py_ssize
         Py_ssize_t j = i + 1;
         while (j < n && idx[j] == idx[j - 1] + 1 && idx[j] < end_row) j++;
         size_t size = (size_t)(out_off[j] - out_off[i]);
-        if (size) memcpy(out + out_off[i], c[k].data + c[k].off[at - starts[k]], size);
+        copy_small(out + out_off[i], c[k].data + c[k].off[at - starts[k]], size);
         i = j;
     }
 }
@@ -261,7 +276,7 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
     Py_ssize_t nchunks = 0;
     (void)self;
     if (!PyArg_ParseTuple(args, "OOO:gather_binary", &capsule, &index_obj, &allocate)) return NULL;
-    if (read_chunks(capsule, &arrays, &c, &starts, &nchunks) < 0) goto done;
+    if (rs_read_chunks(capsule, &arrays, &c, &starts, &nchunks) < 0) goto done;
     if (rs_view_get(&index, index_obj, "index", 0) < 0) goto done;
     if (index.view.len % sizeof(int64_t)) {
         PyErr_SetString(PyExc_ValueError, "index must be an int64 array");

@@ -99,6 +99,26 @@ struct ArrowArrayStream {
 };
 #endif
 
+/* One chunk of a binary column read from an Arrow C stream (rs_read_chunks). */
+typedef struct {
+    const int32_t *off;   /* the chunk's length + 1 offsets, its array offset applied */
+    const char *data;
+    const uint8_t *valid; /* NULL: no nulls */
+    Py_ssize_t valid_bit; /* the bit of the chunk's first row in `valid` */
+    Py_ssize_t length;
+} rs_chunk;
+
+/* The chunks of the binary column streamed by `capsule` (an "arrow_array_stream"
+ * PyCapsule): each ArrowArray kept in *arrays_out (the caller releases each of the
+ * *count and frees the three allocations, also after a failure), the chunks in *out and
+ * their row starts (count + 1) in *starts_out, each chunk's first and last offsets
+ * checked.  0, or -1 with a ValueError. (gather.c) */
+int rs_read_chunks(PyObject *capsule, struct ArrowArray **arrays_out, rs_chunk **out, int64_t **starts_out,
+                   Py_ssize_t *count);
+
+/* A writable view of at least `size` bytes of `obj`; 0, or -1 with a ValueError. (gather.c) */
+int rs_view_out(rs_view *v, PyObject *obj, Py_ssize_t size);
+
 /* The GIL is released only around work of at least this many elements: for a short call,
  * giving it up and taking it back costs more than the work (and may wait on another thread). */
 #define RS_GIL_MIN_ITEMS 4096
@@ -111,6 +131,7 @@ PyObject *rs_point_row(PyObject *self, PyObject *args);
 PyObject *rs_point_rows(PyObject *self, PyObject *args);
 PyObject *rs_row_dicts(PyObject *self, PyObject *args);
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args);
+PyObject *rs_key_codes(PyObject *self, PyObject *args);
 PyObject *rs_wal_record(PyObject *self, PyObject *args);
 PyObject *rs_wal_columns(PyObject *self, PyObject *args);
 PyObject *rs_dense_pivot(PyObject *self, PyObject *args);
@@ -170,6 +191,11 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "keys_delta(body, n, width, first_at, parts, out) -> None: a KEYS_DELTA key chunk's " \
               "n keys of width bytes rebuilt into out (n * width + 8 bytes) from the first key " \
               "and each part's deltas or codes (parts: p x 5 int64)")                           \
+    RS_METHOD(key_codes,                                                                        \
+              "key_codes(stream, out) -> int: the keys of a binary column (an Arrow C stream " \
+              "capsule of its chunks) as native uint64 integers of their big-endian bytes into " \
+              "out (8 bytes a key); their one width (1, 2, 4 or 8), or 0: not one such width, " \
+              "a null or no key")                                                               \
     RS_METHOD(resolve_merge,                                                                    \
               "resolve_merge(keys, width, bounds, ts, marker_keys, marker_ts, ranged, low, "   \
               "bounded, high, out) -> (rows, anchor, anchored): sorted pieces of encoded keys " \

@@ -199,14 +199,14 @@ def resolve_rows(
             markers = markers.select(~unseen)
     if markers is not None and not len(markers):
         markers = None
-    if native is not None and (len(pieces) > 1 or markers is not None) and timestamps is None:
+    if native is not None and (len(pieces) > 1 or markers is not None) and timestamps is None \
+            and _merges_compiled(len(pieces), markers):
         # keys of one width of 1, 2, 4 or 8 bytes (a counter, an id): their integers are laid
         # end to end for the compiled merge straight from each piece's bytes, with no joined
         # copy of the keys and no second pass to widen them
-        width = _one_int_width([p.keys for p in pieces] + ([markers.rows] if markers is not None else []))
-        if width is not None:
-            codes = _int_codes([p.keys for p in pieces], width)
-            marker_codes = _int_codes([markers.rows], width) if markers is not None else None
+        coded = int_key_codes(native, [p.keys for p in pieces], markers.rows if markers is not None else None)
+        if coded is not None:
+            width, codes, marker_codes = coded
             merged = _resolve_merged(native, pieces, columns, None, codes, markers, marker_codes,
                                      min_timestamp, max_timestamp, ttl_cutoff, code_width=width)
             if merged is not None:
@@ -313,6 +313,37 @@ def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
         and data_span(all_keys) == len(all_keys) * dtype.itemsize
 
 
+def int_key_codes(native, keys: list[pa.Array], marker_keys: pa.Array | None
+                  ) -> tuple[int, np.ndarray, np.ndarray | None] | None:
+    """``(width, codes, marker_codes)`` when every key of ``keys`` and ``marker_keys`` is
+    one ``width`` of 1, 2, 4 or 8 bytes: each laid end to end as native uint64 integers of
+    its big-endian bytes (memory from Arrow's pool), the form the compiled merge takes;
+    None otherwise.  ``native``: the compiled kernels (their ``key_codes``), or None for the
+    NumPy reference (:func:`_one_int_width` and :func:`_int_codes`)."""
+    if native is None:
+        width = _one_int_width(keys + ([marker_keys] if marker_keys is not None else []))
+        if width is None:
+            return None
+        return width, _int_codes(keys, width), _int_codes([marker_keys], width) if marker_keys is not None else None
+    try:
+        stream = pa.chunked_array(keys, pa.binary())
+        marker_stream = pa.chunked_array([marker_keys], pa.binary()) if marker_keys is not None else None
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # keys of another type: the general path
+        return None
+    # each stream's one width (0: none such), None where it holds no key (as the reference, which skips those)
+    codes = pool_empty(len(stream), np.uint64)
+    widths = [native.key_codes(stream.__arrow_c_stream__(), codes) if len(stream) else None]
+    marker_codes = None
+    if marker_stream is not None:
+        marker_codes = pool_empty(len(marker_stream), np.uint64)
+        widths.append(native.key_codes(marker_stream.__arrow_c_stream__(), marker_codes) if len(marker_stream) else None)
+    known = {w for w in widths if w is not None}
+    if len(known) != 1 or 0 in known:
+        return None
+    width = known.pop()
+    return width, codes, marker_codes
+
+
 def _one_int_width(keys: list[pa.Array]) -> int | None:
     """The one width of every key of ``keys`` (binary arrays) when it is 1, 2, 4 or 8 bytes, else None."""
     width = None
@@ -356,6 +387,12 @@ def _keys_from_codes(codes: np.ndarray, width: int | None = None) -> pa.Array:
     data = codes.astype(f">u{width}")  # Arrow takes NumPy's buffers as they are: no bytes copies
     offsets = np.arange(0, (len(codes) + 1) * width, width, dtype=np.int32)
     return pa.Array.from_buffers(pa.binary(), len(codes), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _merges_compiled(pieces: int, markers: Markers | None) -> bool:
+    """False when :func:`_resolve_merged` refuses the chunk whatever its keys (too many
+    pieces, a Delete or DeleteColumn marker): its keys are then not read as integers first."""
+    return pieces <= _MAX_MERGED_PIECES and (markers is None or bool((markers.types == _DELETE_FAMILY).all()))
 
 
 def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | None, joined: np.ndarray,

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
 from .cell_columns import UINT_BY_WIDTH, one_array, value_offsets
+from .gather import reversed_rows
 from .merge import padded_values
 
 __all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys"]
@@ -215,4 +216,4 @@ def merge_row_runs(
 
 
 def _reversed(table: pa.Table) -> pa.Table:
-    return table.take(pa.array(np.arange(table.num_rows - 1, -1, -1)))
+    return reversed_rows(table)

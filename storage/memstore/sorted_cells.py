@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numpy as np
 import pyarrow as pa
 
 from ..cells import CELL_SCHEMA, Cell
 from ..kernels import is_clean, is_sorted
 from ..kernels.cell_columns import CellColumns
+from ..kernels.gather import reversed_rows
 from ..kernels.merge import bisect_rows, sort_sources
 from ..wal.arrow_decode import LogShape, decode_payloads
 from .row_runs import RowRun, log_rows
@@ -94,7 +94,7 @@ class SortedCells:
             return known
         if is_sorted(cells, strict=True):
             return cls(cells)  # written in key order without overwrites (appends): nothing to do
-        newest_first = cells.take(pa.array(np.arange(cells.num_rows - 1, -1, -1)))
+        newest_first = reversed_rows(cells)
         # a stable sort keeps equal keys in newest-first order; the de-dup keeps the first
         return cls(sort_sources([newest_first]).combine_chunks())
 

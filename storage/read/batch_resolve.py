@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import clock, kernels
 from ..cells import LATEST_TIMESTAMP
 from ..columns import parse_column
+from ..kernels.gather import reversed_rows
 from ..region.store import StoreView
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ class BatchProcessor:
         if pivot_then_reverse:
             # reversing whole rows after the pivot copies each value once, not twice
             rows = kernels.cells_to_rows(cells, self.output_columns, include_timestamp=scan.include_timestamp)
-            rows = rows.take(pa.array(np.arange(rows.num_rows - 1, -1, -1)))
+            rows = reversed_rows(rows)
             if self.rows_left is not None:
                 rows = rows.slice(0, min(rows.num_rows, self.rows_left))
                 self.rows_left -= rows.num_rows

@@ -21,10 +21,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Iterator
 
-import numpy as np
 import pyarrow as pa
 
 from .. import kernels
+from ..kernels.gather import reversed_rows
 from ..region.store import StoreView
 from ..region.view import chunk_bounds
 from .batch_resolve import BatchProcessor
@@ -74,7 +74,7 @@ def reverse_rows(batch: pa.RecordBatch) -> pa.RecordBatch:
     batch's rows with each row's cells kept in their order."""
     n = batch.num_rows
     if batch.schema.names[0] == "key":
-        return batch.take(pa.array(np.arange(n - 1, -1, -1)))
+        return reversed_rows(batch)
     return batch.take(pa.array(kernels.order.reverse_rows_order(kernels.row_boundaries(batch), n)))
 
 

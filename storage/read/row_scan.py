@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import numpy as np
 import pyarrow as pa
 
+from ..kernels.gather import reversed_rows
 from ..kernels.resolve_rows import ResolvedRows, merges_natively
 from ..kernels.row_merge import merge_row_runs, row_order
 from ..memstore.row_runs import RowRun
@@ -239,7 +239,7 @@ class RowMerge:
             return []
         table = pa.Table.from_batches([rows])
         if reverse:
-            table = table.take(pa.array(np.arange(table.num_rows - 1, -1, -1)))
+            table = reversed_rows(table)
         return self._limited(table)
 
     def _rows(self, blocks: list, counts: list) -> pa.Table | None:

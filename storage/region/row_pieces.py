@@ -156,16 +156,18 @@ class CellSource:
         table = as_cell_table(cells)
         types = CellColumns(table).numpy("type") if table.num_rows else np.zeros(0, np.uint8)
         is_put = types == _PUT
+        puts = int(np.count_nonzero(is_put))  # one pass for "all puts" and "no put"
         self.markers: Markers | None = None
-        if is_put.all():
+        if puts == len(types):
             self._puts = table
         else:
-            marks = table if not is_put.any() else table.filter(pa.array(~is_put))
+            # a file of markers alone (a flushed delete): its columns as they are, no filter
+            marks = table if not puts else table.filter(pa.array(~is_put))
             self.markers = Markers(
                 one_array(marks.column("row")), one_array(marks.column("qualifier")),
-                marks.column("timestamp").to_numpy(), marks.column("type").to_numpy(),
+                marks.column("timestamp").to_numpy(), types if not puts else types[~is_put],
             )
-            self._puts = table.filter(pa.array(is_put)) if is_put.any() else None
+            self._puts = table.filter(pa.array(is_put)) if puts else None
         self._columns: CellColumns | None = None
         self._ranks: np.ndarray | None = None
         self._row_ids: np.ndarray | None = None

@@ -218,6 +218,14 @@ class BlockCache:
             self._entries.move_to_end(key)
             self._evict_over_capacity()
 
+    def discard(self, key: Hashable) -> bool:
+        """Drop ``key`` if it is cached (an entry another one now holds all of); whether it was."""
+        with self._lock:
+            if key not in self._entries:
+                return False
+            self._drop(key)
+            return True
+
     def evict_file(self, file_id: Hashable) -> int:
         """Drop every block of one file (keys ``(file_id, offset)``); returns how many."""
         with self._lock:

@@ -327,7 +327,15 @@ class StoreFileReader:
         if cache_blocks and cache is not None:
             self._cache_block(key, block)
             block.on_grow = self._recharge
+            self._supersede(offset, "columns", "keys")
         return block
+
+    def _supersede(self, offset: int, *parts: str) -> None:
+        """Drop the block at ``offset``'s entries of ``parts`` (``"keys"``, ``"columns"``): an
+        entry just cached holds all they hold, and a second entry would charge the cache
+        again for the same keys (lookups of keys and columns fall through to the larger entry)."""
+        for part in parts:
+            self._cache.discard((self.file_id, offset, part))
 
     def _recharge(self, block: Block) -> None:
         """Charge a cached block for all it holds now (with its point-read form)."""
@@ -398,9 +406,11 @@ class StoreFileReader:
         offset = idx.offsets[i]
         cache = self._cache
         if cache is not None:
-            hit = cache.get((self.file_id, offset, "keys"))
+            hit = cache.get((self.file_id, offset, "keys"), count_miss=False)
             if hit is None:
-                hit = cache.get((self.file_id, offset))
+                hit = cache.get((self.file_id, offset), count_miss=False)
+            if hit is None:  # some columns read: they hold the keys (and superseded the keys entry)
+                hit = cache.get((self.file_id, offset, "columns"))
             if hit is not None:
                 self.counters.add("cache_hits")
                 return hit
@@ -480,8 +490,10 @@ class StoreFileReader:
             if dense.complete:  # every column read: the whole block, as a full read caches it
                 self._cache_block((self.file_id, offset), block)
                 block.on_grow = self._recharge
+                self._supersede(offset, "columns", "keys")
             else:
                 self._cache_block(part_key, block)
+                self._supersede(offset, "keys")
         return block
 
     def chunk_stats(self, qualifier: bytes, first: int = 0, last: int | None = None) -> tuple[list, list] | None:

@@ -159,3 +159,44 @@ def test_a_scan_whose_blocks_fit_the_cache_finds_them_there_again(tmp_path):
     assert cache.hits - hits == blocks and cache.evictions == 0
     assert reader.counters.snapshot()["blocks_read"] == reads > 0  # nothing read again
     reader.close()
+
+
+def test_a_block_read_for_more_columns_replaces_its_smaller_entry(tmp_path):
+    """A block's keys read alone (the value bounds of its chunks), then some of its columns, then
+    all of them: one cache entry a block at every step.  The larger entry is built on the smaller
+    one's keys, which a second entry charged again (about 131 MiB of SF 1 lineitem's row keys);
+    each step's reads are served from it afterwards without reading the file."""
+    fs = _wide_file(tmp_path)
+    cache = BlockCache(1 << 30)
+    reader = StoreFileReader(fs, "w.sf", cache=cache)
+    blocks = reader.block_count
+    bounds = reader.chunk_stats(b"a")  # each block's key chunk, for the qualifiers it names
+    assert len(cache) > 8 and all(k[2:] == ("keys",) for k in cache._entries)
+    keys = {k[:2]: cache.peek(k).dense.rows for k in cache._entries}
+    some = [_part_values(p) for p in reader.scan_parts(columns=[b"a", b"d"])]
+    assert len(cache) == blocks and not any(k[2:] == ("keys",) for k in cache._entries)
+    for k in cache._entries:  # the keys read first, now held (and charged) by the columns' entry alone
+        assert k[:2] not in keys or cache.peek(k).dense.rows is keys[k[:2]]
+    assert cache.used_bytes == _charged(cache)
+    reads = reader.counters.snapshot()["blocks_read"]
+    assert reader.chunk_stats(b"a") == bounds
+    assert [_part_values(p) for p in reader.scan_parts(columns=[b"a", b"d"])] == some
+    assert reader.counters.snapshot()["blocks_read"] == reads
+    whole = [p.batch().to_pylist() for p in reader.scan_parts()]
+    assert len(cache) == blocks and all(len(k) == 2 for k in cache._entries)
+    assert cache.used_bytes == _charged(cache)
+    reads = reader.counters.snapshot()["blocks_read"]
+    assert reader.chunk_stats(b"a") == bounds
+    assert [p.batch().to_pylist() for p in reader.scan_parts()] == whole
+    assert reader.counters.snapshot()["blocks_read"] == reads
+    reader.close()
+
+
+def test_discard_drops_an_entry_and_its_charge():
+    cache = BlockCache(100)
+    cache.put("a", "A", 10)
+    cache.put_result("r", "R", 20)
+    assert cache.discard("a") and "a" not in cache and cache.used_bytes == 20
+    assert not cache.discard("a")  # gone already: nothing changes
+    assert cache.discard("r") and cache.used_bytes == 0 and cache.result_bytes == 0
+    assert cache.evictions == 0  # a discard is not an eviction

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -34,6 +35,19 @@ TRIALS = int(os.environ.get("REGIONSCAN_FAULT_TRIALS", "2"))
 """Kills per maintenance operation below (CI sets more through .ci/run)."""
 
 REPO = paths.REPO
+
+EXTRA_TRIALS = 4
+"""Kills a chain adds, one at a time, while none of its kills so far landed inside the operation
+it tests (a kill between two operations checks only what the random-moment chain checks)."""
+
+
+def _trials(inside: list[bool], base: int) -> Iterator[int]:
+    """The trial numbers of a chain: ``base`` of them, then more (at most :data:`EXTRA_TRIALS`)
+    while no kill has landed inside its operation; ``inside`` grows as the trials run."""
+    trial = 0
+    while trial < base or (not any(inside) and trial < base + EXTRA_TRIALS):
+        yield trial
+        trial += 1
 
 
 class Chains:
@@ -142,7 +156,7 @@ def _maintenance(root: str, op: str) -> list[bool]:
     rng = random.Random(f"{op}-20261205")
     expected: dict[bytes, bytes] = {}
     inside: list[bool] = []
-    for trial in range(TRIALS):
+    for trial in _trials(inside, TRIALS):
         expected.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 2.5), mode=op, inside=inside))
         conn = storage.connect(root)
         table = conn.table("crash")
@@ -161,6 +175,7 @@ def _maintenance(root: str, op: str) -> list[bool]:
             table.compact()
         conn.close()
     assert len(expected) > 100
+    assert any(inside), f"{op}: none of {len(inside)} kills landed inside the operation"
     return inside
 
 
@@ -168,7 +183,7 @@ def _bulk_loads(root: str) -> list[bool]:
     rng = random.Random(20261205)
     acked: dict[bytes, int] = {}
     inside: list[bool] = []
-    for trial in range(TRIALS + 1):
+    for trial in _trials(inside, TRIALS + 1):
         acked.update(run_and_kill(root, seed=trial, kill_after=rng.uniform(0.2, 3.0), mode="bulkload",
                                   inside=inside))
         conn = storage.connect(root)  # a writer open rolls a cut-short commit forward
@@ -188,6 +203,7 @@ def _bulk_loads(root: str) -> list[bool]:
         assert not left, f"trial {trial}: leftovers after reopening: {left[:5]}"
         conn.close()
     assert acked, "no bulk load was committed before the kills"
+    assert any(inside), f"bulk load: none of {len(inside)} kills landed inside a commit"
     return inside
 
 

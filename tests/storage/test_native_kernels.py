@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from storage import native
 from storage.cells import CellType
 from storage.kernels import gather
-from storage.kernels.gather import gather_binary, take_binary
+from storage.kernels.gather import gather_binary, reversed_rows, take_binary
 from storage.kernels import resolve_rows as resolve_rows_module
 from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
 from suite_paths import REPO
@@ -62,7 +62,9 @@ def test_version_says_which_kernels_run():
     assert lines["1"].endswith("native kernels: on" if BUILT is not None else "native kernels: off (not built)"), lines
 
 
-VALUES = st.one_of(st.none(), st.binary(max_size=6))
+# short values (a run's copy in words of 4 or 8 bytes, or byte by byte) and wider ones (words of
+# 16; a run of several past 256 bytes is one memcpy)
+VALUES = st.one_of(st.none(), st.binary(max_size=6), st.binary(min_size=7, max_size=90))
 
 
 @st.composite
@@ -101,6 +103,19 @@ def test_gather_binary_is_take(data):
     got.validate(full=True)
     assert got.type == pa.binary() and got.null_count == expected.null_count
     assert got.to_pylist() == expected.to_pylist()
+
+
+@pytest.mark.parametrize("width", [0, 1, 3, 5, 8, 15, 16, 17, 31, 100, 257, 600])
+def test_gather_binary_copies_runs_of_every_size(width):
+    """Runs of one to forty rows of one width (a run's copy: byte by byte, words of 4, 8 or 16
+    bytes, one memcpy past 256 bytes), forward, reversed and alternating between two chunks."""
+    rows = [bytes([i % 251]) * width + bytes([i % 7]) * (i % 3) for i in range(80)]
+    chunks = pa.chunked_array([pa.array(rows[:50], pa.binary()), pa.array(rows[50:], pa.binary())])
+    for index in (np.arange(80), np.arange(79, -1, -1), np.r_[np.arange(10, 50), np.arange(50, 80), np.arange(0, 10)],
+                  np.array([i // 2 + (40 * (i % 2)) for i in range(80)])):
+        got = gather_binary(chunks, index, native=BUILT)
+        got.validate(full=True)
+        assert got.to_pylist() == [rows[i] for i in index]
 
 
 def test_gather_binary_refuses_bad_input_in_one_line():
@@ -185,3 +200,24 @@ def test_live_merge_and_gather_match_the_model_both_ways(case):
         assert _rows(resolved) == model
         answers.append((resolved.keys.to_pylist(), [v.to_pylist() for v in resolved.values]))
     assert answers[0] == answers[1]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None)
+@given(data=st.data())
+def test_reversed_rows_is_take_of_a_descending_index(data):
+    """A reverse scan's rows: every column (binary by the gather, others by Arrow's take) in
+    reverse order, as a table of chunked columns or a record batch, its schema kept."""
+    values = data.draw(columns())
+    n = len(values)
+    numbers = pa.array(data.draw(st.lists(st.one_of(st.none(), st.integers(-5, 5)), min_size=n, max_size=n)),
+                       pa.int64())
+    table = pa.table({"v": values if isinstance(values, pa.ChunkedArray) else pa.chunked_array([values], pa.binary()),
+                      "n": numbers})
+    expected = table.take(pa.array(np.arange(n - 1, -1, -1, dtype=np.int64)))
+    got = reversed_rows(table)
+    assert got.schema == table.schema and got.to_pydict() == expected.to_pydict()
+    batch = table.combine_chunks().to_batches()[0] if n else None
+    if batch is not None:
+        flipped = reversed_rows(batch)
+        assert isinstance(flipped, pa.RecordBatch) and flipped.to_pydict() == expected.to_pydict()
+    assert reversed_rows(pa.table({})).num_rows == 0

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from storage import native as engine_native
 from storage.cells import CellType
-from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
+from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, int_key_codes, resolve_rows
 
 try:
     BUILT = importlib.import_module("storage._native_ext")
@@ -281,3 +281,59 @@ def test_the_two_cursor_merge_still_refuses_keys_that_go_down(keys, bounds):
     stamps = [[np.array([1], np.int64), np.array([1], np.int64)]]
     with pytest.raises(ValueError, match=r"^keys must be ascending within each piece$"):
         BUILT.resolve_merge(keys, 0, bounds, stamps, None, None, False, 0, False, 0, np.empty((2, len(keys)), np.int64))
+
+
+@st.composite
+def key_arrays(draw):
+    """Binary key arrays as pieces hold them: mostly of one width (1, 2, 4 or 8 bytes, or
+    another), now and then a key of another width, a null, an empty array or a slice."""
+    width = draw(st.sampled_from([1, 2, 4, 8, 3, 0]))
+    arrays = []
+    for _ in range(draw(st.integers(1, 4))):
+        keys = draw(st.lists(st.binary(min_size=width, max_size=width), max_size=9))
+        if keys and draw(st.integers(0, 9)) == 0:
+            keys[draw(st.integers(0, len(keys) - 1))] = draw(st.one_of(st.binary(max_size=9), st.none()))
+        array = pa.array(keys, pa.binary())
+        if len(array) > 2 and draw(st.booleans()):  # an array offset and a first offset past 0
+            array = array.slice(1, len(array) - 2)
+        arrays.append(array)
+    return arrays
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(keys=key_arrays(), markers=st.one_of(st.none(), key_arrays()))
+def test_key_codes_read_keys_as_the_numpy_path(keys, markers):
+    marker_keys = pa.concat_arrays(markers) if markers is not None else None
+    reference = int_key_codes(None, keys, marker_keys)
+    if BUILT is None:
+        return
+    compiled = int_key_codes(BUILT, keys, marker_keys)
+    if reference is None:
+        assert compiled is None
+        return
+    assert compiled is not None
+    width, codes, marker_codes = compiled
+    assert width == reference[0]
+    assert codes.tolist() == reference[1].tolist()
+    expected = [int.from_bytes(k, "big") for a in keys for k in a.to_pylist()]
+    assert codes.tolist() == expected
+    assert (marker_codes is None) == (reference[2] is None)
+    if marker_codes is not None:
+        assert marker_codes.tolist() == reference[2].tolist()
+
+
+def test_key_codes_refuse_bad_input_in_one_line():
+    if BUILT is None:
+        assert engine_native.NATIVE is None
+        return
+    keys = pa.chunked_array([pa.array([b"\x00\x01", b"\x00\x02"])])
+    out = np.empty(2, np.uint64)
+    assert BUILT.key_codes(keys.__arrow_c_stream__(), out) == 2 and out.tolist() == [1, 2]
+    with pytest.raises(ValueError, match=r"^allocate\(16\) returned 8 bytes$"):
+        BUILT.key_codes(keys.__arrow_c_stream__(), np.empty(1, np.uint64))
+    with pytest.raises(ValueError, match=r"^allocate must return a writable buffer, got bytes$"):
+        BUILT.key_codes(keys.__arrow_c_stream__(), b"x" * 16)
+    with pytest.raises(ValueError, match=r"^stream must hold a binary column \(format 'z'\), got format 'l'$"):
+        BUILT.key_codes(pa.chunked_array([pa.array([1, 2])]).__arrow_c_stream__(), out)
+    with pytest.raises(ValueError, match=r"^stream must be an Arrow C stream capsule"):
+        BUILT.key_codes(keys, out)
