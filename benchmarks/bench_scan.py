@@ -232,9 +232,11 @@ def _measure(args: argparse.Namespace, say) -> list[Measurement]:
         check(n, "scan_batches")
         check(n_pq, "parquet")
         forward_arrow = rate(t_ours, n)
+        # warm: slices of the decoded row groups the block cache holds (a lookup); the target is
+        # on the first read below
         out.append(Measurement(
-            "full scan -> Arrow rows (scan_batches)", forward_arrow, "rows/s", "pyarrow.parquet.read_table (1 thread)",
-            rate(t_pq, n_pq), ">= 1.0x", forward_arrow >= rate(t_pq, n_pq),
+            "full scan -> Arrow rows (scan_batches), warm", forward_arrow, "rows/s", "pyarrow.parquet.read_table (1 thread)",
+            rate(t_pq, n_pq), None, None,
             f"Parquet with threads: {rate(t_pq_mt, rows):,.0f} rows/s ({'per CPU-second' if args.clock == 'cpu' else 'wall'})",
         ))
         # the same scan as a first read: the block cache emptied before each run (the files stay in
