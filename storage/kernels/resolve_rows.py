@@ -300,7 +300,7 @@ def resolve_rows(
 def merges_natively(pieces: int) -> bool:
     """Will :func:`resolve_rows` merge ``pieces`` pieces of puts (no markers, no timestamp
     list) in the compiled one-pass merge (the extension built and not turned off)?"""
-    return NATIVE is not None and pieces <= _MAX_MERGED_PIECES
+    return NATIVE is not None and _merges_compiled(pieces, None)
 
 
 def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
@@ -390,8 +390,10 @@ def _keys_from_codes(codes: np.ndarray, width: int | None = None) -> pa.Array:
 
 
 def _merges_compiled(pieces: int, markers: Markers | None) -> bool:
-    """False when :func:`_resolve_merged` refuses the chunk whatever its keys (too many
-    pieces, a Delete or DeleteColumn marker): its keys are then not read as integers first."""
+    """Whether the compiled merge takes a chunk of ``pieces`` pieces and ``markers``, whatever
+    its keys: at most 64 pieces, DeleteFamily markers only.  The one place of these two rules
+    (:func:`_resolve_merged`, :func:`merges_natively`); asked before a chunk's keys are read as
+    integers, which a refused chunk would throw away."""
     return pieces <= _MAX_MERGED_PIECES and (markers is None or bool((markers.types == _DELETE_FAMILY).all()))
 
 
@@ -405,7 +407,7 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
     take): the NumPy path then resolves.  ``code_width``: every key is that many
     bytes and ``joined`` holds them as uint64 integers (:func:`_int_codes`; no
     ``all_keys`` then: the keys are rebuilt from their integers)."""
-    if len(pieces) > _MAX_MERGED_PIECES:
+    if not _merges_compiled(len(pieces), markers):
         return None
     int64 = np.iinfo(np.int64)
     ranged = min_timestamp > 0 or max_timestamp != LATEST_TIMESTAMP or ttl_cutoff is not None
@@ -422,8 +424,6 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
         keys[:] = joined
     mkeys = mts = None
     if markers is not None:
-        if not bool((markers.types == _DELETE_FAMILY).all()):
-            return None
         mkeys = np.ascontiguousarray(marker_keys, dtype=np.uint64) if width == 0 else marker_keys
         mts = np.ascontiguousarray(markers.ts, dtype=np.int64)
         if len(mkeys) > 1 and not bool((mkeys[1:] >= mkeys[:-1]).all()):
