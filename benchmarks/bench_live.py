@@ -2,7 +2,9 @@
 against the same table flushed.
 
 Data: ``--rows`` rows (200K by default) of the sample table (4-byte key,
-``cf:n`` and a 100-byte ``cf:s``) in 3 regions.  The flushed table holds every
+``cf:n`` and a 100-byte ``cf:s``) in 3 regions; ``--key-width W`` gives the
+rows W-byte string keys instead, as HBase tables mostly have (``user`` and
+W - 4 decimal digits: ``user000000012345``).  The flushed table holds every
 row in one compacted store file per region.  The live tables hold three
 quarters of the rows in such files and the last quarter only in the memstore
 and the WAL, laid out two ways: ``interleaved`` (every fourth row, so the
@@ -75,10 +77,22 @@ from harness import CLOCKS, COLUMNS, best_of
 
 import storage
 from connector import TableInputFormat
-from jobs.demo import sample_row, split_keys_for
+from jobs.demo import sample_row
 from storage.region.region_snapshots import BLOCK_CACHE_SIZE_ENV, shared_block_cache
 
 __all__ = ["main"]
+
+
+KEY_WIDTH = 4
+"""The keys' width (``--key-width``): 4 is the sample table's big-endian integer key."""
+
+
+def row_key(i: int) -> bytes:
+    """Row ``i``'s key: the sample table's, or with ``--key-width`` over 4 a string key of
+    that width (``user`` and zero-padded decimal digits: the same order)."""
+    if KEY_WIDTH == 4:
+        return sample_row(i, 0)[0]
+    return b"user" + b"%0*d" % (KEY_WIDTH - 4, i)
 
 
 def _quarter(i: int, rows: int) -> bool:
@@ -135,9 +149,9 @@ def _write(table: storage.Table, writes) -> None:
         if batch is None:
             batch = batches[ts] = table.batch(timestamp=ts, batch_size=10_000)
         if kind == "delete":
-            batch.delete(sample_row(i, 0)[0])
+            batch.delete(row_key(i))
             continue
-        key, data = sample_row(i, 100)
+        key, data = row_key(i), sample_row(i, 100)[1]
         if kind != "put":  # the same key, other values
             data = sample_row(i + (7 if kind == "put2" else 13), 100)[1]
         batch.put(key, data)
@@ -150,7 +164,7 @@ def build(conn: storage.Connection, name: str, rows: int, layout: Layout, varian
     of it flushed and major-compacted; ``"memstore"``: the late quarter stays
     in the memstore and WAL; ``"file"``: it is flushed into a second store file."""
     table = conn.create_table(
-        name, {"cf": {"max_versions": layout.versions}}, split_keys=split_keys_for(rows, 3),
+        name, {"cf": {"max_versions": layout.versions}}, split_keys=[row_key(rows * k // 3) for k in (1, 2)],
         settings={"wal_sync": "none", "memstore_flush_size": 1 << 40, "compaction_threshold": 1000},
     )
     _write(table, layout.base(rows))
@@ -175,7 +189,7 @@ class Writer:
 
     def __init__(self, tables: list[storage.Table], rows: int, rate: float):
         self.tables, self.rate = tables, rate
-        self.keys = [sample_row(j * 100 + 50, 0)[0] + struct.pack(">I", j) for j in range(max(rows // 100, 1))]
+        self.keys = [row_key(j * 100 + 50) + struct.pack(">I", j) for j in range(max(rows // 100, 1))]
         self.written = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-live-writer", daemon=True)
@@ -264,6 +278,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--writer", type=float, default=0, metavar="RATE",
                         help="scan while a thread puts RATE new rows/s into every table (default: no writer; "
                              "the memstore variant of the layouts asked for)")
+    parser.add_argument("--key-width", type=int, default=4, metavar="W",
+                        help="row keys of W bytes: 4 (default) the sample table's integer keys, more: "
+                             "string keys, 'user' and W - 4 digits")
     parser.add_argument("--root", default=None, help="folder for the tables (default: a temporary one)")
     parser.add_argument("--reuse", action="store_true",
                         help="with --root: keep its tables from an earlier run (same --rows) instead of building them")
@@ -272,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.writer < 0:
         parser.error(f"--writer must be >= 0, not {args.writer}")
+    digits = len(str(max(args.rows, 1)))
+    if args.key_width != 4 and args.key_width < 4 + digits:
+        parser.error(f"--key-width must be 4 or at least {4 + digits} ('user' and {digits} digits for "
+                     f"{args.rows:,} rows), not {args.key_width}")
+    global KEY_WIDTH
+    KEY_WIDTH = args.key_width
     layouts = [x for x in args.layouts.split(",") if x]
     variants = [x for x in args.variants.split(",") if x]
     for x in layouts:
@@ -300,6 +323,13 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(root, exist_ok=True)
     conn = storage.connect(root, block_cache_size=512 << 20)
     existing = {n.decode() for n in conn.tables()} if args.reuse else set()
+    # the tables of a root are built with one key width: --reuse at another would time the wrong keys
+    stamp = os.path.join(root, "bench-live-key-width")
+    built_width = open(stamp).read().strip() if os.path.exists(stamp) else "4"  # older roots: the sample keys
+    if existing and built_width != str(KEY_WIDTH):
+        parser.error(f"--reuse: the tables in {root} have {built_width}-byte keys, not --key-width {KEY_WIDTH}")
+    with open(stamp, "w") as f:
+        f.write(str(KEY_WIDTH))
     try:
         t0 = time.perf_counter()
         tables: dict = {}

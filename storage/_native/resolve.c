@@ -457,8 +457,12 @@ done:
  * the keys' bytes.  Keys of one width of 1, 2, 4 or 8 bytes (a counter, an id) read as
  * big-endian integers order as their bytes do, so the merge takes them as they are: one pass
  * here instead of NumPy's three (a check of every key's width, a read as big-endian integers
- * of that width, a widening into the uint64 buffer).  The reference is
- * storage.kernels.resolve_rows._one_int_width and _int_codes. */
+ * of that width, a widening into the uint64 buffer).  Keys of one width W over 8 bytes whose
+ * first W - 8 bytes are all the first key's (a string id under a common prefix, a composite
+ * key whose leading part is the same across a region: "user000012345678", a long id and a
+ * short one) order as their last 8 bytes do: those, read as a big-endian integer, are the
+ * code.  Returns the width, 0 when the keys take neither form.  The reference is
+ * storage.kernels.resolve_rows._one_code_width and _int_codes. */
 #define RS_CODES_LOOP(W, LOAD)                                                       \
     for (Py_ssize_t r = 0; r < len; r++) {                                           \
         LOAD;                                                                        \
@@ -497,25 +501,57 @@ PyObject *rs_key_codes(PyObject *self, PyObject *args) {
     if (rs_view_out(&ov, out_obj, n * (Py_ssize_t)sizeof(uint64_t)) < 0) goto done;
     uint64_t *out = (uint64_t *)ov.view.buf;
     int32_t width = 0;
+    const unsigned char *prefix = NULL;  /* the first key: its first width - 8 bytes are every key's (width > 8) */
     for (Py_ssize_t k = 0; k < nchunks; k++) {  /* the one width, checked before any work */
         Py_ssize_t len = c[k].length;
         if (!len) continue;
         int32_t w = c[k].off[1] - c[k].off[0];
-        if (c[k].valid || (w != 1 && w != 2 && w != 4 && w != 8) || (width && w != width) ||
+        if (c[k].valid || (w != 1 && w != 2 && w != 4 && w < 8) || (width && w != width) ||
             (int64_t)c[k].off[len] - c[k].off[0] != (int64_t)w * len) {
             width = 0;
             break;
         }
+        if (!prefix) prefix = (const unsigned char *)c[k].data + c[k].off[0];
         width = w;
     }
     int ok = width != 0;
     if (ok) {
         RS_RELEASE_GIL(n)
+        const Py_ssize_t lead = width > 8 ? width - 8 : 0;  /* the shared leading bytes */
+        /* a lead of at most 8 bytes compared as one masked 8-byte load (the key holds 9 or more) */
+        uint64_t mask = 0, head = 0;
+        if (lead && lead <= 8) {
+            mask = lead == 8 ? ~(uint64_t)0 : (((uint64_t)1 << (8 * lead)) - 1);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            mask = lead == 8 ? mask : mask << (8 * (8 - lead));
+#endif
+            memcpy(&head, prefix, 8);
+            head &= mask;
+        }
         for (Py_ssize_t k = 0; k < nchunks && ok; k++) {
             Py_ssize_t len = c[k].length, at = (Py_ssize_t)starts[k];
             if (!len) continue;
             if (!key_width_ok(&c[k], width)) { ok = 0; break; }
             const unsigned char *p = (const unsigned char *)c[k].data + c[k].off[0];
+            if (lead && lead <= 8) {
+                for (Py_ssize_t r = 0; r < len && ok; r++) {
+                    uint64_t x, tail;
+                    memcpy(&x, p + r * width, 8);
+                    memcpy(&tail, p + r * width + lead, 8);
+                    ok = (x & mask) == head;
+                    out[at + r] = RS_FROM_BE64(tail);
+                }
+                continue;
+            }
+            if (lead) {
+                for (Py_ssize_t r = 0; r < len && ok; r++) {
+                    uint64_t tail;
+                    ok = memcmp(p + r * width, prefix, (size_t)lead) == 0;
+                    memcpy(&tail, p + r * width + lead, 8);
+                    out[at + r] = RS_FROM_BE64(tail);
+                }
+                continue;
+            }
             switch (width) {  /* memcpy of a constant size: one unaligned load */
             case 1: RS_CODES_LOOP(1, uint64_t v = p[r]) break;
             case 2: RS_CODES_LOOP(2, uint16_t x; memcpy(&x, p + 2 * r, 2); uint64_t v = RS_FROM_BE16(x)) break;

@@ -201,14 +201,15 @@ def resolve_rows(
         markers = None
     if native is not None and (len(pieces) > 1 or markers is not None) and timestamps is None \
             and _merges_compiled(len(pieces), markers):
-        # keys of one width of 1, 2, 4 or 8 bytes (a counter, an id): their integers are laid
-        # end to end for the compiled merge straight from each piece's bytes, with no joined
-        # copy of the keys and no second pass to widen them
+        # keys of one width of 1, 2, 4 or 8 bytes (a counter, an id), or wider under one
+        # prefix (a string id, a composite key): their integers are laid end to end for the
+        # compiled merge straight from each piece's bytes, with no joined copy of the keys and
+        # no second pass to widen them
         coded = int_key_codes(native, [p.keys for p in pieces], markers.rows if markers is not None else None)
         if coded is not None:
-            width, codes, marker_codes = coded
+            width, codes, marker_codes, lead = coded
             merged = _resolve_merged(native, pieces, columns, None, codes, markers, marker_codes,
-                                     min_timestamp, max_timestamp, ttl_cutoff, code_width=width)
+                                     min_timestamp, max_timestamp, ttl_cutoff, code_width=width, code_lead=lead)
             if merged is not None:
                 return merged
     all_keys = pa.concat_arrays([p.keys for p in pieces]) if len(pieces) > 1 else pieces[0].keys
@@ -314,17 +315,23 @@ def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
 
 
 def int_key_codes(native, keys: list[pa.Array], marker_keys: pa.Array | None
-                  ) -> tuple[int, np.ndarray, np.ndarray | None] | None:
-    """``(width, codes, marker_codes)`` when every key of ``keys`` and ``marker_keys`` is
-    one ``width`` of 1, 2, 4 or 8 bytes: each laid end to end as native uint64 integers of
-    its big-endian bytes (memory from Arrow's pool), the form the compiled merge takes;
-    None otherwise.  ``native``: the compiled kernels (their ``key_codes``), or None for the
-    NumPy reference (:func:`_one_int_width` and :func:`_int_codes`)."""
+                  ) -> tuple[int, np.ndarray, np.ndarray | None, bytes] | None:
+    """``(width, codes, marker_codes, lead)`` when the keys of ``keys`` and ``marker_keys``
+    all read as order-keeping uint64 integers, each laid end to end (memory from Arrow's
+    pool), the form the compiled merge takes; None otherwise.  They do when every key is one
+    ``width`` of 1, 2, 4 or 8 bytes (``lead`` empty: a key's integer is its big-endian bytes),
+    or one ``width`` over 8 bytes whose first ``width - 8`` bytes are the same in every key
+    (``lead``: those bytes; a key's integer is its last 8 bytes, big-endian: keys under one
+    prefix order as their tails do).  ``native``: the compiled kernels (their
+    ``key_codes``), or None for the NumPy reference (:func:`_one_code_width` and
+    :func:`_int_codes`)."""
     if native is None:
-        width = _one_int_width(keys + ([marker_keys] if marker_keys is not None else []))
-        if width is None:
+        shape = _one_code_width(keys + ([marker_keys] if marker_keys is not None else []))
+        if shape is None:
             return None
-        return width, _int_codes(keys, width), _int_codes([marker_keys], width) if marker_keys is not None else None
+        width, lead = shape
+        return (width, _int_codes(keys, width), _int_codes([marker_keys], width) if marker_keys is not None else None,
+                lead)
     try:
         stream = pa.chunked_array(keys, pa.binary())
         marker_stream = pa.chunked_array([marker_keys], pa.binary()) if marker_keys is not None else None
@@ -341,12 +348,28 @@ def int_key_codes(native, keys: list[pa.Array], marker_keys: pa.Array | None
     if len(known) != 1 or 0 in known:
         return None
     width = known.pop()
-    return width, codes, marker_codes
+    lead = b""
+    if width > 8:
+        # each stream's keys share their first key's lead: the streams must share one too
+        firsts = {_first_lead(s, width - 8) for s in (stream, marker_stream) if s is not None and len(s)}
+        if len(firsts) != 1:
+            return None
+        lead = firsts.pop()
+    return width, codes, marker_codes, lead
 
 
-def _one_int_width(keys: list[pa.Array]) -> int | None:
-    """The one width of every key of ``keys`` (binary arrays) when it is 1, 2, 4 or 8 bytes, else None."""
+def _first_lead(keys: pa.ChunkedArray, size: int) -> bytes:
+    """The first ``size`` bytes of the first key of ``keys`` (which holds one)."""
+    chunk = next(c for c in keys.chunks if len(c))
+    return chunk[0].as_py()[:size]
+
+
+def _one_code_width(keys: list[pa.Array]) -> tuple[int, bytes] | None:
+    """``(width, lead)`` when every key of ``keys`` (binary arrays) reads as an order-keeping
+    integer (see :func:`int_key_codes`): one width of 1, 2, 4 or 8 bytes (``lead`` empty), or
+    one width over 8 bytes whose first ``width - 8`` bytes are ``lead`` in every key; else None."""
     width = None
+    lead = None
     for array in keys:
         if not len(array):
             continue
@@ -355,36 +378,57 @@ def _one_int_width(keys: list[pa.Array]) -> int | None:
         offsets = value_offsets(array)
         w = int(offsets[1] - offsets[0])
         # the first key and the span first (keys of other widths mostly stop here), then every key
-        if w not in _INT_WIDTHS or (width is not None and w != width) or int(offsets[-1] - offsets[0]) != w * len(array) \
-                or not bool((np.diff(offsets) == w).all()):
+        if not (w in _INT_WIDTHS or w > 8) or (width is not None and w != width) \
+                or int(offsets[-1] - offsets[0]) != w * len(array) or not bool((np.diff(offsets) == w).all()):
             return None
         width = w
-    return width
+        if w > 8:
+            rows = _key_matrix(array, w)
+            if lead is None:
+                lead = rows[0, : w - 8].tobytes()
+            if not bool((rows[:, : w - 8] == np.frombuffer(lead, np.uint8)).all()):
+                return None
+    return None if width is None else (width, lead or b"")
 
 
 _INT_WIDTHS = (1, 2, 4, 8)
 
 
+def _key_matrix(array: pa.Array, width: int) -> np.ndarray:
+    """The keys of ``array`` (all ``width`` bytes) as a (keys, width) uint8 view of its data."""
+    first = int(value_offsets(array)[0])
+    return np.frombuffer(array.buffers()[2], dtype=np.uint8, count=len(array) * width, offset=first).reshape(-1, width)
+
+
 def _int_codes(keys: list[pa.Array], width: int) -> np.ndarray:
-    """Keys of one ``width`` (see :func:`_one_int_width`) as native uint64 integers in their
-    byte order, laid end to end: each array's bytes read as big-endian integers and widened
-    in one pass into memory from Arrow's pool (:func:`pool_empty`)."""
+    """Keys of one ``width`` (see :func:`_one_code_width`) as native uint64 integers in their
+    byte order, laid end to end: each array's bytes (over 8 bytes: its last 8) read as
+    big-endian integers and widened in one pass into memory from Arrow's pool (:func:`pool_empty`)."""
     out = pool_empty(sum(len(a) for a in keys), np.uint64)
     at = 0
     for array in keys:
         n = len(array)
-        if n:
+        if n and width > 8:
+            out[at : at + n] = np.ascontiguousarray(_key_matrix(array, width)[:, width - 8 :]).view(">u8").ravel()
+        elif n:
             first = int(value_offsets(array)[0])
             out[at : at + n] = np.frombuffer(array.buffers()[2], dtype=f">u{width}", count=n, offset=first)
         at += n
     return out
 
 
-def _keys_from_codes(codes: np.ndarray, width: int | None = None) -> pa.Array:
+def _keys_from_codes(codes: np.ndarray, width: int | None = None, lead: bytes = b"") -> pa.Array:
     """The binary keys whose big-endian integers are ``codes`` (see :func:`_int_keys`), each
-    ``width`` bytes (by default the codes' own width)."""
+    ``width`` bytes (by default the codes' own width); over 8 bytes, ``lead`` and then the
+    code's 8 bytes (see :func:`int_key_codes`)."""
     width = codes.dtype.itemsize if width is None else width
-    data = codes.astype(f">u{width}")  # Arrow takes NumPy's buffers as they are: no bytes copies
+    if width > 8:
+        rows = np.empty((len(codes), width), np.uint8)
+        rows[:, : width - 8] = np.frombuffer(lead, np.uint8)
+        rows[:, width - 8 :] = codes.astype(">u8").view(np.uint8).reshape(-1, 8)
+        data = rows
+    else:
+        data = codes.astype(f">u{width}")  # Arrow takes NumPy's buffers as they are: no bytes copies
     offsets = np.arange(0, (len(codes) + 1) * width, width, dtype=np.int32)
     return pa.Array.from_buffers(pa.binary(), len(codes), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
@@ -399,14 +443,16 @@ def _merges_compiled(pieces: int, markers: Markers | None) -> bool:
 
 def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | None, joined: np.ndarray,
                     markers: Markers | None, marker_keys: np.ndarray | None, min_timestamp: int,
-                    max_timestamp: int, ttl_cutoff: int | None, code_width: int | None = None) -> ResolvedRows | None:
+                    max_timestamp: int, ttl_cutoff: int | None, code_width: int | None = None,
+                    code_lead: bytes = b"") -> ResolvedRows | None:
     """:func:`resolve_rows` by the compiled one-pass merge of the pieces' sorted
     keys (``joined``: their encodings laid end to end; ``marker_keys``: the
     markers'); None when it does not apply (Delete or DeleteColumn markers, a
     time bound outside int64, too many pieces, a key encoding it does not
     take): the NumPy path then resolves.  ``code_width``: every key is that many
-    bytes and ``joined`` holds them as uint64 integers (:func:`_int_codes`; no
-    ``all_keys`` then: the keys are rebuilt from their integers)."""
+    bytes and ``joined`` holds them as uint64 integers (:func:`_int_codes`; over 8
+    bytes, each after ``code_lead``; no ``all_keys`` then: the keys are rebuilt from
+    their integers)."""
     if not _merges_compiled(len(pieces), markers):
         return None
     int64 = np.iinfo(np.int64)
@@ -444,7 +490,7 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
     if anchored:  # every row is the base run's, in order (re-puts): its keys as they are
         keys_out = one_array(pieces[anchor].keys)
     elif code_width is not None:
-        keys_out = _keys_from_codes(joined[key_at], code_width)
+        keys_out = _keys_from_codes(joined[key_at], code_width, code_lead)
     elif _int_keys(all_keys, joined, rows):
         keys_out = _keys_from_codes(joined[key_at])
     else:

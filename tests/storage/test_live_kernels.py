@@ -92,12 +92,19 @@ def test_a_base_run_with_a_newer_run_or_markers_resolves_as_the_reference(case):
 @st.composite
 def keyed_chunks(draw):
     """(pieces, markers, columns) of keys of one width of 1, 2, 4 or 8 bytes (read as integers
-    straight from each piece's bytes), or of several widths (the encoded-keys path); a piece's
-    keys may be a slice of a longer array (its bytes start past the buffer's first)."""
-    width = draw(st.sampled_from([1, 2, 4, 8, None]))
+    straight from each piece's bytes), of one width past 8 bytes under one lead (a string id,
+    a composite key: read as their last 8 bytes), or of several widths (the encoded-keys
+    path); a piece's keys may be a slice of a longer array (its bytes start past the buffer's
+    first).  Markers past 8 bytes are now and then under another lead (no integer form)."""
+    width = draw(st.sampled_from([1, 2, 4, 8, None, 12, 16]))
     top = 250 if width == 1 else 1000
+    lead = {12: b"\x80\x00\x00\x00", 16: b"user"}.get(width)
 
-    def key(r: int) -> bytes:
+    def key(r: int, lead: bytes | None = lead) -> bytes:
+        if width == 16:
+            return lead + b"%012d" % r
+        if width == 12:
+            return lead + r.to_bytes(8, "big")
         return r.to_bytes(width, "big") if width else b"k" * (r % 3) + r.to_bytes(2, "big")
 
     def piece(rows, tag):
@@ -115,7 +122,9 @@ def keyed_chunks(draw):
     markers = None
     if draw(st.booleans()):
         marked = draw(st.lists(st.integers(0, top), max_size=20))
-        markers = _family_markers([key(r) for r in marked], [draw(st.sampled_from([1, 2, 6])) for _ in marked])
+        other = lead is not None and draw(st.integers(0, 3)) == 0
+        keys = [key(r, b"usex" if width == 16 else b"\x80\x00\x00\x01") if other else key(r) for r in marked]
+        markers = _family_markers(keys, [draw(st.sampled_from([1, 2, 6])) for _ in marked])
     return pieces, markers, 2
 
 

@@ -36,6 +36,9 @@ KEY_POOLS = {
     "u4": [bytes([0, 0, 1, i]) for i in range(12)],
     "mixed": [b"", b"a", b"a\x00", b"a\x00\x01", b"ab", b"b" * 9, b"\xff"],
     "wide": [b"row-%06d" % i for i in range(12)],
+    # keys past 8 bytes under one lead (read as their last 8 bytes) and under two (which are not)
+    "user": [b"user%012d" % (i * 37) for i in range(12)],
+    "tenants": [b"tenant-%s/%08d" % (t, i) for t in (b"a", b"b") for i in range(6)],
 }
 BOUNDS = st.sampled_from([
     {},
@@ -286,11 +289,17 @@ def test_the_two_cursor_merge_still_refuses_keys_that_go_down(keys, bounds):
 @st.composite
 def key_arrays(draw):
     """Binary key arrays as pieces hold them: mostly of one width (1, 2, 4 or 8 bytes, or
-    another), now and then a key of another width, a null, an empty array or a slice."""
-    width = draw(st.sampled_from([1, 2, 4, 8, 3, 0]))
+    another; past 8 bytes mostly under one lead), now and then a key of another width, a
+    null, an empty array or a slice."""
+    width = draw(st.sampled_from([1, 2, 4, 8, 3, 0, 9, 10, 16, 17, 24]))
+    lead = draw(st.binary(min_size=max(width - 8, 0), max_size=max(width - 8, 0)))
+    tail = max(min(width, 8), 0)
     arrays = []
     for _ in range(draw(st.integers(1, 4))):
-        keys = draw(st.lists(st.binary(min_size=width, max_size=width), max_size=9))
+        if width > 8 and draw(st.integers(0, 5)):  # under the one lead, or now and then any bytes
+            keys = [lead + t for t in draw(st.lists(st.binary(min_size=tail, max_size=tail), max_size=9))]
+        else:
+            keys = draw(st.lists(st.binary(min_size=width, max_size=width), max_size=9))
         if keys and draw(st.integers(0, 9)) == 0:
             keys[draw(st.integers(0, len(keys) - 1))] = draw(st.one_of(st.binary(max_size=9), st.none()))
         array = pa.array(keys, pa.binary())
@@ -312,10 +321,11 @@ def test_key_codes_read_keys_as_the_numpy_path(keys, markers):
         assert compiled is None
         return
     assert compiled is not None
-    width, codes, marker_codes = compiled
-    assert width == reference[0]
+    width, codes, marker_codes, lead = compiled
+    assert (width, lead) == (reference[0], reference[3])
     assert codes.tolist() == reference[1].tolist()
-    expected = [int.from_bytes(k, "big") for a in keys for k in a.to_pylist()]
+    expected = [int.from_bytes(k[-8:], "big") for a in keys for k in a.to_pylist()]
+    assert all(k[: max(width - 8, 0)] == lead for a in keys for k in a.to_pylist())
     assert codes.tolist() == expected
     assert (marker_codes is None) == (reference[2] is None)
     if marker_codes is not None:
