@@ -257,10 +257,10 @@ def _encode_keys(dense: DenseBlock, codec: BlockCodec | None = None) -> tuple:
     if delta is None:
         return fixed, int(ChunkEncoding.KEYS_FIXED)
     raw = pa.py_buffer(b"".join([table, delta, stamps]))
-    stored = codec.compress(raw)
+    stored = codec.compress(raw, keys=True)
     if _DELTA_KEYS_TAKEN * len(delta) <= len(keys):
         return raw, int(ChunkEncoding.KEYS_DELTA), stored
-    stored_fixed = codec.compress(fixed)
+    stored_fixed = codec.compress(fixed, keys=True)
     if stored.size < stored_fixed.size:
         return raw, int(ChunkEncoding.KEYS_DELTA), stored
     return fixed, int(ChunkEncoding.KEYS_FIXED), stored_fixed
@@ -357,7 +357,7 @@ def encode_block_v3(
     at = BLOCK_V3_HEADER_SIZE
     raw_total = 0
     for k, (raw, enc, count, lo, hi, *done) in enumerate(chunks_raw):
-        stored = done[0] if done else codec.compress(raw)
+        stored = done[0] if done else codec.compress(raw, keys=k == 0)  # the key chunk is first
         if k and _store_as_is(raw, stored, codec):
             stored = raw
         pad = align8(stored.size) - stored.size

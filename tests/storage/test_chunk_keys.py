@@ -365,6 +365,30 @@ def test_the_chosen_key_chunk_stores_no_larger_than_fixed_keys(tmp_path, shape):
         assert [row for b in r.scan_batches(keys_only=True) for row in b.column(0).to_pylist()] == keys
 
 
+def test_key_chunks_are_compressed_at_the_key_chunk_level(tmp_path):
+    """A key chunk is zstd at KEY_CHUNK_ZSTD_LEVEL (its value chunks at the codec's default):
+    rows re-put at a second time and compacted carry a timestamp of runs a few rows long, which
+    level 1 stores hundreds of times larger and decompresses several times slower."""
+    from storage.storefile.codecs import KEY_CHUNK_ZSTD_LEVEL
+
+    fs = FileSystem(str(tmp_path))
+    n = 40_000
+    keys = [i.to_bytes(4, "big") for i in range(n)]
+    stamps = pa.array([2000 if i % 4 == 3 else 1000 for i in range(n)], pa.int64())
+    w = StoreFileWriter(fs, "t.sf", family=b"cf", compression="zstd")
+    w.append_rows(pa.array(keys, pa.binary()), [b"a"], [pa.array([b"v%d" % i for i in range(n)], pa.binary())],
+                  [stamps])
+    w.finish()
+    data = (tmp_path / "t.sf").read_bytes()
+    with StoreFileReader(fs, "t.sf") as r:
+        entry = r._index.chunks.entries(0)[0]
+        assert [row for b in r.scan_batches(keys_only=True) for row in b.column(0).to_pylist()] == keys
+        assert [t for b in r.scan_batches() for t in b.column(3).to_pylist()] == stamps.to_pylist()
+    raw = pa.Codec("zstd").decompress(pa.py_buffer(data[entry[0] : entry[0] + entry[1]]), decompressed_size=entry[2])
+    assert entry[1] == pa.Codec("zstd", KEY_CHUNK_ZSTD_LEVEL).compress(raw).size
+    assert entry[1] * 20 < pa.Codec("zstd").compress(raw).size
+
+
 def test_the_split_follows_the_key_fields():
     keys = np.frombuffer(b"".join(_lineitem_keys(3000)), np.uint8).reshape(-1, 12)
     split = plan_key_parts(keys)
