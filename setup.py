@@ -58,7 +58,7 @@ setup(
         Extension(
             "storage._native_ext",
             sources=sorted(glob("storage/_native/*.c")),
-            depends=["storage/_native/regionscan_native.h"],
+            depends=sorted(glob("storage/_native/*.h")),
             extra_compile_args=["-O3"] if sys.platform != "win32" else [],
         )
     ],

@@ -4,7 +4,9 @@ against the same table flushed.
 Data: ``--rows`` rows (200K by default) of the sample table (4-byte key,
 ``cf:n`` and a 100-byte ``cf:s``) in 3 regions; ``--key-width W`` gives the
 rows W-byte string keys instead, as HBase tables mostly have (``user`` and
-W - 4 decimal digits: ``user000000012345``).  The flushed table holds every
+W - 4 decimal digits: ``user000000012345``), and ``--hashed`` puts 4 bytes of
+the row number's MD5 in front of the digits instead of ``user`` (a salted key,
+spread over the key space, as tables avoiding a hot region write them).  The flushed table holds every
 row in one compacted store file per region.  The live tables hold three
 quarters of the rows in such files and the last quarter only in the memstore
 and the WAL, laid out two ways: ``interleaved`` (every fourth row, so the
@@ -61,6 +63,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import hashlib
 import os
 import pstats
 import shutil
@@ -85,14 +88,24 @@ __all__ = ["main"]
 
 KEY_WIDTH = 4
 """The keys' width (``--key-width``): 4 is the sample table's big-endian integer key."""
+HASHED = False
+"""``--hashed``: the key's first 4 bytes are of the row number's MD5 (a salt), not ``user``."""
 
 
 def row_key(i: int) -> bytes:
     """Row ``i``'s key: the sample table's, or with ``--key-width`` over 4 a string key of
-    that width (``user`` and zero-padded decimal digits: the same order)."""
+    that width (``user``, or with ``--hashed`` 4 bytes of MD5, and zero-padded digits)."""
     if KEY_WIDTH == 4:
         return sample_row(i, 0)[0]
-    return b"user" + b"%0*d" % (KEY_WIDTH - 4, i)
+    head = hashlib.md5(b"%d" % i).digest()[:4] if HASHED else b"user"
+    return head + b"%0*d" % (KEY_WIDTH - 4, i)
+
+
+def split_keys(rows: int) -> list[bytes]:
+    """The keys the tables are split at: 3 regions of about a third of the rows each."""
+    if HASHED:
+        return [b"\x55", b"\xaa"]
+    return [row_key(rows * k // 3) for k in (1, 2)]
 
 
 def _quarter(i: int, rows: int) -> bool:
@@ -164,7 +177,7 @@ def build(conn: storage.Connection, name: str, rows: int, layout: Layout, varian
     of it flushed and major-compacted; ``"memstore"``: the late quarter stays
     in the memstore and WAL; ``"file"``: it is flushed into a second store file."""
     table = conn.create_table(
-        name, {"cf": {"max_versions": layout.versions}}, split_keys=[row_key(rows * k // 3) for k in (1, 2)],
+        name, {"cf": {"max_versions": layout.versions}}, split_keys=split_keys(rows),
         settings={"wal_sync": "none", "memstore_flush_size": 1 << 40, "compaction_threshold": 1000},
     )
     _write(table, layout.base(rows))
@@ -281,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key-width", type=int, default=4, metavar="W",
                         help="row keys of W bytes: 4 (default) the sample table's integer keys, more: "
                              "string keys, 'user' and W - 4 digits")
+    parser.add_argument("--hashed", action="store_true",
+                        help="with --key-width: 4 bytes of the row number's MD5 before the digits (a salted key)")
     parser.add_argument("--root", default=None, help="folder for the tables (default: a temporary one)")
     parser.add_argument("--reuse", action="store_true",
                         help="with --root: keep its tables from an earlier run (same --rows) instead of building them")
@@ -293,8 +308,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.key_width != 4 and args.key_width < 4 + digits:
         parser.error(f"--key-width must be 4 or at least {4 + digits} ('user' and {digits} digits for "
                      f"{args.rows:,} rows), not {args.key_width}")
-    global KEY_WIDTH
-    KEY_WIDTH = args.key_width
+    if args.hashed and args.key_width == 4:
+        parser.error("--hashed needs --key-width")
+    global KEY_WIDTH, HASHED
+    KEY_WIDTH, HASHED = args.key_width, args.hashed
     layouts = [x for x in args.layouts.split(",") if x]
     variants = [x for x in args.variants.split(",") if x]
     for x in layouts:
@@ -325,11 +342,12 @@ def main(argv: list[str] | None = None) -> int:
     existing = {n.decode() for n in conn.tables()} if args.reuse else set()
     # the tables of a root are built with one key width: --reuse at another would time the wrong keys
     stamp = os.path.join(root, "bench-live-key-width")
-    built_width = open(stamp).read().strip() if os.path.exists(stamp) else "4"  # older roots: the sample keys
-    if existing and built_width != str(KEY_WIDTH):
-        parser.error(f"--reuse: the tables in {root} have {built_width}-byte keys, not --key-width {KEY_WIDTH}")
+    shape = f"{KEY_WIDTH}{' hashed' if HASHED else ''}"
+    built = open(stamp).read().strip() if os.path.exists(stamp) else "4"  # older roots: the sample keys
+    if existing and built != shape:
+        parser.error(f"--reuse: the tables in {root} have keys of {built!r}, not of {shape!r} (--key-width, --hashed)")
     with open(stamp, "w") as f:
-        f.write(str(KEY_WIDTH))
+        f.write(shape)
     try:
         t0 = time.perf_counter()
         tables: dict = {}

@@ -132,6 +132,7 @@ PyObject *rs_point_rows(PyObject *self, PyObject *args);
 PyObject *rs_row_dicts(PyObject *self, PyObject *args);
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args);
 PyObject *rs_key_codes(PyObject *self, PyObject *args);
+PyObject *rs_key_pairs(PyObject *self, PyObject *args);
 PyObject *rs_wal_record(PyObject *self, PyObject *args);
 PyObject *rs_wal_columns(PyObject *self, PyObject *args);
 PyObject *rs_dense_pivot(PyObject *self, PyObject *args);
@@ -194,8 +195,13 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
     RS_METHOD(key_codes,                                                                        \
               "key_codes(stream, out) -> int: the keys of a binary column (an Arrow C stream " \
               "capsule of its chunks) as native uint64 integers of their big-endian bytes into " \
-              "out (8 bytes a key); their one width (1, 2, 4 or 8), or 0: not one such width, " \
-              "a null or no key")                                                               \
+              "out (8 bytes a key): keys of one width of 1, 2, 4 or 8 bytes, or of one width W " \
+              "over 8 whose first W - 8 bytes are the first key's (their last 8 bytes read); " \
+              "that width, or 0: neither, a null or no key")                                    \
+    RS_METHOD(key_pairs,                                                                        \
+              "key_pairs(stream, out) -> int: keys of one width of 9 to 16 bytes as 128-bit " \
+              "integers of their big-endian bytes (zeros after the key) into out (16 bytes a key, " \
+              "the low uint64 first); that width, or 0: not one such width, a null or no key") \
     RS_METHOD(resolve_merge,                                                                    \
               "resolve_merge(keys, width, bounds, ts, marker_keys, marker_ts, ranged, low, "   \
               "bounded, high, out) -> (rows, anchor, anchored): sorted pieces of encoded keys " \

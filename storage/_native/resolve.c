@@ -38,7 +38,18 @@
 #endif
 #define RS_MAX_PIECES 64
 
-/* The encoded keys: `ints` (width 0) or `width`-byte strings in `bytes`. */
+/* The keys' width argument for 128-bit keys: two uint64 a key, its low word first (key_pairs). */
+#define RS_PAIRS (-1)
+/* merge_two_128 reads the pairs as unsigned __int128: a compiler that has one, on a
+ * little-endian machine (where the low word first is the integer's own layout) */
+#if defined(__SIZEOF_INT128__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define RS_HAVE_128 1
+#else
+#define RS_HAVE_128 0
+#endif
+
+/* The encoded keys: `ints` (width 0: one uint64 a key; RS_PAIRS: two) or `width`-byte
+ * strings in `bytes`. */
 typedef struct {
     const uint64_t *ints;
     const char *bytes;
@@ -46,28 +57,34 @@ typedef struct {
 } rs_keys;
 
 
-/* Take keys from a buffer: uint64 items (width 0) or `width`-byte items; their count into *n. */
+/* Take keys from a buffer: uint64 items (width 0), 16-byte pairs (RS_PAIRS) or `width`-byte
+ * items; their count into *n. */
 static int keys_view(rs_view *v, PyObject *obj, Py_ssize_t width, const char *what, rs_keys *k, Py_ssize_t *n) {
     if (rs_view_get(v, obj, what, 0) < 0) return -1;
-    Py_ssize_t item = width ? width : 8;
+    Py_ssize_t item = width > 0 ? width : width == RS_PAIRS ? 16 : 8;
     if (v->view.len % item) {
         PyErr_Format(PyExc_ValueError, "%s must hold %zd-byte keys, got %zd bytes", what, item, v->view.len);
         return -1;
     }
-    k->ints = width ? NULL : (const uint64_t *)v->view.buf;
-    k->bytes = width ? (const char *)v->view.buf : NULL;
+    k->ints = width > 0 ? NULL : (const uint64_t *)v->view.buf;
+    k->bytes = width > 0 ? (const char *)v->view.buf : NULL;
     k->width = width;
     *n = v->view.len / item;
     return 0;
 }
 
-/* Compare key i of `a` with key j of `b`: integers (W 0) or W-byte strings. */
+/* Compare two 128-bit keys given as (low, high) uint64 pairs: the high words, then the low. */
+#define RS_PAIR_CMP(x, y) \
+    ((x)[1] != (y)[1] ? ((x)[1] < (y)[1] ? -1 : 1) : ((x)[0] < (y)[0] ? -1 : ((x)[0] > (y)[0])))
+
+/* Compare key i of `a` with key j of `b`: integers (W 0), pairs (W RS_PAIRS) or W-byte strings. */
 #define KCMP(a, i, b, j) \
-    (W ? memcmp((a).bytes + (i) * W, (b).bytes + (j) * W, (size_t)W) \
-       : ((a).ints[(i)] < (b).ints[(j)] ? -1 : ((a).ints[(i)] > (b).ints[(j)])))
+    (W > 0 ? memcmp((a).bytes + (i) * W, (b).bytes + (j) * W, (size_t)W) \
+     : W == RS_PAIRS ? RS_PAIR_CMP((a).ints + 2 * (i), (b).ints + 2 * (j)) \
+     : ((a).ints[(i)] < (b).ints[(j)] ? -1 : ((a).ints[(i)] > (b).ints[(j)])))
 
 /* The merge itself over views already checked (see rs_resolve_merge); W: the key width,
- * a constant in each of its two calls so that the integer form compiles without memcmp.
+ * a constant in each of its integer calls so that those compile without memcmp.
  * Returns the rows, or -1 when a piece's keys go down; *anchored_out as described above. */
 static inline Py_ssize_t merge_rows(const rs_keys keys, const rs_keys mkeys, Py_ssize_t nm, const int64_t *mts,
                                     const int64_t *bounds, Py_ssize_t pieces, const int64_t *const *ts,
@@ -149,92 +166,6 @@ typedef struct {
     int64_t *out;
 } rs_col;
 
-/* merge_two's cursors and what it has written so far. */
-typedef struct {
-    Py_ssize_t i[2], end[2], b1, mi, rows, first;
-    uint64_t prev;  /* the last merged row's key (none before the first: `started` 0) */
-    int started, anchored;
-} rs_two;
-
-/* One merged row of merge_two: its key `key`, held by piece 0 at s->i[0] (IN0) and piece 1
- * at s->i[1] (IN1; constants at each call, so that a piece not holding the row is not read).
- * Checks that the key is past the row before (-2 if not: a piece repeats a key or goes
- * down), takes the row's newest DeleteFamily marker (MARKED), picks each column's winner,
- * writes the row (kept when any column has one) and moves the cursors past it. */
-RS_INLINE int two_row(rs_two *s, uint64_t key, const int IN0, const int IN1, const uint64_t *MK, Py_ssize_t nm,
-                      const int64_t *mts, const int MARKED, const rs_col *C, Py_ssize_t count,
-                      int64_t *__restrict key_at, const int ANCHOR) {
-    if ((key <= s->prev) & s->started) return -2;
-    s->prev = key;
-    s->started = 1;
-    /* RS_ABSENT (below every timestamp) for no marker: an entry is visible when it is newer
-     * than the marker, which also leaves out absent entries */
-    int64_t family = RS_ABSENT;
-    if (MARKED && s->mi < nm && MK[s->mi] <= key) {  /* most rows: the next marker is past them */
-        while (s->mi < nm && MK[s->mi] < key) s->mi++;
-        while (s->mi < nm && MK[s->mi] == key) {
-            if (mts[s->mi] > family) family = mts[s->mi];
-            s->mi++;
-        }
-    }
-    Py_ssize_t i0 = s->i[0], i1 = s->i[1], rows = s->rows;
-    int any = count == 0;
-    for (Py_ssize_t u = 0; u < count; u++) {
-        /* a piece not holding the row gives RS_ABSENT; the newer piece (0) wins a tie */
-        int64_t v0 = IN0 ? C[u].t[0][i0 * C[u].step[0]] : RS_ABSENT;
-        int64_t v1 = IN1 ? C[u].t[1][(i1 - s->b1) * C[u].step[1]] : RS_ABSENT;
-        int64_t floor0 = v0 > family ? v0 : family;
-        int64_t best = v1 > floor0 ? i1 : (v0 > family ? i0 : -1);
-        C[u].out[rows] = best;
-        any |= best >= 0;
-    }
-    /* the row's key: the anchor's entry where it holds the row */
-    Py_ssize_t k = ANCHOR == 0 ? (IN0 ? i0 : i1) : (IN1 ? i1 : i0);
-    key_at[rows] = k;
-    s->anchored &= (k == s->first + rows) | !any;
-    s->rows = rows + any;
-    s->i[0] = i0 + IN0;
-    s->i[1] = i1 + IN1;
-    return 0;
-}
-
-/* A row of piece L alone, of piece S alone, of both (L: the anchor, the larger piece). */
-#define RS_ROW_L(key) two_row(s, key, ANCHOR == 0, ANCHOR == 1, MK, nm, mts, MARKED, C, count, key_at, ANCHOR)
-#define RS_ROW_S(key) two_row(s, key, ANCHOR == 1, ANCHOR == 0, MK, nm, mts, MARKED, C, count, key_at, ANCHOR)
-#define RS_ROW_BOTH(key) two_row(s, key, 1, 1, MK, nm, mts, MARKED, C, count, key_at, ANCHOR)
-
-/* merge_two's loop: per key of the smaller piece S, the rows of the anchor L before it (a
- * tight loop over runs of the larger piece's rows: three of every four in a re-put of a
- * quarter), then the row of that key; then L's rows left.  ANCHOR, MARKED (markers to merge)
- * and ND (a column count of 1 or 2, the common calls, so that the columns stay in registers;
- * 0: `nd` at run time) are constants in each call.  0, or -2 as two_row says. */
-RS_INLINE Py_ssize_t two_rows(rs_two *io, const uint64_t *K, const uint64_t *MK, Py_ssize_t nm,
-                              const int64_t *mts, const rs_col *cols, Py_ssize_t nd,
-                              int64_t *__restrict key_at, const int ANCHOR, const int MARKED,
-                              const Py_ssize_t ND) {
-    rs_two state = *io, *s = &state;  /* a local copy: its fields stay in registers */
-    rs_col local[2];
-    for (Py_ssize_t u = 0; u < ND; u++) local[u] = cols[u];
-    const rs_col *C = ND ? local : cols;
-    const Py_ssize_t count = ND ? ND : nd;
-    const int L = ANCHOR, S = 1 - ANCHOR;
-    while (s->i[S] < s->end[S]) {
-        uint64_t ks = K[s->i[S]];
-        while (s->i[L] < s->end[L] && K[s->i[L]] < ks)
-            if (RS_ROW_L(K[s->i[L]]) < 0) return -2;
-        if (s->i[L] < s->end[L] && K[s->i[L]] == ks) {
-            if (RS_ROW_BOTH(ks) < 0) return -2;
-        } else if (RS_ROW_S(ks) < 0) return -2;
-    }
-    while (s->i[L] < s->end[L])
-        if (RS_ROW_L(K[s->i[L]]) < 0) return -2;
-    *io = state;
-    return 0;
-}
-#undef RS_ROW_L
-#undef RS_ROW_S
-#undef RS_ROW_BOTH
-
 /* Is column j's answer column d's (d < j), every row: the same timestamps in each piece (one
  * value each, equal; or equal arrays, the same one or a memstore's copies)?  merge_two then
  * copies it instead of resolving it. */
@@ -250,68 +181,22 @@ static int same_column(const int64_t *const *ts, const Py_ssize_t *step, const i
     return 1;
 }
 
-/* two_rows compiled for each anchor, markers or none, and one, two or any count of columns. */
-static Py_ssize_t two_rows_for(rs_two *s, const uint64_t *K, const uint64_t *MK, Py_ssize_t nm, const int64_t *mts,
-                               const rs_col *cols, Py_ssize_t nd, int64_t *__restrict key_at, Py_ssize_t anchor) {
-#define RS_TWO(A, M, N) two_rows(s, K, MK, nm, mts, cols, nd, key_at, A, M, N)
-    int shape = (int)anchor * 6 + (nm > 0) * 3 + (nd == 1 ? 1 : nd == 2 ? 2 : 0);
-    switch (shape) {
-    case 0: return RS_TWO(0, 0, 0);
-    case 1: return RS_TWO(0, 0, 1);
-    case 2: return RS_TWO(0, 0, 2);
-    case 3: return RS_TWO(0, 1, 0);
-    case 4: return RS_TWO(0, 1, 1);
-    case 5: return RS_TWO(0, 1, 2);
-    case 6: return RS_TWO(1, 0, 0);
-    case 7: return RS_TWO(1, 0, 1);
-    case 8: return RS_TWO(1, 0, 2);
-    case 9: return RS_TWO(1, 1, 0);
-    case 10: return RS_TWO(1, 1, 1);
-    default: return RS_TWO(1, 1, 2);
-    }
-#undef RS_TWO
-}
+/* The two-cursor merge for uint64 keys (width 0), and for 128-bit keys (key_pairs: keys of
+ * one width of 9 to 16 bytes) where the compiler has a 128-bit integer: merge_two.h compiled
+ * once per key type. */
+#define RS_KEY uint64_t
+#define RS_TWO_NAME(name) name##_64
+#include "merge_two.h"
+#undef RS_KEY
+#undef RS_TWO_NAME
+#if RS_HAVE_128
+#define RS_KEY unsigned __int128
+#define RS_TWO_NAME(name) name##_128
+#include "merge_two.h"
+#undef RS_KEY
+#undef RS_TWO_NAME
+#endif
 
-/* merge_rows for the common shape of a live chunk: one or two pieces (a base run and a
- * memstore or second file, or a base run and DeleteFamily markers), integer keys, no time
- * range, every key once in its piece.  The same answer as merge_rows, in two cursors
- * without its per-row piece scans (two_rows), a column whose timestamps are an earlier
- * column's (the common case: one value a piece, or a memstore's equal stamps) copied from
- * it.  `cols`, `copy_of`: room for `columns` entries.  Returns -2 as soon as a piece repeats
- * a key or goes down (the caller then runs merge_rows, which resolves repeats and reports
- * keys that go down). */
-static Py_ssize_t merge_two(const uint64_t *K, const uint64_t *MK, Py_ssize_t nm, const int64_t *mts,
-                            const int64_t *bounds, Py_ssize_t pieces, const int64_t *const *ts,
-                            const Py_ssize_t *step, Py_ssize_t columns, int64_t *__restrict key_at, int64_t *__restrict *src,
-                            Py_ssize_t anchor, rs_col *cols, Py_ssize_t *copy_of, int *anchored_out) {
-    static const int64_t none = RS_ABSENT;  /* the timestamps of a second piece there is not */
-    rs_two s;
-    memset(&s, 0, sizeof(s));
-    s.end[0] = (Py_ssize_t)bounds[1];
-    s.b1 = s.i[1] = s.end[0];
-    s.end[1] = pieces > 1 ? (Py_ssize_t)bounds[2] : s.end[0];
-    s.first = (Py_ssize_t)bounds[anchor];
-    s.anchored = 1;
-    Py_ssize_t nd = 0;
-    for (Py_ssize_t j = 0; j < columns; j++) {
-        Py_ssize_t d = 0;
-        while (d < j && (copy_of[d] != d || !same_column(ts, step, bounds, pieces, j, d))) d++;
-        copy_of[j] = d;
-        if (d < j) continue;
-        rs_col *c = &cols[nd++];
-        for (Py_ssize_t p = 0; p < 2; p++) {
-            c->t[p] = p < pieces ? ts[j * pieces + p] : &none;
-            c->step[p] = p < pieces ? step[j * pieces + p] : 0;
-        }
-        c->out = src[j];
-    }
-    if (two_rows_for(&s, K, MK, nm, mts, cols, nd, key_at, anchor) < 0) return -2;
-    for (Py_ssize_t j = 0; j < columns; j++) {
-        if (copy_of[j] != j) memcpy(src[j], src[copy_of[j]], (size_t)s.rows * sizeof(int64_t));
-    }
-    *anchored_out = s.anchored;
-    return s.rows;
-}
 
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     PyObject *keys_obj, *bounds_obj, *ts_seq, *mkeys_obj, *mts_obj, *out_obj;
@@ -322,8 +207,9 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OnOOOOpLpLO", &keys_obj, &width, &bounds_obj, &ts_seq, &mkeys_obj, &mts_obj,
                           &ranged, &low, &bounded, &high, &out_obj))
         return NULL;
-    if (width < 0) {
-        PyErr_Format(PyExc_ValueError, "width must be 0 (uint64 keys) or a key width in bytes, got %zd", width);
+    if (width < 0 && width != RS_PAIRS) {
+        PyErr_Format(PyExc_ValueError, "width must be 0 (uint64 keys), -1 (uint64 pairs) or a key width in bytes, got %zd",
+                     width);
         return NULL;
     }
     PyObject *ts_list = PySequence_Fast(ts_seq, "ts must be a sequence (one per column) of per-piece int64 buffers");
@@ -425,13 +311,23 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     RS_RELEASE_GIL(n)
     rows = -2;
     if (width == 0 && pieces <= 2 && !ranged)
-        rows = merge_two(keys.ints, mkeys.ints, nm, mts, bounds, pieces, ts, step, columns, key_at, src, anchor,
-                         cols, copy_of, &anchored);
+        rows = merge_two_64(keys.ints, mkeys.ints, nm, mts, bounds, pieces, ts, step, columns, key_at, src, anchor,
+                            cols, copy_of, &anchored);
+#if RS_HAVE_128
+    else if (width == RS_PAIRS && pieces <= 2 && !ranged && (uintptr_t)keys.ints % 16 == 0 &&
+             (uintptr_t)mkeys.ints % 16 == 0)  /* read as __int128: 16-byte aligned (Arrow's pool is) */
+        rows = merge_two_128((const unsigned __int128 *)(const void *)keys.ints,
+                             (const unsigned __int128 *)(const void *)mkeys.ints, nm, mts, bounds, pieces, ts, step,
+                             columns, key_at, src, anchor, cols, copy_of, &anchored);
+#endif
     if (rows != -2) {
         /* merge_two resolved the chunk */
     } else if (width == 0)
         rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
                           src, anchor, &anchored, 0);
+    else if (width == RS_PAIRS)
+        rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
+                          src, anchor, &anchored, RS_PAIRS);
     else
         rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
                           src, anchor, &anchored, width);
@@ -557,6 +453,66 @@ PyObject *rs_key_codes(PyObject *self, PyObject *args) {
             case 2: RS_CODES_LOOP(2, uint16_t x; memcpy(&x, p + 2 * r, 2); uint64_t v = RS_FROM_BE16(x)) break;
             case 4: RS_CODES_LOOP(4, uint32_t x; memcpy(&x, p + 4 * r, 4); uint64_t v = RS_FROM_BE32(x)) break;
             default: RS_CODES_LOOP(8, uint64_t x; memcpy(&x, p + 8 * r, 8); uint64_t v = RS_FROM_BE64(x)) break;
+            }
+        }
+        RS_ACQUIRE_GIL()
+    }
+    result = PyLong_FromLong(ok ? width : 0);
+done:
+    rs_view_release(&ov);
+    for (Py_ssize_t i = 0; arrays && i < nchunks; i++) arrays[i].release(&arrays[i]);
+    PyMem_Free(arrays);
+    PyMem_Free(starts);
+    PyMem_Free(c);
+    return result;
+}
+
+/* key_pairs(stream, out) -> int: keys of one width W of 9 to 16 bytes (a UUID, a hash or salt
+ * before an id) as the merge's 128-bit keys (its RS_PAIRS form): the key's bytes, zeros after
+ * it to 16, read as a big-endian integer, which orders as the bytes of keys of one width do;
+ * written as two uint64, the low one first.  Keys over 8 bytes under one lead take key_codes
+ * instead (one word a key).  The reference is storage.kernels.resolve_rows._pair_codes. */
+PyObject *rs_key_pairs(PyObject *self, PyObject *args) {
+    PyObject *capsule, *out_obj;
+    rs_view ov = {0};
+    rs_chunk *c = NULL;
+    int64_t *starts = NULL;
+    struct ArrowArray *arrays = NULL;
+    Py_ssize_t nchunks = 0;
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO:key_pairs", &capsule, &out_obj)) return NULL;
+    if (rs_read_chunks(capsule, &arrays, &c, &starts, &nchunks) < 0) goto done;
+    Py_ssize_t n = (Py_ssize_t)starts[nchunks];
+    if (rs_view_out(&ov, out_obj, n * 2 * (Py_ssize_t)sizeof(uint64_t)) < 0) goto done;
+    uint64_t *out = (uint64_t *)ov.view.buf;
+    int32_t width = 0;
+    for (Py_ssize_t k = 0; k < nchunks; k++) {  /* the one width, checked before any work */
+        Py_ssize_t len = c[k].length;
+        if (!len) continue;
+        int32_t w = c[k].off[1] - c[k].off[0];
+        if (c[k].valid || w < 9 || w > 16 || (width && w != width) ||
+            (int64_t)c[k].off[len] - c[k].off[0] != (int64_t)w * len) {
+            width = 0;
+            break;
+        }
+        width = w;
+    }
+    int ok = width != 0;
+    if (ok) {
+        RS_RELEASE_GIL(n)
+        const size_t rest = (size_t)width - 8;
+        for (Py_ssize_t k = 0; k < nchunks && ok; k++) {
+            Py_ssize_t len = c[k].length, at = (Py_ssize_t)starts[k];
+            if (!len) continue;
+            if (!key_width_ok(&c[k], width)) { ok = 0; break; }
+            const unsigned char *p = (const unsigned char *)c[k].data + c[k].off[0];
+            for (Py_ssize_t r = 0; r < len; r++) {
+                uint64_t hi, lo = 0;
+                memcpy(&hi, p + r * width, 8);
+                memcpy(&lo, p + r * width + 8, rest);  /* the key's last bytes, then zeros */
+                out[2 * (at + r)] = RS_FROM_BE64(lo);
+                out[2 * (at + r) + 1] = RS_FROM_BE64(hi);
             }
         }
         RS_ACQUIRE_GIL()

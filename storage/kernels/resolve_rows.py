@@ -322,16 +322,23 @@ def int_key_codes(native, keys: list[pa.Array], marker_keys: pa.Array | None
     ``width`` of 1, 2, 4 or 8 bytes (``lead`` empty: a key's integer is its big-endian bytes),
     or one ``width`` over 8 bytes whose first ``width - 8`` bytes are the same in every key
     (``lead``: those bytes; a key's integer is its last 8 bytes, big-endian: keys under one
-    prefix order as their tails do).  ``native``: the compiled kernels (their
-    ``key_codes``), or None for the NumPy reference (:func:`_one_code_width` and
-    :func:`_int_codes`)."""
+    prefix order as their tails do).  Else, keys of one ``width`` of 9 to 16 bytes read as
+    128-bit integers (the key's bytes, zeros after it): ``codes`` and ``marker_codes`` are then
+    (keys, 2) arrays of uint64 pairs, the low word first (:func:`_pair_codes`), the compiled
+    merge's ``-1`` key form.  ``native``: the compiled kernels (their ``key_codes`` and
+    ``key_pairs``), or None for the NumPy reference (:func:`_one_code_width`, :func:`_int_codes`,
+    :func:`_one_pair_width` and :func:`_pair_codes`)."""
     if native is None:
-        shape = _one_code_width(keys + ([marker_keys] if marker_keys is not None else []))
-        if shape is None:
+        every = keys + ([marker_keys] if marker_keys is not None else [])
+        shape = _one_code_width(every)
+        if shape is not None:
+            width, lead = shape
+            return (width, _int_codes(keys, width),
+                    _int_codes([marker_keys], width) if marker_keys is not None else None, lead)
+        width = _one_pair_width(every)
+        if width is None:
             return None
-        width, lead = shape
-        return (width, _int_codes(keys, width), _int_codes([marker_keys], width) if marker_keys is not None else None,
-                lead)
+        return width, _pair_codes(keys, width), _pair_codes([marker_keys], width) if marker_keys is not None else None, b""
     try:
         stream = pa.chunked_array(keys, pa.binary())
         marker_stream = pa.chunked_array([marker_keys], pa.binary()) if marker_keys is not None else None
@@ -345,17 +352,42 @@ def int_key_codes(native, keys: list[pa.Array], marker_keys: pa.Array | None
         marker_codes = pool_empty(len(marker_stream), np.uint64)
         widths.append(native.key_codes(marker_stream.__arrow_c_stream__(), marker_codes) if len(marker_stream) else None)
     known = {w for w in widths if w is not None}
-    if len(known) != 1 or 0 in known:
-        return None
-    width = known.pop()
-    lead = b""
+    width = known.pop() if len(known) == 1 else 0
     if width > 8:
         # each stream's keys share their first key's lead: the streams must share one too
         firsts = {_first_lead(s, width - 8) for s in (stream, marker_stream) if s is not None and len(s)}
-        if len(firsts) != 1:
-            return None
-        lead = firsts.pop()
-    return width, codes, marker_codes, lead
+        if len(firsts) == 1:
+            return width, codes, marker_codes, firsts.pop()
+    elif width:
+        return width, codes, marker_codes, b""
+    # keys of one width of 9 to 16 bytes under no one lead (a UUID, a hash before an id): pairs
+    streams = [s for s in (stream, marker_stream) if s is not None]
+    if not _PAIR_WIDTHS[0] <= _first_width(streams) <= _PAIR_WIDTHS[1]:
+        return None
+    codes = pool_empty((len(stream), 2), np.uint64)
+    widths = [native.key_pairs(stream.__arrow_c_stream__(), codes) if len(stream) else None]
+    if marker_stream is not None:
+        marker_codes = pool_empty((len(marker_stream), 2), np.uint64)
+        widths.append(native.key_pairs(marker_stream.__arrow_c_stream__(), marker_codes)
+                      if len(marker_stream) else None)
+    known = {w for w in widths if w is not None}
+    if len(known) != 1 or 0 in known:
+        return None
+    return known.pop(), codes, marker_codes, b""
+
+
+_PAIR_WIDTHS = (9, 16)
+"""Keys of one width in this range read as 128-bit integers (:func:`_pair_codes`)."""
+
+
+def _first_width(streams: list[pa.ChunkedArray]) -> int:
+    """The width of the first key of ``streams`` (0: none holds a key, or it is null)."""
+    for keys in streams:
+        for chunk in keys.chunks:
+            if len(chunk):
+                first = chunk[0].as_py()
+                return len(first) if first is not None else 0
+    return 0
 
 
 def _first_lead(keys: pa.ChunkedArray, size: int) -> bytes:
@@ -417,12 +449,52 @@ def _int_codes(keys: list[pa.Array], width: int) -> np.ndarray:
     return out
 
 
+def _one_pair_width(keys: list[pa.Array]) -> int | None:
+    """The one width of every key of ``keys`` (binary arrays) when it is 9 to 16 bytes, else None."""
+    width = None
+    for array in keys:
+        if not len(array):
+            continue
+        if not isinstance(array, pa.Array) or array.type != pa.binary() or array.null_count:
+            return None
+        offsets = value_offsets(array)
+        w = int(offsets[1] - offsets[0])
+        if not _PAIR_WIDTHS[0] <= w <= _PAIR_WIDTHS[1] or (width is not None and w != width) \
+                or not bool((np.diff(offsets) == w).all()):
+            return None
+        width = w
+    return width
+
+
+def _pair_codes(keys: list[pa.Array], width: int) -> np.ndarray:
+    """Keys of one ``width`` of 9 to 16 bytes as 128-bit integers of their bytes (zeros after
+    each key to 16), laid end to end as a (keys, 2) uint64 array, the low word first."""
+    out = pool_empty((sum(len(a) for a in keys), 2), np.uint64)
+    at = 0
+    for array in keys:
+        n = len(array)
+        if n:
+            padded = np.zeros((n, 16), np.uint8)
+            padded[:, :width] = _key_matrix(array, width)
+            words = padded.view(">u8")  # (n, 2): the high word, then the low
+            out[at : at + n, 0] = words[:, 1]
+            out[at : at + n, 1] = words[:, 0]
+        at += n
+    return out
+
+
 def _keys_from_codes(codes: np.ndarray, width: int | None = None, lead: bytes = b"") -> pa.Array:
     """The binary keys whose big-endian integers are ``codes`` (see :func:`_int_keys`), each
     ``width`` bytes (by default the codes' own width); over 8 bytes, ``lead`` and then the
-    code's 8 bytes (see :func:`int_key_codes`)."""
+    code's 8 bytes (see :func:`int_key_codes`); from (keys, 2) pairs, the 128-bit integer's
+    first ``width`` bytes."""
     width = codes.dtype.itemsize if width is None else width
-    if width > 8:
+    if codes.ndim == 2:
+        words = np.empty((len(codes), 2), ">u8")
+        words[:, 0] = codes[:, 1]
+        words[:, 1] = codes[:, 0]
+        data = np.ascontiguousarray(words.view(np.uint8).reshape(-1, 16)[:, :width])
+    elif width > 8:
         rows = np.empty((len(codes), width), np.uint8)
         rows[:, : width - 8] = np.frombuffer(lead, np.uint8)
         rows[:, width - 8 :] = codes.astype(">u8").view(np.uint8).reshape(-1, 8)
@@ -472,9 +544,9 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
     if markers is not None:
         mkeys = np.ascontiguousarray(marker_keys, dtype=np.uint64) if width == 0 else marker_keys
         mts = np.ascontiguousarray(markers.ts, dtype=np.int64)
-        if len(mkeys) > 1 and not bool((mkeys[1:] >= mkeys[:-1]).all()):
-            at = np.argsort(mkeys, kind="stable")
-            mkeys, mts = mkeys[at], mts[at]
+        if len(mkeys) > 1 and not _ascending(mkeys):
+            at = np.argsort(mkeys, kind="stable") if mkeys.ndim == 1 else np.lexsort((mkeys[:, 0], mkeys[:, 1]))
+            mkeys, mts = np.ascontiguousarray(mkeys[at]), mts[at]
     # each piece's timestamps as they are (laid end to end only if a reader asks for them); a
     # column of one timestamp (a zero-stride view) passed as that one value
     laid = [[_stamps(p.ts[j]) for p in pieces] for j in range(columns)]
@@ -506,6 +578,18 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
     return ResolvedRows(keys_out, out_values, sources, laid)
 
 
+def _ascending(codes: np.ndarray) -> bool:
+    """Do ``codes`` (uint64 integers, or (low, high) pairs) not go down?"""
+    if codes.ndim == 1:
+        return bool((codes[1:] >= codes[:-1]).all())
+    lo, hi = codes[:, 0], codes[:, 1]
+    return bool(((hi[1:] > hi[:-1]) | ((hi[1:] == hi[:-1]) & (lo[1:] >= lo[:-1]))).all())
+
+
+_PAIRS = -1
+"""resolve_merge's key width for (low, high) uint64 pairs (:func:`_pair_codes`)."""
+
+
 def _stamps(ts: np.ndarray) -> np.ndarray:
     """A piece's timestamps of one column as int64: a one-value view (see :class:`RowPiece`) kept as it is."""
     return ts if _one_value(ts) and ts.dtype == np.int64 else np.ascontiguousarray(ts, dtype=np.int64)
@@ -518,8 +602,11 @@ def _one_value(ts: np.ndarray) -> bool:
 
 def _key_width(encoded: np.ndarray) -> int | None:
     """The compiled merge's key form of ``encoded``: 0 for integers (passed as
-    native uint64), the width of fixed-width byte strings, None otherwise."""
+    native uint64), :data:`_PAIRS` for (low, high) uint64 pairs, the width of fixed-width
+    byte strings, None otherwise."""
     kind = encoded.dtype.kind
+    if kind == "u" and encoded.ndim == 2:
+        return _PAIRS
     if kind == "u":
         return 0
     if kind == "S" and encoded.dtype.itemsize > 0:

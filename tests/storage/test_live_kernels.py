@@ -93,14 +93,17 @@ def test_a_base_run_with_a_newer_run_or_markers_resolves_as_the_reference(case):
 def keyed_chunks(draw):
     """(pieces, markers, columns) of keys of one width of 1, 2, 4 or 8 bytes (read as integers
     straight from each piece's bytes), of one width past 8 bytes under one lead (a string id,
-    a composite key: read as their last 8 bytes), or of several widths (the encoded-keys
-    path); a piece's keys may be a slice of a longer array (its bytes start past the buffer's
-    first).  Markers past 8 bytes are now and then under another lead (no integer form)."""
-    width = draw(st.sampled_from([1, 2, 4, 8, None, 12, 16]))
+    a composite key: read as their last 8 bytes) or under none (a hash before an id: 128-bit
+    integers), or of several widths (the encoded-keys path); a piece's keys may be a slice of a
+    longer array (its bytes start past the buffer's first).  Markers past 8 bytes are now and
+    then under another lead (then both read as 128-bit integers)."""
+    width = draw(st.sampled_from([1, 2, 4, 8, None, 12, 16, "hashed"]))
     top = 250 if width == 1 else 1000
     lead = {12: b"\x80\x00\x00\x00", 16: b"user"}.get(width)
 
     def key(r: int, lead: bytes | None = lead) -> bytes:
+        if width == "hashed":  # 12 bytes under no one lead (read as 128-bit integers), in r's order
+            return (r * 7919 << 40 | r).to_bytes(12, "big")
         if width == 16:
             return lead + b"%012d" % r
         if width == 12:

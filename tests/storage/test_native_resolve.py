@@ -39,6 +39,9 @@ KEY_POOLS = {
     # keys past 8 bytes under one lead (read as their last 8 bytes) and under two (which are not)
     "user": [b"user%012d" % (i * 37) for i in range(12)],
     "tenants": [b"tenant-%s/%08d" % (t, i) for t in (b"a", b"b") for i in range(6)],
+    # keys of 9 to 16 bytes under no one lead (read as 128-bit integers): UUIDs, a salt before an id
+    "uuid": sorted(bytes((i * 37 + j * 11) % 256 for j in range(16)) for i in range(12)),
+    "salted": [bytes([s]) + i.to_bytes(8, "big") for s in (3, 200) for i in range(6)],
 }
 BOUNDS = st.sampled_from([
     {},
@@ -135,6 +138,35 @@ def test_the_compiled_merge_refuses_bad_input_in_one_line():
         call(out=b"x" * 48)
     with pytest.raises(ValueError, match=r"^keys must hold 5-byte keys, got 24 bytes$"):
         call(width=5)
+    # -1: (low, high) uint64 pairs, 16 bytes a key
+    with pytest.raises(ValueError, match=r"^keys must hold 16-byte keys, got 24 bytes$"):
+        call(width=-1)
+    with pytest.raises(ValueError, match=r"^width must be 0 \(uint64 keys\), -1 \(uint64 pairs\) or a key width in bytes, got -2$"):
+        call(width=-2)
+    pairs = np.array([[5, 1], [9, 1], [0, 2]], np.uint64)  # 2**64 + 5 < 2**64 + 9 < 2**65
+    assert call(keys=pairs, width=-1) == (3, 0, True) and out[0].tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match=r"^keys must be ascending within each piece$"):
+        call(keys=np.array([[5, 1], [0, 2], [9, 1]], np.uint64), width=-1)
+    # a pair buffer that does not start on 16 bytes: the general loop reads it, the same answer
+    odd = np.empty(7, np.uint64)[1:].reshape(3, 2)
+    odd[:] = pairs
+    assert odd.ctypes.data % 16 and call(keys=odd, width=-1) == (3, 0, True) and out[0].tolist() == [0, 1, 2]
+
+
+def test_key_pairs_refuse_bad_input_in_one_line():
+    if BUILT is None:
+        return
+    keys = pa.chunked_array([pa.array([b"\x01" * 9 + b"\x02", b"\x01" * 10])])
+    out = np.empty((2, 2), np.uint64)
+    assert BUILT.key_pairs(keys.__arrow_c_stream__(), out) == 10
+    assert out.tolist() == [[0x0102 << 48, 0x0101010101010101], [0x0101 << 48, 0x0101010101010101]]
+    with pytest.raises(ValueError, match=r"^allocate\(32\) returned 16 bytes$"):
+        BUILT.key_pairs(keys.__arrow_c_stream__(), np.empty(2, np.uint64))
+    assert BUILT.key_pairs(pa.chunked_array([pa.array([b"x" * 17])]).__arrow_c_stream__(), out) == 0  # too wide
+    assert BUILT.key_pairs(pa.chunked_array([pa.array([b"x" * 8])]).__arrow_c_stream__(), out) == 0  # too narrow
+    assert BUILT.key_pairs(pa.chunked_array([pa.array([b"x" * 9, None])]).__arrow_c_stream__(), out) == 0
+    with pytest.raises(ValueError, match=r"^stream must be an Arrow C stream capsule"):
+        BUILT.key_pairs(keys, out)
 
 
 # Two runs of 8-byte keys (one integer each: the two-cursor merge's input), the lowest and
@@ -324,8 +356,12 @@ def test_key_codes_read_keys_as_the_numpy_path(keys, markers):
     width, codes, marker_codes, lead = compiled
     assert (width, lead) == (reference[0], reference[3])
     assert codes.tolist() == reference[1].tolist()
-    expected = [int.from_bytes(k[-8:], "big") for a in keys for k in a.to_pylist()]
-    assert all(k[: max(width - 8, 0)] == lead for a in keys for k in a.to_pylist())
+    if codes.ndim == 2:  # 128-bit integers of the key's bytes, zeros after: (low, high) pairs
+        wide = [int.from_bytes(k + bytes(16 - len(k)), "big") for a in keys for k in a.to_pylist()]
+        expected = [[v & (2**64 - 1), v >> 64] for v in wide]
+    else:  # integers of the bytes; past 8 bytes of the last 8, the keys under one lead
+        expected = [int.from_bytes(k[-8:], "big") for a in keys for k in a.to_pylist()]
+        assert all(k[: max(width - 8, 0)] == lead for a in keys for k in a.to_pylist())
     assert codes.tolist() == expected
     assert (marker_codes is None) == (reference[2] is None)
     if marker_codes is not None:
