@@ -653,21 +653,28 @@ done:
 
 /* wal_rows: checked WAL record payloads straight into the row form of their cells, in one call.
  *
- * A pinned region's log is usually what a table being updated writes: puts in cell order,
- * one family, one cell per column.  Its rows scan wants only the row form (the dense block
+ * A pinned region's log is usually what a table being updated writes: puts of whole rows,
+ * one family, one cell per column, the rows in key order (appends) or, with `any_order`, in
+ * any order (a table whose keys are hashed or salted is written so).  Its rows scan wants only the row form (the dense block
  * dense_pivot builds), so decoding every field into a cell table first (wal_columns) copies
  * the values twice and faults in pages for a table nothing reads.  Here pass 1 checks every
  * payload's structure exactly as wal_columns does, then walks the cells in log order where
  * they lie in the payloads, checking the shape the row form needs (every cell a put of the
- * first cell's family, keys strictly ascending: a new row or a higher qualifier in the same
- * row) and finding the rows and qualifiers as dense_pivot does; pass 2 copies each row key
- * and value once into its column.
+ * first cell's family; a row's cells together, its qualifiers strictly ascending; the next
+ * row's key above it, or with `any_order` any other key) and finding the rows and
+ * qualifiers as dense_pivot does; pass 2 copies each row key and value once into its column.
+ * Rows out of key order come out in log order, and the call says so: the caller sorts them
+ * and refuses a row that is there twice (written again later in the log: a version or an
+ * overwrite, which the cells resolve).
  *
- * Arguments: payloads (a list of buffers), max_qualifiers (1-255), max_fill, allocate (pyarrow.allocate_buffer).  Returns None for anything else (a damaged
- * payload, no cells, another type or family, keys out of order or repeated, too many
- * qualifiers or too sparse rows, a column over 2 GiB): the caller then decodes the cells
- * (wal_columns, or the reference) and decides as before.  Else (n_cells, family, nrows,
- * row_offsets, row_data, qualifiers, columns) with dense_pivot's qualifiers and columns. */
+ * Arguments: payloads (a list of buffers), max_qualifiers (1-255), max_fill, allocate
+ * (pyarrow.allocate_buffer), any_order.  Returns None for anything else (a damaged payload,
+ * no cells, another type or family, a row's cells apart or its qualifiers out of order or
+ * repeated, rows out of order without `any_order`, too many qualifiers or too sparse rows, a
+ * column over 2 GiB): the caller then decodes the cells (wal_columns, or the reference) and
+ * decides as before.  Else (n_cells, family, ascending, nrows, row_offsets, row_data,
+ * qualifiers, columns) with dense_pivot's qualifiers and columns; `ascending`: every row's
+ * key above the one before (the row form is then in key order). */
 
 typedef struct {
     Py_ssize_t n;                       /* cells */
@@ -678,8 +685,9 @@ typedef struct {
 PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
     PyObject *payloads, *allocate;
     Py_ssize_t max_q, max_fill;
+    int any_order = 0, descended = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OnnO", &payloads, &max_q, &max_fill, &allocate)) return NULL;
+    if (!PyArg_ParseTuple(args, "OnnO|p", &payloads, &max_q, &max_fill, &allocate, &any_order)) return NULL;
     if (!PyList_Check(payloads)) {
         PyErr_SetString(PyExc_ValueError, "wal_rows: payloads must be a list of buffers");
         return NULL;
@@ -767,8 +775,11 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
             } else {
                 if (!rs_eq_bytes(fam.data, fam.len, f.data, f.len)) goto done;  /* several families */
                 int order = rs_cmp_key(prow.data, prow.len, row.data, row.len);
-                if (order > 0) goto done;  /* not in cell order */
-                fresh = order < 0;
+                if (order > 0) {  /* a row below the one before */
+                    if (!any_order) goto done;
+                    descended = 1;
+                }
+                fresh = order != 0;
                 if (!fresh && rs_cmp_bytes(pq.data, pq.len, ql.data, ql.len) >= 0) goto done;  /* a version, or out of order */
             }
             Py_ssize_t hint = (!fresh && qid[c - 1] + 1 < nq) ? qid[c - 1] + 1 : 0, a;
@@ -894,7 +905,8 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
         }
         if (gil) PyEval_RestoreThread(gil);
     }
-    out = Py_BuildValue("(ny#nOOOO)", total, fam.data, fam.len, nrows, row_off, row_data, quals, columns);
+    out = Py_BuildValue("(ny#OnOOOO)", total, fam.data, fam.len, descended ? Py_False : Py_True, nrows, row_off,
+                        row_data, quals, columns);
 done:
     for (Py_ssize_t i = 0; i < taken; i++) rs_view_release(&held[i]);
     PyMem_Free(held);

@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .cell_columns import CellColumns, as_cell_table, empty_cells, take_cells, value_offsets
+from .cell_columns import CellColumns, as_cell_table, empty_cells, one_array, take_cells, value_offsets
+from .gather import gather_binary
 
 __all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "sort_sources", "bisect_rows", "CELL_SORT_KEYS"]
 
@@ -124,20 +125,69 @@ def sort_sources(newest_first: list[pa.Table]) -> pa.Table:
     """Sort the concatenation of sources and drop exact duplicates."""
     combined = pa.concat_tables(newest_first)
     keys = combined.select([name for name, _ in CELL_SORT_KEYS]).combine_chunks()
-    # sort_indices is documented stable: equal keys keep their order in the
-    # concatenation, which lists the newest source first.
-    order = pc.sort_indices(keys, sort_keys=CELL_SORT_KEYS).to_numpy()
-    ordered = CellColumns(keys.take(order))
-    differs = ordered.adjacent_ne("timestamp") | ordered.adjacent_ne("type")
-    for name in ("qualifier", "family", "row"):
-        if differs.all():
-            break
-        differs |= ordered.adjacent_ne(name)
+    coded = _coded_order(keys)
+    if coded is not None:
+        order, differs = coded
+    else:
+        # sort_indices is documented stable: equal keys keep their order in the
+        # concatenation, which lists the newest source first.
+        order = pc.sort_indices(keys, sort_keys=CELL_SORT_KEYS).to_numpy()
+        ordered = CellColumns(keys.take(order))
+        differs = ordered.adjacent_ne("timestamp") | ordered.adjacent_ne("type")
+        for name in ("qualifier", "family", "row"):
+            if differs.all():
+                break
+            differs |= ordered.adjacent_ne(name)
     if not differs.all():
         order = order[differs]
     if np.array_equal(order, np.arange(combined.num_rows)):
         return combined
+    if coded is not None:  # keys of one width: the compiled gather for the binary columns
+        table = combined.combine_chunks()
+        return pa.Table.from_arrays(
+            [gather_binary(c, order) if c.type == pa.binary() else c.take(order) for c in table.columns],
+            schema=table.schema)
     return take_cells(combined, order)
+
+
+def _coded_order(keys: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
+    """The stable cell-order permutation of ``keys`` (the :data:`CELL_SORT_KEYS` columns,
+    one chunk each) and, in that order, where a key differs from the one before; None
+    unless the row keys are of one width the merge reads as integers (what a log of
+    hashed or salted keys written in no key order holds), when Arrow sorts instead.
+    One NumPy ``lexsort`` of integers: the rows' codes, the families' and qualifiers'
+    ranks among their distinct values, the timestamps and types (both descending)."""
+    from . import resolve_rows  # imports this module's neighbours: here to keep the import order free
+
+    coded = resolve_rows.int_key_codes(resolve_rows.NATIVE, [one_array(keys.column("row"))], None)
+    if coded is None:
+        return None
+    codes = coded[1]
+    rows = [codes] if codes.ndim == 1 else [codes[:, 0], codes[:, 1]]  # lexsort: the last key first
+    family, qualifier = _ranks(keys.column("family")), _ranks(keys.column("qualifier"))
+    stamps = np.invert(one_array(keys.column("timestamp")).to_numpy())  # descending: ~t is -t - 1
+    kinds = np.invert(one_array(keys.column("type")).to_numpy())
+    # a key of one value throughout (one family, the markers' empty qualifier, all puts)
+    # orders nothing: left out of the sort and of the duplicate check
+    sort_keys = [k for k in (kinds, stamps, qualifier, family) if len(k) and not (k == k[0]).all()] + rows
+    # stable, so that equal keys keep the newest source first
+    order = np.argsort(rows[0], kind="stable") if len(sort_keys) == 1 else np.lexsort(sort_keys)
+    differs = np.ones(len(order), dtype=bool)
+    if len(order) > 1:
+        differs[1:] = False
+        for key in sort_keys:
+            ordered = key[order]
+            differs[1:] |= ordered[1:] != ordered[:-1]
+    return order, differs
+
+
+def _ranks(column: pa.ChunkedArray) -> np.ndarray:
+    """Each value's rank among the column's distinct values (binary order)."""
+    encoded = one_array(column).dictionary_encode()
+    dictionary = encoded.dictionary
+    rank = np.empty(len(dictionary), dtype=np.int64)
+    rank[pc.sort_indices(dictionary).to_numpy()] = np.arange(len(dictionary))
+    return rank[encoded.indices.to_numpy()]
 
 
 _MAX_KEY_BYTES = 1024  # wider cell keys are merged by a sort instead

@@ -12,9 +12,13 @@ slices, which a rows scan merges with the store files' dense rows
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..kernels.cell_columns import CellColumns, as_cell_table
+from ..kernels.gather import gather_binary
+from ..kernels.resolve_rows import int_key_codes
 from ..kernels.merge import bisect_rows
 from ..native import NATIVE as _NATIVE
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
@@ -56,20 +60,57 @@ def _dense_block(nrows: int, row_offsets, row_data, qualifiers: tuple, parts: li
 
 def log_rows(payloads: list) -> "tuple[RowRun, bytes, int] | None":
     """The row form of checked WAL record payloads (in log order) whose cells are
-    puts of one family in strict cell order, built from the payloads in one
-    compiled call (``wal_rows``, ``storage/_native/wal.c``) with no cell table
-    between: ``(run, family, cells)``.  None when the kernel is off or the log is
-    not of that shape (markers, versions, several families, out of order, too
-    sparse or wide, damaged): the caller decodes the cells and decides as before
+    puts of whole rows of one family (each row's cells together, one version per
+    column), built from the payloads in one compiled call (``wal_rows``,
+    ``storage/_native/wal.c``) with no cell table between: ``(run, family, cells)``.
+    Rows written in any key order (a table of hashed or salted keys) are sorted here
+    (:func:`_in_key_order`).  None when the kernel is off or the log is not of that
+    shape (markers, versions, a row written twice, several families, too sparse or
+    wide, damaged): the caller decodes the cells and decides as before
     (:func:`storage.wal.arrow_decode.decode_payloads`, then :meth:`RowRun.of`)."""
     if _NATIVE is None or not payloads:
         return None
     out = _NATIVE.wal_rows(payloads if type(payloads) is list else list(payloads), MAX_DENSE_QUALIFIERS, MAX_FILL,
-                           pa.allocate_buffer)
+                           pa.allocate_buffer, True)
     if out is None:
         return None
-    cells, family, *dense = out
-    return RowRun(_dense_block(*dense)), family, cells
+    cells, family, ascending, *dense = out
+    block = _dense_block(*dense)
+    if not ascending:
+        block = _in_key_order(block)
+        if block is None:
+            return None
+    return RowRun(block), family, cells
+
+
+def _in_key_order(block: DenseBlock) -> DenseBlock | None:
+    """``block``'s rows (each of one row key, in log order) sorted by key; None when a key
+    is there twice (a row written again later in the log: its cells decide which write
+    wins).  Keys of one width take the merge's integer codes and a NumPy sort; others
+    Arrow's sort of the keys."""
+    rows = block.rows
+    coded = int_key_codes(_NATIVE, [rows], None)
+    if coded is not None:
+        codes = coded[1]
+        if codes.ndim == 1:
+            order = np.argsort(codes, kind="stable")
+            ordered = codes[order]
+            repeated = bool((ordered[1:] == ordered[:-1]).any())
+        else:  # (low, high) pairs
+            order = np.lexsort((codes[:, 0], codes[:, 1]))
+            ordered = codes[order]
+            repeated = bool(((ordered[1:] == ordered[:-1]).all(axis=1)).any())
+    else:
+        order = pc.sort_indices(rows).to_numpy()
+        ordered_rows = rows.take(order)
+        repeated = len(rows) > 1 and pc.any(pc.equal(ordered_rows[1:], ordered_rows[:-1])).as_py()
+    if repeated:
+        return None
+    values = block.values
+    return DenseBlock(
+        gather_binary(rows, order), block.qualifiers, [pc.take(t, order) for t in block.timestamps],
+        None if values is None else [gather_binary(v, order) for v in values],
+    )
 
 
 class RowRun:

@@ -701,3 +701,35 @@ def test_one_array_keeps_a_single_chunk_without_a_copy():
     assert one_array(pa.chunked_array([a, a])).to_pylist() == a.to_pylist() * 2
     empty = one_array(pa.chunked_array([], pa.binary()))
     assert isinstance(empty, pa.Array) and len(empty) == 0 and empty.type == pa.binary()
+
+
+# ---------------------------------------------------------------------------
+# sort_sources: cells in no order (a log of hashed keys) sorted into cell order
+
+_ROW_SHAPES = {
+    # keys of one width the merge reads as integers (one word, one word under a lead, two
+    # words), and keys of several widths (Arrow's sort)
+    "4": lambda i: (i * 2654435761 % 2**32).to_bytes(4, "big"),
+    "lead": lambda i: b"user%012d" % (i * 7 % 50),
+    "12": lambda i: (i * 2654435761 % 2**32).to_bytes(4, "big") + (i % 7).to_bytes(8, "big"),
+    "mixed": lambda i: b"r" * (i % 3) + bytes([i % 11]),
+}
+
+
+@SETTINGS
+@given(
+    shape=st.sampled_from(sorted(_ROW_SHAPES)),
+    cells=st.lists(st.tuples(st.integers(0, 40), st.sampled_from([b"f", b"g"]), st.sampled_from([b"", b"a", b"b\x00", b"b"]),
+                             st.integers(-3, 3), st.sampled_from([PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY]),
+                             st.binary(max_size=4)), max_size=80),
+    cuts=st.lists(st.integers(0, 80), max_size=2),
+)
+def test_sort_sources_orders_cells_in_no_order_as_the_model(shape, cells, cuts):
+    from storage.kernels.merge import sort_sources
+
+    log = [Cell(_ROW_SHAPES[shape](r), f, q, t, k, v) for r, f, q, t, k, v in cells]
+    bounds = sorted({0, len(log), *[c % (len(log) + 1) for c in cuts]})
+    sources = [log[a:b] for a, b in zip(bounds, bounds[1:])] or [[]]
+    got = sort_sources([pa.Table.from_batches([cells_to_batch(s)], schema=CELL_SCHEMA) for s in sources])
+    sorted_cells = [tuple(c) for c in batch_to_cells(got.combine_chunks().to_batches()[0])] if got.num_rows else []
+    assert sorted_cells == [tuple(c) for c in model_merge(sources)]

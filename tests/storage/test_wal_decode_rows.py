@@ -1,11 +1,12 @@
 """A pinned region's log read straight into its row form, compiled and reference.
 
 ``wal_rows`` (storage/_native/wal.c) takes checked WAL payloads whose cells are
-puts of one family in strict cell order (what a table being updated writes)
-and builds their row form (:class:`storage.memstore.row_runs.RowRun`) with no
+puts of whole rows of one family (what a table being updated writes; the rows in
+key order, or in any order, which :func:`log_rows` then sorts) and builds their row form (:class:`storage.memstore.row_runs.RowRun`) with no
 cell table between; :meth:`storage.memstore.sorted_cells.SortedCells.from_payloads`
 uses it and decodes the cell table only when something asks for cells.  Any
-other log (markers, versions, several families, out of order, damaged) goes
+other log (markers, versions, a row written twice, several families, a row's
+cells apart or out of order, damaged) goes
 the way it went before: :func:`storage.wal.arrow_decode.decode_payloads`, then
 :meth:`SortedCells.from_log`.  The reference is that way with the kernels off
 (:func:`payloads_to_table_py` and :func:`storage.storefile.dense.dense_from_cells`).
@@ -109,12 +110,36 @@ def _records(cells: list[tuple], cut: int) -> list[list[tuple]]:
     return records[:1] + [[]] + records[1:]
 
 
+def _whole_rows(cells: list[tuple]) -> bool:
+    """Are ``cells`` (in log order) whole rows: each row's cells together, their qualifiers
+    strictly ascending, no row twice (the rows themselves in any order)?"""
+    seen, prev = set(), None
+    for row, _, q, *_ in cells:
+        if prev is not None and row == prev[0]:
+            if q <= prev[1]:
+                return False
+        elif row in seen:
+            return False
+        seen.add(row)
+        prev = (row, q)
+    return True
+
+
 @settings(max_examples=150, deadline=None)
 @given(log=_logs, cut=st.integers(1, 9), spoil=st.sampled_from(["none", "none", "delete", "family", "swap",
-                                                                 "version"]), at=st.integers(0, 1000))
+                                                                 "version", "rows", "again"]),
+       at=st.integers(0, 1000))
 def test_a_log_read_as_rows_matches_the_reference(kernels, log, cut, spoil, at):
     cells = sorted({(r, q): (r, b"cf", q, t, PUT, v) for r, q, t, v in log}.values())
-    if cells and spoil != "none":  # one cell the row form cannot take as it is
+    if cells and spoil == "rows":  # whole rows written out of key order (hashed keys): still rows
+        rows = sorted({c[0] for c in cells})
+        turn = at % len(rows)
+        order = {r: i for i, r in enumerate(rows[turn:][::-1] + rows[:turn])}
+        cells.sort(key=lambda c: order[c[0]])  # stable: each row's cells stay in qualifier order
+    elif cells and spoil == "again":  # a row written twice, apart: its cells decide (a version)
+        r, f, q, t, k, v = cells[at % len(cells)]
+        cells.append((r, f, q, t + 1 if t < (1 << 63) - 1 else t - 1, k, v + b"!"))
+    elif cells and spoil != "none":  # one cell the row form cannot take as it is
         i = at % len(cells)
         r, f, q, t, k, v = cells[i]
         if spoil == "delete":
@@ -132,15 +157,44 @@ def test_a_log_read_as_rows_matches_the_reference(kernels, log, cut, spoil, at):
         assert fused is None
         return
     table, run = _reference(payloads)
-    # the row form came straight from the payloads exactly when the log is puts of one
-    # family in strict cell order that the dense form holds
-    shaped = table.num_rows > 0 and run is not None and table.equals(payloads_to_table_py(payloads)) and \
-        len(set(table.column("family").to_pylist())) == 1
+    # the row form came straight from the payloads exactly when the log is whole rows of
+    # puts of one family (in any row order) that the dense form holds
+    logged = payloads_to_table_py(payloads)
+    shaped = table.num_rows > 0 and run is not None and len(set(logged.column("family").to_pylist())) == 1 and \
+        set(logged.column("type").to_pylist()) == {PUT} and _whole_rows(list(zip(*[logged.column(c).to_pylist() for c in ("row", "family", "qualifier")])))
     assert (fused is not None) == shaped
+    if fused is not None:
+        _same_run(fused[0], run)
     if fused is not None:
         assert fused[1:] == (table.column("family")[0].as_py(), table.num_rows)
         assert got._table is not None  # _check asked for cells: decoded then, not before
         assert SortedCells.from_payloads(payloads)._table is None
+
+
+@pytest.mark.parametrize("width", [4, 12, 16, "mixed"])
+@pytest.mark.parametrize("again", [False, True])
+def test_rows_written_out_of_key_order_are_sorted_or_left_to_the_cells(kernels, width, again):
+    """Hashed or salted keys: whole rows written in no key order.  Keys of one width are
+    sorted by their integer codes (one word: 4 bytes, or 16 under one lead; two: 12 bytes
+    under none), others by Arrow; a row written twice is left to the cells either way."""
+    import hashlib
+
+    def key(i: int) -> bytes:
+        digest = hashlib.md5(b"%d" % i).digest()
+        return {4: digest[:4], 12: digest[:4] + i.to_bytes(8, "big"), 16: b"user%012d" % (i * 7919 % 1000),
+                "mixed": digest[: 1 + i % 5]}[width]
+
+    keys = list(dict.fromkeys(key(i) for i in range(300)))
+    cells = [(k, b"cf", q, 5, PUT, b"%s-%d" % (q, i)) for i, k in enumerate(keys) for q in (b"a", b"b")]
+    if again:
+        cells += [(keys[7], b"cf", b"a", 6, PUT, b"later")]  # row 7 again, after the others
+    payloads = _payloads(_records(cells, 7))
+    fused = log_rows(payloads)
+    _check(payloads)
+    if kernels is not None:
+        assert (fused is None) == again
+        if not again:
+            assert fused[0].dense.rows.to_pylist() == sorted(keys)
 
 
 def _near(name: bytes, at: int) -> bytes:
