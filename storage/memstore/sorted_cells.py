@@ -60,8 +60,9 @@ class SortedCells:
     @classmethod
     def from_payloads(cls, payloads: list, where: str = "WAL") -> "SortedCells":
         """The cells of checked WAL record payloads given in log order (what a
-        pinned region replays).  A log of puts of one family in cell order (a
-        table being updated) becomes its row form straight from the payloads
+        pinned region replays).  A log of puts of whole rows of one family (a
+        table being updated, its rows in key order or, with hashed or salted
+        keys, in none) becomes its row form straight from the payloads
         (:func:`storage.memstore.row_runs.log_rows`), and its cell table is
         rebuilt from the rows only if something asks for cells; any other log
         is decoded into a cell table and sorted (:meth:`from_log`).  Nothing
