@@ -338,7 +338,8 @@ def int_key_codes(native, keys: list[pa.Array], marker_keys: pa.Array | None
         width = _one_pair_width(every)
         if width is None:
             return None
-        return width, _pair_codes(keys, width), _pair_codes([marker_keys], width) if marker_keys is not None else None, b""
+        marker_codes = _pair_codes([marker_keys], width) if marker_keys is not None else None
+        return width, _pair_codes(keys, width), marker_codes, b""
     try:
         stream = pa.chunked_array(keys, pa.binary())
         marker_stream = pa.chunked_array([marker_keys], pa.binary()) if marker_keys is not None else None

@@ -719,9 +719,10 @@ _ROW_SHAPES = {
 @SETTINGS
 @given(
     shape=st.sampled_from(sorted(_ROW_SHAPES)),
-    cells=st.lists(st.tuples(st.integers(0, 40), st.sampled_from([b"f", b"g"]), st.sampled_from([b"", b"a", b"b\x00", b"b"]),
-                             st.integers(-3, 3), st.sampled_from([PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY]),
-                             st.binary(max_size=4)), max_size=80),
+    cells=st.lists(st.tuples(st.integers(0, 40), st.sampled_from([b"f", b"g"]),
+                             st.sampled_from([b"", b"a", b"b\x00", b"b"]), st.integers(-3, 3),
+                             st.sampled_from([PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY]), st.binary(max_size=4)),
+                   max_size=80),
     cuts=st.lists(st.integers(0, 80), max_size=2),
 )
 def test_sort_sources_orders_cells_in_no_order_as_the_model(shape, cells, cuts):

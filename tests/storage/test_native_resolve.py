@@ -141,7 +141,8 @@ def test_the_compiled_merge_refuses_bad_input_in_one_line():
     # -1: (low, high) uint64 pairs, 16 bytes a key
     with pytest.raises(ValueError, match=r"^keys must hold 16-byte keys, got 24 bytes$"):
         call(width=-1)
-    with pytest.raises(ValueError, match=r"^width must be 0 \(uint64 keys\), -1 \(uint64 pairs\) or a key width in bytes, got -2$"):
+    with pytest.raises(ValueError, match=r"^width must be 0 \(uint64 keys\), -1 \(uint64 pairs\) or a key width "
+                                         r"in bytes, got -2$"):
         call(width=-2)
     pairs = np.array([[5, 1], [9, 1], [0, 2]], np.uint64)  # 2**64 + 5 < 2**64 + 9 < 2**65
     assert call(keys=pairs, width=-1) == (3, 0, True) and out[0].tolist() == [0, 1, 2]

@@ -2,12 +2,13 @@
 
 ``wal_rows`` (storage/_native/wal.c) takes checked WAL payloads whose cells are
 puts of whole rows of one family (what a table being updated writes; the rows in
-key order, or in any order, which :func:`log_rows` then sorts) and builds their row form (:class:`storage.memstore.row_runs.RowRun`) with no
-cell table between; :meth:`storage.memstore.sorted_cells.SortedCells.from_payloads`
-uses it and decodes the cell table only when something asks for cells.  Any
-other log (markers, versions, a row written twice, several families, a row's
-cells apart or out of order, damaged) goes
-the way it went before: :func:`storage.wal.arrow_decode.decode_payloads`, then
+key order, or in any order, which :func:`log_rows` then sorts) and builds their
+row form (:class:`storage.memstore.row_runs.RowRun`) with no cell table between;
+:meth:`storage.memstore.sorted_cells.SortedCells.from_payloads` uses it and
+decodes the cell table only when something asks for cells.  Any other log
+(markers, versions, a row written twice, several families, a row's cells apart
+or out of order, damaged) goes the way it went before:
+:func:`storage.wal.arrow_decode.decode_payloads`, then
 :meth:`SortedCells.from_log`.  The reference is that way with the kernels off
 (:func:`payloads_to_table_py` and :func:`storage.storefile.dense.dense_from_cells`).
 Hypothesis holds the two to the same cells, row form and errors, on payloads
@@ -161,7 +162,8 @@ def test_a_log_read_as_rows_matches_the_reference(kernels, log, cut, spoil, at):
     # puts of one family (in any row order) that the dense form holds
     logged = payloads_to_table_py(payloads)
     shaped = table.num_rows > 0 and run is not None and len(set(logged.column("family").to_pylist())) == 1 and \
-        set(logged.column("type").to_pylist()) == {PUT} and _whole_rows(list(zip(*[logged.column(c).to_pylist() for c in ("row", "family", "qualifier")])))
+        set(logged.column("type").to_pylist()) == {PUT} and \
+        _whole_rows(list(zip(*[logged.column(c).to_pylist() for c in ("row", "family", "qualifier")])))
     assert (fused is not None) == shaped
     if fused is not None:
         _same_run(fused[0], run)
