@@ -382,34 +382,68 @@ static int key_width_ok(const rs_chunk *c, int32_t w) {
     return 1;
 }
 
-PyObject *rs_key_codes(PyObject *self, PyObject *args) {
+/* A key_codes or key_pairs call: its keys' chunks (from an Arrow C stream) and its output of
+ * `words` uint64 a key, taken and checked by code_call_open; code_call_close releases them. */
+typedef struct {
+    rs_view ov;
+    rs_chunk *c;
+    int64_t *starts;
+    struct ArrowArray *arrays;
+    Py_ssize_t nchunks, n;
+    uint64_t *out;
+    const unsigned char *first;  /* the first key's bytes (NULL: no key) */
+} rs_code_call;
+
+static int code_call_open(PyObject *args, const char *format, Py_ssize_t words, rs_code_call *k) {
     PyObject *capsule, *out_obj;
-    rs_view ov = {0};
-    rs_chunk *c = NULL;
-    int64_t *starts = NULL;
-    struct ArrowArray *arrays = NULL;
-    Py_ssize_t nchunks = 0;
-    PyObject *result = NULL;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OO:key_codes", &capsule, &out_obj)) return NULL;
-    if (rs_read_chunks(capsule, &arrays, &c, &starts, &nchunks) < 0) goto done;
-    Py_ssize_t n = (Py_ssize_t)starts[nchunks];
-    if (rs_view_out(&ov, out_obj, n * (Py_ssize_t)sizeof(uint64_t)) < 0) goto done;
-    uint64_t *out = (uint64_t *)ov.view.buf;
+    memset(k, 0, sizeof(*k));
+    if (!PyArg_ParseTuple(args, format, &capsule, &out_obj)) return -1;
+    if (rs_read_chunks(capsule, &k->arrays, &k->c, &k->starts, &k->nchunks) < 0) return -1;
+    k->n = (Py_ssize_t)k->starts[k->nchunks];
+    if (rs_view_out(&k->ov, out_obj, k->n * words * (Py_ssize_t)sizeof(uint64_t)) < 0) return -1;
+    k->out = (uint64_t *)k->ov.view.buf;
+    return 0;
+}
+
+static void code_call_close(rs_code_call *k) {
+    rs_view_release(&k->ov);
+    for (Py_ssize_t i = 0; k->arrays && i < k->nchunks; i++) k->arrays[i].release(&k->arrays[i]);
+    PyMem_Free(k->arrays);
+    PyMem_Free(k->starts);
+    PyMem_Free(k->c);
+}
+
+/* The one width of the call's keys, from each chunk's first key and span (every key is checked
+ * by key_width_ok as it is read), when `taken` takes it; 0: none such, a null or no key. */
+static int32_t code_call_width(rs_code_call *k, int (*taken)(int32_t)) {
     int32_t width = 0;
-    const unsigned char *prefix = NULL;  /* the first key: its first width - 8 bytes are every key's (width > 8) */
-    for (Py_ssize_t k = 0; k < nchunks; k++) {  /* the one width, checked before any work */
-        Py_ssize_t len = c[k].length;
+    for (Py_ssize_t i = 0; i < k->nchunks; i++) {
+        const rs_chunk *c = &k->c[i];
+        Py_ssize_t len = c->length;
         if (!len) continue;
-        int32_t w = c[k].off[1] - c[k].off[0];
-        if (c[k].valid || (w != 1 && w != 2 && w != 4 && w < 8) || (width && w != width) ||
-            (int64_t)c[k].off[len] - c[k].off[0] != (int64_t)w * len) {
-            width = 0;
-            break;
-        }
-        if (!prefix) prefix = (const unsigned char *)c[k].data + c[k].off[0];
+        int32_t w = c->off[1] - c->off[0];
+        if (c->valid || !taken(w) || (width && w != width) || (int64_t)c->off[len] - c->off[0] != (int64_t)w * len)
+            return 0;
+        if (!k->first) k->first = (const unsigned char *)c->data + c->off[0];
         width = w;
     }
+    return width;
+}
+
+static int code_width_taken(int32_t w) { return w == 1 || w == 2 || w == 4 || w >= 8; }
+static int pair_width_taken(int32_t w) { return w >= 9 && w <= 16; }
+
+PyObject *rs_key_codes(PyObject *self, PyObject *args) {
+    rs_code_call k;
+    PyObject *result = NULL;
+    (void)self;
+    if (code_call_open(args, "OO:key_codes", 1, &k) < 0) goto done;
+    Py_ssize_t n = k.n, nchunks = k.nchunks;
+    const rs_chunk *c = k.c;
+    const int64_t *starts = k.starts;
+    uint64_t *out = k.out;
+    int32_t width = code_call_width(&k, code_width_taken);
+    const unsigned char *prefix = k.first;  /* its first width - 8 bytes are every key's (width > 8) */
     int ok = width != 0;
     if (ok) {
         RS_RELEASE_GIL(n)
@@ -459,11 +493,7 @@ PyObject *rs_key_codes(PyObject *self, PyObject *args) {
     }
     result = PyLong_FromLong(ok ? width : 0);
 done:
-    rs_view_release(&ov);
-    for (Py_ssize_t i = 0; arrays && i < nchunks; i++) arrays[i].release(&arrays[i]);
-    PyMem_Free(arrays);
-    PyMem_Free(starts);
-    PyMem_Free(c);
+    code_call_close(&k);
     return result;
 }
 
@@ -473,31 +503,15 @@ done:
  * written as two uint64, the low one first.  Keys over 8 bytes under one lead take key_codes
  * instead (one word a key).  The reference is storage.kernels.resolve_rows._pair_codes. */
 PyObject *rs_key_pairs(PyObject *self, PyObject *args) {
-    PyObject *capsule, *out_obj;
-    rs_view ov = {0};
-    rs_chunk *c = NULL;
-    int64_t *starts = NULL;
-    struct ArrowArray *arrays = NULL;
-    Py_ssize_t nchunks = 0;
+    rs_code_call k;
     PyObject *result = NULL;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OO:key_pairs", &capsule, &out_obj)) return NULL;
-    if (rs_read_chunks(capsule, &arrays, &c, &starts, &nchunks) < 0) goto done;
-    Py_ssize_t n = (Py_ssize_t)starts[nchunks];
-    if (rs_view_out(&ov, out_obj, n * 2 * (Py_ssize_t)sizeof(uint64_t)) < 0) goto done;
-    uint64_t *out = (uint64_t *)ov.view.buf;
-    int32_t width = 0;
-    for (Py_ssize_t k = 0; k < nchunks; k++) {  /* the one width, checked before any work */
-        Py_ssize_t len = c[k].length;
-        if (!len) continue;
-        int32_t w = c[k].off[1] - c[k].off[0];
-        if (c[k].valid || w < 9 || w > 16 || (width && w != width) ||
-            (int64_t)c[k].off[len] - c[k].off[0] != (int64_t)w * len) {
-            width = 0;
-            break;
-        }
-        width = w;
-    }
+    if (code_call_open(args, "OO:key_pairs", 2, &k) < 0) goto done;
+    Py_ssize_t n = k.n, nchunks = k.nchunks;
+    const rs_chunk *c = k.c;
+    const int64_t *starts = k.starts;
+    uint64_t *out = k.out;
+    int32_t width = code_call_width(&k, pair_width_taken);
     int ok = width != 0;
     if (ok) {
         RS_RELEASE_GIL(n)
@@ -519,10 +533,6 @@ PyObject *rs_key_pairs(PyObject *self, PyObject *args) {
     }
     result = PyLong_FromLong(ok ? width : 0);
 done:
-    rs_view_release(&ov);
-    for (Py_ssize_t i = 0; arrays && i < nchunks; i++) arrays[i].release(&arrays[i]);
-    PyMem_Free(arrays);
-    PyMem_Free(starts);
-    PyMem_Free(c);
+    code_call_close(&k);
     return result;
 }

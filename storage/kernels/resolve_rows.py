@@ -401,8 +401,24 @@ def _one_code_width(keys: list[pa.Array]) -> tuple[int, bytes] | None:
     """``(width, lead)`` when every key of ``keys`` (binary arrays) reads as an order-keeping
     integer (see :func:`int_key_codes`): one width of 1, 2, 4 or 8 bytes (``lead`` empty), or
     one width over 8 bytes whose first ``width - 8`` bytes are ``lead`` in every key; else None."""
-    width = None
+    width = _one_width(keys, lambda w: w in _INT_WIDTHS or w > 8)
+    if width is None or width <= 8:
+        return None if width is None else (width, b"")
     lead = None
+    for array in keys:
+        if len(array):
+            rows = _key_matrix(array, width)
+            if lead is None:
+                lead = rows[0, : width - 8].tobytes()
+            if not bool((rows[:, : width - 8] == np.frombuffer(lead, np.uint8)).all()):
+                return None
+    return width, lead
+
+
+def _one_width(keys: list[pa.Array], taken) -> int | None:
+    """The one width of every key of ``keys`` (binary arrays, no nulls) when ``taken(width)``,
+    else None (also with no key)."""
+    width = None
     for array in keys:
         if not len(array):
             continue
@@ -411,17 +427,11 @@ def _one_code_width(keys: list[pa.Array]) -> tuple[int, bytes] | None:
         offsets = value_offsets(array)
         w = int(offsets[1] - offsets[0])
         # the first key and the span first (keys of other widths mostly stop here), then every key
-        if not (w in _INT_WIDTHS or w > 8) or (width is not None and w != width) \
-                or int(offsets[-1] - offsets[0]) != w * len(array) or not bool((np.diff(offsets) == w).all()):
+        if not taken(w) or (width is not None and w != width) or int(offsets[-1] - offsets[0]) != w * len(array) \
+                or not bool((np.diff(offsets) == w).all()):
             return None
         width = w
-        if w > 8:
-            rows = _key_matrix(array, w)
-            if lead is None:
-                lead = rows[0, : w - 8].tobytes()
-            if not bool((rows[:, : w - 8] == np.frombuffer(lead, np.uint8)).all()):
-                return None
-    return None if width is None else (width, lead or b"")
+    return width
 
 
 _INT_WIDTHS = (1, 2, 4, 8)
@@ -452,19 +462,7 @@ def _int_codes(keys: list[pa.Array], width: int) -> np.ndarray:
 
 def _one_pair_width(keys: list[pa.Array]) -> int | None:
     """The one width of every key of ``keys`` (binary arrays) when it is 9 to 16 bytes, else None."""
-    width = None
-    for array in keys:
-        if not len(array):
-            continue
-        if not isinstance(array, pa.Array) or array.type != pa.binary() or array.null_count:
-            return None
-        offsets = value_offsets(array)
-        w = int(offsets[1] - offsets[0])
-        if not _PAIR_WIDTHS[0] <= w <= _PAIR_WIDTHS[1] or (width is not None and w != width) \
-                or not bool((np.diff(offsets) == w).all()):
-            return None
-        width = w
-    return width
+    return _one_width(keys, lambda w: _PAIR_WIDTHS[0] <= w <= _PAIR_WIDTHS[1])
 
 
 def _pair_codes(keys: list[pa.Array], width: int) -> np.ndarray:
