@@ -358,7 +358,7 @@ done:
  * key whose leading part is the same across a region: "user000012345678", a long id and a
  * short one) order as their last 8 bytes do: those, read as a big-endian integer, are the
  * code.  Returns the width, 0 when the keys take neither form.  The reference is
- * storage.kernels.resolve_rows._one_code_width and _int_codes. */
+ * storage.kernels.key_codes._one_code_width and _int_codes. */
 #define RS_CODES_LOOP(W, LOAD)                                                       \
     for (Py_ssize_t r = 0; r < len; r++) {                                           \
         LOAD;                                                                        \
@@ -501,7 +501,7 @@ done:
  * before an id) as the merge's 128-bit keys (its RS_PAIRS form): the key's bytes, zeros after
  * it to 16, read as a big-endian integer, which orders as the bytes of keys of one width do;
  * written as two uint64, the low one first.  Keys over 8 bytes under one lead take key_codes
- * instead (one word a key).  The reference is storage.kernels.resolve_rows._pair_codes. */
+ * instead (one word a key).  The reference is storage.kernels.key_codes._pair_codes. */
 PyObject *rs_key_pairs(PyObject *self, PyObject *args) {
     rs_code_call k;
     PyObject *result = NULL;

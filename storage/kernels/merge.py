@@ -15,7 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .cell_columns import CellColumns, as_cell_table, empty_cells, one_array, take_cells, value_offsets
+from .. import native as native_module
 from .gather import gather_binary
+from .key_codes import int_key_codes
 
 __all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "sort_sources", "bisect_rows", "CELL_SORT_KEYS"]
 
@@ -157,9 +159,7 @@ def _coded_order(keys: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     hashed or salted keys written in no key order holds), when Arrow sorts instead.
     One NumPy ``lexsort`` of integers: the rows' codes, the families' and qualifiers'
     ranks among their distinct values, the timestamps and types (both descending)."""
-    from . import resolve_rows  # imports this module's neighbours: here to keep the import order free
-
-    coded = resolve_rows.int_key_codes(resolve_rows.NATIVE, [one_array(keys.column("row"))], None)
+    coded = int_key_codes(native_module.NATIVE, [one_array(keys.column("row"))], None)
     if coded is None:
         return None
     codes = coded[1]

@@ -52,6 +52,7 @@ from .row_merge import order_keys
 from .cell_columns import data_span, one_array, pool_empty, value_offsets
 from ..native import NATIVE
 from .gather import gather_binary
+from .key_codes import int_key_codes, keys_from_codes
 from .rules import NO_MARKER, covered, effective_low, time_mask, unseen_markers
 
 __all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows", "merges_natively"]
@@ -277,7 +278,7 @@ def resolve_rows(
         if not any_cell.all():
             keep = np.flatnonzero(any_cell)
     chosen = starts if keep is None else starts[keep]
-    keys = _keys_from_codes(ordered[chosen]) if _int_keys(all_keys, joined, len(chosen)) \
+    keys = keys_from_codes(ordered[chosen]) if _int_keys(all_keys, joined, len(chosen)) \
         else gather_binary(all_keys, order[chosen], native=native)
     out_values = []
     for j, src in enumerate(sources):
@@ -306,202 +307,12 @@ def merges_natively(pieces: int) -> bool:
 
 def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
     """Are the encodings ``encoded`` of ``all_keys`` the keys themselves (every
-    key one width of 1, 2, 4 or 8 bytes), so that :func:`_keys_from_codes`
+    key one width of 1, 2, 4 or 8 bytes), so that :func:`keys_from_codes`
     rebuilds ``count`` chosen keys from their integers instead of gathering them?"""
     dtype = encoded.dtype
     # on a little-endian machine only the one-width encoding is a native integer
     return sys.byteorder == "little" and dtype.kind == "u" and dtype.byteorder in ("=", "|") and count > 0 \
         and data_span(all_keys) == len(all_keys) * dtype.itemsize
-
-
-def int_key_codes(native, keys: list[pa.Array], marker_keys: pa.Array | None
-                  ) -> tuple[int, np.ndarray, np.ndarray | None, bytes] | None:
-    """``(width, codes, marker_codes, lead)`` when the keys of ``keys`` and ``marker_keys``
-    all read as order-keeping uint64 integers, each laid end to end (memory from Arrow's
-    pool), the form the compiled merge takes; None otherwise.  They do when every key is one
-    ``width`` of 1, 2, 4 or 8 bytes (``lead`` empty: a key's integer is its big-endian bytes),
-    or one ``width`` over 8 bytes whose first ``width - 8`` bytes are the same in every key
-    (``lead``: those bytes; a key's integer is its last 8 bytes, big-endian: keys under one
-    prefix order as their tails do).  Else, keys of one ``width`` of 9 to 16 bytes read as
-    128-bit integers (the key's bytes, zeros after it): ``codes`` and ``marker_codes`` are then
-    (keys, 2) arrays of uint64 pairs, the low word first (:func:`_pair_codes`), the compiled
-    merge's ``-1`` key form.  ``native``: the compiled kernels (their ``key_codes`` and
-    ``key_pairs``), or None for the NumPy reference (:func:`_one_code_width`, :func:`_int_codes`,
-    :func:`_one_pair_width` and :func:`_pair_codes`)."""
-    if native is None:
-        every = keys + ([marker_keys] if marker_keys is not None else [])
-        shape = _one_code_width(every)
-        if shape is not None:
-            width, lead = shape
-            return (width, _int_codes(keys, width),
-                    _int_codes([marker_keys], width) if marker_keys is not None else None, lead)
-        width = _one_pair_width(every)
-        if width is None:
-            return None
-        marker_codes = _pair_codes([marker_keys], width) if marker_keys is not None else None
-        return width, _pair_codes(keys, width), marker_codes, b""
-    try:
-        stream = pa.chunked_array(keys, pa.binary())
-        marker_stream = pa.chunked_array([marker_keys], pa.binary()) if marker_keys is not None else None
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):  # keys of another type: the general path
-        return None
-    # each stream's one width (0: none such), None where it holds no key (as the reference, which skips those)
-    codes = pool_empty(len(stream), np.uint64)
-    widths = [native.key_codes(stream.__arrow_c_stream__(), codes) if len(stream) else None]
-    marker_codes = None
-    if marker_stream is not None:
-        marker_codes = pool_empty(len(marker_stream), np.uint64)
-        widths.append(native.key_codes(marker_stream.__arrow_c_stream__(), marker_codes) if len(marker_stream) else None)
-    known = {w for w in widths if w is not None}
-    width = known.pop() if len(known) == 1 else 0
-    if width > 8:
-        # each stream's keys share their first key's lead: the streams must share one too
-        firsts = {_first_lead(s, width - 8) for s in (stream, marker_stream) if s is not None and len(s)}
-        if len(firsts) == 1:
-            return width, codes, marker_codes, firsts.pop()
-    elif width:
-        return width, codes, marker_codes, b""
-    # keys of one width of 9 to 16 bytes under no one lead (a UUID, a hash before an id): pairs
-    streams = [s for s in (stream, marker_stream) if s is not None]
-    if not _PAIR_WIDTHS[0] <= _first_width(streams) <= _PAIR_WIDTHS[1]:
-        return None
-    codes = pool_empty((len(stream), 2), np.uint64)
-    widths = [native.key_pairs(stream.__arrow_c_stream__(), codes) if len(stream) else None]
-    if marker_stream is not None:
-        marker_codes = pool_empty((len(marker_stream), 2), np.uint64)
-        widths.append(native.key_pairs(marker_stream.__arrow_c_stream__(), marker_codes)
-                      if len(marker_stream) else None)
-    known = {w for w in widths if w is not None}
-    if len(known) != 1 or 0 in known:
-        return None
-    return known.pop(), codes, marker_codes, b""
-
-
-_PAIR_WIDTHS = (9, 16)
-"""Keys of one width in this range read as 128-bit integers (:func:`_pair_codes`)."""
-
-
-def _first_width(streams: list[pa.ChunkedArray]) -> int:
-    """The width of the first key of ``streams`` (0: none holds a key, or it is null)."""
-    for keys in streams:
-        for chunk in keys.chunks:
-            if len(chunk):
-                first = chunk[0].as_py()
-                return len(first) if first is not None else 0
-    return 0
-
-
-def _first_lead(keys: pa.ChunkedArray, size: int) -> bytes:
-    """The first ``size`` bytes of the first key of ``keys`` (which holds one)."""
-    chunk = next(c for c in keys.chunks if len(c))
-    return chunk[0].as_py()[:size]
-
-
-def _one_code_width(keys: list[pa.Array]) -> tuple[int, bytes] | None:
-    """``(width, lead)`` when every key of ``keys`` (binary arrays) reads as an order-keeping
-    integer (see :func:`int_key_codes`): one width of 1, 2, 4 or 8 bytes (``lead`` empty), or
-    one width over 8 bytes whose first ``width - 8`` bytes are ``lead`` in every key; else None."""
-    width = _one_width(keys, lambda w: w in _INT_WIDTHS or w > 8)
-    if width is None or width <= 8:
-        return None if width is None else (width, b"")
-    lead = None
-    for array in keys:
-        if len(array):
-            rows = _key_matrix(array, width)
-            if lead is None:
-                lead = rows[0, : width - 8].tobytes()
-            if not bool((rows[:, : width - 8] == np.frombuffer(lead, np.uint8)).all()):
-                return None
-    return width, lead
-
-
-def _one_width(keys: list[pa.Array], taken) -> int | None:
-    """The one width of every key of ``keys`` (binary arrays, no nulls) when ``taken(width)``,
-    else None (also with no key)."""
-    width = None
-    for array in keys:
-        if not len(array):
-            continue
-        if not isinstance(array, pa.Array) or array.type != pa.binary() or array.null_count:
-            return None
-        offsets = value_offsets(array)
-        w = int(offsets[1] - offsets[0])
-        # the first key and the span first (keys of other widths mostly stop here), then every key
-        if not taken(w) or (width is not None and w != width) or int(offsets[-1] - offsets[0]) != w * len(array) \
-                or not bool((np.diff(offsets) == w).all()):
-            return None
-        width = w
-    return width
-
-
-_INT_WIDTHS = (1, 2, 4, 8)
-
-
-def _key_matrix(array: pa.Array, width: int) -> np.ndarray:
-    """The keys of ``array`` (all ``width`` bytes) as a (keys, width) uint8 view of its data."""
-    first = int(value_offsets(array)[0])
-    return np.frombuffer(array.buffers()[2], dtype=np.uint8, count=len(array) * width, offset=first).reshape(-1, width)
-
-
-def _int_codes(keys: list[pa.Array], width: int) -> np.ndarray:
-    """Keys of one ``width`` (see :func:`_one_code_width`) as native uint64 integers in their
-    byte order, laid end to end: each array's bytes (over 8 bytes: its last 8) read as
-    big-endian integers and widened in one pass into memory from Arrow's pool (:func:`pool_empty`)."""
-    out = pool_empty(sum(len(a) for a in keys), np.uint64)
-    at = 0
-    for array in keys:
-        n = len(array)
-        if n and width > 8:
-            out[at : at + n] = np.ascontiguousarray(_key_matrix(array, width)[:, width - 8 :]).view(">u8").ravel()
-        elif n:
-            first = int(value_offsets(array)[0])
-            out[at : at + n] = np.frombuffer(array.buffers()[2], dtype=f">u{width}", count=n, offset=first)
-        at += n
-    return out
-
-
-def _one_pair_width(keys: list[pa.Array]) -> int | None:
-    """The one width of every key of ``keys`` (binary arrays) when it is 9 to 16 bytes, else None."""
-    return _one_width(keys, lambda w: _PAIR_WIDTHS[0] <= w <= _PAIR_WIDTHS[1])
-
-
-def _pair_codes(keys: list[pa.Array], width: int) -> np.ndarray:
-    """Keys of one ``width`` of 9 to 16 bytes as 128-bit integers of their bytes (zeros after
-    each key to 16), laid end to end as a (keys, 2) uint64 array, the low word first."""
-    out = pool_empty((sum(len(a) for a in keys), 2), np.uint64)
-    at = 0
-    for array in keys:
-        n = len(array)
-        if n:
-            padded = np.zeros((n, 16), np.uint8)
-            padded[:, :width] = _key_matrix(array, width)
-            words = padded.view(">u8")  # (n, 2): the high word, then the low
-            out[at : at + n, 0] = words[:, 1]
-            out[at : at + n, 1] = words[:, 0]
-        at += n
-    return out
-
-
-def _keys_from_codes(codes: np.ndarray, width: int | None = None, lead: bytes = b"") -> pa.Array:
-    """The binary keys whose big-endian integers are ``codes`` (see :func:`_int_keys`), each
-    ``width`` bytes (by default the codes' own width); over 8 bytes, ``lead`` and then the
-    code's 8 bytes (see :func:`int_key_codes`); from (keys, 2) pairs, the 128-bit integer's
-    first ``width`` bytes."""
-    width = codes.dtype.itemsize if width is None else width
-    if codes.ndim == 2:
-        words = np.empty((len(codes), 2), ">u8")
-        words[:, 0] = codes[:, 1]
-        words[:, 1] = codes[:, 0]
-        data = np.ascontiguousarray(words.view(np.uint8).reshape(-1, 16)[:, :width])
-    elif width > 8:
-        rows = np.empty((len(codes), width), np.uint8)
-        rows[:, : width - 8] = np.frombuffer(lead, np.uint8)
-        rows[:, width - 8 :] = codes.astype(">u8").view(np.uint8).reshape(-1, 8)
-        data = rows
-    else:
-        data = codes.astype(f">u{width}")  # Arrow takes NumPy's buffers as they are: no bytes copies
-    offsets = np.arange(0, (len(codes) + 1) * width, width, dtype=np.int32)
-    return pa.Array.from_buffers(pa.binary(), len(codes), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _merges_compiled(pieces: int, markers: Markers | None) -> bool:
@@ -521,7 +332,7 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
     markers'); None when it does not apply (Delete or DeleteColumn markers, a
     time bound outside int64, too many pieces, a key encoding it does not
     take): the NumPy path then resolves.  ``code_width``: every key is that many
-    bytes and ``joined`` holds them as uint64 integers (:func:`_int_codes`; over 8
+    bytes and ``joined`` holds them as uint64 integers (``int_key_codes``; over 8
     bytes, each after ``code_lead``; no ``all_keys`` then: the keys are rebuilt from
     their integers)."""
     if not _merges_compiled(len(pieces), markers):
@@ -561,9 +372,9 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
     if anchored:  # every row is the base run's, in order (re-puts): its keys as they are
         keys_out = one_array(pieces[anchor].keys)
     elif code_width is not None:
-        keys_out = _keys_from_codes(joined[key_at], code_width, code_lead)
+        keys_out = keys_from_codes(joined[key_at], code_width, code_lead)
     elif _int_keys(all_keys, joined, rows):
-        keys_out = _keys_from_codes(joined[key_at])
+        keys_out = keys_from_codes(joined[key_at])
     else:
         keys_out = gather_binary(all_keys, key_at, native=native)
     out_values = []
@@ -586,7 +397,7 @@ def _ascending(codes: np.ndarray) -> bool:
 
 
 _PAIRS = -1
-"""resolve_merge's key width for (low, high) uint64 pairs (:func:`_pair_codes`)."""
+"""resolve_merge's key width for (low, high) uint64 pairs (``int_key_codes``)."""
 
 
 def _stamps(ts: np.ndarray) -> np.ndarray:

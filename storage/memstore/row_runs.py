@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from ..kernels.cell_columns import CellColumns, as_cell_table
 from ..kernels.gather import gather_binary
-from ..kernels.resolve_rows import int_key_codes
+from ..kernels.key_codes import int_key_codes
 from ..kernels.merge import bisect_rows
 from ..native import NATIVE as _NATIVE
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells

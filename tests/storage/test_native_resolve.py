@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from storage import native as engine_native
 from storage.cells import CellType
-from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, int_key_codes, resolve_rows
+from storage.kernels.key_codes import int_key_codes
+from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
 
 try:
     BUILT = importlib.import_module("storage._native_ext")
