@@ -30,7 +30,6 @@ __all__ = [
     "coded_bytes",
     "as_cell_table",
     "empty_cells",
-    "take_cells",
     "bools",
     "group_ids",
     "pool_empty",
@@ -75,18 +74,6 @@ def as_cell_table(cells: pa.Table | pa.RecordBatch, what: str = "cells") -> pa.T
     if not schema.equals(CELL_SCHEMA):
         cells = pa.Table.from_arrays(cells.columns, schema=CELL_SCHEMA)
     return cells
-
-
-def take_cells(table: pa.Table, indices: np.ndarray) -> pa.Table:
-    """``table.take(indices)``, concatenating chunks first.
-
-    Arrow's take over a chunked binary column resolves the chunk of every
-    index and is several times slower than concatenating the chunks once
-    and taking from one array.
-    """
-    if any(column.num_chunks > 1 for column in table.columns):
-        table = table.combine_chunks()
-    return table.take(indices)
 
 
 def bools(mask: pa.BooleanArray | pa.ChunkedArray) -> np.ndarray:

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from .cell_columns import pool_empty, value_offsets
 
-__all__ = ["int_key_codes", "keys_from_codes"]
+__all__ = ["int_key_codes", "keys_from_codes", "code_keys", "lex_order"]
 
 
 def int_key_codes(native, keys: list[pa.Array], marker_keys: pa.Array | None
@@ -209,3 +209,22 @@ def keys_from_codes(codes: np.ndarray, width: int | None = None, lead: bytes = b
         data = codes.astype(f">u{width}")  # Arrow takes NumPy's buffers as they are: no bytes copies
     offsets = np.arange(0, (len(codes) + 1) * width, width, dtype=np.int32)
     return pa.Array.from_buffers(pa.binary(), len(codes), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def code_keys(codes: np.ndarray) -> list[np.ndarray]:
+    """``codes`` (of :func:`int_key_codes`) as NumPy sort keys, the most significant last
+    (``lexsort``'s order): the integers, or a pair's low and high words."""
+    return [codes] if codes.ndim == 1 else [codes[:, 0], codes[:, 1]]
+
+
+def lex_order(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The stable order of ``keys`` (sort keys, the most significant last) and, in that order,
+    where an entry differs from the one before in any key (the first always does)."""
+    order = np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(keys)
+    differs = np.ones(len(order), dtype=bool)
+    if len(order) > 1:
+        differs[1:] = False
+        for key in keys:
+            ordered = key[order]
+            differs[1:] |= ordered[1:] != ordered[:-1]
+    return order, differs

@@ -14,10 +14,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .cell_columns import CellColumns, as_cell_table, empty_cells, one_array, take_cells, value_offsets
+from .cell_columns import CellColumns, as_cell_table, empty_cells, one_array, value_offsets
 from .. import native as native_module
-from .gather import gather_binary
-from .key_codes import int_key_codes
+from .gather import take_cells
+from .key_codes import code_keys, int_key_codes, lex_order
 
 __all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "sort_sources", "bisect_rows", "CELL_SORT_KEYS"]
 
@@ -144,11 +144,6 @@ def sort_sources(newest_first: list[pa.Table]) -> pa.Table:
         order = order[differs]
     if np.array_equal(order, np.arange(combined.num_rows)):
         return combined
-    if coded is not None:  # keys of one width: the compiled gather for the binary columns
-        table = combined.combine_chunks()
-        return pa.Table.from_arrays(
-            [gather_binary(c, order) if c.type == pa.binary() else c.take(order) for c in table.columns],
-            schema=table.schema)
     return take_cells(combined, order)
 
 
@@ -162,23 +157,14 @@ def _coded_order(keys: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     coded = int_key_codes(native_module.NATIVE, [one_array(keys.column("row"))], None)
     if coded is None:
         return None
-    codes = coded[1]
-    rows = [codes] if codes.ndim == 1 else [codes[:, 0], codes[:, 1]]  # lexsort: the last key first
     family, qualifier = _ranks(keys.column("family")), _ranks(keys.column("qualifier"))
     stamps = np.invert(one_array(keys.column("timestamp")).to_numpy())  # descending: ~t is -t - 1
     kinds = np.invert(one_array(keys.column("type")).to_numpy())
     # a key of one value throughout (one family, the markers' empty qualifier, all puts)
     # orders nothing: left out of the sort and of the duplicate check
-    sort_keys = [k for k in (kinds, stamps, qualifier, family) if len(k) and not (k == k[0]).all()] + rows
+    sort_keys = [k for k in (kinds, stamps, qualifier, family) if len(k) and not (k == k[0]).all()]
     # stable, so that equal keys keep the newest source first
-    order = np.argsort(rows[0], kind="stable") if len(sort_keys) == 1 else np.lexsort(sort_keys)
-    differs = np.ones(len(order), dtype=bool)
-    if len(order) > 1:
-        differs[1:] = False
-        for key in sort_keys:
-            ordered = key[order]
-            differs[1:] |= ordered[1:] != ordered[:-1]
-    return order, differs
+    return lex_order(sort_keys + code_keys(coded[1]))
 
 
 def _ranks(column: pa.ChunkedArray) -> np.ndarray:

@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..cells import CellType
-from .cell_columns import CellColumns, as_cell_table, take_cells
+from .cell_columns import CellColumns, as_cell_table
+from .gather import take_cells
 
 _PUT = int(CellType.PUT)
 

@@ -52,7 +52,7 @@ from .row_merge import order_keys
 from .cell_columns import data_span, one_array, pool_empty, value_offsets
 from ..native import NATIVE
 from .gather import gather_binary
-from .key_codes import int_key_codes, keys_from_codes
+from .key_codes import code_keys, int_key_codes, keys_from_codes, lex_order
 from .rules import NO_MARKER, covered, effective_low, time_mask, unseen_markers
 
 __all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows", "merges_natively"]
@@ -355,7 +355,7 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
         mkeys = np.ascontiguousarray(marker_keys, dtype=np.uint64) if width == 0 else marker_keys
         mts = np.ascontiguousarray(markers.ts, dtype=np.int64)
         if len(mkeys) > 1 and not _ascending(mkeys):
-            at = np.argsort(mkeys, kind="stable") if mkeys.ndim == 1 else np.lexsort((mkeys[:, 0], mkeys[:, 1]))
+            at = lex_order(code_keys(mkeys))[0]
             mkeys, mts = np.ascontiguousarray(mkeys[at]), mts[at]
     # each piece's timestamps as they are (laid end to end only if a reader asks for them); a
     # column of one timestamp (a zero-stride view) passed as that one value

@@ -12,13 +12,12 @@ slices, which a rows scan merges with the store files' dense rows
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..kernels.cell_columns import CellColumns, as_cell_table
 from ..kernels.gather import gather_binary
-from ..kernels.key_codes import int_key_codes
+from ..kernels.key_codes import code_keys, int_key_codes, lex_order
 from ..kernels.merge import bisect_rows
 from ..native import NATIVE as _NATIVE
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
@@ -91,15 +90,8 @@ def _in_key_order(block: DenseBlock) -> DenseBlock | None:
     rows = block.rows
     coded = int_key_codes(_NATIVE, [rows], None)
     if coded is not None:
-        codes = coded[1]
-        if codes.ndim == 1:
-            order = np.argsort(codes, kind="stable")
-            ordered = codes[order]
-            repeated = bool((ordered[1:] == ordered[:-1]).any())
-        else:  # (low, high) pairs
-            order = np.lexsort((codes[:, 0], codes[:, 1]))
-            ordered = codes[order]
-            repeated = bool(((ordered[1:] == ordered[:-1]).all(axis=1)).any())
+        order, differs = lex_order(code_keys(coded[1]))
+        repeated = not bool(differs.all())
     else:
         order = pc.sort_indices(rows).to_numpy()
         ordered_rows = rows.take(order)
