@@ -72,6 +72,10 @@ CELL_SCHEMA = pa.schema(
 )
 """Arrow schema of a batch of cells, in cell order."""
 
+EMPTY_CELLS = CELL_SCHEMA.empty_table()
+"""An empty table of :data:`CELL_SCHEMA`, built once: Arrow tables are immutable, and building one
+cost 0.2 ms a region in a scan that asked whether an empty memstore held its range."""
+
 
 def sort_key(cell: tuple) -> tuple:
     """Return the key that sorts cells in HBase order."""

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..cells import CELL_SCHEMA
+from ..cells import CELL_SCHEMA, EMPTY_CELLS
 from ..errors import InvalidArgument
 
 __all__ = [
@@ -45,7 +45,7 @@ UINT_BY_WIDTH = {1: "u1", 2: "u2", 4: "u4", 8: "u8"}
 
 def empty_cells() -> pa.Table:
     """An empty table with :data:`CELL_SCHEMA`."""
-    return CELL_SCHEMA.empty_table()
+    return EMPTY_CELLS
 
 
 def as_cell_table(cells: pa.Table | pa.RecordBatch, what: str = "cells") -> pa.Table:

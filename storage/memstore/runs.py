@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import numpy as np
 import pyarrow as pa
 
-from ..cells import CELL_SCHEMA, Cell
+from ..cells import EMPTY_CELLS, Cell
 from .scanner import MemStoreScanner
 from .segment import ArrowRun, Segment, cells_to_table
 
@@ -154,7 +154,7 @@ class MemStoreView:
         """Visible cells of rows ``[start_row, stop_row)`` as a CELL_SCHEMA table in cell order."""
         parts = [p for p in (r.slice(start_row, stop_row) for r in self._live()) if p.num_rows]
         if not parts:
-            return CELL_SCHEMA.empty_table()
+            return EMPTY_CELLS
         if len(parts) == 1:
             return parts[0]
         from ..kernels import merge_sources

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 from sortedcontainers import SortedDict
 
-from ..cells import CELL_SCHEMA, sort_key
+from ..cells import CELL_SCHEMA, EMPTY_CELLS, sort_key
 from ..native import NATIVE as _NATIVE
 from .bulk_insert import insert_new_sorted
 
@@ -199,7 +199,7 @@ def cells_to_table(cells: list) -> pa.Table:
 def cells_to_table_py(cells: list) -> pa.Table:
     """:func:`cells_to_table` in Python and pyarrow: the reference of the compiled kernel."""
     if not cells:
-        return CELL_SCHEMA.empty_table()
+        return EMPTY_CELLS
     rows, families, qualifiers, timestamps, types, values = zip(*cells)
     arrays = [
         pa.array(rows, pa.binary()),

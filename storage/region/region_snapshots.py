@@ -29,7 +29,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ..cells import CELL_SCHEMA
+from ..cells import EMPTY_CELLS
 from ..errors import InvalidArgument, StorageError
 from ..memstore.sorted_cells import SortedCells
 from ..schema import FamilySettings
@@ -312,7 +312,7 @@ class PinnedRegion:
         once, or kept from an earlier read of the same records
         (:mod:`storage.region.replay_memo`)."""
         if pin.max_seq_id <= pin.flushed_seq_id:
-            return SortedCells(CELL_SCHEMA.empty_table())  # nothing unflushed was pinned
+            return SortedCells(EMPTY_CELLS)  # nothing unflushed was pinned
         rfs = table_fs.sub(f"regions/{pin.region_id}")
         wal = []  # (filesystem, path) of each pinned WAL file: live, or archived since
         for name in pin.wal_files:

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..cells import CELL_SCHEMA, CellType
+from ..cells import CELL_SCHEMA, EMPTY_CELLS, CellType
 from ..columns import parse_column
 from .dense import DenseBlock, constant_binary
 from ..kernels.order import row_starts
@@ -293,7 +293,7 @@ def first_cells_of_parts(parts, family: bytes) -> pa.Table:
             starts = row_starts(part.cells.column(0))
             pieces.append(part.cells.take(pa.array(starts)) if len(starts) != part.cells.num_rows else part.cells)
     if not pieces:
-        return CELL_SCHEMA.empty_table()
+        return EMPTY_CELLS
     table = pa.Table.from_batches(pieces, schema=CELL_SCHEMA)
     starts = row_starts(table.column(0))
     return table if len(starts) == table.num_rows else table.take(pa.array(starts))

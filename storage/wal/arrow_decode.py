@@ -37,11 +37,11 @@ def decode_payloads(payloads: Sequence[bytes], where: str = "WAL") -> tuple[pa.T
         out = _NATIVE.wal_columns(payloads if type(payloads) is list else list(payloads), VALID_TYPE_MASK,
                                   pa.allocate_buffer)
         if out is not None:
-            from ..cells import CELL_SCHEMA
+            from ..cells import CELL_SCHEMA, EMPTY_CELLS
 
             n, flags = out[0], out[11]
             if n == 0:
-                return CELL_SCHEMA.empty_table(), None
+                return EMPTY_CELLS, None
             binary = [pa.Array.from_buffers(_BINARY, n, [None, out[1 + 2 * k],
                                                          out[2 + 2 * k]]) for k in range(4)]
             rows, families, qualifiers, values = binary
@@ -68,12 +68,12 @@ def payloads_to_table_py(payloads: Sequence[bytes], where: str = "WAL") -> pa.Ta
     """:func:`payloads_to_table` with NumPy over all records at once: the
     reference of the compiled ``wal_columns``, and what runs without it (or
     when it refuses a payload: this then raises the error)."""
-    from ..cells import CELL_SCHEMA
+    from ..cells import CELL_SCHEMA, EMPTY_CELLS
 
     counted = [(p, PAYLOAD_HEADER.unpack_from(p, 0)[1]) for p in payloads]
     payloads = [p for p, n in counted if n]
     if not payloads:
-        return CELL_SCHEMA.empty_table()
+        return EMPTY_CELLS
     if sum(n for _, n in counted) >= _BIG_RECORDS * len(payloads):
         return _big_payloads_to_table(payloads, where)
     sizes = np.fromiter(map(len, payloads), dtype=np.int64, count=len(payloads))
