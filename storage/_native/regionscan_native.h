@@ -133,6 +133,7 @@ PyObject *rs_row_dicts(PyObject *self, PyObject *args);
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args);
 PyObject *rs_key_codes(PyObject *self, PyObject *args);
 PyObject *rs_key_pairs(PyObject *self, PyObject *args);
+PyObject *rs_pad_keys(PyObject *self, PyObject *args);
 PyObject *rs_wal_record(PyObject *self, PyObject *args);
 PyObject *rs_wal_columns(PyObject *self, PyObject *args);
 PyObject *rs_dense_pivot(PyObject *self, PyObject *args);
@@ -203,6 +204,10 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "key_pairs(stream, out) -> int: keys of one width of 9 to 16 bytes as 128-bit " \
               "integers of their big-endian bytes (zeros after the key) into out (16 bytes a key, " \
               "the low uint64 first); that width, or 0: not one such width, a null or no key") \
+    RS_METHOD(pad_keys,                                                                         \
+              "pad_keys(stream, out, longest, suffix) -> bool: keys of several widths as rows of " \
+              "out: the key, zeros to longest bytes, its length in suffix bytes (0-2, big-endian), " \
+              "zeros to the row's width; False: a key past longest, or a null")               \
     RS_METHOD(resolve_merge,                                                                    \
               "resolve_merge(keys, width, bounds, ts, marker_keys, marker_ts, ranged, low, "   \
               "bounded, high, out) -> (rows, anchor, anchored): sorted pieces of encoded keys " \

@@ -362,7 +362,7 @@ done:
 #define RS_CODES_LOOP(W, LOAD)                                                       \
     for (Py_ssize_t r = 0; r < len; r++) {                                           \
         LOAD;                                                                        \
-        out[at + r] = v;                                                             \
+        call.out[at + r] = v;                                                        \
     }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -434,19 +434,15 @@ static int code_width_taken(int32_t w) { return w == 1 || w == 2 || w == 4 || w 
 static int pair_width_taken(int32_t w) { return w >= 9 && w <= 16; }
 
 PyObject *rs_key_codes(PyObject *self, PyObject *args) {
-    rs_code_call k;
+    rs_code_call call;
     PyObject *result = NULL;
     (void)self;
-    if (code_call_open(args, "OO:key_codes", 1, &k) < 0) goto done;
-    Py_ssize_t n = k.n, nchunks = k.nchunks;
-    const rs_chunk *c = k.c;
-    const int64_t *starts = k.starts;
-    uint64_t *out = k.out;
-    int32_t width = code_call_width(&k, code_width_taken);
-    const unsigned char *prefix = k.first;  /* its first width - 8 bytes are every key's (width > 8) */
+    if (code_call_open(args, "OO:key_codes", 1, &call) < 0) goto done;
+    int32_t width = code_call_width(&call, code_width_taken);
+    const unsigned char *prefix = call.first;  /* its first width - 8 bytes are every key's (width > 8) */
     int ok = width != 0;
     if (ok) {
-        RS_RELEASE_GIL(n)
+        RS_RELEASE_GIL(call.n)
         const Py_ssize_t lead = width > 8 ? width - 8 : 0;  /* the shared leading bytes */
         /* a lead of at most 8 bytes compared as one masked 8-byte load (the key holds 9 or more) */
         uint64_t mask = 0, head = 0;
@@ -458,18 +454,18 @@ PyObject *rs_key_codes(PyObject *self, PyObject *args) {
             memcpy(&head, prefix, 8);
             head &= mask;
         }
-        for (Py_ssize_t k = 0; k < nchunks && ok; k++) {
-            Py_ssize_t len = c[k].length, at = (Py_ssize_t)starts[k];
+        for (Py_ssize_t k = 0; k < call.nchunks && ok; k++) {
+            Py_ssize_t len = call.c[k].length, at = (Py_ssize_t)call.starts[k];
             if (!len) continue;
-            if (!key_width_ok(&c[k], width)) { ok = 0; break; }
-            const unsigned char *p = (const unsigned char *)c[k].data + c[k].off[0];
+            if (!key_width_ok(&call.c[k], width)) { ok = 0; break; }
+            const unsigned char *p = (const unsigned char *)call.c[k].data + call.c[k].off[0];
             if (lead && lead <= 8) {
                 for (Py_ssize_t r = 0; r < len && ok; r++) {
                     uint64_t x, tail;
                     memcpy(&x, p + r * width, 8);
                     memcpy(&tail, p + r * width + lead, 8);
                     ok = (x & mask) == head;
-                    out[at + r] = RS_FROM_BE64(tail);
+                    call.out[at + r] = RS_FROM_BE64(tail);
                 }
                 continue;
             }
@@ -478,7 +474,7 @@ PyObject *rs_key_codes(PyObject *self, PyObject *args) {
                     uint64_t tail;
                     ok = memcmp(p + r * width, prefix, (size_t)lead) == 0;
                     memcpy(&tail, p + r * width + lead, 8);
-                    out[at + r] = RS_FROM_BE64(tail);
+                    call.out[at + r] = RS_FROM_BE64(tail);
                 }
                 continue;
             }
@@ -493,7 +489,7 @@ PyObject *rs_key_codes(PyObject *self, PyObject *args) {
     }
     result = PyLong_FromLong(ok ? width : 0);
 done:
-    code_call_close(&k);
+    code_call_close(&call);
     return result;
 }
 
@@ -503,36 +499,93 @@ done:
  * written as two uint64, the low one first.  Keys over 8 bytes under one lead take key_codes
  * instead (one word a key).  The reference is storage.kernels.key_codes._pair_codes. */
 PyObject *rs_key_pairs(PyObject *self, PyObject *args) {
-    rs_code_call k;
+    rs_code_call call;
     PyObject *result = NULL;
     (void)self;
-    if (code_call_open(args, "OO:key_pairs", 2, &k) < 0) goto done;
-    Py_ssize_t n = k.n, nchunks = k.nchunks;
-    const rs_chunk *c = k.c;
-    const int64_t *starts = k.starts;
-    uint64_t *out = k.out;
-    int32_t width = code_call_width(&k, pair_width_taken);
+    if (code_call_open(args, "OO:key_pairs", 2, &call) < 0) goto done;
+    int32_t width = code_call_width(&call, pair_width_taken);
     int ok = width != 0;
     if (ok) {
-        RS_RELEASE_GIL(n)
+        RS_RELEASE_GIL(call.n)
         const size_t rest = (size_t)width - 8;
-        for (Py_ssize_t k = 0; k < nchunks && ok; k++) {
-            Py_ssize_t len = c[k].length, at = (Py_ssize_t)starts[k];
+        for (Py_ssize_t k = 0; k < call.nchunks && ok; k++) {
+            Py_ssize_t len = call.c[k].length, at = (Py_ssize_t)call.starts[k];
             if (!len) continue;
-            if (!key_width_ok(&c[k], width)) { ok = 0; break; }
-            const unsigned char *p = (const unsigned char *)c[k].data + c[k].off[0];
+            if (!key_width_ok(&call.c[k], width)) { ok = 0; break; }
+            const unsigned char *p = (const unsigned char *)call.c[k].data + call.c[k].off[0];
             for (Py_ssize_t r = 0; r < len; r++) {
                 uint64_t hi, lo = 0;
                 memcpy(&hi, p + r * width, 8);
                 memcpy(&lo, p + r * width + 8, rest);  /* the key's last bytes, then zeros */
-                out[2 * (at + r)] = RS_FROM_BE64(lo);
-                out[2 * (at + r) + 1] = RS_FROM_BE64(hi);
+                call.out[2 * (at + r)] = RS_FROM_BE64(lo);
+                call.out[2 * (at + r) + 1] = RS_FROM_BE64(hi);
             }
         }
         RS_ACQUIRE_GIL()
     }
     result = PyLong_FromLong(ok ? width : 0);
 done:
-    code_call_close(&k);
+    code_call_close(&call);
+    return result;
+}
+
+/* pad_keys(stream, out, longest, suffix) -> bool: keys of several widths (a name and an unpadded
+ * number, YCSB's `user` and a hash) as the fixed-width byte strings the merge and the sort compare
+ * (storage.kernels.row_merge.order_keys, whose NumPy form is the reference): each key, zeros to
+ * `longest` bytes, then its length in `suffix` bytes (0, 1 or 2, big-endian), then zeros to the
+ * row's width (out's size / keys).  A row of out is written whole, so out needs no clearing.
+ * False: a key longer than `longest`, or a null (the caller takes the reference, which says so). */
+PyObject *rs_pad_keys(PyObject *self, PyObject *args) {
+    PyObject *capsule, *out_obj;
+    Py_ssize_t longest, suffix;
+    struct ArrowArray *arrays = NULL;
+    rs_chunk *c = NULL;
+    int64_t *starts = NULL;
+    Py_ssize_t nchunks = 0;
+    rs_view ov = {0};
+    PyObject *result = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOnn:pad_keys", &capsule, &out_obj, &longest, &suffix)) return NULL;
+    if (longest < 0 || longest > 65535 || (suffix != 0 && suffix != 1 && suffix != 2) ||
+        (suffix == 1 && longest > 255)) {
+        PyErr_Format(PyExc_ValueError, "pad_keys: longest %zd with a suffix of %zd bytes is not a key form",
+                     longest, suffix);
+        return NULL;
+    }
+    if (rs_read_chunks(capsule, &arrays, &c, &starts, &nchunks) < 0) goto done;
+    Py_ssize_t n = (Py_ssize_t)starts[nchunks];
+    if (rs_view_out(&ov, out_obj, 0) < 0) goto done;
+    Py_ssize_t width = n ? ov.view.len / n : 0;
+    if (n && (ov.view.len % n || width < longest + suffix)) {
+        PyErr_Format(PyExc_ValueError, "pad_keys: out holds %zd bytes, not %zd keys of at least %zd",
+                     (Py_ssize_t)ov.view.len, n, longest + suffix);
+        goto done;
+    }
+    int ok = 1;
+    {
+        RS_RELEASE_GIL(n)
+        unsigned char *out = (unsigned char *)ov.view.buf;
+        for (Py_ssize_t k = 0; k < nchunks && ok; k++) {
+            const rs_chunk *ch = &c[k];
+            if (ch->valid) { ok = 0; break; }  /* keys are never null: the reference names it */
+            unsigned char *row = out + (Py_ssize_t)starts[k] * width;
+            for (Py_ssize_t r = 0; r < ch->length; r++, row += width) {
+                int32_t len = ch->off[r + 1] - ch->off[r];
+                if (len < 0 || len > longest) { ok = 0; break; }
+                memcpy(row, ch->data + ch->off[r], (size_t)len);
+                memset(row + len, 0, (size_t)(width - len));
+                if (suffix == 1) row[longest] = (unsigned char)len;
+                else if (suffix == 2) { row[longest] = (unsigned char)(len >> 8); row[longest + 1] = (unsigned char)len; }
+            }
+        }
+        RS_ACQUIRE_GIL()
+    }
+    result = PyBool_FromLong(ok);
+done:
+    rs_view_release(&ov);
+    for (Py_ssize_t i = 0; arrays && i < nchunks; i++) arrays[i].release(&arrays[i]);
+    PyMem_Free(arrays);
+    PyMem_Free(starts);
+    PyMem_Free(c);
     return result;
 }

@@ -17,9 +17,9 @@ import pyarrow.compute as pc
 from .cell_columns import CellColumns, as_cell_table, empty_cells, one_array, value_offsets
 from .. import native as native_module
 from .gather import take_cells
-from .key_codes import code_keys, int_key_codes, lex_order
+from .key_codes import code_keys, int_key_codes, lex_order, padded_values, word_keys
 
-__all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "sort_sources", "bisect_rows", "CELL_SORT_KEYS"]
+__all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "sort_sources", "sort_log", "bisect_rows", "CELL_SORT_KEYS"]
 
 CELL_SORT_KEYS = [
     ("row", "ascending"),
@@ -127,6 +127,27 @@ def sort_sources(newest_first: list[pa.Table]) -> pa.Table:
     """Sort the concatenation of sources and drop exact duplicates."""
     combined = pa.concat_tables(newest_first)
     keys = combined.select([name for name, _ in CELL_SORT_KEYS]).combine_chunks()
+    order = _kept_order(keys)
+    if np.array_equal(order, np.arange(combined.num_rows)):
+        return combined
+    return take_cells(combined, order)
+
+
+def sort_log(cells: pa.Table) -> pa.Table:
+    """Cells in write order (the oldest first) in cell order, keeping the last write of each
+    key: what :func:`sort_sources` gives for the cells reversed (newest first), without
+    reversing them (the sort is stable: of equal keys, the last in a run is the newest)."""
+    n = cells.num_rows
+    keys = cells.select([name for name, _ in CELL_SORT_KEYS]).combine_chunks()
+    order = _kept_order(keys, newest_last=True)
+    if np.array_equal(order, np.arange(n)):
+        return cells
+    return take_cells(cells, order)
+
+
+def _kept_order(keys: pa.Table, newest_last: bool = False) -> np.ndarray:
+    """The positions of ``keys`` (the :data:`CELL_SORT_KEYS` columns, one chunk each) in cell
+    order, the first of each run of equal keys only (``newest_last``: the last)."""
     coded = _coded_order(keys)
     if coded is not None:
         order, differs = coded
@@ -140,36 +161,54 @@ def sort_sources(newest_first: list[pa.Table]) -> pa.Table:
             if differs.all():
                 break
             differs |= ordered.adjacent_ne(name)
-    if not differs.all():
-        order = order[differs]
-    if np.array_equal(order, np.arange(combined.num_rows)):
-        return combined
-    return take_cells(combined, order)
+    if differs.all():
+        return order
+    if newest_last:  # where the next entry differs (the last always does)
+        return order[np.append(differs[1:], True)]
+    return order[differs]
 
 
 def _coded_order(keys: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     """The stable cell-order permutation of ``keys`` (the :data:`CELL_SORT_KEYS` columns,
     one chunk each) and, in that order, where a key differs from the one before; None
-    unless the row keys are of one width the merge reads as integers (what a log of
-    hashed or salted keys written in no key order holds), when Arrow sorts instead.
-    One NumPy ``lexsort`` of integers: the rows' codes, the families' and qualifiers'
+    for row keys past 256 bytes, when Arrow sorts instead.  One NumPy sort of integers
+    (:func:`lex_order`): the rows' codes where the merge reads them as integers, else their
+    padded words (keys of any widths: :func:`word_keys`), the families' and qualifiers'
     ranks among their distinct values, the timestamps and types (both descending)."""
-    coded = int_key_codes(native_module.NATIVE, [one_array(keys.column("row"))], None)
-    if coded is None:
+    rows = one_array(keys.column("row"))
+    coded = int_key_codes(native_module.NATIVE, [rows], None)
+    row_keys = code_keys(coded[1]) if coded is not None else word_keys(native_module.NATIVE, rows)
+    if row_keys is None:
         return None
-    family, qualifier = _ranks(keys.column("family")), _ranks(keys.column("qualifier"))
     stamps = np.invert(one_array(keys.column("timestamp")).to_numpy())  # descending: ~t is -t - 1
     kinds = np.invert(one_array(keys.column("type")).to_numpy())
     # a key of one value throughout (one family, the markers' empty qualifier, all puts)
-    # orders nothing: left out of the sort and of the duplicate check
-    sort_keys = [k for k in (kinds, stamps, qualifier, family) if len(k) and not (k == k[0]).all()]
+    # orders nothing: left out of the sort and of the duplicate check (and not ranked)
+    names = [one_array(keys.column(name)) for name in ("qualifier", "family")]
+    sort_keys = [k for k in (kinds, stamps) if len(k) and not (k == k[0]).all()]
+    sort_keys += [_ranks(c) for c in names if not _one_value(c)]
     # stable, so that equal keys keep the newest source first
-    return lex_order(sort_keys + code_keys(coded[1]))
+    return lex_order(sort_keys + row_keys)
 
 
-def _ranks(column: pa.ChunkedArray) -> np.ndarray:
+def _one_value(column: pa.Array) -> bool:
+    """Whether every value of a binary column is its first (told from its bytes, no hashing)."""
+    if len(column) < 2:
+        return True
+    offsets = value_offsets(column)
+    width = int(offsets[1] - offsets[0])
+    if int(offsets[-1] - offsets[0]) != width * len(column) or not bool((np.diff(offsets) == width).all()):
+        return False
+    if not width:
+        return True
+    data = np.frombuffer(column.buffers()[2], np.uint8, count=width * len(column), offset=int(offsets[0]))
+    rows = data.reshape(-1, width)
+    return bool((rows == rows[0]).all())
+
+
+def _ranks(column: pa.Array) -> np.ndarray:
     """Each value's rank among the column's distinct values (binary order)."""
-    encoded = one_array(column).dictionary_encode()
+    encoded = column.dictionary_encode()
     dictionary = encoded.dictionary
     rank = np.empty(len(dictionary), dtype=np.int64)
     rank[pc.sort_indices(dictionary).to_numpy()] = np.arange(len(dictionary))
@@ -309,19 +348,3 @@ def _max_length(values: pa.Array) -> int:
     if not len(values):
         return 0
     return int(np.diff(value_offsets(values)).max())
-
-
-def padded_values(values: pa.Array, width: int) -> np.ndarray:
-    """A binary array as an (n, width) uint8 matrix, each value zero-padded on the right."""
-    n = len(values)
-    offsets = value_offsets(values)
-    first = int(offsets[0])
-    data = np.frombuffer(values.buffers()[2], dtype=np.uint8)[first : int(offsets[-1])] if n else np.zeros(0, np.uint8)
-    if len(data) == n * width:
-        return data.reshape(n, width)
-    out = np.zeros((n, width), dtype=np.uint8)
-    lengths = np.diff(offsets)
-    rows = np.repeat(np.arange(n), lengths)
-    cols = np.arange(len(data)) - np.repeat(offsets[:-1] - first, lengths)
-    out[rows, cols] = data
-    return out

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from ..errors import InvalidArgument
 from .cell_columns import UINT_BY_WIDTH, one_array, value_offsets
 from .gather import reversed_rows
-from .merge import padded_values
+from .key_codes import padded_values
 
 __all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys"]
 
@@ -66,14 +66,9 @@ def order_keys(keys: Sequence[pa.Array]) -> list[np.ndarray] | None:
         return [np.zeros(len(a), dtype=np.uint64) for a in arrays]  # every key empty: all equal
     as_int = width <= 8
     out = []
-    for array, ls in zip(arrays, lengths):
-        parts = [padded_values(array, longest)]
-        if suffix:
-            parts.append(ls.astype(">u2" if suffix == 2 else "u1").view(np.uint8).reshape(-1, suffix))
-        if as_int and width < 8:
-            parts.append(np.zeros((len(array), 8 - width), dtype=np.uint8))
-        matrix = parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
-        matrix = np.ascontiguousarray(matrix)
+    for array in arrays:
+        # each key, zeros, its length, and (read as an integer) zeros to 8 bytes: one matrix
+        matrix = np.ascontiguousarray(padded_values(array, longest, suffix=suffix, row_width=8 if as_int else width))
         out.append(matrix.view(">u8").ravel() if as_int else matrix.view(f"S{width}").ravel())
     return out
 

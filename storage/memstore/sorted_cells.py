@@ -15,11 +15,10 @@ from typing import Callable
 
 import pyarrow as pa
 
-from ..cells import CELL_SCHEMA, Cell
+from ..cells import EMPTY_CELLS, Cell
 from ..kernels import is_clean, is_sorted
 from ..kernels.cell_columns import CellColumns
-from ..kernels.gather import reversed_rows
-from ..kernels.merge import bisect_rows, sort_sources
+from ..kernels.merge import bisect_rows, sort_log
 from ..wal.arrow_decode import LogShape, decode_payloads
 from .row_runs import RowRun, log_rows
 
@@ -87,7 +86,7 @@ class SortedCells:
         ``shape``: what the log's decode already knows of them (None: nothing),
         so neither their order nor their cleanness is looked at again."""
         if cells.num_rows == 0:
-            return cls(CELL_SCHEMA.empty_table())
+            return cls(EMPTY_CELLS)
         if shape is not None and shape.sorted:
             known = cls(cells)
             known._clean = shape.clean
@@ -95,9 +94,7 @@ class SortedCells:
             return known
         if is_sorted(cells, strict=True):
             return cls(cells)  # written in key order without overwrites (appends): nothing to do
-        newest_first = reversed_rows(cells)
-        # a stable sort keeps equal keys in newest-first order; the de-dup keeps the first
-        return cls(sort_sources([newest_first]).combine_chunks())
+        return cls(sort_log(cells).combine_chunks())
 
     def family(self, family: bytes) -> "SortedCells":
         """The cells of one family (still in cell order); the same object on
@@ -110,7 +107,7 @@ class SortedCells:
         if family == self._family:
             return self  # the decode saw one family in the whole log: no pass over the cells
         if self._family is not None:
-            part = SortedCells(CELL_SCHEMA.empty_table())  # every cell is of the one other family
+            part = SortedCells(EMPTY_CELLS)  # every cell is of the one other family
         else:
             mask = CellColumns(self.table).equals("family", family)
             # a log of one family (the usual case) is its own family: no copy

@@ -708,21 +708,26 @@ def test_one_array_keeps_a_single_chunk_without_a_copy():
 
 _ROW_SHAPES = {
     # keys of one width the merge reads as integers (one word, one word under a lead, two
-    # words), and keys of several widths (Arrow's sort)
+    # words), and keys of several widths (their padded words: word_keys)
     "4": lambda i: (i * 2654435761 % 2**32).to_bytes(4, "big"),
     "lead": lambda i: b"user%012d" % (i * 7 % 50),
     "12": lambda i: (i * 2654435761 % 2**32).to_bytes(4, "big") + (i % 7).to_bytes(8, "big"),
     "mixed": lambda i: b"r" * (i % 3) + bytes([i % 11]),
+    "ycsb": lambda i: b"user%d" % (i * 2654435761 % 10**(4 + i % 6)),
 }
+
+
+_LOG_CELLS = st.lists(st.tuples(st.integers(0, 40), st.sampled_from([b"f", b"g"]),
+                                 st.sampled_from([b"", b"a", b"b\x00", b"b"]), st.integers(-3, 3),
+                                 st.sampled_from([PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY]), st.binary(max_size=4)),
+                       max_size=80)
+"""A log's cells: (row number, family, qualifier, timestamp, type, value), rows shaped by _ROW_SHAPES."""
 
 
 @SETTINGS
 @given(
     shape=st.sampled_from(sorted(_ROW_SHAPES)),
-    cells=st.lists(st.tuples(st.integers(0, 40), st.sampled_from([b"f", b"g"]),
-                             st.sampled_from([b"", b"a", b"b\x00", b"b"]), st.integers(-3, 3),
-                             st.sampled_from([PUT, DELETE, DELETE_COLUMN, DELETE_FAMILY]), st.binary(max_size=4)),
-                   max_size=80),
+    cells=_LOG_CELLS,
     cuts=st.lists(st.integers(0, 80), max_size=2),
 )
 def test_sort_sources_orders_cells_in_no_order_as_the_model(shape, cells, cuts):
@@ -734,3 +739,39 @@ def test_sort_sources_orders_cells_in_no_order_as_the_model(shape, cells, cuts):
     got = sort_sources([pa.Table.from_batches([cells_to_batch(s)], schema=CELL_SCHEMA) for s in sources])
     sorted_cells = [tuple(c) for c in batch_to_cells(got.combine_chunks().to_batches()[0])] if got.num_rows else []
     assert sorted_cells == [tuple(c) for c in model_merge(sources)]
+
+
+@SETTINGS
+@given(
+    shape=st.sampled_from(sorted(_ROW_SHAPES)),
+    cells=_LOG_CELLS,
+)
+def test_sort_log_keeps_the_last_write_as_sort_sources_of_the_log_reversed(shape, cells):
+    """A log's cells (oldest first) sorted without reversing them: the same cells as
+    ``sort_sources`` of the log reversed, and as the model (the last write of a key wins)."""
+    from storage.kernels.gather import reversed_rows
+    from storage.kernels.merge import sort_log, sort_sources
+
+    log = [Cell(_ROW_SHAPES[shape](r), f, q, t, k, v) for r, f, q, t, k, v in cells]
+    if not log:
+        return
+    table = pa.Table.from_batches([cells_to_batch(log)], schema=CELL_SCHEMA)
+    got = sort_log(table)
+    assert got.to_pylist() == sort_sources([reversed_rows(table)]).to_pylist()
+    assert [tuple(c) for c in batch_to_cells(got.combine_chunks().to_batches()[0])] == \
+        [tuple(c) for c in model_merge([log[::-1]])]
+
+
+def test_is_sorted_tells_a_log_in_no_order_early_and_late():
+    from storage.kernels.order import is_sorted
+
+    rows = [b"r%03d" % i for i in range(40)]
+    def table(keys):
+        return pa.Table.from_batches([cells_to_batch([Cell(k, b"f", b"q", 1, PUT, b"") for k in keys])],
+                                     schema=CELL_SCHEMA)
+    assert is_sorted(table(rows), strict=True)
+    assert not is_sorted(table([rows[1], rows[0]] + rows[2:]))  # among the first cells looked at
+    assert not is_sorted(table(rows[:30] + [rows[35]] + rows[30:35] + rows[36:]))  # past them
+    assert not is_sorted(table(rows[:5] + [rows[4]] + rows[5:]), strict=True)  # a repeat
+    assert is_sorted(table(rows[:5] + [rows[4]] + rows[5:]))
+

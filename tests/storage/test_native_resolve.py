@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from storage import native as engine_native
 from storage.cells import CellType
-from storage.kernels.key_codes import int_key_codes
+from storage.kernels.key_codes import int_key_codes, lex_order, word_keys
+from storage.kernels.key_codes import padded_values
 from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
 
 try:
@@ -385,3 +386,81 @@ def test_key_codes_refuse_bad_input_in_one_line():
         BUILT.key_codes(pa.chunked_array([pa.array([1, 2])]).__arrow_c_stream__(), out)
     with pytest.raises(ValueError, match=r"^stream must be an Arrow C stream capsule"):
         BUILT.key_codes(keys, out)
+
+
+@st.composite
+def varied_keys(draw):
+    """A binary array of keys of several widths as order_keys pads them: any bytes (trailing
+    zero bytes too, which the length after the padding tells apart), now and then a slice."""
+    keys = draw(st.lists(st.binary(max_size=draw(st.sampled_from([3, 9, 30]))), min_size=1, max_size=12))
+    array = pa.array(keys, pa.binary())
+    if len(array) > 2 and draw(st.booleans()):  # an array offset and a first offset past 0
+        array = array.slice(1, len(array) - 2)
+    return array
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(keys=varied_keys(), suffix=st.sampled_from([0, 1, 2]), spare=st.integers(0, 9))
+def test_pad_keys_lay_keys_out_as_the_numpy_path(keys, suffix, spare):
+    longest = max((len(k) for k in keys.to_pylist()), default=0)
+    row_width = longest + suffix + spare
+    reference = padded_values(keys, longest, suffix=suffix, row_width=row_width, native=None)
+    # the form itself: the key, zeros to the longest, its length (big-endian), zeros
+    expected = [k + bytes(longest - len(k)) + len(k).to_bytes(2, "big")[2 - suffix:] + bytes(spare)
+                for k in keys.to_pylist()]
+    assert [bytes(row) for row in reference] == expected
+    if BUILT is None:
+        return
+    compiled = padded_values(keys, longest, suffix=suffix, row_width=row_width, native=BUILT)
+    assert compiled.shape == reference.shape and compiled.tobytes() == reference.tobytes()
+
+
+def test_pad_keys_refuse_bad_input_in_one_line():
+    if BUILT is None:
+        assert engine_native.NATIVE is None
+        return
+    keys = pa.chunked_array([pa.array([b"ab", b"a", b""])])
+    out = np.full((3, 4), 7, np.uint8)
+    assert BUILT.pad_keys(keys.__arrow_c_stream__(), out, 2, 1)
+    assert [bytes(r) for r in out] == [b"ab\x02\x00", b"a\x00\x01\x00", b"\x00\x00\x00\x00"]
+    assert not BUILT.pad_keys(keys.__arrow_c_stream__(), out, 1, 1)  # "ab" is past 1 byte: the reference's case
+    assert not BUILT.pad_keys(pa.chunked_array([pa.array([b"a", None])]).__arrow_c_stream__(), out[:2], 2, 1)
+    with pytest.raises(ValueError, match=r"^pad_keys: longest 300 with a suffix of 1 bytes is not a key form$"):
+        BUILT.pad_keys(keys.__arrow_c_stream__(), np.empty((3, 301), np.uint8), 300, 1)
+    with pytest.raises(ValueError, match=r"^pad_keys: longest 2 with a suffix of 3 bytes is not a key form$"):
+        BUILT.pad_keys(keys.__arrow_c_stream__(), out, 2, 3)
+    with pytest.raises(ValueError, match=r"^pad_keys: out holds 6 bytes, not 3 keys of at least 3$"):
+        BUILT.pad_keys(keys.__arrow_c_stream__(), np.empty((3, 2), np.uint8), 2, 1)
+    with pytest.raises(ValueError, match=r"^stream must be an Arrow C stream capsule"):
+        BUILT.pad_keys(keys, out, 2, 1)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(keys=st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=30), min_size=1, max_size=3)
+       .filter(lambda ks: len({len(k) for k in ks}) == 1),
+       wide=st.booleans())
+def test_lex_order_is_numpy_s_stable_lexsort(keys, wide):
+    """lex_order sorts the most significant key by quicksort and only its ties by lexsort:
+    the same order as one stable lexsort, equal entries in their original order."""
+    arrays = [np.array([v * (2**40 if wide else 1) for v in k], np.uint64) for k in keys]
+    order, differs = lex_order(arrays)
+    expected = np.lexsort(arrays) if len(arrays[0]) else np.arange(0)
+    assert order.tolist() == expected.tolist()
+    rows = list(zip(*[a.tolist() for a in arrays]))
+    assert differs.tolist() == [i == 0 or rows[expected[i]] != rows[expected[i - 1]] for i in range(len(rows))]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(keys=st.lists(st.one_of(st.binary(max_size=30), st.binary(max_size=3).map(lambda b: b"user" + b)),
+                     min_size=1, max_size=20),
+       cut=st.booleans())
+def test_word_keys_order_keys_of_any_width_as_their_bytes(keys, cut):
+    """Keys of several widths (a shared lead, trailing zero bytes, one a prefix of another)
+    sorted by their words: the bytes' order, equal keys told apart from others exactly."""
+    array = pa.array(keys, pa.binary())
+    if cut and len(array) > 2:  # an array offset and a first offset past 0
+        array, keys = array.slice(1), keys[1:]
+    for native in ([BUILT] if BUILT is not None else []) + [None]:
+        order, differs = lex_order(word_keys(native, array))
+        assert order.tolist() == sorted(range(len(keys)), key=lambda i: (keys[i], i))
+        assert differs.tolist() == [i == 0 or keys[order[i]] != keys[order[i - 1]] for i in range(len(keys))]

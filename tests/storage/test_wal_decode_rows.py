@@ -173,18 +173,20 @@ def test_a_log_read_as_rows_matches_the_reference(kernels, log, cut, spoil, at):
         assert SortedCells.from_payloads(payloads)._table is None
 
 
-@pytest.mark.parametrize("width", [4, 12, 16, "mixed"])
+@pytest.mark.parametrize("width", [4, 12, 16, "mixed", "ycsb"])
 @pytest.mark.parametrize("again", [False, True])
 def test_rows_written_out_of_key_order_are_sorted_or_left_to_the_cells(kernels, width, again):
     """Hashed or salted keys: whole rows written in no key order.  Keys of one width are
     sorted by their integer codes (one word: 4 bytes, or 16 under one lead; two: 12 bytes
-    under none), others by Arrow; a row written twice is left to the cells either way."""
+    under none), others (several widths: YCSB's ``user`` and a hash's decimal digits) by
+    their padded words; a row written twice is left to the cells either way."""
     import hashlib
 
     def key(i: int) -> bytes:
         digest = hashlib.md5(b"%d" % i).digest()
         return {4: digest[:4], 12: digest[:4] + i.to_bytes(8, "big"), 16: b"user%012d" % (i * 7919 % 1000),
-                "mixed": digest[: 1 + i % 5]}[width]
+                "mixed": digest[: 1 + i % 5],
+                "ycsb": b"user%d" % int.from_bytes(digest[:8], "big")}[width]
 
     keys = list(dict.fromkeys(key(i) for i in range(300)))
     cells = [(k, b"cf", q, 5, PUT, b"%s-%d" % (q, i)) for i, k in enumerate(keys) for q in (b"a", b"b")]
