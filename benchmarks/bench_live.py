@@ -6,7 +6,10 @@ Data: ``--rows`` rows (200K by default) of the sample table (4-byte key,
 rows W-byte string keys instead, as HBase tables mostly have (``user`` and
 W - 4 decimal digits: ``user000000012345``), and ``--hashed`` puts 4 bytes of
 the row number's MD5 in front of the digits instead of ``user`` (a salted key,
-spread over the key space, as tables avoiding a hot region write them).  The flushed table holds every
+spread over the key space, as tables avoiding a hot region write them); ``--ycsb``
+gives YCSB's keys (its default hashed insert order): ``user`` and the decimal
+digits of a 64-bit FNV-1a hash of the row number, keys of several widths
+(mostly 23 bytes) in no key order.  The flushed table holds every
 row in one compacted store file per region.  The live tables hold three
 quarters of the rows in such files and the last quarter only in the memstore
 and the WAL, laid out two ways: ``interleaved`` (every fourth row, so the
@@ -90,11 +93,26 @@ KEY_WIDTH = 4
 """The keys' width (``--key-width``): 4 is the sample table's big-endian integer key."""
 HASHED = False
 """``--hashed``: the key's first 4 bytes are of the row number's MD5 (a salt), not ``user``."""
+YCSB = False
+"""``--ycsb``: YCSB's keys, ``user`` and the decimal of a 64-bit FNV-1a hash of the row number."""
+
+_FNV_OFFSET, _FNV_PRIME, _MASK63 = 0xCBF29CE484222325, 0x100000001B3, (1 << 63) - 1
+
+
+def ycsb_key(i: int) -> bytes:
+    """YCSB's key of row ``i`` in its hashed insert order: FNV-1a over the 8 bytes of ``i``
+    (low byte first), as a non-negative 63-bit number in decimal after ``user``."""
+    h = _FNV_OFFSET
+    for k in range(8):
+        h = ((h ^ ((i >> (8 * k)) & 0xFF)) * _FNV_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return b"user%d" % (h & _MASK63)
 
 
 def row_key(i: int) -> bytes:
     """Row ``i``'s key: the sample table's, or with ``--key-width`` over 4 a string key of
     that width (``user``, or with ``--hashed`` 4 bytes of MD5, and zero-padded digits)."""
+    if YCSB:
+        return ycsb_key(i)
     if KEY_WIDTH == 4:
         return sample_row(i, 0)[0]
     head = hashlib.md5(b"%d" % i).digest()[:4] if HASHED else b"user"
@@ -105,6 +123,8 @@ def split_keys(rows: int) -> list[bytes]:
     """The keys the tables are split at: 3 regions of about a third of the rows each."""
     if HASHED:
         return [b"\x55", b"\xaa"]
+    if YCSB:  # the hashes' leading digits are about uniform over 1 to 9
+        return [b"user4", b"user7"]
     return [row_key(rows * k // 3) for k in (1, 2)]
 
 
@@ -296,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
                              "string keys, 'user' and W - 4 digits")
     parser.add_argument("--hashed", action="store_true",
                         help="with --key-width: 4 bytes of the row number's MD5 before the digits (a salted key)")
+    parser.add_argument("--ycsb", action="store_true",
+                        help="YCSB's keys: 'user' and the decimal of a 64-bit FNV-1a hash of the row number "
+                             "(several widths, no key order)")
     parser.add_argument("--root", default=None, help="folder for the tables (default: a temporary one)")
     parser.add_argument("--reuse", action="store_true",
                         help="with --root: keep its tables from an earlier run (same --rows) instead of building them")
@@ -310,8 +333,10 @@ def main(argv: list[str] | None = None) -> int:
                      f"{args.rows:,} rows), not {args.key_width}")
     if args.hashed and args.key_width == 4:
         parser.error("--hashed needs --key-width")
-    global KEY_WIDTH, HASHED
-    KEY_WIDTH, HASHED = args.key_width, args.hashed
+    if args.ycsb and (args.hashed or args.key_width != 4):
+        parser.error("--ycsb takes neither --key-width nor --hashed")
+    global KEY_WIDTH, HASHED, YCSB
+    KEY_WIDTH, HASHED, YCSB = args.key_width, args.hashed, args.ycsb
     layouts = [x for x in args.layouts.split(",") if x]
     variants = [x for x in args.variants.split(",") if x]
     for x in layouts:
@@ -342,10 +367,10 @@ def main(argv: list[str] | None = None) -> int:
     existing = {n.decode() for n in conn.tables()} if args.reuse else set()
     # the tables of a root are built with one key width: --reuse at another would time the wrong keys
     stamp = os.path.join(root, "bench-live-key-width")
-    shape = f"{KEY_WIDTH}{' hashed' if HASHED else ''}"
+    shape = "ycsb" if YCSB else f"{KEY_WIDTH}{' hashed' if HASHED else ''}"
     built = open(stamp).read().strip() if os.path.exists(stamp) else "4"  # older roots: the sample keys
     if existing and built != shape:
-        parser.error(f"--reuse: the tables in {root} have keys of {built!r}, not of {shape!r} (--key-width, --hashed)")
+        parser.error(f"--reuse: the tables in {root} have keys of {built!r}, not of {shape!r} (--key-width, --hashed, --ycsb)")
     with open(stamp, "w") as f:
         f.write(shape)
     try:

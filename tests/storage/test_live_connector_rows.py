@@ -8,7 +8,9 @@ log (deletes, several families, writes out of order) is decoded into cells as
 before.  These read real tables through the connector's batch reader
 (``cacheblocks`` and ``cacheresults`` false: nothing kept between reads), with
 the kernels on and off, against the embedded scan of the same open table, and
-read a WAL with a torn tail alike both ways.
+read a WAL with a torn tail alike both ways.  Tables of hashed keys (salted, and
+YCSB's of several widths) are read from their pinned splits while they are
+flushed and compacted.
 """
 
 from __future__ import annotations
@@ -123,3 +125,89 @@ def test_a_torn_wal_tail_reads_alike_both_ways(live, tmp_path):
             patch.setattr(arrow_decode, "_NATIVE", on)
             patch.setattr(row_runs, "_NATIVE", on)
             assert _connector_rows(root, "rewrite", "cf:n cf:s") == expected
+
+
+def _hashed_key(i: int, shape: str) -> bytes:
+    """Keys written in no key order: ``salted`` (4 bytes of MD5 before the digits, one width)
+    or ``ycsb`` (``user`` and the decimal of a hash: several widths)."""
+    import hashlib
+
+    digest = hashlib.md5(b"%d" % i).digest()
+    return digest[:4] + b"%08d" % i if shape == "salted" else b"user%d" % int.from_bytes(digest[:8], "big")
+
+
+@pytest.mark.parametrize("shape", ["salted", "ycsb"])
+def test_hashed_keys_read_through_the_connector_while_flushed_and_compacted(tmp_path, kernels, shape):
+    """A live table of hashed keys (re-puts and deletes unflushed, written in no key order)
+    pinned by ``get_splits``, then flushed and compacted, once before its splits are read
+    and then again and again while they are: every read gives the rows the table held when
+    it was pinned, as the embedded scan gave them then."""
+    import threading
+
+    root = str(tmp_path)
+    conn = storage.connect(root)
+    splits = [b"\x55", b"\xaa"] if shape == "salted" else [b"user4", b"user7"]
+    table = conn.create_table("t", {"cf": {}}, split_keys=splits,
+                              settings={"wal_sync": "none", "memstore_flush_size": 1 << 40,
+                                        "compaction_threshold": 1000})
+    with table.batch(timestamp=1000) as batch:
+        for i in range(ROWS):
+            batch.put(_hashed_key(i, shape), sample_row(i, 40)[1])
+    table.compact(major=True)
+    with table.batch(timestamp=2000) as batch:
+        for i in range(ROWS):
+            if i % 4 == 3:
+                batch.put(_hashed_key(i, shape), sample_row(i + 7, 40)[1])
+            elif i % 4 == 1:
+                batch.delete(_hashed_key(i, shape))
+    expected = _embedded_rows(table, ["cf:n", "cf:s"])
+    assert len(expected) == ROWS * 3 // 4
+    assert [r["key"] for r in expected] == sorted(_hashed_key(i, shape) for i in range(ROWS) if i % 4 != 1)
+
+    fmt = TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": "t",
+                            "hbase.mapreduce.scan.columns": "cf:n cf:s",
+                            "hbase.mapreduce.scan.cacheblocks": "false",
+                            "regionscan.scan.cacheresults": "false"})
+    pinned = fmt.get_splits()
+
+    def read_pinned() -> list:
+        rows = []
+        for split in pinned:
+            reader = fmt.create_batch_reader(split)
+            for batch in reader:
+                rows.extend(batch.to_pylist())
+            reader.close()
+        return rows
+
+    table.flush()
+    table.compact(major=True)  # the pinned files are archived, the pinned WAL records flushed
+    assert read_pinned() == expected
+    with table.batch(timestamp=3000) as batch:  # more writes after the pin: not in its reads
+        for i in range(0, ROWS, 5):
+            batch.put(_hashed_key(i, shape), {b"cf:s": b"after the pin"})
+    stop, failures, rounds = threading.Event(), [], [0]
+
+    def maintain():
+        try:
+            while not stop.is_set():
+                table.flush()
+                table.compact(major=True)
+                rounds[0] += 1
+        except Exception as exc:  # noqa: BLE001 - reported by the test below
+            failures.append(exc)
+
+    worker = threading.Thread(target=maintain)
+    worker.start()
+    try:
+        reads = 0
+        while reads < 3 or (rounds[0] < 2 and reads < 50):
+            assert read_pinned() == expected
+            reads += 1
+    finally:
+        stop.set()
+        worker.join()
+    assert not failures and rounds[0] >= 1
+    latest = _connector_rows(root, "t", "cf:n cf:s")  # a new pin reads the later writes
+    assert latest == _embedded_rows(table, ["cf:n", "cf:s"])
+    assert len(latest) == len(expected) + len(range(0, ROWS, 5)) // 4  # rows deleted, then put again
+    conn.close()
