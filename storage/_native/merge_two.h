@@ -1,8 +1,9 @@
 /* merge_two.h: resolve.c's two-cursor merge of a base run and one newer run (or DeleteFamily
- * markers), written once for a key type and included by resolve.c once per type: RS_KEY (an
- * unsigned integer type whose order is the keys' byte order: uint64_t for keys of up to 8
- * bytes or read as their last 8, unsigned __int128 for keys of 9 to 16 bytes) and
- * RS_TWO_NAME(name) (the name with the type's suffix).  No include guard: included twice. */
+ * markers), written once for a key type and included by resolve.c once per type: RS_KEY (a
+ * type whose order is the keys' byte order: uint64_t for keys of up to 8 bytes or read as
+ * their last 8, unsigned __int128 for keys of 9 to 16 bytes, rs_k192 for three words),
+ * RS_LT(a, b) and RS_EQ(a, b) (its order and equality) and RS_TWO_NAME(name) (the name with
+ * the type's suffix).  No include guard: included once per type. */
 
 /* RS_TWO_NAME(merge_two)'s cursors and what it has written so far. */
 typedef struct {
@@ -19,15 +20,15 @@ typedef struct {
 RS_INLINE int RS_TWO_NAME(two_row)(RS_TWO_NAME(rs_two) *s, RS_KEY key, const int IN0, const int IN1, const RS_KEY *MK, Py_ssize_t nm,
                       const int64_t *mts, const int MARKED, const rs_col *C, Py_ssize_t count,
                       int64_t *__restrict key_at, const int ANCHOR) {
-    if ((key <= s->prev) & s->started) return -2;
+    if ((!RS_LT(s->prev, key)) & s->started) return -2;
     s->prev = key;
     s->started = 1;
     /* RS_ABSENT (below every timestamp) for no marker: an entry is visible when it is newer
      * than the marker, which also leaves out absent entries */
     int64_t family = RS_ABSENT;
-    if (MARKED && s->mi < nm && MK[s->mi] <= key) {  /* most rows: the next marker is past them */
-        while (s->mi < nm && MK[s->mi] < key) s->mi++;
-        while (s->mi < nm && MK[s->mi] == key) {
+    if (MARKED && s->mi < nm && !RS_LT(key, MK[s->mi])) {  /* most rows: the next marker is past them */
+        while (s->mi < nm && RS_LT(MK[s->mi], key)) s->mi++;
+        while (s->mi < nm && RS_EQ(MK[s->mi], key)) {
             if (mts[s->mi] > family) family = mts[s->mi];
             s->mi++;
         }
@@ -75,9 +76,9 @@ RS_INLINE Py_ssize_t RS_TWO_NAME(two_rows)(RS_TWO_NAME(rs_two) *io, const RS_KEY
     const int L = ANCHOR, S = 1 - ANCHOR;
     while (s->i[S] < s->end[S]) {
         RS_KEY ks = K[s->i[S]];
-        while (s->i[L] < s->end[L] && K[s->i[L]] < ks)
+        while (s->i[L] < s->end[L] && RS_LT(K[s->i[L]], ks))
             if (RS_ROW_L(K[s->i[L]]) < 0) return -2;
-        if (s->i[L] < s->end[L] && K[s->i[L]] == ks) {
+        if (s->i[L] < s->end[L] && RS_EQ(K[s->i[L]], ks)) {
             if (RS_ROW_BOTH(ks) < 0) return -2;
         } else if (RS_ROW_S(ks) < 0) return -2;
     }
@@ -116,7 +117,7 @@ static Py_ssize_t RS_TWO_NAME(two_rows_for)(RS_TWO_NAME(rs_two) *s, const RS_KEY
 
 /* merge_rows for the common shape of a live chunk: one or two pieces (a base run and a
  * memstore or second file, or a base run and DeleteFamily markers), integer keys, no time
- * range, every key once in its piece (keys as RS_KEY integers).  The same answer as merge_rows, in two cursors
+ * range, every key once in its piece (keys as RS_KEY values).  The same answer as merge_rows, in two cursors
  * without its per-row piece scans (two_rows), a column whose timestamps are an earlier
  * column's (the common case: one value a piece, or a memstore's equal stamps) copied from
  * it.  `cols`, `copy_of`: room for `columns` entries.  Returns -2 as soon as a piece repeats

@@ -134,6 +134,7 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args);
 PyObject *rs_key_codes(PyObject *self, PyObject *args);
 PyObject *rs_key_pairs(PyObject *self, PyObject *args);
 PyObject *rs_pad_keys(PyObject *self, PyObject *args);
+PyObject *rs_key_triples(PyObject *self, PyObject *args);
 PyObject *rs_wal_record(PyObject *self, PyObject *args);
 PyObject *rs_wal_columns(PyObject *self, PyObject *args);
 PyObject *rs_dense_pivot(PyObject *self, PyObject *args);
@@ -208,6 +209,10 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "pad_keys(stream, out, longest, suffix) -> bool: keys of several widths as rows of " \
               "out: the key, zeros to longest bytes, its length in suffix bytes (0-2, big-endian), " \
               "zeros to the row's width; False: a key past longest, or a null")               \
+    RS_METHOD(key_triples,                                                                      \
+              "key_triples(stream, out) -> int: keys of several widths as three-word keys: the " \
+              "bytes past the lead every key shares, zeros, the length past it; three uint64 a " \
+              "key into out, the least significant first; the lead's length, or -1")          \
     RS_METHOD(resolve_merge,                                                                    \
               "resolve_merge(keys, width, bounds, ts, marker_keys, marker_ts, ranged, low, "   \
               "bounded, high, out) -> (rows, anchor, anchored): sorted pieces of encoded keys " \

@@ -40,6 +40,25 @@
 
 /* The keys' width argument for 128-bit keys: two uint64 a key, its low word first (key_pairs). */
 #define RS_PAIRS (-1)
+/* The keys' width argument for keys of three words: three uint64 a key, the least significant
+ * first (storage.kernels.key_codes.word_codes: keys of several widths, the bytes every key
+ * shares left out, padded with their length). */
+#define RS_TRIPLES (-3)
+
+/* A key of three words, w[0] the least significant: compared from w[2] down. */
+typedef struct {
+    uint64_t w[3];
+} rs_k192;
+
+static inline int rs_k192_lt(rs_k192 a, rs_k192 b) {
+    if (a.w[2] != b.w[2]) return a.w[2] < b.w[2];
+    if (a.w[1] != b.w[1]) return a.w[1] < b.w[1];
+    return a.w[0] < b.w[0];
+}
+
+static inline int rs_k192_eq(rs_k192 a, rs_k192 b) {
+    return a.w[2] == b.w[2] && a.w[1] == b.w[1] && a.w[0] == b.w[0];
+}
 /* merge_two_128 reads the pairs as unsigned __int128: a compiler that has one, on a
  * little-endian machine (where the low word first is the integer's own layout) */
 #if defined(__SIZEOF_INT128__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -61,7 +80,7 @@ typedef struct {
  * items; their count into *n. */
 static int keys_view(rs_view *v, PyObject *obj, Py_ssize_t width, const char *what, rs_keys *k, Py_ssize_t *n) {
     if (rs_view_get(v, obj, what, 0) < 0) return -1;
-    Py_ssize_t item = width > 0 ? width : width == RS_PAIRS ? 16 : 8;
+    Py_ssize_t item = width > 0 ? width : width == RS_PAIRS ? 16 : width == RS_TRIPLES ? 24 : 8;
     if (v->view.len % item) {
         PyErr_Format(PyExc_ValueError, "%s must hold %zd-byte keys, got %zd bytes", what, item, v->view.len);
         return -1;
@@ -77,10 +96,16 @@ static int keys_view(rs_view *v, PyObject *obj, Py_ssize_t width, const char *wh
 #define RS_PAIR_CMP(x, y) \
     ((x)[1] != (y)[1] ? ((x)[1] < (y)[1] ? -1 : 1) : ((x)[0] < (y)[0] ? -1 : ((x)[0] > (y)[0])))
 
-/* Compare key i of `a` with key j of `b`: integers (W 0), pairs (W RS_PAIRS) or W-byte strings. */
+/* Compare two keys of three words given as uint64 triples, the least significant first. */
+#define RS_TRIPLE_CMP(x, y) \
+    ((x)[2] != (y)[2] ? ((x)[2] < (y)[2] ? -1 : 1) : RS_PAIR_CMP(x, y))
+
+/* Compare key i of `a` with key j of `b`: integers (W 0), pairs (W RS_PAIRS), triples (W
+ * RS_TRIPLES) or W-byte strings. */
 #define KCMP(a, i, b, j) \
     (W > 0 ? memcmp((a).bytes + (i) * W, (b).bytes + (j) * W, (size_t)W) \
      : W == RS_PAIRS ? RS_PAIR_CMP((a).ints + 2 * (i), (b).ints + 2 * (j)) \
+     : W == RS_TRIPLES ? RS_TRIPLE_CMP((a).ints + 3 * (i), (b).ints + 3 * (j)) \
      : ((a).ints[(i)] < (b).ints[(j)] ? -1 : ((a).ints[(i)] > (b).ints[(j)])))
 
 /* The merge itself over views already checked (see rs_resolve_merge); W: the key width,
@@ -181,9 +206,11 @@ static int same_column(const int64_t *const *ts, const Py_ssize_t *step, const i
     return 1;
 }
 
-/* The two-cursor merge for uint64 keys (width 0), and for 128-bit keys (key_pairs: keys of
- * one width of 9 to 16 bytes) where the compiler has a 128-bit integer: merge_two.h compiled
- * once per key type. */
+/* The two-cursor merge for uint64 keys (width 0), for 128-bit keys (key_pairs: keys of one
+ * width of 9 to 16 bytes) where the compiler has a 128-bit integer, and for keys of three
+ * words (RS_TRIPLES): merge_two.h compiled once per key type. */
+#define RS_LT(a, b) ((a) < (b))
+#define RS_EQ(a, b) ((a) == (b))
 #define RS_KEY uint64_t
 #define RS_TWO_NAME(name) name##_64
 #include "merge_two.h"
@@ -196,6 +223,17 @@ static int same_column(const int64_t *const *ts, const Py_ssize_t *step, const i
 #undef RS_KEY
 #undef RS_TWO_NAME
 #endif
+#undef RS_LT
+#undef RS_EQ
+#define RS_LT(a, b) rs_k192_lt(a, b)
+#define RS_EQ(a, b) rs_k192_eq(a, b)
+#define RS_KEY rs_k192
+#define RS_TWO_NAME(name) name##_192
+#include "merge_two.h"
+#undef RS_KEY
+#undef RS_TWO_NAME
+#undef RS_LT
+#undef RS_EQ
 
 
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
@@ -207,9 +245,9 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OnOOOOpLpLO", &keys_obj, &width, &bounds_obj, &ts_seq, &mkeys_obj, &mts_obj,
                           &ranged, &low, &bounded, &high, &out_obj))
         return NULL;
-    if (width < 0 && width != RS_PAIRS) {
-        PyErr_Format(PyExc_ValueError, "width must be 0 (uint64 keys), -1 (uint64 pairs) or a key width in bytes, got %zd",
-                     width);
+    if (width < 0 && width != RS_PAIRS && width != RS_TRIPLES) {
+        PyErr_Format(PyExc_ValueError, "width must be 0 (uint64 keys), -1 (uint64 pairs), -3 (uint64 triples) "
+                     "or a key width in bytes, got %zd", width);
         return NULL;
     }
     PyObject *ts_list = PySequence_Fast(ts_seq, "ts must be a sequence (one per column) of per-piece int64 buffers");
@@ -320,6 +358,9 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
                              (const unsigned __int128 *)(const void *)mkeys.ints, nm, mts, bounds, pieces, ts, step,
                              columns, key_at, src, anchor, cols, copy_of, &anchored);
 #endif
+    else if (width == RS_TRIPLES && pieces <= 2 && !ranged)
+        rows = merge_two_192((const rs_k192 *)(const void *)keys.ints, (const rs_k192 *)(const void *)mkeys.ints, nm,
+                             mts, bounds, pieces, ts, step, columns, key_at, src, anchor, cols, copy_of, &anchored);
     if (rows != -2) {
         /* merge_two resolved the chunk */
     } else if (width == 0)
@@ -328,6 +369,9 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     else if (width == RS_PAIRS)
         rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
                           src, anchor, &anchored, RS_PAIRS);
+    else if (width == RS_TRIPLES)
+        rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
+                          src, anchor, &anchored, RS_TRIPLES);
     else
         rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
                           src, anchor, &anchored, width);
@@ -587,5 +631,66 @@ done:
     PyMem_Free(arrays);
     PyMem_Free(starts);
     PyMem_Free(c);
+    return result;
+}
+
+/* key_triples(stream, out) -> int: keys of several widths (YCSB's `user` and a hash's digits)
+ * as the merge's three-word keys (RS_TRIPLES): the bytes after the lead every key shares,
+ * zeros to the longest key's end, then the key's length past the lead in one byte (so that a
+ * key sorts before the longer keys it begins, trailing zero bytes included), read as three
+ * big-endian words; out: three uint64 a key, the least significant first.  The lead's length,
+ * or -1: a null, no key, or more than 23 bytes past the lead (the caller takes the byte
+ * strings).  The reference is storage.kernels.key_codes.word_codes(None, ...). */
+PyObject *rs_key_triples(PyObject *self, PyObject *args) {
+    rs_code_call call;
+    PyObject *result = NULL;
+    (void)self;
+    if (code_call_open(args, "OO:key_triples", 3, &call) < 0) goto done;
+    Py_ssize_t lead = 0, longest = 0;
+    int ok = call.n > 0;
+    for (Py_ssize_t k = 0; k < call.nchunks; k++) ok &= call.c[k].valid == NULL;
+    if (ok) {
+        RS_RELEASE_GIL(call.n)
+        /* pass 1: the bytes every key shares with the first (the lead), the longest key */
+        const unsigned char *first = NULL;
+        for (Py_ssize_t k = 0; k < call.nchunks && ok; k++) {
+            const rs_chunk *ch = &call.c[k];
+            for (Py_ssize_t r = 0; r < ch->length; r++) {
+                const unsigned char *p = (const unsigned char *)ch->data + ch->off[r];
+                Py_ssize_t len = ch->off[r + 1] - ch->off[r];
+                if (len < 0) { ok = 0; break; }
+                if (!first) { first = p; lead = len; }
+                if (len < lead) lead = len;
+                Py_ssize_t i = 0;
+                while (i < lead && p[i] == first[i]) i++;
+                lead = i;
+                if (len > longest) longest = len;
+            }
+        }
+        const Py_ssize_t width = longest - lead;  /* the bytes past the lead, the length after them */
+        ok &= width <= 23;
+        /* pass 2: each key's bytes past the lead, zeros, its length; as three words */
+        for (Py_ssize_t k = 0; k < call.nchunks && ok; k++) {
+            const rs_chunk *ch = &call.c[k];
+            uint64_t *out = call.out + 3 * (Py_ssize_t)call.starts[k];
+            for (Py_ssize_t r = 0; r < ch->length; r++, out += 3) {
+                Py_ssize_t len = ch->off[r + 1] - ch->off[r];
+                unsigned char b[24] = {0};
+                memcpy(b, ch->data + ch->off[r] + lead, (size_t)(len - lead));
+                b[width] = (unsigned char)(len - lead);
+                uint64_t hi, mid, lo;
+                memcpy(&hi, b, 8);
+                memcpy(&mid, b + 8, 8);
+                memcpy(&lo, b + 16, 8);
+                out[0] = RS_FROM_BE64(lo);
+                out[1] = RS_FROM_BE64(mid);
+                out[2] = RS_FROM_BE64(hi);
+            }
+        }
+        RS_ACQUIRE_GIL()
+    }
+    result = PyLong_FromSsize_t(ok ? lead : -1);
+done:
+    code_call_close(&call);
     return result;
 }

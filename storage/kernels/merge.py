@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from .cell_columns import CellColumns, as_cell_table, empty_cells, one_array, value_offsets
 from .. import native as native_module
 from .gather import take_cells
-from .key_codes import code_keys, int_key_codes, lex_order, padded_values, word_keys
+from .key_codes import lex_order, padded_values, row_sort_keys
 
 __all__ = ["merge_sources", "merge_runs", "merge_disjoint", "merge_order", "cell_keys", "sort_sources", "sort_log", "bisect_rows", "CELL_SORT_KEYS"]
 
@@ -171,13 +171,11 @@ def _kept_order(keys: pa.Table, newest_last: bool = False) -> np.ndarray:
 def _coded_order(keys: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     """The stable cell-order permutation of ``keys`` (the :data:`CELL_SORT_KEYS` columns,
     one chunk each) and, in that order, where a key differs from the one before; None
-    for row keys past 256 bytes, when Arrow sorts instead.  One NumPy sort of integers
-    (:func:`lex_order`): the rows' codes where the merge reads them as integers, else their
-    padded words (keys of any widths: :func:`word_keys`), the families' and qualifiers'
-    ranks among their distinct values, the timestamps and types (both descending)."""
-    rows = one_array(keys.column("row"))
-    coded = int_key_codes(native_module.NATIVE, [rows], None)
-    row_keys = code_keys(coded[1]) if coded is not None else word_keys(native_module.NATIVE, rows)
+    when the row keys take no integer form (:func:`row_sort_keys`), when Arrow sorts instead.
+    One NumPy sort of integers (:func:`lex_order`): the rows' codes or padded words, the
+    families' and qualifiers' ranks among their distinct values, the timestamps and types
+    (both descending)."""
+    row_keys = row_sort_keys(native_module.NATIVE, one_array(keys.column("row")))
     if row_keys is None:
         return None
     stamps = np.invert(one_array(keys.column("timestamp")).to_numpy())  # descending: ~t is -t - 1

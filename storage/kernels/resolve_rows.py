@@ -52,7 +52,7 @@ from .row_merge import order_keys
 from .cell_columns import data_span, one_array, pool_empty, value_offsets
 from ..native import NATIVE
 from .gather import gather_binary
-from .key_codes import code_keys, int_key_codes, keys_from_codes, lex_order
+from .key_codes import code_keys, int_key_codes, keys_from_codes, lex_order, word_codes
 from .rules import NO_MARKER, covered, effective_low, time_mask, unseen_markers
 
 __all__ = ["ABSENT", "RowPiece", "Markers", "ResolvedRows", "resolve_rows", "merges_natively"]
@@ -206,13 +206,23 @@ def resolve_rows(
         # prefix (a string id, a composite key): their integers are laid end to end for the
         # compiled merge straight from each piece's bytes, with no joined copy of the keys and
         # no second pass to widen them
-        coded = int_key_codes(native, [p.keys for p in pieces], markers.rows if markers is not None else None)
+        marker_keys = markers.rows if markers is not None else None
+        coded = int_key_codes(native, [p.keys for p in pieces], marker_keys)
         if coded is not None:
             width, codes, marker_codes, lead = coded
             merged = _resolve_merged(native, pieces, columns, None, codes, markers, marker_codes,
                                      min_timestamp, max_timestamp, ttl_cutoff, code_width=width, code_lead=lead)
             if merged is not None:
                 return merged
+        else:
+            # keys of several widths (YCSB's user and a hash): three words of the bytes they
+            # differ in, where that is enough; the keys come out of the pieces, not the codes
+            worded = word_codes(native, [p.keys for p in pieces], marker_keys)
+            if worded is not None:
+                merged = _resolve_merged(native, pieces, columns, pa.chunked_array([p.keys for p in pieces]),
+                                         worded[0], markers, worded[1], min_timestamp, max_timestamp, ttl_cutoff)
+                if merged is not None:
+                    return merged
     all_keys = pa.concat_arrays([p.keys for p in pieces]) if len(pieces) > 1 else pieces[0].keys
     encoded = order_keys([all_keys] + ([markers.rows] if markers is not None else []))
     if encoded is None:
@@ -311,7 +321,8 @@ def _int_keys(all_keys: pa.Array, encoded: np.ndarray, count: int) -> bool:
     rebuilds ``count`` chosen keys from their integers instead of gathering them?"""
     dtype = encoded.dtype
     # on a little-endian machine only the one-width encoding is a native integer
-    return sys.byteorder == "little" and dtype.kind == "u" and dtype.byteorder in ("=", "|") and count > 0 \
+    return sys.byteorder == "little" and dtype.kind == "u" and encoded.ndim == 1 and dtype.byteorder in ("=", "|") \
+        and count > 0 \
         and data_span(all_keys) == len(all_keys) * dtype.itemsize
 
 
@@ -389,15 +400,20 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
 
 
 def _ascending(codes: np.ndarray) -> bool:
-    """Do ``codes`` (uint64 integers, or (low, high) pairs) not go down?"""
+    """Do ``codes`` (uint64 integers, or pairs or triples of words, the least significant
+    first) not go down?"""
     if codes.ndim == 1:
         return bool((codes[1:] >= codes[:-1]).all())
-    lo, hi = codes[:, 0], codes[:, 1]
-    return bool(((hi[1:] > hi[:-1]) | ((hi[1:] == hi[:-1]) & (lo[1:] >= lo[:-1]))).all())
+    rising = codes[1:, 0] >= codes[:-1, 0]  # from the least significant word up
+    for w in range(1, codes.shape[1]):
+        rising = (codes[1:, w] > codes[:-1, w]) | ((codes[1:, w] == codes[:-1, w]) & rising)
+    return bool(rising.all())
 
 
 _PAIRS = -1
 """resolve_merge's key width for (low, high) uint64 pairs (``int_key_codes``)."""
+_TRIPLES = -3
+"""resolve_merge's key width for uint64 triples, the least significant first (``word_codes``)."""
 
 
 def _stamps(ts: np.ndarray) -> np.ndarray:
@@ -416,7 +432,7 @@ def _key_width(encoded: np.ndarray) -> int | None:
     byte strings, None otherwise."""
     kind = encoded.dtype.kind
     if kind == "u" and encoded.ndim == 2:
-        return _PAIRS
+        return {2: _PAIRS, 3: _TRIPLES}.get(encoded.shape[1])
     if kind == "u":
         return 0
     if kind == "S" and encoded.dtype.itemsize > 0:

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from ..kernels.cell_columns import CellColumns, as_cell_table, one_array
 from ..kernels.gather import gather_binary
-from ..kernels.key_codes import code_keys, int_key_codes, lex_order, word_keys
+from ..kernels.key_codes import lex_order, row_sort_keys
 from ..kernels.merge import bisect_rows
 from ..native import NATIVE as _NATIVE
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
@@ -85,11 +85,10 @@ def log_rows(payloads: list) -> "tuple[RowRun, bytes, int] | None":
 def _in_key_order(block: DenseBlock) -> DenseBlock | None:
     """``block``'s rows (each of one row key, in log order) sorted by key; None when a key
     is there twice (a row written again later in the log: its cells decide which write
-    wins).  The keys are sorted as NumPy integers: the merge's codes where they read as such,
-    else their padded words (any widths: YCSB's keys); Arrow sorts keys past 256 bytes."""
+    wins).  The keys are sorted as NumPy integers (:func:`row_sort_keys`: the merge's codes
+    where they read as such, else their padded words), or else by Arrow."""
     rows = block.rows
-    coded = int_key_codes(_NATIVE, [rows], None)
-    sort_keys = code_keys(coded[1]) if coded is not None else word_keys(_NATIVE, one_array(rows))
+    sort_keys = row_sort_keys(_NATIVE, one_array(rows))
     if sort_keys is not None:
         order, differs = lex_order(sort_keys)
         repeated = not bool(differs.all())

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from storage import native as engine_native
 from storage.cells import CellType
-from storage.kernels.key_codes import int_key_codes, lex_order, word_keys
+from storage.kernels.key_codes import code_keys, int_key_codes, lex_order, word_codes, word_keys
 from storage.kernels.key_codes import padded_values
 from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
 
@@ -44,6 +44,9 @@ KEY_POOLS = {
     # keys of 9 to 16 bytes under no one lead (read as 128-bit integers): UUIDs, a salt before an id
     "uuid": sorted(bytes((i * 37 + j * 11) % 256 for j in range(16)) for i in range(12)),
     "salted": [bytes([s]) + i.to_bytes(8, "big") for s in (3, 200) for i in range(6)],
+    # keys of several widths under a lead (read as three words) and past 23 bytes after it (not)
+    "ycsb": sorted(b"user%d" % (i * 2654435761 % 10 ** (2 + i % 18)) for i in range(12)),
+    "long": sorted(b"k" + bytes([i]) * (20 + i % 8) for i in range(12)),
 }
 BOUNDS = st.sampled_from([
     {},
@@ -143,8 +146,8 @@ def test_the_compiled_merge_refuses_bad_input_in_one_line():
     # -1: (low, high) uint64 pairs, 16 bytes a key
     with pytest.raises(ValueError, match=r"^keys must hold 16-byte keys, got 24 bytes$"):
         call(width=-1)
-    with pytest.raises(ValueError, match=r"^width must be 0 \(uint64 keys\), -1 \(uint64 pairs\) or a key width "
-                                         r"in bytes, got -2$"):
+    with pytest.raises(ValueError, match=r"^width must be 0 \(uint64 keys\), -1 \(uint64 pairs\), -3 \(uint64 "
+                                         r"triples\) or a key width in bytes, got -2$"):
         call(width=-2)
     pairs = np.array([[5, 1], [9, 1], [0, 2]], np.uint64)  # 2**64 + 5 < 2**64 + 9 < 2**65
     assert call(keys=pairs, width=-1) == (3, 0, True) and out[0].tolist() == [0, 1, 2]
@@ -176,27 +179,33 @@ def test_key_pairs_refuse_bad_input_in_one_line():
 # highest integers included so that a key shared at the very first or last position, and the
 # top of the key space, are reached.
 EDGE_POOL = [i.to_bytes(8, "big") for i in (*range(8), 2**63, 2**63 + 1, 2**64 - 3, 2**64 - 2, 2**64 - 1)]
+# keys of several widths under one lead, read as three words (key_triples): bytes at the words'
+# edges (0x00, 0x7f, 0x80, 0xff), trailing zero bytes, keys that begin others, up to 22 past the lead
+TRIPLE_POOL = sorted({b"k" + bytes([b]) * n + tail for b in (0, 0x7F, 0x80, 0xFF) for n in (0, 1, 7, 8, 15, 16, 21)
+                      for tail in (b"", b"\x01")})
 
 
 @st.composite
 def two_runs(draw):
     """(pieces newest first, markers or None, column count) as a live chunk's two-cursor merge
-    sees them: one or two runs of unique keys (now and then a repeated one, which sends the
-    chunk to the general loop), either run the larger, columns whose timestamps are one value for a
+    sees them (8-byte keys, or keys of several widths read as three words): one or two runs
+    of unique keys (now and then a repeated one, which sends the chunk to the general loop),
+    either run the larger, columns whose timestamps are one value for a
     run (a zero-stride view, as a stored block gives it) or one per entry, often the same as
     another column's (the same value or the same array), DeleteFamily markers or none."""
+    pool = draw(st.sampled_from([EDGE_POOL, TRIPLE_POOL]))
     columns = draw(st.integers(0, 3))
     pieces = []
-    base = draw(st.sets(st.sampled_from(EDGE_POOL), max_size=len(EDGE_POOL)))
+    base = draw(st.sets(st.sampled_from(pool), max_size=len(pool)))
     for _ in range(draw(st.integers(1, 2))):
         # the base run, or a newer run: some of the base's rows (re-puts) and some new ones
         if not pieces and draw(st.booleans()):
             rows = sorted(base)
         else:
             rows = sorted(draw(st.sets(st.sampled_from(sorted(base)), max_size=len(base))) if base else set())
-            rows = sorted(set(rows) | draw(st.sets(st.sampled_from(EDGE_POOL), max_size=4)))
+            rows = sorted(set(rows) | draw(st.sets(st.sampled_from(pool), max_size=4)))
         if draw(st.booleans()):  # a key shared at the very first or last position
-            rows = sorted(set(rows) | {draw(st.sampled_from([EDGE_POOL[0], EDGE_POOL[-1]]))})
+            rows = sorted(set(rows) | {draw(st.sampled_from([pool[0], pool[-1]]))})
         if rows and not draw(st.integers(0, 9)):
             rows = sorted(rows + [draw(st.sampled_from(rows))])  # a row cut across blocks
         ts = []
@@ -213,7 +222,7 @@ def two_runs(draw):
         pieces.append(RowPiece(pa.array(rows, pa.binary()), ts, values))
     markers = None
     if draw(st.booleans()):
-        marked = draw(st.lists(st.sampled_from(EDGE_POOL), min_size=1, max_size=5))
+        marked = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=5))
         markers = Markers(pa.array(marked, pa.binary()), pa.array([b""] * len(marked), pa.binary()),
                           np.array([draw(st.sampled_from([1, 4, 5, 9])) for _ in marked], np.int64),
                           np.full(len(marked), FAMILY, np.uint8))
@@ -464,3 +473,56 @@ def test_word_keys_order_keys_of_any_width_as_their_bytes(keys, cut):
         order, differs = lex_order(word_keys(native, array))
         assert order.tolist() == sorted(range(len(keys)), key=lambda i: (keys[i], i))
         assert differs.tolist() == [i == 0 or keys[order[i]] != keys[order[i - 1]] for i in range(len(keys))]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(keys=st.lists(varied_keys(), min_size=1, max_size=3), markers=st.one_of(st.none(), varied_keys()),
+       lead=st.sampled_from([b"", b"user", b"\x00"]))
+def test_key_triples_read_keys_as_the_numpy_path(keys, markers, lead):
+    """key_triples against word_codes' NumPy form: the same three words for every key (or the
+    same refusal past 23 bytes after the lead), and words that order and tell keys apart as
+    their bytes do."""
+    keys = [pa.array([lead + k for k in a.to_pylist()], pa.binary()) for a in keys]
+    if markers is not None:
+        markers = pa.array([lead + k for k in markers.to_pylist()], pa.binary())
+    reference = word_codes(None, keys, markers)
+    every = [k for a in keys for k in a.to_pylist()] + (markers.to_pylist() if markers is not None else [])
+    if reference is not None:
+        codes = np.concatenate([reference[0]] + ([reference[1]] if markers is not None else []))
+        order, differs = lex_order(code_keys(codes))
+        assert order.tolist() == sorted(range(len(every)), key=lambda i: (every[i], i))
+        assert differs.tolist() == [i == 0 or every[order[i]] != every[order[i - 1]] for i in range(len(every))]
+    else:
+        shared = 0
+        while shared < min(map(len, every)) and len({k[shared] for k in every}) == 1:
+            shared += 1
+        assert max(map(len, every)) - shared > 23
+    if BUILT is None:
+        return
+    compiled = word_codes(BUILT, keys, markers)
+    assert (compiled is None) == (reference is None)
+    if compiled is not None:
+        assert compiled[0].tolist() == reference[0].tolist()
+        assert (compiled[1] is None) == (markers is None)
+        if markers is not None:
+            assert compiled[1].tolist() == reference[1].tolist()
+
+
+def test_key_triples_refuse_bad_input_in_one_line():
+    if BUILT is None:
+        assert engine_native.NATIVE is None
+        return
+    keys = pa.chunked_array([pa.array([b"user1", b"user12", b"user"])])
+    out = np.empty((3, 3), np.uint64)
+    assert BUILT.key_triples(keys.__arrow_c_stream__(), out) == 4
+    # past the lead: "1", "12", "" then zeros to 2 bytes and the length, as big-endian words
+    assert out[:, 2].tolist() == [int.from_bytes(b"1\x00\x01" + bytes(5), "big"),
+                                  int.from_bytes(b"12\x02" + bytes(5), "big"), 0]
+    assert out[:, :2].tolist() == [[0, 0]] * 3
+    assert BUILT.key_triples(pa.chunked_array([pa.array([b"a" * 30, b"b"])]).__arrow_c_stream__(), out[:2]) == -1
+    assert BUILT.key_triples(pa.chunked_array([pa.array([b"a", None])]).__arrow_c_stream__(), out[:2]) == -1
+    with pytest.raises(ValueError, match=r"^allocate\(72\) returned 48 bytes$"):
+        BUILT.key_triples(keys.__arrow_c_stream__(), np.empty((2, 3), np.uint64))
+    with pytest.raises(ValueError, match=r"^stream must be an Arrow C stream capsule"):
+        BUILT.key_triples(keys, out)
+
