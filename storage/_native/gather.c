@@ -35,6 +35,14 @@ static inline void locate(const int64_t *starts, Py_ssize_t n, int64_t at, Py_ss
     *other = was;
 }
 
+/* Declared in regionscan_native.h. */
+void rs_release_chunks(struct ArrowArray *arrays, Py_ssize_t count, int64_t *starts, rs_chunk *c) {
+    for (Py_ssize_t i = 0; arrays && i < count; i++) arrays[i].release(&arrays[i]);
+    PyMem_Free(arrays);
+    PyMem_Free(starts);
+    PyMem_Free(c);
+}
+
 /* Declared in regionscan_native.h (key_codes, resolve.c, reads its streams too). */
 int rs_read_chunks(PyObject *capsule, struct ArrowArray **arrays_out, rs_chunk **out, int64_t **starts_out,
                        Py_ssize_t *count) {
@@ -392,9 +400,6 @@ done:
     rs_view_release(&vo);
     rs_view_release(&vv);
     rs_view_release(&vd);
-    for (Py_ssize_t i = 0; arrays && i < nchunks; i++) arrays[i].release(&arrays[i]);
-    PyMem_Free(arrays);
-    PyMem_Free(starts);
-    PyMem_Free(c);
+    rs_release_chunks(arrays, nchunks, starts, c);
     return result;
 }

@@ -116,6 +116,10 @@ typedef struct {
 int rs_read_chunks(PyObject *capsule, struct ArrowArray **arrays_out, rs_chunk **out, int64_t **starts_out,
                    Py_ssize_t *count);
 
+/* Release what rs_read_chunks gave (each of the `count` arrays, the three allocations); any of
+ * them NULL after a failure. (gather.c) */
+void rs_release_chunks(struct ArrowArray *arrays, Py_ssize_t count, int64_t *starts, rs_chunk *c);
+
 /* A writable view of at least `size` bytes of `obj`; 0, or -1 with a ValueError. (gather.c) */
 int rs_view_out(rs_view *v, PyObject *obj, Py_ssize_t size);
 

@@ -451,10 +451,7 @@ static int code_call_open(PyObject *args, const char *format, Py_ssize_t words, 
 
 static void code_call_close(rs_code_call *k) {
     rs_view_release(&k->ov);
-    for (Py_ssize_t i = 0; k->arrays && i < k->nchunks; i++) k->arrays[i].release(&k->arrays[i]);
-    PyMem_Free(k->arrays);
-    PyMem_Free(k->starts);
-    PyMem_Free(k->c);
+    rs_release_chunks(k->arrays, k->nchunks, k->starts, k->c);
 }
 
 /* The one width of the call's keys, from each chunk's first key and span (every key is checked
@@ -627,10 +624,7 @@ PyObject *rs_pad_keys(PyObject *self, PyObject *args) {
     result = PyBool_FromLong(ok);
 done:
     rs_view_release(&ov);
-    for (Py_ssize_t i = 0; arrays && i < nchunks; i++) arrays[i].release(&arrays[i]);
-    PyMem_Free(arrays);
-    PyMem_Free(starts);
-    PyMem_Free(c);
+    rs_release_chunks(arrays, nchunks, starts, c);
     return result;
 }
 
