@@ -6,9 +6,13 @@ bytes (the key's big-endian bytes), or of one width over 8 bytes under one lead 
 width - 8 bytes the same in every key: the last 8 bytes), and as 128-bit integers (two uint64,
 the low word first) when they are of one width of 9 to 16 bytes under no lead.
 :func:`int_key_codes` reads them (the compiled ``key_codes`` and ``key_pairs``, or the NumPy
-reference), :func:`keys_from_codes` turns chosen integers back into the keys.  The same codes
-sort a log of cells (:func:`storage.kernels.merge.sort_sources`) and of rows
-(:mod:`storage.memstore.row_runs`) written in no key order.
+reference), :func:`keys_from_codes` turns chosen integers back into the keys.  Keys of several
+widths (YCSB's ``user`` and a hash) read as three words when at most 23 bytes follow the lead
+they share (:func:`word_codes`, the compiled ``key_triples``), and are padded to one width
+for the NumPy merge and sort (:func:`padded_values`, the compiled ``pad_keys``).  The same
+codes, or the padded keys' words (:func:`word_keys`), sort a log of cells
+(:func:`storage.kernels.merge.sort_sources`) and of rows (:mod:`storage.memstore.row_runs`)
+written in no key order (:func:`row_sort_keys`, :func:`lex_order`).
 """
 
 from __future__ import annotations
@@ -257,7 +261,7 @@ def word_keys(native, keys: pa.Array) -> list[np.ndarray] | None:
     last (:func:`lex_order`'s form), where :func:`int_key_codes` reads no integers from them
     (keys of several widths, or of one past 16 bytes under no lead: YCSB's ``user`` and a
     hash): :func:`_key_words`.  None past :data:`_MAX_WORD_KEY_BYTES` or with a null."""
-    words = _key_words(native, [keys], _MAX_WORD_KEY_BYTES)
+    words = _key_words(native, keys, _MAX_WORD_KEY_BYTES)
     if words is None:
         return None
     return [np.ascontiguousarray(words[:, w]) for w in range(words.shape[1] - 1, -1, -1)]
@@ -309,29 +313,22 @@ def _triple_codes(arrays: list[pa.Array], out: np.ndarray) -> bool:
     return True
 
 
-def _key_words(native, arrays: list[pa.Array], most: int) -> np.ndarray | None:
-    """The keys of ``arrays`` laid end to end as a (keys, words) native uint64 array, the most
-    significant word first, whose rows order and compare as the keys do: each key
-    zero-padded with its length after it (:func:`padded_values`, the form
-    :func:`storage.kernels.row_merge.order_keys` compares), less the bytes that are the same
-    in every key (``user``), read as big-endian 8-byte words.  None past ``most`` such bytes
-    (or a key past :data:`_MAX_PADDED_KEY_BYTES`), with a null, or with no key."""
-    n = sum(len(a) for a in arrays)
-    if not n or any(a.null_count for a in arrays):
+def _key_words(native, keys: pa.Array, most: int) -> np.ndarray | None:
+    """The keys of ``keys`` as a (keys, words) native uint64 array, the most significant word
+    first, whose rows order and compare as the keys do: each key zero-padded with its length
+    after it (:func:`padded_values`, the form :func:`storage.kernels.row_merge.order_keys`
+    compares), less the bytes that are the same in every key (``user``), read as big-endian
+    8-byte words.  None past ``most`` such bytes (or a key past
+    :data:`_MAX_PADDED_KEY_BYTES`), with a null, or with no key."""
+    n = len(keys)
+    if not n or keys.null_count:
         return None
-    longest = max(int(np.diff(value_offsets(a)).max()) for a in arrays if len(a))
+    longest = int(np.diff(value_offsets(keys)).max())
     if longest > _MAX_PADDED_KEY_BYTES:
         return None
     suffix = 1 if longest < 256 else 2
     span = -(-(longest + suffix) // 8) * 8
-    rows = None
-    if native is not None:
-        rows = np.empty((n, span), np.uint8)
-        if not native.pad_keys(pa.chunked_array(arrays, pa.binary()).__arrow_c_stream__(), rows, longest, suffix):
-            rows = None
-    if rows is None:
-        rows = np.concatenate([padded_values(a, longest, suffix=suffix, row_width=span, native=None)
-                               for a in arrays if len(a)])
+    rows = padded_values(keys, longest, suffix=suffix, row_width=span, native=native)
     # a byte every key shares orders nothing: told a word column at a time (a reduction
     # across the rows' axis, or a byte-wise any(), costs 8x)
     words = rows.view(np.uint64)
@@ -375,8 +372,8 @@ def padded_values(values: pa.Array, width: int, *, suffix: int = 0, row_width: i
     """A binary array as an (n, ``row_width``) uint8 matrix: each value zero-padded on the right
     to ``width`` bytes, then its length in ``suffix`` bytes (0, 1 or 2, big-endian), then zeros
     to ``row_width`` (by default ``width + suffix``).  Values of several widths are laid out by
-    the compiled ``pad_keys`` (one pass; NumPy's scatter of every byte cost 35 ms for 250K
-    23-byte keys); ``native``: the compiled module (None: this NumPy form, the reference)."""
+    the compiled ``pad_keys`` (one pass: 1.8 ms for 250K 23-byte keys, where NumPy's scatter of
+    every byte cost 76); ``native``: the compiled module (None: this NumPy form, the reference)."""
     if native is _USE_MODULE:
         native = native_module.NATIVE
     n = len(values)

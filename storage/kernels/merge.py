@@ -182,26 +182,12 @@ def _coded_order(keys: pa.Table) -> tuple[np.ndarray, np.ndarray] | None:
     kinds = np.invert(one_array(keys.column("type")).to_numpy())
     # a key of one value throughout (one family, the markers' empty qualifier, all puts)
     # orders nothing: left out of the sort and of the duplicate check (and not ranked)
-    names = [one_array(keys.column(name)) for name in ("qualifier", "family")]
+    columns = CellColumns(keys)
     sort_keys = [k for k in (kinds, stamps) if len(k) and not (k == k[0]).all()]
-    sort_keys += [_ranks(c) for c in names if not _one_value(c)]
+    sort_keys += [_ranks(columns.array(name)) for name in ("qualifier", "family")
+                  if columns.n and not columns.equals(name, columns.array(name)[0].as_py()).all()]
     # stable, so that equal keys keep the newest source first
     return lex_order(sort_keys + row_keys)
-
-
-def _one_value(column: pa.Array) -> bool:
-    """Whether every value of a binary column is its first (told from its bytes, no hashing)."""
-    if len(column) < 2:
-        return True
-    offsets = value_offsets(column)
-    width = int(offsets[1] - offsets[0])
-    if int(offsets[-1] - offsets[0]) != width * len(column) or not bool((np.diff(offsets) == width).all()):
-        return False
-    if not width:
-        return True
-    data = np.frombuffer(column.buffers()[2], np.uint8, count=width * len(column), offset=int(offsets[0]))
-    rows = data.reshape(-1, width)
-    return bool((rows == rows[0]).all())
 
 
 def _ranks(column: pa.Array) -> np.ndarray:
