@@ -150,7 +150,9 @@ class ResolvedRows:
         """The visible cells of every row and column (counted once: a kept
         result is counted by every scan it serves)."""
         if self._cells is None:
-            self._cells = sum(int(np.count_nonzero(src >= 0)) for src in self._sources)
+            # a column's value is null exactly where no entry won: Arrow counts the validity
+            # bitmap's bits (a compare of every row's entry over again cost 0.4 ms a live scan)
+            self._cells = sum(len(v) - v.null_count for v in self.values)
         return self._cells
 
 

@@ -466,7 +466,7 @@ class Region:
                 try:
                     # in parts: no copy of the whole snapshot at once; clean rows go in as rows
                     # (row groups, as a compaction writes them), the rest as cells
-                    write_snapshot(writer, store.memstore.snapshot_batches(FLUSH_PART_CELLS))
+                    write_snapshot(writer, store.memstore.snapshot_batches(FLUSH_PART_CELLS), store.flush_max_versions())
                     writer.finish(max_seq_id=flushed_seq)
                 except BaseException:
                     writer.abandon()

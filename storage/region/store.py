@@ -182,6 +182,15 @@ class Store:
     def replace_files(self, new_files_newest_first: tuple[StoreFile, ...]) -> None:
         self._files = new_files_newest_first
 
+    def flush_max_versions(self) -> int | None:
+        """How many versions of a column a flush keeps (``write_snapshot``): the family's
+        ``max_versions``, or None (every version) while a file of the store holds a delete
+        marker or may hold one (a file written before its markers were counted): a marker
+        deleting a newer version uncovers an older one, which the reads must still find."""
+        if any(f.reader.info.delete_count != 0 for f in self._files):
+            return None
+        return self.settings.max_versions
+
     def view(self, read_point: int | None = None) -> StoreView:
         """The store as a reader at ``read_point`` sees it (release its memstore view when done)."""
         return StoreView(self.family, self.settings, self.memstore.view(read_point), self._files)

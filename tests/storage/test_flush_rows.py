@@ -153,3 +153,153 @@ def test_a_family_of_small_blocks_is_flushed_as_cells(tmp_path):
         assert len(list(table.scan())) == 100
     finally:
         conn.close()
+
+
+def _versions_snapshot(rng: random.Random, rows: int) -> pa.Table:
+    """Sorted cells of family ``f`` with several versions of most columns; some rows also
+    hold a marker of one version (``DELETE``, at its column's newest timestamp or at
+    another), of a column or of the family."""
+    cells = []
+    for i in sorted(rng.sample(range(rows * 3), rows)):
+        row = _key(i)
+        for q in sorted(rng.sample([b"a", b"b", b"c"], rng.randint(1, 3))):
+            stamps = sorted(rng.sample(range(1, 40), rng.randint(1, 4)), reverse=True)
+            for ts in stamps:
+                cells.append((row, b"f", q, ts, int(CellType.PUT), b"%d-%s-%d" % (i, q, ts)))
+            if rng.random() < 0.15:
+                kind = rng.choice([CellType.DELETE, CellType.DELETE, CellType.DELETE_COLUMN])
+                cells.append((row, b"f", q, rng.choice(stamps), int(kind), b""))
+        if rng.random() < 0.05:
+            cells.append((row, b"f", b"", rng.randint(1, 40), int(CellType.DELETE_FAMILY), b""))
+    cells.sort(key=lambda c: (c[0], c[1], c[2], -c[3], -c[4]))
+    names = CELL_SCHEMA.names
+    return pa.Table.from_pydict({n: [c[k] for c in cells] for k, n in enumerate(names)}, schema=CELL_SCHEMA)
+
+
+def _newest_versions_model(cells: list[tuple], max_versions: int) -> list[tuple]:
+    """Every cell of a row holding a marker; of a row holding none, each column's first
+    ``max_versions`` cells (cell order is newest first)."""
+    marked = {c[0] for c in cells if c[4] != CellType.PUT}
+    out, seen = [], {}
+    for c in cells:
+        column = c[:3]
+        seen[column] = seen.get(column, 0) + 1
+        if c[0] in marked or seen[column] <= max_versions:
+            out.append(c)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_a_flush_keeps_each_column_s_newest_max_versions_in_rows_without_markers(tmp_path, seed):
+    rng = random.Random(seed)
+    max_versions = [1, 2, 3][seed % 3]
+    cells = _versions_snapshot(rng, rng.choice([5, 60, 400]))
+    # parts that cut rows and columns, even between a marker and the version it deletes
+    size = rng.choice([1, 2, 5, 33, 1 << 20])
+    fs = open_filesystem(str(tmp_path))
+    writer = StoreFileWriter(fs, "v.sf", family=b"f", compression=AUTO)
+    flush_rows.write_snapshot(writer, _parts(cells, size), max_versions)
+    writer.finish(max_seq_id=1)
+    reader = StoreFileReader(fs, "v.sf")
+    expected = _newest_versions_model([tuple(c.values()) for c in cells.to_pylist()], max_versions)
+    assert _cells(reader) == expected
+    assert len(expected) < cells.num_rows  # some versions were dropped
+    # none given: every version stays (a marker in the store's files)
+    writer = StoreFileWriter(fs, "all.sf", family=b"f", compression=AUTO)
+    flush_rows.write_snapshot(writer, _parts(cells, size), None)
+    writer.finish(max_seq_id=1)
+    assert _cells(StoreFileReader(fs, "all.sf")) == [tuple(c.values()) for c in cells.to_pylist()]
+
+
+def _store_files(table) -> list:
+    return [f for region in table._regions for f in region.stores["f"].files]
+
+
+@pytest.mark.parametrize("max_versions", [1, 2])
+def test_rows_put_again_by_later_writes_keep_max_versions(tmp_path, max_versions):
+    conn = storage.connect(str(tmp_path / "db"))
+    try:
+        table = conn.create_table("t", {"f": {"max_versions": max_versions}}, settings={"memstore_flush_size": 1 << 40})
+        for ts in (5, 6, 7):  # three writes: the later ones put every third row again
+            with table.batch(timestamp=ts) as b:
+                for i in range(0, 6000, 1 if ts == 5 else 3):
+                    b.put(_key(i), {b"f:a": b"a%d-%d" % (i, ts) * 20, b"f:b": b"%d" % ts})
+        before = list(table.scan())
+        versions_before = table.cells(_key(300), b"f:a", versions=5, include_timestamp=True)
+        assert versions_before == [(b"a300-%d" % ts * 20, ts) for ts in (7, 6, 5)][:max_versions]
+        table.flush()
+        (f,) = _store_files(table)
+        kept = 6000 if max_versions == 1 else 6000 + 2000  # the rows put three times keep two
+        assert f.reader.info.cell_count == 2 * kept
+        if max_versions == 1:  # clean rows: one row group, as a compaction writes them
+            assert f.reader.block_count == 1
+            assert BlockLayout(f.reader._index.layouts[0]).name == "DENSE"
+        assert list(table.scan()) == before
+        assert table.cells(_key(300), b"f:a", versions=5, include_timestamp=True) == versions_before
+    finally:
+        conn.close()
+
+
+def test_a_marker_in_a_store_file_keeps_every_version_a_flush_holds(tmp_path):
+    # a Delete of one version, flushed before the puts: it hides the newer put (whatever the order
+    # of writing), so the older one is the row's; a flush that dropped it would lose the row
+    conn = storage.connect(str(tmp_path / "db"))
+    try:
+        table = conn.create_table("t", {"f": {"max_versions": 1}}, settings={"memstore_flush_size": 1 << 40})
+        table.delete_version(b"r", b"f:a", 9)
+        table.flush()
+        table.put(b"r", {b"f:a": b"old"}, timestamp=5)
+        table.put(b"r", {b"f:a": b"new"}, timestamp=9)
+        assert table.row(b"r") == {b"f:a": b"old"}
+        table.flush()
+        assert table.row(b"r") == {b"f:a": b"old"}
+        assert _store_files(table)[0].reader.info.cell_count == 2
+        table.compact(major=True)
+        assert table.row(b"r") == {b"f:a": b"old"}
+    finally:
+        conn.close()
+
+
+def test_a_marker_in_the_snapshot_keeps_its_row_s_versions(tmp_path):
+    conn = storage.connect(str(tmp_path / "db"))
+    try:
+        table = conn.create_table("t", {"f": {"max_versions": 1}}, settings={"memstore_flush_size": 1 << 40})
+        for row in (b"p", b"r"):
+            table.put(row, {b"f:a": b"old"}, timestamp=5)
+            table.put(row, {b"f:a": b"new"}, timestamp=9)
+        table.delete_version(b"r", b"f:a", 9)
+        table.flush()
+        assert table.row(b"r") == {b"f:a": b"old"}
+        assert table.row(b"p") == {b"f:a": b"new"}
+        # row p holds no marker: its older version went; row r keeps both and its marker
+        assert _store_files(table)[0].reader.info.cell_count == 1 + 3
+    finally:
+        conn.close()
+
+
+def test_versions_past_max_versions_are_gone_after_a_flush_as_after_a_major_compaction(tmp_path):
+    # what a flush changes: a time range, or a later Delete of the newest version, could still find
+    # a version past max_versions in the memstore; after the flush (as in HBase) it is gone, as it is
+    # after a major compaction of the same writes
+    conn = storage.connect(str(tmp_path / "db"))
+    try:
+        spec = {"f": {"max_versions": 1}}
+        flushed = conn.create_table("a", spec, settings={"memstore_flush_size": 1 << 40})
+        compacted = conn.create_table("b", spec, settings={"memstore_flush_size": 1 << 40})
+        for table in (flushed, compacted):
+            table.put(b"r", {b"f:a": b"old"}, timestamp=5)
+            table.put(b"r", {b"f:a": b"new"}, timestamp=9)
+            assert table.row(b"r", timestamp=9) == {b"f:a": b"old"}  # the time range [0, 9)
+            raw = pa.Table.from_batches(list(table.scan_batches(output="cells", raw=True)))
+            assert raw.column("value").to_pylist() == [b"new", b"old"]
+        flushed.flush()
+        compacted.compact(major=True)
+        for table in (flushed, compacted):
+            assert table.row(b"r") == {b"f:a": b"new"}
+            assert table.row(b"r", timestamp=9) == {}
+            raw = pa.Table.from_batches(list(table.scan_batches(output="cells", raw=True)))
+            assert raw.column("value").to_pylist() == [b"new"]
+            table.delete_version(b"r", b"f:a", 9)
+            assert table.row(b"r") == {}
+    finally:
+        conn.close()

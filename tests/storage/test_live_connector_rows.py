@@ -10,7 +10,7 @@ before.  These read real tables through the connector's batch reader
 the kernels on and off, against the embedded scan of the same open table, and
 read a WAL with a torn tail alike both ways.  Tables of hashed keys (salted, and
 YCSB's of several widths) are read from their pinned splits while they are
-flushed and compacted.
+split, flushed and compacted.
 """
 
 from __future__ import annotations
@@ -140,8 +140,9 @@ def _hashed_key(i: int, shape: str) -> bytes:
 def test_hashed_keys_read_through_the_connector_while_flushed_and_compacted(tmp_path, kernels, shape):
     """A live table of hashed keys (re-puts and deletes unflushed, written in no key order)
     pinned by ``get_splits``, then flushed and compacted, once before its splits are read
-    and then again and again while they are: every read gives the rows the table held when
-    it was pinned, as the embedded scan gave them then."""
+    and then split at every region's midkey, flushed and compacted again and again while
+    they are: every read gives the rows the table held when it was pinned, as the embedded
+    scan gave them then."""
     import threading
 
     root = str(tmp_path)
@@ -187,9 +188,13 @@ def test_hashed_keys_read_through_the_connector_while_flushed_and_compacted(tmp_
             batch.put(_hashed_key(i, shape), {b"cf:s": b"after the pin"})
     stop, failures, rounds = threading.Event(), [], [0]
 
+    regions_before = len(table.region_infos())
+
     def maintain():
         try:
             while not stop.is_set():
+                if rounds[0] == 0:
+                    table.split()  # every region at its midkey, while the pinned splits are read
                 table.flush()
                 table.compact(major=True)
                 rounds[0] += 1
@@ -207,6 +212,7 @@ def test_hashed_keys_read_through_the_connector_while_flushed_and_compacted(tmp_
         stop.set()
         worker.join()
     assert not failures and rounds[0] >= 1
+    assert len(table.region_infos()) == 2 * regions_before
     latest = _connector_rows(root, "t", "cf:n cf:s")  # a new pin reads the later writes
     assert latest == _embedded_rows(table, ["cf:n", "cf:s"])
     assert len(latest) == len(expected) + len(range(0, ROWS, 5)) // 4  # rows deleted, then put again

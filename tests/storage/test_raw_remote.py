@@ -35,11 +35,14 @@ GOLDEN_WIRE = str(paths.GOLDEN / "formats" / "wire")
 
 
 def _write(table) -> None:
-    """Versions 1..4 of two columns per row, then every kind of delete."""
-    for i in range(12):
-        row = b"r%02d" % i
-        for ts in (1, 2, 3, 4):
+    """Versions 1..4 of two columns per row, then every kind of delete.  Each version is
+    flushed on its own: a flush keeps a column's newest ``max_versions`` of the rows it holds
+    (as HBase's), so the files hold more versions than the families keep only this way."""
+    for ts in (1, 2, 3, 4):
+        for i in range(12):
+            row = b"r%02d" % i
             table.put(row, {b"v:a": b"a%d" % ts, b"v:": b"e%d" % ts, b"k:x": b"x%d" % ts}, timestamp=ts)
+        table.flush()
     table.delete_version(b"r01", b"v:a", 3)  # Delete
     table.delete(b"r02", [b"v:a"], timestamp=2)  # DeleteColumn
     table.delete(b"r03", [b"k"], timestamp=3)  # DeleteFamily of one family
@@ -167,12 +170,13 @@ def test_raw_versions_count_puts_not_markers():
 
 def test_raw_max_versions_is_not_capped_by_the_family(tmp_path):
     """HBase's raw scan takes the scan's versions alone: a family keeping one
-    version still shows the older puts a raw scan asks for, until a major compaction."""
+    version still shows the older puts a raw scan asks for, until a major compaction
+    (or a flush of several of them: it keeps the newest, as HBase's does)."""
     conn = storage.connect(str(tmp_path / "r"))
     t = conn.create_table("t", {"f": {"max_versions": 1}}, settings={"wal_sync": "none"})
     for ts in (1, 2, 3):
         t.put(b"r", {b"f:q": b"%d" % ts}, timestamp=ts)
-    t.flush()
+        t.flush()  # one version a flush: every one of them stays in the files
 
     def stamps(**kw):
         return [c["timestamp"] for c in _cells(t.scan_batches(output="cells", raw=True, **kw))]

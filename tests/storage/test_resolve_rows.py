@@ -119,7 +119,10 @@ BOUNDS = st.sampled_from([
 def test_rows_resolve_like_cells(tables, bounds, dense, qualifiers):
     pieces, markers = _pieces(tables, qualifiers, True, dense)
     resolved = resolve_rows(pieces, len(qualifiers), markers, qualifiers=qualifiers, **bounds)
-    assert _got(resolved, qualifiers) == _expected(tables, set(qualifiers), **bounds)
+    expected = _expected(tables, set(qualifiers), **bounds)
+    assert _got(resolved, qualifiers) == expected
+    # the scan's cells_scanned: the visible cells, whatever rows lack a column
+    assert resolved.cell_count() == sum(len(columns) for columns in expected.values())
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
