@@ -219,7 +219,8 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "key into out, the least significant first; the lead's length, or -1")          \
     RS_METHOD(resolve_merge,                                                                    \
               "resolve_merge(keys, width, bounds, ts, marker_keys, marker_ts, ranged, low, "   \
-              "bounded, high, out) -> (rows, anchor, anchored): sorted pieces of encoded keys " \
-              "merged; per row its key's position and per column its winner's (-1: none) into out")
+              "bounded, high, out) -> (rows, anchor, anchored, two_cursor): sorted pieces of "  \
+              "encoded keys merged; per row its key's position and per column its winner's "   \
+              "(-1: none) into out; two_cursor: the two-run merge resolved them, not the general loop")
 
 #endif

@@ -342,7 +342,7 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     for (Py_ssize_t j = 0; j < columns; j++) src[j] = key_at + (j + 1) * n;
 
     Py_ssize_t rows, anchor = 0;
-    int unsorted, anchored = 1;
+    int unsorted, anchored = 1, two;  /* two: the two-cursor merge resolved the chunk (not the general loop) */
     for (Py_ssize_t p = 1; p < pieces; p++) {
         if (bounds[p + 1] - bounds[p] > bounds[anchor + 1] - bounds[anchor]) anchor = p;  /* the largest piece */
     }
@@ -361,7 +361,8 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     else if (width == RS_TRIPLES && pieces <= 2 && !ranged)
         rows = merge_two_192((const rs_k192 *)(const void *)keys.ints, (const rs_k192 *)(const void *)mkeys.ints, nm,
                              mts, bounds, pieces, ts, step, columns, key_at, src, anchor, cols, copy_of, &anchored);
-    if (rows != -2) {
+    two = rows != -2;
+    if (two) {
         /* merge_two resolved the chunk */
     } else if (width == 0)
         rows = merge_rows(keys, mkeys, nm, mts, bounds, pieces, ts, step, columns, ranged, low, bounded, high, key_at,
@@ -383,7 +384,7 @@ PyObject *rs_resolve_merge(PyObject *self, PyObject *args) {
     }
     /* anchored: the rows' keys are the anchor piece's keys, every one, in order */
     anchored = anchored && rows == bounds[anchor + 1] - bounds[anchor];
-    result = Py_BuildValue("nnO", rows, anchor, anchored ? Py_True : Py_False);
+    result = Py_BuildValue("nnOO", rows, anchor, anchored ? Py_True : Py_False, two ? Py_True : Py_False);
 done:
     for (Py_ssize_t i = 0; tv && i < views; i++) rs_view_release(&tv[i]);
     rs_view_release(&kv); rs_view_release(&bv); rs_view_release(&mkv); rs_view_release(&mtv);

@@ -378,8 +378,8 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
     np.cumsum([len(p) for p in pieces], out=bounds[1:])
     out = pool_empty((columns + 1, n), np.int64)  # no page faults on a fresh mapping (see pool_empty)
     passed = [[t[:1] if _one_value(t) else t for t in column] for column in laid]
-    rows, anchor, anchored = native.resolve_merge(keys, width, bounds, passed, mkeys, mts, ranged,
-                                                  max(low, int64.min), bounded, min(max_timestamp, int64.max), out)
+    rows, anchor, anchored, _ = native.resolve_merge(keys, width, bounds, passed, mkeys, mts, ranged,
+                                                     max(low, int64.min), bounded, min(max_timestamp, int64.max), out)
     key_at = out[0, :rows]
     sources = [out[j + 1, :rows] for j in range(columns)]
     if anchored:  # every row is the base run's, in order (re-puts): its keys as they are

@@ -126,13 +126,13 @@ def test_the_compiled_merge_refuses_bad_input_in_one_line():
         args.update(changed)
         return BUILT.resolve_merge(*args.values())
 
-    assert call() == (3, 0, True) and out[0].tolist() == [0, 1, 2]
+    assert call() == (3, 0, True, True) and out[0].tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match=r"^bounds must run from 0 to the 3 keys$"):
         call(bounds=np.array([0, 2], np.int64))
     with pytest.raises(ValueError, match=r"^ts\[0\]\[0\] must hold 3 int64 timestamps \(or one for them all\), got 16 bytes$"):
         call(ts=[[np.array([1, 1], np.int64)]])
     # one timestamp for a whole piece: read for every entry
-    assert call(ts=[[np.array([7], np.int64)]]) == (3, 0, True) and out[1].tolist() == [0, 1, 2]
+    assert call(ts=[[np.array([7], np.int64)]]) == (3, 0, True, True) and out[1].tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match=r"^ts\[0\] must hold 1 pieces' timestamps, got 2$"):
         call(ts=[[ts[0][0], ts[0][0]]])
     with pytest.raises(ValueError, match=r"^keys must be ascending within each piece$"):
@@ -150,13 +150,13 @@ def test_the_compiled_merge_refuses_bad_input_in_one_line():
                                          r"triples\) or a key width in bytes, got -2$"):
         call(width=-2)
     pairs = np.array([[5, 1], [9, 1], [0, 2]], np.uint64)  # 2**64 + 5 < 2**64 + 9 < 2**65
-    assert call(keys=pairs, width=-1) == (3, 0, True) and out[0].tolist() == [0, 1, 2]
+    assert call(keys=pairs, width=-1)[:3] == (3, 0, True) and out[0].tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match=r"^keys must be ascending within each piece$"):
         call(keys=np.array([[5, 1], [0, 2], [9, 1]], np.uint64), width=-1)
     # a pair buffer that does not start on 16 bytes: the general loop reads it, the same answer
     odd = np.empty(7, np.uint64)[1:].reshape(3, 2)
     odd[:] = pairs
-    assert odd.ctypes.data % 16 and call(keys=odd, width=-1) == (3, 0, True) and out[0].tolist() == [0, 1, 2]
+    assert odd.ctypes.data % 16 and call(keys=odd, width=-1) == (3, 0, True, False) and out[0].tolist() == [0, 1, 2]
 
 
 def test_key_pairs_refuse_bad_input_in_one_line():
@@ -233,9 +233,29 @@ def two_runs(draw):
 @given(case=two_runs())
 def test_the_two_cursor_merge_resolves_as_the_numpy_path(case):
     pieces, markers, columns = case
-    compiled = resolve_rows(pieces, columns, markers, native=BUILT)
+    recorder = _MergeRecorder(BUILT)
+    compiled = resolve_rows(pieces, columns, markers, native=recorder if BUILT is not None else None)
     reference = resolve_rows(pieces, columns, markers, native=None)
     assert _answer(compiled) == _answer(reference)
+    if BUILT is not None and recorder.calls and all(len(set(p.keys.to_pylist())) == len(p) for p in pieces):
+        # unique keys in each of at most two runs: the two-run merge resolves them, the general loop
+        # never (a comparison of keys that left out a word would make them seem to repeat)
+        assert [call[3] for call in recorder.calls] == [True] * len(recorder.calls)
+
+
+class _MergeRecorder:
+    """The compiled module, with what each ``resolve_merge`` call returned recorded."""
+
+    def __init__(self, module):
+        self._module, self.calls = module, []
+
+    def __getattr__(self, name):
+        return getattr(self._module, name)
+
+    def resolve_merge(self, *args):
+        result = self._module.resolve_merge(*args)
+        self.calls.append(result)
+        return result
 
 
 def test_the_two_cursor_merge_on_a_re_put_quarter():
@@ -251,20 +271,20 @@ def test_the_two_cursor_merge_on_a_re_put_quarter():
     bounds = np.array([0, len(newer), len(keys)], np.int64)
     out = np.empty((3, len(keys)), np.int64)
     stamp = lambda v: np.array([v], np.int64)  # noqa: E731
-    rows, anchor, anchored = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)]] * 2, None, None,
-                                                 False, 0, False, 0, out)
-    assert (rows, anchor, anchored) == (len(base), 1, True)
+    rows, anchor, anchored, two = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)]] * 2, None, None,
+                                                      False, 0, False, 0, out)
+    assert (rows, anchor, anchored, two) == (len(base), 1, True, True)
     is_newer = np.isin(base, newer)
     expect = np.where(is_newer, np.searchsorted(newer, base), len(newer) + np.arange(len(base)))
     assert out[1, :rows].tolist() == expect.tolist() and out[2, :rows].tolist() == expect.tolist()
-    rows, _, _ = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)], [stamp(2), stamp(3)]], None, None,
-                                     False, 0, False, 0, out)
+    rows, _, _, _ = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)], [stamp(2), stamp(3)]], None, None,
+                                        False, 0, False, 0, out)
     assert out[1, :rows].tolist() == expect.tolist()
     assert out[2, :rows].tolist() == (len(newer) + np.arange(len(base))).tolist()
     # a DeleteFamily marker at 7 on the first row hides both runs' entries there: the row goes
-    rows, _, anchored = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)]] * 2,
-                                            np.array([0], np.uint64), np.array([7], np.int64),
-                                            False, 0, False, 0, out)
+    rows, _, anchored, _ = BUILT.resolve_merge(keys, 0, bounds, [[stamp(7), stamp(3)]] * 2,
+                                               np.array([0], np.uint64), np.array([7], np.int64),
+                                               False, 0, False, 0, out)
     assert (rows, anchored) == (len(base) - 1, False)
     assert out[0, :rows].tolist() == list(range(len(newer) + 1, len(keys)))
 
@@ -282,14 +302,14 @@ def test_the_two_cursor_merge_on_new_keys_between_the_base_runs():
         return BUILT.resolve_merge(keys, 0, bounds, [[newer, np.array([1], np.int64)]], None, None,
                                    False, 0, False, 0, out)
 
-    assert call(np.array([5, 5], np.int64)) == (5, 1, False)
+    assert call(np.array([5, 5], np.int64)) == (5, 1, False, True)
     assert out.tolist() == [[2, 0, 3, 1, 4], [2, 0, 3, 1, 4]]
-    assert call(np.array([ABSENT], np.int64)) == (3, 1, True)  # the newer rows hold nothing
+    assert call(np.array([ABSENT], np.int64)) == (3, 1, True, True)  # the newer rows hold nothing
     assert out[:, :3].tolist() == [[2, 3, 4], [2, 3, 4]]
     # two markers on one row, the newer first: the newest one hides the row's entry at 5
     marked = BUILT.resolve_merge(keys, 0, bounds, [[np.array([5], np.int64), np.array([1], np.int64)]],
                                  np.array([5, 5], np.uint64), np.array([6, 2], np.int64), False, 0, False, 0, out)
-    assert marked == (4, 1, False) and out[0, :4].tolist() == [2, 0, 3, 4]
+    assert marked == (4, 1, False, True) and out[0, :4].tolist() == [2, 0, 3, 4]
 
 
 @pytest.mark.parametrize("columns", [0, 1, 2, 3])
@@ -306,7 +326,7 @@ def test_the_two_cursor_merge_keeps_the_larger_run_s_keys(columns):
         stamps = [[np.array([j], np.int64), np.array([1], np.int64)] for j in range(columns)]
         out = np.empty((columns + 1, 6), np.int64)
         anchor = 0 if first_larger else 1
-        assert BUILT.resolve_merge(keys, 0, bounds, stamps, None, None, False, 0, False, 0, out) == (4, anchor, True)
+        assert BUILT.resolve_merge(keys, 0, bounds, stamps, None, None, False, 0, False, 0, out) == (4, anchor, True, True)
         assert out[0, :4].tolist() == ([0, 1, 2, 3] if first_larger else [2, 3, 4, 5])
         older_wins = [0, 4, 2, 5] if first_larger else [2, 3, 4, 5]
         newer_wins = [0, 1, 2, 3] if first_larger else [2, 0, 4, 1]
