@@ -303,3 +303,19 @@ def test_versions_past_max_versions_are_gone_after_a_flush_as_after_a_major_comp
             assert table.row(b"r") == {}
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("size", [700, 4096, 1 << 20])
+def test_a_one_column_snapshot_is_written_as_its_column(tmp_path, size):
+    # one qualifier in every row: the dense block takes the cells' value column as it is (no take);
+    # parts that are slices of the snapshot (values at an offset) must write the same bytes
+    cells = []
+    for i in range(5000):
+        cells.append((_key(i), b"f", b"a", 7, int(CellType.PUT), b"v%d-" % i * (i % 9)))
+    names = CELL_SCHEMA.names
+    table = pa.Table.from_pydict({n: [c[k] for c in cells] for k, n in enumerate(names)}, schema=CELL_SCHEMA)
+    new = _write(tmp_path, "new.sf", table, size, rows=True)
+    assert _cells(new) == cells
+    assert {BlockLayout(x).name for x in new._index.layouts} == {"DENSE"}
+    for i in (0, 1, 2499, 4999):
+        assert [tuple(c) for c in new.row_cells(_key(i))] == [cells[i]]
