@@ -288,11 +288,16 @@ def test_versions_past_max_versions_are_gone_after_a_flush_as_after_a_major_comp
         compacted = conn.create_table("b", spec, settings={"memstore_flush_size": 1 << 40})
         for table in (flushed, compacted):
             table.put(b"r", {b"f:a": b"old"}, timestamp=5)
+            if table is compacted:
+                table.flush()  # each version flushed alone: both stay in the files until the compaction
             table.put(b"r", {b"f:a": b"new"}, timestamp=9)
             assert table.row(b"r", timestamp=9) == {b"f:a": b"old"}  # the time range [0, 9)
             raw = pa.Table.from_batches(list(table.scan_batches(output="cells", raw=True)))
             assert raw.column("value").to_pylist() == [b"new", b"old"]
         flushed.flush()
+        compacted.flush()
+        assert len(_store_files(compacted)) == 2
+        assert compacted.row(b"r", timestamp=9) == {b"f:a": b"old"}  # two files: the old version kept
         compacted.compact(major=True)
         for table in (flushed, compacted):
             assert table.row(b"r") == {b"f:a": b"new"}
