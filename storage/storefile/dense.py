@@ -325,6 +325,11 @@ def dense_from_cells(batch: pa.RecordBatch, min_rows: int = MIN_DENSE_ROWS) -> D
     nrows = len(starts)
     if q > MAX_DENSE_QUALIFIERS or nrows * q > MAX_FILL * n or nrows < min_rows:
         return None
+    if q == 1 and nrows == n:
+        # one qualifier, in every row: the cells are the column as it is (a table of one column,
+        # as `pe` writes; a take copied a flush's every value: a tenth of a flush of 1 KiB rows)
+        stamps = pa.array(_np(batch.column("timestamp")), pa.int64())
+        return DenseBlock(row_col, tuple(uniq.to_pylist()), [stamps], [batch.column("value")])
     order = pc.array_sort_indices(uniq)
     qualifiers = uniq.take(order)
     qual_id = _np(pc.index_in(qual_col, value_set=qualifiers))
@@ -339,10 +344,6 @@ def dense_from_cells(batch: pa.RecordBatch, min_rows: int = MIN_DENSE_ROWS) -> D
     src[slot] = np.arange(n)
     value_col = batch.column("value")
     rows = cols.take_binary("row", starts) if nrows != n else row_col
-    if q == 1 and nrows == n:
-        # one qualifier, in every row: the cells are the column as it is (a table of one column,
-        # as `pe` writes; a take copied a flush's every value: a tenth of a flush of 1 KiB rows)
-        return DenseBlock(rows, tuple(qualifiers.to_pylist()), [pa.array(ts_all, pa.int64())], [value_col])
     timestamps, values = [], []
     for j in range(q):
         part = slice(j * nrows, (j + 1) * nrows)
