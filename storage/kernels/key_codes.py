@@ -200,15 +200,18 @@ def keys_from_codes(codes: np.ndarray, width: int | None = None, lead: bytes = b
     code's 8 bytes (see :func:`int_key_codes`); from (keys, 2) pairs, the 128-bit integer's
     first ``width`` bytes."""
     width = codes.dtype.itemsize if width is None else width
+    # keys are written as records of one field or two (a (n, width) byte array assigned by
+    # columns copies a few bytes a row per step: 8.5 against 2.3 ms for 570K 12-byte keys)
     if codes.ndim == 2:
         words = np.empty((len(codes), 2), ">u8")
         words[:, 0] = codes[:, 1]
         words[:, 1] = codes[:, 0]
-        data = np.ascontiguousarray(words.view(np.uint8).reshape(-1, 16)[:, :width])
+        first = np.dtype({"names": ["key"], "formats": [f"V{width}"], "offsets": [0], "itemsize": 16})
+        data = np.ascontiguousarray(words.view(first)["key"].reshape(-1))
     elif width > 8:
-        rows = np.empty((len(codes), width), np.uint8)
-        rows[:, : width - 8] = np.frombuffer(lead, np.uint8)
-        rows[:, width - 8 :] = codes.astype(">u8").view(np.uint8).reshape(-1, 8)
+        rows = np.empty(len(codes), np.dtype([("lead", f"V{width - 8}"), ("code", ">u8")]))
+        rows["lead"] = np.void(lead)
+        rows["code"] = codes
         data = rows
     else:
         data = codes.astype(f">u{width}")  # Arrow takes NumPy's buffers as they are: no bytes copies

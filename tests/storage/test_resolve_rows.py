@@ -160,3 +160,30 @@ def test_resolve_rows_edges():
     # keys wider than the encoding takes: the caller resolves cells
     wide = RowPiece(pa.array([b"k" * 2000]), [np.array([1])], [pa.array([b"x"])])
     assert resolve_rows([wide, piece], 1) is None
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(data=st.data(), width=st.integers(1, 16), n=st.integers(0, 40))
+def test_keys_from_codes_are_the_codes_big_endian_bytes(data, width, n):
+    """keys_from_codes: each code's big-endian bytes -- an integer of ``width`` bytes, the lead
+    and an 8-byte integer past 8 bytes, or the first ``width`` bytes of a 128-bit pair."""
+    from storage.kernels.key_codes import keys_from_codes
+
+    words = st.integers(0, 2**64 - 1)
+    if width in (1, 2, 4, 8) and data.draw(st.booleans()):  # the widths integers come in
+        ints = data.draw(st.lists(st.integers(0, 2 ** (8 * width) - 1), min_size=n, max_size=n))
+        codes = np.array(ints, dtype=np.uint64).astype({1: np.uint8, 2: np.uint16, 4: np.uint32}.get(width, np.uint64))
+        want = [i.to_bytes(width, "big") for i in ints]
+        got = keys_from_codes(codes, width)
+    elif width > 8 and data.draw(st.booleans()):
+        lead = data.draw(st.binary(min_size=width - 8, max_size=width - 8))
+        ints = data.draw(st.lists(words, min_size=n, max_size=n))
+        want = [lead + i.to_bytes(8, "big") for i in ints]
+        got = keys_from_codes(np.array(ints, dtype=np.uint64), width, lead)
+    else:
+        pairs = data.draw(st.lists(st.tuples(words, words), min_size=n, max_size=n))
+        codes = np.array(pairs, dtype=np.uint64).reshape(n, 2)  # (low word, high word)
+        want = [((high << 64) | low).to_bytes(16, "big")[:width] for low, high in pairs]
+        got = keys_from_codes(codes, width)
+    got.validate(full=True)
+    assert got.to_pylist() == want
