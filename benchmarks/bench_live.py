@@ -16,7 +16,7 @@ and the WAL, laid out two ways: ``interleaved`` (every fourth row, so the
 memstore's rows fall between the file's everywhere) and ``tail`` (the last
 quarter of the key space, as appended time series are).
 
-Three read paths are timed: the embedded ``Table.scan_batches`` (rows of
+Five read paths are timed: the embedded ``Table.scan_batches`` (rows of
 ``cf:n`` and ``cf:s``), the connector's partition read (files mode:
 ``TableInputFormat.get_splits()`` once, then each split's batch reader, which
 opens its pinned store files and decodes its pinned WAL records), without
@@ -26,7 +26,10 @@ process's block cache and resolves every chunk again), and ``worker``: the
 same reads with ``cacheblocks`` true and the engine worker's 1 GiB block
 cache, repeated as a long-lived worker serving the same query repeats them
 (kept blocks, batches, decoded WAL records and chunks on both sides:
-storage/region/replay_memo.py).  The ratio is live speed divided by flushed
+storage/region/replay_memo.py).  Two more read whole rows, naming no column, as
+happybase users scan: ``dicts``, the embedded ``Table.scan()`` (a ``(key, dict)``
+pair per row), and ``family``, the embedded ``Table.scan_batches()`` (the family
+as one map column).  The ratio is live speed divided by flushed
 speed; the target is 0.67 or more.  A scan that keeps results
 (``cache_results``) keeps a live table's chunks between scans while nothing is
 written (storage/read/chunk_memo.py), and a clean file's streamed batches too
@@ -169,7 +172,7 @@ LAYOUTS = {
         _puts(_quarter, "put3", 3000), versions=3,
     ),
 }
-PATHS = ("embedded", "connector", "worker")
+PATHS = ("embedded", "connector", "worker", "dicts", "family")
 VARIANTS = ("memstore", "file")  # where the live quarter is: memstore and WAL, or a second store file
 DEFAULT_LAYOUTS = ("interleaved", "tail", "rewrite", "delete", "versions")
 
@@ -266,6 +269,19 @@ def embedded(table: storage.Table, versions: int = 1, keep: bool = True):
     return run
 
 
+def whole_rows(table: storage.Table, path: str, versions: int = 1, keep: bool = True):
+    """Scans of ``table`` naming no column: ``dicts``, happybase's ``scan()`` (a
+    ``(key, dict)`` pair per row, counted); ``family``, ``scan_batches()`` (the family as a
+    map column).  ``keep`` as for :func:`embedded`."""
+    if path == "dicts":
+        def run() -> int:
+            return sum(1 for _ in table.scan(max_versions=versions, cache_results=keep))
+    else:
+        def run() -> int:
+            return sum(b.num_rows for b in table.scan_batches(max_versions=versions, cache_results=keep))
+    return run
+
+
 def connector(root: str, name: str, versions: int = 1, cacheblocks: bool = False, keep: bool = True):
     fmt = TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": name,
                             "hbase.mapreduce.scan.columns": "cf:n cf:s",
@@ -293,6 +309,8 @@ def flushed_name(layout: str) -> str:
 def _reader(path: str, root: str, tables: dict, name: str, versions: int, keep: bool = True):
     if path == "embedded":
         return embedded(tables[name], versions, keep)
+    if path in ("dicts", "family"):
+        return whole_rows(tables[name], path, versions, keep)
     return connector(root, name, versions, cacheblocks=path == "worker", keep=keep)
 
 

@@ -8,7 +8,8 @@ by a Python loop per cell or per row.
   table, the newest source winning exact duplicates;
 * :func:`resolve` applies delete markers, TTL, time range and max versions;
   :func:`raw_versions` cuts a raw scan's cells to n puts per column;
-* :func:`cells_to_rows` pivots cells into a row batch (``key`` + columns);
+* :func:`cells_to_rows` pivots cells into a row batch (``key`` + columns), and
+  :func:`columns_to_family_map` a row batch's columns of one family into its map column;
 * :func:`merge_row_runs` interleaves sorted row batches that share no key
   (a rows scan of clean sources, a compaction of dense files);
 * :func:`row_starts`, :func:`row_boundaries`, :func:`column_boundaries`,
@@ -32,7 +33,7 @@ from .order import (
     row_boundaries,
     row_starts,
 )
-from .pivot import FAMILY_MAP_TYPE, cells_to_rows
+from .pivot import FAMILY_MAP_TYPE, cells_to_rows, columns_to_family_map
 from .resolve import raw_versions, resolve
 from .row_merge import merge_row_runs
 
@@ -41,6 +42,7 @@ __all__ = [
     "resolve",
     "raw_versions",
     "cells_to_rows",
+    "columns_to_family_map",
     "row_boundaries",
     "row_starts",
     "column_boundaries",

@@ -16,8 +16,9 @@ from ..cells import CellType
 from ..columns import parse_column
 from ..errors import InvalidArgument
 from .cell_columns import CellColumns, as_cell_table, group_ids, one_array
+from .gather import gather_binary
 
-__all__ = ["cells_to_rows", "FAMILY_MAP_TYPE"]
+__all__ = ["cells_to_rows", "columns_to_family_map", "FAMILY_MAP_TYPE"]
 
 FAMILY_MAP_TYPE = pa.map_(pa.binary(), pa.binary())
 """Arrow type of a whole-family column: qualifier -> value."""
@@ -168,3 +169,59 @@ def _family_map(
         keys, items = cols.take_binary("qualifier", picked), value.take(picked)
     mask = None if len(picked) and counts.all() else pa.array(counts == 0)
     return pa.MapArray.from_arrays(pa.array(offsets), keys, items, type=FAMILY_MAP_TYPE, mask=mask)
+
+
+def columns_to_family_map(batch: pa.RecordBatch, family: str, qualifiers: Sequence[bytes],
+                          include_timestamp: bool = False) -> pa.RecordBatch:
+    """A row batch of one family's columns (``key``, then the binary column of each of
+    ``qualifiers``, ascending, each followed by its ``@ts`` column when
+    ``include_timestamp``) as :func:`cells_to_rows` gives the whole family: ``key`` and a
+    ``map<binary, binary>`` column ``family`` of qualifier -> value in qualifier order,
+    null where a row has no cell (as the row batch's nulls say).
+
+    The map's entries are the columns' values taken row by row: one compiled gather of
+    the values (and, where rows lack columns, one of the qualifiers), no step per cell
+    in Python."""
+    n, k = batch.num_rows, len(qualifiers)
+    step = 2 if include_timestamp else 1
+    if batch.num_columns != 1 + step * k:
+        raise InvalidArgument(f"expected a key and {k} columns, got {batch.schema.names}")
+    columns = [batch.column(1 + step * j) for j in range(k)]
+    if any(c.type != pa.binary() for c in columns):
+        raise InvalidArgument(f"expected binary columns, got {batch.schema}")
+    # column j's value of row i sits at j * n + i in the columns laid end to end (joined
+    # first: a gather from one array finds no chunk per value, 7.7 against 9.7 ns a cell)
+    joined = pa.concat_arrays(columns) if k > 1 else columns[0]
+    if all(c.null_count == 0 for c in columns):
+        # every row holds every column: the entries are the n x k grid, row by row
+        counts = None
+        column_starts = np.arange(k, dtype=np.int64) * n
+        items = gather_binary(joined, (np.arange(n, dtype=np.int64)[:, None] + column_starts[None, :]).ravel())
+        # the qualifiers over and over: their bytes repeated, their offsets a grid too
+        lengths = np.array([len(q) for q in qualifiers], dtype=np.int64)
+        row_bytes = int(lengths.sum())
+        if n * row_bytes >= 2**31:
+            raise InvalidArgument(f"a map of {n * row_bytes} bytes of qualifiers is past a binary array's 2 GiB")
+        key_offsets = np.empty(n * k + 1, dtype=np.int32)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        key_offsets[:-1] = (np.arange(n, dtype=np.int64)[:, None] * row_bytes + starts[None, :]).ravel()
+        key_offsets[-1] = n * row_bytes
+        keys = pa.Array.from_buffers(pa.binary(), n * k, [None, pa.py_buffer(key_offsets),
+                                                          pa.py_buffer(b"".join(qualifiers) * n)])
+        offsets = np.arange(0, n * k + 1, k, dtype=np.int32)
+    else:
+        # present[i, j]: row i holds column j; the entries are the present ones, row by row
+        present = np.empty((n, k), dtype=bool)
+        for j, column in enumerate(columns):
+            present[:, j] = np.asarray(column.is_valid()) if column.null_count else True
+        flat = np.flatnonzero(present.ravel())
+        row_idx, col_idx = np.divmod(flat, k)
+        counts = present.sum(axis=1)
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        items = gather_binary(joined, col_idx * n + row_idx)
+        keys = gather_binary(pa.array(list(qualifiers), pa.binary()), col_idx)
+    mask = pa.array(counts == 0) if counts is not None and n and not counts.all() else None
+    family_map = pa.MapArray.from_arrays(pa.array(offsets), keys, items, type=FAMILY_MAP_TYPE, mask=mask)
+    schema = pa.schema([pa.field("key", pa.binary(), nullable=False), pa.field(family, FAMILY_MAP_TYPE)])
+    return pa.RecordBatch.from_arrays([batch.column(0), family_map], schema=schema)

@@ -29,7 +29,7 @@ from ..region.view import RegionView, chunk_bounds
 from ..storefile import dense_rows
 from .batch_resolve import family_read, BatchProcessor
 from .hidden_columns import hidden_names, without_hidden
-from .batch_stream import dense_plan, run_cuts, spans_of, stream_run, streamable, values_discarded
+from .batch_stream import block_columns_plan, dense_plan, run_cuts, spans_of, stream_run, streamable, values_discarded
 from .late_values import index_values, materialize
 from .region_plan import RegionReadPlan
 from .reverse_stream import reversed_stream, reversible_view
@@ -155,7 +155,7 @@ def _span_batches(families: dict, low: bytes, high: bytes | None, scan: RegionRe
     if len(families) == 1 and not cells_only:
         # a rows scan of one family merges (and resolves) rows, not cells (storage/read/row_scan.py)
         ((_, fview),) = families.items()
-        row_merge = RowMerge.for_scan(fview, dense_plan(fview, proc, True), proc)
+        row_merge = RowMerge.for_scan(fview, dense_plan(fview, proc, True) or block_columns_plan(fview, proc), proc)
     keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
     if keys_only:
         # chunks without values: many more blocks per chunk for the same memory, fewer kernel calls

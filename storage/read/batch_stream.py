@@ -30,7 +30,7 @@ from .hidden_columns import hidden_names
 if TYPE_CHECKING:
     from .region_plan import RegionReadPlan
 
-__all__ = ["SortedRun", "streamable", "sorted_run", "spans_of", "run_cuts", "dense_plan", "stream_run",
+__all__ = ["SortedRun", "streamable", "sorted_run", "spans_of", "run_cuts", "dense_plan", "block_columns_plan", "family_map_rows", "stream_run",
            "values_discarded"]
 
 
@@ -163,6 +163,34 @@ def _block_columns(family: bytes):
     return None, family, dense_rows.dense_filter(None, family), []
 
 
+def block_columns_plan(view: StoreView, proc: BatchProcessor):
+    """The ``direct`` plan of a scan without a filter, read forward, that takes each dense
+    block's own columns (:func:`_block_columns`: names None) -- ``scan()``'s dicts
+    (:attr:`RegionReadPlan.row_dicts`) with no column named or the family named whole, and a
+    rows scan of the family named whole (its map column, :func:`family_map_rows`) -- or, for
+    ``scan()``'s dicts, the named columns of ``view``'s family; None otherwise (the cell path)."""
+    scan = proc.scan
+    if scan.filter is not None or scan.reverse or scan.hidden_columns:
+        return None
+    family = view.family.encode()
+    if scan.row_dicts:
+        if proc.select is None or proc.output_columns == [family]:
+            return _block_columns(family)
+        picked = dense_rows.dense_columns(family, proc.output_columns)
+        return None if picked is None else (*picked, dense_rows.dense_filter(None, family), [])
+    if scan.output == "rows" and proc.output_columns == [family] and not scan.dictionary_values:
+        return _block_columns(family)
+    return None
+
+
+def family_map_rows(rows: pa.RecordBatch, family: bytes, qualifiers, proc: BatchProcessor) -> pa.RecordBatch:
+    """A :func:`_block_columns` plan's row batch (the columns ``qualifiers`` of ``family``) as the
+    scan gives it: as it is for ``scan()``'s dicts, else with the columns as one map column."""
+    if proc.scan.row_dicts:
+        return rows
+    return kernels.columns_to_family_map(rows, family.decode("latin-1"), qualifiers, proc.scan.include_timestamp)
+
+
 def _dense_to_rows(dense, direct, proc: BatchProcessor) -> pa.RecordBatch | None:
     """One dense block part as rows: column slices, a filter as one comparison."""
     names, qualifiers, plan, hidden_pairs = direct
@@ -177,6 +205,8 @@ def _dense_to_rows(dense, direct, proc: BatchProcessor) -> pa.RecordBatch | None
         mask, value_masks = dense_rows.filter_masks(plan, dense, qualifiers + also if also else qualifiers)
     out = dense_rows.dense_rows(dense, names, qualifiers, proc.scan.include_timestamp, mask, value_masks, also,
                                 proc.scan.dictionary_values)
+    if out is not None and direct[0] is None:
+        out = family_map_rows(out, direct[1], qualifiers, proc)
     if proc.metrics is not None:
         proc.metrics.cells_scanned += dense.cell_count()
         if plan[0] != "none":
@@ -237,14 +267,8 @@ def stream_one_file(view: StoreView, reader, low: bytes, high: bytes | None,
     drop_values = values_discarded(proc.scan.filter)
     direct = dense_plan(view, proc, skip_resolve)
     scan = proc.scan
-    if direct is None and scan.row_dicts and skip_resolve and scan.filter is None and not scan.reverse:
-        family = reader.info.family
-        if proc.select is None:
-            direct = _block_columns(family)
-        else:
-            picked = dense_rows.dense_columns(family, proc.output_columns)
-            if picked is not None:
-                direct = (*picked, dense_rows.dense_filter(None, family), [])
+    if direct is None and skip_resolve:
+        direct = block_columns_plan(view, proc)
     first_only = (
         drop_values and skip_resolve and proc.select is None and dense_rows.first_cell_only(proc.scan.filter)
     )
@@ -323,7 +347,9 @@ def stream_one_file(view: StoreView, reader, low: bytes, high: bytes | None,
                     yield from emit_dense_out()
                     dense_out, dense_out_cells = [], 0
                 dense_out.append(out)
-                dense_out_cells += out.num_rows * (out.num_columns - 1)
+                # as cells: a whole family's map column holds every column of the block
+                as_map = direct[0] is None and not proc.scan.row_dicts
+                dense_out_cells += out.num_rows * (len(dense.qualifiers) if as_map else out.num_columns - 1)
                 if dense_out_cells >= group_limit:
                     yield from emit_dense_out()
                     dense_out, dense_out_cells = [], 0

@@ -23,11 +23,18 @@ answer depends on older versions (a value filter with several versions
 asked for) come back as :data:`CELLS`, and the cell path scans the chunk.
 Writes newer than the read point do not matter: the memstore's part is
 what the read point shows.
+
+A scan of a whole family (``scan()``'s dicts naming no column, a rows scan
+of ``b"family"``: :func:`storage.read.batch_stream.block_columns_plan`) has
+no column list of its own: each chunk takes the qualifiers its sources hold,
+ascending, merges or resolves those, and a rows scan turns the chunk's
+columns into the family's map column
+(:func:`storage.kernels.columns_to_family_map`).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import pyarrow as pa
 
@@ -37,8 +44,10 @@ from ..kernels.row_merge import merge_row_runs, row_order
 from ..memstore.row_runs import RowRun
 from ..region.row_resolve import as_dense, memstore_items, part_items, resolve_items, rows_batch
 from ..region.store import StoreView
+from ..storefile.dense import MAX_DENSE_QUALIFIERS, DenseBlock
 from ..storefile.dense_rows import dense_rows, filter_masks, read_qualifiers, row_schema
 from ..storefile.cache_memo import CacheMemo
+from .batch_stream import family_map_rows
 from .chunk_memo import chunk_memo
 
 __all__ = ["RowMerge", "CELLS"]
@@ -59,16 +68,39 @@ class RowMerge:
         self.view = view
         self.mem = mem  # None: no memstore rows, or memstore cells that need resolution
         names, qualifiers, self.plan, hidden_pairs = direct
-        # merged rows carry the hidden columns too (a row may live by them alone); the scan drops them
-        self.names = list(names) + [n for n, _ in hidden_pairs]
-        self.qualifiers = list(qualifiers) + [q for _, q in hidden_pairs]
         self.proc = proc
-        self.schema = row_schema(self.names, proc.scan.include_timestamp)
         self.resolvable = resolvable
         self.shared = False  # a chunk of this scan had a row in two sources
         # resolution applies a TTL or time range: every chunk is resolved
         self.bounded = not proc.trivial_resolution(view.family)
+        # names None: every column of the family (batch_stream.block_columns_plan), each chunk's
+        # columns those its sources hold (chunk())
+        self.whole_family = names is None
+        if self.whole_family:
+            self._use_columns([])
+            return
+        # merged rows carry the hidden columns too (a row may live by them alone); the scan drops them
+        self.names = list(names) + [n for n, _ in hidden_pairs]
+        self.qualifiers = list(qualifiers) + [q for _, q in hidden_pairs]
+        self.schema = row_schema(self.names, proc.scan.include_timestamp)
         self.resolved_qualifiers = read_qualifiers(self.qualifiers, self.plan)
+
+    def _use_columns(self, qualifiers: list) -> None:
+        """A whole-family merge's columns for the chunk at hand: ``qualifiers`` (ascending),
+        named ``family:qualifier`` in Latin-1 text as the streamed blocks name theirs."""
+        family = self.view.family.encode()
+        self.qualifiers = self.resolved_qualifiers = qualifiers
+        self.names = [(family + b":" + q).decode("latin-1") for q in qualifiers]
+        self.schema = row_schema(self.names, self.proc.scan.include_timestamp)
+
+    def _items(self, lo: bytes, hi: bytes | None, file_parts: list) -> list:
+        """The chunk's sources as resolution items, newest first: the memstore's, then each file's."""
+        if self.mem is not None:
+            block = self.mem.slice(lo, hi)
+            mem = [block] if block is not None else []
+        else:
+            mem = memstore_items(self.view.memstore, lo, hi)
+        return [mem] + [part_items(parts) for parts in file_parts]
 
     @classmethod
     def for_scan(cls, view: StoreView, direct: tuple | None, proc) -> "RowMerge | None":
@@ -105,6 +137,9 @@ class RowMerge:
             # an earlier scan built this chunk from the same sources (storage/read/chunk_memo.py)
             if isinstance(kept, ResolvedRows):
                 return self._shaped(kept, reverse)
+            if isinstance(kept, _FamilyRows):
+                self._use_columns(kept.qualifiers)
+                return self._shaped(kept.rows, reverse)
             merged, counts = kept
             self._count(counts)
             return self._limited(merged)
@@ -117,8 +152,10 @@ class RowMerge:
                 sources.append([block])
         elif not self.view.memstore.is_empty():
             resolve = True  # memstore cells that need resolution
+        # a whole-family merge reads every column chunk of its files
+        wanted = None if self.whole_family else self.resolved_qualifiers
         for f in self.view.files:
-            parts = list(f.reader.scan_parts(lo, hi, columns=self.resolved_qualifiers))  # their chunks only
+            parts = list(f.reader.scan_parts(lo, hi, columns=wanted))  # their chunks only
             if not parts:
                 continue
             file_parts.append(parts)
@@ -126,8 +163,18 @@ class RowMerge:
                 resolve = True  # a cell-layout block, or a row cut across blocks
             elif not resolve:
                 sources.append([p.dense for p in parts])
+        items = None
+        if self.whole_family:
+            # the chunk's columns: those of every source it resolves, or of the dense blocks it merges
+            items = self._items(lo, hi, file_parts) if resolve else None
+            qualifiers = _qualifiers_of(items if resolve else sources)
+            if not qualifiers:
+                return []  # no put in the chunk (markers alone): no row
+            if len(qualifiers) > MAX_DENSE_QUALIFIERS:
+                return CELLS  # wider than a dense row
+            self._use_columns(qualifiers)
         if resolve:
-            return self._resolved(lo, hi, reverse, file_parts, memo)
+            return self._resolved(lo, hi, reverse, file_parts, memo, items)
         if not sources:
             return []
         order = None
@@ -171,7 +218,9 @@ class RowMerge:
             return None
         scan = proc.scan
         stamps = None if scan.timestamps is None else tuple(scan.timestamps)
-        what = (tuple(self.resolved_qualifiers), tuple(self.names), scan.include_timestamp, reverse,
+        # a whole-family merge's columns are each chunk's own: the key says "every column"
+        columns = ("family",) if self.whole_family else (tuple(self.resolved_qualifiers), tuple(self.names))
+        what = (columns, scan.include_timestamp, reverse,
                 self.plan[0] == "none", scan.min_timestamp, scan.max_timestamp, stamps, self.view.settings)
         return chunk_memo(self.view, lo, hi, what, scan.cache_results)
 
@@ -186,21 +235,27 @@ class RowMerge:
         if proc.rows_left is not None:
             merged = merged.slice(0, min(merged.num_rows, proc.rows_left))
             proc.rows_left -= merged.num_rows
-        return [b for b in merged.to_batches() if b.num_rows]
+        batches = [b for b in merged.to_batches() if b.num_rows]
+        if self.whole_family and not proc.scan.row_dicts:
+            # a rows scan of the whole family: the chunk's columns (named by its schema: a kept
+            # chunk's may not be the last chunk's) become the family's map column
+            family = self.view.family.encode()
+            step = 2 if proc.scan.include_timestamp else 1
+            qualifiers = [n.encode("latin-1")[len(family) + 1:] for n in merged.schema.names[1::step]]
+            batches = [family_map_rows(b, family, qualifiers, proc) for b in batches]
+        return batches
 
     def _resolved(self, lo: bytes, hi: bytes | None, reverse: bool, file_parts: list,
-                  memo: CacheMemo | None) -> "list | object":
-        """The chunk's sources resolved as rows (:mod:`storage.region.row_resolve`),
-        then filtered and shaped; :data:`CELLS` when they cannot be."""
+                  memo: CacheMemo | None, sources: list | None = None) -> "list | object":
+        """The chunk's sources (``sources``: its :meth:`_items`, when already made) resolved
+        as rows (:mod:`storage.region.row_resolve`), then filtered and shaped; :data:`CELLS`
+        when they cannot be."""
         if not self.resolvable:
             return CELLS
         proc = self.proc
         scan = proc.scan
-        sources = [memstore_items(self.view.memstore, lo, hi)] if self.mem is None else []
-        if self.mem is not None:
-            block = self.mem.slice(lo, hi)
-            sources.append([block] if block is not None else [])
-        sources += [part_items(parts) for parts in file_parts]
+        if sources is None:
+            sources = self._items(lo, hi, file_parts)
         qualifiers = self.resolved_qualifiers
         resolved = resolve_items(
             sources, qualifiers, min_timestamp=scan.min_timestamp, max_timestamp=scan.max_timestamp,
@@ -211,7 +266,8 @@ class RowMerge:
         if resolved is None:
             return CELLS
         if memo is not None:
-            memo.put(resolved, resolved.nbytes)
+            kept = _FamilyRows(tuple(qualifiers), resolved) if self.whole_family else resolved
+            memo.put(kept, resolved.nbytes)
         return self._shaped(resolved, reverse)
 
     def _shaped(self, resolved: ResolvedRows, reverse: bool) -> list:
@@ -290,6 +346,22 @@ class RowMerge:
             [pa.chunked_array(parts, field.type) for parts, field in zip(columns, schema)], schema=schema
         )
 
+
+
+class _FamilyRows(NamedTuple):
+    """A whole-family chunk's resolved rows as a scan keeps them, with the chunk's columns."""
+
+    qualifiers: tuple
+    rows: ResolvedRows
+
+
+def _qualifiers_of(sources: list) -> list:
+    """Every qualifier the sources' items hold (dense blocks, cell sources), ascending."""
+    found: set = set()
+    for items in sources:
+        for item in items:
+            found.update(item.qualifiers if isinstance(item, DenseBlock) else item.qualifiers())
+    return sorted(found)
 
 
 def _value_blind(plan: tuple) -> bool:

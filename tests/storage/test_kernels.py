@@ -775,3 +775,65 @@ def test_is_sorted_tells_a_log_in_no_order_early_and_late():
     assert not is_sorted(table(rows[:5] + [rows[4]] + rows[5:]), strict=True)  # a repeat
     assert is_sorted(table(rows[:5] + [rows[4]] + rows[5:]))
 
+
+
+# ---------------------------------------------------------------------------
+# columns_to_family_map: a row batch's columns of one family as its map column
+# ---------------------------------------------------------------------------
+
+
+@st.composite
+def family_row_batches(draw):
+    """A row batch of a whole family's columns (some rows lacking some, now and then a row
+    lacking all), its qualifiers, whether each column has its ``@ts`` column, and the
+    expected map entries per row (None: no cell)."""
+    k = draw(st.integers(1, 6))
+    qualifiers = sorted(draw(st.lists(st.binary(max_size=4), min_size=k, max_size=k, unique=True)))
+    n = draw(st.integers(0, 30))
+    # columns every row holds (the grid of entries) or not (only the present ones)
+    full = draw(st.booleans())
+    cell = st.binary(max_size=12) if full else st.one_of(st.none(), st.binary(max_size=12))
+    values = [draw(st.lists(cell, min_size=n, max_size=n)) for _ in range(k)]
+    include_ts = draw(st.booleans())
+    names = [(b"f:" + q).decode("latin-1") for q in qualifiers]
+    fields = [pa.field("key", pa.binary(), nullable=False)]
+    arrays = [pa.array([b"r%03d" % i for i in range(n)], pa.binary())]
+    for name, column in zip(names, values):
+        fields.append(pa.field(name, pa.binary()))
+        arrays.append(pa.array(column, pa.binary()))
+        if include_ts:
+            fields.append(pa.field(name + "@ts", pa.int64()))
+            arrays.append(pa.array([None if v is None else 7 for v in column], pa.int64()))
+    batch = pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+    want = []
+    for i in range(n):
+        entries = [(q, column[i]) for q, column in zip(qualifiers, values) if column[i] is not None]
+        want.append(entries or None)
+    return batch, qualifiers, include_ts, want
+
+
+@SETTINGS
+@given(case=family_row_batches())
+def test_columns_to_family_map_matches_the_rows_both_ways(case):
+    from storage import native
+    from storage.kernels import columns_to_family_map, gather
+
+    batch, qualifiers, include_ts, want = case
+    for kernel in {None, native.NATIVE}:  # the compiled gather when built, and the reference
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(gather, "NATIVE", kernel)
+            out = columns_to_family_map(batch, "f", qualifiers, include_ts)
+        out.validate(full=True)
+        assert out.schema == pa.schema([pa.field("key", pa.binary(), nullable=False), pa.field("f", FAMILY_MAP_TYPE)])
+        assert out.column(0).equals(batch.column(0))
+        assert out.column(1).to_pylist() == want
+
+
+def test_columns_to_family_map_refuses_a_batch_of_other_columns():
+    from storage.kernels import columns_to_family_map
+
+    batch = pa.RecordBatch.from_pydict({"key": [b"a"], "f:q": [b"v"]})
+    with pytest.raises(InvalidArgument, match="expected a key and 2 columns"):
+        columns_to_family_map(batch, "f", [b"q", b"r"])
+    with pytest.raises(InvalidArgument, match="expected binary columns"):
+        columns_to_family_map(pa.RecordBatch.from_pydict({"key": [b"a"], "f:q": [1]}), "f", [b"q"])

@@ -119,10 +119,11 @@ def test_point_reads_on_every_block_after_a_scan_cause_no_evictions(tmp_path):
         assert table.row(key)[b"cf:n"] == b"%d" % int(key)
     assert table.rows(firsts[::-1])[0][0] == firsts[-1]
     assert cache.evictions == 0
-    # what a point read adds to a cached block (views of its buffers: about 4.5% of these 32 KiB
-    # blocks, and with the compiled kernels the arguments of their call, 0.9% more) is small
-    # next to the block
-    assert cache.used_bytes <= after_scan * 1.06
+    # what a point read adds to a cached block (views of its buffers, and with the compiled
+    # kernels the arguments of their call: 208 KB over these 32 KiB blocks, 6.0% of them as a
+    # scan naming no column leaves them decoded, 5.2% when that scan also built their cells)
+    # is small next to the block
+    assert cache.used_bytes <= after_scan * 1.07
     conn.close()
 
 

@@ -306,6 +306,16 @@ def _connector_rows(root, name, opts) -> list[tuple]:
 
 _names = itertools.count()
 
+TABLE_CASES = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+                       suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+"""The generated tables' hypothesis settings: few examples, each a whole table."""
+
+
+def _drawn(table_ops, data, scan_options) -> tuple[list, list]:
+    """A generated table's ops and three scans of its keys drawn by ``scan_options``."""
+    style, ops = table_ops
+    return ops, data.draw(st.lists(scan_options(_key_pool(style)), min_size=3, max_size=3))
+
 
 def test_rows_scans_through_the_row_merge_match_the_cell_path(tmp_path):
     root = str(tmp_path / "root")
@@ -323,13 +333,10 @@ def test_rows_scans_through_the_row_merge_match_the_cell_path(tmp_path):
         taken["cells" if out is CELLS else "resolved"] += 1
         return out
 
-    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @TABLE_CASES
     @given(table_ops=_table_ops(), data=st.data())
     def check(table_ops, data):
-        style, ops = table_ops
-        pool = _key_pool(style)
-        scans = data.draw(st.lists(_scan_options(pool), min_size=3, max_size=3))
+        ops, scans = _drawn(table_ops, data, _scan_options)
         name = f"m{next(_names)}"
         conn = storage.connect(root)
         try:
@@ -365,6 +372,91 @@ def test_rows_scans_through_the_row_merge_match_the_cell_path(tmp_path):
     # rows, markers, versions, cell blocks), and chunks sent to the cell path
     # (a value filter asking for several versions)
     assert taken["rows"] > 50 and taken["resolved"] > 20 and taken["cells"] > 2, taken
+
+
+DICT_COLUMNS = [None, None, [b"f"], [b"f:q1", b"f:q2"], [b"f:", b"f:q3"]]
+
+
+@st.composite
+def _dict_scan_options(draw, pool):
+    bounds = sorted(draw(st.lists(st.sampled_from(pool), min_size=2, max_size=2)))
+    return {
+        "row_start": bounds[0] if draw(st.booleans()) else None,
+        "row_stop": bounds[1] if draw(st.booleans()) and bounds[1] != bounds[0] else None,
+        "columns": draw(st.sampled_from(DICT_COLUMNS)),
+        "limit": draw(st.sampled_from([None, None, 1, 7])),
+        "include_timestamp": draw(st.booleans()),
+        "sorted_columns": draw(st.booleans()),
+        "batch_size": draw(st.sampled_from([None, 3])),
+    }
+
+
+def test_dict_scans_through_the_row_merge_match_the_cell_path(tmp_path):
+    """``scan()``'s dicts of a live table (the whole family, the family named, or some
+    columns) go through the row merge, whose whole-family chunks take their columns from
+    their sources; every answer is the cell-at-a-time path's."""
+    root = str(tmp_path / "root")
+    taken = Counter()
+    chunk = RowMerge.chunk
+
+    def counted(self, lo, hi, reverse):
+        out = chunk(self, lo, hi, reverse)
+        kind = "family" if self.whole_family else "columns"
+        taken[f"{kind} cells" if out is CELLS else kind] += 1
+        return out
+
+    @TABLE_CASES
+    @given(table_ops=_table_ops(), data=st.data())
+    def check(table_ops, data):
+        ops, scans = _drawn(table_ops, data, _dict_scan_options)
+        name = f"d{next(_names)}"
+        with storage.connect(root) as conn:
+            table = conn.create_table(name, {"f": dict(FAMILY)}, settings={"wal_sync": "none"})
+            _apply(table, ops, random.Random(len(ops)))
+            for opts in scans:
+                want = list(table.scan(path="cell", **opts))
+                got = list(table.scan(**opts))
+                assert got == want, opts
+                if opts["sorted_columns"]:
+                    assert [list(d) for _, d in got] == [list(d) for _, d in want], "column order"
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RowMerge, "chunk", counted)
+        mp.setattr(batch_scan, "_ROW_MERGE_BLOCKS", 2)  # several chunks per region
+        check()
+    # whole-family chunks merged or resolved as rows, and chunks of named columns too
+    assert taken["family"] > 30 and taken["columns"] > 10, taken
+
+
+def test_a_whole_family_wider_than_a_dense_row_takes_the_cell_path(tmp_path):
+    """Sources whose columns together pass MAX_DENSE_QUALIFIERS (each narrower) leave a
+    whole-family chunk to the cell path, with the same answer."""
+    taken = Counter()
+    chunk = RowMerge.chunk
+
+    def counted(self, lo, hi, reverse):
+        out = chunk(self, lo, hi, reverse)
+        taken["cells" if out is CELLS else "rows"] += 1
+        return out
+
+    with storage.connect(str(tmp_path / "root")) as conn, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RowMerge, "chunk", counted)
+        table = conn.create_table("wide", {"f": {}}, settings={"wal_sync": "none"})
+        with table.batch(timestamp=1) as b:
+            for i in range(20):
+                b.put(b"r%02d" % i, {b"f:a%03d" % j: b"%d" % j for j in range(200)})
+        table.flush()
+        with table.batch(timestamp=2) as b:  # the memstore: other columns of the same rows
+            for i in range(0, 20, 3):
+                b.put(b"r%02d" % i, {b"f:b%03d" % j: b"m" for j in range(100)})
+        for columns in (None, [b"f"]):
+            want = list(table.scan(path="cell", columns=columns))
+            assert list(table.scan(columns=columns)) == want
+            assert len(want) == 20 and len(want[0][1]) == 300
+        assert taken["cells"] == 2 and taken["rows"] == 0, taken
+        table.flush()  # the two files' rows: still 300 columns together
+        assert list(table.scan()) == list(table.scan(path="cell"))
+        assert taken["cells"] == 3, taken
 
 
 def _live_table(conn, name="t"):
