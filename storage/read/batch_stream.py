@@ -30,8 +30,8 @@ from .hidden_columns import hidden_names
 if TYPE_CHECKING:
     from .region_plan import RegionReadPlan
 
-__all__ = ["SortedRun", "streamable", "sorted_run", "spans_of", "run_cuts", "dense_plan", "block_columns_plan", "family_map_rows", "stream_run",
-           "values_discarded"]
+__all__ = ["SortedRun", "streamable", "sorted_run", "spans_of", "run_cuts", "dense_plan", "block_columns_plan",
+           "family_map_rows", "stream_run", "values_discarded"]
 
 
 @dataclass(frozen=True)
