@@ -42,9 +42,9 @@ from ..kernels.gather import reversed_rows
 from ..kernels.resolve_rows import ResolvedRows, merges_natively
 from ..kernels.row_merge import merge_row_runs, row_order
 from ..memstore.row_runs import RowRun
-from ..region.row_resolve import as_dense, memstore_items, part_items, resolve_items, rows_batch
+from ..region.row_resolve import as_dense, memstore_items, part_items, qualifiers_of, resolve_items, rows_batch
 from ..region.store import StoreView
-from ..storefile.dense import MAX_DENSE_QUALIFIERS, DenseBlock
+from ..storefile.dense import MAX_DENSE_QUALIFIERS
 from ..storefile.dense_rows import dense_rows, filter_masks, read_qualifiers, row_schema
 from ..storefile.cache_memo import CacheMemo
 from .batch_stream import family_map_rows
@@ -167,7 +167,7 @@ class RowMerge:
         if self.whole_family:
             # the chunk's columns: those of every source it resolves, or of the dense blocks it merges
             items = self._items(lo, hi, file_parts) if resolve else None
-            qualifiers = _qualifiers_of(items if resolve else sources)
+            qualifiers = qualifiers_of(items if resolve else sources)
             if not qualifiers:
                 return []  # no put in the chunk (markers alone): no row
             if len(qualifiers) > MAX_DENSE_QUALIFIERS:
@@ -353,15 +353,6 @@ class _FamilyRows(NamedTuple):
 
     qualifiers: tuple
     rows: ResolvedRows
-
-
-def _qualifiers_of(sources: list) -> list:
-    """Every qualifier the sources' items hold (dense blocks, cell sources), ascending."""
-    found: set = set()
-    for items in sources:
-        for item in items:
-            found.update(item.qualifiers if isinstance(item, DenseBlock) else item.qualifiers())
-    return sorted(found)
 
 
 def _value_blind(plan: tuple) -> bool:

@@ -30,7 +30,7 @@ from .row_pieces import CellSource, dense_piece, join_markers
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock
 
 __all__ = [
-    "part_items", "memstore_items", "resolve_items", "as_dense", "rows_batch",
+    "part_items", "memstore_items", "qualifiers_of", "resolve_items", "as_dense", "rows_batch",
     "compaction_rows", "write_resolved",
 ]
 
@@ -59,6 +59,15 @@ def memstore_items(memstore, lo: bytes, hi: bytes | None) -> list:
         return [] if block is None else [block]
     cells = memstore.to_batch(lo, hi)
     return [CellSource(cells)] if cells.num_rows else []
+
+
+def qualifiers_of(sources: Sequence[Sequence]) -> list[bytes]:
+    """Every qualifier the sources' items hold (dense blocks, cell sources), ascending."""
+    found: set = set()
+    for items in sources:
+        for item in items:
+            found.update(item.qualifiers if isinstance(item, DenseBlock) else item.qualifiers())
+    return sorted(found)
 
 
 def resolve_items(
@@ -134,11 +143,7 @@ def compaction_rows(parts: Sequence[Sequence], ttl_cutoff: int | None) -> tuple[
     needs the cell path: a source the row form cannot hold, or qualifiers too
     many or too sparse for dense blocks."""
     sources = [part_items(file_parts) for file_parts in parts]
-    found: set = set()
-    for items in sources:
-        for item in items:
-            found.update(item.qualifiers if isinstance(item, DenseBlock) else item.qualifiers())
-    qualifiers = sorted(found)
+    qualifiers = qualifiers_of(sources)
     if not qualifiers or len(qualifiers) > MAX_DENSE_QUALIFIERS:
         return None
     resolved = resolve_items(sources, qualifiers, ttl_cutoff=ttl_cutoff)

@@ -495,3 +495,50 @@ def test_a_row_in_the_memstore_and_a_file_is_resolved_from_its_cells(tmp_path, f
             assert k05 == {"f:q1": b"x1", "f:q1@ts": 2, "f:q2": b"a5", "f:q2@ts": 1}
         else:
             assert k05 is None  # its q2 (a5) fails the value filter as well
+
+
+@pytest.mark.parametrize("change", ["flush", "compact", "split"])
+def test_whole_row_scans_opened_before_a_change_return_what_they_would_have(tmp_path, change):
+    """``scan()`` and ``scan_batches()`` naming no column on a live table (rows re-put and
+    deleted in the memstore over a flushed file, a column only the memstore has), opened before
+    a flush, a major compaction or a split and a write: the rows of their read point, through
+    the whole-family row merge."""
+    taken = Counter()
+    chunk = RowMerge.chunk
+
+    def counted(self, lo, hi, reverse):
+        out = chunk(self, lo, hi, reverse)
+        taken["family" if self.whole_family and out is not CELLS else "other"] += 1
+        return out
+
+    with storage.connect(str(tmp_path / "root")) as conn, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(RowMerge, "chunk", counted)
+        mp.setattr(batch_scan, "_ROW_MERGE_BLOCKS", 2)
+        table = conn.create_table("t", {"f": {"block_size": 1024}}, settings={"wal_sync": "none"})
+        with table.batch(timestamp=1) as b:
+            for i in range(300):
+                b.put(b"k%03d" % i, {b"f:a": b"a%d" % i, b"f:b": b"b%d" % i})
+        table.flush()
+        with table.batch(timestamp=2) as b:
+            for i in range(0, 300, 7):
+                b.put(b"k%03d" % i, {b"f:a": b"x%d" % i, b"f:c": b"c%d" % i})
+            for i in range(3, 300, 11):
+                b.delete(b"k%03d" % i)
+        want = list(table.scan(path="cell"))
+        want_map = [(k, sorted(d.items())) for k, d in want]
+        dicts, batches = table.scan(batch_size=10), table.scan_batches(batch_size=10)
+        got = [next(dicts)]
+        first = next(batches)
+        if change == "flush":
+            table.flush()
+        elif change == "compact":
+            table.compact(major=True)
+        else:
+            table.split(b"k150")
+        table.put(b"k010", {b"f:a": b"late"})
+        table.delete(b"k020")
+        got += list(dicts)
+        rows = [(r["key"], sorted((b"f:" + q, v) for q, v in r["f"])) for b in [first, *batches]
+                for r in b.to_pylist()]
+        assert got == want and rows == want_map
+        assert taken["family"] > 2, taken
