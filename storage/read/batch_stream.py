@@ -157,35 +157,38 @@ def dense_plan(view: StoreView, proc: BatchProcessor, skip_resolve: bool):
     return names, qualifiers, plan, hidden_pairs
 
 
-def _block_columns(family: bytes):
-    """The ``direct`` plan of a :attr:`RegionReadPlan.row_dicts` scan: every column of
-    each block (names as Latin-1 text, so they turn back into the exact bytes)."""
-    return None, family, dense_rows.dense_filter(None, family), []
-
-
 def block_columns_plan(view: StoreView, proc: BatchProcessor):
-    """The ``direct`` plan of a scan without a filter, read forward, that takes each dense
-    block's own columns (:func:`_block_columns`: names None) -- ``scan()``'s dicts
-    (:attr:`RegionReadPlan.row_dicts`) with no column named or the family named whole, and a
-    rows scan of the family named whole (its map column, :func:`family_map_rows`) -- or, for
-    ``scan()``'s dicts, the named columns of ``view``'s family; None otherwise (the cell path)."""
+    """The ``direct`` plan of a scan that takes each dense block's own columns (names None:
+    every column of the block, named as Latin-1 text so they turn back into the exact bytes)
+    -- ``scan()``'s dicts (:attr:`RegionReadPlan.row_dicts`) with no column named or the
+    family named whole, and a rows scan of the family named whole (its map column,
+    :func:`family_map_rows`) -- or, for ``scan()``'s dicts, the named columns of ``view``'s
+    family; with the scan's filter as a :func:`storage.storefile.dense_rows.dense_filter`
+    plan, in either direction.  None otherwise (the cell path): hidden columns, a filter
+    the rows cannot apply (a stateful one, or one that needs cells)."""
     scan = proc.scan
-    if scan.filter is not None or scan.reverse or scan.hidden_columns:
+    if scan.hidden_columns:
         return None
     family = view.family.encode()
+    # the filters a dense plan takes decide each row alone (a row-key filter knows the scan's
+    # direction), so reverse scans take them as forward ones do
+    plan = dense_rows.dense_filter(scan.filter, family)
+    if plan is None:
+        return None
     if scan.row_dicts:
         if proc.select is None or proc.output_columns == [family]:
-            return _block_columns(family)
+            return None, family, plan, []
         picked = dense_rows.dense_columns(family, proc.output_columns)
-        return None if picked is None else (*picked, dense_rows.dense_filter(None, family), [])
+        return None if picked is None else (*picked, plan, [])
     if scan.output == "rows" and proc.output_columns == [family] and not scan.dictionary_values:
-        return _block_columns(family)
+        return None, family, plan, []
     return None
 
 
 def family_map_rows(rows: pa.RecordBatch, family: bytes, qualifiers, proc: BatchProcessor) -> pa.RecordBatch:
-    """A :func:`_block_columns` plan's row batch (the columns ``qualifiers`` of ``family``) as the
-    scan gives it: as it is for ``scan()``'s dicts, else with the columns as one map column."""
+    """A row batch of a :func:`block_columns_plan` plan without names (the columns ``qualifiers`` of
+    ``family``) as the scan gives it: as it is for ``scan()``'s dicts, else with the columns as one
+    map column."""
     if proc.scan.row_dicts:
         return rows
     return kernels.columns_to_family_map(rows, family.decode("latin-1"), qualifiers, proc.scan.include_timestamp)

@@ -375,26 +375,36 @@ def test_rows_scans_through_the_row_merge_match_the_cell_path(tmp_path):
 
 
 DICT_COLUMNS = [None, None, [b"f"], [b"f:q1", b"f:q2"], [b"f:", b"f:q3"]]
+DICT_FILTERS = SCAN_FILTERS + ["PageFilter (2)", "ColumnPrefixFilter ('q')"]  # the last two: cells only
 
 
 @st.composite
 def _dict_scan_options(draw, pool):
     bounds = sorted(draw(st.lists(st.sampled_from(pool), min_size=2, max_size=2)))
+    start = bounds[0] if draw(st.booleans()) else None
+    stop = bounds[1] if draw(st.booleans()) and bounds[1] != bounds[0] else None
+    reverse = draw(st.booleans())
+    if reverse:
+        start, stop = (stop, start) if stop is not None and start is not None else (None, None)
     return {
-        "row_start": bounds[0] if draw(st.booleans()) else None,
-        "row_stop": bounds[1] if draw(st.booleans()) and bounds[1] != bounds[0] else None,
+        "row_start": start,
+        "row_stop": stop,
         "columns": draw(st.sampled_from(DICT_COLUMNS)),
+        "filter": draw(st.sampled_from(DICT_FILTERS)),
+        "reverse": reverse,
         "limit": draw(st.sampled_from([None, None, 1, 7])),
         "include_timestamp": draw(st.booleans()),
         "sorted_columns": draw(st.booleans()),
         "batch_size": draw(st.sampled_from([None, 3])),
+        "max_versions": draw(st.sampled_from([1, 1, 3])),
     }
 
 
 def test_dict_scans_through_the_row_merge_match_the_cell_path(tmp_path):
     """``scan()``'s dicts of a live table (the whole family, the family named, or some
-    columns) go through the row merge, whose whole-family chunks take their columns from
-    their sources; every answer is the cell-at-a-time path's."""
+    columns; with a filter or none, forward or reverse) go through the row merge, whose
+    whole-family chunks take their columns from their sources; every answer is the
+    cell-at-a-time path's."""
     root = str(tmp_path / "root")
     taken = Counter()
     chunk = RowMerge.chunk
@@ -403,6 +413,9 @@ def test_dict_scans_through_the_row_merge_match_the_cell_path(tmp_path):
         out = chunk(self, lo, hi, reverse)
         kind = "family" if self.whole_family else "columns"
         taken[f"{kind} cells" if out is CELLS else kind] += 1
+        if out is not CELLS:
+            taken["filtered"] += self.plan[0] != "none"
+            taken["reverse"] += reverse
         return out
 
     @TABLE_CASES
@@ -424,8 +437,10 @@ def test_dict_scans_through_the_row_merge_match_the_cell_path(tmp_path):
         mp.setattr(RowMerge, "chunk", counted)
         mp.setattr(batch_scan, "_ROW_MERGE_BLOCKS", 2)  # several chunks per region
         check()
-    # whole-family chunks merged or resolved as rows, and chunks of named columns too
+    # whole-family chunks merged or resolved as rows, and chunks of named columns too; filtered
+    # and reverse scans among them
     assert taken["family"] > 30 and taken["columns"] > 10, taken
+    assert taken["filtered"] > 10 and taken["reverse"] > 10, taken
 
 
 def test_a_whole_family_wider_than_a_dense_row_takes_the_cell_path(tmp_path):
