@@ -92,6 +92,10 @@ class ColumnPrefixFilter(Filter):
         found = pc.starts_with(batch.column("qualifier"), self.prefix)
         return found.to_numpy(zero_copy_only=False), _values.KEEP
 
+    def passes_column(self, family: bytes, qualifier: bytes) -> bool:
+        """Does the filter keep the cells of ``family:qualifier``? (It decides by the column alone.)"""
+        return qualifier.startswith(self.prefix)
+
     def _settings(self) -> tuple:
         return (self.prefix,)
 
@@ -131,6 +135,10 @@ class QualifierFilter(CellCompareFilter):
 
     _field = _QUALIFIER
     _column = "qualifier"
+
+    def passes_column(self, family: bytes, qualifier: bytes) -> bool:
+        """Does the filter keep the cells of ``family:qualifier``? (It decides by the column alone.)"""
+        return bool(self._test(qualifier))
 
 
 class ValueFilter(CellCompareFilter):

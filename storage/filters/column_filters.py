@@ -35,6 +35,10 @@ class FamilyFilter(CellCompareFilter):
     _field = _FAMILY
     _column = "family"
 
+    def passes_column(self, family: bytes, qualifier: bytes) -> bool:
+        """Does the filter keep the cells of ``family:qualifier``? (It decides by the column alone.)"""
+        return bool(self._test(family))
+
 
 class MultipleColumnPrefixFilter(Filter):
     """Cells whose qualifier starts with any of ``prefixes``, in any family."""
@@ -56,6 +60,10 @@ class MultipleColumnPrefixFilter(Filter):
         for prefix in self.prefixes:
             mask |= pc.starts_with(qualifiers, prefix).to_numpy(zero_copy_only=False)
         return mask, _values.KEEP
+
+    def passes_column(self, family: bytes, qualifier: bytes) -> bool:
+        """Does the filter keep the cells of ``family:qualifier``? (It decides by the column alone.)"""
+        return qualifier.startswith(self.prefixes)
 
     def _settings(self) -> tuple:
         return self.prefixes
@@ -89,6 +97,10 @@ class ColumnRangeFilter(Filter):
 
     def _eval_row(self, cells: list[Cell]) -> tuple[Keep, Mode]:
         return [self._inside(c[_QUALIFIER]) for c in cells], _values.KEEP
+
+    def passes_column(self, family: bytes, qualifier: bytes) -> bool:
+        """Does the filter keep the cells of ``family:qualifier``? (It decides by the column alone.)"""
+        return self._inside(qualifier)
 
     def _eval_batch(self, batch: RowBatch) -> tuple[np.ndarray, int]:
         q = batch.column("qualifier")

@@ -317,14 +317,23 @@ def dense_filter(flt, family: bytes):
     * ``("key", filter)`` for a filter deciding on the row key alone
       (``PrefixFilter``, ``RowFilter``, ``MultiRowRangeFilter``,
       ``InclusiveStopFilter``), tested on the block's row keys;
+    * ``("qualifier", filter, family)`` for a filter keeping or dropping each cell by its
+      column alone (``ColumnPrefixFilter``, ``MultipleColumnPrefixFilter``,
+      ``ColumnRangeFilter``, ``QualifierFilter``, ``FamilyFilter``: their
+      ``passes_column``), asked once per column of a block;
     * ``("all" | "one", [plans])`` for a stateless ``FilterList`` of such filters.
     """
     from ..filters import (
+        ColumnPrefixFilter,
+        ColumnRangeFilter,
         ColumnValueFilter,
+        FamilyFilter,
         FilterList,
         InclusiveStopFilter,
+        MultipleColumnPrefixFilter,
         MultiRowRangeFilter,
         PrefixFilter,
+        QualifierFilter,
         RowFilter,
         SingleColumnValueExcludeFilter,
         SingleColumnValueFilter,
@@ -343,6 +352,8 @@ def dense_filter(flt, family: bytes):
         return ("column", flt.qualifier if flt.family == family else None, flt.op, flt.comparator)
     if kind is ValueFilter:
         return ("cell", flt.op, flt.comparator)
+    if kind in (ColumnPrefixFilter, MultipleColumnPrefixFilter, ColumnRangeFilter, QualifierFilter, FamilyFilter):
+        return ("qualifier", flt, family)
     if kind is FilterList and not flt.stateful:
         if not flt.filters:
             return ("none",)  # an empty list keeps everything
@@ -474,6 +485,10 @@ def _masks(plan: tuple, dense: DenseBlock, columns: list[int]) -> tuple:
         return None, {k: _value_mask(dense, k, op, comparator) for k in columns}
     if kind == "key":
         return plan[1]._passes_keys(dense.rows), None  # the row-key filters' vectorized key test
+    if kind == "qualifier":
+        _, flt, family = plan
+        kept, dropped = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
+        return None, {k: kept if flt.passes_column(family, dense.qualifiers[k]) else dropped for k in columns}
     parts = [_masks(p, dense, columns) for p in plan[1]]
     if kind == "all":
         rows = [r for r, _ in parts if r is not None]

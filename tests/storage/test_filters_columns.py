@@ -15,12 +15,14 @@ from storage.errors import InvalidArgument
 from storage.filters import (
     BinaryComparator,
     ColumnPaginationFilter,
+    ColumnPrefixFilter,
     ColumnRangeFilter,
     FamilyFilter,
     FilterList,
     FilterListOperator,
     InclusiveStopFilter,
     MultipleColumnPrefixFilter,
+    QualifierFilter,
     SingleColumnValueExcludeFilter,
     parse_filter_string,
 )
@@ -65,6 +67,25 @@ def test_batch_path_equals_cell_path(f, rows, reverse, cuts):
     expected = run_cells(a, rows)
     assert run_cells(b, rows, use_row_key=False) == expected
     assert run_batches(c, rows, cuts) == expected
+
+
+column_filters = st.one_of(
+    st.builds(FamilyFilter, ops, comparators(families)),
+    st.builds(QualifierFilter, ops, comparators(qualifiers)),
+    qualifiers.map(ColumnPrefixFilter),
+    st.lists(qualifiers, min_size=1, max_size=3).map(MultipleColumnPrefixFilter),
+    st.builds(ColumnRangeFilter, qualifiers, st.booleans(), qualifiers, st.booleans()),
+)
+
+
+@SETTINGS
+@given(column_filters, families, st.lists(qualifiers, min_size=1, max_size=4, unique=True))
+def test_passes_column_is_the_cell_paths_answer(f, family, quals):
+    """The dense plans ask a column filter once per column (``passes_column``); it must keep
+    exactly the cells the cell path keeps of a row holding one cell of each column."""
+    row = _row(b"r", *[(family, q, 1, b"v") for q in quals])
+    kept = f.copy().filter_row_cells(row) or []
+    assert [c.qualifier for c in kept] == [q for q in quals if f.passes_column(family, q)]
 
 
 @SETTINGS

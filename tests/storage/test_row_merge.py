@@ -191,6 +191,11 @@ SCAN_FILTERS = [
     "SingleColumnValueExcludeFilter ('f', 'q2', =, 'substring:1')",
     "RowFilter (<, 'binary:k2') OR ValueFilter (=, 'binary:v0')",
     "InclusiveStopFilter ('k3') AND SingleColumnValueFilter ('f', 'q1', !=, 'binary:x1')",
+    "ColumnPrefixFilter ('q1')",
+    "QualifierFilter (>=, 'binary:q2') AND SingleColumnValueFilter ('f', 'q1', =, 'binary:v1')",
+    "ColumnRangeFilter ('q1', true, 'q2', false) OR PrefixFilter ('k1')",
+    "MultipleColumnPrefixFilter ('q2', 'q3') AND ValueFilter (!=, 'binary:v22')",
+    "FamilyFilter (=, 'binary:f')",
 ]
 
 
@@ -375,7 +380,7 @@ def test_rows_scans_through_the_row_merge_match_the_cell_path(tmp_path):
 
 
 DICT_COLUMNS = [None, None, [b"f"], [b"f:q1", b"f:q2"], [b"f:", b"f:q3"]]
-DICT_FILTERS = SCAN_FILTERS + ["PageFilter (2)", "ColumnPrefixFilter ('q')"]  # the last two: cells only
+DICT_FILTERS = SCAN_FILTERS + ["PageFilter (2)", "TimestampsFilter (101, 102)"]  # the last two: cells only
 
 
 @st.composite
