@@ -12,6 +12,10 @@ major-compacted (the flushed side, the same rows).  Read paths, embedded, every 
 the block cache emptied and nothing kept (built, as bench_live's ``built`` lines):
 
 * ``dicts``: happybase's ``Table.scan()``, no column named (a ``(key, dict)`` per row);
+* ``filter``: the same with ``SingleColumnValueFilter('f', 'l_returnflag', =, 'binary:R')``
+  (about a quarter of the rows);
+* ``prefix``: the same with ``ColumnPrefixFilter('l_ship')`` (three columns of every row);
+* ``reverse``: ``Table.scan(reverse=True)``, no column named;
 * ``family``: ``Table.scan_batches()``, no column named (the family as one map column);
 * ``q06``: ``Table.scan_batches`` of the four columns TPC-H's q06 reads.
 
@@ -40,12 +44,19 @@ import harness  # the shared timing and clocks; puts the checkout on sys.path
 import storage
 
 Q06_COLUMNS = [b"f:l_shipdate", b"f:l_discount", b"f:l_quantity", b"f:l_extendedprice"]
-PATHS = ("dicts", "family", "q06")
+PATHS = ("dicts", "filter", "prefix", "reverse", "family", "q06")
+DICT_SCANS = {
+    "dicts": {},
+    "filter": {"filter": "SingleColumnValueFilter('f', 'l_returnflag', =, 'binary:R')"},
+    "prefix": {"filter": "ColumnPrefixFilter('l_ship')"},
+    "reverse": {"reverse": True},
+}
 
 
 def _reader(table: storage.Table, path: str):
-    if path == "dicts":
-        return lambda: sum(1 for _ in table.scan())
+    if path in DICT_SCANS:
+        options = DICT_SCANS[path]
+        return lambda: sum(1 for _ in table.scan(**options))
     columns = None if path == "family" else Q06_COLUMNS
     return lambda: sum(b.num_rows for b in table.scan_batches(columns=columns, cache_results=False))
 

@@ -4,10 +4,10 @@ A dense block (``storage.storefile.dense.DenseBlock``) already holds one
 value column per qualifier, aligned with its row keys, which is the shape a
 scan into Arrow rows returns.  The streaming scan path hands such blocks to
 :func:`dense_rows`, which picks the requested columns, applies value filters
-(SingleColumnValueFilter, ColumnValueFilter, ValueFilter, row-key filters and
-lists of them)
-as one vectorized comparison per tested column (:func:`dense_filter`,
-:func:`filter_masks`) and drops rows without any requested column, all over
+(SingleColumnValueFilter, ColumnValueFilter, ValueFilter, row-key filters, column
+filters and lists of them) as one vectorized comparison per tested column, a
+column filter as one answer per column (:func:`dense_filter`,
+:func:`filter_masks`), and drops rows without any requested column, all over
 whole arrays.  Keys-only
 scans that keep only the first cell of each row take :func:`first_cells`.
 """
