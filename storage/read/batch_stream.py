@@ -198,9 +198,9 @@ def _dense_to_rows(dense, direct, proc: BatchProcessor) -> pa.RecordBatch | None
     """One dense block part as rows: column slices, a filter as one comparison."""
     names, qualifiers, plan, hidden_pairs = direct
     also = [q for _, q in hidden_pairs]
-    if names is None:  # a row_dicts scan: the block's own columns
+    if names is None:  # every column of the family: the block's own (those read, under a column filter)
         family = qualifiers
-        qualifiers = list(dense.qualifiers)
+        qualifiers = dense_rows.held_qualifiers(dense)
         names = [(family + b":" + q).decode("latin-1") for q in qualifiers]
     if plan[0] == "none":  # no filter: nothing to test, per block
         mask = value_masks = None
@@ -318,6 +318,8 @@ def stream_one_file(view: StoreView, reader, low: bytes, high: bytes | None,
         # values are read only for a filter that tests every column's values (ValueFilter)
         hidden = [q for _, q in direct[3]] if dense_rows.tests_every_column(direct[2]) else []
         wanted = dense_rows.read_qualifiers(list(direct[1]) + hidden, direct[2])
+    elif direct is not None and not drop_values:
+        wanted = dense_rows.plan_columns(direct[2])  # every column a column filter can keep
     for part in reader.scan_parts(low, high, keys_only=drop_values, run_rows=run_rows, columns=wanted):
         dense = part.dense
         if dense is not None and (direct is not None or first_only) and not part.continued and not part.open:

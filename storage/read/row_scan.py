@@ -45,7 +45,7 @@ from ..memstore.row_runs import RowRun
 from ..region.row_resolve import as_dense, memstore_items, part_items, qualifiers_of, resolve_items, rows_batch
 from ..region.store import StoreView
 from ..storefile.dense import MAX_DENSE_QUALIFIERS
-from ..storefile.dense_rows import dense_rows, filter_masks, read_qualifiers, row_schema
+from ..storefile.dense_rows import dense_rows, filter_masks, plan_columns, read_qualifiers, row_schema
 from ..storefile.cache_memo import CacheMemo
 from .batch_stream import family_map_rows
 from .chunk_memo import chunk_memo
@@ -77,6 +77,8 @@ class RowMerge:
         # columns those its sources hold (chunk())
         self.whole_family = names is None
         if self.whole_family:
+            # the columns a column filter can keep (or the filter tests): the only ones read
+            self.family_columns = plan_columns(self.plan)
             self._use_columns([])
             return
         # merged rows carry the hidden columns too (a row may live by them alone); the scan drops them
@@ -152,8 +154,8 @@ class RowMerge:
                 sources.append([block])
         elif not self.view.memstore.is_empty():
             resolve = True  # memstore cells that need resolution
-        # a whole-family merge reads every column chunk of its files
-        wanted = None if self.whole_family else self.resolved_qualifiers
+        # a whole-family merge reads every column chunk of its files (that a column filter can keep)
+        wanted = self.family_columns if self.whole_family else self.resolved_qualifiers
         for f in self.view.files:
             parts = list(f.reader.scan_parts(lo, hi, columns=wanted))  # their chunks only
             if not parts:
@@ -168,6 +170,9 @@ class RowMerge:
             # the chunk's columns: those of every source it resolves, or of the dense blocks it merges
             items = self._items(lo, hi, file_parts) if resolve else None
             qualifiers = qualifiers_of(items if resolve else sources)
+            if self.family_columns is not None:
+                # the files read these columns' chunks alone; the others' cells could not come out
+                qualifiers = [q for q in qualifiers if q in self.family_columns]
             if not qualifiers:
                 return []  # no put in the chunk (markers alone): no row
             if len(qualifiers) > MAX_DENSE_QUALIFIERS:
@@ -216,6 +221,8 @@ class RowMerge:
         proc = self.proc
         if proc.ttl_cutoff[self.view.family] is not None:
             return None
+        if self.whole_family and self.family_columns is not None:
+            return None  # rows of the columns this filter keeps: no other scan's answer
         scan = proc.scan
         stamps = None if scan.timestamps is None else tuple(scan.timestamps)
         # a whole-family merge's columns are each chunk's own: the key says "every column"

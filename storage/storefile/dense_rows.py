@@ -28,7 +28,8 @@ from ..kernels.order import row_starts
 
 __all__ = [
     "dense_columns", "dense_rows", "row_schema", "dense_filter", "filter_masks", "plan_qualifiers", "read_qualifiers",
-    "first_cells", "first_cell_only", "first_cells_of_parts", "tests_every_column",
+    "first_cells", "first_cell_only", "first_cells_of_parts", "tests_every_column", "ColumnsWhere", "plan_columns",
+    "held_qualifiers",
 ]
 
 
@@ -391,6 +392,58 @@ def read_qualifiers(qualifiers: Sequence[bytes], plan: tuple) -> list:
         if q not in out:
             out.append(q)
     return out
+
+
+class ColumnsWhere:
+    """The columns a scan of every column of a family reads when its filter drops some by
+    their qualifier alone (:func:`plan_columns`): a container whose ``in`` asks the test, so
+    a version 3 file's block reads only the value chunks of the columns that pass it
+    (``StoreFileReader.scan_parts(columns=...)``)."""
+
+    __slots__ = ("test",)
+
+    def __init__(self, test):
+        self.test = test
+
+    def __contains__(self, qualifier: bytes) -> bool:
+        return bool(self.test(qualifier))
+
+
+def plan_columns(plan: tuple) -> ColumnsWhere | None:
+    """The columns a :func:`dense_filter` plan can keep or test, when a column filter in it
+    rules some out by their qualifier alone; None when any column may be kept.  A whole-family
+    scan reads only these: a cell of another column could never come out, and none is tested."""
+    test = _kept_columns(plan)
+    if test is None:
+        return None
+    tested = frozenset(plan_qualifiers(plan))
+    return ColumnsWhere(lambda q: q in tested or test(q))
+
+
+def _kept_columns(plan: tuple):
+    """A test of the qualifiers whose cells ``plan`` can keep; None for every qualifier."""
+    kind = plan[0]
+    if kind == "qualifier":
+        _, flt, family = plan
+        return lambda q: flt.passes_column(family, q)
+    if kind not in ("all", "one"):
+        return None  # row, value and key tests keep any column's cells
+    tests = [_kept_columns(p) for p in plan[1]]
+    if kind == "all":
+        tests = [t for t in tests if t is not None]  # a cell must pass every child
+        return (lambda q: all(t(q) for t in tests)) if tests else None
+    if any(t is None for t in tests):
+        return None  # a cell kept by any child: one keeping every column keeps them all
+    return lambda q: any(t(q) for t in tests)
+
+
+def held_qualifiers(dense: DenseBlock) -> list[bytes]:
+    """The qualifiers of ``dense`` whose values were read (all of them unless a version 3
+    block was read for some columns only)."""
+    values = dense.read_values
+    if values is None:
+        return []
+    return [q for q, v in zip(dense.qualifiers, values) if v is not None]
 
 
 def filter_masks(plan: tuple, dense: DenseBlock, qualifiers: list[bytes]):

@@ -434,8 +434,9 @@ class StoreFileReader:
             self._cache_block((self.file_id, offset, "keys"), block)
         return block
 
-    def _load_columns(self, i: int, qualifiers: frozenset, cache_blocks: bool = True) -> Block:
-        """Block ``i`` with the value columns of ``qualifiers`` (those it has) decoded and
+    def _load_columns(self, i: int, qualifiers, cache_blocks: bool = True) -> Block:
+        """Block ``i`` with the value columns of ``qualifiers`` (those it has: a set, or a
+        ``dense_rows.ColumnsWhere`` testing each; only ``in`` is asked) decoded and
         the others not read (``None`` in its dense block's ``values``): in a version 3
         file only the header, the key chunk and those value chunks are read (one read for
         the header and key chunk, one per run of adjacent wanted chunks), verified and
@@ -680,8 +681,8 @@ class StoreFileReader:
         ``keys_only`` reads only the key sections of a version 2 file (values
         come out empty), and a run of consecutive dense blocks of up to
         ``run_rows`` rows then comes out as one part (one decode for the run).
-        ``columns`` (qualifiers; None: all) are the value columns the caller reads:
-        in a version 3 file only their chunks are read, and the dense parts' other
+        ``columns`` (qualifiers, or a ``dense_rows.ColumnsWhere`` testing each; None: all)
+        are the value columns the caller reads: in a version 3 file only their chunks are read, and the dense parts' other
         value columns are None (never to be taken for absent cells); a part of a
         row cut across blocks is read whole."""
         return self._scans.scan_parts(start_row, stop_row, cache_blocks=cache_blocks, keys_only=keys_only,

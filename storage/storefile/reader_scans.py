@@ -18,6 +18,7 @@ from ..errors import InvalidArgument, StorageError
 from ._block import Block
 from ._block_v2 import cells_with
 from .dense import DenseBlock
+from .dense_rows import ColumnsWhere
 from .block_cells import count_rows_below
 from .block_source import BlockSource
 from .fileinfo import FileInfo
@@ -154,7 +155,8 @@ class FileScans:
         last = self.block_count - 1 if stop_row is None else max(bisect.bisect_left(keys, (stop_row,)) - 1, first)
         wanted = None
         if columns is not None and not keys_only and self.format_version >= 3 and self._load_columns is not None:
-            wanted = frozenset(columns)
+            # a list of qualifiers, or a container testing each (dense_rows.ColumnsWhere)
+            wanted = columns if isinstance(columns, ColumnsWhere) else frozenset(columns)
         if keys_only and self.format_version >= 2:
             units = key_units(self.block_source(), first, last, cache_blocks, run_rows)
         else:
@@ -190,7 +192,7 @@ class FileScans:
             units.close()
 
     def _block_units(self, first: int, last: int, cache_blocks: bool, keys_only: bool,
-                     columns: frozenset | None = None) -> Iterator[tuple[Block, int]]:
+                     columns: "frozenset | ColumnsWhere | None" = None) -> Iterator[tuple[Block, int]]:
         """Blocks ``first`` to ``last`` one at a time, as ``(block, block.index)``,
         read sequentially (prefetched headers; on a remote file the next block
         is fetched on a background thread while the caller works on this one);

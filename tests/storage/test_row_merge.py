@@ -196,6 +196,7 @@ SCAN_FILTERS = [
     "ColumnRangeFilter ('q1', true, 'q2', false) OR PrefixFilter ('k1')",
     "MultipleColumnPrefixFilter ('q2', 'q3') AND ValueFilter (!=, 'binary:v22')",
     "FamilyFilter (=, 'binary:f')",
+    "ColumnPrefixFilter ('q3') OR QualifierFilter (=, 'binary:')",
 ]
 
 
