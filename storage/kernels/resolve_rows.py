@@ -110,21 +110,52 @@ class Markers:
 class ResolvedRows:
     """The rows a reader sees, ascending: ``keys``, and per column ``ts[j]``
     (int64, :data:`ABSENT` where the row has no visible cell; gathered on
-    first use) and ``values[j]`` (binary, null there)."""
+    first use) and ``values[j]`` (binary, null there).
 
-    __slots__ = ("keys", "values", "_sources", "_laid", "_ts", "_cells")
+    A column's values may be given as ``(laid, winners)``, the values of the pieces laid end
+    to end and each row's winning entry: they are gathered on first use (:meth:`value`), so a
+    reader that drops rows first (:meth:`select`, a filter's row test) gathers only the rows
+    it keeps."""
 
-    def __init__(self, keys: pa.Array, values: list, sources: list, laid: list):
+    __slots__ = ("keys", "_values", "_sources", "_laid", "_ts", "_cells", "_native")
+
+    def __init__(self, keys: pa.Array, values: list, sources: list, laid: list, native=None):
         self.keys = keys
-        self.values = values
+        self._values = list(values)  # per column: an array, or (laid values, winners) to gather
         self._sources = sources  # per column: the winning entry, -1 for none
         self._laid = laid  # per column: every entry's timestamp (an array, or one per piece)
         self._ts: list | None = None
         self._cells: int | None = None
+        self._native = native  # the compiled module the gathers use (None: the reference)
 
     @property
     def num_rows(self) -> int:
         return len(self.keys)
+
+    def value(self, j: int) -> pa.Array:
+        """Column ``j``'s values, gathered now if they were left to gather."""
+        v = self._values[j]
+        if isinstance(v, tuple):
+            laid, winners = v
+            v = self._values[j] = one_array(gather_binary(laid, winners, native=self._native))
+        return v
+
+    @property
+    def values(self) -> list:
+        """Every column's values (each gathered now if it was left to gather)."""
+        return [self.value(j) for j in range(len(self._values))]
+
+    def select(self, keep: np.ndarray) -> "ResolvedRows":
+        """The rows where ``keep`` (boolean per row) is true; values not yet gathered stay so."""
+        at = np.flatnonzero(keep)
+        values = []
+        for v in self._values:
+            if isinstance(v, tuple):
+                values.append((v[0], v[1][at]))
+            else:
+                values.append(one_array(gather_binary(v, at, native=self._native)))
+        return ResolvedRows(gather_binary(self.keys, at, native=self._native), values,
+                            [src[at] for src in self._sources], self._laid, self._native)
 
     @property
     def ts(self) -> list:
@@ -137,7 +168,8 @@ class ResolvedRows:
 
     @property
     def nbytes(self) -> int:
-        """Bytes held: the keys, values and per-column entry arrays (what a cache charges)."""
+        """Bytes held: the keys, values and per-column entry arrays (what a cache charges;
+        every column is gathered first)."""
         total = self.keys.nbytes + sum(v.nbytes for v in self.values)
         laid = sum(sum(p.nbytes for p in a) if isinstance(a, list) else a.nbytes for a in self._laid)
         return total + sum(a.nbytes for a in self._sources) + laid
@@ -151,8 +183,10 @@ class ResolvedRows:
         result is counted by every scan it serves)."""
         if self._cells is None:
             # a column's value is null exactly where no entry won: Arrow counts the validity
-            # bitmap's bits (a compare of every row's entry over again cost 0.4 ms a live scan)
-            self._cells = sum(len(v) - v.null_count for v in self.values)
+            # bitmap's bits of a gathered column (a compare of every row's entry over again
+            # cost 0.4 ms a live scan); a column not gathered yet counts its winners
+            self._cells = sum(int(np.count_nonzero(v[1] >= 0)) if isinstance(v, tuple) else len(v) - v.null_count
+                              for v in self._values)
         return self._cells
 
 
@@ -397,8 +431,8 @@ def _resolve_merged(native, pieces: list, columns: int, all_keys: pa.Array | Non
             # one piece, every entry its own row and its winner: the values in place
             out_values.append(one_array(values))
         else:
-            out_values.append(one_array(gather_binary(values, src, native=native)))
-    return ResolvedRows(keys_out, out_values, sources, laid)
+            out_values.append((values, src))  # gathered when first used (ResolvedRows.value)
+    return ResolvedRows(keys_out, out_values, sources, laid, native)
 
 
 def _ascending(codes: np.ndarray) -> bool:

@@ -42,10 +42,14 @@ from ..kernels.gather import reversed_rows
 from ..kernels.resolve_rows import ResolvedRows, merges_natively
 from ..kernels.row_merge import merge_row_runs, row_order
 from ..memstore.row_runs import RowRun
-from ..region.row_resolve import as_dense, memstore_items, part_items, qualifiers_of, resolve_items, rows_batch
+from ..region.row_resolve import (
+    as_dense, memstore_items, part_items, qualifiers_of, resolve_items, rows_batch, ts_array,
+)
 from ..region.store import StoreView
-from ..storefile.dense import MAX_DENSE_QUALIFIERS
-from ..storefile.dense_rows import dense_rows, filter_masks, plan_columns, read_qualifiers, row_schema
+from ..storefile.dense import MAX_DENSE_QUALIFIERS, DenseBlock
+from ..storefile.dense_rows import (
+    dense_rows, filter_masks, plan_columns, plan_qualifiers, read_qualifiers, row_schema, tests_every_column,
+)
 from ..storefile.cache_memo import CacheMemo
 from .batch_stream import family_map_rows
 from .chunk_memo import chunk_memo
@@ -292,6 +296,7 @@ class RowMerge:
             # every resolved row holds a requested column: the row batch as it is
             rows = rows_batch(resolved, self.schema, scan.include_timestamp)
         else:
+            resolved = self._rows_passing(resolved, qualifiers)
             dense = as_dense(resolved, qualifiers)
             mask, value_masks = filter_masks(self.plan, dense, self.qualifiers)
             rows = dense_rows(dense, self.names, self.qualifiers, scan.include_timestamp, mask, value_masks)
@@ -304,6 +309,20 @@ class RowMerge:
         if reverse:
             table = reversed_rows(table)
         return self._limited(table)
+
+    def _rows_passing(self, resolved: ResolvedRows, qualifiers: list) -> ResolvedRows:
+        """``resolved`` without the rows the filter's row test drops, found from the columns it
+        tests alone, before the other columns are gathered (their values are then gathered for
+        the rows left only).  As it is when the filter has no row test, or tests every column."""
+        if self.plan[0] == "none" or tests_every_column(self.plan):
+            return resolved
+        tested = set(plan_qualifiers(self.plan))
+        values = [resolved.value(j) if q in tested else None for j, q in enumerate(qualifiers)]
+        ts = [ts_array(t) for t in resolved.ts]
+        row, _ = filter_masks(self.plan, DenseBlock(resolved.keys, tuple(qualifiers), ts, values), qualifiers)
+        if row is None or row.all():
+            return resolved
+        return resolved.select(row)
 
     def _rows(self, blocks: list, counts: list) -> pa.Table | None:
         """One source's dense blocks as one row table (rows without a requested

@@ -31,7 +31,7 @@ from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock
 
 __all__ = [
     "part_items", "memstore_items", "qualifiers_of", "resolve_items", "as_dense", "rows_batch",
-    "compaction_rows", "write_resolved",
+    "compaction_rows", "write_resolved", "ts_array",
 ]
 
 
@@ -112,14 +112,15 @@ def resolve_items(
     )
 
 
-def _ts_array(ts: np.ndarray) -> pa.Array:
+def ts_array(ts: np.ndarray) -> pa.Array:
+    """A resolved column's timestamps as int64, null where the row has no visible cell."""
     missing = ts == ABSENT
     return pa.array(ts, pa.int64(), mask=missing) if missing.any() else pa.array(ts, pa.int64())
 
 
 def as_dense(resolved: ResolvedRows, qualifiers: Sequence[bytes]) -> DenseBlock:
     """The resolved rows as a dense block (for the dense filters and :func:`dense_rows`)."""
-    return DenseBlock(resolved.keys, tuple(qualifiers), [_ts_array(t) for t in resolved.ts], list(resolved.values))
+    return DenseBlock(resolved.keys, tuple(qualifiers), [ts_array(t) for t in resolved.ts], list(resolved.values))
 
 
 def rows_batch(resolved: ResolvedRows, schema: pa.Schema, include_timestamp: bool) -> pa.RecordBatch:
@@ -132,7 +133,7 @@ def rows_batch(resolved: ResolvedRows, schema: pa.Schema, include_timestamp: boo
         return pa.RecordBatch.from_arrays(arrays, schema=schema)
     for ts, values in zip(resolved.ts, resolved.values):
         arrays.append(values)
-        arrays.append(_ts_array(ts))
+        arrays.append(ts_array(ts))
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -160,5 +161,5 @@ def write_resolved(writer, qualifiers: list[bytes], resolved: ResolvedRows) -> N
     if resolved.num_rows == 0:
         return
     values = [one_array(v) for v in resolved.values]
-    writer.append_rows(resolved.keys, list(qualifiers), values, [_ts_array(t) for t in resolved.ts])
+    writer.append_rows(resolved.keys, list(qualifiers), values, [ts_array(t) for t in resolved.ts])
 

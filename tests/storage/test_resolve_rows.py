@@ -22,6 +22,7 @@ from storage import kernels
 from storage.cells import CellType, cells_to_batch
 from storage.errors import InvalidArgument
 from storage.kernels.resolve_rows import ABSENT, Markers, RowPiece, resolve_rows
+from storage.native import NATIVE
 from storage.region.row_pieces import MAX_RANKS, CellSource, dense_piece, join_markers
 from storage.storefile.dense import dense_from_cells
 
@@ -123,6 +124,42 @@ def test_rows_resolve_like_cells(tables, bounds, dense, qualifiers):
     assert _got(resolved, qualifiers) == expected
     # the scan's cells_scanned: the visible cells, whatever rows lack a column
     assert resolved.cell_count() == sum(len(columns) for columns in expected.values())
+
+
+def test_selected_rows_are_the_rows_kept():
+    """``select`` keeps the rows a mask picks, whether a column was gathered before it (its
+    values gathered again) or is still left to gather (the compiled merge's columns: its
+    winners picked): the same keys, values, timestamps and cell count as the whole
+    resolution's rows filtered."""
+    lazy = []
+
+    @settings(max_examples=150, deadline=None, derandomize=True, database=None)
+    @given(tables=sources(), dense=st.booleans(), merged=st.booleans(), data=st.data())
+    def check(tables, dense, merged, data):
+        if merged:  # puts and DeleteFamily markers: what the compiled merge takes
+            kept = (PUT, DELETE_FAMILY)
+            tables = [t.filter(pa.compute.is_in(t.column("type"), pa.array(kept, t.schema.field("type").type)))
+                      if t.num_rows else t for t in tables]
+        pieces, markers = _pieces(tables, QUALIFIERS, True, dense)
+        resolved = resolve_rows(pieces, len(QUALIFIERS), markers, qualifiers=QUALIFIERS)
+        lazy.append(any(isinstance(v, tuple) for v in resolved._values))
+        n = resolved.num_rows
+        keep = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
+        for j in data.draw(st.sets(st.integers(0, len(QUALIFIERS) - 1))):
+            resolved.value(j)  # gathered before the selection
+        picked = resolved.select(keep)
+        whole = resolve_rows(pieces, len(QUALIFIERS), markers, qualifiers=QUALIFIERS)
+        # counted before any value is gathered: a column left to gather counts its winners
+        assert picked.cell_count() == sum(int(np.count_nonzero(t[keep] != ABSENT)) for t in whole.ts)
+        mask = pa.array(keep)
+        assert picked.keys.equals(whole.keys.filter(mask))
+        for j in range(len(QUALIFIERS)):
+            assert picked.values[j].equals(whole.values[j].filter(mask)), j
+            assert np.array_equal(picked.ts[j], whole.ts[j][keep]), j
+
+    check()
+    if NATIVE is not None:
+        assert sum(lazy) > 30, sum(lazy)  # the compiled merge's columns left to gather
 
 
 @settings(max_examples=150, deadline=None, derandomize=True, database=None)
