@@ -160,11 +160,15 @@ class ResolvedRows:
     @property
     def ts(self) -> list:
         if self._ts is None:
-            self._ts = [
-                np.where(src < 0, ABSENT, laid[np.where(src < 0, 0, src)])
-                for src, laid in zip(self._sources, map(_joined, self._laid))
-            ]
+            self._ts = [self.column_ts(j) for j in range(len(self._sources))]
         return self._ts
+
+    def column_ts(self, j: int) -> np.ndarray:
+        """Column ``j``'s timestamps alone (:attr:`ts` builds every column's)."""
+        if self._ts is not None:
+            return self._ts[j]
+        src, laid = self._sources[j], _joined(self._laid[j])
+        return np.where(src < 0, ABSENT, laid[np.where(src < 0, 0, src)])
 
     @property
     def nbytes(self) -> int:

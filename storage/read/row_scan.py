@@ -317,8 +317,9 @@ class RowMerge:
         if self.plan[0] == "none" or tests_every_column(self.plan):
             return resolved
         tested = set(plan_qualifiers(self.plan))
+        # the tested columns' values and timestamps (their presence) alone: the row test reads no other
         values = [resolved.value(j) if q in tested else None for j, q in enumerate(qualifiers)]
-        ts = [ts_array(t) for t in resolved.ts]
+        ts = [ts_array(resolved.column_ts(j)) if q in tested else None for j, q in enumerate(qualifiers)]
         row, _ = filter_masks(self.plan, DenseBlock(resolved.keys, tuple(qualifiers), ts, values), qualifiers)
         if row is None or row.all():
             return resolved
