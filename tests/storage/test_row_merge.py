@@ -201,7 +201,7 @@ SCAN_FILTERS = [
 
 
 @st.composite
-def _scan_options(draw, pool):
+def _scan_options(draw, pool, columns=SCAN_COLUMNS, filters=SCAN_FILTERS):
     bounds = sorted(draw(st.lists(st.sampled_from(pool), min_size=2, max_size=2)))
     start = bounds[0] if draw(st.booleans()) else None
     stop = bounds[1] if draw(st.booleans()) and bounds[1] != bounds[0] else None
@@ -211,8 +211,8 @@ def _scan_options(draw, pool):
     return {
         "row_start": start,
         "row_stop": stop,
-        "columns": draw(st.sampled_from(SCAN_COLUMNS)),
-        "filter": draw(st.sampled_from(SCAN_FILTERS)),
+        "columns": draw(st.sampled_from(columns)),
+        "filter": draw(st.sampled_from(filters)),
         "reverse": reverse,
         "limit": draw(st.sampled_from([None, None, 1, 7])),
         "include_timestamp": draw(st.booleans()),
@@ -386,23 +386,11 @@ DICT_FILTERS = SCAN_FILTERS + ["PageFilter (2)", "TimestampsFilter (101, 102)"] 
 
 @st.composite
 def _dict_scan_options(draw, pool):
-    bounds = sorted(draw(st.lists(st.sampled_from(pool), min_size=2, max_size=2)))
-    start = bounds[0] if draw(st.booleans()) else None
-    stop = bounds[1] if draw(st.booleans()) and bounds[1] != bounds[0] else None
-    reverse = draw(st.booleans())
-    if reverse:
-        start, stop = (stop, start) if stop is not None and start is not None else (None, None)
+    """A rows scan's options over ``scan()``'s columns and filters, with its dict options."""
     return {
-        "row_start": start,
-        "row_stop": stop,
-        "columns": draw(st.sampled_from(DICT_COLUMNS)),
-        "filter": draw(st.sampled_from(DICT_FILTERS)),
-        "reverse": reverse,
-        "limit": draw(st.sampled_from([None, None, 1, 7])),
-        "include_timestamp": draw(st.booleans()),
+        **draw(_scan_options(pool, DICT_COLUMNS, DICT_FILTERS)),
         "sorted_columns": draw(st.booleans()),
         "batch_size": draw(st.sampled_from([None, 3])),
-        "max_versions": draw(st.sampled_from([1, 1, 3])),
     }
 
 
@@ -521,9 +509,9 @@ def test_a_row_in_the_memstore_and_a_file_is_resolved_from_its_cells(tmp_path, f
 @pytest.mark.parametrize("change", ["flush", "compact", "split"])
 def test_whole_row_scans_opened_before_a_change_return_what_they_would_have(tmp_path, change):
     """``scan()`` and ``scan_batches()`` naming no column on a live table (rows re-put and
-    deleted in the memstore over a flushed file, a column only the memstore has), opened before
-    a flush, a major compaction or a split and a write: the rows of their read point, through
-    the whole-family row merge."""
+    deleted in the memstore over a flushed file, a column only the memstore has), and
+    ``scan()`` with a filter and in reverse, opened before a flush, a major compaction or a
+    split and a write: the rows of their read point, through the whole-family row merge."""
     taken = Counter()
     chunk = RowMerge.chunk
 
@@ -547,9 +535,14 @@ def test_whole_row_scans_opened_before_a_change_return_what_they_would_have(tmp_
                 b.delete(b"k%03d" % i)
         want = list(table.scan(path="cell"))
         want_map = [(k, sorted(d.items())) for k, d in want]
+        flt = "SingleColumnValueFilter ('f', 'a', !=, 'binary:a5') AND ColumnPrefixFilter ('a')"
+        want_filtered = list(table.scan(path="cell", filter=flt))
+        want_reverse = list(table.scan(path="cell", reverse=True))
         dicts, batches = table.scan(batch_size=10), table.scan_batches(batch_size=10)
+        filtered, reverse = table.scan(filter=flt, batch_size=10), table.scan(reverse=True, batch_size=10)
         got = [next(dicts)]
         first = next(batches)
+        got_filtered, got_reverse = [next(filtered)], [next(reverse)]
         if change == "flush":
             table.flush()
         elif change == "compact":
@@ -559,6 +552,9 @@ def test_whole_row_scans_opened_before_a_change_return_what_they_would_have(tmp_
         table.put(b"k010", {b"f:a": b"late"})
         table.delete(b"k020")
         got += list(dicts)
+        got_filtered += list(filtered)
+        got_reverse += list(reverse)
+        assert got_filtered == want_filtered and got_reverse == want_reverse
         rows = [(r["key"], sorted((b"f:" + q, v) for q, v in r["f"])) for b in [first, *batches]
                 for r in b.to_pylist()]
         assert got == want and rows == want_map
