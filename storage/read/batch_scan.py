@@ -31,6 +31,7 @@ from .batch_resolve import family_read, BatchProcessor
 from .hidden_columns import hidden_names, without_hidden
 from .batch_stream import block_columns_plan, dense_plan, run_cuts, spans_of, stream_run, streamable, values_discarded
 from .late_values import index_values, materialize
+from .family_join import FamilyJoin
 from .region_plan import RegionReadPlan
 from .reverse_stream import reversed_stream, reversible_view
 from .row_scan import CELLS, RowMerge
@@ -156,6 +157,9 @@ def _span_batches(families: dict, low: bytes, high: bytes | None, scan: RegionRe
         # a rows scan of one family merges (and resolves) rows, not cells (storage/read/row_scan.py)
         ((_, fview),) = families.items()
         row_merge = RowMerge.for_scan(fview, dense_plan(fview, proc, True) or block_columns_plan(fview, proc), proc)
+    elif not cells_only:
+        # a rows scan of several families: each family's row merge, joined on the key (family_join.py)
+        row_merge = FamilyJoin.for_scan(families, proc)
     keys_only = values_discarded(scan.filter)  # read key sections only: values come out empty
     if keys_only:
         # chunks without values: many more blocks per chunk for the same memory, fewer kernel calls

@@ -16,12 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import storage
+from storage import ScanMetrics
 from connector.input_format import TableInputFormat
 from connector.options import to_string_binary
 from storage.read import batch_scan
 from storage.columns import parse_column
 from storage.errors import InvalidArgument
 from storage.kernels.row_merge import keys_disjoint, merge_row_runs, order_keys, row_order
+from storage.read import family_join
+from storage.read.family_join import FamilyJoin
 from storage.read.row_scan import CELLS, RowMerge
 
 
@@ -220,7 +223,9 @@ def _scan_options(draw, pool, columns=SCAN_COLUMNS, filters=SCAN_FILTERS):
     }
 
 
-def _apply(table, ops, rng) -> None:
+def _apply(table, ops, rng, second: bytes | None = None) -> None:
+    """Apply generated ops; ``second``: a second family, given the same columns of about
+    two rows in three of each put (so that rows have one family, the other or both)."""
     for op in ops:
         kind = op[0]
         if kind == "puts":
@@ -231,7 +236,12 @@ def _apply(table, ops, rng) -> None:
                 rows = [r for r in rows if r not in held]
             with table.batch(timestamp=None if ts_pick == 0 else 100 + ts_pick) as b:
                 for row in rows:
-                    b.put(row, {b"f:" + q: rng.choice(VALUES) for q in quals})
+                    data = {b"f:" + q: rng.choice(VALUES) for q in quals}
+                    if second is not None and rng.random() < 0.67:
+                        data.update({second + b":" + q: rng.choice(VALUES) for q in quals})
+                        if rng.random() < 0.3:  # the row in the second family alone
+                            data = {c: v for c, v in data.items() if not c.startswith(b"f:")}
+                    b.put(row, data)
         elif kind == "flush":
             table.flush()
         elif kind == "delete":
@@ -435,6 +445,89 @@ def test_dict_scans_through_the_row_merge_match_the_cell_path(tmp_path):
     # and reverse scans among them
     assert taken["family"] > 30 and taken["columns"] > 10, taken
     assert taken["filtered"] > 10 and taken["reverse"] > 10, taken
+
+
+TWO_FAMILY_COLUMNS = [[b"f:q1", b"g:q2"], [b"g:q1", b"f:q1", b"f:"], [b"f", b"g"], [b"g", b"f:q3"], [b"g:", b"f:q2"]]
+TWO_FAMILY_DICT_COLUMNS = [None, None, [b"f", b"g"], [b"g", b"f:q1"], [b"f:q1", b"g:q2", b"g:q1"]]
+
+
+def test_scans_of_two_families_join_their_row_merges(tmp_path):
+    """Rows scans and ``scan()``'s dicts of a table with two families (rows in one family,
+    the other or both; re-puts, markers, versions and flushes in each) join the families'
+    row merges on the key (storage/read/family_join.py); every answer is the cell path's,
+    embedded and through the connector, and a filtered scan keeps the cell path."""
+    root = str(tmp_path / "root")
+    taken = Counter()
+    chunk, placement = FamilyJoin.chunk, family_join._placement
+
+    def counted(self, lo, hi, reverse):
+        out = chunk(self, lo, hi, reverse)
+        taken["cells" if out is CELLS else "joined"] += 1
+        return out
+
+    def counted_placement(keys):
+        taken["placed"] += 1
+        return placement(keys)
+
+    @TABLE_CASES
+    @given(table_ops=_table_ops(), data=st.data())
+    def check(table_ops, data):
+        style, ops = table_ops
+        pool = _key_pool(style)
+        scans = data.draw(st.lists(_scan_options(pool, TWO_FAMILY_COLUMNS, [None, None, None, "PrefixFilter ('k')"]),
+                                   min_size=2, max_size=2))
+        dict_scans = data.draw(st.lists(_scan_options(pool, TWO_FAMILY_DICT_COLUMNS, [None]), min_size=2, max_size=2))
+        name = f"j{next(_names)}"
+        with storage.connect(root) as conn:
+            table = conn.create_table(name, {"f": dict(FAMILY), "g": dict(FAMILY)}, settings={"wal_sync": "none"})
+            _apply(table, ops, random.Random(len(ops)), second=b"g")
+            for opts in scans:
+                want = _want(table, opts)
+                for batch_size in (3, 1000):
+                    got = _got(table.scan_batches(output="rows", batch_size=batch_size, **opts))
+                    assert got == want, f"scan_batches rows, batch_size {batch_size}"
+            for opts in dict_scans:
+                sorted_columns = data.draw(st.booleans())
+                want = list(table.scan(path="cell", sorted_columns=sorted_columns, **opts))
+                got = list(table.scan(sorted_columns=sorted_columns, **opts))
+                assert got == want, opts
+                if sorted_columns:
+                    assert [list(d) for _, d in got] == [list(d) for _, d in want], "column order"
+        with storage.connect(root) as conn:
+            table = conn.table(name)
+            for opts in scans:
+                forward = {**opts, "reverse": False, "limit": None}
+                if opts["reverse"]:
+                    forward["row_start"], forward["row_stop"] = opts["row_stop"], opts["row_start"]
+                assert _connector_rows(root, name, forward) == _want(table, forward), "connector batch reader"
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(FamilyJoin, "chunk", counted)
+        mp.setattr(family_join, "_placement", counted_placement)
+        mp.setattr(batch_scan, "_ROW_MERGE_BLOCKS", 2)  # several chunks per region
+        check()
+    # chunks joined: families of the same keys side by side, and of different keys placed
+    assert taken["joined"] - taken["placed"] > 10 and taken["placed"] > 20, taken
+
+
+def test_a_two_family_scan_counts_each_familys_cells_once(tmp_path):
+    """The joined scan's metrics count each family's cells once: what scans of each family
+    alone count, added."""
+    def cells(table, columns) -> int:
+        metrics = ScanMetrics()
+        assert sum(b.num_rows for b in table.scan_batches(columns=columns, output="rows", metrics=metrics)) > 0
+        return metrics.cells_scanned
+
+    with storage.connect(str(tmp_path / "root")) as conn:
+        table = conn.create_table("t", {"a": {}, "b": {}}, settings={"wal_sync": "none"})
+        with table.batch(timestamp=5) as b:
+            for i in range(30):
+                b.put(b"r%02d" % i, {b"a:x": b"1", **({b"b:y": b"2", b"b:z": b"3"} if i % 3 else {})})
+        table.flush()
+        table.put(b"r05", {b"a:x": b"new"})  # the memstore: a row to resolve in family a
+        for both, (one, other) in (([b"a", b"b"], ([b"a"], [b"b"])), ([b"a:x", b"b:z"], ([b"a:x"], [b"b:z"]))):
+            alone = cells(table, one) + cells(table, other)
+            assert alone >= 50 and cells(table, both) == alone, both
 
 
 def test_a_whole_family_wider_than_a_dense_row_takes_the_cell_path(tmp_path):
