@@ -18,7 +18,9 @@ Paths, each built (every block cache emptied before each run, nothing kept betwe
 the files in the OS page cache): ``columns`` -- ``Table.scan_batches`` of ``d:id`` and
 ``b:body`` (``d:body`` on ``one``); ``rows`` -- ``scan_batches()`` of whole rows (a map
 column per family); ``dicts`` -- ``Table.scan()``'s ``(key, dict)`` pairs; ``connector`` --
-the connector's partition read of the two columns (``TableInputFormat``, files mode).  The
+the connector's partition read of the two columns (``TableInputFormat``, files mode);
+``filter`` -- ``columns`` with a ``SingleColumnValueFilter`` on ``d:name`` keeping the first
+half of the rows (the filter tests a column of one family, the scan reads both).  The
 ratio is ``one``'s time divided by ``two``'s: what splitting the columns over two families
 costs a scan (1.0: nothing).  The target is 0.8 or more.  CPU time, best of ``--repeat``,
 runs alternating.  Run from the repository root::
@@ -45,7 +47,9 @@ from storage.region.region_snapshots import shared_block_cache
 __all__ = ["main"]
 
 LAYOUTS = ("both", "sparse", "live")
-PATHS = ("columns", "rows", "dicts", "connector")
+PATHS = ("columns", "rows", "dicts", "connector", "filter")
+FILTER = "SingleColumnValueFilter ('d', 'name', <, 'binary:name-%014d')"
+"""The ``filter`` path's filter: ``name`` (family ``d`` in both tables) below the middle row's."""
 TARGET = 0.8
 
 
@@ -90,7 +94,7 @@ def build(conn: storage.Connection, name: str, rows: int, layout: str, families:
     return table
 
 
-def _path(conn, root: str, table: storage.Table, path: str, families: dict):
+def _path(conn, root: str, table: storage.Table, path: str, families: dict, rows: int):
     columns = [f"{families['id']}:id".encode(), f"{families['body']}:body".encode()]
     if path == "columns":
         return lambda: sum(b.num_rows for b in table.scan_batches(columns=columns, cache_results=False))
@@ -98,6 +102,9 @@ def _path(conn, root: str, table: storage.Table, path: str, families: dict):
         return lambda: sum(b.num_rows for b in table.scan_batches(cache_results=False))
     if path == "dicts":
         return lambda: sum(1 for _ in table.scan(cache_results=False))
+    if path == "filter":
+        flt = FILTER % (rows // 2)
+        return lambda: sum(b.num_rows for b in table.scan_batches(columns=columns, filter=flt, cache_results=False))
     conf = {"regionscan.root": root, "hbase.mapreduce.inputtable": table.name,
             "hbase.mapreduce.scan.columns": " ".join(c.decode() for c in columns),
             "hbase.mapreduce.scan.cacheblocks": "false", "regionscan.pin.register": "false"}
@@ -155,8 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         failed = 0
         for layout in layouts:
             for path in paths:
-                one = built(_path(conn, root, tables[f"one_{layout}"], path, ONE))
-                two = built(_path(conn, root, tables[f"two_{layout}"], path, TWO))
+                one = built(_path(conn, root, tables[f"one_{layout}"], path, ONE, args.rows))
+                two = built(_path(conn, root, tables[f"two_{layout}"], path, TWO, args.rows))
                 (one_s, one_n), (two_s, two_n) = best_of(args.repeat, one, two)
                 if one_n != two_n:
                     raise SystemExit(f"{layout} {path}: {one_n} rows in one family, {two_n} in two")

@@ -14,8 +14,14 @@ keys are already sorted, so the sort merges runs) places every row and each fami
 columns are gathered into it.
 
 The row limit applies to the joined rows; a reverse scan joins a chunk forward and then
-reverses it.  A scan with a filter keeps the cell path: a filter tests a whole row, and
-a row's columns of one family do not say whether the row passes.
+reverses it.  A filter tests a whole row, and one family's columns do not say whether the
+row passes, so a filtered scan's row merges run unfiltered, each reading its family's
+columns the filter tests as well, and the filter's dense plan
+(:func:`storage.storefile.dense_rows.dense_filter` with no family: columns named
+``family:qualifier`` in full) is applied to the joined rows as to one dense block: a row
+test over a column of one family, a value or column test per cell, a row-key test per row.
+Filters the dense plans do not take, and rows output of whole families (map columns) with a
+filter, keep the cell path.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+import pyarrow.compute as pc
+
 from .. import kernels
 from ..cells import EMPTY_CELLS
 from ..columns import parse_column
@@ -32,8 +40,10 @@ from ..kernels.cell_columns import one_array
 from ..kernels.gather import gather_binary, reversed_rows
 from ..kernels.row_merge import order_keys
 from ..region.store import StoreView
+from ..storefile import dense_rows
+from ..storefile.dense import DenseBlock
 from .batch_stream import block_columns_plan, dense_plan
-from .row_scan import CELLS, RowMerge
+from .row_scan import CELLS, RowMerge, value_blind
 
 __all__ = ["FamilyJoin"]
 
@@ -74,9 +84,10 @@ class _FamilyProc:
 class FamilyJoin:
     """The row merges of one rows scan of several families (see the module docstring)."""
 
-    def __init__(self, parts: list[tuple[RowMerge, _FamilyProc]], proc):
+    def __init__(self, parts: list[tuple[RowMerge, _FamilyProc]], proc, plan: tuple | None = None):
         self.parts = parts  # in family order (the families' names as bytes): the cells' order
         self.proc = proc
+        self.plan = plan  # the filter's plan over the joined rows (None: no filter)
         scan = proc.scan
         # rows output: the cell path's columns, in the scan's order; scan()'s dicts: each
         # chunk's columns, family after family (names only: a dict holds what the row has)
@@ -85,24 +96,38 @@ class FamilyJoin:
 
     @classmethod
     def for_scan(cls, families: dict[str, StoreView], proc) -> "FamilyJoin | None":
-        """The join when the scan is a rows scan (or ``scan()``'s dicts) without a filter
-        and every family's sources can give rows, else None (the cell path)."""
+        """The join when the scan is a rows scan (or ``scan()``'s dicts), its filter (if any)
+        has a dense plan and every family's sources can give rows, else None (the cell path)."""
         scan = proc.scan
-        if scan.filter is not None or scan.hidden_columns or scan.dictionary_values:
+        if scan.hidden_columns or scan.dictionary_values:
             return None
         if scan.output != "rows" and not scan.row_dicts:
             return None
         if proc.select is not None and len(set(proc.output_columns)) != len(proc.output_columns):
             return None  # a column named twice: the cell path's pivot decides its shape
+        plan = None
+        if scan.filter is not None:
+            plan = dense_rows.dense_filter(scan.filter, None)
+            if plan is None or plan[0] == "none":
+                return None  # a filter the rows cannot apply (or an empty list: the cells decide)
+            if not scan.row_dicts and any(parse_column(c).qualifier is None for c in proc.output_columns):
+                return None  # a whole family's map column: its cells are filtered on the cell path
         parts = []
         for name in sorted(families, key=lambda n: n.encode()):
             view = families[name]
             fproc = _FamilyProc(proc, name)
-            merge = RowMerge.for_scan(view, dense_plan(view, fproc, True) or block_columns_plan(view, fproc), fproc)
+            if plan is None:
+                direct = dense_plan(view, fproc, True) or block_columns_plan(view, fproc)
+            else:
+                direct = _unfiltered_columns(view, fproc, plan)
+            merge = RowMerge.for_scan(view, direct, fproc)
             if merge is None:
                 return None
+            if plan is not None and not value_blind(plan) and \
+                    min(scan.max_versions, view.settings.max_versions) > 1:
+                return None  # the filter tests values of each version: the cells hold them
             parts.append((merge, fproc))
-        return cls(parts, proc)
+        return cls(parts, proc, plan)
 
     def chunk(self, lo: bytes, hi: bytes | None, reverse: bool) -> "list[pa.RecordBatch] | object":
         """The joined rows of ``[lo, hi)`` (descending when ``reverse``), limited by the
@@ -124,6 +149,8 @@ class FamilyJoin:
         joined = self._join(tables)
         if joined is CELLS:
             return CELLS
+        if joined is not None and self.plan is not None:
+            joined = self._filtered(joined, tables)
         if joined is None or joined.num_rows == 0:
             return []
         if reverse:
@@ -157,11 +184,81 @@ class FamilyJoin:
             columns = {name: t.column(j) if t.num_rows == len(picks) else _gathered(t.column(j), at)
                        for t, at in zip(held, index) for j, name in enumerate(t.schema.names) if j}
         rows = len(key)
-        if self.schema is None:  # scan()'s dicts: the columns the families' rows have
+        if self.schema is None or self.plan is not None:
+            # scan()'s dicts, or rows the filter is still to test: the columns the families' rows have
             names = ["key", *columns]
             return pa.Table.from_arrays([key, *columns.values()], names=names)
         arrays = [key] + [columns[f.name] if f.name in columns else pa.nulls(rows, f.type) for f in self.schema][1:]
         return pa.Table.from_arrays(arrays, schema=self.schema)
+
+
+    def _filtered(self, joined: pa.Table, tables: list) -> pa.Table | None:
+        """The joined rows the filter's plan keeps, with the cells it keeps, in the scan's
+        columns (those read only for the filter left out); a row left with no cell goes."""
+        scan = self.proc.scan
+        step = 2 if scan.include_timestamp else 1
+        full = {}  # each value column's field name -> its family:qualifier bytes
+        for (merge, _), table in zip(self.parts, tables):
+            family = merge.view.family.encode()
+            if merge.whole_family:  # Latin-1 names of the chunk's columns
+                names = table.schema.names[1::step] if table is not None else ()
+                full.update((n, n.encode("latin-1")) for n in names)
+            else:
+                full.update((n, family + b":" + q) for n, q in zip(merge.names, merge.qualifiers))
+        held = joined.schema.names[1::step]
+        rows = one_array(joined.column(0))
+        values = [one_array(joined.column(1 + step * j)) for j in range(len(held))]
+        if scan.include_timestamp:
+            stamps = [one_array(joined.column(2 + 2 * j)) for j in range(len(held))]
+        else:  # presence alone: a timestamp where the row has the cell, null where not
+            zeros = pa.array(np.zeros(len(rows), dtype=np.int64))
+            stamps = [zeros if v.null_count == 0 else pc.if_else(pc.is_valid(v), zeros, None) for v in values]
+        dense = DenseBlock(rows, tuple(full[n] for n in held), stamps, values)
+        if self.schema is not None:  # rows output: the scan's columns, in its order
+            specs = self.proc.output_columns
+            names, wanted = [parse_column(c).name for c in specs], [bytes(c) for c in specs]
+        else:  # scan()'s dicts: every column the families' rows hold, but those read for the filter alone
+            names, wanted = [], []
+            for (merge, fproc), table in zip(self.parts, tables):
+                family = merge.view.family.encode()
+                if merge.whole_family:
+                    picked = [n for n in held if full[n].split(b":", 1)[0] == family]
+                else:
+                    output = set(fproc.output_columns)
+                    picked = [n for n in merge.names if full[n] in output]
+                    picked.sort(key=lambda n: full[n])
+                names += [full[n].decode("latin-1") for n in picked]
+                wanted += [full[n] for n in picked]
+        mask, value_masks = dense_rows.filter_masks(self.plan, dense, wanted)
+        out = dense_rows.dense_rows(dense, names, wanted, scan.include_timestamp, mask, value_masks)
+        metrics = self.proc.metrics
+        if metrics is not None:
+            metrics.rows_filtered += dense.num_rows - (out.num_rows if out is not None else 0)
+        if out is None:
+            return None
+        table = pa.Table.from_batches([out])
+        if self.schema is not None and not table.schema.equals(self.schema):
+            table = table.cast(self.schema)
+        return table
+
+
+def _unfiltered_columns(view: StoreView, fproc: _FamilyProc, plan: tuple) -> tuple | None:
+    """The ``direct`` plan of one family's row merge under a filter applied after the join:
+    no filter, the family's columns of the scan and those the filter tests (or, for
+    ``scan()``'s dicts of the whole family, every column); None when the rows cannot hold them."""
+    family = view.family.encode()
+    tested = [c.split(b":", 1)[1] for c in dense_rows.plan_qualifiers(plan) if c.split(b":", 1)[0] == family]
+    if fproc.scan.row_dicts and (fproc.select is None or fproc.output_columns == [family]):
+        return None, family, ("none",), []
+    picked = dense_rows.dense_columns(family, fproc.output_columns)
+    if picked is None:
+        return None
+    names, qualifiers = picked
+    for q in tested:
+        if q not in qualifiers:
+            names.append(parse_column(family + b":" + q).name)
+            qualifiers.append(q)
+    return names, qualifiers, ("none",), []
 
 
 def _reset(counts: _FamilyCounts | None) -> None:

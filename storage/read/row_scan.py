@@ -123,7 +123,7 @@ class RowMerge:
         # rows keep one version per column: several versions change the
         # answer only through a filter that tests values
         versions = min(proc.scan.max_versions, view.settings.max_versions)
-        resolvable = versions == 1 or _value_blind(direct[2])
+        resolvable = versions == 1 or value_blind(direct[2])
         mem = None
         if not view.memstore.is_empty():
             row_run = getattr(view.memstore, "row_run", None)
@@ -382,13 +382,13 @@ class _FamilyRows(NamedTuple):
     rows: ResolvedRows
 
 
-def _value_blind(plan: tuple) -> bool:
+def value_blind(plan: tuple) -> bool:
     """True when a dense filter plan never tests a value (no filter, row-key filters)."""
     kind = plan[0]
     if kind in ("none", "key"):
         return True
     if kind in ("all", "one"):
-        return all(_value_blind(p) for p in plan[1])
+        return all(value_blind(p) for p in plan[1])
     return False
 
 

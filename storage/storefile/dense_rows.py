@@ -323,6 +323,10 @@ def dense_filter(flt, family: bytes):
       ``ColumnRangeFilter``, ``QualifierFilter``, ``FamilyFilter``: their
       ``passes_column``), asked once per column of a block;
     * ``("all" | "one", [plans])`` for a stateless ``FilterList`` of such filters.
+
+    ``family`` None: the plan of rows of several families (:mod:`storage.read.family_join`),
+    whose columns are named ``family:qualifier`` in full: a plan's qualifier is that full
+    name, and a column filter splits it at its first ``:`` (a family name holds none).
     """
     from ..filters import (
         ColumnPrefixFilter,
@@ -347,10 +351,10 @@ def dense_filter(flt, family: bytes):
     if kind in (PrefixFilter, RowFilter, MultiRowRangeFilter, InclusiveStopFilter):
         return ("key", flt)
     if kind in (SingleColumnValueFilter, SingleColumnValueExcludeFilter):
-        qualifier = flt.qualifier if flt.family == family else None
+        qualifier = _plan_column(flt, family)
         return ("row", qualifier, flt.op, flt.comparator, flt.filter_if_missing, kind is SingleColumnValueExcludeFilter)
     if kind is ColumnValueFilter:
-        return ("column", flt.qualifier if flt.family == family else None, flt.op, flt.comparator)
+        return ("column", _plan_column(flt, family), flt.op, flt.comparator)
     if kind is ValueFilter:
         return ("cell", flt.op, flt.comparator)
     if kind in (ColumnPrefixFilter, MultipleColumnPrefixFilter, ColumnRangeFilter, QualifierFilter, FamilyFilter):
@@ -363,6 +367,15 @@ def dense_filter(flt, family: bytes):
             return None
         return ("all" if flt.operator.name == "MUST_PASS_ALL" else "one", plans)
     return None
+
+
+def _plan_column(flt, family: bytes | None) -> bytes | None:
+    """The column a single-column filter tests as a plan names it: its qualifier in
+    ``family``'s rows (None: another family's column), its full ``family:qualifier`` in rows
+    of several families (``family`` None)."""
+    if family is None:
+        return flt.family + b":" + flt.qualifier
+    return flt.qualifier if flt.family == family else None
 
 
 def plan_qualifiers(plan: tuple) -> list:
@@ -424,8 +437,7 @@ def _kept_columns(plan: tuple):
     """A test of the qualifiers whose cells ``plan`` can keep; None for every qualifier."""
     kind = plan[0]
     if kind == "qualifier":
-        _, flt, family = plan
-        return lambda q: flt.passes_column(family, q)
+        return _column_test(plan)
     if kind not in ("all", "one"):
         return None  # row, value and key tests keep any column's cells
     tests = [_kept_columns(p) for p in plan[1]]
@@ -435,6 +447,15 @@ def _kept_columns(plan: tuple):
     if any(t is None for t in tests):
         return None  # a cell kept by any child: one keeping every column keeps them all
     return lambda q: any(t(q) for t in tests)
+
+
+def _column_test(plan: tuple):
+    """A ``"qualifier"`` plan's test of a column as its rows name it: a qualifier of the
+    plan's family, or a full ``family:qualifier`` name when the plan has no family."""
+    _, flt, family = plan
+    if family is None:
+        return lambda name: flt.passes_column(*name.split(b":", 1))
+    return lambda q: flt.passes_column(family, q)
 
 
 def held_qualifiers(dense: DenseBlock) -> list[bytes]:
@@ -539,9 +560,9 @@ def _masks(plan: tuple, dense: DenseBlock, columns: list[int]) -> tuple:
     if kind == "key":
         return plan[1]._passes_keys(dense.rows), None  # the row-key filters' vectorized key test
     if kind == "qualifier":
-        _, flt, family = plan
         kept, dropped = np.ones(n, dtype=bool), np.zeros(n, dtype=bool)
-        return None, {k: kept if flt.passes_column(family, dense.qualifiers[k]) else dropped for k in columns}
+        passes = _column_test(plan)
+        return None, {k: kept if passes(dense.qualifiers[k]) else dropped for k in columns}
     parts = [_masks(p, dense, columns) for p in plan[1]]
     if kind == "all":
         rows = [r for r, _ in parts if r is not None]

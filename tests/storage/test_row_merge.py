@@ -449,13 +449,27 @@ def test_dict_scans_through_the_row_merge_match_the_cell_path(tmp_path):
 
 TWO_FAMILY_COLUMNS = [[b"f:q1", b"g:q2"], [b"g:q1", b"f:q1", b"f:"], [b"f", b"g"], [b"g", b"f:q3"], [b"g:", b"f:q2"]]
 TWO_FAMILY_DICT_COLUMNS = [None, None, [b"f", b"g"], [b"g", b"f:q1"], [b"f:q1", b"g:q2", b"g:q1"]]
+TWO_FAMILY_FILTERS = [
+    None, None, None,
+    "SingleColumnValueFilter ('g', 'q1', =, 'binary:v1')",
+    "SingleColumnValueFilter ('f', 'q2', =, 'binary:v1', true, true)",
+    "ValueFilter (=, 'substring:1')",
+    "PrefixFilter ('k1')",
+    "ColumnValueFilter ('g', 'q2', =, 'binary:v1')",
+    "SingleColumnValueExcludeFilter ('g', 'q2', =, 'substring:1')",
+    "FamilyFilter (=, 'binary:g') OR SingleColumnValueFilter ('f', 'q1', =, 'binary:v1')",
+    "ColumnPrefixFilter ('q1') AND SingleColumnValueFilter ('g', 'q1', !=, 'binary:x1', true, false)",
+    "SingleColumnValueFilter ('f', 'q1', =, 'binary:v1') OR SingleColumnValueFilter ('g', 'q3', =, 'binary:v0')",
+    "TimestampsFilter (101, 102)",  # no dense plan: the cell path
+]
 
 
 def test_scans_of_two_families_join_their_row_merges(tmp_path):
     """Rows scans and ``scan()``'s dicts of a table with two families (rows in one family,
     the other or both; re-puts, markers, versions and flushes in each) join the families'
-    row merges on the key (storage/read/family_join.py); every answer is the cell path's,
-    embedded and through the connector, and a filtered scan keeps the cell path."""
+    row merges on the key (storage/read/family_join.py) and apply a filter to the joined
+    rows (row tests over either family's columns, value, column and key tests, lists of
+    them); every answer is the cell path's, embedded and through the connector."""
     root = str(tmp_path / "root")
     taken = Counter()
     chunk, placement = FamilyJoin.chunk, family_join._placement
@@ -463,6 +477,7 @@ def test_scans_of_two_families_join_their_row_merges(tmp_path):
     def counted(self, lo, hi, reverse):
         out = chunk(self, lo, hi, reverse)
         taken["cells" if out is CELLS else "joined"] += 1
+        taken["filtered"] += out is not CELLS and self.plan is not None
         return out
 
     def counted_placement(keys):
@@ -474,9 +489,9 @@ def test_scans_of_two_families_join_their_row_merges(tmp_path):
     def check(table_ops, data):
         style, ops = table_ops
         pool = _key_pool(style)
-        scans = data.draw(st.lists(_scan_options(pool, TWO_FAMILY_COLUMNS, [None, None, None, "PrefixFilter ('k')"]),
-                                   min_size=2, max_size=2))
-        dict_scans = data.draw(st.lists(_scan_options(pool, TWO_FAMILY_DICT_COLUMNS, [None]), min_size=2, max_size=2))
+        scans = data.draw(st.lists(_scan_options(pool, TWO_FAMILY_COLUMNS, TWO_FAMILY_FILTERS), min_size=2, max_size=2))
+        dict_scans = data.draw(st.lists(_scan_options(pool, TWO_FAMILY_DICT_COLUMNS, TWO_FAMILY_FILTERS),
+                                        min_size=2, max_size=2))
         name = f"j{next(_names)}"
         with storage.connect(root) as conn:
             table = conn.create_table(name, {"f": dict(FAMILY), "g": dict(FAMILY)}, settings={"wal_sync": "none"})
@@ -506,8 +521,45 @@ def test_scans_of_two_families_join_their_row_merges(tmp_path):
         mp.setattr(family_join, "_placement", counted_placement)
         mp.setattr(batch_scan, "_ROW_MERGE_BLOCKS", 2)  # several chunks per region
         check()
-    # chunks joined: families of the same keys side by side, and of different keys placed
+    # chunks joined: families of the same keys side by side, and of different keys placed;
+    # filtered ones among them
     assert taken["joined"] - taken["placed"] > 10 and taken["placed"] > 20, taken
+    assert taken["filtered"] > 20, taken
+
+
+def test_a_filter_on_another_familys_column_reads_it_and_leaves_it_out(tmp_path):
+    """A scan of ``a:x`` filtered on ``b:z`` (a column of another family, not asked for) reads
+    ``b:z`` for the filter, keeps the rows it passes and gives ``a:x`` alone, through the join
+    of the two families' rows, as the cell path does; with the tested column asked for too, it
+    comes out."""
+    taken = Counter()
+    chunk = FamilyJoin.chunk
+
+    def counted(self, lo, hi, reverse):
+        out = chunk(self, lo, hi, reverse)
+        taken["filtered"] += out is not CELLS and self.plan is not None
+        return out
+
+    with storage.connect(str(tmp_path / "root")) as conn, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(FamilyJoin, "chunk", counted)
+        table = conn.create_table("t", {"a": {}, "b": {}}, settings={"wal_sync": "none"})
+        with table.batch(timestamp=5) as b:
+            for i in range(12):
+                b.put(b"r%02d" % i, {b"a:x": b"x%d" % i, **({b"b:z": b"even" if i % 2 else b"odd"} if i % 3 else {})})
+        table.flush()
+        table.put(b"r02", {b"b:z": b"even"})  # the memstore: r02 fails now, r05 passes
+        table.put(b"r05", {b"b:z": b"odd"})
+        flt = "SingleColumnValueFilter ('b', 'z', =, 'binary:odd', true, true)"
+        for columns in ([b"a:x"], [b"a:x", b"b:z"]):
+            want = list(table.scan(path="cell", columns=columns, filter=flt))
+            got = list(table.scan(columns=columns, filter=flt))
+            assert got == want
+            assert [k for k, _ in got] == [b"r04", b"r05", b"r08", b"r10"]
+            assert all(set(d) == set(columns) for _, d in got), got
+            rows = [batch.to_pydict() for batch in table.scan_batches(columns=columns, filter=flt)]
+            assert [r for batch in rows for r in batch["key"]] == [b"r04", b"r05", b"r08", b"r10"]
+            assert all(list(batch) == ["key", *[c.decode() for c in columns]] for batch in rows)
+    assert taken["filtered"] == 4, taken
 
 
 def test_a_two_family_scan_counts_each_familys_cells_once(tmp_path):
