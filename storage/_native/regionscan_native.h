@@ -135,6 +135,7 @@ PyObject *rs_point_row(PyObject *self, PyObject *args);
 PyObject *rs_point_rows(PyObject *self, PyObject *args);
 PyObject *rs_row_dicts(PyObject *self, PyObject *args);
 PyObject *rs_resolve_merge(PyObject *self, PyObject *args);
+PyObject *rs_join_sorted(PyObject *self, PyObject *args);
 PyObject *rs_key_codes(PyObject *self, PyObject *args);
 PyObject *rs_key_pairs(PyObject *self, PyObject *args);
 PyObject *rs_pad_keys(PyObject *self, PyObject *args);
@@ -221,6 +222,10 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "resolve_merge(keys, width, bounds, ts, marker_keys, marker_ts, ranged, low, "   \
               "bounded, high, out) -> (rows, anchor, anchored, two_cursor): sorted pieces of "  \
               "encoded keys merged; per row its key's position and per column its winner's "   \
-              "(-1: none) into out; two_cursor: the two-run merge resolved them, not the general loop")
+              "(-1: none) into out; two_cursor: the two-run merge resolved them, not the general loop") \
+    RS_METHOD(join_sorted,                                                                      \
+              "join_sorted(codes, bounds, picks, index) -> rows: the union of sorted runs of "  \
+              "distinct uint64 codes; per union row its first code's position into picks and " \
+              "its position in each run (-1: none) into index (runs x len(codes))")
 
 #endif

@@ -24,11 +24,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
-from .cell_columns import UINT_BY_WIDTH, one_array, value_offsets
+from ..native import NATIVE
+from .cell_columns import UINT_BY_WIDTH, one_array, pool_empty, value_offsets
 from .gather import reversed_rows
-from .key_codes import padded_values
+from .key_codes import int_key_codes, padded_values
 
-__all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys"]
+__all__ = ["merge_row_runs", "row_order", "keys_disjoint", "order_keys", "join_keys"]
+
+_USE_MODULE = object()
+_MAX_JOINED = 64  # key columns the compiled join takes (join_sorted's runs)
 
 _MAX_KEY_BYTES = 1024  # wider row keys are placed by an Arrow sort instead
 _MAX_PIECES = 16  # a merged order of fewer contiguous pieces is built from slices, not gathered
@@ -212,3 +216,62 @@ def merge_row_runs(
 
 def _reversed(table: pa.Table) -> pa.Table:
     return reversed_rows(table)
+
+
+def join_keys(keys: Sequence[pa.Array | pa.ChunkedArray], *, native=_USE_MODULE
+              ) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """Where the rows of sorted, distinct key columns go in their union (the rows of several
+    families joined on the key): ``(picks, index)``, ``picks`` each union key's position in
+    the columns laid end to end (in the first column holding it), ``index[t]`` each union
+    row's row of column ``t`` (-1: none); None for keys too wide to encode
+    (:func:`order_keys`).
+
+    Keys that read as uint64 codes (:func:`storage.kernels.key_codes.int_key_codes`: one width
+    of 1, 2, 4 or 8 bytes, or wider under one lead) are joined by the compiled ``join_sorted``
+    in one walk of the columns' heads; others, and every call when the kernels are off, by
+    :func:`join_keys_py`, the reference, with the same answer.  ``native``: the compiled module
+    to use (None: the reference; by default :data:`storage.native.NATIVE`)."""
+    if native is _USE_MODULE:
+        native = NATIVE
+    arrays = [one_array(k) for k in keys]
+    if native is not None and 0 < len(arrays) <= _MAX_JOINED:
+        coded = int_key_codes(native, arrays, None)
+        if coded is not None and coded[1].ndim == 1:
+            codes = coded[1]
+            bounds = np.zeros(len(arrays) + 1, dtype=np.int64)
+            np.cumsum([len(a) for a in arrays], out=bounds[1:])
+            n = len(codes)
+            picks = pool_empty(n, np.int64)
+            index = pool_empty((len(arrays), n), np.int64)
+            rows = native.join_sorted(codes, bounds, picks, index)
+            return picks[:rows], [index[t, :rows] for t in range(len(arrays))]
+    return join_keys_py(arrays)
+
+
+def join_keys_py(keys: Sequence[pa.Array]) -> tuple[np.ndarray, list[np.ndarray]] | None:
+    """:func:`join_keys` in NumPy, the reference: the columns' encoded keys laid end to end
+    and stably sorted (each column is a sorted run, so the sort merges runs; equal keys keep
+    the columns' order), a new union row wherever a key differs from the one before."""
+    codes = order_keys(keys)
+    if codes is None:
+        return None
+    joined = np.concatenate(codes)
+    if not len(joined):
+        return np.zeros(0, dtype=np.int64), [np.zeros(0, dtype=np.int64) for _ in codes]
+    order = np.argsort(joined, kind="stable")
+    ordered = joined[order]
+    first = np.empty(len(order), dtype=bool)  # where a key differs from the one before: a new row
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    row_of = np.cumsum(first, dtype=np.int64)
+    row_of -= 1
+    rows = int(row_of[-1]) + 1
+    placed = np.empty(len(order), dtype=np.int64)  # each key's row, in the columns' order
+    placed[order] = row_of
+    index, start = [], 0
+    for c in codes:
+        at = np.full(rows, -1, dtype=np.int64)
+        at[placed[start:start + len(c)]] = np.arange(len(c), dtype=np.int64)
+        index.append(at)
+        start += len(c)
+    return order[first].astype(np.int64, copy=False), index

@@ -9,9 +9,10 @@ its dense blocks; :class:`FamilyJoin` runs one per family over the same chunk of
 joins their rows on the key: a row is in the answer when any family has one of its
 columns, and a family without the row gives it nulls (no cell), as the cell path's pivot
 does.  Families loaded together hold the same keys, so their rows are put side by side
-with no gather; otherwise one stable sort of the families' encoded keys (each family's
-keys are already sorted, so the sort merges runs) places every row and each family's
-columns are gathered into it.
+with no gather; otherwise the families' sorted keys are joined
+(:func:`storage.kernels.row_merge.join_keys`: one walk of their key codes, compiled) and
+each family's columns are gathered into the union's rows (a family holding every row of the
+union keeps its own).
 
 The row limit applies to the joined rows; a reverse scan joins a chunk forward and then
 reverses it.  A filter tests a whole row, and one family's columns do not say whether the
@@ -38,7 +39,7 @@ from ..cells import EMPTY_CELLS
 from ..columns import parse_column
 from ..kernels.cell_columns import one_array
 from ..kernels.gather import gather_binary, reversed_rows
-from ..kernels.row_merge import order_keys
+from ..kernels.row_merge import join_keys
 from ..region.store import StoreView
 from ..storefile import dense_rows
 from ..storefile.dense import DenseBlock
@@ -167,11 +168,11 @@ class FamilyJoin:
         if not held:
             return None
         keys = [t.column(0) for t in held]
-        placed = None if len(held) == len(tables) and all(k.equals(keys[0]) for k in keys[1:]) \
-            else _placement(keys)
-        if placed is CELLS:
-            return CELLS
-        if placed is None:  # every family holds the same rows: side by side
+        placed = False if len(held) == len(tables) and all(k.equals(keys[0]) for k in keys[1:]) \
+            else join_keys(keys)
+        if placed is None:
+            return CELLS  # keys too wide to encode
+        if placed is False:  # every family holds the same rows: side by side
             key = keys[0]
             columns = {name: t.column(j) for t in held for j, name in enumerate(t.schema.names) if j}
         else:
@@ -190,7 +191,6 @@ class FamilyJoin:
             return pa.Table.from_arrays([key, *columns.values()], names=names)
         arrays = [key] + [columns[f.name] if f.name in columns else pa.nulls(rows, f.type) for f in self.schema][1:]
         return pa.Table.from_arrays(arrays, schema=self.schema)
-
 
     def _filtered(self, joined: pa.Table, tables: list) -> pa.Table | None:
         """The joined rows the filter's plan keeps, with the cells it keeps, in the scan's
@@ -264,35 +264,6 @@ def _unfiltered_columns(view: StoreView, fproc: _FamilyProc, plan: tuple) -> tup
 def _reset(counts: _FamilyCounts | None) -> None:
     if counts is not None:
         counts.cells_scanned = counts.rows_filtered = 0
-
-
-def _placement(keys: Sequence[pa.ChunkedArray]) -> "tuple[np.ndarray, list[np.ndarray]] | object":
-    """Where the rows of sorted, distinct key columns go in their union: ``(picks, index)``,
-    ``picks`` the union's keys as positions in the columns laid end to end, ``index[t]``
-    each union row's row of column ``t`` (-1: none).  :data:`CELLS` for keys too wide to
-    encode."""
-    codes = order_keys([one_array(k) for k in keys])
-    if codes is None:
-        return CELLS
-    joined = np.concatenate(codes)
-    # each column's codes are ascending: a stable sort merges the runs
-    order = np.argsort(joined, kind="stable")
-    ordered = joined[order]
-    first = np.empty(len(order), dtype=bool)  # where a key differs from the one before: a new row
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    row_of = np.cumsum(first, dtype=np.int64)
-    row_of -= 1
-    rows = int(row_of[-1]) + 1
-    placed = np.empty(len(order), dtype=np.int64)  # each key's row, in the columns' order
-    placed[order] = row_of
-    index, start = [], 0
-    for c in codes:
-        at = np.full(rows, -1, dtype=np.int64)
-        at[placed[start:start + len(c)]] = np.arange(len(c), dtype=np.int64)
-        index.append(at)
-        start += len(c)
-    return order[first].astype(np.int64, copy=False), index
 
 
 def _gathered(column: pa.ChunkedArray, at: np.ndarray) -> pa.Array:

@@ -472,7 +472,7 @@ def test_scans_of_two_families_join_their_row_merges(tmp_path):
     them); every answer is the cell path's, embedded and through the connector."""
     root = str(tmp_path / "root")
     taken = Counter()
-    chunk, placement = FamilyJoin.chunk, family_join._placement
+    chunk, placement = FamilyJoin.chunk, family_join.join_keys
 
     def counted(self, lo, hi, reverse):
         out = chunk(self, lo, hi, reverse)
@@ -518,7 +518,7 @@ def test_scans_of_two_families_join_their_row_merges(tmp_path):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(FamilyJoin, "chunk", counted)
-        mp.setattr(family_join, "_placement", counted_placement)
+        mp.setattr(family_join, "join_keys", counted_placement)
         mp.setattr(batch_scan, "_ROW_MERGE_BLOCKS", 2)  # several chunks per region
         check()
     # chunks joined: families of the same keys side by side, and of different keys placed;
