@@ -14,7 +14,9 @@ with no gather; otherwise the families' sorted keys are joined
 each family's columns are gathered into the union's rows (a family holding every row of the
 union keeps its own).
 
-The row limit applies to the joined rows; a reverse scan joins a chunk forward and then
+Hidden columns (the Spark source's pruned reads: :mod:`storage.read.hidden_columns`) are
+read and joined as the others are, so a row held by them alone exists; the scan drops them
+from its batches.  The row limit applies to the joined rows; a reverse scan joins a chunk forward and then
 reverses it.  A filter tests a whole row, and one family's columns do not say whether the
 row passes, so a filtered scan's row merges run unfiltered, each reading its family's
 columns the filter tests as well, and the filter's dense plan
@@ -100,7 +102,7 @@ class FamilyJoin:
         """The join when the scan is a rows scan (or ``scan()``'s dicts), its filter (if any)
         has a dense plan and every family's sources can give rows, else None (the cell path)."""
         scan = proc.scan
-        if scan.hidden_columns or scan.dictionary_values:
+        if scan.dictionary_values:
             return None
         if scan.output != "rows" and not scan.row_dicts:
             return None
