@@ -23,12 +23,14 @@ columns the filter tests as well, and the filter's dense plan
 (:func:`storage.storefile.dense_rows.dense_filter` with no family: columns named
 ``family:qualifier`` in full) is applied to the joined rows as to one dense block: a row
 test over a column of one family, a value or column test per cell, a row-key test per row.
-Filters the dense plans do not take, and rows output of whole families (map columns) with a
-filter, keep the cell path.
+A whole family's map column under a filter is built after it: the family's columns are
+joined and filtered as ``scan()``'s dicts have them, then made its map.  Filters the dense
+plans do not take keep the cell path.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Sequence
 
 import numpy as np
@@ -91,6 +93,7 @@ class FamilyJoin:
         self.parts = parts  # in family order (the families' names as bytes): the cells' order
         self.proc = proc
         self.plan = plan  # the filter's plan over the joined rows (None: no filter)
+        self.maps = False  # whole families filtered as columns, then made map columns (_as_maps)
         scan = proc.scan
         # rows output: the cell path's columns, in the scan's order; scan()'s dicts: each
         # chunk's columns, family after family (names only: a dict holds what the row has)
@@ -113,12 +116,16 @@ class FamilyJoin:
             plan = dense_rows.dense_filter(scan.filter, None)
             if plan is None or plan[0] == "none":
                 return None  # a filter the rows cannot apply (or an empty list: the cells decide)
-            if not scan.row_dicts and any(parse_column(c).qualifier is None for c in proc.output_columns):
-                return None  # a whole family's map column: its cells are filtered on the cell path
+        # rows output of a whole family under a filter: the family's columns as scan()'s dicts
+        # have them, filtered, then its map column
+        maps = plan is not None and not scan.row_dicts and \
+            any(parse_column(c).qualifier is None for c in proc.output_columns)
         parts = []
         for name in sorted(families, key=lambda n: n.encode()):
             view = families[name]
             fproc = _FamilyProc(proc, name)
+            if maps:
+                fproc.scan = dataclasses.replace(scan, row_dicts=True)
             if plan is None:
                 direct = dense_plan(view, fproc, True) or block_columns_plan(view, fproc)
             else:
@@ -130,7 +137,9 @@ class FamilyJoin:
                     min(scan.max_versions, view.settings.max_versions) > 1:
                 return None  # the filter tests values of each version: the cells hold them
             parts.append((merge, fproc))
-        return cls(parts, proc, plan)
+        join = cls(parts, proc, plan)
+        join.maps = maps
+        return join
 
     def chunk(self, lo: bytes, hi: bytes | None, reverse: bool) -> "list[pa.RecordBatch] | object":
         """The joined rows of ``[lo, hi)`` (descending when ``reverse``), limited by the
@@ -138,18 +147,18 @@ class FamilyJoin:
         tables = []
         for merge, _ in self.parts:
             out = merge.chunk(lo, hi, False)
-            if out is CELLS:
+            if out is CELLS:  # the cell path scans the chunk, and counts it
                 for _, fproc in self.parts:
                     _reset(fproc.metrics)
                 return CELLS
             tables.append(pa.Table.from_batches(out) if out else None)
+        joined = self._join(tables)
         metrics = self.proc.metrics
-        if metrics is not None:
-            for _, fproc in self.parts:
+        for _, fproc in self.parts:
+            if metrics is not None and joined is not CELLS:
                 metrics.cells_scanned += fproc.metrics.cells_scanned
                 metrics.rows_filtered += fproc.metrics.rows_filtered
-                _reset(fproc.metrics)
-        joined = self._join(tables)
+            _reset(fproc.metrics)
         if joined is CELLS:
             return CELLS
         if joined is not None and self.plan is not None:
@@ -216,10 +225,12 @@ class FamilyJoin:
             zeros = pa.array(np.zeros(len(rows), dtype=np.int64))
             stamps = [zeros if v.null_count == 0 else pc.if_else(pc.is_valid(v), zeros, None) for v in values]
         dense = DenseBlock(rows, tuple(full[n] for n in held), stamps, values)
-        if self.schema is not None:  # rows output: the scan's columns, in its order
+        if self.schema is not None and not self.maps:  # rows output: the scan's columns, in its order
             specs = self.proc.output_columns
             names, wanted = [parse_column(c).name for c in specs], [bytes(c) for c in specs]
-        else:  # scan()'s dicts: every column the families' rows hold, but those read for the filter alone
+        else:
+            # scan()'s dicts (and whole families' columns): every column the families' rows hold,
+            # but those read for the filter alone
             names, wanted = [], []
             for (merge, fproc), table in zip(self.parts, tables):
                 family = merge.view.family.encode()
@@ -238,10 +249,39 @@ class FamilyJoin:
             metrics.rows_filtered += dense.num_rows - (out.num_rows if out is not None else 0)
         if out is None:
             return None
+        if self.maps:
+            return self._as_maps(out)
         table = pa.Table.from_batches([out])
         if self.schema is not None and not table.schema.equals(self.schema):
             table = table.cast(self.schema)
         return table
+
+
+    def _as_maps(self, out: pa.RecordBatch) -> pa.Table:
+        """Filtered rows of every column held (named by their ``family:qualifier`` bytes in
+        Latin-1) in the scan's columns: each named one as it is, each whole family as its map
+        column (null where the row has none of its cells)."""
+        include_ts = self.proc.scan.include_timestamp
+        step = 2 if include_ts else 1
+        fulls = [n.encode("latin-1") for n in out.schema.names[1::step]]
+        arrays = [out.column(0)]
+        for spec in self.proc.output_columns:
+            family, qualifier = parse_column(spec)
+            if qualifier is not None:
+                j = fulls.index(family + b":" + qualifier)
+                arrays += [out.column(1 + step * j)] + ([out.column(2 + 2 * j)] if include_ts else [])
+                continue
+            mine = [j for j, f in enumerate(fulls) if f.split(b":", 1)[0] == family]
+            if not mine:
+                arrays.append(pa.nulls(out.num_rows, kernels.FAMILY_MAP_TYPE))
+                continue
+            picked = [k for j in mine for k in ((1 + step * j, 2 + 2 * j) if include_ts else (1 + step * j,))]
+            columns = pa.RecordBatch.from_arrays([out.column(0)] + [out.column(k) for k in picked],
+                                                 names=["key"] + [out.schema.names[k] for k in picked])
+            qualifiers = [fulls[j].split(b":", 1)[1] for j in mine]
+            mapped = kernels.columns_to_family_map(columns, family.decode("latin-1"), qualifiers, include_ts)
+            arrays.append(mapped.column(1))
+        return pa.Table.from_arrays(arrays, schema=self.schema)
 
 
 def _unfiltered_columns(view: StoreView, fproc: _FamilyProc, plan: tuple) -> tuple | None:
