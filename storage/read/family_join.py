@@ -16,16 +16,16 @@ union keeps its own).
 
 Hidden columns (the Spark source's pruned reads: :mod:`storage.read.hidden_columns`) are
 read and joined as the others are, so a row held by them alone exists; the scan drops them
-from its batches.  The row limit applies to the joined rows; a reverse scan joins a chunk forward and then
-reverses it.  A filter tests a whole row, and one family's columns do not say whether the
-row passes, so a filtered scan's row merges run unfiltered, each reading its family's
-columns the filter tests as well, and the filter's dense plan
+from its batches. The row limit applies to the joined rows; a reverse scan joins a chunk
+forward and then reverses it. A filter tests a whole row, and one family's columns do not
+say whether the row passes, so a filtered scan's row merges run unfiltered, each reading its
+family's columns the filter tests as well, and the filter's dense plan
 (:func:`storage.storefile.dense_rows.dense_filter` with no family: columns named
 ``family:qualifier`` in full) is applied to the joined rows as to one dense block: a row
-test over a column of one family, a value or column test per cell, a row-key test per row.
-A whole family's map column under a filter is built after it: the family's columns are
-joined and filtered as ``scan()``'s dicts have them, then made its map.  Filters the dense
-plans do not take keep the cell path.
+test over a column of one family, a value or column test per cell, a row-key test per row. A
+whole family's map column under a filter is built after it: the family's columns are joined
+and filtered as ``scan()``'s dicts have them, then made its map. Filters the dense plans do
+not take keep the cell path.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
-
 import pyarrow.compute as pc
 
 from .. import kernels
@@ -179,11 +178,12 @@ class FamilyJoin:
         if not held:
             return None
         keys = [t.column(0) for t in held]
-        placed = False if len(held) == len(tables) and all(k.equals(keys[0]) for k in keys[1:]) \
-            else join_keys(keys)
+        # the families with rows hold the same keys (one family alone, or loaded together):
+        # side by side, the others' columns null
+        placed = False if all(k.equals(keys[0]) for k in keys[1:]) else join_keys(keys)
         if placed is None:
             return CELLS  # keys too wide to encode
-        if placed is False:  # every family holds the same rows: side by side
+        if placed is False:
             key = keys[0]
             columns = {name: t.column(j) for t in held for j, name in enumerate(t.schema.names) if j}
         else:
