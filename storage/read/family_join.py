@@ -88,11 +88,12 @@ class _FamilyProc:
 class FamilyJoin:
     """The row merges of one rows scan of several families (see the module docstring)."""
 
-    def __init__(self, parts: list[tuple[RowMerge, _FamilyProc]], proc, plan: tuple | None = None):
+    def __init__(self, parts: list[tuple[RowMerge, _FamilyProc]], proc, plan: tuple | None = None,
+                 maps: bool = False):
         self.parts = parts  # in family order (the families' names as bytes): the cells' order
         self.proc = proc
         self.plan = plan  # the filter's plan over the joined rows (None: no filter)
-        self.maps = False  # whole families filtered as columns, then made map columns (_as_maps)
+        self.maps = maps  # whole families filtered as columns, then made map columns (_as_maps)
         scan = proc.scan
         # rows output: the cell path's columns, in the scan's order; scan()'s dicts: each
         # chunk's columns, family after family (names only: a dict holds what the row has)
@@ -136,9 +137,7 @@ class FamilyJoin:
                     min(scan.max_versions, view.settings.max_versions) > 1:
                 return None  # the filter tests values of each version: the cells hold them
             parts.append((merge, fproc))
-        join = cls(parts, proc, plan)
-        join.maps = maps
-        return join
+        return cls(parts, proc, plan, maps)
 
     def chunk(self, lo: bytes, hi: bytes | None, reverse: bool) -> "list[pa.RecordBatch] | object":
         """The joined rows of ``[lo, hi)`` (descending when ``reverse``), limited by the
