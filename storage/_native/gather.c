@@ -191,6 +191,7 @@ static inline void copy_small(char *dst, const char *src, size_t size) {
 static void gather_plain_copy(const rs_chunk *c, const int64_t *starts, Py_ssize_t nchunks, const int64_t *idx,
                               Py_ssize_t n, const int32_t *out_off, char *out) {
     Py_ssize_t i = 0, k = 0, k_other = 0;
+    size_t asked = 0, limit = (size_t)out_off[n];
     while (i < n) {
         int64_t at = idx[i];
         locate(starts, nchunks, at, &k, &k_other);
@@ -198,6 +199,7 @@ static void gather_plain_copy(const rs_chunk *c, const int64_t *starts, Py_ssize
         Py_ssize_t j = i + 1;
         while (j < n && idx[j] == idx[j - 1] + 1 && idx[j] < end_row) j++;
         size_t size = (size_t)(out_off[j] - out_off[i]);
+        rs_prefetch_out(out, &asked, (size_t)out_off[j], limit);
         copy_small(out + out_off[i], c[k].data + c[k].off[at - starts[k]], size);
         i = j;
     }
@@ -371,6 +373,7 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
     } else {
     RS_RELEASE_GIL(n)
     Py_ssize_t i = 0, kk = 0, kk_other = 0;
+    size_t asked = 0;
     while (i < n) {
         if (!((out_valid[i >> 3] >> (i & 7)) & 1)) { i++; continue; }
         int64_t at = idx[i];
@@ -380,6 +383,7 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
         while (j < n && idx[j] == idx[j - 1] + 1 && idx[j] < end_row && ((out_valid[j >> 3] >> (j & 7)) & 1)) j++;
         const int32_t *off = c[kk].off;
         int64_t r0 = at - starts[kk], r1 = idx[j - 1] - starts[kk];
+        rs_prefetch_out(out, &asked, (size_t)out_off[j], (size_t)bytes);
         memcpy(out + out_off[i], c[kk].data + off[r0], (size_t)(off[r1 + 1] - off[r0]));
         i = j;
     }

@@ -123,6 +123,27 @@ void rs_release_chunks(struct ArrowArray *arrays, Py_ssize_t count, int64_t *sta
 /* A writable view of at least `size` bytes of `obj`; 0, or -1 with a ValueError. (gather.c) */
 int rs_view_out(rs_view *v, PyObject *obj, Py_ssize_t size);
 
+/* How far ahead of a copy an output's cache lines are asked for, for writing.  Kernels that
+ * copy many short values into a fresh buffer front to back (a gather's runs, the WAL's values
+ * into row form) write memory that the scan's decompressions have pushed out of cache, and
+ * each store of a few hundred bytes then waits on its line's read from memory; asked for this
+ * far ahead, the line is there.  Measured on bench_live's 6.7 MB `rewrite` gathers after the
+ * caches were emptied: 1.67 -> 1.37-1.41 ms (1,024 to 8,192 bytes ahead alike), 0.71 -> 0.63-0.65
+ * ms warm; asking for the sources' lines as well measured no better. */
+#define RS_OUT_AHEAD 2048
+
+/* Ask for the lines of `out` from *next up to `end` + RS_OUT_AHEAD (at most `limit`, the
+ * buffer's size), for writing; *next: the first byte not asked for yet, kept by the caller.  A
+ * hint only: it cannot fault and does not change a byte. */
+static inline void rs_prefetch_out(const char *out, size_t *next, size_t end, size_t limit) {
+#if defined(__GNUC__) || defined(__clang__)
+    size_t to = end + RS_OUT_AHEAD < limit ? end + RS_OUT_AHEAD : limit;
+    for (; *next < to; *next += 64) __builtin_prefetch(out + *next, 1, 3);
+#else
+    (void)out; (void)next; (void)end; (void)limit;
+#endif
+}
+
 /* The GIL is released only around work of at least this many elements: for a short call,
  * giving it up and taking it back costs more than the work (and may wait on another thread). */
 #define RS_GIL_MIN_ITEMS 4096

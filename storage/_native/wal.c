@@ -863,12 +863,15 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
         unsigned char *valid_col[255];
         int32_t *off_col[255];
         char *val_col[255];
+        size_t asked[255], val_size[255];  /* each value column's lines asked for (rs_prefetch_out) */
         for (Py_ssize_t a = 0; a < nq; a++) {
             vat[a] = 0;
             ts_col[a] = cv[4 * a].view.buf;
             valid_col[a] = cv[4 * a + 1].held ? cv[4 * a + 1].view.buf : NULL;
             off_col[a] = cv[4 * a + 2].view.buf;
             val_col[a] = cv[4 * a + 3].view.buf;
+            asked[a] = 0;
+            val_size[a] = (size_t)cv[4 * a + 3].view.len;
         }
         ro[0] = 0;
         c = 0;
@@ -890,6 +893,7 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
                     ro[r + 1] = (int32_t)rat;
                 }
                 Py_ssize_t a = rank[qid[c]];
+                rs_prefetch_out(val_col[a], &asked[a], (size_t)(vat[a] + vlen), val_size[a]);
                 rs_copy_short(val_col[a] + vat[a], rec->block[3] + at[3], vlen);
                 vat[a] += vlen;
                 ts_col[a][r] = rs_get_i64(rec->stamps + 8 * j);
