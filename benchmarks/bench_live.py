@@ -14,7 +14,13 @@ row in one compacted store file per region.  The live tables hold three
 quarters of the rows in such files and the last quarter only in the memstore
 and the WAL, laid out two ways: ``interleaved`` (every fourth row, so the
 memstore's rows fall between the file's everywhere) and ``tail`` (the last
-quarter of the key space, as appended time series are).
+quarter of the key space, as appended time series are).  The other layouts
+change rows the files hold: ``rewrite`` puts every fourth row again,
+``delete`` deletes it, ``mixed`` does both as a table being updated does
+(every eighth row put again, every eighth deleted: one memstore of puts
+among delete markers, flushed as cell blocks), and ``versions`` writes every
+row three times (read with ``max_versions=3``); each live table's second
+file (``file``) or memstore (``memstore``) holds that quarter.
 
 Five read paths are timed: the embedded ``Table.scan_batches`` (rows of
 ``cf:n`` and ``cf:s``), the connector's partition read (files mode:
@@ -166,6 +172,10 @@ LAYOUTS = {
     "rewrite": Layout(_puts(_ALL), _puts(_quarter, "put2", 2000)),
     # a quarter of the rows deleted (row delete markers)
     "delete": Layout(_puts(_ALL), _puts(_quarter, "delete", 2000)),
+    # both at once, as a table being updated is flushed: every eighth row put again and every
+    # eighth deleted, in one memstore (a flush of it writes cell blocks: puts among markers)
+    "mixed": Layout(_puts(_ALL), _chain(_puts(lambda i, rows: i % 8 == 3, "put2", 2000),
+                                        _puts(lambda i, rows: i % 8 == 7, "delete", 2000))),
     # every row written three times, max_versions=3, scanned with all versions
     "versions": Layout(
         _chain(_puts(_ALL), _puts(_ALL, "put2", 2000), _puts(_OTHERS, "put3", 3000)),
@@ -174,7 +184,7 @@ LAYOUTS = {
 }
 PATHS = ("embedded", "connector", "worker", "dicts", "family")
 VARIANTS = ("memstore", "file")  # where the live quarter is: memstore and WAL, or a second store file
-DEFAULT_LAYOUTS = ("interleaved", "tail", "rewrite", "delete", "versions")
+DEFAULT_LAYOUTS = ("interleaved", "tail", "rewrite", "delete", "mixed", "versions")
 
 
 def _write(table: storage.Table, writes) -> None:

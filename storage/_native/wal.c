@@ -441,8 +441,10 @@ done:
  * data), timestamps (int64), types (uint8), value (offsets, data), each from the first cell
  * (no slice offset, no nulls: the caller checks), and the limits max_qualifiers, max_fill
  * (rows x qualifiers <= max_fill x cells), min_rows, and allocate (pyarrow.allocate_buffer, for
- * the output buffers).  Returns None when the reference
- * would return None, False for cells out of cell order (the reference decides), else (rows, row_offsets, row_data, qualifiers, columns): per qualifier
+ * the output buffers), and optionally `cells`: the ascending int64 positions of the cells to
+ * pivot (a source's puts, its delete markers left out: the markers go their own way, and the
+ * values are copied once, straight from the source's value column).  Returns None when the
+ * reference would return None, False for cells out of cell order (the reference decides), else (rows, row_offsets, row_data, qualifiers, columns): per qualifier
  * (timestamps, validity or None, value_offsets, value_data, null_count). */
 
 typedef struct {
@@ -478,14 +480,14 @@ static void rs_rank_qualifiers(const rs_slice *q, Py_ssize_t nq, unsigned char *
 
 PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
     Py_ssize_t n, max_q, max_fill, min_rows;
-    PyObject *objs[8], *allocate;
+    PyObject *objs[8], *allocate, *cells_obj = Py_None;
     (void)self;
-    if (!PyArg_ParseTuple(args, "nOOOOOOOOnnnO", &n, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &max_q, &max_fill, &min_rows, &allocate))
+    if (!PyArg_ParseTuple(args, "nOOOOOOOOnnnO|O", &n, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &max_q, &max_fill, &min_rows, &allocate, &cells_obj))
         return NULL;
     static const char *names[8] = {"row offsets", "row data", "qualifier offsets", "qualifier data",
                                    "timestamps", "types", "value offsets", "value data"};
-    rs_view v[8], rv[2], cv[4];
+    rs_view v[8], rv[2], cv[4], pv = {0};
     rv[0].held = rv[1].held = 0;
     for (int k = 0; k < 4; k++) cv[k].held = 0;
     int got = 0;
@@ -508,9 +510,31 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
     const char *rd = v[1].view.buf, *qd = v[3].view.buf, *vd = v[7].view.buf;
     const int64_t *ts = v[4].view.buf;
     const unsigned char *types = v[5].view.buf;
+    /* `cells`: the positions of the cells to pivot (ascending int64; a source's puts, its
+     * markers left out), else every cell; m of them.  Below, i counts those cells and CELL(i)
+     * is the i-th one's position in the buffers. */
+    const int64_t *pick = NULL;
+    Py_ssize_t m = n;
+    if (cells_obj != Py_None) {
+        if (rs_view_get(&pv, cells_obj, "cells", 0) < 0) goto fail;
+        if (pv.view.len % 8) {
+            PyErr_SetString(PyExc_ValueError, "dense_pivot: cells must be an int64 array");
+            goto fail;
+        }
+        pick = pv.view.buf;
+        m = pv.view.len / 8;
+        for (Py_ssize_t i = 0; i < m; i++)
+            if (pick[i] < 0 || pick[i] >= n || (i && pick[i] <= pick[i - 1])) {
+                PyErr_Format(PyExc_ValueError, "dense_pivot: cells[%zd] = %lld is not an ascending position of the %zd cells",
+                             i, (long long)pick[i], n);
+                goto fail;
+            }
+        if (m == 0) goto none;
+    }
+#define CELL(i) (pick ? (Py_ssize_t)pick[(i)] : (i))
     q = PyMem_Malloc(sizeof(rs_slice) * (size_t)max_q);
-    starts = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n + 1));
-    qid = PyMem_Malloc((size_t)n);
+    starts = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(m + 1));
+    qid = PyMem_Malloc((size_t)m);
     if (q == NULL || starts == NULL || qid == NULL) {
         PyErr_NoMemory();
         goto fail;
@@ -518,14 +542,15 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
     /* pass 1: row starts, distinct qualifiers (in first-seen order), each cell's qualifier */
     Py_ssize_t nrows = 0, nq = 0;
     int refused = 0, unsorted = 0;
-    for (Py_ssize_t i = 0; i < n && !refused; i++) {
-        if (types[i] != 4) { refused = 1; break; }  /* 4: a put */
-        const char *qp = qd + qo[i];
-        Py_ssize_t ql = qo[i + 1] - qo[i];
-        int new_row = i == 0 || rs_cmp_bytes(rd + ro[i - 1], ro[i] - ro[i - 1], rd + ro[i], ro[i + 1] - ro[i]) != 0;
+    for (Py_ssize_t i = 0; i < m && !refused; i++) {
+        Py_ssize_t x = CELL(i), w = i ? CELL(i - 1) : 0;  /* this cell and the one before */
+        if (types[x] != 4) { refused = 1; break; }  /* 4: a put */
+        const char *qp = qd + qo[x];
+        Py_ssize_t ql = qo[x + 1] - qo[x];
+        int new_row = i == 0 || rs_cmp_bytes(rd + ro[w], ro[w + 1] - ro[w], rd + ro[x], ro[x + 1] - ro[x]) != 0;
         if (new_row) starts[nrows++] = i;
         else {
-            int c = rs_cmp_bytes(qd + qo[i - 1], qo[i] - qo[i - 1], qp, ql);
+            int c = rs_cmp_bytes(qd + qo[w], qo[w + 1] - qo[w], qp, ql);
             if (c == 0) { refused = 1; break; }  /* a second version of a column: not dense */
             if (c > 0) { unsorted = 1; break; }  /* not in cell order: the reference decides */
         }
@@ -543,18 +568,18 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
         }
         qid[i] = (unsigned char)j;
     }
-    starts[nrows] = n;
+    starts[nrows] = m;
     if (unsorted) {
         out = Py_NewRef(Py_False);
         goto done;
     }
-    if (refused || nrows < min_rows || nrows * nq > max_fill * n) goto none;
+    if (refused || nrows < min_rows || nrows * nq > max_fill * m) goto none;
     /* the qualifiers ascending, and each id's rank */
     unsigned char rank[256], byrank[256];
     rs_rank_qualifiers(q, nq, rank, byrank);
     /* the row keys */
     Py_ssize_t row_bytes = 0;
-    for (Py_ssize_t r = 0; r < nrows; r++) row_bytes += ro[starts[r] + 1] - ro[starts[r]];
+    for (Py_ssize_t r = 0; r < nrows; r++) row_bytes += ro[CELL(starts[r]) + 1] - ro[CELL(starts[r])];
     row_off = rs_new_buffer(allocate, 4 * (nrows + 1), &rv[0]);
     row_data = row_off ? rs_new_buffer(allocate, row_bytes, &rv[1]) : NULL;
     quals = PyTuple_New(nq);
@@ -566,7 +591,7 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
         Py_ssize_t at = 0;
         o[0] = 0;
         for (Py_ssize_t r = 0; r < nrows; r++) {
-            Py_ssize_t s = starts[r], len = ro[s + 1] - ro[s];
+            Py_ssize_t s = CELL(starts[r]), len = ro[s + 1] - ro[s];
             memcpy(d + at, rd + ro[s], (size_t)len);
             at += len;
             o[r + 1] = (int32_t)at;
@@ -585,8 +610,8 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto fail;
     }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        vbytes[rank[qid[i]]] += vo[i + 1] - vo[i];
+    for (Py_ssize_t i = 0; i < m; i++) {
+        vbytes[rank[qid[i]]] += vo[CELL(i) + 1] - vo[CELL(i)];
         present[rank[qid[i]]]++;
     }
     int failed = 0;
@@ -612,10 +637,10 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
                 Py_ssize_t i = starts[r], end = starts[r + 1];
                 while (i < end && rank[qid[i]] < a) i++;  /* a row's cells ascend by qualifier */
                 if (i < end && rank[qid[i]] == a) {
-                    Py_ssize_t len = vo[i + 1] - vo[i];
-                    memcpy(dw + at, vd + vo[i], (size_t)len);
+                    Py_ssize_t x = CELL(i), len = vo[x + 1] - vo[x];
+                    memcpy(dw + at, vd + vo[x], (size_t)len);
                     at += len;
-                    tw[r] = ts[i];
+                    tw[r] = ts[x];
                     if (bits) bits[r >> 3] |= (unsigned char)(1u << (r & 7));
                 } else {
                     tw[r] = 0;
@@ -638,7 +663,9 @@ none:
     out = Py_NewRef(Py_None);
 fail:
 done:
+#undef CELL
     for (int k = 0; k < got; k++) rs_view_release(&v[k]);
+    rs_view_release(&pv);
     rs_view_release(&rv[0]);
     rs_view_release(&rv[1]);
     PyMem_Free(q);

@@ -12,6 +12,7 @@ slices, which a rows scan merges with the store files' dense rows
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,29 +23,71 @@ from ..kernels.merge import bisect_rows
 from ..native import NATIVE as _NATIVE
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
 
-__all__ = ["RowRun", "log_rows"]
+__all__ = ["RowRun", "log_rows", "dense_puts"]
 
 _BINARY, _INT64 = pa.binary(), pa.int64()
 _PLAIN = (_BINARY, _BINARY, _BINARY, _INT64, pa.uint8(), _BINARY)  # the cell columns the kernel takes
 
 
-def _native_dense(batch: pa.RecordBatch) -> DenseBlock | None | bool:
-    """:func:`dense_from_cells` of sorted cells of one family (``min_rows`` 1) in one
-    compiled call (``dense_pivot``, ``storage/_native/wal.c``): the block, None when
-    the cells are not dense, or False when the kernel is off or does not take these
-    columns (sliced, with nulls, another type, not in cell order): the reference decides."""
+def _native_dense(batch: pa.RecordBatch, cells: np.ndarray | None = None) -> DenseBlock | None | bool:
+    """:func:`dense_from_cells` of sorted cells of one family (``min_rows`` 1), or of the
+    cells at ``cells`` (ascending positions) only, in one compiled call (``dense_pivot``,
+    ``storage/_native/wal.c``): the block, None when the cells are not dense, or False
+    when the kernel is off or does not take these columns (sliced, with nulls, another
+    type, not in cell order): the reference decides."""
     if _NATIVE is None or batch.num_rows == 0:
         return False
     columns = batch.columns
     if any(c.type != t or c.offset or c.null_count for c, t in zip(columns, _PLAIN)):
         return False
     row, _, qualifier, timestamp, kind, value = columns
+    extra = () if cells is None else (np.ascontiguousarray(cells, dtype=np.int64),)
     out = _NATIVE.dense_pivot(batch.num_rows, *row.buffers()[1:], *qualifier.buffers()[1:], timestamp.buffers()[1],
                               kind.buffers()[1], *value.buffers()[1:], MAX_DENSE_QUALIFIERS, MAX_FILL, 1,
-                              pa.allocate_buffer)
+                              pa.allocate_buffer, *extra)
     if out is None or out is False:
         return out
     return _dense_block(*out)
+
+
+def dense_puts(cells: pa.Table, at: np.ndarray) -> list[DenseBlock] | None:
+    """The puts at positions ``at`` (ascending) of sorted cells of one family (a source's
+    puts, its delete markers left out) as dense blocks, one per chunk of ``cells`` holding
+    some (a file's cell blocks), or None when they are not dense (a second version of a
+    column, too sparse or too many qualifiers).  One compiled call per chunk copies each
+    value once, straight from the cells' value column (``dense_pivot`` with ``cells``); the
+    reference takes the puts, then :func:`dense_from_cells`.  Chunks whose puts share a row
+    (a row cut by a block boundary) are pivoted together, after joining the chunks."""
+    table = as_cell_table(cells)
+    if not len(at):
+        return None
+    batches = table.to_batches()
+    ends = np.cumsum([b.num_rows for b in batches])
+    cut = np.searchsorted(at, ends[:-1])  # where each chunk's puts start in ``at``
+    parts = [(b, at[lo:hi] - start) for b, lo, hi, start in
+             zip(batches, np.concatenate([[0], cut]), np.concatenate([cut, [len(at)]]),
+                 np.concatenate([[0], ends[:-1]]))
+             if hi > lo]
+    if len(parts) > 1 and _row_cut(parts):
+        parts = [(table.combine_chunks().to_batches()[0], at)]
+    blocks = []
+    for batch, picked in parts:
+        dense = _native_dense(batch, picked)
+        if dense is False:
+            dense = dense_from_cells(batch.take(pa.array(picked, pa.int64())), min_rows=1)
+        if dense is None:
+            return None
+        blocks.append(dense)
+    return blocks
+
+
+def _row_cut(parts: list) -> bool:
+    """Does a row's puts run from one chunk into the next (``parts``: each chunk's batch and
+    its puts' positions in it)?"""
+    for (a, pa_at), (b, pb_at) in zip(parts, parts[1:]):
+        if a.column("row")[int(pa_at[-1])] == b.column("row")[int(pb_at[0])]:
+            return True
+    return False
 
 
 def _dense_block(nrows: int, row_offsets, row_data, qualifiers: tuple, parts: list) -> DenseBlock:

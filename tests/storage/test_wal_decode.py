@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import struct
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -226,6 +227,83 @@ def test_the_row_form_matches_the_reference(compiled, cells, versions):
             assert native_block is False
         else:
             _same_dense(native_block, dense_from_cells(batch, min_rows=1))
+
+
+_mixed_cells = st.lists(st.tuples(st.binary(min_size=1, max_size=4), st.sampled_from([b"a", b"b", b"", b"zz"]),
+                                  st.integers(0, 5), st.sampled_from([PUT, PUT, int(CellType.DELETE_FAMILY),
+                                                                      int(CellType.DELETE_COLUMN)]),
+                                  st.binary(max_size=30)), max_size=120)
+
+
+def _cell_table(rows) -> pa.Table:
+    return pa.Table.from_pylist([dict(row=r, family=b"cf", qualifier=q, timestamp=t, type=k, value=v)
+                                 for r, q, t, k, v in rows], schema=CELL_SCHEMA)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cells=_mixed_cells, versions=st.booleans(), chunk=st.integers(1, 40))
+def test_the_puts_among_markers_pivot_as_the_reference(compiled, cells, versions, chunk):
+    # a source of re-puts and deletes: its puts (markers left out) as dense blocks, compiled
+    # straight from the cells and by the reference, whole and in chunks (a file's cell blocks)
+    key = lambda c: (c[0], c[1], -c[2], -c[3])  # noqa: E731
+    if versions:
+        rows = sorted(cells, key=key)
+    else:
+        rows = sorted({(c[0], c[1], c[3] == PUT): c for c in cells}.values(), key=key)
+    table = _cell_table(rows)
+    if not table.num_rows:
+        return
+    types = np.asarray(table.column("type"))
+    at = np.flatnonzero(types == PUT)
+    puts = table.take(pa.array(at, pa.int64())).combine_chunks()
+    expected = dense_from_cells(puts.to_batches()[0], min_rows=1) if len(at) else None
+    batch = table.combine_chunks().to_batches()[0]
+    if BUILT is not None and len(at):
+        _same_dense(row_runs._native_dense(batch, at) or None, expected)
+    chunked = pa.Table.from_batches([table.slice(i, chunk).combine_chunks().to_batches()[0]
+                                     for i in range(0, table.num_rows, chunk)])
+    model: dict = {}  # row -> qualifier -> (timestamp, value): one put of each, where dense
+    for r, q, t, k, v in rows:
+        if k == PUT:
+            model.setdefault(r, {})[q] = (t, v)
+    for source in (table, chunked):
+        blocks = row_runs.dense_puts(source, at)
+        if source is table:  # one part: the reference's answer
+            assert (blocks is None) == (expected is None)
+        if blocks is None:
+            continue
+        # a chunk's puts can be dense where all of them are not (too sparse together): either
+        # way the blocks laid end to end are the puts' rows
+        assert pa.concat_arrays([b.rows for b in blocks]).to_pylist() == sorted(model)
+        for block in blocks:
+            for j, q in enumerate(block.qualifiers):
+                for r, t, v in zip(block.rows.to_pylist(), block.timestamps[j].to_pylist(), block.value(j).to_pylist()):
+                    assert (t, v) == model[r].get(q, (None, None))
+            assert all(q in block.qualifiers for r in block.rows.to_pylist() for q in model[r])
+
+
+def test_puts_of_a_row_cut_by_a_chunk_boundary_pivot_together(compiled):
+    rows = [(b"r1", b"a", 5, PUT, b"x"), (b"r1", b"b", 5, PUT, b"y"), (b"r2", b"", 6, int(CellType.DELETE_FAMILY), b""),
+            (b"r3", b"a", 5, PUT, b"z")]
+    table = _cell_table(rows)
+    chunked = pa.Table.from_batches([table.slice(0, 1).to_batches()[0], table.slice(1).combine_chunks().to_batches()[0]])
+    blocks = row_runs.dense_puts(chunked, np.array([0, 1, 3]))
+    assert len(blocks) == 1 and blocks[0].rows.to_pylist() == [b"r1", b"r3"]
+    assert blocks[0].value(1).to_pylist() == [b"y", None]
+
+
+def test_bad_picked_cells_get_a_one_line_error():
+    if BUILT is None:
+        assert native.NATIVE is None
+        return
+    offsets = struct.pack("<3i", 0, 1, 2)
+    for cells, message in ((np.array([1, 0]), "cells\\[1\\] = 0 is not an ascending position"),
+                           (np.array([0, 2]), "cells\\[1\\] = 2 is not an ascending position of the 2 cells"),
+                           (np.array([-1]), "cells\\[0\\] = -1"), (b"abc", "cells must be an int64 array")):
+        with pytest.raises(ValueError, match=message) as info:
+            BUILT.dense_pivot(2, offsets, b"ab", offsets, b"ab", bytes(16), bytes([PUT, PUT]), offsets, b"ab", 255, 2,
+                              1, pa.allocate_buffer, cells)
+        assert "\n" not in str(info.value)
 
 
 def test_too_many_qualifiers_or_too_sparse_rows_are_not_dense_either_way(compiled):
