@@ -92,7 +92,7 @@ class SortedCells:
             known._clean = shape.clean
             known._family = shape.family
             return known
-        if is_sorted(cells, strict=True):
+        if shape is None and is_sorted(cells, strict=True):  # (a shape that says unsorted is not checked again)
             return cls(cells)  # written in key order without overwrites (appends): nothing to do
         return cls(sort_log(cells).combine_chunks())
 

@@ -467,11 +467,19 @@ def test_pad_keys_refuse_bad_input_in_one_line():
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
 @given(keys=st.lists(st.lists(st.integers(0, 5), min_size=0, max_size=30), min_size=1, max_size=3)
        .filter(lambda ks: len({len(k) for k in ks}) == 1),
-       wide=st.booleans())
-def test_lex_order_is_numpy_s_stable_lexsort(keys, wide):
-    """lex_order sorts the most significant key by quicksort and only its ties by lexsort:
-    the same order as one stable lexsort, equal entries in their original order."""
-    arrays = [np.array([v * (2**40 if wide else 1) for v in k], np.uint64) for k in keys]
+       wide=st.booleans(), kinds=st.lists(st.sampled_from(["uint64", "int64", "uint8"]), min_size=3, max_size=3))
+def test_lex_order_is_numpy_s_stable_lexsort(keys, wide, kinds):
+    """lex_order sorts packed keys where they fit in 64 bits together, else the most
+    significant key by quicksort and only its ties by lexsort: the same order as one stable
+    lexsort, equal entries in their original order (keys as _coded_order gives them:
+    row codes, inverted timestamps, below zero, and inverted kinds)."""
+    def array(values, kind):
+        if kind == "int64":  # as ~timestamp: below zero, descending
+            return np.invert(np.array([v * (2**40 if wide else 1) for v in values], np.int64))
+        if kind == "uint8":
+            return np.invert(np.array(values, np.uint8))
+        return np.array([v * (2**40 if wide else 1) for v in values], np.uint64)
+    arrays = [array(k, kind) for k, kind in zip(keys, kinds)]
     order, differs = lex_order(arrays)
     expected = np.lexsort(arrays) if len(arrays[0]) else np.arange(0)
     assert order.tolist() == expected.tolist()
