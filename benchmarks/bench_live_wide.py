@@ -6,7 +6,9 @@ deleted or written again, against the same table compacted.
 ``bench_live.py`` measures the merge on a two-column sample table; users' tables are wide,
 and the happybase habit is to scan whole rows.  Each layout copies the loaded table, then
 deletes (``delete``: row delete markers) or puts again with a newer timestamp (``rewrite``:
-the same values) every ``--every``-th row, the writes left in the memstore and WAL
+the same values) every ``--every``-th row, or both (``mixed``: every other such row put
+again, the others deleted, in one batch: a memstore of puts among markers, flushed as cell
+blocks), the writes left in the memstore and WAL
 (``memstore``) or flushed into a second file per region (``file``); a copy of that table is
 major-compacted (the flushed side, the same rows).  Read paths, embedded, every run with
 the block cache emptied and nothing kept (built, as bench_live's ``built`` lines):
@@ -73,6 +75,11 @@ def _live_copy(source: str, root: str, layout: str, variant: str, every: int) ->
         if layout == "delete":
             for key in picked:
                 batch.delete(key)
+        elif layout == "mixed":  # every other picked row put again, the others deleted
+            for key, data in table.rows(picked[::2]):
+                batch.put(key, data)
+            for key in picked[1::2]:
+                batch.delete(key)
         else:
             for key, data in table.rows(picked):
                 batch.put(key, data)
@@ -106,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", required=True, help="bench_tpch.py's --data-dir (its regionscan tables)")
     parser.add_argument("--every", type=int, default=20, help="write every N-th row (default 20: 5%%)")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--layouts", default="delete,rewrite")
+    parser.add_argument("--layouts", default="delete,rewrite,mixed")
     parser.add_argument("--variants", default="memstore,file")
     parser.add_argument("--paths", default=",".join(PATHS))
     parser.add_argument("--work", default=None, help="folder for the copies (default: a temporary one)")

@@ -199,7 +199,7 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "value); flags 1 sorted, 2 clean, 4 one family; None: the reference decides")      \
     RS_METHOD(dense_pivot,                                                                      \
               "dense_pivot(n, row_offsets, row_data, qual_offsets, qual_data, timestamps, types, " \
-              "value_offsets, value_data, max_qualifiers, max_fill, min_rows, allocate[, cells]) -> (rows, " \
+              "value_offsets, value_data, max_qualifiers, max_fill, min_rows, allocate[, cells, qualifiers]) -> (rows, " \
               "row_offsets, row_data, qualifiers, [(timestamps, validity, offsets, data, nulls)]) " \
               "| None | False: sorted cells of one family as a dense block; None: not dense; "    \
               "False: not in cell order, the reference decides")                                  \

@@ -443,7 +443,8 @@ done:
  * (rows x qualifiers <= max_fill x cells), min_rows, and allocate (pyarrow.allocate_buffer, for
  * the output buffers), and optionally `cells`: the ascending int64 positions of the cells to
  * pivot (a source's puts, its delete markers left out: the markers go their own way, and the
- * values are copied once, straight from the source's value column).  Returns None when the
+ * values are copied once, straight from the source's value column), and optionally `qualifiers`:
+ * a tuple of the qualifiers to pivot, the cells of others left out.  Returns None when the
  * reference would return None, False for cells out of cell order (the reference decides), else (rows, row_offsets, row_data, qualifiers, columns): per qualifier
  * (timestamps, validity or None, value_offsets, value_data, null_count). */
 
@@ -480,10 +481,10 @@ static void rs_rank_qualifiers(const rs_slice *q, Py_ssize_t nq, unsigned char *
 
 PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
     Py_ssize_t n, max_q, max_fill, min_rows;
-    PyObject *objs[8], *allocate, *cells_obj = Py_None;
+    PyObject *objs[8], *allocate, *cells_obj = Py_None, *wanted_obj = Py_None;
     (void)self;
-    if (!PyArg_ParseTuple(args, "nOOOOOOOOnnnO|O", &n, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &max_q, &max_fill, &min_rows, &allocate, &cells_obj))
+    if (!PyArg_ParseTuple(args, "nOOOOOOOOnnnO|OO", &n, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &max_q, &max_fill, &min_rows, &allocate, &cells_obj, &wanted_obj))
         return NULL;
     static const char *names[8] = {"row offsets", "row data", "qualifier offsets", "qualifier data",
                                    "timestamps", "types", "value offsets", "value data"};
@@ -495,6 +496,7 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
     rs_slice *q = NULL;
     Py_ssize_t *starts = NULL;
     unsigned char *qid = NULL;
+    int64_t *kept = NULL;  /* the picked cells of the wanted qualifiers (`wanted`) */
     for (; got < 8; got++)
         if (rs_view_get(&v[got], objs[got], names[got], 0) < 0) goto fail;
     if (n < 1 || max_q < 1 || max_q > 255) {
@@ -532,6 +534,42 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
         if (m == 0) goto none;
     }
 #define CELL(i) (pick ? (Py_ssize_t)pick[(i)] : (i))
+    /* `wanted`: a tuple of the qualifiers to pivot (at most max_qualifiers); the cells of
+     * others are left out first (a read of some of a wide row's columns) */
+    if (wanted_obj != Py_None) {
+        if (!PyTuple_Check(wanted_obj) || PyTuple_GET_SIZE(wanted_obj) > max_q) {
+            PyErr_Format(PyExc_ValueError, "dense_pivot: qualifiers must be a tuple of at most %zd bytes objects", max_q);
+            goto fail;
+        }
+        Py_ssize_t nw = PyTuple_GET_SIZE(wanted_obj);
+        rs_slice want[255];
+        for (Py_ssize_t w = 0; w < nw; w++) {
+            PyObject *item = PyTuple_GET_ITEM(wanted_obj, w);
+            if (!PyBytes_Check(item)) {
+                PyErr_Format(PyExc_ValueError, "dense_pivot: qualifiers[%zd] is %.80s, not bytes", w, Py_TYPE(item)->tp_name);
+                goto fail;
+            }
+            want[w].data = PyBytes_AS_STRING(item);
+            want[w].len = PyBytes_GET_SIZE(item);
+        }
+        kept = PyMem_Malloc(sizeof(int64_t) * (size_t)(m ? m : 1));
+        if (kept == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        Py_ssize_t k = 0;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            Py_ssize_t x = CELL(i), ql = qo[x + 1] - qo[x];
+            for (Py_ssize_t w = 0; w < nw; w++)
+                if (want[w].len == ql && memcmp(want[w].data, qd + qo[x], (size_t)ql) == 0) {
+                    kept[k++] = x;
+                    break;
+                }
+        }
+        pick = kept;
+        m = k;
+        if (m == 0) goto none;
+    }
     q = PyMem_Malloc(sizeof(rs_slice) * (size_t)max_q);
     starts = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(m + 1));
     qid = PyMem_Malloc((size_t)m);
@@ -666,6 +704,7 @@ done:
 #undef CELL
     for (int k = 0; k < got; k++) rs_view_release(&v[k]);
     rs_view_release(&pv);
+    PyMem_Free(kept);
     rs_view_release(&rv[0]);
     rs_view_release(&rv[1]);
     PyMem_Free(q);

@@ -12,6 +12,8 @@ slices, which a rows scan merges with the store files' dense rows
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,19 +31,22 @@ _BINARY, _INT64 = pa.binary(), pa.int64()
 _PLAIN = (_BINARY, _BINARY, _BINARY, _INT64, pa.uint8(), _BINARY)  # the cell columns the kernel takes
 
 
-def _native_dense(batch: pa.RecordBatch, cells: np.ndarray | None = None) -> DenseBlock | None | bool:
+def _native_dense(batch: pa.RecordBatch, cells: np.ndarray | None = None,
+                  qualifiers: tuple | None = None) -> DenseBlock | None | bool:
     """:func:`dense_from_cells` of sorted cells of one family (``min_rows`` 1), or of the
-    cells at ``cells`` (ascending positions) only, in one compiled call (``dense_pivot``,
-    ``storage/_native/wal.c``): the block, None when the cells are not dense, or False
-    when the kernel is off or does not take these columns (sliced, with nulls, another
-    type, not in cell order): the reference decides."""
+    cells at ``cells`` (ascending positions) only, and of ``qualifiers`` only where given,
+    in one compiled call (``dense_pivot``, ``storage/_native/wal.c``): the block, None when
+    the cells are not dense, or False when the kernel is off or does not take these columns
+    (sliced, with nulls, another type, not in cell order): the reference decides."""
     if _NATIVE is None or batch.num_rows == 0:
         return False
     columns = batch.columns
     if any(c.type != t or c.offset or c.null_count for c, t in zip(columns, _PLAIN)):
         return False
     row, _, qualifier, timestamp, kind, value = columns
-    extra = () if cells is None else (np.ascontiguousarray(cells, dtype=np.int64),)
+    extra: tuple = () if cells is None else (np.ascontiguousarray(cells, dtype=np.int64),)
+    if qualifiers is not None:
+        extra = (extra[0] if extra else None, tuple(qualifiers))
     out = _NATIVE.dense_pivot(batch.num_rows, *row.buffers()[1:], *qualifier.buffers()[1:], timestamp.buffers()[1],
                               kind.buffers()[1], *value.buffers()[1:], MAX_DENSE_QUALIFIERS, MAX_FILL, 1,
                               pa.allocate_buffer, *extra)
@@ -50,17 +55,19 @@ def _native_dense(batch: pa.RecordBatch, cells: np.ndarray | None = None) -> Den
     return _dense_block(*out)
 
 
-def dense_puts(cells: pa.Table, at: np.ndarray) -> list[DenseBlock] | None:
+def dense_puts(cells: pa.Table, at: np.ndarray, qualifiers: Sequence[bytes] | None = None) -> list[DenseBlock] | None:
     """The puts at positions ``at`` (ascending) of sorted cells of one family (a source's
-    puts, its delete markers left out) as dense blocks, one per chunk of ``cells`` holding
-    some (a file's cell blocks), or None when they are not dense (a second version of a
-    column, too sparse or too many qualifiers).  One compiled call per chunk copies each
-    value once, straight from the cells' value column (``dense_pivot`` with ``cells``); the
-    reference takes the puts, then :func:`dense_from_cells`.  Chunks whose puts share a row
-    (a row cut by a block boundary) are pivoted together, after joining the chunks."""
+    puts, its delete markers left out), of ``qualifiers`` only where given (a read of some
+    of a wide row's columns), as dense blocks, one per chunk of ``cells`` holding some (a
+    file's cell blocks; none without any), or None when they are not dense (a second version
+    of a column, too sparse or too many qualifiers).  One compiled call per chunk copies
+    each value once, straight from the cells' value column (``dense_pivot`` with ``cells``
+    and ``qualifiers``); the reference takes the puts, then :func:`dense_from_cells`.
+    Chunks whose puts share a row (a row cut by a block boundary) are pivoted together,
+    after joining the chunks."""
     table = as_cell_table(cells)
     if not len(at):
-        return None
+        return []
     batches = table.to_batches()
     ends = np.cumsum([b.num_rows for b in batches])
     cut = np.searchsorted(at, ends[:-1])  # where each chunk's puts start in ``at``
@@ -70,15 +77,29 @@ def dense_puts(cells: pa.Table, at: np.ndarray) -> list[DenseBlock] | None:
              if hi > lo]
     if len(parts) > 1 and _row_cut(parts):
         parts = [(table.combine_chunks().to_batches()[0], at)]
+    wanted = None if qualifiers is None else tuple(qualifiers)
     blocks = []
     for batch, picked in parts:
-        dense = _native_dense(batch, picked)
+        dense = _native_dense(batch, picked, wanted)
         if dense is False:
-            dense = dense_from_cells(batch.take(pa.array(picked, pa.int64())), min_rows=1)
+            puts = batch.take(pa.array(picked, pa.int64()))
+            if wanted is not None:
+                puts = puts.filter(pc.is_in(puts.column("qualifier"), value_set=pa.array(list(wanted), pa.binary())))
+            if not puts.num_rows:
+                continue
+            dense = dense_from_cells(puts, min_rows=1)
         if dense is None:
+            if wanted is not None and not _has_wanted(batch, picked, wanted):
+                continue  # (the kernel's None for none of them: nothing of this chunk to pivot)
             return None
         blocks.append(dense)
     return blocks
+
+
+def _has_wanted(batch: pa.RecordBatch, picked: np.ndarray, wanted: tuple) -> bool:
+    """Is a cell of ``batch`` at ``picked`` of one of the ``wanted`` qualifiers?"""
+    qualifiers = batch.column("qualifier").take(pa.array(picked, pa.int64()))
+    return bool(pc.any(pc.is_in(qualifiers, value_set=pa.array(list(wanted), pa.binary()))).as_py())
 
 
 def _row_cut(parts: list) -> bool:

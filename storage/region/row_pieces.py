@@ -177,7 +177,9 @@ class CellSource:
         # file of re-puts and deletes)
         self._put_at: np.ndarray | None = None
         self._puts: pa.Table | None = None  # the puts' columns but the values (made on first use)
-        self._dense: list[DenseBlock] | None = None  # the puts as dense blocks (dense_puts)
+        # with markers: the puts may pivot into dense blocks (dense_puts), per set of columns
+        # asked for; False once they did not (several versions of a column, too sparse)
+        self._dense: bool = False
         if puts == len(types):
             self._puts = table
         else:
@@ -189,7 +191,7 @@ class CellSource:
             )
             if puts:
                 self._put_at = np.flatnonzero(is_put)
-                self._dense = dense_puts(table, self._put_at)
+                self._dense = True
         self._columns: CellColumns | None = None
         self._ranks: np.ndarray | None = None
         self._row_ids: np.ndarray | None = None
@@ -203,12 +205,21 @@ class CellSource:
 
     def qualifiers(self) -> list[bytes]:
         """The distinct qualifiers of the puts."""
-        if self._dense is not None:
-            return sorted({q for block in self._dense for q in block.qualifiers})
+        if self._puts is None and self._put_at is not None:  # (not laid out: their column alone)
+            return pc.unique(_pick(self._table, "qualifier", self._put_at)).to_pylist()
         puts = self._put_columns()
         if puts is None or puts.num_rows == 0:
             return []
         return pc.unique(puts.column("qualifier")).to_pylist()
+
+    def _dense_pieces(self, qualifiers: Sequence[bytes]) -> list[RowPiece] | None:
+        """The puts of ``qualifiers`` as one dense piece ([] without any), or None when they
+        do not pivot densely.  A row whose puts are all of other columns is left out: it has
+        nothing a read of these columns shows (the columns' markers are the source's own)."""
+        blocks = dense_puts(self._table, self._put_at, qualifiers)
+        if blocks is None:
+            return None
+        return [dense_piece(blocks, qualifiers)] if blocks else []
 
     def _prepare(self) -> None:
         """Each put's version rank in its column (0: the newest) and row number."""
@@ -224,9 +235,12 @@ class CellSource:
         key = (tuple(qualifiers), all_ranks)
         if key in self._cache:
             return self._cache[key]
-        if self._dense is not None:  # one version of every column: the newest rank is all there is
-            out = self._cache[key] = [dense_piece(self._dense, qualifiers)]
-            return out
+        if self._dense:  # one version of every column: the newest rank is all there is
+            out = self._dense_pieces(qualifiers)
+            if out is not None:
+                self._cache[key] = out
+                return out
+            self._dense = False
         puts = self._put_columns()
         if puts is None or puts.num_rows == 0:
             return []

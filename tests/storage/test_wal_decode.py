@@ -241,10 +241,12 @@ def _cell_table(rows) -> pa.Table:
 
 
 @settings(max_examples=200, deadline=None)
-@given(cells=_mixed_cells, versions=st.booleans(), chunk=st.integers(1, 40))
-def test_the_puts_among_markers_pivot_as_the_reference(compiled, cells, versions, chunk):
-    # a source of re-puts and deletes: its puts (markers left out) as dense blocks, compiled
-    # straight from the cells and by the reference, whole and in chunks (a file's cell blocks)
+@given(cells=_mixed_cells, versions=st.booleans(), chunk=st.integers(1, 40),
+       wanted=st.one_of(st.none(), st.lists(st.sampled_from([b"a", b"b", b"", b"zz", b"q"]), unique=True)))
+def test_the_puts_among_markers_pivot_as_the_reference(compiled, cells, versions, chunk, wanted):
+    # a source of re-puts and deletes: its puts (markers left out), of some columns or all,
+    # as dense blocks, compiled straight from the cells and by the reference, whole and in
+    # chunks (a file's cell blocks)
     key = lambda c: (c[0], c[1], -c[2], -c[3])  # noqa: E731
     if versions:
         rows = sorted(cells, key=key)
@@ -255,26 +257,29 @@ def test_the_puts_among_markers_pivot_as_the_reference(compiled, cells, versions
         return
     types = np.asarray(table.column("type"))
     at = np.flatnonzero(types == PUT)
-    puts = table.take(pa.array(at, pa.int64())).combine_chunks()
-    expected = dense_from_cells(puts.to_batches()[0], min_rows=1) if len(at) else None
+    taken = [i for i in at if wanted is None or rows[i][1] in wanted]
+    puts = table.take(pa.array(taken, pa.int64())).combine_chunks()
+    expected = dense_from_cells(puts.to_batches()[0], min_rows=1) if taken else None
     batch = table.combine_chunks().to_batches()[0]
     if BUILT is not None and len(at):
-        _same_dense(row_runs._native_dense(batch, at) or None, expected)
+        native_block = row_runs._native_dense(batch, at, None if wanted is None else tuple(wanted))
+        _same_dense(native_block or None, expected)
     chunked = pa.Table.from_batches([table.slice(i, chunk).combine_chunks().to_batches()[0]
                                      for i in range(0, table.num_rows, chunk)])
     model: dict = {}  # row -> qualifier -> (timestamp, value): one put of each, where dense
-    for r, q, t, k, v in rows:
-        if k == PUT:
-            model.setdefault(r, {})[q] = (t, v)
+    for i in taken:
+        r, q, t, k, v = rows[i]
+        model.setdefault(r, {})[q] = (t, v)
     for source in (table, chunked):
-        blocks = row_runs.dense_puts(source, at)
-        if source is table:  # one part: the reference's answer
-            assert (blocks is None) == (expected is None)
+        blocks = row_runs.dense_puts(source, at, wanted)
+        if source is table:  # one part: the reference's answer ([] where nothing is asked for)
+            assert (blocks is None) == (expected is None and bool(taken))
         if blocks is None:
             continue
         # a chunk's puts can be dense where all of them are not (too sparse together): either
         # way the blocks laid end to end are the puts' rows
-        assert pa.concat_arrays([b.rows for b in blocks]).to_pylist() == sorted(model)
+        keys = [k for b in blocks for k in b.rows.to_pylist()]
+        assert keys == sorted(model)
         for block in blocks:
             for j, q in enumerate(block.qualifiers):
                 for r, t, v in zip(block.rows.to_pylist(), block.timestamps[j].to_pylist(), block.value(j).to_pylist()):
@@ -303,6 +308,11 @@ def test_bad_picked_cells_get_a_one_line_error():
         with pytest.raises(ValueError, match=message) as info:
             BUILT.dense_pivot(2, offsets, b"ab", offsets, b"ab", bytes(16), bytes([PUT, PUT]), offsets, b"ab", 255, 2,
                               1, pa.allocate_buffer, cells)
+        assert "\n" not in str(info.value)
+    for wanted, message in (([b"a"], "qualifiers must be a tuple of at most 255"), ((b"a", "b"), "qualifiers\\[1\\] is str")):
+        with pytest.raises(ValueError, match=message) as info:
+            BUILT.dense_pivot(2, offsets, b"ab", offsets, b"ab", bytes(16), bytes([PUT, PUT]), offsets, b"ab", 255, 2,
+                              1, pa.allocate_buffer, None, wanted)
         assert "\n" not in str(info.value)
 
 
