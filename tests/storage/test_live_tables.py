@@ -455,6 +455,68 @@ def test_memstore_rows_merged_into_file_rows_give_the_flushed_rows(tmp_path, mon
     assert bool(resolved) == (layout == "interleaved" and merges_natively(2))
 
 
+# -- re-puts and deletes in one source: its puts pivoted for the columns asked for -------------
+@pytest.mark.parametrize("variant", ["memstore", "file"])
+def test_re_puts_and_deletes_in_one_source_read_as_the_table_compacted(tmp_path, monkeypatch, variant):
+    from storage.region import row_pieces
+
+    pivoted = []  # the columns each source of puts among markers was pivoted for
+    dense_puts = row_pieces.dense_puts
+
+    def recorded(cells, at, qualifiers=None):
+        pivoted.append(tuple(qualifiers or ()))
+        return dense_puts(cells, at, qualifiers)
+
+    monkeypatch.setattr(row_pieces, "dense_puts", recorded)
+    rows = 2000
+    with storage.connect(str(tmp_path / "root")) as conn:
+        tables = {}
+        for name in ("live", "compacted"):
+            # small blocks: a flush of the re-puts and deletes writes several cell blocks a region
+            table = conn.create_table(name, {"cf": {"block_size": 4096}}, split_keys=[_key(700)],
+                                      settings={"wal_sync": "none"})
+            with table.batch(timestamp=5) as b:
+                for i in range(rows):
+                    b.put(_key(i), {b"cf:a": b"a%d" % i, b"cf:b": b"b" * (i % 30), b"cf:c": b"c%d" % i})
+            table.compact(major=True)
+            tables[name] = table
+            with table.batch(timestamp=7) as b:
+                for i in range(1, rows, 16):  # deleted, then column b put again after the delete (below)
+                    b.delete(_key(i))
+            with table.batch(timestamp=9) as b:
+                for i in range(rows):
+                    if i % 8 == 3:  # put again: all columns
+                        b.put(_key(i), {b"cf:a": b"A%d" % i, b"cf:b": b"B", b"cf:c": b"C%d" % i})
+                    elif i % 8 == 5:  # put again: only column c
+                        b.put(_key(i), {b"cf:c": b"only-c%d" % i})
+                    elif i % 8 == 7:  # deleted
+                        b.delete(_key(i))
+                    elif i % 16 == 1:
+                        b.put(_key(i), {b"cf:b": b"after%d" % i})
+            if name == "compacted":
+                table.compact(major=True)
+            elif variant == "file":
+                table.flush()
+        for options in [
+            {"columns": [b"cf:a", b"cf:b", b"cf:c"]},
+            {"columns": [b"cf:a"]},  # the rows whose new puts are all of cf:c keep their old cf:a
+            {"columns": [b"cf:b"], "include_timestamp": True, "reverse": True},
+            {"columns": [b"cf:a", b"cf:c"], "row_start": _key(500), "row_stop": _key(1500), "limit": 300},
+            {"columns": [b"cf:a"], "filter": "SingleColumnValueFilter ('cf', 'c', =, 'binary:only-c5')"},
+            {},  # the whole family
+        ]:
+            want = pa.Table.from_batches(list(tables["compacted"].scan_batches(batch_size=300, **options)))
+            got = pa.Table.from_batches(list(tables["live"].scan_batches(batch_size=300, **options)))
+            assert got.to_pylist() == want.to_pylist(), options
+            assert got.num_rows > 0
+        assert list(tables["live"].scan(columns=[b"cf:a", b"cf:c"])) == list(tables["compacted"].scan(columns=[b"cf:a", b"cf:c"]))
+        a_only = {k: v for k, v in tables["live"].scan(columns=[b"cf:a"])}
+        assert a_only[_key(5)] == {b"cf:a": b"a5"} and _key(7) not in a_only and _key(1) not in a_only
+        assert tables["live"].row(_key(1)) == {b"cf:b": b"after1"}
+    # every source of puts among markers pivoted, a read of one column for that column alone
+    assert {(b"a", b"b", b"c"), (b"a",), (b"b",), (b"a", b"c")} <= set(pivoted)
+
+
 # -- rows scans under a writer take the row-run path at their read point ----------------------
 def test_a_rows_scan_under_a_writer_sees_its_read_point_through_the_row_run_path(tmp_path, monkeypatch):
     from storage.memstore.runs import MemStoreView
