@@ -157,10 +157,10 @@ class CellSource:
     ``markers``: the source's delete markers (None without any).
     :meth:`pieces` lays the puts out as row pieces.  A source of markers and
     puts with one version per column (a flushed memstore of updates and
-    deletes, a log of them) has its puts pivoted into one dense block, each
-    value copied once from the cells' value column (:func:`dense_puts`): the
-    general layout below took about 110 ns a cell, most of a scan of such a
-    file.
+    deletes, a log of them) has the puts of the columns a read asks for
+    pivoted into dense blocks, each value copied once from the cells' value
+    column (:func:`dense_puts`): the general layout below took about 110 ns a
+    cell, most of a scan of such a file.
     """
 
     __slots__ = ("_table", "_puts", "_put_at", "_dense", "markers", "_columns", "_ranks", "_row_ids", "_cache")
