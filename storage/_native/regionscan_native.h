@@ -201,8 +201,8 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "dense_pivot(n, row_offsets, row_data, qual_offsets, qual_data, timestamps, types, " \
               "value_offsets, value_data, max_qualifiers, max_fill, min_rows, allocate[, cells, qualifiers]) -> (rows, " \
               "row_offsets, row_data, qualifiers, [(timestamps, validity, offsets, data, nulls)]) " \
-              "| None | False: sorted cells of one family as a dense block; None: not dense; "    \
-              "False: not in cell order, the reference decides")                                  \
+              "| None | False | (): sorted cells of one family as a dense block; None: not dense; " \
+              "False: not in cell order, the reference decides; (): no cell of the qualifiers")  \
     RS_METHOD(wal_rows,                                                                         \
               "wal_rows(payloads, max_qualifiers, max_fill, allocate[, any_order]) -> (n, family, " \
               "ascending, rows, row_offsets, row_data, qualifiers, columns) | None: checked WAL " \

@@ -445,8 +445,10 @@ done:
  * pivot (a source's puts, its delete markers left out: the markers go their own way, and the
  * values are copied once, straight from the source's value column), and optionally `qualifiers`:
  * a tuple of the qualifiers to pivot, the cells of others left out.  Returns None when the
- * reference would return None, False for cells out of cell order (the reference decides), else (rows, row_offsets, row_data, qualifiers, columns): per qualifier
- * (timestamps, validity or None, value_offsets, value_data, null_count). */
+ * reference would return None, False for cells out of cell order (the reference decides), an
+ * empty tuple when `qualifiers` leaves no cell to pivot, else (rows, row_offsets, row_data,
+ * qualifiers, columns): per qualifier (timestamps, validity or None, value_offsets, value_data,
+ * null_count). */
 
 typedef struct {
     const char *data;
@@ -568,7 +570,10 @@ PyObject *rs_dense_pivot(PyObject *self, PyObject *args) {
         }
         pick = kept;
         m = k;
-        if (m == 0) goto none;
+        if (m == 0) {  /* none of the cells is of them: nothing to pivot, told apart from None */
+            out = PyTuple_New(0);
+            goto done;
+        }
     }
     q = PyMem_Malloc(sizeof(rs_slice) * (size_t)max_q);
     starts = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(m + 1));

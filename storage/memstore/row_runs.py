@@ -32,12 +32,13 @@ _PLAIN = (_BINARY, _BINARY, _BINARY, _INT64, pa.uint8(), _BINARY)  # the cell co
 
 
 def _native_dense(batch: pa.RecordBatch, cells: np.ndarray | None = None,
-                  qualifiers: tuple | None = None) -> DenseBlock | None | bool:
+                  qualifiers: tuple | None = None) -> DenseBlock | None | bool | tuple:
     """:func:`dense_from_cells` of sorted cells of one family (``min_rows`` 1), or of the
     cells at ``cells`` (ascending positions) only, and of ``qualifiers`` only where given,
     in one compiled call (``dense_pivot``, ``storage/_native/wal.c``): the block, None when
-    the cells are not dense, or False when the kernel is off or does not take these columns
-    (sliced, with nulls, another type, not in cell order): the reference decides."""
+    the cells are not dense, ``()`` when none of them is of ``qualifiers``, or False when
+    the kernel is off or does not take these columns (sliced, with nulls, another type, not
+    in cell order): the reference decides."""
     if _NATIVE is None or batch.num_rows == 0:
         return False
     columns = batch.columns
@@ -50,7 +51,7 @@ def _native_dense(batch: pa.RecordBatch, cells: np.ndarray | None = None,
     out = _NATIVE.dense_pivot(batch.num_rows, *row.buffers()[1:], *qualifier.buffers()[1:], timestamp.buffers()[1],
                               kind.buffers()[1], *value.buffers()[1:], MAX_DENSE_QUALIFIERS, MAX_FILL, 1,
                               pa.allocate_buffer, *extra)
-    if out is None or out is False:
+    if out is None or out is False or out == ():
         return out
     return _dense_block(*out)
 
@@ -85,21 +86,12 @@ def dense_puts(cells: pa.Table, at: np.ndarray, qualifiers: Sequence[bytes] | No
             puts = batch.take(pa.array(picked, pa.int64()))
             if wanted is not None:
                 puts = puts.filter(pc.is_in(puts.column("qualifier"), value_set=pa.array(list(wanted), pa.binary())))
-            if not puts.num_rows:
-                continue
-            dense = dense_from_cells(puts, min_rows=1)
+            dense = dense_from_cells(puts, min_rows=1) if puts.num_rows else ()
         if dense is None:
-            if wanted is not None and not _has_wanted(batch, picked, wanted):
-                continue  # (the kernel's None for none of them: nothing of this chunk to pivot)
             return None
-        blocks.append(dense)
+        if isinstance(dense, DenseBlock):  # (not (): none of this chunk's puts is of the columns asked for)
+            blocks.append(dense)
     return blocks
-
-
-def _has_wanted(batch: pa.RecordBatch, picked: np.ndarray, wanted: tuple) -> bool:
-    """Is a cell of ``batch`` at ``picked`` of one of the ``wanted`` qualifiers?"""
-    qualifiers = batch.column("qualifier").take(pa.array(picked, pa.int64()))
-    return bool(pc.any(pc.is_in(qualifiers, value_set=pa.array(list(wanted), pa.binary()))).as_py())
 
 
 def _row_cut(parts: list) -> bool:

@@ -255,7 +255,6 @@ class FamilyJoin:
             table = table.cast(self.schema)
         return table
 
-
     def _as_maps(self, out: pa.RecordBatch) -> pa.Table:
         """Filtered rows of every column held (named by their ``family:qualifier`` bytes in
         Latin-1) in the scan's columns: each named one as it is, each whole family as its map

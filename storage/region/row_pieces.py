@@ -167,7 +167,8 @@ class CellSource:
 
     def __init__(self, cells: pa.Table | pa.RecordBatch):
         table = self._table = as_cell_table(cells)
-        types = CellColumns(table).numpy("type") if table.num_rows else np.zeros(0, np.uint8)
+        columns = CellColumns(table)
+        types = columns.numpy("type") if table.num_rows else np.zeros(0, np.uint8)
         is_put = types == _PUT
         puts = int(np.count_nonzero(is_put))  # one pass for "all puts" and "no put"
         self.markers: Markers | None = None
@@ -184,7 +185,7 @@ class CellSource:
             self._puts = table
         else:
             mark_at = None if not puts else np.flatnonzero(~is_put)
-            stamps = CellColumns(table).numpy("timestamp")
+            stamps = columns.numpy("timestamp")
             self.markers = Markers(
                 _pick(table, "row", mark_at), _pick(table, "qualifier", mark_at),
                 stamps if mark_at is None else stamps[mark_at], types if mark_at is None else types[mark_at],

@@ -230,7 +230,8 @@ def test_concurrent_writers_readers_flushes_compactions_and_splits(conn, monkeyp
     """Writers, flushes, compactions and splits under readers of both families: every path
     (the cells, scan()'s dicts, named columns and a filter on one family's column, the last
     three joining the families' row merges: storage/read/family_join.py) sees every row
-    acknowledged before it opened, whole."""
+    acknowledged before it opened, whole.  A third writer puts and deletes rows of its own
+    over and over, so memstores and flushed files hold puts among delete markers."""
     joined = []
     chunk = FamilyJoin.chunk
 
@@ -254,6 +255,21 @@ def test_concurrent_writers_readers_flushes_compactions_and_splits(conn, monkeyp
             table.put(row, {b"a:x": b"%d" % n, b"b:y": b"%d" % n})
             with acked_lock:
                 acked.add(row)
+            n += 1
+
+    churned: dict[bytes, bytes | None] = {}  # the churning writer's rows: last value put, None: deleted
+
+    def churner():
+        n = 0
+        while time.monotonic() < stop:
+            row = struct.pack(">HI", (n % 50) * 1301 % 65536, 9_000_000 + n % 50)
+            ts = (1 << 50) + n  # its own increasing timestamps: a put after a delete is newer
+            if n % 3 == 2:
+                table.delete(row, timestamp=ts)
+                churned[row] = None
+            else:
+                table.put(row, {b"a:x": b"%d" % n, b"b:y": b"%d" % n}, timestamp=ts)
+                churned[row] = b"%d" % n
             n += 1
 
     def maintainer():
@@ -291,7 +307,7 @@ def test_concurrent_writers_readers_flushes_compactions_and_splits(conn, monkeyp
                 errors.append(("missed", path, len(missed)))
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(2)]
-    threads.append(threading.Thread(target=maintainer))
+    threads += [threading.Thread(target=maintainer), threading.Thread(target=churner)]
     threads += [threading.Thread(target=reader, args=(p,)) for p in ("batch", "cell", "batches", "filtered")]
     for t in threads:
         t.start()
@@ -300,7 +316,12 @@ def test_concurrent_writers_readers_flushes_compactions_and_splits(conn, monkeyp
     assert not errors, errors[:5]
     assert joined.count(True) > 3 and joined.count(False) > 3, (joined.count(True), joined.count(False))
     assert len(table.regions()) > 1 and len(acked) > 100
-    assert {row for row, _ in table.scan()} == acked
+    present = {row: value for row, value in churned.items() if value is not None}
+    assert present and len(present) < len(churned)
+    assert {row for row, _ in table.scan()} == acked | set(present)
+    for row, data in table.scan(columns=[b"a:x", b"b:y"]):
+        if row in churned:
+            assert data == {b"a:x": present[row], b"b:y": present[row]}
 
 
 # -- remote scanners and the record reader over a server ---------------------------------------------
