@@ -205,13 +205,16 @@ static void gather_plain_copy(const rs_chunk *c, const int64_t *starts, Py_ssize
     }
 }
 
-/* The one width of every value of every chunk when it is at most RS_NARROW bytes (a 4-byte
- * counter, a fixed-size code), else 0: told from a chunk's first and last offsets when wider,
- * else every offset checked.  Such values are copied pick by pick with a fixed-size copy
- * (gather_narrow_copy): a run's memcpy call costs more than its few bytes (a live table's runs
- * of three 4-byte values: 0.40 ms a region by runs). */
+/* The one width of every value of every chunk, else 0: told from a chunk's first and last
+ * offsets when they disagree, else every offset checked (sequential reads of the offsets, far
+ * cheaper than a pick's two random ones).  Values of one width (a fixed-width encoding's
+ * 4-byte counter or 100-byte record, a code) are gathered without reading a pick's offsets:
+ * its bytes are at (row * width), its output at (pick * width).  At most RS_NARROW bytes, a
+ * pick is copied with a fixed-size copy (gather_narrow_copy): a run's memcpy call costs more
+ * than its few bytes (a live table's runs of three 4-byte values: 0.40 ms a region by runs);
+ * wider, one copy per run (gather_uniform_copy). */
 #define RS_NARROW 16
-static int32_t narrow_width(const rs_chunk *c, Py_ssize_t nchunks) {
+static int32_t uniform_width(const rs_chunk *c, Py_ssize_t nchunks) {
     int32_t w = -1;
     for (Py_ssize_t k = 0; k < nchunks; k++) {
         Py_ssize_t len = c[k].length;
@@ -220,9 +223,13 @@ static int32_t narrow_width(const rs_chunk *c, Py_ssize_t nchunks) {
         int64_t span = (int64_t)off[len] - off[0];
         if (span % len) return 0;
         int64_t cw = span / len;
-        if (cw == 0 || cw > RS_NARROW || (w >= 0 && cw != w)) return 0;
-        for (Py_ssize_t r = 0; r < len; r++)
-            if (off[r + 1] - off[r] != cw) return 0;
+        if (cw == 0 || cw > INT32_MAX || (w >= 0 && cw != w)) return 0;
+        for (Py_ssize_t r0 = 0; r0 < len; r0 += 1024) {  /* blocks without a branch: vectorized */
+            Py_ssize_t r1 = r0 + 1024 < len ? r0 + 1024 : len;
+            int bad = 0;
+            for (Py_ssize_t r = r0; r < r1; r++) bad |= off[r + 1] - off[r] != cw;
+            if (bad) return 0;
+        }
         w = (int32_t)cw;
     }
     return w > 0 ? w : 0;
@@ -239,7 +246,7 @@ static int32_t narrow_width(const rs_chunk *c, Py_ssize_t nchunks) {
         memcpy(out + (size_t)i * (W), base + (size_t)(at - lo) * (W), (W));        \
     }
 
-/* Pass 1 of a gather without nulls whose values are all `w` bytes (narrow_width): the output
+/* Pass 1 of a gather without nulls whose values are all `w` bytes (uniform_width): the output
  * offsets are multiples of `w`, and only the picks are checked (every offset of the chunks
  * was); returns and sets as gather_plain_offsets does. */
 static int gather_narrow_offsets(const int64_t *idx, Py_ssize_t n, int64_t total, int32_t w, int32_t *out_off,
@@ -258,6 +265,25 @@ static int gather_narrow_offsets(const int64_t *idx, Py_ssize_t n, int64_t total
     }
     *bytes_out = (int64_t)n * w;
     return 1;
+}
+
+/* Pass 2 of a gather checked by gather_narrow_offsets, values wider than RS_NARROW: one copy per
+ * run of consecutive rows of one chunk, its bytes found by row number alone. */
+static void gather_uniform_copy(const rs_chunk *c, const int64_t *starts, Py_ssize_t nchunks, const int64_t *idx,
+                                Py_ssize_t n, int32_t w, char *out) {
+    Py_ssize_t i = 0, k = 0, k_other = 0;
+    size_t asked = 0, limit = (size_t)n * (size_t)w;
+    while (i < n) {
+        int64_t at = idx[i];
+        locate(starts, nchunks, at, &k, &k_other);
+        int64_t end_row = starts[k + 1];
+        Py_ssize_t j = i + 1;
+        while (j < n && idx[j] == idx[j - 1] + 1 && idx[j] < end_row) j++;
+        rs_prefetch_out(out, &asked, (size_t)j * (size_t)w, limit);
+        copy_small(out + (size_t)i * (size_t)w, c[k].data + c[k].off[0] + (size_t)(at - starts[k]) * (size_t)w,
+                   (size_t)(j - i) * (size_t)w);
+        i = j;
+    }
 }
 
 /* Pass 2 of a gather checked by gather_narrow_offsets: each pick's `w` bytes. */
@@ -309,11 +335,12 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
      * so neither pass reads or writes a validity bit (a live table's usual gather) */
     int plain = 1;
     for (Py_ssize_t i = 0; i < nchunks; i++) plain &= c[i].valid == NULL;
-    int32_t narrow = 0;
+    int32_t width = 0;
     if (plain) {
         RS_RELEASE_GIL(n)
-        narrow = narrow_width(c, nchunks);
-        if (narrow) plain = gather_narrow_offsets(idx, n, total, narrow, out_off, &bytes, &bad, &overflow);
+        /* a few picks from many rows: the check of every offset would cost more than the picks */
+        width = n * 8 >= total ? uniform_width(c, nchunks) : 0;
+        if (width) plain = gather_narrow_offsets(idx, n, total, width, out_off, &bytes, &bad, &overflow);
         else plain = gather_plain_offsets(c, starts, nchunks, idx, n, out_off, &bytes, &bad, &overflow);
         RS_ACQUIRE_GIL()
     }
@@ -367,7 +394,8 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
     /* pass 2: one memcpy per run of consecutive valid rows of one chunk */
     if (plain) {
         RS_RELEASE_GIL(n)
-        if (narrow) gather_narrow_copy(c, starts, nchunks, idx, n, narrow, out);
+        if (width && width <= RS_NARROW) gather_narrow_copy(c, starts, nchunks, idx, n, width, out);
+        else if (width) gather_uniform_copy(c, starts, nchunks, idx, n, width, out);
         else gather_plain_copy(c, starts, nchunks, idx, n, out_off, out);
         RS_ACQUIRE_GIL()
     } else {
