@@ -287,11 +287,10 @@ class RowMerge:
         scan = proc.scan
         qualifiers = self.resolved_qualifiers
         counts = [0, 0]
-        if proc.metrics is not None:
-            counts[0] = resolved.cell_count()
         if resolved.num_rows == 0:
             self._count(counts)
             return []
+        whole = resolved
         if self.plan[0] == "none" and qualifiers == self.qualifiers:
             # every resolved row holds a requested column: the row batch as it is
             rows = rows_batch(resolved, self.schema, scan.include_timestamp)
@@ -302,6 +301,10 @@ class RowMerge:
             rows = dense_rows(dense, self.names, self.qualifiers, scan.include_timestamp, mask, value_masks)
             if self.plan[0] != "none":
                 counts[1] = dense.num_rows - (rows.num_rows if rows is not None else 0)
+        if proc.metrics is not None:
+            # counted once the columns are gathered: a gathered column's cells are its non-nulls
+            # (a count of every row's winner before the gather cost 0.25 ms a connector read)
+            counts[0] = whole.cell_count()
         self._count(counts)
         if rows is None or rows.num_rows == 0:
             return []
