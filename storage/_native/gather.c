@@ -235,8 +235,10 @@ static int32_t uniform_width(const rs_chunk *c, Py_ssize_t nchunks) {
     return w > 0 ? w : 0;
 }
 
+/* Each pick's W bytes; after a pick, the picks that go on down its chunk row by row (a reverse
+ * scan's) are copied with no check of their chunk or of where their rows are. */
 #define RS_NARROW_LOOP(W)                                                          \
-    for (Py_ssize_t i = 0; i < n; i++) {                                           \
+    for (Py_ssize_t i = 0; i < n;) {                                               \
         int64_t at = idx[i];                                                       \
         if (at < lo || at >= hi) {                                                 \
             locate(starts, nchunks, at, &k, &k_other);                             \
@@ -244,6 +246,10 @@ static int32_t uniform_width(const rs_chunk *c, Py_ssize_t nchunks) {
             base = c[k].data + c[k].off[0];                                        \
         }                                                                          \
         memcpy(out + (size_t)i * (W), base + (size_t)(at - lo) * (W), (W));        \
+        for (i++; i < n && idx[i] == at - 1 && at > lo; i++) {                     \
+            at--;                                                                  \
+            memcpy(out + (size_t)i * (W), base + (size_t)(at - lo) * (W), (W));    \
+        }                                                                          \
     }
 
 /* Pass 1 of a gather without nulls whose values are all `w` bytes (uniform_width): the output
@@ -277,11 +283,19 @@ static void gather_uniform_copy(const rs_chunk *c, const int64_t *starts, Py_ssi
         int64_t at = idx[i];
         locate(starts, nchunks, at, &k, &k_other);
         int64_t end_row = starts[k + 1];
+        const char *base = c[k].data + c[k].off[0];  /* the chunk's row r at base + (r - first) * w */
+        int64_t first = starts[k];
         Py_ssize_t j = i + 1;
         while (j < n && idx[j] == idx[j - 1] + 1 && idx[j] < end_row) j++;
+        if (j == i + 1) {  /* a run down the chunk (a reverse scan's): a value at a time, no check a pick */
+            while (j < n && idx[j] == idx[j - 1] - 1 && idx[j] >= first) j++;
+            for (Py_ssize_t t = i; t < j; t++, at--)
+                copy_small(out + (size_t)t * (size_t)w, base + (size_t)(at - first) * (size_t)w, (size_t)w);
+            i = j;
+            continue;
+        }
         rs_prefetch_out(out, &asked, (size_t)j * (size_t)w, limit);
-        copy_small(out + (size_t)i * (size_t)w, c[k].data + c[k].off[0] + (size_t)(at - starts[k]) * (size_t)w,
-                   (size_t)(j - i) * (size_t)w);
+        copy_small(out + (size_t)i * (size_t)w, base + (size_t)(at - first) * (size_t)w, (size_t)(j - i) * (size_t)w);
         i = j;
     }
 }

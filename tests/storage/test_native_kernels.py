@@ -84,12 +84,16 @@ def columns(draw):
 
 @st.composite
 def picks(draw, rows: int):
-    """Runs of consecutive rows, jumps, repeats and nulls (-1)."""
+    """Runs of consecutive rows up or down (a reverse scan's), jumps, repeats and nulls (-1)."""
     out: list[int] = []
     for _ in range(draw(st.integers(0, 6))):
         if rows and draw(st.integers(0, 3)):
             start = draw(st.integers(0, rows - 1))
-            out.extend(range(start, min(rows, start + draw(st.integers(1, 8)))))
+            length = draw(st.integers(1, 8))
+            if draw(st.booleans()):
+                out.extend(range(start, min(rows, start + length)))
+            else:
+                out.extend(range(start, max(-1, start - length), -1))
         else:
             out.extend([-1] * draw(st.integers(1, 3)))
     return np.array(out, dtype=np.int64)
@@ -160,6 +164,22 @@ def test_gather_binary_of_one_width_refuses_a_pick_past_the_rows():
         return
     with pytest.raises(ValueError, match=r"^index\[4\] = 5 is outside the 5 rows of the chunks"):
         gather_binary(values, np.array([0, 1, 2, 3, 5]), native=BUILT)
+
+
+@pytest.mark.parametrize("width", [1, 4, 8, 16, 17, 100, 300])
+def test_gather_binary_of_one_width_in_every_order(width):
+    """Values of one width (gathered by row number) in a reverse scan's order (down every
+    chunk and across their ends), up, alternating between two chunks, and down in short runs;
+    the chunks slices of larger arrays."""
+    rows = [bytes([i % 251, (i * 7) % 253]) * (width // 2) + bytes([i % 249]) * (width % 2) for i in range(90)]
+    # separate arrays (a row read past a chunk's start is another buffer's), the middle one a slice
+    padded = pa.array([b"x" * width] * 3 + rows[40:75] + [b"y" * width] * 2, pa.binary())
+    chunks = pa.chunked_array([pa.array(rows[:40], pa.binary()), padded.slice(3, 35), pa.array(rows[75:], pa.binary())])
+    for index in (np.arange(89, -1, -1), np.arange(90), np.r_[np.arange(50, 39, -1), np.arange(39, 9, -1), np.arange(80, 89)],
+                  np.array([i // 2 + (45 * (i % 2)) for i in range(90)]), np.array([75, 74, 73, 72, 10, 9, 8, 89, 88, 0])):
+        got = gather_binary(chunks, index, native=BUILT)
+        got.validate(full=True)
+        assert got.to_pylist() == [rows[i] for i in index], index
 
 
 def test_gather_binary_refuses_bad_input_in_one_line():
