@@ -83,6 +83,24 @@ def columns(draw):
 
 
 @st.composite
+def uniform_columns(draw):
+    """A binary column whose values all have one width (a fixed-width encoding's): chunks that
+    may be slices of larger arrays, may be empty, and may hold nulls; sometimes one chunk of
+    another width."""
+    width = draw(st.sampled_from([1, 2, 4, 8, 12, 16, 17, 24, 100, 257]))
+    value = st.binary(min_size=width, max_size=width)
+    chunks = []
+    for _ in range(draw(st.integers(1, 4))):
+        full = draw(st.lists(st.one_of(value, st.none()) if draw(st.integers(0, 4)) == 0 else value, max_size=30))
+        start = draw(st.integers(0, len(full)))
+        chunks.append(pa.array(full, pa.binary()).slice(start, draw(st.integers(0, len(full) - start))))
+    if draw(st.integers(0, 5)) == 0:
+        other = draw(st.integers(1, 300).filter(lambda w: w != width))
+        chunks.insert(draw(st.integers(0, len(chunks))), pa.array([bytes(other)] * draw(st.integers(1, 5)), pa.binary()))
+    return pa.chunked_array(chunks, pa.binary())
+
+
+@st.composite
 def picks(draw, rows: int):
     """Runs of consecutive rows up or down (a reverse scan's), jumps, repeats and nulls (-1)."""
     out: list[int] = []
@@ -99,10 +117,13 @@ def picks(draw, rows: int):
     return np.array(out, dtype=np.int64)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@settings(max_examples=600, deadline=None, derandomize=True, database=None)
 @given(data=st.data())
 def test_gather_binary_is_take(data):
-    values = data.draw(columns())
+    """Values of any widths, or of one width (gathered by row number, their offsets checked
+    once and not per pick: ``uniform_columns``): the same answer as Arrow's take, with runs up
+    and down, jumps between chunks, repeats and nulls."""
+    values = data.draw(st.one_of(columns(), uniform_columns()))
     index = data.draw(picks(len(values)))
     expected = take_binary(values, index)
     got = gather_binary(values, index, native=BUILT)
@@ -122,38 +143,6 @@ def test_gather_binary_copies_runs_of_every_size(width):
         got = gather_binary(chunks, index, native=BUILT)
         got.validate(full=True)
         assert got.to_pylist() == [rows[i] for i in index]
-
-
-@st.composite
-def uniform_columns(draw):
-    """A binary column whose values all have one width (a fixed-width encoding's): chunks that
-    may be slices of larger arrays, may be empty, and may hold nulls; sometimes one chunk of
-    another width."""
-    width = draw(st.sampled_from([1, 2, 4, 8, 12, 16, 17, 24, 100, 257]))
-    value = st.binary(min_size=width, max_size=width)
-    chunks = []
-    for _ in range(draw(st.integers(1, 4))):
-        full = draw(st.lists(st.one_of(value, st.none()) if draw(st.integers(0, 4)) == 0 else value, max_size=30))
-        start = draw(st.integers(0, len(full)))
-        chunks.append(pa.array(full, pa.binary()).slice(start, draw(st.integers(0, len(full) - start))))
-    if draw(st.integers(0, 5)) == 0:
-        other = draw(st.integers(1, 300).filter(lambda w: w != width))
-        chunks.insert(draw(st.integers(0, len(chunks))), pa.array([bytes(other)] * draw(st.integers(1, 5)), pa.binary()))
-    return pa.chunked_array(chunks, pa.binary())
-
-
-@settings(max_examples=300, deadline=None, derandomize=True, database=None)
-@given(data=st.data())
-def test_gather_binary_of_one_width_is_take(data):
-    """Values of one width are gathered by row number (their offsets checked once, not per
-    pick): the same answer as Arrow's take, with runs, jumps between chunks, repeats and nulls."""
-    values = data.draw(uniform_columns())
-    index = data.draw(picks(len(values)))
-    expected = take_binary(values, index)
-    got = gather_binary(values, index, native=BUILT)
-    got.validate(full=True)
-    assert got.type == pa.binary() and got.null_count == expected.null_count
-    assert got.to_pylist() == expected.to_pylist()
 
 
 def test_gather_binary_of_one_width_refuses_a_pick_past_the_rows():
