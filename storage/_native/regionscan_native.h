@@ -204,10 +204,12 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
               "| None | False | (): sorted cells of one family as a dense block; None: not dense; " \
               "False: not in cell order, the reference decides; (): no cell of the qualifiers")  \
     RS_METHOD(wal_rows,                                                                         \
-              "wal_rows(payloads, max_qualifiers, max_fill, allocate[, any_order]) -> (n, family, " \
-              "ascending, rows, row_offsets, row_data, qualifiers, columns) | None: checked WAL " \
-              "payloads of puts of whole rows of one family (in key order, or with any_order in " \
-              "any) straight into dense_pivot's row form, in log order; None: decode the cells") \
+              "wal_rows(payloads, max_qualifiers, max_fill, allocate[, any_order[, markers_aside]]) " \
+              "-> (n, family, ascending, rows, row_offsets, row_data, qualifiers, columns, markers) " \
+              "| None: checked WAL payloads of puts of whole rows of one family (in key order, or " \
+              "with any_order in any) straight into dense_pivot's row form, in log order; with " \
+              "markers_aside, DeleteFamily markers among them as (count, row_offsets, row_data, " \
+              "timestamps), else None; None: decode the cells")                                 \
     RS_METHOD(cell_columns,                                                                     \
               "cell_columns(cells) -> (offsets, data) x 4 + (timestamps, types) | None: a list of " \
               "cell 6-tuples as Arrow cell-table buffers; None: the reference decides")          \

@@ -738,27 +738,38 @@ done:
  * and refuses a row that is there twice (written again later in the log: a version or an
  * overwrite, which the cells resolve).
  *
+ * With `markers_aside`, DeleteFamily markers (empty qualifier and value) may lie among the
+ * puts (a table being updated and deleted from): they are left out of the row form, which the
+ * puts alone must then fit, and their row keys and timestamps are copied aside in log order;
+ * the caller applies them by timestamp, as it applies the markers of any source.
+ *
  * Arguments: payloads (a list of buffers), max_qualifiers (1-255), max_fill, allocate
- * (pyarrow.allocate_buffer), any_order.  Returns None for anything else (a damaged payload,
- * no cells, another type or family, a row's cells apart or its qualifiers out of order or
- * repeated, rows out of order without `any_order`, too many qualifiers or too sparse rows, a
- * column over 2 GiB): the caller then decodes the cells (wal_columns, or the reference) and
- * decides as before.  Else (n_cells, family, ascending, nrows, row_offsets, row_data,
- * qualifiers, columns) with dense_pivot's qualifiers and columns; `ascending`: every row's
- * key above the one before (the row form is then in key order). */
+ * (pyarrow.allocate_buffer), any_order, markers_aside.  Returns None for anything else (a
+ * damaged payload, no put, another type or family, a row's cells apart or its qualifiers out
+ * of order or repeated, rows out of order without `any_order`, too many qualifiers or too
+ * sparse rows, a column over 2 GiB): the caller then decodes the cells (wal_columns, or the
+ * reference) and decides as before.  Else (n_cells, family, ascending, nrows, row_offsets,
+ * row_data, qualifiers, columns, markers) with dense_pivot's qualifiers and columns;
+ * `ascending`: every row's key above the one before (the row form is then in key order);
+ * `markers`: None without any, else (count, row_offsets, row_data, timestamps) buffers. */
 
 typedef struct {
     Py_ssize_t n;                       /* cells */
     const unsigned char *stamps, *lens; /* the record's timestamps and lengths */
+    const unsigned char *types;         /* its cells' types */
     const char *block[4];               /* its rows, families, qualifiers, values */
 } rs_wal_rec;
+
+#define RS_PUT 4
+#define RS_DELETE_FAMILY 14
+#define RS_MARKER 2 /* new_row[c] of a DeleteFamily marker set aside */
 
 PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
     PyObject *payloads, *allocate;
     Py_ssize_t max_q, max_fill;
-    int any_order = 0, descended = 0;
+    int any_order = 0, descended = 0, aside = 0;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OnnO|p", &payloads, &max_q, &max_fill, &allocate, &any_order)) return NULL;
+    if (!PyArg_ParseTuple(args, "OnnO|pp", &payloads, &max_q, &max_fill, &allocate, &any_order, &aside)) return NULL;
     if (!PyList_Check(payloads)) {
         PyErr_SetString(PyExc_ValueError, "wal_rows: payloads must be a list of buffers");
         return NULL;
@@ -772,10 +783,12 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
     rs_wal_rec *recs = PyMem_Malloc(sizeof(rs_wal_rec) * (size_t)(np_ ? np_ : 1));
     unsigned char *qid = NULL, *new_row = NULL;
     Py_ssize_t *wrote = NULL;
-    rs_view *cv = NULL, rv[2];
+    rs_view *cv = NULL, rv[2], mv[3];
     PyObject **cobj = NULL, *row_off = NULL, *row_data = NULL, *quals = NULL, *columns = NULL, *out = NULL;
+    PyObject *m_off = NULL, *m_data = NULL, *m_ts = NULL, *markers = NULL;
     rv[0].held = rv[1].held = 0;
-    Py_ssize_t taken = 0, total = 0, nq = 0;
+    mv[0].held = mv[1].held = mv[2].held = 0;
+    Py_ssize_t taken = 0, total = 0, nq = 0, nm = 0, m_bytes = 0;
     if (held == NULL || recs == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -803,10 +816,19 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
         r->n = n;
         r->stamps = b + RS_WAL_PAYLOAD_HEAD;
         r->lens = r->stamps + 8 * n;
-        const unsigned char *types = r->lens + 16 * n;
-        /* first: a log of markers (a table being deleted from) is refused at once */
+        const unsigned char *types = r->types = r->lens + 16 * n;
+        /* first: a log of other markers (a table being deleted from) is refused at once */
         unsigned char other = 0;  /* one pass with no exit in it, which the compiler vectorizes */
-        for (Py_ssize_t j = 0; j < n; j++) other |= (unsigned char)(types[j] ^ 4);
+        if (aside) {
+            Py_ssize_t marks = 0;
+            for (Py_ssize_t j = 0; j < n; j++) {
+                other |= (unsigned char)(types[j] != RS_PUT && types[j] != RS_DELETE_FAMILY);
+                marks += types[j] == RS_DELETE_FAMILY;
+            }
+            nm += marks;
+        } else {
+            for (Py_ssize_t j = 0; j < n; j++) other |= (unsigned char)(types[j] ^ RS_PUT);
+        }
         if (other) goto done;  /* 4: a put; any other type, known or not: no row form */
         const char *src = (const char *)(types + n);
         Py_ssize_t sum = 0;
@@ -819,7 +841,7 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
         if (RS_WAL_PAYLOAD_HEAD + 25 * n + sum != size) goto done;
         total += n;
     }
-    if (total == 0) goto done;
+    if (total == nm) goto done;  /* no put (no cell, or markers alone): nothing for a row form */
     qid = PyMem_Malloc((size_t)total);
     new_row = PyMem_Malloc((size_t)total);
     if (qid == NULL || new_row == NULL) {
@@ -828,7 +850,7 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
     }
     /* pass 1b: the cells in log order, where they lie: rows, qualifiers, sizes */
     rs_slice q[255], fam = {NULL, 0}, prow = {NULL, 0}, pq = {NULL, 0};
-    Py_ssize_t vbytes[255], present[255], nrows = 0, row_bytes = 0, c = 0;
+    Py_ssize_t vbytes[255], present[255], nrows = 0, row_bytes = 0, c = 0, last_a = 0;
     for (Py_ssize_t i = 0; i < taken; i++) {
         rs_wal_rec *r = &recs[i];
         Py_ssize_t at[4] = {0, 0, 0, 0};
@@ -839,9 +861,18 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
                      ql = {r->block[2] + at[2], len[2]};
             Py_ssize_t vlen = len[3];
             for (int k = 0; k < 4; k++) at[k] += len[k];
+            if (aside && r->types[j] == RS_DELETE_FAMILY) {  /* a marker: set aside, of the one family */
+                if (fam.data == NULL) fam = f;
+                else if (!rs_eq_bytes(fam.data, fam.len, f.data, f.len)) goto done;
+                if (len[2] != 0 || vlen != 0) goto done;
+                new_row[c] = RS_MARKER;
+                m_bytes += row.len;
+                continue;
+            }
             int fresh;
-            if (c == 0) {
-                fam = f;
+            if (prow.data == NULL) {  /* the first put */
+                if (fam.data == NULL) fam = f;
+                else if (!rs_eq_bytes(fam.data, fam.len, f.data, f.len)) goto done;
                 fresh = 1;
             } else {
                 if (!rs_eq_bytes(fam.data, fam.len, f.data, f.len)) goto done;  /* several families */
@@ -853,7 +884,7 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
                 fresh = order != 0;
                 if (!fresh && rs_cmp_bytes(pq.data, pq.len, ql.data, ql.len) >= 0) goto done;  /* a version, or out of order */
             }
-            Py_ssize_t hint = (!fresh && qid[c - 1] + 1 < nq) ? qid[c - 1] + 1 : 0, a;
+            Py_ssize_t hint = (!fresh && last_a + 1 < nq) ? last_a + 1 : 0, a;  /* the put before's column, then the next */
             for (a = 0; a < nq; a++) {
                 Py_ssize_t k = hint + a;  /* hint + a wraps once at most: no division a cell */
                 if (k >= nq) k -= nq;
@@ -869,6 +900,7 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
                 a = nq++;
             }
             qid[c] = (unsigned char)a;
+            last_a = a;
             new_row[c] = (unsigned char)fresh;
             vbytes[a] += vlen;
             present[a]++;
@@ -880,7 +912,8 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
             pq = ql;
         }
     }
-    if (nrows * nq > max_fill * total || row_bytes >= ((Py_ssize_t)1 << 31)) goto done;
+    if (nrows * nq > max_fill * (total - nm) || row_bytes >= ((Py_ssize_t)1 << 31) || m_bytes >= ((Py_ssize_t)1 << 31))
+        goto done;
     for (Py_ssize_t a = 0; a < nq; a++)
         if (vbytes[a] >= ((Py_ssize_t)1 << 31)) goto done;
     /* the qualifiers ascending, and each id's rank */
@@ -900,6 +933,13 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
     row_off = rs_new_buffer(allocate, 4 * (nrows + 1), &rv[0]);
     row_data = row_off ? rs_new_buffer(allocate, row_bytes, &rv[1]) : NULL;
     if (row_data == NULL) goto done;
+    if (nm) {  /* the markers set aside: their row keys and timestamps */
+        m_off = rs_new_buffer(allocate, 4 * (nm + 1), &mv[0]);
+        m_data = m_off ? rs_new_buffer(allocate, m_bytes, &mv[1]) : NULL;
+        m_ts = m_data ? rs_new_buffer(allocate, 8 * nm, &mv[2]) : NULL;
+        if (m_ts == NULL) goto done;
+        ((int32_t *)mv[0].view.buf)[0] = 0;
+    }
     Py_ssize_t value_total = 0;
     for (Py_ssize_t a = 0; a < nq; a++) {
         Py_ssize_t id = byrank[a];
@@ -946,12 +986,24 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
         }
         ro[0] = 0;
         c = 0;
+        int32_t *mo = nm ? mv[0].view.buf : NULL;
+        char *md = nm ? mv[1].view.buf : NULL;
+        int64_t *mts = nm ? mv[2].view.buf : NULL;
+        Py_ssize_t mi = 0, mat = 0;
         for (Py_ssize_t i = 0; i < taken; i++) {
             rs_wal_rec *rec = &recs[i];
             Py_ssize_t at[4] = {0, 0, 0, 0};
             for (Py_ssize_t j = 0; j < rec->n; j++, c++) {
                 Py_ssize_t rlen = (Py_ssize_t)rs_get_u32(rec->lens + 4 * j);
                 Py_ssize_t vlen = (Py_ssize_t)rs_get_u32(rec->lens + 4 * (3 * rec->n + j));
+                if (new_row[c] == RS_MARKER) {  /* a marker set aside (no value: checked) */
+                    rs_copy_short(md + mat, rec->block[0] + at[0], rlen);
+                    mat += rlen;
+                    mo[mi + 1] = (int32_t)mat;
+                    mts[mi++] = rs_get_i64(rec->stamps + 8 * j);
+                    at[0] += rlen;
+                    continue;
+                }
                 if (new_row[c]) {
                     if (r >= 0)  /* the row before is done: its absent columns and offsets */
                         for (Py_ssize_t a = 0; a < nq; a++) {
@@ -980,8 +1032,10 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args) {
         }
         if (gil) PyEval_RestoreThread(gil);
     }
-    out = Py_BuildValue("(ny#OnOOOO)", total, fam.data, fam.len, descended ? Py_False : Py_True, nrows, row_off,
-                        row_data, quals, columns);
+    markers = nm ? Py_BuildValue("(nOOO)", nm, m_off, m_data, m_ts) : Py_NewRef(Py_None);
+    if (markers == NULL) goto done;
+    out = Py_BuildValue("(ny#OnOOOOO)", total, fam.data, fam.len, descended ? Py_False : Py_True, nrows, row_off,
+                        row_data, quals, columns, markers);
 done:
     for (Py_ssize_t i = 0; i < taken; i++) rs_view_release(&held[i]);
     PyMem_Free(held);
@@ -991,6 +1045,7 @@ done:
     PyMem_Free(wrote);
     rs_view_release(&rv[0]);
     rs_view_release(&rv[1]);
+    for (int k = 0; k < 3; k++) rs_view_release(&mv[k]);
     if (cv != NULL)
         for (Py_ssize_t k = 0; k < 4 * nq; k++) rs_view_release(&cv[k]);
     if (cobj != NULL)
@@ -1001,6 +1056,10 @@ done:
     Py_XDECREF(row_data);
     Py_XDECREF(quals);
     Py_XDECREF(columns);
+    Py_XDECREF(m_off);
+    Py_XDECREF(m_data);
+    Py_XDECREF(m_ts);
+    Py_XDECREF(markers);
     if (out == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
     return out;
 }

@@ -109,6 +109,14 @@ def _sort_merge(newest_first: list[pa.Table]) -> pa.Table:
     return pa.concat_tables([big.slice(0, start), merged, big.slice(stop)])
 
 
+def rows_in(cells: pa.Table, start_row: bytes, stop_row: bytes | None) -> pa.Table:
+    """The cells (a table in cell order) of rows ``[start_row, stop_row)``: a zero-copy slice."""
+    rows = cells.column("row")
+    lo = bisect_rows(rows, start_row, right=False) if start_row else 0
+    hi = len(rows) if stop_row is None else bisect_rows(rows, stop_row, right=False)
+    return cells.slice(lo, max(hi - lo, 0))
+
+
 def bisect_rows(rows: pa.ChunkedArray, key: bytes, right: bool) -> int:
     """Index of the first row > key (right) or >= key (left) in a sorted column."""
     # A binary search of about log2(n) probes, once per merge, not per cell.

@@ -18,16 +18,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..cells import CELL_SCHEMA, CellType
 from ..kernels.cell_columns import CellColumns, as_cell_table, one_array
 from ..kernels.gather import gather_binary
 from ..kernels.key_codes import lex_order, row_sort_keys
-from ..kernels.merge import bisect_rows
+from ..kernels.merge import bisect_rows, sort_log
 from ..native import NATIVE as _NATIVE
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
 
 __all__ = ["RowRun", "log_rows", "dense_puts"]
 
 _BINARY, _INT64 = pa.binary(), pa.int64()
+_DELETE_FAMILY = int(CellType.DELETE_FAMILY)
 _PLAIN = (_BINARY, _BINARY, _BINARY, _INT64, pa.uint8(), _BINARY)  # the cell columns the kernel takes
 
 
@@ -113,29 +115,55 @@ def _dense_block(nrows: int, row_offsets, row_data, qualifiers: tuple, parts: li
     return DenseBlock(rows, qualifiers, timestamps, values)
 
 
-def log_rows(payloads: list) -> "tuple[RowRun, bytes, int] | None":
+def log_rows(payloads: list, markers_aside: bool = False) -> "tuple[RowRun, bytes, int, pa.Table | None] | None":
     """The row form of checked WAL record payloads (in log order) whose cells are
     puts of whole rows of one family (each row's cells together, one version per
     column), built from the payloads in one compiled call (``wal_rows``,
-    ``storage/_native/wal.c``) with no cell table between: ``(run, family, cells)``.
-    Rows written in any key order (a table of hashed or salted keys) are sorted here
-    (:func:`_in_key_order`).  None when the kernel is off or the log is not of that
-    shape (markers, versions, a row written twice, several families, too sparse or
-    wide, damaged): the caller decodes the cells and decides as before
+    ``storage/_native/wal.c``) with no cell table between: ``(run, family, cells,
+    markers)``.  Rows written in any key order (a table of hashed or salted keys) are
+    sorted here (:func:`_in_key_order`).  With ``markers_aside``, DeleteFamily markers may
+    lie among the puts (a table being updated and deleted from): they come back as
+    ``markers``, a cell table of their own in cell order, and the row form holds the puts
+    alone (a reader applies the markers by timestamp, as it does any source's); else, and
+    without any, ``markers`` is None.  ``cells``: the cells the log holds (puts and markers,
+    a marker written twice counted once).  None when the kernel is off or the log is not of
+    that shape (other markers, versions, a row written twice, several families, no put,
+    too sparse or wide, damaged): the caller decodes the cells and decides as before
     (:func:`storage.wal.arrow_decode.decode_payloads`, then :meth:`RowRun.of`)."""
     if _NATIVE is None or not payloads:
         return None
     out = _NATIVE.wal_rows(payloads if type(payloads) is list else list(payloads), MAX_DENSE_QUALIFIERS, MAX_FILL,
-                           pa.allocate_buffer, True)
+                           pa.allocate_buffer, True, markers_aside)
     if out is None:
         return None
-    cells, family, ascending, *dense = out
-    block = _dense_block(*dense)
+    cells, family, ascending, nrows, row_offsets, row_data, qualifiers, columns, marked = out
+    block = _dense_block(nrows, row_offsets, row_data, qualifiers, columns)
     if not ascending:
         block = _in_key_order(block)
         if block is None:
             return None
-    return RowRun(block), family, cells
+    markers = None
+    if marked is not None:
+        markers = _marker_cells(family, *marked)
+        cells -= marked[0] - markers.num_rows  # (a marker written twice is one cell)
+    return RowRun(block), family, cells, markers
+
+
+def _marker_cells(family: bytes, count: int, row_offsets, row_data, stamps) -> pa.Table:
+    """DeleteFamily markers (``wal_rows``' buffers, in log order) as a cell table in cell order
+    (the last write of a marker kept, as the log's cells would be)."""
+    n = count
+    empty = pa.py_buffer(np.zeros(n + 1, np.int32))
+    fam = pa.Array.from_buffers(_BINARY, n, [None, pa.py_buffer(np.arange(n + 1, dtype=np.int32) * len(family)),
+                                            pa.py_buffer(family * n)])
+    table = pa.Table.from_arrays(
+        [pa.Array.from_buffers(_BINARY, n, [None, row_offsets, row_data]), fam,
+         pa.Array.from_buffers(_BINARY, n, [None, empty, pa.py_buffer(b"")]),
+         pa.Array.from_buffers(_INT64, n, [None, stamps]),
+         pa.array(np.full(n, _DELETE_FAMILY, np.uint8)),
+         pa.Array.from_buffers(_BINARY, n, [None, empty, pa.py_buffer(b"")])],
+        schema=CELL_SCHEMA)
+    return sort_log(table).combine_chunks()
 
 
 def _in_key_order(block: DenseBlock) -> DenseBlock | None:

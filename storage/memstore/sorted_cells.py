@@ -3,7 +3,9 @@
 What a reader builds from a log (the connector's pinned-snapshot reader
 replays a region's WAL records, :meth:`SortedCells.from_payloads`): a log of
 puts of one family in cell order goes straight to its row form, with its cell
-table decoded only if asked for; any other log is decoded into one cell table
+table decoded only if asked for (with row deletes among the puts, the row form
+and the deletes beside it: :meth:`SortedCells.rows_and_markers`); any other log
+is decoded into one cell table
 (:func:`storage.wal.arrow_decode.decode_payloads`) that :meth:`SortedCells.from_log`
 sorts into cell order once, dropping overwritten cells (the last write of a key
 wins, as in the memstore).  Scans then slice it per row range.
@@ -18,7 +20,7 @@ import pyarrow as pa
 from ..cells import EMPTY_CELLS, Cell
 from ..kernels import is_clean, is_sorted
 from ..kernels.cell_columns import CellColumns
-from ..kernels.merge import bisect_rows, sort_log
+from ..kernels.merge import rows_in, sort_log
 from ..wal.arrow_decode import LogShape, decode_payloads
 from .row_runs import RowRun, log_rows
 
@@ -42,6 +44,7 @@ class SortedCells:
         self._families: dict[bytes, SortedCells] = {}
         self._family: bytes | None = None  # the one family of every cell, when known
         self._as_rows = False  # came as rows (from_payloads): the cells are rebuilt from them
+        self._marked: tuple[RowRun, pa.Table] | None = None  # came as rows and markers set aside (from_payloads)
 
     @property
     def table(self) -> pa.Table:
@@ -63,14 +66,31 @@ class SortedCells:
         table being updated, its rows in key order or, with hashed or salted
         keys, in none) becomes its row form straight from the payloads
         (:func:`storage.memstore.row_runs.log_rows`), and its cell table is
-        rebuilt from the rows only if something asks for cells; any other log
-        is decoded into a cell table and sorted (:meth:`from_log`).  Nothing
+        rebuilt from the rows only if something asks for cells; row deletes
+        among the puts are set aside beside the row form
+        (:meth:`rows_and_markers`; the log is then not clean and has no
+        :meth:`row_run`); any other log is decoded into a cell table and sorted
+        (:meth:`from_log`).  Nothing
         returned refers to ``payloads``: they may be views of a WAL file's
         memory map (:class:`storage.wal.reader.WalReader`)."""
-        rows = log_rows(payloads)
+        rows = log_rows(payloads, markers_aside=True)
         if rows is None:
             return cls.from_log(*decode_payloads(payloads, where))
-        run, family, count = rows
+        run, family, count, markers = rows
+        if markers is not None:
+            # puts among DeleteFamily markers (a table being updated and deleted from): the
+            # puts' row form and the markers, each in key order; a read resolves the two as
+            # it resolves any source of both (storage.region.row_resolve.memstore_items), and
+            # the cells, if something asks for them, are the two merged into cell order
+            def both() -> pa.Table:
+                puts = pa.Table.from_batches([run.dense.cells(family)])
+                return sort_log(pa.concat_tables([puts, markers])).combine_chunks()
+
+            cells = cls(None, count, both)
+            cells._clean, cells._family = False, family
+            cells._row_run, cells._row_run_built, cells._as_rows = None, True, True
+            cells._marked = (run, markers)
+            return cells
         # the cells rebuilt from the rows, not from the payloads: the payloads may be views
         # of the WAL's memory map, which the cells must not keep (nor a kept replay hold
         # the log's bytes beside its rows); the rows are all puts of one family, one cell
@@ -134,6 +154,9 @@ class SortedCells:
         """What keeping these cells between reads costs: twice the cells' bytes (the
         cells, and the row form a scan builds from them once); for cells that came as
         rows (:meth:`from_payloads`), twice the row form's, without decoding the cells."""
+        if self._marked is not None:
+            run, markers = self._marked
+            return 2 * (run.dense.nbytes + markers.nbytes)
         if self._as_rows:  # the same charge before and after the cells are decoded
             return 2 * self._row_run.dense.nbytes
         return 2 * self.table.nbytes
@@ -165,14 +188,19 @@ class SortedCells:
             return False
         if self._table is None and self._row_run is not None:
             return self._row_run.slice(start_row, stop_row) is not None
+        if self._table is None and self._marked is not None:
+            run, markers = self._marked
+            return run.slice(start_row, stop_row) is not None or rows_in(markers, start_row, stop_row).num_rows > 0
         return self.to_batch(start_row, stop_row).num_rows > 0
+
+    def rows_and_markers(self) -> "tuple[RowRun, pa.Table] | None":
+        """The puts' row form and the DeleteFamily markers beside it (a cell table in cell
+        order), when the cells came so from a log (:meth:`from_payloads`); else None."""
+        return self._marked
 
     def to_batch(self, start_row: bytes = b"", stop_row: bytes | None = None) -> pa.Table:
         """The cells of rows ``[start_row, stop_row)`` (a zero-copy slice)."""
-        rows = self.table.column("row")
-        lo = bisect_rows(rows, start_row, right=False) if start_row else 0
-        hi = len(rows) if stop_row is None else bisect_rows(rows, stop_row, right=False)
-        return self.table.slice(lo, max(hi - lo, 0))
+        return rows_in(self.table, start_row, stop_row)
 
     def row_cells(self, row: bytes) -> list[Cell]:
         """The cells of one row, as tuples (a point read)."""
@@ -187,3 +215,4 @@ class SortedCells:
         if self.table.num_rows:
             store.add_many([Cell(*c.values()) for c in self.table.to_pylist()], trusted=True)
         return store.scanner(metrics)
+

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from ..cells import LATEST_TIMESTAMP
 from ..kernels.cell_columns import one_array
+from ..kernels.merge import rows_in
 from ..kernels.resolve_rows import ABSENT, ResolvedRows, resolve_rows
 from .row_pieces import CellSource, dense_piece, join_markers
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock
@@ -49,9 +50,17 @@ def part_items(parts) -> list:
 
 def memstore_items(memstore, lo: bytes, hi: bytes | None) -> list:
     """A memstore view's (or decoded WAL's) part of rows ``[lo, hi)`` as
-    resolution items: its row form when it has one, else its cells."""
+    resolution items: its row form when it has one (with the DeleteFamily markers
+    a log held among its puts beside it, as markers alone), else its cells."""
     if memstore.is_empty():
         return []
+    rows_and_markers = getattr(memstore, "rows_and_markers", None)
+    both = rows_and_markers() if rows_and_markers is not None else None
+    if both is not None:
+        run, markers = both
+        block = run.slice(lo, hi)
+        part = rows_in(markers, lo, hi)
+        return ([] if block is None else [block]) + ([CellSource(part)] if part.num_rows else [])
     row_run = getattr(memstore, "row_run", None)
     run = row_run() if row_run is not None else None
     if run is not None:

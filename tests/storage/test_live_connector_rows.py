@@ -24,6 +24,8 @@ import storage
 from connector import TableInputFormat
 from jobs.demo import sample_row, split_keys_for
 from storage.memstore import row_runs
+from storage.read import row_scan
+from storage.region.row_resolve import memstore_items
 from storage.wal import arrow_decode
 
 try:
@@ -85,6 +87,54 @@ def live(tmp_path_factory):
     conn.close()
 
 
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    """Tables of one family being updated and deleted from, the writes left in the memstore
+    and WAL: of every eighth row, one put again and one deleted in one batch at 2000, then a
+    second batch at 3000 putting back a deleted row of every sixteen and deleting a rewritten
+    one, and a marker for a row that was never written; ``mixed_unordered`` the same written
+    in descending key order.  Returns the root, the connection and the rows a read sees."""
+    root = str(tmp_path_factory.mktemp("mixed"))
+    conn = storage.connect(root)
+    settings = {"wal_sync": "none", "memstore_flush_size": 1 << 40, "compaction_threshold": 1000}
+    expected: dict = {}
+    for name in ("mixed", "mixed_unordered"):
+        table = conn.create_table(name, {"cf": {}}, split_keys=split_keys_for(ROWS, 3), settings=settings)
+        with table.batch(timestamp=1000) as batch:
+            for i in range(ROWS):
+                batch.put(*sample_row(i, 40))
+        table.compact(major=True)
+        order = (lambda xs: list(reversed(xs))) if name == "mixed_unordered" else list
+        with table.batch(timestamp=2000) as batch:
+            for i in order([i for i in range(ROWS) if i % 8 in (3, 7)]):
+                key, _ = sample_row(i, 40)
+                if i % 8 == 7:
+                    batch.delete(key)
+                else:
+                    batch.put(key, sample_row(i + 7, 40)[1])
+        with table.batch(timestamp=3000) as batch:
+            for i in order([i for i in range(ROWS) if i % 16 in (3, 7)]):
+                key, _ = sample_row(i, 40)
+                if i % 16 == 7:
+                    batch.put(key, {b"cf:s": b"back-%d" % i})
+                else:
+                    batch.delete(key)
+            batch.delete(b"\xff\xff\xff\xff-never")
+    rows = {}
+    for i in range(ROWS):
+        key, data = sample_row(i, 40)
+        if i % 16 == 3 or (i % 8 == 7 and i % 16 != 7):
+            continue
+        if i % 16 == 7:
+            rows[key] = {b"cf:s": b"back-%d" % i}
+        elif i % 8 == 3:
+            rows[key] = sample_row(i + 7, 40)[1]
+        else:
+            rows[key] = data
+    yield root, conn, rows
+    conn.close()
+
+
 @pytest.fixture(params=["compiled", "reference"])
 def kernels(request):
     with pytest.MonkeyPatch.context() as patch:
@@ -107,6 +157,34 @@ def test_a_live_table_reads_through_the_connector_as_embedded(live, kernels, nam
         got = {r["key"]: r for r in _connector_rows(root, name, "cf:s")}
         key, data = sample_row(7, 40)
         assert got[key]["cf:s"] == sample_row(14, 40)[1][b"cf:s"]  # the rewrite is what reads
+
+
+@pytest.mark.parametrize("name", ["mixed", "mixed_unordered"])
+def test_puts_among_row_deletes_read_through_the_connector_as_embedded(mixed, kernels, name):
+    """The log of a table being updated and deleted from: the puts' row form with the row
+    deletes set aside beside it (compiled), or its cells (reference); both read as the
+    embedded scan and as the writes say, every column, one, and the rows of one region."""
+    root, conn, rows = mixed
+    table = conn.table(name)
+    for columns in (["cf:n", "cf:s"], ["cf:s"]):
+        expected = _embedded_rows(table, columns)
+        got = _connector_rows(root, name, " ".join(columns))
+        assert got == expected
+        wanted = [(k, d) for k, d in sorted(rows.items()) if any(c.encode() in d for c in columns)]
+        assert [r["key"] for r in got] == [k for k, _ in wanted]
+        assert all(r[c] == d.get(c.encode()) for r, (_, d) in zip(got, wanted) for c in columns)
+    # how each region's replayed log was read: compiled, as the puts' row form and its markers
+    # beside it; the reference decodes its cells
+    seen = []
+    with pytest.MonkeyPatch.context() as patch:
+        def spy(memstore, lo, hi):
+            both = getattr(memstore, "rows_and_markers", None)
+            seen.append(both is not None and both() is not None)
+            return memstore_items(memstore, lo, hi)
+        patch.setattr(row_scan, "memstore_items", spy)
+        got = _connector_rows(root, name, "cf:s")
+    assert got == _embedded_rows(table, ["cf:s"])
+    assert len(seen) >= 3 and all(s == (kernels is not None) for s in seen)
 
 
 def test_a_torn_wal_tail_reads_alike_both_ways(live, tmp_path):

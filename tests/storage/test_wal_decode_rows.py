@@ -168,9 +168,65 @@ def test_a_log_read_as_rows_matches_the_reference(kernels, log, cut, spoil, at):
     if fused is not None:
         _same_run(fused[0], run)
     if fused is not None:
-        assert fused[1:] == (table.column("family")[0].as_py(), table.num_rows)
+        assert fused[1:] == (table.column("family")[0].as_py(), table.num_rows, None)
         assert got._table is not None  # _check asked for cells: decoded then, not before
         assert SortedCells.from_payloads(payloads)._table is None
+
+
+DELETE_FAMILY = int(CellType.DELETE_FAMILY)
+
+
+@settings(max_examples=150, deadline=None)
+@given(log=_logs, cut=st.integers(1, 9), marks=st.lists(st.tuples(st.integers(0, 1 << 30), st.binary(max_size=20),
+                                                                   st.integers(-(1 << 63), (1 << 63) - 1)), max_size=30),
+       rows=st.sampled_from(["ordered", "turned"]), spoil=st.sampled_from(["none", "none", "qualifier", "value", "family"]))
+def test_puts_among_family_markers_read_as_rows_and_markers(kernels, log, cut, marks, rows, spoil):
+    """A log of whole rows of puts with DeleteFamily markers among them (a table being updated
+    and deleted from; a marker's row may be one of the puts' or none of them, written before or
+    after them, twice): the puts' row form and the markers set aside, against the reference's
+    cells; a marker that is not what a row delete writes (a qualifier, a value, another family)
+    sends the log to the cells."""
+    cells = sorted({(r, q): (r, b"cf", q, t, PUT, v) for r, q, t, v in log}.values())
+    if cells and rows == "turned":
+        order = {r: i for i, r in enumerate(sorted({c[0] for c in cells}, reverse=True))}
+        cells.sort(key=lambda c: order[c[0]])
+    for at, row, stamp in marks:  # each marker at a row boundary or inside a row's cells
+        known = [c[0] for c in cells]
+        mark = (known[at % len(known)] if known and at % 3 else row, b"cf", b"", stamp, DELETE_FAMILY, b"")
+        cells.insert(at % (len(cells) + 1), mark)
+    if marks and spoil != "none":
+        i = next(k for k, c in enumerate(cells) if c[4] == DELETE_FAMILY)
+        r, f, q, t, k, v = cells[i]
+        cells[i] = {"qualifier": (r, f, b"q", t, k, v), "value": (r, f, q, t, k, b"v"), "family": (r, b"f2", q, t, k, v)}[spoil]
+    payloads = _payloads(_records(cells, cut))
+    _check(payloads)  # the cells and rows the log holds, however it is read
+    assert log_rows(payloads) is None or not marks  # without markers_aside, a marker sends the log to the cells
+    fused = log_rows(payloads, markers_aside=True)
+    if kernels is None:
+        assert fused is None
+        return
+    table, _ = _reference(payloads)
+    types = table.column("type").to_pylist()
+    puts = table.filter(pa.array([t == PUT for t in types], pa.bool_()))
+    markers = table.filter(pa.array([t == DELETE_FAMILY for t in types], pa.bool_()))
+    put_cells = [c for c in cells if c[4] == PUT]
+    run = dense_from_cells(puts.combine_chunks().to_batches()[0], min_rows=1) if puts.num_rows else None
+    shaped = run is not None and spoil == "none" or (run is not None and not marks)
+    shaped = shaped and _whole_rows([(c[0], c[1], c[2]) for c in put_cells]) and \
+        len(set(table.column("family").to_pylist())) == 1
+    assert (fused is not None) == shaped
+    if fused is None:
+        return
+    _same_run(fused[0], run)
+    assert fused[1] == b"cf" and fused[2] == table.num_rows
+    if markers.num_rows:
+        assert fused[3].equals(markers.combine_chunks())
+        got = SortedCells.from_payloads(payloads)
+        kept_run, kept_markers = got.rows_and_markers()
+        assert got._table is None and got.row_run() is None  # not clean: no row form stands for all its cells
+        assert kept_markers.equals(fused[3]) and not got.is_clean()
+    else:
+        assert fused[3] is None and SortedCells.from_payloads(payloads).rows_and_markers() is None
 
 
 @pytest.mark.parametrize("width", [4, 12, 16, "mixed", "ycsb"])
