@@ -163,6 +163,9 @@ def _marker_cells(family: bytes, count: int, row_offsets, row_data, stamps) -> p
          pa.array(np.full(n, _DELETE_FAMILY, np.uint8)),
          pa.Array.from_buffers(_BINARY, n, [None, empty, pa.py_buffer(b"")])],
         schema=CELL_SCHEMA)
+    rows = table.column(0).chunk(0)
+    if n < 2 or pc.all(pc.less(rows.slice(0, n - 1), rows.slice(1))).as_py():
+        return table  # one marker a row, in key order (a batch of row deletes): cell order already
     return sort_log(table).combine_chunks()
 
 
