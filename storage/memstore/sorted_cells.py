@@ -215,4 +215,3 @@ class SortedCells:
         if self.table.num_rows:
             store.add_many([Cell(*c.values()) for c in self.table.to_pylist()], trusted=True)
         return store.scanner(metrics)
-
