@@ -255,7 +255,7 @@ static int32_t uniform_width(const rs_chunk *c, Py_ssize_t nchunks) {
 /* Pass 1 of a gather without nulls whose values are all `w` bytes (uniform_width): the output
  * offsets are multiples of `w`, and only the picks are checked (every offset of the chunks
  * was); returns and sets as gather_plain_offsets does. */
-static int gather_narrow_offsets(const int64_t *idx, Py_ssize_t n, int64_t total, int32_t w, int32_t *out_off,
+static int gather_uniform_offsets(const int64_t *idx, Py_ssize_t n, int64_t total, int32_t w, int32_t *out_off,
                                  int64_t *bytes_out, Py_ssize_t *bad, int *overflow) {
     if ((int64_t)n * w > INT32_MAX) {
         for (Py_ssize_t i = 0; i < n; i++) if (idx[i] < 0) return 0;
@@ -273,7 +273,7 @@ static int gather_narrow_offsets(const int64_t *idx, Py_ssize_t n, int64_t total
     return 1;
 }
 
-/* Pass 2 of a gather checked by gather_narrow_offsets, values wider than RS_NARROW: one copy per
+/* Pass 2 of a gather checked by gather_uniform_offsets, values wider than RS_NARROW: one copy per
  * run of consecutive rows of one chunk, its bytes found by row number alone. */
 static void gather_uniform_copy(const rs_chunk *c, const int64_t *starts, Py_ssize_t nchunks, const int64_t *idx,
                                 Py_ssize_t n, int32_t w, char *out) {
@@ -300,7 +300,7 @@ static void gather_uniform_copy(const rs_chunk *c, const int64_t *starts, Py_ssi
     }
 }
 
-/* Pass 2 of a gather checked by gather_narrow_offsets: each pick's `w` bytes. */
+/* Pass 2 of a gather checked by gather_uniform_offsets, values of at most RS_NARROW bytes: each pick's `w` bytes. */
 static void gather_narrow_copy(const rs_chunk *c, const int64_t *starts, Py_ssize_t nchunks, const int64_t *idx,
                                Py_ssize_t n, int32_t w, char *out) {
     Py_ssize_t k = 0, k_other = 0;
@@ -354,7 +354,7 @@ PyObject *rs_gather_binary(PyObject *self, PyObject *args) {
         RS_RELEASE_GIL(n)
         /* a few picks from many rows: the check of every offset would cost more than the picks */
         width = n * 8 >= total ? uniform_width(c, nchunks) : 0;
-        if (width) plain = gather_narrow_offsets(idx, n, total, width, out_off, &bytes, &bad, &overflow);
+        if (width) plain = gather_uniform_offsets(idx, n, total, width, out_off, &bytes, &bad, &overflow);
         else plain = gather_plain_offsets(c, starts, nchunks, idx, n, out_off, &bytes, &bad, &overflow);
         RS_ACQUIRE_GIL()
     }

@@ -109,11 +109,17 @@ def _sort_merge(newest_first: list[pa.Table]) -> pa.Table:
     return pa.concat_tables([big.slice(0, start), merged, big.slice(stop)])
 
 
-def rows_in(cells: pa.Table, start_row: bytes, stop_row: bytes | None) -> pa.Table:
-    """The cells (a table in cell order) of rows ``[start_row, stop_row)``: a zero-copy slice."""
-    rows = cells.column("row")
+def row_span(rows: pa.Array | pa.ChunkedArray, start_row: bytes, stop_row: bytes | None) -> tuple[int, int]:
+    """Where the entries of rows ``[start_row, stop_row)`` of a sorted row column begin and
+    end (``(lo, hi)``, ``hi <= lo`` when there are none)."""
     lo = bisect_rows(rows, start_row, right=False) if start_row else 0
     hi = len(rows) if stop_row is None else bisect_rows(rows, stop_row, right=False)
+    return lo, hi
+
+
+def rows_in(cells: pa.Table, start_row: bytes, stop_row: bytes | None) -> pa.Table:
+    """The cells (a table in cell order) of rows ``[start_row, stop_row)``: a zero-copy slice."""
+    lo, hi = row_span(cells.column("row"), start_row, stop_row)
     return cells.slice(lo, max(hi - lo, 0))
 
 

@@ -22,7 +22,7 @@ from ..cells import CELL_SCHEMA, CellType
 from ..kernels.cell_columns import CellColumns, as_cell_table, one_array
 from ..kernels.gather import gather_binary
 from ..kernels.key_codes import lex_order, row_sort_keys
-from ..kernels.merge import bisect_rows, sort_log
+from ..kernels.merge import row_span, sort_log
 from ..native import NATIVE as _NATIVE
 from ..storefile.dense import MAX_DENSE_QUALIFIERS, MAX_FILL, DenseBlock, dense_from_cells
 
@@ -224,9 +224,7 @@ class RowRun:
 
     def slice(self, start_row: bytes, stop_row: bytes | None) -> DenseBlock | None:
         """The rows in ``[start_row, stop_row)`` (zero-copy), or None when there are none."""
-        rows = self.dense.rows
-        lo = bisect_rows(rows, start_row, right=False) if start_row else 0
-        hi = len(rows) if stop_row is None else bisect_rows(rows, stop_row, right=False)
+        lo, hi = row_span(self.dense.rows, start_row, stop_row)
         if hi <= lo:
             return None
         return self.dense.slice(lo, hi)

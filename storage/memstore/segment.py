@@ -135,13 +135,12 @@ class ArrowRun:
     def slice(self, start_row: bytes, stop_row: bytes | None) -> pa.Table:
         """The cells of rows ``[start_row, stop_row)`` (zero-copy), found by
         bisecting the row column."""
-        from ..kernels.merge import bisect_rows
+        from ..kernels.merge import row_span
 
         rows = self._rows
         if rows is None:
             rows = self._rows = self.table.column("row")
-        lo = bisect_rows(rows, start_row, right=False) if start_row else 0
-        hi = len(rows) if stop_row is None else bisect_rows(rows, stop_row, right=False)
+        lo, hi = row_span(rows, start_row, stop_row)
         return self.table.slice(lo, max(hi - lo, 0))
 
     def at(self, seg: Segment, read_point: int, lock: threading.Lock) -> "ArrowRun":
