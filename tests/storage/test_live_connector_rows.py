@@ -34,20 +34,32 @@ except ImportError:  # no C compiler at install: only the reference exists
     BUILT = None
 
 ROWS = 2_000
+_UNFLUSHED = {"wal_sync": "none", "memstore_flush_size": 1 << 40, "compaction_threshold": 1000}
+"""Table settings that keep writes in the memstore and WAL until a test flushes them."""
 
 
-def _connector_rows(root: str, name: str, columns: str) -> list:
-    fmt = TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": name,
-                            "hbase.mapreduce.scan.columns": columns,
-                            "hbase.mapreduce.scan.cacheblocks": "false",
-                            "regionscan.scan.cacheresults": "false"})
+def _input_format(root: str, name: str, columns: str) -> TableInputFormat:
+    """The connector's input format over ``columns``, keeping nothing between reads."""
+    return TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": name,
+                             "hbase.mapreduce.scan.columns": columns,
+                             "hbase.mapreduce.scan.cacheblocks": "false",
+                             "regionscan.scan.cacheresults": "false"})
+
+
+def _split_rows(fmt: TableInputFormat, splits: list) -> list:
+    """The rows of ``splits``, each read by its own batch reader, as dicts."""
     rows = []
-    for split in fmt.get_splits():
+    for split in splits:
         reader = fmt.create_batch_reader(split)
         for batch in reader:
             rows.extend(batch.to_pylist())
         reader.close()
     return rows
+
+
+def _connector_rows(root: str, name: str, columns: str) -> list:
+    fmt = _input_format(root, name, columns)
+    return _split_rows(fmt, fmt.get_splits())
 
 
 def _embedded_rows(table: storage.Table, columns: list) -> list:
@@ -62,9 +74,8 @@ def live(tmp_path_factory):
     ``unordered`` (the rewrite written in descending key order)."""
     root = str(tmp_path_factory.mktemp("live"))
     conn = storage.connect(root)
-    settings = {"wal_sync": "none", "memstore_flush_size": 1 << 40, "compaction_threshold": 1000}
     for name in ("rewrite", "delete", "families", "unordered"):
-        table = conn.create_table(name, {"cf": {}, "f2": {}}, split_keys=split_keys_for(ROWS, 3), settings=settings)
+        table = conn.create_table(name, {"cf": {}, "f2": {}}, split_keys=split_keys_for(ROWS, 3), settings=_UNFLUSHED)
         with table.batch(timestamp=1000) as batch:
             for i in range(ROWS):
                 key, data = sample_row(i, 40)
@@ -87,6 +98,32 @@ def live(tmp_path_factory):
     conn.close()
 
 
+def _compacted(conn: storage.Connection, name: str, regions: int) -> storage.Table:
+    """A table of one family holding ROWS sample rows at timestamp 1000, major-compacted; what
+    is written next stays in its memstore and WAL."""
+    table = conn.create_table(name, {"cf": {}}, split_keys=split_keys_for(ROWS, regions), settings=_UNFLUSHED)
+    with table.batch(timestamp=1000) as batch:
+        for i in range(ROWS):
+            batch.put(*sample_row(i, 40))
+    table.compact(major=True)
+    return table
+
+
+def _replays_seen(read) -> tuple:
+    """``read()``'s result, and for each memstore it read whether it came as the puts' row form
+    with the row deletes set aside beside it (``SortedCells.rows_and_markers``)."""
+    seen = []
+
+    def spy(memstore, lo, hi):
+        both = getattr(memstore, "rows_and_markers", None)
+        seen.append(both is not None and both() is not None)
+        return memstore_items(memstore, lo, hi)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(row_scan, "memstore_items", spy)
+        return read(), seen
+
+
 @pytest.fixture(scope="module")
 def mixed(tmp_path_factory):
     """Tables of one family being updated and deleted from, the writes left in the memstore
@@ -97,14 +134,8 @@ def mixed(tmp_path_factory):
     written).  Returns the root, the connection and each table's rows as a read sees them."""
     root = str(tmp_path_factory.mktemp("mixed"))
     conn = storage.connect(root)
-    settings = {"wal_sync": "none", "memstore_flush_size": 1 << 40, "compaction_threshold": 1000}
-    expected: dict = {}
     for name in ("mixed", "mixed_unordered"):
-        table = conn.create_table(name, {"cf": {}}, split_keys=split_keys_for(ROWS, 3), settings=settings)
-        with table.batch(timestamp=1000) as batch:
-            for i in range(ROWS):
-                batch.put(*sample_row(i, 40))
-        table.compact(major=True)
+        table = _compacted(conn, name, 3)
         order = (lambda xs: list(reversed(xs))) if name == "mixed_unordered" else list
         with table.batch(timestamp=2000) as batch:
             for i in order([i for i in range(ROWS) if i % 8 in (3, 7)]):
@@ -121,11 +152,7 @@ def mixed(tmp_path_factory):
                 else:
                     batch.delete(key)
             batch.delete(b"\xff\xff\xff\xff-never")
-    table = conn.create_table("deleted", {"cf": {}}, split_keys=split_keys_for(ROWS, 3), settings=settings)
-    with table.batch(timestamp=1000) as batch:
-        for i in range(ROWS):
-            batch.put(*sample_row(i, 40))
-    table.compact(major=True)
+    table = _compacted(conn, "deleted", 3)
     with table.batch(timestamp=2000) as batch:
         for i in range(3, ROWS, 4):
             batch.delete(sample_row(i, 40)[0])
@@ -189,14 +216,7 @@ def test_puts_among_row_deletes_read_through_the_connector_as_embedded(mixed, ke
     # how each region's replayed log was read: compiled, as the puts' row form and its markers
     # beside it; the reference decodes its cells, and so does a log of row deletes alone (its
     # cells' decode measured as fast as setting the markers aside)
-    seen = []
-    with pytest.MonkeyPatch.context() as patch:
-        def spy(memstore, lo, hi):
-            both = getattr(memstore, "rows_and_markers", None)
-            seen.append(both is not None and both() is not None)
-            return memstore_items(memstore, lo, hi)
-        patch.setattr(row_scan, "memstore_items", spy)
-        got = _connector_rows(root, name, "cf:s")
+    got, seen = _replays_seen(lambda: _connector_rows(root, name, "cf:s"))
     assert got == _embedded_rows(table, ["cf:s"])
     assert len(seen) >= 3 and all(s == (kernels is not None and name != "deleted") for s in seen)
 
@@ -206,12 +226,7 @@ def test_pinned_puts_among_row_deletes_read_alike_after_writes_a_flush_a_split_a
     puts and deletes, a flush, a region split and a major compaction.  The pinned read sees the
     log it pinned (its puts' row form and markers, compiled), as the embedded scan saw it then."""
     conn = storage.connect(str(tmp_path))
-    settings = {"wal_sync": "none", "memstore_flush_size": 1 << 40, "compaction_threshold": 1000}
-    table = conn.create_table("t", {"cf": {}}, split_keys=split_keys_for(ROWS, 2), settings=settings)
-    with table.batch(timestamp=1000) as batch:
-        for i in range(ROWS):
-            batch.put(*sample_row(i, 40))
-    table.compact(major=True)
+    table = _compacted(conn, "t", 2)
     with table.batch(timestamp=2000) as batch:
         for i in range(1, ROWS, 6):
             key, _ = sample_row(i, 40)
@@ -220,10 +235,7 @@ def test_pinned_puts_among_row_deletes_read_alike_after_writes_a_flush_a_split_a
             else:
                 batch.put(key, sample_row(i + 3, 40)[1])
     expected = _embedded_rows(table, ["cf:n", "cf:s"])
-    fmt = TableInputFormat({"regionscan.root": str(tmp_path), "hbase.mapreduce.inputtable": "t",
-                            "hbase.mapreduce.scan.columns": "cf:n cf:s",
-                            "hbase.mapreduce.scan.cacheblocks": "false",
-                            "regionscan.scan.cacheresults": "false"})
+    fmt = _input_format(str(tmp_path), "t", "cf:n cf:s")
     splits = fmt.get_splits()
     with table.batch(timestamp=3000) as batch:
         for i in range(0, ROWS, 5):
@@ -235,18 +247,7 @@ def test_pinned_puts_among_row_deletes_read_alike_after_writes_a_flush_a_split_a
     table.flush()
     table.split(sample_row(ROWS // 4, 40)[0])
     table.compact(major=True)
-    got, seen = [], []
-    with pytest.MonkeyPatch.context() as patch:
-        def spy(memstore, lo, hi):
-            both = getattr(memstore, "rows_and_markers", None)
-            seen.append(both is not None and both() is not None)
-            return memstore_items(memstore, lo, hi)
-        patch.setattr(row_scan, "memstore_items", spy)
-        for split in splits:
-            reader = fmt.create_batch_reader(split)
-            for batch in reader:
-                got.extend(batch.to_pylist())
-            reader.close()
+    got, seen = _replays_seen(lambda: _split_rows(fmt, splits))
     assert got == expected and len(got) < ROWS
     assert seen and all(s == (kernels is not None) for s in seen)  # the pinned log's puts and markers apart
     assert _embedded_rows(table, ["cf:n", "cf:s"]) != expected  # the table did go on
@@ -292,9 +293,7 @@ def test_hashed_keys_read_through_the_connector_while_flushed_and_compacted(tmp_
     root = str(tmp_path)
     conn = storage.connect(root)
     splits = [b"\x55", b"\xaa"] if shape == "salted" else [b"user4", b"user7"]
-    table = conn.create_table("t", {"cf": {}}, split_keys=splits,
-                              settings={"wal_sync": "none", "memstore_flush_size": 1 << 40,
-                                        "compaction_threshold": 1000})
+    table = conn.create_table("t", {"cf": {}}, split_keys=splits, settings=_UNFLUSHED)
     with table.batch(timestamp=1000) as batch:
         for i in range(ROWS):
             batch.put(_hashed_key(i, shape), sample_row(i, 40)[1])
@@ -309,20 +308,11 @@ def test_hashed_keys_read_through_the_connector_while_flushed_and_compacted(tmp_
     assert len(expected) == ROWS * 3 // 4
     assert [r["key"] for r in expected] == sorted(_hashed_key(i, shape) for i in range(ROWS) if i % 4 != 1)
 
-    fmt = TableInputFormat({"regionscan.root": root, "hbase.mapreduce.inputtable": "t",
-                            "hbase.mapreduce.scan.columns": "cf:n cf:s",
-                            "hbase.mapreduce.scan.cacheblocks": "false",
-                            "regionscan.scan.cacheresults": "false"})
+    fmt = _input_format(root, "t", "cf:n cf:s")
     pinned = fmt.get_splits()
 
     def read_pinned() -> list:
-        rows = []
-        for split in pinned:
-            reader = fmt.create_batch_reader(split)
-            for batch in reader:
-                rows.extend(batch.to_pylist())
-            reader.close()
-        return rows
+        return _split_rows(fmt, pinned)
 
     table.flush()
     table.compact(major=True)  # the pinned files are archived, the pinned WAL records flushed
