@@ -11,8 +11,17 @@
  *   take of the dictionary (storage.storefile._chunk_encodings.decode_dict),
  *   which copies value by value through its generic binary kernel.
  *
- * Both check their bounds once per call, before the work, and raise a one-line
- * ValueError naming what is wrong; neither keeps a pointer past its return. */
+ * dict_fixed: the same when every entry is one width: no offsets summed, a row one
+ *   copy of a constant size.
+ * dict_bytes: the bytes a DICT chunk's values take once expanded (the block cache's
+ *   charge), counted without expanding them.
+ * dict_check: a DICT chunk's offsets and codes checked as it is read.
+ * lengths_offsets: a LENGTHS chunk's lengths summed into its offsets.
+ * frame_values: a FRAME chunk's values (a base plus narrow codes times a divisor) in
+ *   their FIXED form, big-endian, in one pass.
+ *
+ * Each checks its bounds once per call, before the work, and raises a one-line
+ * ValueError naming what is wrong; none keeps a pointer past its return. */
 #include "regionscan_native.h"
 
 /* Bit `i` of an Arrow validity bitmap (least significant bit first); no bitmap: every row valid. */
@@ -255,6 +264,280 @@ done:
     return result;
 }
 
+/* dict_fixed(entry_offsets, entries, codes, code_width, n, allocate) -> (data, width) | None
+ *
+ * A DICT chunk's n values when every entry of its dictionary is one width w > 0 (a date,
+ * a flag, a decimal of a few digits): row i's value is entry code[i]'s w bytes, written at
+ * i * w, so no offsets are summed (a caller's offsets are multiples of w).  None when the
+ * entries differ in width or are empty (dict_gather then).  Every row's code is read,
+ * a null row's as stored (a caller makes such codes 0 when they lie outside the
+ * dictionary) and checked against the dictionary in one pass before the copy.  data is
+ * allocate(n * w + 16) (16 bytes of slack: values of at most 16 bytes are copied as whole
+ * 8- or 16-byte words, each row's spare bytes overwritten by the next row's). */
+#define RS_FIXED_LOOP(READ, STORE, STRIDE)                                              \
+    for (Py_ssize_t i = 0; i < n; i++) memcpy(to + i * w, table + (size_t)(READ) * (STRIDE), STORE);
+
+PyObject *rs_dict_fixed(PyObject *self, PyObject *args) {
+    PyObject *o_eoff, *o_entries, *o_codes, *allocate;
+    Py_ssize_t n;
+    int width;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOOinO", &o_eoff, &o_entries, &o_codes, &width, &n, &allocate)) return NULL;
+    if (width != 1 && width != 2) {
+        PyErr_Format(PyExc_ValueError, "dict_fixed: code_width must be 1 or 2, got %d", width);
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "dict_fixed: n (%zd) must not be negative", n);
+        return NULL;
+    }
+    rs_view eoff = {0}, entries = {0}, codes = {0}, dst = {0};
+    PyObject *result = NULL, *buffer = NULL;
+    uint8_t *table = NULL;
+    if (rs_view_get(&eoff, o_eoff, "entry_offsets", 0) < 0 || rs_view_get(&entries, o_entries, "entries", 1) < 0 ||
+        rs_view_get(&codes, o_codes, "codes", 0) < 0)
+        goto done;
+    Py_ssize_t d = eoff.view.len / 4 - 1;
+    if (d < 1) {
+        PyErr_SetString(PyExc_ValueError, "entry_offsets: a dictionary needs at least one entry (two offsets)");
+        goto done;
+    }
+    const uint32_t *eo = (const uint32_t *)eoff.view.buf;
+    const Py_ssize_t esize = entries.held ? entries.view.len : 0;
+    if ((Py_ssize_t)eo[d] > esize || eo[0] > eo[d]) {
+        PyErr_Format(PyExc_ValueError, "entry_offsets: entries [%u, %u) are not within the %zd entry bytes", eo[0],
+                     eo[d], esize);
+        goto done;
+    }
+    const uint32_t w = eo[1] - eo[0];
+    int one = eo[1] > eo[0];
+    for (Py_ssize_t k = 1; k < d; k++) one &= eo[k + 1] - eo[k] == w;
+    if (!one || (uint64_t)w * (uint64_t)d != (uint64_t)(eo[d] - eo[0])) {  /* (no wrap past eo[d]) */
+        result = Py_None;
+        Py_INCREF(result);
+        goto done;
+    }
+    if (codes.view.len < n * width) {
+        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, %zd rows of %d bytes need %zd", codes.view.len, n, width,
+                     n * width);
+        goto done;
+    }
+    const uint8_t *c8 = (const uint8_t *)codes.view.buf;
+    /* the largest code, in a pass without a branch a row (vectorized); none can be out of a
+     * dictionary of 256 (65,536) entries */
+    if (d < (width == 1 ? 256 : 65536)) {
+        Py_ssize_t top = 0;
+        if (width == 1) {
+            uint8_t m = 0;
+            for (Py_ssize_t i = 0; i < n; i++) m = c8[i] > m ? c8[i] : m;
+            top = m;
+        } else {
+            uint16_t m = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                uint16_t v = (uint16_t)(c8[2 * i] | (c8[2 * i + 1] << 8));
+                m = v > m ? v : m;
+            }
+            top = m;
+        }
+        if (top >= d) {
+            Py_ssize_t at = 0;
+            while (RS_CODE(c8, width, at) < d) at++;
+            PyErr_Format(PyExc_ValueError, "codes: row %zd has code %zd, the dictionary has %zd entries", at,
+                         RS_CODE(c8, width, at), d);
+            goto done;
+        }
+    }
+    if ((uint64_t)n * w > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "dict_fixed: the values exceed a binary array's 2 GiB");
+        goto done;
+    }
+    size_t total = (size_t)n * w;
+    buffer = PyObject_CallFunction(allocate, "n", (Py_ssize_t)total + 16);
+    if (!buffer || rs_view_out(&dst, buffer, (Py_ssize_t)total + 16) < 0) goto done;
+    uint8_t *to = (uint8_t *)dst.view.buf;
+    const uint8_t *src = (const uint8_t *)entries.view.buf + eo[0];
+    /* entries of at most 16 bytes laid out at a stride of 8 or 16 (zero padded): a row is then
+     * one word copy of a constant size */
+    size_t stride = w <= 8 ? 8 : w <= 16 ? 16 : w;
+    if (w <= 16) {
+        table = PyMem_Calloc((size_t)d, stride);
+        if (!table) { PyErr_NoMemory(); goto done; }
+        for (Py_ssize_t k = 0; k < d; k++) memcpy(table + k * stride, src + (size_t)k * w, w);
+    }
+    {
+        RS_RELEASE_GIL(n)
+        if (w > 16) {
+            for (Py_ssize_t i = 0; i < n; i++) memcpy(to + i * w, src + (size_t)RS_CODE(c8, width, i) * w, w);
+        } else if (width == 1) {
+            if (w == 1) { RS_FIXED_LOOP(c8[i], 1, 8) }
+            else if (w == 2) { RS_FIXED_LOOP(c8[i], 2, 8) }
+            else if (w == 4) { RS_FIXED_LOOP(c8[i], 4, 8) }
+            else if (w <= 8) { RS_FIXED_LOOP(c8[i], 8, 8) }
+            else { RS_FIXED_LOOP(c8[i], 16, 16) }
+        } else {
+            if (w == 1) { RS_FIXED_LOOP(c8[2 * i] | (c8[2 * i + 1] << 8), 1, 8) }
+            else if (w == 2) { RS_FIXED_LOOP(c8[2 * i] | (c8[2 * i + 1] << 8), 2, 8) }
+            else if (w == 4) { RS_FIXED_LOOP(c8[2 * i] | (c8[2 * i + 1] << 8), 4, 8) }
+            else if (w <= 8) { RS_FIXED_LOOP(c8[2 * i] | (c8[2 * i + 1] << 8), 8, 8) }
+            else { RS_FIXED_LOOP(c8[2 * i] | (c8[2 * i + 1] << 8), 16, 16) }
+        }
+        RS_ACQUIRE_GIL()
+    }
+    result = Py_BuildValue("(On)", buffer, (Py_ssize_t)w);
+done:
+    PyMem_Free(table);
+    rs_view_release(&eoff);
+    rs_view_release(&entries);
+    rs_view_release(&codes);
+    rs_view_release(&dst);
+    Py_XDECREF(buffer);
+    return result;
+}
+
+/* dict_bytes(entry_offsets, codes, code_width, n) -> int
+ *
+ * The bytes of a DICT chunk's n values once expanded: the length of entry code[i] summed
+ * over the rows (every row counted: the caller leaves out null rows' codes).  What the
+ * block cache charges for a coded column's plain form, counted without building it; the
+ * reference is storage.kernels.cell_columns.coded_bytes (a count of each code, then the
+ * counts times the entries' lengths).  ValueError for a code outside the dictionary. */
+PyObject *rs_dict_bytes(PyObject *self, PyObject *args) {
+    PyObject *o_eoff, *o_codes;
+    Py_ssize_t n;
+    int width;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOin", &o_eoff, &o_codes, &width, &n)) return NULL;
+    if (width != 1 && width != 2) {
+        PyErr_Format(PyExc_ValueError, "dict_bytes: code_width must be 1 or 2, got %d", width);
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "dict_bytes: n (%zd) must not be negative", n);
+        return NULL;
+    }
+    rs_view eoff = {0}, codes = {0};
+    PyObject *result = NULL;
+    uint32_t *lengths = NULL;
+    if (rs_view_get(&eoff, o_eoff, "entry_offsets", 0) < 0 || rs_view_get(&codes, o_codes, "codes", 0) < 0) goto done;
+    Py_ssize_t d = eoff.view.len / 4 - 1;
+    if (d < 1) {
+        PyErr_SetString(PyExc_ValueError, "entry_offsets: a dictionary needs at least one entry (two offsets)");
+        goto done;
+    }
+    if (codes.view.len < n * width) {
+        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, %zd rows of %d bytes need %zd", codes.view.len, n, width,
+                     n * width);
+        goto done;
+    }
+    const uint32_t *eo = (const uint32_t *)eoff.view.buf;
+    /* a table as long as any code can be (256 or 65,536 entries), lengths past the dictionary
+     * marked: the sum then needs no check a row, and a marked entry met fails the call */
+    Py_ssize_t span = width == 1 ? 256 : 65536;
+    lengths = PyMem_Malloc((size_t)span * sizeof(uint32_t));
+    if (!lengths) { PyErr_NoMemory(); goto done; }
+    for (Py_ssize_t k = 0; k < span; k++)
+        lengths[k] = k < d ? (eo[k + 1] >= eo[k] ? eo[k + 1] - eo[k] : UINT32_MAX) : UINT32_MAX;
+    const uint8_t *c8 = (const uint8_t *)codes.view.buf;
+    uint64_t total = 0, marked = 0;
+    {
+        RS_RELEASE_GIL(n)
+        if (width == 1) {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                uint32_t len = lengths[c8[i]];
+                marked |= len == UINT32_MAX;
+                total += len;
+            }
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                uint32_t len = lengths[c8[2 * i] | (c8[2 * i + 1] << 8)];
+                marked |= len == UINT32_MAX;
+                total += len;
+            }
+        }
+        RS_ACQUIRE_GIL()
+    }
+    if (marked) {
+        Py_ssize_t at = 0;
+        while (lengths[RS_CODE(c8, width, at)] != UINT32_MAX) at++;
+        Py_ssize_t code = RS_CODE(c8, width, at);
+        if (code < d)
+            PyErr_Format(PyExc_ValueError, "entry_offsets: entry %zd [%u, %u) goes backwards", code, eo[code], eo[code + 1]);
+        else
+            PyErr_Format(PyExc_ValueError, "codes: row %zd has code %zd, the dictionary has %zd entries", at, code, d);
+        goto done;
+    }
+    result = PyLong_FromUnsignedLongLong(total);
+done:
+    PyMem_Free(lengths);
+    rs_view_release(&eoff);
+    rs_view_release(&codes);
+    return result;
+}
+
+/* dict_check(entry_offsets, data_size, codes, code_width, n) -> int
+ *
+ * A DICT chunk read from a file, checked before any of it is used: 0 when its d + 1 uint32
+ * entry offsets go from 0 up to `data_size` (below 2 GiB) without going down and each of
+ * its n codes of `code_width` (1 or 2) bytes is below d; 1 when the offsets do not, 2 when
+ * a code does not (the caller names the chunk).  Both in passes without a branch a value.
+ * The reference is the NumPy check of storage.storefile._chunk_encodings.dict_codes. */
+PyObject *rs_dict_check(PyObject *self, PyObject *args) {
+    PyObject *o_eoff, *o_codes;
+    Py_ssize_t n;
+    long long data_size;
+    int width;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OLOin", &o_eoff, &data_size, &o_codes, &width, &n)) return NULL;
+    if (width != 1 && width != 2) {
+        PyErr_Format(PyExc_ValueError, "dict_check: code_width must be 1 or 2, got %d", width);
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "dict_check: n (%zd) must not be negative", n);
+        return NULL;
+    }
+    rs_view eoff = {0}, codes = {0};
+    PyObject *result = NULL;
+    if (rs_view_get(&eoff, o_eoff, "entry_offsets", 0) < 0 || rs_view_get(&codes, o_codes, "codes", 0) < 0) goto done;
+    Py_ssize_t d = eoff.view.len / 4 - 1;
+    if (d < 1) {
+        PyErr_SetString(PyExc_ValueError, "entry_offsets: a dictionary needs at least one entry (two offsets)");
+        goto done;
+    }
+    if (codes.view.len < n * width) {
+        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, %zd rows of %d bytes need %zd", codes.view.len, n, width,
+                     n * width);
+        goto done;
+    }
+    const uint32_t *eo = (const uint32_t *)eoff.view.buf;
+    int bad = eo[0] != 0 || (long long)eo[d] != data_size || data_size >= ((long long)1 << 31);
+    uint32_t down = 0;
+    for (Py_ssize_t k = 0; k < d; k++) down |= eo[k + 1] < eo[k];
+    long verdict = bad || down ? 1 : 0;
+    if (!verdict && d < (width == 1 ? 256 : 65536)) {
+        const uint8_t *c8 = (const uint8_t *)codes.view.buf;
+        Py_ssize_t top = 0;
+        if (width == 1) {
+            uint8_t m = 0;
+            for (Py_ssize_t i = 0; i < n; i++) m = c8[i] > m ? c8[i] : m;
+            top = m;
+        } else {
+            uint16_t m = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                uint16_t v = (uint16_t)(c8[2 * i] | (c8[2 * i + 1] << 8));
+                m = v > m ? v : m;
+            }
+            top = m;
+        }
+        verdict = n && top >= d ? 2 : 0;
+    }
+    result = PyLong_FromLong(verdict);
+done:
+    rs_view_release(&eoff);
+    rs_view_release(&codes);
+    return result;
+}
+
 /* keys_delta(body, n, width, first_at, parts, out) -> None
  *
  * The n row keys of a KEYS_DELTA key chunk, `width` bytes each, back to back in
@@ -297,6 +580,177 @@ static inline uint64_t rs_key_code(const uint8_t *c, int width, Py_ssize_t i) {
     default: return 0;
     }
 }
+
+/* frame_values(codes, code_width, n, width, base, divisor, validity, allocate) -> data
+ *
+ * A FRAME chunk's n values in their FIXED form: row i's value is base + code[i] * divisor
+ * modulo 2 ** (8 * width), written big-endian in `width` (2, 4 or 8) bytes, zeros under a
+ * null row (`validity`: the rows' bitmap from bit 0; None: no nulls).  `codes`: n
+ * little-endian codes of `code_width` (1, 2 or 4) bytes.  The largest code is found first
+ * (a pass without a branch a row) and code * divisor must stay below 2 ** (8 * width), as
+ * the writer's frame does: past it the chunk is damaged (ValueError naming the row).  One
+ * pass where the NumPy reference (storage.storefile._chunk_encodings.decode_frame) makes
+ * five or six: the bound, the widening, the multiply, the add, the nulls, the byte swap.
+ * data comes from allocate(n * width). */
+#define RS_FRAME_CODE(CW, i) \
+    ((CW) == 1 ? (uint64_t)c8[i] : (CW) == 2 ? (uint64_t)rs_le16(c8 + 2 * (i)) : (uint64_t)rs_le32(c8 + 4 * (i)))
+
+static inline uint16_t rs_le16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return RS_LE16(v); }
+static inline uint32_t rs_le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return RS_LE32(v); }
+
+#define RS_FRAME_LOOP(CW, W, UT, SWAP)                                                                \
+    for (Py_ssize_t i = 0; i < n; i++) {                                                             \
+        UT v = (UT)(base + RS_FRAME_CODE(CW, i) * divisor);                                          \
+        if (bits) v &= (UT)0 - (UT)((bits[i >> 3] >> (i & 7)) & 1);                                 \
+        v = SWAP(v);                                                                                 \
+        memcpy(to + (size_t)i * (W), &v, (W));                                                       \
+    }
+
+#define RS_FRAME_WIDTHS(CW)                                                                          \
+    if (width == 2) { RS_FRAME_LOOP(CW, 2, uint16_t, RS_BE16) }                                      \
+    else if (width == 4) { RS_FRAME_LOOP(CW, 4, uint32_t, RS_BE32) }                                 \
+    else { RS_FRAME_LOOP(CW, 8, uint64_t, RS_BE64) }
+
+PyObject *rs_frame_values(PyObject *self, PyObject *args) {
+    PyObject *o_codes, *o_valid, *allocate;
+    Py_ssize_t n;
+    int cw, width;
+    unsigned long long base_arg, divisor_arg;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OiniKKOO", &o_codes, &cw, &n, &width, &base_arg, &divisor_arg, &o_valid, &allocate))
+        return NULL;
+    if (cw != 1 && cw != 2 && cw != 4) {
+        PyErr_Format(PyExc_ValueError, "frame_values: code_width must be 1, 2 or 4, got %d", cw);
+        return NULL;
+    }
+    if (width != 2 && width != 4 && width != 8) {
+        PyErr_Format(PyExc_ValueError, "frame_values: width must be 2, 4 or 8, got %d", width);
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "frame_values: n (%zd) must not be negative", n);
+        return NULL;
+    }
+    const uint64_t base = base_arg, divisor = divisor_arg;
+    const unsigned __int128 limit = (unsigned __int128)1 << (8 * width);
+    if (base >= limit || divisor == 0 || divisor >= limit) {
+        PyErr_Format(PyExc_ValueError, "frame_values: base %llu and divisor %llu must lie within %d-byte values "
+                     "(the divisor above 0)", base_arg, divisor_arg, width);
+        return NULL;
+    }
+    rs_view codes = {0}, valid = {0}, dst = {0};
+    PyObject *result = NULL, *buffer = NULL;
+    if (rs_view_get(&codes, o_codes, "codes", 0) < 0 || rs_view_get(&valid, o_valid, "validity", 1) < 0) goto done;
+    if (codes.view.len < n * cw) {
+        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, %zd rows of %d bytes need %zd", codes.view.len, n, cw, n * cw);
+        goto done;
+    }
+    if (valid.held && valid.view.len < (n + 7) / 8) {
+        PyErr_Format(PyExc_ValueError, "validity: %zd bytes, %zd rows need %zd", valid.view.len, n, (n + 7) / 8);
+        goto done;
+    }
+    const uint8_t *c8 = (const uint8_t *)codes.view.buf;
+    const uint8_t *bits = valid.held ? (const uint8_t *)valid.view.buf : NULL;
+    uint64_t top = 0;  /* each loop's maximum in the codes' own width: vectorized */
+    if (cw == 1) {
+        uint8_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) m = c8[i] > m ? c8[i] : m;
+        top = m;
+    } else if (cw == 2) {
+        uint16_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) { uint16_t v = rs_le16(c8 + 2 * i); m = v > m ? v : m; }
+        top = m;
+    } else {
+        uint32_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) { uint32_t v = rs_le32(c8 + 4 * i); m = v > m ? v : m; }
+        top = m;
+    }
+    if ((unsigned __int128)top * divisor >= limit) {
+        Py_ssize_t at = 0;
+        while (RS_FRAME_CODE(cw, at) != top) at++;
+        PyErr_Format(PyExc_ValueError, "codes: row %zd has code %llu, times the divisor %llu past %d-byte values", at,
+                     (unsigned long long)top, divisor_arg, width);
+        goto done;
+    }
+    buffer = PyObject_CallFunction(allocate, "n", n * width);
+    if (!buffer || rs_view_out(&dst, buffer, n * width) < 0) goto done;
+    uint8_t *to = (uint8_t *)dst.view.buf;
+    {
+        RS_RELEASE_GIL(n)
+        if (cw == 1) { RS_FRAME_WIDTHS(1) }
+        else if (cw == 2) { RS_FRAME_WIDTHS(2) }
+        else { RS_FRAME_WIDTHS(4) }
+        RS_ACQUIRE_GIL()
+    }
+    result = buffer;
+    buffer = NULL;
+done:
+    rs_view_release(&codes);
+    rs_view_release(&valid);
+    rs_view_release(&dst);
+    Py_XDECREF(buffer);
+    return result;
+}
+
+/* lengths_offsets(lengths, width, n, out) -> int
+ *
+ * A LENGTHS chunk's n value lengths (little-endian, `width` 1 or 2 bytes each) summed into
+ * the n + 1 int32 offsets of its binary column (`out`, writable), and the sum returned (an
+ * int64 sum: the caller checks it against the chunk's bytes; past 2 GiB the offsets
+ * written are not used).  The reference is NumPy's cumsum in
+ * storage.storefile._chunk_encodings.decode_lengths. */
+PyObject *rs_lengths_offsets(PyObject *self, PyObject *args) {
+    PyObject *o_len, *o_out;
+    Py_ssize_t n;
+    int width;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OinO", &o_len, &width, &n, &o_out)) return NULL;
+    if (width != 1 && width != 2) {
+        PyErr_Format(PyExc_ValueError, "lengths_offsets: width must be 1 or 2, got %d", width);
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "lengths_offsets: n (%zd) must not be negative", n);
+        return NULL;
+    }
+    rs_view len = {0}, out = {0};
+    PyObject *result = NULL;
+    if (rs_view_get(&len, o_len, "lengths", 0) < 0) goto done;
+    if (PyObject_GetBuffer(o_out, &out.view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyErr_Format(PyExc_ValueError, "out must be a writable contiguous buffer, got %.80s", Py_TYPE(o_out)->tp_name);
+        goto done;
+    }
+    out.held = 1;
+    if (out.view.len < (Py_ssize_t)sizeof(int32_t) * (n + 1)) {
+        PyErr_Format(PyExc_ValueError, "out: %zd bytes hold fewer than n + 1 = %zd int32", out.view.len, n + 1);
+        goto done;
+    }
+    if (len.view.len < n * width) {
+        PyErr_Format(PyExc_ValueError, "lengths: %zd bytes, %zd rows of %d bytes need %zd", len.view.len, n, width,
+                     n * width);
+        goto done;
+    }
+    const uint8_t *l8 = (const uint8_t *)len.view.buf;
+    int32_t *offs = (int32_t *)out.view.buf;
+    uint64_t total = 0;
+    {
+        RS_RELEASE_GIL(n)
+        offs[0] = 0;
+        if (width == 1) {
+            for (Py_ssize_t i = 0; i < n; i++) { total += l8[i]; offs[i + 1] = (int32_t)(uint32_t)total; }
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) { total += rs_le16(l8 + 2 * i); offs[i + 1] = (int32_t)(uint32_t)total; }
+        }
+        RS_ACQUIRE_GIL()
+    }
+    result = PyLong_FromUnsignedLongLong(total);
+done:
+    rs_view_release(&len);
+    rs_view_release(&out);
+    return result;
+}
+
+
 
 /* The `w` low bytes of v, big-endian, at `to`. */
 static inline void rs_put_be(uint8_t *to, uint64_t v, int w) {

@@ -168,6 +168,11 @@ PyObject *rs_wal_rows(PyObject *self, PyObject *args);
 PyObject *rs_cell_columns(PyObject *self, PyObject *args);
 PyObject *rs_decimal_words(PyObject *self, PyObject *args);
 PyObject *rs_dict_gather(PyObject *self, PyObject *args);
+PyObject *rs_dict_fixed(PyObject *self, PyObject *args);
+PyObject *rs_dict_bytes(PyObject *self, PyObject *args);
+PyObject *rs_dict_check(PyObject *self, PyObject *args);
+PyObject *rs_lengths_offsets(PyObject *self, PyObject *args);
+PyObject *rs_frame_values(PyObject *self, PyObject *args);
 PyObject *rs_keys_delta(PyObject *self, PyObject *args);
 
 #define RS_METHOD(name, doc) {#name, (PyCFunction)rs_##name, METH_VARARGS, doc},
@@ -219,6 +224,24 @@ PyObject *rs_keys_delta(PyObject *self, PyObject *args);
     RS_METHOD(dict_gather,                                                                      \
               "dict_gather(entry_offsets, entries, codes, code_width, validity, offset, n, "   \
               "out_offsets, allocate) -> data: a dictionary chunk's values as binary offsets and data") \
+    RS_METHOD(dict_fixed,                                                                       \
+              "dict_fixed(entry_offsets, entries, codes, code_width, n, allocate) -> (data, width) " \
+              "| None: a dictionary chunk's values when every entry is one width (row i at i * width); " \
+              "None: the entries differ in width")                                                \
+    RS_METHOD(dict_bytes,                                                                       \
+              "dict_bytes(entry_offsets, codes, code_width, n) -> int: the bytes of a dictionary " \
+              "chunk's n values once expanded")                                                  \
+    RS_METHOD(dict_check,                                                                       \
+              "dict_check(entry_offsets, data_size, codes, code_width, n) -> int: 0 when a " \
+              "dictionary chunk's offsets rise from 0 to data_size and its codes lie within it, " \
+              "1 (the offsets) or 2 (a code) when not")                                           \
+    RS_METHOD(lengths_offsets,                                                                  \
+              "lengths_offsets(lengths, width, n, out) -> int: a lengths chunk's n lengths summed " \
+              "into n + 1 int32 offsets in out; their sum")                                       \
+    RS_METHOD(frame_values,                                                                     \
+              "frame_values(codes, code_width, n, width, base, divisor, validity, allocate) -> data: " \
+              "a FRAME chunk's n values (base + code * divisor, big-endian, zeros under nulls) in " \
+              "their FIXED form")                                                                 \
     RS_METHOD(keys_delta,                                                                       \
               "keys_delta(body, n, width, first_at, parts, out) -> None: a KEYS_DELTA key chunk's " \
               "n keys of width bytes rebuilt into out (n * width + 8 bytes) from the first key " \

@@ -51,7 +51,7 @@ from ..native import NATIVE
 from .format import ChunkEncoding, align8
 
 __all__ = ["ENCODERS", "encode_dict", "encode_lengths", "encode_frame", "decode_dict", "decode_lengths", "decode_frame",
-           "dict_codes", "expand_dict", "expanded_size"
+           "dict_codes", "expand_dict", "expanded_size",
            "choose", "bitmap_part",
            "fixed_offsets", "gather_dict", "take_dict"]
 
@@ -170,6 +170,9 @@ def _fixed_type(width: int) -> pa.DataType:
     return pa.binary(width)
 
 
+_USE_MODULE = object()
+
+
 @lru_cache(maxsize=256)
 def fixed_offsets(n: int, width: int) -> pa.Buffer:
     """Offsets of ``n`` values of ``width`` bytes (shared by every chunk of that shape)."""
@@ -210,14 +213,17 @@ def _writes_in_order() -> bool:
 _OVERLAPPING_WRITES_IN_ORDER = _writes_in_order()
 
 
-def dict_codes(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.DictionaryArray:
+def dict_codes(body: pa.Buffer, n: int, what: str, path: str, at: int, *,
+               native=_USE_MODULE) -> pa.DictionaryArray:
     """The ``n`` rows of a ``DICT`` chunk's (decompressed) ``body`` as a dictionary array,
     not expanded: its indices are the chunk's codes (uint8 or uint16, null where the chunk's
     validity says so) and its dictionary the chunk's entries, both zero-copy slices of
     ``body``.  Every count, offset and code is checked here, so :func:`expand_dict` of the
     result (or of any slice or filter of it) cannot fail.  A filter tests the dictionary's
     few entries and maps the answers through the codes; only the rows that pass are
-    expanded (``storage.storefile.dense.DenseBlock``)."""
+    expanded (``storage.storefile.dense.DenseBlock``).  The checks are one compiled call
+    (``dict_check``) where the kernels are built; ``native``: the compiled module to use
+    (None: the NumPy reference; by default :data:`storage.native.NATIVE`)."""
     d, flags, width, data_size = _head(body, _DICT_HEAD, what, path, at)
     if flags & ~_HAS_VALIDITY or width not in _WIDTH_TYPES or d == 0 or d > min(_MAX_ENTRIES, 1 << (8 * width)):
         raise CorruptionError(f"{what} has a bad dictionary head", path, at)
@@ -229,12 +235,23 @@ def dict_codes(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Dic
     if body.size != pos + n * width:
         raise CorruptionError(f"{what} holds {body.size} bytes, its dictionary of {d} entries and {n} codes "
                               f"of {width} bytes need {pos + n * width}", path, at)
-    offsets = np.frombuffer(body, dtype="<u4", count=d + 1, offset=offsets_at)
-    steps = np.diff(offsets)
-    if offsets[0] != 0 or offsets[-1] != data_size or (steps.size and int(steps.min()) < 0) or data_size >= 1 << 31:
+    if native is _USE_MODULE:
+        native = NATIVE
+    if native is not None:
+        # one call for both checks (a wide table's chunks are many and their dictionaries
+        # small: the NumPy calls below cost 40 us a chunk, mostly their own overhead)
+        verdict = native.dict_check(body.slice(offsets_at, 4 * (d + 1)), data_size, body.slice(pos, n * width),
+                                    width, n)
+    else:
+        # signed steps: offsets that go down must not wrap around into large ones
+        offsets = np.frombuffer(body, dtype="<u4", count=d + 1, offset=offsets_at).astype(np.int64)
+        verdict = 1 if offsets[0] != 0 or offsets[-1] != data_size or data_size >= 1 << 31 \
+            or (d > 1 and int(np.diff(offsets).min()) < 0) else 0
+        if not verdict and n:
+            verdict = 2 if int(np.frombuffer(body, dtype=_WIDTH_TYPES[width], count=n, offset=pos).max()) >= d else 0
+    if verdict == 1:
         raise CorruptionError(f"{what} dictionary offsets do not add up to its {data_size} bytes", path, at)
-    codes = np.frombuffer(body, dtype=_WIDTH_TYPES[width], count=n, offset=pos)
-    if n and int(codes.max()) >= d:
+    if verdict == 2:
         raise CorruptionError(f"{what} has a code out of range of its {d} dictionary entries", path, at)
     # the u32 offsets read as Arrow's int32 ones: checked above to stay under 2 GiB
     dictionary = pa.Array.from_buffers(_BINARY, d, [None, body.slice(offsets_at, 4 * (d + 1)),
@@ -271,20 +288,51 @@ def _plain_codes(indices: pa.Array, d: int) -> tuple[pa.Buffer, pa.Buffer | None
     return codes, validity
 
 
-def expand_dict(column: pa.DictionaryArray) -> pa.Array:
+def _entry_buffers(dictionary: pa.Array) -> tuple[pa.Buffer, pa.Buffer]:
+    """A (non-empty) binary ``dictionary``'s ``d + 1`` offsets, from 0, and the entries' bytes
+    they index: what the compiled kernels and :func:`gather_dict` read."""
+    d = len(dictionary)
+    if dictionary.offset:
+        dictionary = pa.concat_arrays([dictionary])  # offsets from 0: what the gather reads
+    offsets = dictionary.buffers()[1]
+    first = int(np.frombuffer(offsets, dtype=np.int32, count=1)[0])
+    entry_offsets = offsets.slice(0, 4 * (d + 1))
+    if first:
+        entry_offsets = pa.py_buffer(np.frombuffer(offsets, dtype=np.int32, count=d + 1) - first)
+    entries = dictionary.buffers()[2]
+    entries = pa.py_buffer(b"") if entries is None else entries.slice(first)
+    return entry_offsets, entries
+
+
+def expand_dict(column: pa.DictionaryArray, *, native=_USE_MODULE) -> pa.Array:
     """The plain binary values of a dictionary array of :func:`dict_codes` (or a slice or
     filter of one): dictionary entry ``code`` at each row, null where the row is null.
     The bytes are those a full decode of the chunk has always given: values of one width
-    of at most 8 bytes gathered as words (:func:`_gather_narrow`; a null row then holds
-    entry 0's bytes, as its stored code 0 says), others by :func:`gather_dict` (a null row
-    holds no bytes)."""
+    gathered without offsets (a null row then holds entry 0's bytes, as its stored code 0
+    says), others by :func:`gather_dict` (a null row holds no bytes).
+
+    Where the compiled kernels are built, values of one width are one ``dict_fixed`` call
+    (``storage/_native/decode.c``): a row one copy of a constant size, 4-6x less CPU than
+    the reference below (docs/decisions/2026-12-07-dictionary-columns-expanded-in-one-call.md);
+    ``native``: the compiled module to use (None: the reference, NumPy's and Arrow's
+    takes; by default :data:`storage.native.NATIVE`, looked up at each call)."""
+    if native is _USE_MODULE:
+        native = NATIVE
     dictionary = column.dictionary
     n = len(column)
     d = len(dictionary)
     width = column.indices.type.bit_width // 8
     codes, validity = _plain_codes(column.indices, d)
-    entry = _entry_width(dictionary)
     nulls = -1 if validity is not None else 0
+    if native is not None:
+        entry_offsets, entries = _entry_buffers(dictionary)
+        fixed = native.dict_fixed(entry_offsets, entries, codes, width, n, pa.allocate_buffer)
+        if fixed is not None:
+            data, entry = fixed
+            return pa.Array.from_buffers(_BINARY, n, [validity, fixed_offsets(n, entry), data.slice(0, n * entry)],
+                                         nulls)
+        return gather_dict(entry_offsets, entries, codes, width, validity, n, native=native)
+    entry = _entry_width(dictionary)
     if entry:
         # one width: gather the entries without building offsets (every such chunk shares them)
         codes_array = pa.Array.from_buffers(_CODE_TYPES[width], n, [None, codes])
@@ -296,33 +344,32 @@ def expand_dict(column: pa.DictionaryArray) -> pa.Array:
             items = pa.Array.from_buffers(_fixed_type(entry), d, [None, entries], 0, dictionary.offset)
             data = _TAKE.call([items, codes_array], _NO_BOUNDS_CHECK).buffers()[1]
         return pa.Array.from_buffers(_BINARY, n, [validity, fixed_offsets(n, entry), data], nulls)
-    offsets = dictionary.buffers()[1]
-    if dictionary.offset:
-        dictionary = pa.concat_arrays([dictionary])  # offsets from 0: what the gather reads
-        offsets = dictionary.buffers()[1]
-    first = int(np.frombuffer(offsets, dtype=np.int32, count=1)[0])
-    entry_offsets = offsets.slice(0, 4 * (d + 1))
-    if first:
-        entry_offsets = pa.py_buffer(np.frombuffer(offsets, dtype=np.int32, count=d + 1) - first)
-    entries = dictionary.buffers()[2]
-    entries = pa.py_buffer(b"") if entries is None else entries.slice(first)
-    return gather_dict(entry_offsets, entries, codes, width, validity, n)
+    entry_offsets, entries = _entry_buffers(dictionary)
+    return gather_dict(entry_offsets, entries, codes, width, validity, n, native=None)
 
 
-def expanded_size(column: pa.DictionaryArray) -> int:
+def expanded_size(column: pa.DictionaryArray, *, native=_USE_MODULE) -> int:
     """Bytes of the buffers :func:`expand_dict` of ``column`` builds, counted without building
-    them (what a block holding the plain column is charged)."""
+    them (what a block holding the plain column is charged).  The entries' bytes per row
+    are summed by the compiled ``dict_bytes`` where it is built (one pass over the codes;
+    its reference, :func:`coded_bytes`, counts each code, then weighs the counts)."""
+    if native is _USE_MODULE:
+        native = NATIVE
     n = len(column)
     validity = (n + 7) // 8 if column.null_count else 0
     dictionary = column.dictionary
+    indices = column.indices
+    width = indices.type.bit_width // 8
+    if native is not None and not column.null_count and dictionary.offset == 0:
+        codes = indices.buffers()[1].slice(indices.offset * width, n * width)
+        return validity + 4 * (n + 1) + native.dict_bytes(dictionary.buffers()[1].slice(0, 4 * (len(dictionary) + 1)), codes, width, n)
     entry = _entry_width(dictionary)
     if entry:
         return validity + 4 * (n + 1) + n * entry
     lengths = np.diff(np.frombuffer(dictionary.buffers()[1], dtype=np.int32, count=len(dictionary) + 1,
                                     offset=4 * dictionary.offset))
-    indices = column.indices
-    codes = np.frombuffer(indices.buffers()[1], dtype=_WIDTH_TYPES[indices.type.bit_width // 8], count=n,
-                          offset=indices.offset * indices.type.bit_width // 8)
+    codes = np.frombuffer(indices.buffers()[1], dtype=_WIDTH_TYPES[width], count=n,
+                          offset=indices.offset * width)
     if column.null_count:  # a null row holds no bytes in a gathered column
         codes = codes[column.indices.is_valid().to_numpy(zero_copy_only=False)]
     return validity + 4 * (n + 1) + coded_bytes(codes, lengths)
@@ -348,8 +395,6 @@ def take_dict(entry_offsets: pa.Buffer, entries: pa.Buffer, codes: pa.Buffer, wi
     return _TAKE.call([dictionary, indices], _NO_BOUNDS_CHECK)
 
 
-_USE_MODULE = object()
-
 
 def gather_dict(entry_offsets: pa.Buffer, entries: pa.Buffer, codes: pa.Buffer, width: int,
                 validity: pa.Buffer | None, n: int, *, native=_USE_MODULE) -> pa.Array:
@@ -374,8 +419,13 @@ def gather_dict(entry_offsets: pa.Buffer, entries: pa.Buffer, codes: pa.Buffer, 
                                  -1 if validity is not None else 0)
 
 
-def decode_lengths(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Array:
-    """The ``n`` values of a ``LENGTHS`` chunk's (decompressed) ``body``."""
+def decode_lengths(body: pa.Buffer, n: int, what: str, path: str, at: int, *, native=_USE_MODULE) -> pa.Array:
+    """The ``n`` values of a ``LENGTHS`` chunk's (decompressed) ``body``: its lengths summed
+    into offsets by the compiled ``lengths_offsets`` where it is built (NumPy's cumsum, the
+    reference, converts each narrow length as it goes: 3x the time).  ``native``: the compiled
+    module to use (None: the reference; by default :data:`storage.native.NATIVE`)."""
+    if native is _USE_MODULE:
+        native = NATIVE
     width, flags = _head(body, _LEN_HEAD, what, path, at)
     if flags & ~_HAS_VALIDITY or width not in _WIDTH_TYPES:
         raise CorruptionError(f"{what} has a bad lengths head", path, at)
@@ -384,6 +434,13 @@ def decode_lengths(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa
     pos += align8(n * width)
     if body.size < pos:
         raise CorruptionError(f"{what} is truncated ({body.size} bytes, its {n} lengths need {pos})", path, at)
+    nulls = -1 if validity is not None else 0
+    if native is not None:
+        offsets = pa.allocate_buffer(4 * (n + 1))
+        total = native.lengths_offsets(body.slice(lengths_at, n * width), width, n, offsets)
+        if total != body.size - pos:
+            raise CorruptionError(f"{what} lengths add up to {total} bytes, it holds {body.size - pos}", path, at)
+        return pa.Array.from_buffers(_BINARY, n, [validity, offsets, body.slice(pos)], nulls)
     lengths = np.frombuffer(body, dtype=_WIDTH_TYPES[width], count=n, offset=lengths_at)
     # int32 sums cannot overflow below 2 GiB of lengths; a larger chunk sums in int64 and is cut back
     wide = n * ((1 << (8 * width)) - 1) >= 1 << 31
@@ -395,7 +452,6 @@ def decode_lengths(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa
                               path, at)
     if wide:
         offsets = offsets.astype(np.int32)  # the sum is the chunk's size, under 2 GiB
-    nulls = -1 if validity is not None else 0
     return pa.Array.from_buffers(_BINARY, n, [validity, pa.py_buffer(offsets), body.slice(pos)], nulls)
 
 
@@ -447,11 +503,16 @@ def encode_frame(data: np.ndarray, width: int, valid: np.ndarray | None, bitmap:
     return pa.py_buffer(b"".join([head, bitmap, quotients.astype(_FRAME_CODES[code]).tobytes()]))
 
 
-def decode_frame(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.Array:
+def decode_frame(body: pa.Buffer, n: int, what: str, path: str, at: int, *, native=_USE_MODULE) -> pa.Array:
     """The ``n`` values of a ``FRAME`` chunk's (decompressed) ``body``: exactly the bytes
     its ``FIXED`` form holds (``base + code x divisor`` modulo ``2 ** (8 x width)``,
-    big-endian; zeros under absent rows), rebuilt by whole-array NumPy steps (widen,
-    multiply, add, byte swap)."""
+    big-endian; zeros under absent rows).  Where the compiled kernels are built, one pass
+    (``frame_values``, storage/_native/decode.c); the reference, whole-array NumPy steps
+    (the bound, widen, multiply, add, the nulls, byte swap), where they are not.
+    ``native``: the compiled module to use (None: the reference; by default
+    :data:`storage.native.NATIVE`, looked up at each call)."""
+    if native is _USE_MODULE:
+        native = NATIVE
     width, flags, code, reserved, base, divisor = _head(body, _FRAME_HEAD, what, path, at)
     if flags & ~_HAS_VALIDITY or reserved or width not in _FRAME_WIDTHS:
         raise CorruptionError(f"{what} has a bad frame head (value width {width}, flags {flags})", path, at)
@@ -466,6 +527,14 @@ def decode_frame(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.A
     if body.size != pos + n * code:
         raise CorruptionError(f"{what} holds {body.size} bytes, {n} codes of {code} bytes need {pos + n * code}",
                               path, at)
+    nulls = -1 if validity is not None else 0
+    if native is not None:
+        try:
+            data = native.frame_values(body.slice(pos, n * code), code, n, width, base, divisor, validity,
+                                       pa.allocate_buffer)
+        except ValueError:  # the head was checked above: only a code past the frame is left to find
+            raise CorruptionError(f"{what} has a code past the range of {width}-byte values", path, at) from None
+        return pa.Array.from_buffers(_BINARY, n, [validity, fixed_offsets(n, width), data], nulls)
     codes = np.frombuffer(body, dtype=_FRAME_CODES[code], count=n, offset=pos)
     if n and int(codes.max()) * divisor >= limit:
         raise CorruptionError(f"{what} has a code past the range of {width}-byte values", path, at)
@@ -479,7 +548,6 @@ def decode_frame(body: pa.Buffer, n: int, what: str, path: str, at: int) -> pa.A
         out *= np.unpackbits(np.frombuffer(validity, np.uint8), count=n, bitorder="little")
     if _LITTLE_HOST:
         out.byteswap(inplace=True)
-    nulls = -1 if validity is not None else 0
     return pa.Array.from_buffers(_BINARY, n, [validity, fixed_offsets(n, width), pa.py_buffer(out)], nulls)
 
 

@@ -6,6 +6,11 @@
 * ``dict_gather``, a ``DICT`` chunk's values, against Arrow's ``take`` of the
   dictionary (``take_dict``), and a chunk written by ``encode_dict`` read back
   through ``decode_dict``; a code past the dictionary fails the read.
+* ``dict_fixed`` (entries of one width, no offsets summed) against the NumPy and
+  Arrow expansion, whole, sliced and filtered columns, nulls; ``dict_bytes`` (a
+  coded column's expanded bytes) against ``coded_bytes``.
+* ``lengths_offsets`` (a ``LENGTHS`` chunk's lengths summed into offsets) against
+  NumPy's cumsum, and a chunk whose lengths do not add up failing on both.
 * The string route's ASCII check (``utf8_view``) and the fixed-width route of
   columns with no nulls (``dense_fixed_rows``: dates before 1970, out-of-range
   dates and timestamps, wrong widths) against value-by-value ``decode``.
@@ -32,7 +37,9 @@ from serde.codecs.hbase_bytes import DateCodec, DecimalCodec, StringCodec, Times
 from serde.types import parse_type
 from storage import native
 from storage.errors import CorruptionError
-from storage.storefile._chunk_encodings import decode_dict, encode_dict, gather_dict, take_dict
+from storage.kernels.cell_columns import coded_bytes
+from storage.storefile._chunk_encodings import (decode_dict, decode_lengths, encode_dict, encode_lengths, expand_dict,
+                                               expanded_size, gather_dict, take_dict)
 from test_decimal_columns import _reference, columns
 
 try:
@@ -168,6 +175,143 @@ def test_a_dict_chunk_reads_back_what_was_written(values):
     got = decode_dict(body, len(values), "value chunk", "t.sf", 0)
     got.validate(full=True)
     assert got.to_pylist() == values
+
+
+@st.composite
+def fixed_dictionaries(draw):
+    """A dictionary chunk whose entries are one width (1 to 40 bytes: a row copied as one word of
+    8 or 16 bytes, or by a copy of its width), its codes of one or two bytes (a dictionary of
+    more than 256 entries), maybe nulls whose codes are 0, as a block's coded column: the whole
+    chunk, a slice or a filter of it."""
+    w = draw(st.sampled_from([1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 17, 24, 40]))
+    count = draw(st.integers(1, 300 if w >= 2 else 256))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    entries = sorted({bytes(rng.integers(0, 256, w, dtype=np.uint8)) for _ in range(count)})
+    n = draw(st.integers(0, 400))
+    values = [entries[i] for i in rng.integers(0, len(entries), n)]
+    if draw(st.booleans()):
+        values = [None if rng.random() < 0.2 else v for v in values]
+    column = pa.array(values, pa.binary())
+    encoded = pa.chunked_array([column]).dictionary_encode().chunk(0) if n else None
+    if encoded is None or len(encoded.dictionary) == 0:
+        return column, None
+    d = len(encoded.dictionary)
+    codes = encoded.indices.cast(pa.uint8() if d <= 256 else pa.uint16()).fill_null(0)
+    coded = pa.DictionaryArray.from_arrays(pa.array(codes.to_numpy(), mask=np.asarray(column.is_null())),
+                                           encoded.dictionary)
+    cut = draw(st.sampled_from(["whole", "slice", "filter"]))
+    if cut == "slice":
+        lo = int(rng.integers(0, n))
+        column, coded = column.slice(lo), coded.slice(lo)
+    elif cut == "filter":
+        keep = pa.array(rng.random(n) < 0.5)
+        column, coded = column.filter(keep), coded.filter(keep)
+    return column, coded
+
+
+@SETTINGS
+@given(fixed_dictionaries())
+def test_dict_fixed_expands_as_the_reference(case):
+    """Entries of one width: the compiled ``dict_fixed`` (a row one copy of a constant size) and
+    the reference (NumPy's and Arrow's takes) expand to the column that was encoded, and both
+    count its bytes (``expanded_size``) as the plain column holds them."""
+    column, coded = case
+    if coded is None:
+        return
+    for path in PATHS:
+        got = expand_dict(coded, native=path)
+        got.validate(full=True)
+        assert got.to_pylist() == column.to_pylist() and got.null_count == column.null_count
+        assert expanded_size(coded, native=path) == got.get_total_buffer_size() - got.offset * 4
+
+
+@SETTINGS
+@given(dictionaries())
+def test_dict_bytes_counts_what_the_reference_counts(case):
+    """Entries of any widths, codes of one or two bytes: ``dict_bytes`` sums the entries' lengths
+    over the rows as ``coded_bytes`` (a count of each code, weighed) does; ``dict_fixed``
+    answers None unless every entry has one width."""
+    entries, width, codes, _ = case
+    parts = _dict_parts(entries, width, codes, None)
+    lengths = np.array([len(e) for e in entries], np.int64)
+    want = coded_bytes(np.array(codes, np.uint16), lengths)
+    assert want == sum(len(entries[c]) for c in codes)
+    if BUILT is None:  # no compiler at install: the reference alone
+        assert native.NATIVE is None
+        return
+    assert BUILT.dict_bytes(parts[0], parts[2], width, len(codes)) == want
+    fixed = BUILT.dict_fixed(parts[0], parts[1], parts[2], width, len(codes), pa.allocate_buffer)
+    if len({len(e) for e in entries}) == 1 and len(entries[0]):
+        data, w = fixed
+        assert w == len(entries[0]) and data.to_pybytes()[: w * len(codes)] == b"".join(entries[c] for c in codes)
+    else:
+        assert fixed is None
+
+
+def test_dict_fixed_and_dict_bytes_check_codes_and_offsets():
+    if BUILT is None:  # no compiler at install: the engine runs the reference, nothing to refuse
+        assert native.NATIVE is None
+        return
+    entries, offsets = pa.py_buffer(b"abcd"), pa.py_buffer(np.array([0, 2, 4], np.uint32).tobytes())
+    with pytest.raises(ValueError, match="codes: row 1 has code 2, the dictionary has 2 entries"):
+        BUILT.dict_fixed(offsets, entries, bytes([0, 2]), 1, 2, pa.allocate_buffer)
+    with pytest.raises(ValueError, match="codes: row 2 has code 7, the dictionary has 2 entries"):
+        BUILT.dict_bytes(offsets, bytes([1, 0, 7]), 1, 3)
+    with pytest.raises(ValueError, match="codes: row 1 has code 300, the dictionary has 2 entries"):
+        BUILT.dict_fixed(offsets, entries, np.array([1, 300], "<u2").tobytes(), 2, 2, pa.allocate_buffer)
+    bad = pa.py_buffer(np.array([0, 3, 9], np.uint32).tobytes())
+    with pytest.raises(ValueError, match=r"entries \[0, 9\) are not within the 4 entry bytes"):
+        BUILT.dict_fixed(bad, entries, bytes([0, 1]), 1, 2, pa.allocate_buffer)
+    backwards = pa.py_buffer(np.array([0, 3, 1], np.uint32).tobytes())
+    with pytest.raises(ValueError, match=r"entry 1 \[3, 1\) goes backwards"):
+        BUILT.dict_bytes(backwards, bytes([0, 1]), 1, 2)
+    with pytest.raises(ValueError, match="codes: 1 bytes, 2 rows of 1 bytes need 2"):
+        BUILT.dict_fixed(offsets, entries, bytes([0]), 1, 2, pa.allocate_buffer)
+    with pytest.raises(ValueError, match="code_width must be 1 or 2, got 4"):
+        BUILT.dict_bytes(offsets, bytes(8), 4, 2)
+    mixed = pa.py_buffer(np.array([0, 1, 4], np.uint32).tobytes())
+    assert BUILT.dict_fixed(mixed, entries, bytes([0, 1]), 1, 2, pa.allocate_buffer) is None
+
+
+@SETTINGS
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=20), st.binary(min_size=250, max_size=400)), min_size=1,
+                max_size=300), st.integers(-3, 3))
+def test_lengths_offsets_read_a_lengths_chunk_as_the_reference(values, damage):
+    """Lengths of one byte and of two (a value past 255 bytes), absent rows (no bytes): the
+    compiled sum into offsets and NumPy's cumsum read the column back alike; a chunk whose
+    lengths do not add up to its bytes fails on both paths naming it."""
+    column = pa.array(values, pa.binary())
+    body = encode_lengths(column)
+    if body is None:  # no present value: the writer stores another encoding
+        return
+    for path in PATHS:
+        got = decode_lengths(body, len(values), "value chunk", "t.sf", 0, native=path)
+        got.validate(full=True)
+        assert got.to_pylist() == values
+    if damage:
+        raw = bytearray(body.to_pybytes())
+        first = 8 + (-(-((len(values) + 7) // 8) // 8) * 8 if column.null_count else 0)  # past head and bitmap
+        raw[first] = (raw[first] + damage) % 256  # the first row's length (its low byte)
+        for path in PATHS:
+            with pytest.raises(CorruptionError, match="value chunk lengths add up to .* bytes, it holds"):
+                decode_lengths(pa.py_buffer(bytes(raw)), len(values), "value chunk", "t.sf", 0, native=path)
+
+
+def test_lengths_offsets_refuses_bad_arguments_in_one_line():
+    if BUILT is None:  # no compiler at install: the engine runs the reference, nothing to refuse
+        assert native.NATIVE is None
+        return
+    out = np.zeros(4, np.int32)
+    assert BUILT.lengths_offsets(bytes([3, 0, 255]), 1, 3, out) == 258 and out.tolist() == [0, 3, 3, 258]
+    with pytest.raises(ValueError, match="lengths: 2 bytes, 3 rows of 1 bytes need 3"):
+        BUILT.lengths_offsets(bytes([3, 0]), 1, 3, out)
+    with pytest.raises(ValueError, match="width must be 1 or 2, got 4"):
+        BUILT.lengths_offsets(bytes(12), 4, 3, out)
+    with pytest.raises(ValueError, match="out: 8 bytes hold fewer than n \\+ 1 = 4 int32"):
+        BUILT.lengths_offsets(bytes([1, 2, 3]), 1, 3, np.zeros(2, np.int32))
+    with pytest.raises(ValueError, match="out must be a writable contiguous buffer, got bytes"):
+        BUILT.lengths_offsets(bytes([1, 2, 3]), 1, 3, bytes(16))
 
 
 def test_dict_gather_checks_codes_and_offsets():

@@ -10,6 +10,7 @@ for values spread over every bit), the chunk statistics (the same bytewise bound
 
 from __future__ import annotations
 
+import importlib
 import struct
 
 import numpy as np
@@ -24,6 +25,13 @@ from storage.storefile._chunk_encodings import decode_frame, encode_frame
 from storage.storefile.format import INDEX_SCHEMA_V3, SECTION_HEADER_SIZE, TRAILER_SIZE, ChunkEncoding, Trailer
 from storage.storefile.index import BlockIndex
 from storage.vfs.fs import FileSystem
+
+try:
+    BUILT = importlib.import_module("storage._native_ext")
+except ImportError:  # no C compiler at install: the reference alone
+    BUILT = None
+PATHS = [None] + ([BUILT] if BUILT is not None else [])
+"""The reference (NumPy's whole-array steps) and, where built, the compiled ``frame_values``."""
 
 WHAT = "data block value chunk"
 DAY_MS = 86_400_000
@@ -82,11 +90,13 @@ def test_a_frame_chunk_rebuilds_exactly_the_fixed_bytes(column):
     if frame is None:
         return
     assert frame.size < len(data) + 8 + len(bitmap)  # narrower than the FIXED chunk, heads included
-    got = decode_frame(frame, len(values), WHAT, "f.sf", 0)
-    assert got.null_count == values.count(None)
-    assert got.to_pylist() == [None if v is None else v.to_bytes(width, "big", signed=True) for v in values]
-    # the buffer itself: zeros under absent rows, as a FIXED chunk holds
-    assert got.buffers()[2].to_pybytes()[: len(data)] == data.tobytes()
+    for path in PATHS:
+        got = decode_frame(frame, len(values), WHAT, "f.sf", 0, native=path)
+        got.validate(full=True)
+        assert got.null_count == values.count(None)
+        assert got.to_pylist() == [None if v is None else v.to_bytes(width, "big", signed=True) for v in values]
+        # the buffer itself: zeros under absent rows, as a FIXED chunk holds
+        assert got.buffers()[2].to_pybytes()[: len(data)] == data.tobytes()
 
 
 @pytest.mark.parametrize("width,values,code", [
@@ -106,8 +116,9 @@ def test_extremes_one_value_and_spans_that_do_not_narrow(width, values, code):
         assert frame is None
         return
     assert struct.unpack_from("<III", frame.to_pybytes())[2] == code
-    got = decode_frame(frame, len(values), WHAT, "f.sf", 0)
-    assert got.to_pylist() == [v.to_bytes(width, "big", signed=True) for v in values]
+    for path in PATHS:
+        got = decode_frame(frame, len(values), WHAT, "f.sf", 0, native=path)
+        assert got.to_pylist() == [v.to_bytes(width, "big", signed=True) for v in values]
 
 
 def _write(fs, name: str, columns: dict, compression, n: int) -> None:
@@ -186,12 +197,36 @@ def _set(head: bytearray, field: int, value: int) -> bytearray:
     (lambda h: _set(h, 1, 6), "bad frame head"),  # unknown flags
     (lambda h: _set(h, 5, 1 << 62), "past the range of 8-byte values"),  # codes x divisor overflow
     (lambda h: _set(_set(h, 0, 4), 4, 1 << 40), "out of range of 4-byte values"),
+    (lambda h: _set(h, 5, (1 << 64) // 30), "past the range of 8-byte values"),  # codes past 29 overflow
 ])
-def test_a_damaged_frame_chunk_fails_with_one_line_naming_it(mutate, message):
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: "reference" if p is None else "compiled")
+def test_a_damaged_frame_chunk_fails_with_one_line_naming_it(mutate, message, path):
     with pytest.raises(CorruptionError) as err:
-        decode_frame(_damaged(mutate), 64, WHAT, "t/f.sf", 4096)
+        decode_frame(_damaged(mutate), 64, WHAT, "t/f.sf", 4096, native=path)
     text = str(err.value)
     assert message in text and WHAT in text and "t/f.sf" in text and "\n" not in text
+
+
+def test_the_compiled_frame_decode_refuses_bad_arguments_in_one_line():
+    if BUILT is None:  # no compiler at install: the engine runs the reference, nothing to refuse
+        return
+    codes = np.array([1, 2, 250], np.uint8)
+    alloc = pa.allocate_buffer
+    with pytest.raises(ValueError, match="codes: row 2 has code 250, times the divisor 33554432 past 4-byte values"):
+        BUILT.frame_values(codes, 1, 3, 4, 0, 1 << 25, None, alloc)
+    with pytest.raises(ValueError, match="base 0 and divisor 4294967296 must lie within 4-byte values"):
+        BUILT.frame_values(codes, 1, 3, 4, 0, 1 << 32, None, alloc)
+    with pytest.raises(ValueError, match="code_width must be 1, 2 or 4, got 3"):
+        BUILT.frame_values(codes, 3, 1, 4, 0, 1, None, alloc)
+    with pytest.raises(ValueError, match="width must be 2, 4 or 8, got 3"):
+        BUILT.frame_values(codes, 1, 3, 3, 0, 1, None, alloc)
+    with pytest.raises(ValueError, match="codes: 3 bytes, 2 rows of 2 bytes need 4"):
+        BUILT.frame_values(codes, 2, 2, 4, 0, 1, None, alloc)
+    with pytest.raises(ValueError, match="validity: 1 bytes, 9 rows need 2"):
+        BUILT.frame_values(np.zeros(9, np.uint8), 1, 9, 4, 0, 1, b"\xff", alloc)
+    # the largest code at the frame's edge is taken: (2 ** 32 - 1) as the last 4-byte value
+    got = BUILT.frame_values(np.array([0, 255], np.uint8), 1, 2, 4, 2 ** 32 - 256, 1, None, alloc)
+    assert got.to_pybytes() == (2 ** 32 - 256).to_bytes(4, "big") + (2 ** 32 - 1).to_bytes(4, "big")
 
 
 def test_an_unknown_chunk_encoding_is_named_when_the_file_opens(tmp_path):

@@ -14,6 +14,9 @@ dictionary array (codes + entries).  Three things must hold:
 
 from __future__ import annotations
 
+import importlib
+import struct
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -34,9 +37,16 @@ from storage.filters import (
     Utf8Comparator,
 )
 from storage.filters.comparators import NotUtf8
-from storage.storefile._chunk_encodings import decode_dict, dict_codes, encode_dict, expand_dict, expanded_size
+from storage.errors import CorruptionError
+from storage.storefile._chunk_encodings import _DICT_HEAD, decode_dict, dict_codes, encode_dict, expand_dict, expanded_size
 from storage.storefile.dense_rows import dictionary_mask
 from storage.storefile.format import ChunkEncoding
+
+try:
+    BUILT = importlib.import_module("storage._native_ext")
+except ImportError:  # no C compiler at install: the reference alone
+    BUILT = None
+PATHS = [None] + ([BUILT] if BUILT is not None else [])
 
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -224,3 +234,52 @@ def test_counted_bytes_of_codes_are_the_plain_values_bytes(coded, width):
     if len(set(lengths)) > 1:
         validity = (n + 7) // 8 if plain.null_count else 0
         assert expanded_size(codes) == validity + 4 * (n + 1) + sum(map(len, present))
+
+
+def _damaged_dict(change) -> pa.Buffer:
+    """A DICT chunk of five entries of several widths, 40 rows, with ``change(offsets, codes)``
+    applied to its dictionary offsets and codes (lists, written back in place)."""
+    body = bytearray(encode_dict(pa.array([b"AIR", b"SHIP", b"MAIL", b"REG AIR", b"FOB"] * 8, pa.binary())).to_pybytes())
+    d, flags, width, _ = _DICT_HEAD.unpack_from(body, 0)
+    assert (d, flags, width) == (5, 0, 1)
+    at = _DICT_HEAD.size
+    offsets = list(struct.unpack_from("<6I", body, at))
+    codes = list(body[-40:])
+    change(offsets, codes)
+    struct.pack_into("<6I", body, at, *offsets)
+    body[-40:] = bytes(codes)
+    return pa.py_buffer(bytes(body))
+
+
+def _swap(offsets, codes):
+    offsets[2], offsets[3] = offsets[3], offsets[2]
+
+
+def _last_off(offsets, codes):
+    offsets[-1] += 1
+
+
+def _first_off(offsets, codes):
+    offsets[0] = 1
+
+
+def _code_past(offsets, codes):
+    codes[17] = 5
+
+
+@pytest.mark.parametrize("change,message", [
+    (_swap, "dictionary offsets do not add up to its"),  # read as unsigned steps, these passed once
+    (_last_off, "dictionary offsets do not add up to its"),
+    (_first_off, "dictionary offsets do not add up to its"),
+    (_code_past, "has a code out of range of its 5 dictionary entries"),
+])
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: "reference" if p is None else "compiled")
+def test_a_damaged_dictionary_fails_as_it_is_read_naming_the_chunk(change, message, path):
+    """Offsets that go down, a first or last offset off, a code past the dictionary: the chunk
+    fails when it is read (before any expansion could copy past its entries), in one line
+    naming it, on both paths; the undamaged chunk reads back."""
+    with pytest.raises(CorruptionError) as err:
+        dict_codes(_damaged_dict(change), 40, "value chunk", "t/f.sf", 64, native=path)
+    assert message in str(err.value) and "t/f.sf" in str(err.value) and "\n" not in str(err.value)
+    whole = dict_codes(_damaged_dict(lambda o, c: None), 40, "value chunk", "t/f.sf", 64, native=path)
+    assert expand_dict(whole).to_pylist() == [b"AIR", b"SHIP", b"MAIL", b"REG AIR", b"FOB"] * 8

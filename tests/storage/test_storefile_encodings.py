@@ -166,6 +166,13 @@ def _dictionary_offset_off(b: bytearray) -> bytearray:
     return b
 
 
+def _dictionary_offsets_go_back(b: bytearray) -> bytearray:
+    # the second and third offsets swapped: the first and last still add up, the steps do not
+    # (read as unsigned differences they were all positive, and the chunk passed its check)
+    b[16 + 4: 16 + 8], b[16 + 8: 16 + 12] = b[16 + 8: 16 + 12], b[16 + 4: 16 + 8]
+    return b
+
+
 def _lengths_do_not_add_up(b: bytearray) -> bytearray:
     b[8] += 1  # the first row's u8 length
     return b
@@ -174,6 +181,7 @@ def _lengths_do_not_add_up(b: bytearray) -> bytearray:
 @pytest.mark.parametrize("kind,damage,message", [
     (ChunkEncoding.DICT, _code_out_of_range, "code out of range"),
     (ChunkEncoding.DICT, _dictionary_offset_off, "dictionary offsets do not add up"),
+    (ChunkEncoding.DICT, _dictionary_offsets_go_back, "dictionary offsets do not add up"),
     (ChunkEncoding.LENGTHS, _lengths_do_not_add_up, "lengths add up to"),
 ])
 def test_a_chunk_that_does_not_add_up_is_named_with_the_file(tmp_path, monkeypatch, kind, damage, message):
