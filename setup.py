@@ -19,6 +19,11 @@ from setuptools.command.build_ext import build_ext
 
 NOT_BUILT = "regionscan: native kernels not built (no C compiler): using the pure-Python path"
 
+ALIGN_LOOPS = "-falign-loops=64"
+"""Every loop at a 64-byte boundary: the kernels' tight loops took up to 40% more time by where
+the linker happened to place them (a dictionary chunk's one-width expansion, the same code in
+two builds: 0.46 against 0.33 ms for 570K rows), and a change to one kernel moved the others."""
+
 
 class OptionalBuildExt(build_ext):
     """``build_ext`` whose failure (no compiler, a compiler that fails) is one line, not an error."""
@@ -35,6 +40,13 @@ class OptionalBuildExt(build_ext):
         try:
             super().build_extension(ext)
         except Exception as exc:  # noqa: BLE001 - CompileError, LinkError, OSError, PlatformError...
+            if ALIGN_LOOPS in ext.extra_compile_args:  # a compiler without the flag: build without it
+                ext.extra_compile_args = [a for a in ext.extra_compile_args if a != ALIGN_LOOPS]
+                try:
+                    super().build_extension(ext)
+                    return
+                except Exception as again:  # noqa: BLE001 - as above
+                    exc = again
             self._not_built(exc)
 
     def copy_file(self, infile, outfile, *args, **kwargs):
@@ -59,7 +71,7 @@ setup(
             "storage._native_ext",
             sources=sorted(glob("storage/_native/*.c")),
             depends=sorted(glob("storage/_native/*.h")),
-            extra_compile_args=["-O3"] if sys.platform != "win32" else [],
+            extra_compile_args=["-O3", ALIGN_LOOPS] if sys.platform != "win32" else [],
         )
     ],
     cmdclass={"build_ext": OptionalBuildExt},
