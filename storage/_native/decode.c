@@ -285,6 +285,57 @@ done:
     return result;
 }
 
+/* The largest of n little-endian codes of `width` (1, 2 or 4) bytes, each loop's maximum kept
+ * in the codes' own width so that it has no branch a code and vectorizes (a 64-bit maximum did
+ * not: half of frame_values' time); 0 for no code. */
+static uint64_t rs_max_code(const uint8_t *c8, int width, Py_ssize_t n) {
+    if (width == 1) {
+        uint8_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) m = c8[i] > m ? c8[i] : m;
+        return m;
+    }
+    if (width == 2) {
+        uint16_t m = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint16_t v = (uint16_t)(c8[2 * i] | (c8[2 * i + 1] << 8));
+            m = v > m ? v : m;
+        }
+        return m;
+    }
+    uint32_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint32_t v = (uint32_t)c8[4 * i] | (uint32_t)c8[4 * i + 1] << 8 | (uint32_t)c8[4 * i + 2] << 16 |
+                     (uint32_t)c8[4 * i + 3] << 24;
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* The checks the dictionary kernels make of their arguments, in one place: a code width of 1
+ * or 2, n not negative, two entry offsets at least and n codes held.  The dictionary's
+ * entries d, or -1 with a one-line ValueError (`name`: the kernel's). */
+static Py_ssize_t rs_dict_args(const char *name, int width, Py_ssize_t n, const rs_view *eoff, const rs_view *codes) {
+    if (width != 1 && width != 2) {
+        PyErr_Format(PyExc_ValueError, "%s: code_width must be 1 or 2, got %d", name, width);
+        return -1;
+    }
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: n (%zd) must not be negative", name, n);
+        return -1;
+    }
+    Py_ssize_t d = eoff->view.len / 4 - 1;
+    if (d < 1) {
+        PyErr_SetString(PyExc_ValueError, "entry_offsets: a dictionary needs at least one entry (two offsets)");
+        return -1;
+    }
+    if (codes->view.len < n * width) {
+        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, %zd rows of %d bytes need %zd", codes->view.len, n, width,
+                     n * width);
+        return -1;
+    }
+    return d;
+}
+
 /* dict_fixed(entry_offsets, entries, codes, code_width, n, allocate) -> (data, width) | None
  *
  * A DICT chunk's n values when every entry of its dictionary is one width w > 0 (a date,
@@ -304,25 +355,14 @@ PyObject *rs_dict_fixed(PyObject *self, PyObject *args) {
     int width;
     (void)self;
     if (!PyArg_ParseTuple(args, "OOOinO", &o_eoff, &o_entries, &o_codes, &width, &n, &allocate)) return NULL;
-    if (width != 1 && width != 2) {
-        PyErr_Format(PyExc_ValueError, "dict_fixed: code_width must be 1 or 2, got %d", width);
-        return NULL;
-    }
-    if (n < 0) {
-        PyErr_Format(PyExc_ValueError, "dict_fixed: n (%zd) must not be negative", n);
-        return NULL;
-    }
     rs_view eoff = {0}, entries = {0}, codes = {0}, dst = {0};
     PyObject *result = NULL, *buffer = NULL;
     uint8_t *table = NULL;
     if (rs_view_get(&eoff, o_eoff, "entry_offsets", 0) < 0 || rs_view_get(&entries, o_entries, "entries", 1) < 0 ||
         rs_view_get(&codes, o_codes, "codes", 0) < 0)
         goto done;
-    Py_ssize_t d = eoff.view.len / 4 - 1;
-    if (d < 1) {
-        PyErr_SetString(PyExc_ValueError, "entry_offsets: a dictionary needs at least one entry (two offsets)");
-        goto done;
-    }
+    Py_ssize_t d = rs_dict_args("dict_fixed", width, n, &eoff, &codes);
+    if (d < 0) goto done;
     const uint32_t *eo = (const uint32_t *)eoff.view.buf;
     const Py_ssize_t esize = entries.held ? entries.view.len : 0;
     if ((Py_ssize_t)eo[d] > esize || eo[0] > eo[d]) {
@@ -338,28 +378,10 @@ PyObject *rs_dict_fixed(PyObject *self, PyObject *args) {
         Py_INCREF(result);
         goto done;
     }
-    if (codes.view.len < n * width) {
-        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, %zd rows of %d bytes need %zd", codes.view.len, n, width,
-                     n * width);
-        goto done;
-    }
     const uint8_t *c8 = (const uint8_t *)codes.view.buf;
-    /* the largest code, in a pass without a branch a row (vectorized); none can be out of a
-     * dictionary of 256 (65,536) entries */
+    /* none can be out of a dictionary of 256 (65,536) entries */
     if (d < (width == 1 ? 256 : 65536)) {
-        Py_ssize_t top = 0;
-        if (width == 1) {
-            uint8_t m = 0;
-            for (Py_ssize_t i = 0; i < n; i++) m = c8[i] > m ? c8[i] : m;
-            top = m;
-        } else {
-            uint16_t m = 0;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                uint16_t v = (uint16_t)(c8[2 * i] | (c8[2 * i + 1] << 8));
-                m = v > m ? v : m;
-            }
-            top = m;
-        }
+        Py_ssize_t top = (Py_ssize_t)rs_max_code(c8, width, n);
         if (top >= d) {
             Py_ssize_t at = 0;
             while (RS_CODE(c8, width, at) < d) at++;
@@ -428,28 +450,12 @@ PyObject *rs_dict_bytes(PyObject *self, PyObject *args) {
     int width;
     (void)self;
     if (!PyArg_ParseTuple(args, "OOin", &o_eoff, &o_codes, &width, &n)) return NULL;
-    if (width != 1 && width != 2) {
-        PyErr_Format(PyExc_ValueError, "dict_bytes: code_width must be 1 or 2, got %d", width);
-        return NULL;
-    }
-    if (n < 0) {
-        PyErr_Format(PyExc_ValueError, "dict_bytes: n (%zd) must not be negative", n);
-        return NULL;
-    }
     rs_view eoff = {0}, codes = {0};
     PyObject *result = NULL;
     uint32_t *lengths = NULL;
     if (rs_view_get(&eoff, o_eoff, "entry_offsets", 0) < 0 || rs_view_get(&codes, o_codes, "codes", 0) < 0) goto done;
-    Py_ssize_t d = eoff.view.len / 4 - 1;
-    if (d < 1) {
-        PyErr_SetString(PyExc_ValueError, "entry_offsets: a dictionary needs at least one entry (two offsets)");
-        goto done;
-    }
-    if (codes.view.len < n * width) {
-        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, %zd rows of %d bytes need %zd", codes.view.len, n, width,
-                     n * width);
-        goto done;
-    }
+    Py_ssize_t d = rs_dict_args("dict_bytes", width, n, &eoff, &codes);
+    if (d < 0) goto done;
     const uint32_t *eo = (const uint32_t *)eoff.view.buf;
     /* a table as long as any code can be (256 or 65,536 entries), lengths past the dictionary
      * marked: the sum then needs no check a row, and a marked entry met fails the call */
@@ -509,49 +515,18 @@ PyObject *rs_dict_check(PyObject *self, PyObject *args) {
     int width;
     (void)self;
     if (!PyArg_ParseTuple(args, "OLOin", &o_eoff, &data_size, &o_codes, &width, &n)) return NULL;
-    if (width != 1 && width != 2) {
-        PyErr_Format(PyExc_ValueError, "dict_check: code_width must be 1 or 2, got %d", width);
-        return NULL;
-    }
-    if (n < 0) {
-        PyErr_Format(PyExc_ValueError, "dict_check: n (%zd) must not be negative", n);
-        return NULL;
-    }
     rs_view eoff = {0}, codes = {0};
     PyObject *result = NULL;
     if (rs_view_get(&eoff, o_eoff, "entry_offsets", 0) < 0 || rs_view_get(&codes, o_codes, "codes", 0) < 0) goto done;
-    Py_ssize_t d = eoff.view.len / 4 - 1;
-    if (d < 1) {
-        PyErr_SetString(PyExc_ValueError, "entry_offsets: a dictionary needs at least one entry (two offsets)");
-        goto done;
-    }
-    if (codes.view.len < n * width) {
-        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, %zd rows of %d bytes need %zd", codes.view.len, n, width,
-                     n * width);
-        goto done;
-    }
+    Py_ssize_t d = rs_dict_args("dict_check", width, n, &eoff, &codes);
+    if (d < 0) goto done;
     const uint32_t *eo = (const uint32_t *)eoff.view.buf;
     int bad = eo[0] != 0 || (long long)eo[d] != data_size || data_size >= ((long long)1 << 31);
     uint32_t down = 0;
     for (Py_ssize_t k = 0; k < d; k++) down |= eo[k + 1] < eo[k];
     long verdict = bad || down ? 1 : 0;
-    if (!verdict && d < (width == 1 ? 256 : 65536)) {
-        const uint8_t *c8 = (const uint8_t *)codes.view.buf;
-        Py_ssize_t top = 0;
-        if (width == 1) {
-            uint8_t m = 0;
-            for (Py_ssize_t i = 0; i < n; i++) m = c8[i] > m ? c8[i] : m;
-            top = m;
-        } else {
-            uint16_t m = 0;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                uint16_t v = (uint16_t)(c8[2 * i] | (c8[2 * i + 1] << 8));
-                m = v > m ? v : m;
-            }
-            top = m;
-        }
-        verdict = n && top >= d ? 2 : 0;
-    }
+    if (!verdict && d < (width == 1 ? 256 : 65536))
+        verdict = n && (Py_ssize_t)rs_max_code((const uint8_t *)codes.view.buf, width, n) >= d ? 2 : 0;
     result = PyLong_FromLong(verdict);
 done:
     rs_view_release(&eoff);
@@ -672,20 +647,7 @@ PyObject *rs_frame_values(PyObject *self, PyObject *args) {
     }
     const uint8_t *c8 = (const uint8_t *)codes.view.buf;
     const uint8_t *bits = valid.held ? (const uint8_t *)valid.view.buf : NULL;
-    uint64_t top = 0;  /* each loop's maximum in the codes' own width: vectorized */
-    if (cw == 1) {
-        uint8_t m = 0;
-        for (Py_ssize_t i = 0; i < n; i++) m = c8[i] > m ? c8[i] : m;
-        top = m;
-    } else if (cw == 2) {
-        uint16_t m = 0;
-        for (Py_ssize_t i = 0; i < n; i++) { uint16_t v = rs_le16(c8 + 2 * i); m = v > m ? v : m; }
-        top = m;
-    } else {
-        uint32_t m = 0;
-        for (Py_ssize_t i = 0; i < n; i++) { uint32_t v = rs_le32(c8 + 4 * i); m = v > m ? v : m; }
-        top = m;
-    }
+    uint64_t top = rs_max_code(c8, cw, n);
     if ((unsigned __int128)top * divisor >= limit) {
         Py_ssize_t at = 0;
         while (RS_FRAME_CODE(cw, at) != top) at++;
