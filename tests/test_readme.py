@@ -98,7 +98,7 @@ def test_ci_runs_the_readme_test_command_as_written_in_a_fresh_venv():
                         "tests/storage/test_read_semantics.py tests/storage/test_live_stamps.py "
                         "tests/storage/test_wal_decode_rows.py tests/storage/test_live_connector_rows.py "
                         "tests/storage/test_chunk_keys.py tests/storage/test_dict_codes.py "
-                        "tests/storage/test_memstore_deferred_order.py"]
+                        "tests/storage/test_chunk_narrow.py tests/storage/test_memstore_deferred_order.py"]
     ci = open(os.path.join(REPO_ROOT, ".ci", "run"), encoding="utf-8").read().splitlines()
     steps = [line.strip() for line in ci if line.strip() and not line.lstrip().startswith("#")]
     assert "set -euo pipefail" in steps  # pytest's own status is CI's: "no tests collected" (5) fails too
