@@ -424,6 +424,7 @@ PyObject *rs_dict_fixed(PyObject *self, PyObject *args) {
             else if (w <= 8) { RS_FIXED_LOOP(c8[2 * i] | (c8[2 * i + 1] << 8), 8, 8) }
             else { RS_FIXED_LOOP(c8[2 * i] | (c8[2 * i + 1] << 8), 16, 16) }
         }
+#undef RS_FIXED_LOOP
         RS_ACQUIRE_GIL()
     }
     result = Py_BuildValue("(On)", buffer, (Py_ssize_t)w);
@@ -588,15 +589,9 @@ static inline uint64_t rs_key_code(const uint8_t *c, int width, Py_ssize_t i) {
  * pass where the NumPy reference (storage.storefile._chunk_encodings.decode_frame) makes
  * five or six: the bound, the widening, the multiply, the add, the nulls, the byte swap.
  * data comes from allocate(n * width). */
-#define RS_FRAME_CODE(CW, i) \
-    ((CW) == 1 ? (uint64_t)c8[i] : (CW) == 2 ? (uint64_t)rs_le16(c8 + 2 * (i)) : (uint64_t)rs_le32(c8 + 4 * (i)))
-
-static inline uint16_t rs_le16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return RS_LE16(v); }
-static inline uint32_t rs_le32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return RS_LE32(v); }
-
 #define RS_FRAME_LOOP(CW, W, UT, SWAP)                                                                \
     for (Py_ssize_t i = 0; i < n; i++) {                                                             \
-        UT v = (UT)(base + RS_FRAME_CODE(CW, i) * divisor);                                          \
+        UT v = (UT)(base + rs_key_code(c8, (CW), i) * divisor);                                       \
         if (bits) v &= (UT)0 - (UT)((bits[i >> 3] >> (i & 7)) & 1);                                 \
         v = SWAP(v);                                                                                 \
         memcpy(to + (size_t)i * (W), &v, (W));                                                       \
@@ -650,7 +645,7 @@ PyObject *rs_frame_values(PyObject *self, PyObject *args) {
     uint64_t top = rs_max_code(c8, cw, n);
     if ((unsigned __int128)top * divisor >= limit) {
         Py_ssize_t at = 0;
-        while (RS_FRAME_CODE(cw, at) != top) at++;
+        while (rs_key_code(c8, cw, at) != top) at++;
         PyErr_Format(PyExc_ValueError, "codes: row %zd has code %llu, times the divisor %llu past %d-byte values", at,
                      (unsigned long long)top, divisor_arg, width);
         goto done;
@@ -722,7 +717,7 @@ PyObject *rs_lengths_offsets(PyObject *self, PyObject *args) {
         if (width == 1) {
             for (Py_ssize_t i = 0; i < n; i++) { total += l8[i]; offs[i + 1] = (int32_t)(uint32_t)total; }
         } else {
-            for (Py_ssize_t i = 0; i < n; i++) { total += rs_le16(l8 + 2 * i); offs[i + 1] = (int32_t)(uint32_t)total; }
+            for (Py_ssize_t i = 0; i < n; i++) { total += rs_key_code(l8, 2, i); offs[i + 1] = (int32_t)(uint32_t)total; }
         }
         RS_ACQUIRE_GIL()
     }

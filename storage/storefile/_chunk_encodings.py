@@ -363,7 +363,8 @@ def expanded_size(column: pa.DictionaryArray, *, native=_USE_MODULE) -> int:
     width = indices.type.bit_width // 8
     if native is not None and not column.null_count and dictionary.offset == 0:
         codes = indices.buffers()[1].slice(indices.offset * width, n * width)
-        return validity + 4 * (n + 1) + native.dict_bytes(dictionary.buffers()[1].slice(0, 4 * (len(dictionary) + 1)), codes, width, n)
+        entry_offsets = dictionary.buffers()[1].slice(0, 4 * (len(dictionary) + 1))
+        return validity + 4 * (n + 1) + native.dict_bytes(entry_offsets, codes, width, n)
     entry = _entry_width(dictionary)
     if entry:
         return validity + 4 * (n + 1) + n * entry
@@ -394,7 +395,6 @@ def take_dict(entry_offsets: pa.Buffer, entries: pa.Buffer, codes: pa.Buffer, wi
     dictionary = pa.Array.from_buffers(_BINARY, d, [None, entry_offsets, entries])
     indices = pa.Array.from_buffers(_CODE_TYPES[width], n, [validity, codes], -1 if validity is not None else 0)
     return _TAKE.call([dictionary, indices], _NO_BOUNDS_CHECK)
-
 
 
 def gather_dict(entry_offsets: pa.Buffer, entries: pa.Buffer, codes: pa.Buffer, width: int,
