@@ -261,7 +261,9 @@ def test_concurrent_writers_readers_flushes_compactions_and_splits(conn, monkeyp
 
     def churner():
         n = 0
-        while time.monotonic() < stop:
+        # at least a put, a second put and a delete even if the thread starts late or waits out a
+        # split (one CI run saw a single put in the 2.5 s, and the check below had nothing to check)
+        while time.monotonic() < stop or n < 3:
             row = struct.pack(">HI", (n % 50) * 1301 % 65536, 9_000_000 + n % 50)
             ts = (1 << 50) + n  # its own increasing timestamps: a put after a delete is newer
             if n % 3 == 2:
